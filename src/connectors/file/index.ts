@@ -1,0 +1,210 @@
+/**
+ * file: a source of text lines or JSON lines (a file, or every visible file in a directory, files
+ * assigned round-robin to subtasks), and a sink that writes `part-<subtask>-<n>.jsonl` files into a
+ * directory. A part file is written under a hidden in-progress name and renamed when finished, so a
+ * reader never sees a partial file.
+ */
+import { mkdir, open, readdir, rename, stat, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { ConnectorError } from '../../errors.js';
+import type { Connector, SourceOutput } from '../../sdk/index.js';
+import { parseOptions } from '../options.js';
+
+const SourceOptions = z
+  .object({
+    path: z.string().min(1),
+    /** @default 'jsonl' for .jsonl/.ndjson files, else 'lines' */
+    format: z.enum(['lines', 'jsonl']).optional(),
+  })
+  .strict();
+
+export const DEFAULT_ROLL_BYTES = 128 * 1024 * 1024;
+const SinkOptions = z
+  .object({
+    path: z.string().min(1),
+    /** Start a new part file once this many bytes are written. @default 128 MiB */
+    rollBytes: z.number().int().positive().default(DEFAULT_ROLL_BYTES),
+  })
+  .strict();
+
+const READ_CHUNK_BYTES = 64 * 1024;
+
+async function listInputFiles(path: string): Promise<string[]> {
+  let st;
+  try {
+    st = await stat(path);
+  } catch (err) {
+    throw new ConnectorError(`file source: cannot read '${path}': ${(err as Error).message}; check the path option`, { cause: err });
+  }
+  if (st.isFile()) return [path];
+  const names = (await readdir(path, { withFileTypes: true }))
+    .filter((d) => d.isFile() && !d.name.startsWith('.'))
+    .map((d) => d.name)
+    .sort();
+  return names.map((n) => join(path, n));
+}
+
+/** Reads one file in 64 KiB chunks and yields lines without holding the whole file. */
+class LineReader {
+  private fh: FileHandle | null = null;
+  private rest = '';
+  private lines: string[] = [];
+  private li = 0;
+  private eof = false;
+  lineNo = 0;
+  private readonly buf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+  private readonly decoder = new TextDecoder();
+
+  constructor(readonly path: string) {}
+
+  /** The next line, or undefined at end of file. */
+  async next(): Promise<string | undefined> {
+    for (;;) {
+      if (this.li < this.lines.length) {
+        this.lineNo++;
+        return this.lines[this.li++];
+      }
+      if (this.eof) return undefined;
+      await this.fill();
+    }
+  }
+
+  nextSync(): string | undefined {
+    if (this.li < this.lines.length) {
+      this.lineNo++;
+      return this.lines[this.li++];
+    }
+    return undefined;
+  }
+
+  private async fill(): Promise<void> {
+    this.fh ??= await open(this.path, 'r');
+    const { bytesRead } = await this.fh.read(this.buf, 0, READ_CHUNK_BYTES, null);
+    let text = this.rest + this.decoder.decode(this.buf.subarray(0, bytesRead), { stream: bytesRead > 0 });
+    if (bytesRead === 0) {
+      this.eof = true;
+      await this.close();
+      if (text.length > 0) text += '\n';
+    }
+    const parts = text.split('\n');
+    this.rest = parts.pop() ?? '';
+    this.lines = parts.map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+    this.li = 0;
+  }
+
+  async close(): Promise<void> {
+    const fh = this.fh;
+    this.fh = null;
+    await fh?.close();
+  }
+}
+
+export const file: Connector<unknown, unknown> = {
+  name: 'file',
+  source: {
+    validate: (o) => parseOptions('file source', SourceOptions, o),
+    async createReader(o: z.infer<typeof SourceOptions>, ctx) {
+      const all = await listInputFiles(o.path);
+      const mine = all.filter((_, i) => i % ctx.parallelism === ctx.subtaskIndex);
+      let fi = 0;
+      let reader: LineReader | null = null;
+      const parse = (line: string, r: LineReader): unknown => {
+        const fmt = o.format ?? (/\.(jsonl|ndjson)$/i.test(r.path) ? 'jsonl' : 'lines');
+        if (fmt === 'lines') return line;
+        try {
+          return JSON.parse(line) as unknown;
+        } catch (err) {
+          throw new ConnectorError(`file source: ${r.path}:${r.lineNo}: not valid JSON (${(err as Error).message})`, { cause: err });
+        }
+      };
+      return {
+        async read(out: SourceOutput<unknown>, max: number) {
+          let n = 0;
+          while (n < max) {
+            if (!reader) {
+              if (fi >= mine.length) return 'END';
+              reader = new LineReader(mine[fi++]!);
+            }
+            const line = reader.nextSync() ?? (await reader.next());
+            if (line === undefined) {
+              reader = null;
+              continue;
+            }
+            if (line.length === 0) continue;
+            out.collect(parse(line, reader));
+            n++;
+          }
+          return 'MORE';
+        },
+        async close() {
+          await reader?.close();
+        },
+      };
+    },
+  },
+  sink: {
+    validate: (o) => parseOptions('file sink', SinkOptions, o),
+    async createWriter(o: z.infer<typeof SinkOptions>, ctx) {
+      try {
+        await mkdir(o.path, { recursive: true });
+      } catch (err) {
+        throw new ConnectorError(`file sink: cannot create directory '${o.path}': ${(err as Error).message}`, { cause: err });
+      }
+      const prefix = `part-${ctx.subtaskIndex}-`;
+      // Continue numbering after part files an earlier run left, never overwriting them.
+      let seq = 0;
+      for (const name of await readdir(o.path)) {
+        const m = new RegExp(`^\\.?${prefix}(\\d+)\\.jsonl`).exec(name);
+        if (m) seq = Math.max(seq, Number(m[1]) + 1);
+      }
+      let fh: FileHandle | null = null;
+      let current = '';
+      let written = 0;
+      let pending: string[] = [];
+      let pendingBytes = 0;
+      const finalName = (n: number): string => join(o.path, `${prefix}${n}.jsonl`);
+      const hiddenName = (n: number): string => join(o.path, `.${prefix}${n}.jsonl.inprogress`);
+      const closePart = async (): Promise<void> => {
+        if (!fh) return;
+        await fh.close();
+        fh = null;
+        await rename(current, finalName(seq));
+        seq++;
+        written = 0;
+      };
+      const flush = async (): Promise<void> => {
+        if (pending.length === 0) return;
+        const text = pending.join('');
+        pending = [];
+        pendingBytes = 0;
+        if (!fh) {
+          current = hiddenName(seq);
+          fh = await open(current, 'wx');
+        }
+        await fh.write(text);
+        written += Buffer.byteLength(text);
+        if (written >= o.rollBytes) await closePart();
+      };
+      return {
+        write(v) {
+          const line = (JSON.stringify(v) ?? 'null') + '\n';
+          pending.push(line);
+          pendingBytes += line.length;
+        },
+        flush() {
+          return pendingBytes > 0 ? flush() : undefined;
+        },
+        async finish() {
+          await flush();
+          await closePart();
+        },
+        async close() {
+          // An unfinished part stays hidden: a failed job never publishes a partial file.
+          await fh?.close();
+          fh = null;
+        },
+      };
+    },
+  },
+};

@@ -1,0 +1,27 @@
+/**
+ * Built-in connectors, by name: `datagen`, `file`, `print`, `sequence`.
+ *
+ * @example
+ * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
+ */
+import type { Connector } from '../sdk/index.js';
+import { datagen } from './datagen/index.js';
+import { file } from './file/index.js';
+import { printConnector } from './print/index.js';
+import { sequence } from './sequence/index.js';
+
+export { datagen, datagenRow, DatagenOptions, type DatagenField } from './datagen/index.js';
+export { file, DEFAULT_ROLL_BYTES } from './file/index.js';
+export { printConnector, formatRecord } from './print/index.js';
+export { sequence } from './sequence/index.js';
+export { parseOptions, sleep } from './options.js';
+
+/** The connectors a job can name by string, given where `print` writes. */
+export function builtinConnectors(stdout: (text: string) => void): Map<string, Connector> {
+  return new Map<string, Connector>([
+    ['datagen', datagen as Connector],
+    ['file', file],
+    ['print', printConnector(stdout) as Connector],
+    ['sequence', sequence as Connector],
+  ]);
+}

@@ -1,0 +1,95 @@
+/**
+ * The error catalogue. Every error the engine raises on purpose is a `ClinkError` with a stable `code`
+ * listed here and in docs/errors.md (a test keeps the two in step).
+ */
+const BRAND = Symbol.for('clink.error');
+
+export const ERROR_CODES = {
+  CLINK_ERR_INVALID_ARGUMENT: 'an SDK call was given a value it cannot use',
+  CLINK_ERR_PLAN: 'the job graph is malformed (names the operator)',
+  CLINK_ERR_JOB_LOAD: 'a job module could not be found, compiled or imported',
+  CLINK_ERR_JOB_DEFINITION: 'a job module does not export a valid defineJob(...) or its build function threw',
+  CLINK_ERR_USER_CODE: 'user code inside an operator threw; the cause carries the original stack',
+  CLINK_ERR_CONNECTOR: 'a connector was misconfigured or failed doing I/O',
+  CLINK_ERR_STATE: 'keyed state or timers were used where there is no key',
+  CLINK_ERR_CANCELLED: 'the job was cancelled before it finished',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class ClinkError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  /** Job bundles may carry their own copy of the SDK, so `instanceof` checks a brand, not a prototype. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (typeof value !== 'object' || value === null || (value as Record<symbol, unknown>)[BRAND] !== true) return false;
+    if (this === ClinkError) return true;
+    return (value as Error).name === this.name;
+  }
+}
+
+export class InvalidArgumentError extends ClinkError {
+  constructor(message: string) {
+    super('CLINK_ERR_INVALID_ARGUMENT', message);
+  }
+}
+
+export class PlanError extends ClinkError {
+  constructor(message: string) {
+    super('CLINK_ERR_PLAN', message);
+  }
+}
+
+export class JobLoadError extends ClinkError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLINK_ERR_JOB_LOAD', message, options);
+  }
+}
+
+export class JobDefinitionError extends ClinkError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLINK_ERR_JOB_DEFINITION', message, options);
+  }
+}
+
+export class ConnectorError extends ClinkError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLINK_ERR_CONNECTOR', message, options);
+  }
+}
+
+export class StateError extends ClinkError {
+  constructor(message: string) {
+    super('CLINK_ERR_STATE', message);
+  }
+}
+
+export class JobCancelledError extends ClinkError {
+  constructor(message = 'job cancelled') {
+    super('CLINK_ERR_CANCELLED', message);
+  }
+}
+
+/** User code threw inside an operator. `cause` is the original error with its own stack. */
+export class UserCodeError extends ClinkError {
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly subtaskIndex: number;
+  constructor(operator: { id: string; name: string; type: string }, subtaskIndex: number, parallelism: number, cause: unknown) {
+    const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(
+      'CLINK_ERR_USER_CODE',
+      `operator '${operator.name}' (${operator.type}, subtask ${subtaskIndex + 1}/${parallelism}) failed: ${what}`,
+      { cause },
+    );
+    this.operatorId = operator.id;
+    this.operatorName = operator.name;
+    this.subtaskIndex = subtaskIndex;
+  }
+}

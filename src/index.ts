@@ -1,0 +1,12 @@
+/**
+ * clink: the package door. Job modules import the SDK from here; tools import `runJob` to run a job
+ * in this process.
+ *
+ * @example
+ * import { defineJob, Windows } from 'clink';
+ */
+export * from './sdk/index.js';
+export { runJob, startJob, type JobResult, type LocalRunOptions, type TaskMetrics } from './runtime/index.js';
+export { datagen, file, datagenRow } from './connectors/index.js';
+export { ClinkError, ERROR_CODES, UserCodeError, type ErrorCode } from './errors.js';
+export { MAX_PARALLELISM, KeyGroupRange, type JobGraphSpec } from './plan/index.js';

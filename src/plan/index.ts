@@ -1,0 +1,30 @@
+/**
+ * The plan: JobGraphSpec (what a job declares), key groups, and the PhysicalPlan (chained tasks).
+ *
+ * @example
+ * const plan = createPhysicalPlan(spec);
+ * for (const t of plan.tasks) console.log(t.name, t.parallelism);
+ */
+export {
+  MAX_PARALLELISM,
+  KeyGroupRange,
+  keyGroupOf,
+  hashNormalizedKey,
+  normalizeKey,
+  murmurString,
+  murmurInt,
+  operatorIndexForKeyGroup,
+} from './keygroups.js';
+export {
+  EDGE_KINDS,
+  OPERATOR_TYPES,
+  CHAINING_STRATEGIES,
+  JobGraphSpecSchema,
+  type EdgeKind,
+  type OperatorType,
+  type ChainingStrategy,
+  type OperatorSpec,
+  type EdgeSpec,
+  type JobGraphSpec,
+} from './spec.js';
+export { createPhysicalPlan, validateSpec, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';

@@ -1,0 +1,38 @@
+/** What travels between tasks: batches of records and control elements, each tagged with its channel. */
+
+/** The timestamp of a record that has none. Watermarks start here too. */
+export const NO_TIMESTAMP = Number.NEGATIVE_INFINITY;
+/** The watermark a finished input counts as: it holds nothing back. */
+export const MAX_WATERMARK = Number.POSITIVE_INFINITY;
+
+export const BATCH = 0;
+export const WATERMARK = 1;
+export const STATUS = 2;
+export const END = 3;
+
+export interface RecordBatch {
+  kind: typeof BATCH;
+  channel: number;
+  values: unknown[];
+  timestamps: number[];
+}
+
+export interface WatermarkElement {
+  kind: typeof WATERMARK;
+  channel: number;
+  timestamp: number;
+}
+
+/** An input going idle (excluded from the watermark minimum) or active again. */
+export interface StatusElement {
+  kind: typeof STATUS;
+  channel: number;
+  idle: boolean;
+}
+
+export interface EndElement {
+  kind: typeof END;
+  channel: number;
+}
+
+export type StreamElement = RecordBatch | WatermarkElement | StatusElement | EndElement;

@@ -1,0 +1,251 @@
+/**
+ * The local runtime: executes a job's physical plan in this process. Every subtask is an async loop on
+ * the event loop; tasks exchange batches through bounded InputQueues (pointer passes, no serialisation).
+ */
+import { ClinkError, JobCancelledError } from '../errors.js';
+import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import { builtinConnectors } from '../connectors/index.js';
+import { buildJob, type BuildOptions, type BuiltJob, type Connector, type JobDefinition } from '../sdk/index.js';
+import { createOperator, createSourceReader, validateConnectors } from './factory.js';
+import { ChainedOutput, type RuntimeServices, type StreamOperator } from './operator.js';
+import { InputQueue } from './queue.js';
+import { SubtaskRunner } from './task.js';
+import { ProcessingTimeService } from './timers.js';
+import { RecordWriter, type ChannelTarget, type EdgeOutput } from './writer.js';
+
+/** Records per batch between tasks. @default 1000 */
+export const DEFAULT_BATCH_SIZE = 1_000;
+/** Batches an input queue holds before its producers wait. @default 8 */
+export const DEFAULT_QUEUE_CAPACITY_BATCHES = 8;
+
+export interface LocalRunOptions extends BuildOptions {
+  /** @default DEFAULT_BATCH_SIZE */
+  batchSize?: number;
+  /** @default DEFAULT_QUEUE_CAPACITY_BATCHES */
+  queueCapacity?: number;
+  signal?: AbortSignal;
+  /** Where print() writes. @default process.stdout */
+  stdout?: (text: string) => void;
+  /** Extra connectors by name, in addition to the built-in ones. */
+  connectors?: Record<string, Connector>;
+}
+
+export interface TaskMetrics {
+  task: string;
+  parallelism: number;
+  recordsIn: number;
+  recordsOut: number;
+  /** The most batches any of this task's input queues held at once. */
+  queueHighWaterBatches: number;
+  queueCapacityBatches: number;
+  states: string[];
+}
+
+export interface JobResult {
+  job: string;
+  durationMs: number;
+  /** Records from each `collect(name)` sink, by name. Order across parallel subtasks is not defined. */
+  collected: Record<string, unknown[]>;
+  tasks: TaskMetrics[];
+}
+
+export class LocalExecution {
+  readonly plan: PhysicalPlan;
+  private readonly runners: { task: TaskSpec; runner: SubtaskRunner; queue?: InputQueue }[] = [];
+  private readonly controller = new AbortController();
+  private readonly collected: Record<string, unknown[]> = {};
+  private readonly startedAt = performance.now();
+  private finishedAt: number | undefined;
+  readonly queueCapacity: number;
+  /** Settles when every subtask has stopped. */
+  readonly done: Promise<JobResult>;
+
+  constructor(built: BuiltJob, options: LocalRunOptions = {}) {
+    this.plan = createPhysicalPlan(built.spec);
+    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+    this.queueCapacity = options.queueCapacity ?? DEFAULT_QUEUE_CAPACITY_BATCHES;
+    const stdout = options.stdout ?? ((t: string) => void process.stdout.write(t));
+    const registry = builtinConnectors(stdout);
+    for (const [name, c] of Object.entries(options.connectors ?? {})) registry.set(name, c);
+    const validated = validateConnectors(this.plan.spec.operators, built.functions, registry);
+    const services: RuntimeServices = {
+      collect: (name, values) => {
+        const arr = (this.collected[name] ??= []);
+        for (const v of values) arr.push(v);
+      },
+      stdout,
+    };
+    const signal = options.signal ? AbortSignal.any([options.signal, this.controller.signal]) : this.controller.signal;
+
+    // One input queue per subtask; channel numbers are assigned per (edge, upstream subtask).
+    const queues = new Map<string, InputQueue[]>();
+    const channelInputs = new Map<string, number[][]>();
+    for (const t of this.plan.tasks) {
+      queues.set(t.id, Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity)));
+      channelInputs.set(t.id, Array.from({ length: t.parallelism }, () => []));
+    }
+    const targetsOf = new Map<string, ChannelTarget[][]>(); // "<edgeIndex>" -> per upstream subtask -> targets
+    this.plan.spec.edges.forEach((edge, ei) => {
+      const upTask = this.plan.tasks.find((t) => t.id === this.plan.taskOfOperator.get(edge.source))!;
+      const downTask = this.plan.tasks.find((t) => t.id === this.plan.taskOfOperator.get(edge.target))!;
+      if (upTask === downTask) return; // chained
+      const perUp: ChannelTarget[][] = [];
+      for (let u = 0; u < upTask.parallelism; u++) {
+        perUp.push(
+          Array.from({ length: downTask.parallelism }, (_, d) => {
+            const chans = channelInputs.get(downTask.id)![d]!;
+            chans.push(edge.inputIndex);
+            return { queue: queues.get(downTask.id)![d]!, channel: chans.length - 1 };
+          }),
+        );
+      }
+      targetsOf.set(String(ei), perUp);
+    });
+
+    for (const task of this.plan.tasks) {
+      for (let index = 0; index < task.parallelism; index++) {
+        const time = new ProcessingTimeService(
+          (err) => this.fail(err),
+          () => writer.flush(),
+        );
+        const operators: StreamOperator[] = task.operators.map((spec) =>
+          createOperator(
+            {
+              spec,
+              fns: built.functions.get(spec.id) ?? {},
+              subtaskIndex: index,
+              parallelism: task.parallelism,
+              params: this.plan.spec.params,
+              time,
+              signal,
+              services,
+            },
+            registry,
+            validated.get(spec.id),
+          ),
+        );
+        const edgeOutputs: EdgeOutput[] = task.outputs.map((edge) => {
+          const ei = this.plan.spec.edges.indexOf(edge);
+          const target = this.plan.spec.operators.find((o) => o.id === edge.target)!;
+          const keySelectors = built.functions.get(edge.target)?.keySelectors;
+          return {
+            kind: edge.kind,
+            targets: targetsOf.get(String(ei))![index]!,
+            target,
+            maxParallelism: this.plan.spec.maxParallelism,
+            ...(edge.kind === 'HASH' ? { keySelector: keySelectors![edge.inputIndex]! } : {}),
+          };
+        });
+        const writer = new RecordWriter(edgeOutputs, batchSize, index, task.parallelism);
+        operators.forEach((op, i) => {
+          const ctx = {
+            spec: task.operators[i]!,
+            fns: built.functions.get(task.operators[i]!.id) ?? {},
+            subtaskIndex: index,
+            parallelism: task.parallelism,
+            params: this.plan.spec.params,
+            time,
+            signal,
+            services,
+          };
+          op.setup(ctx, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer);
+        });
+        const head = task.operators[0]!;
+        const isSource = head.type === 'source';
+        const queue = isSource ? undefined : queues.get(task.id)![index]!;
+        const runner = new SubtaskRunner({
+          task,
+          index,
+          operators,
+          writer,
+          time,
+          signal,
+          batchSize,
+          ...(isSource
+            ? {
+                createReader: () =>
+                  createSourceReader(head, built.functions.get(head.id) ?? {}, registry, validated.get(head.id), {
+                    operatorName: head.name,
+                    subtaskIndex: index,
+                    parallelism: task.parallelism,
+                    signal,
+                  }),
+              }
+            : { input: { queue: queue!, channelInputs: channelInputs.get(task.id)![index]! } }),
+        });
+        this.runners.push({ task, runner, ...(queue ? { queue } : {}) });
+      }
+    }
+    signal.addEventListener('abort', () => this.failQueues(signal.reason), { once: true });
+    this.done = this.runAll();
+  }
+
+  private firstError: unknown = undefined;
+
+  private fail(err: unknown): void {
+    this.firstError ??= err;
+    if (!this.controller.signal.aborted) this.controller.abort(err);
+  }
+
+  private failQueues(reason: unknown): void {
+    for (const r of this.runners) r.queue?.fail(reason);
+  }
+
+  private async runAll(): Promise<JobResult> {
+    const results = await Promise.allSettled(
+      this.runners.map(async ({ runner }) => {
+        try {
+          await runner.run();
+        } catch (err) {
+          this.fail(err);
+          throw err;
+        }
+      }),
+    );
+    this.finishedAt = performance.now();
+    if (results.some((r) => r.status === 'rejected')) {
+      const err = this.firstError;
+      if (err instanceof ClinkError || err instanceof Error) throw err;
+      throw new JobCancelledError(`job cancelled: ${String(err)}`);
+    }
+    return this.result();
+  }
+
+  /** Stop the job; `done` rejects with JobCancelledError. */
+  cancel(reason = 'cancelled by the caller'): void {
+    this.fail(new JobCancelledError(`job '${this.plan.spec.job.name}' ${reason}`));
+  }
+
+  get elapsedMs(): number {
+    return (this.finishedAt ?? performance.now()) - this.startedAt;
+  }
+
+  metrics(): TaskMetrics[] {
+    return this.plan.tasks.map((task) => {
+      const rs = this.runners.filter((r) => r.task === task);
+      return {
+        task: task.name,
+        parallelism: task.parallelism,
+        recordsIn: rs.reduce((n, r) => n + r.runner.recordsIn, 0),
+        recordsOut: rs.reduce((n, r) => n + r.runner.recordsOut, 0),
+        queueHighWaterBatches: Math.max(0, ...rs.map((r) => r.queue?.highWaterBatches ?? 0)),
+        queueCapacityBatches: this.queueCapacity,
+        states: rs.map((r) => r.runner.state),
+      };
+    });
+  }
+
+  private result(): JobResult {
+    return { job: this.plan.spec.job.name, durationMs: this.elapsedMs, collected: this.collected, tasks: this.metrics() };
+  }
+}
+
+/** Build a job and start it on the local runtime. */
+export function startJob(job: JobDefinition, options: LocalRunOptions = {}): LocalExecution {
+  return new LocalExecution(buildJob(job, options), options);
+}
+
+/** Build a job, run it to completion on the local runtime, and return what it collected. */
+export function runJob(job: JobDefinition, options: LocalRunOptions = {}): Promise<JobResult> {
+  return startJob(job, options).done;
+}

@@ -1,0 +1,123 @@
+/**
+ * The operator contract. Operators in a chain call each other directly: an operator's `out` is either
+ * the next operator (ChainedOutput) or the task's RecordWriter. Batch processing is synchronous; only
+ * `open`, `endBatch`, `finish` and `close` may return promises.
+ */
+import { UserCodeError } from '../errors.js';
+import type { OperatorSpec } from '../plan/index.js';
+import type { OperatorFunctions, RuntimeContext } from '../sdk/index.js';
+import { NO_TIMESTAMP } from './elements.js';
+import type { ProcessingTimeService } from './timers.js';
+
+export interface Output {
+  collect(value: unknown, timestamp: number): void;
+  emitWatermark(watermark: number): void;
+  emitStatus(idle: boolean): void;
+}
+
+/** What every operator instance knows about where it runs. */
+export interface OperatorContext {
+  readonly spec: OperatorSpec;
+  readonly fns: OperatorFunctions;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly params: Readonly<Record<string, string>>;
+  readonly time: ProcessingTimeService;
+  readonly signal: AbortSignal;
+  readonly services: RuntimeServices;
+}
+
+/** Services a runtime provides to operators (collect results, standard output). */
+export interface RuntimeServices {
+  collect(name: string, values: readonly unknown[]): void;
+  stdout(text: string): void;
+}
+
+export abstract class StreamOperator {
+  out!: Output;
+  ctx!: OperatorContext;
+  currentWatermark = NO_TIMESTAMP;
+  /** The timestamp of the record being processed, for collectors. */
+  protected currentTimestamp = NO_TIMESTAMP;
+
+  setup(ctx: OperatorContext, out: Output): void {
+    this.ctx = ctx;
+    this.out = out;
+  }
+
+  get name(): string {
+    return this.ctx.spec.name;
+  }
+
+  open(): void | Promise<void> {}
+
+  abstract processElement(value: unknown, timestamp: number): void;
+
+  processElement2(_value: unknown, _timestamp: number): void {
+    throw new Error(`operator '${this.name}' has one input`);
+  }
+
+  processWatermark(watermark: number): void {
+    this.currentWatermark = watermark;
+    this.out.emitWatermark(watermark);
+  }
+
+  processStatus(idle: boolean): void {
+    this.out.emitStatus(idle);
+  }
+
+  /** After each input batch. A returned promise holds the task until it settles (sinks flushing). */
+  endBatch(): void | Promise<void> {}
+
+  /** End of input: emit what is pending. The watermark has already reached +Infinity. */
+  finish(): void | Promise<void> {}
+
+  close(): void | Promise<void> {}
+
+  protected userError(err: unknown): UserCodeError {
+    if (err instanceof UserCodeError) return err;
+    return new UserCodeError(this.ctx.spec, this.ctx.subtaskIndex, this.ctx.parallelism, err);
+  }
+
+  protected runtimeContext(): RuntimeContext {
+    return {
+      operatorName: this.name,
+      subtaskIndex: this.ctx.subtaskIndex,
+      parallelism: this.ctx.parallelism,
+      params: this.ctx.params,
+    };
+  }
+
+  /** Call a user function's optional open(), attributing a throw to this operator. */
+  protected async openUdf(udf: { open?(ctx: RuntimeContext): void | Promise<void> } | undefined): Promise<void> {
+    if (typeof udf?.open !== 'function') return;
+    try {
+      await udf.open(this.runtimeContext());
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+
+  protected async closeUdf(udf: { close?(): void | Promise<void> } | undefined): Promise<void> {
+    if (typeof udf?.close !== 'function') return;
+    try {
+      await udf.close();
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+}
+
+/** Connects one operator to the next in a chain: a direct call, no buffering. */
+export class ChainedOutput implements Output {
+  constructor(private readonly next: StreamOperator) {}
+  collect(value: unknown, timestamp: number): void {
+    this.next.processElement(value, timestamp);
+  }
+  emitWatermark(watermark: number): void {
+    this.next.processWatermark(watermark);
+  }
+  emitStatus(idle: boolean): void {
+    this.next.processStatus(idle);
+  }
+}

@@ -1,0 +1,216 @@
+/** Stateless operators: source head, map, flatMap, filter, process, union, timestamps, sink. */
+import { ConnectorError } from '../../errors.js';
+import type { Collector, ProcessContext, ProcessFunction, SinkWriter } from '../../sdk/index.js';
+import { MAX_WATERMARK, NO_TIMESTAMP } from '../elements.js';
+import { StreamOperator } from '../operator.js';
+
+type AnyFn = (...args: unknown[]) => unknown;
+
+/** The head of a source task. The task's source loop emits straight into `out`. */
+export class SourceOperator extends StreamOperator {
+  processElement(value: unknown, timestamp: number): void {
+    this.out.collect(value, timestamp);
+  }
+}
+
+/** Several inputs of one type: records pass through; the task combines the inputs' watermarks. */
+export class UnionOperator extends SourceOperator {}
+
+export class MapOperator extends StreamOperator {
+  private fn!: AnyFn;
+  override open(): void {
+    this.fn = this.ctx.fns.fn as AnyFn;
+  }
+  processElement(value: unknown, timestamp: number): void {
+    let r: unknown;
+    try {
+      r = this.fn(value);
+    } catch (err) {
+      throw this.userError(err);
+    }
+    this.out.collect(r, timestamp);
+  }
+}
+
+export class FilterOperator extends StreamOperator {
+  private fn!: AnyFn;
+  override open(): void {
+    this.fn = this.ctx.fns.fn as AnyFn;
+  }
+  processElement(value: unknown, timestamp: number): void {
+    let keep: unknown;
+    try {
+      keep = this.fn(value);
+    } catch (err) {
+      throw this.userError(err);
+    }
+    if (keep) this.out.collect(value, timestamp);
+  }
+}
+
+/** A collector that emits with the timestamp of the record being processed. */
+export function timestampedCollector(op: { out: { collect(v: unknown, ts: number): void } }, ts: () => number): Collector<unknown> {
+  return { collect: (v: unknown) => op.out.collect(v, ts()) };
+}
+
+export class FlatMapOperator extends StreamOperator {
+  private fn!: AnyFn;
+  private collector!: Collector<unknown>;
+  override open(): void {
+    this.fn = this.ctx.fns.fn as AnyFn;
+    this.collector = timestampedCollector(this, () => this.currentTimestamp);
+  }
+  processElement(value: unknown, timestamp: number): void {
+    this.currentTimestamp = timestamp;
+    let r: unknown;
+    try {
+      r = this.fn(value, this.collector);
+      if (r !== undefined && r !== null) {
+        if (typeof (r as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+          throw new TypeError(`flatMap function returned ${typeof r}; emit through out.collect() or return an iterable`);
+        }
+        for (const x of r as Iterable<unknown>) this.out.collect(x, timestamp);
+      }
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+}
+
+export class ProcessOperator extends StreamOperator {
+  private udf!: ProcessFunction<unknown, unknown>;
+  private collector!: Collector<unknown>;
+  private context!: ProcessContext;
+
+  override async open(): Promise<void> {
+    this.udf = this.ctx.fns.udf as ProcessFunction<unknown, unknown>;
+    this.collector = timestampedCollector(this, () => this.currentTimestamp);
+    this.context = processContext(this, () => this.currentTimestamp);
+    await this.openUdf(this.udf);
+  }
+  processElement(value: unknown, timestamp: number): void {
+    this.currentTimestamp = timestamp;
+    try {
+      this.udf.processElement(value, this.context, this.collector);
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+  override close(): Promise<void> {
+    return this.closeUdf(this.udf);
+  }
+}
+
+/** The non-keyed context of a process function; one object per operator, read through getters. */
+export function processContext(op: StreamOperator, timestamp: () => number): ProcessContext {
+  return {
+    get timestamp() {
+      const ts = timestamp();
+      return ts === NO_TIMESTAMP ? undefined : ts;
+    },
+    subtaskIndex: op.ctx.subtaskIndex,
+    currentWatermark: () => op.currentWatermark,
+    currentProcessingTime: () => op.ctx.time.now(),
+  };
+}
+
+/**
+ * Assigns event timestamps and emits bounded-out-of-orderness watermarks after each batch. Upstream
+ * watermarks are replaced by its own, except the final one that ends the input.
+ */
+export class AssignTimestampsOperator extends StreamOperator {
+  private fn!: (v: unknown) => number;
+  private maxOutOfOrderness = 0;
+  private maxTimestamp = NO_TIMESTAMP;
+  private lastEmitted = NO_TIMESTAMP;
+  private idle = false;
+  private sawRecord = false;
+
+  override open(): void {
+    this.fn = this.ctx.fns.fn as (v: unknown) => number;
+    this.maxOutOfOrderness = Number(this.ctx.spec.options.maxOutOfOrdernessMs ?? 0);
+    const idleMs = this.ctx.spec.options.idleTimeoutMs;
+    if (typeof idleMs === 'number') this.scheduleIdleCheck(idleMs);
+  }
+
+  private scheduleIdleCheck(idleMs: number): void {
+    this.ctx.time.schedule(this.ctx.time.now() + idleMs, () => {
+      if (!this.sawRecord && !this.idle) {
+        this.idle = true;
+        this.out.emitStatus(true);
+      }
+      this.sawRecord = false;
+      this.scheduleIdleCheck(idleMs);
+    });
+  }
+
+  processElement(value: unknown, _timestamp: number): void {
+    let ts: number;
+    try {
+      ts = this.fn(value);
+    } catch (err) {
+      throw this.userError(err);
+    }
+    if (typeof ts !== 'number' || !Number.isFinite(ts)) {
+      throw this.userError(new TypeError(`timestamp function returned ${String(ts)}; it must return epoch milliseconds as a finite number`));
+    }
+    if (ts > this.maxTimestamp) this.maxTimestamp = ts;
+    if (this.idle) {
+      this.idle = false;
+      this.out.emitStatus(false);
+    }
+    this.sawRecord = true;
+    this.out.collect(value, ts);
+  }
+
+  override endBatch(): void {
+    const wm = this.maxTimestamp - this.maxOutOfOrderness - 1;
+    if (wm > this.lastEmitted) {
+      this.lastEmitted = wm;
+      this.currentWatermark = wm;
+      this.out.emitWatermark(wm);
+    }
+  }
+
+  override processWatermark(watermark: number): void {
+    if (watermark === MAX_WATERMARK) super.processWatermark(watermark);
+  }
+}
+
+export class SinkOperator extends StreamOperator {
+  constructor(private readonly makeWriter: () => SinkWriter<unknown> | Promise<SinkWriter<unknown>>) {
+    super();
+  }
+  private writer!: SinkWriter<unknown>;
+  recordsIn = 0;
+
+  override async open(): Promise<void> {
+    try {
+      this.writer = await this.makeWriter();
+    } catch (err) {
+      throw err instanceof ConnectorError ? err : this.userError(err);
+    }
+  }
+  processElement(value: unknown, timestamp: number): void {
+    this.recordsIn++;
+    try {
+      this.writer.write(value, timestamp === NO_TIMESTAMP ? undefined : timestamp);
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+  override processWatermark(watermark: number): void {
+    this.currentWatermark = watermark;
+  }
+  override processStatus(): void {}
+  override endBatch(): void | Promise<void> {
+    return this.writer.flush?.();
+  }
+  override async finish(): Promise<void> {
+    await this.writer.flush?.();
+    await this.writer.finish?.();
+  }
+  override async close(): Promise<void> {
+    await this.writer?.close?.();
+  }
+}

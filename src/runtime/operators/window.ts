@@ -1,0 +1,286 @@
+/**
+ * Keyed windows. Tumbling and sliding windows keep one pane per window start holding an accumulator per
+ * key, and fire panes in start order as the watermark (or the clock) passes their end. Session windows
+ * keep a list of sessions per key and merge those that touch. A window join is the same operator with
+ * an accumulator that buffers each side.
+ */
+import type {
+  AggregateFunction,
+  Collector,
+  ProcessWindowFunction,
+  TimeWindow,
+} from '../../sdk/index.js';
+import type { WindowAssigner } from '../../sdk/windows.js';
+import { BinaryHeap } from '../../util/index.js';
+import { NO_TIMESTAMP } from '../elements.js';
+import { KeyedOperator } from './keyed.js';
+
+/** How a window accumulates records and what it emits when it fires. */
+export interface WindowAccumulator {
+  create(): unknown;
+  add(acc: unknown, value: unknown, input: number): unknown;
+  merge(a: unknown, b: unknown): unknown;
+  emit(acc: unknown, key: unknown, window: TimeWindow, out: Collector<unknown>): void;
+}
+
+interface PaneEntry {
+  key: unknown;
+  keyGroup: number;
+  acc: unknown;
+}
+
+interface Session {
+  start: number;
+  end: number;
+  acc: unknown;
+}
+
+interface KeySessions {
+  key: unknown;
+  keyGroup: number;
+  sessions: Session[];
+}
+
+const mod = (x: number, m: number): number => ((x % m) + m) % m;
+
+export class WindowOperator extends KeyedOperator {
+  private assigner!: WindowAssigner;
+  private processingTime = false;
+  private agg!: WindowAccumulator;
+  private collector!: Collector<unknown>;
+  private emitTimestamp = NO_TIMESTAMP;
+  /** Non-merging windows: window start -> normalized key -> accumulator. */
+  private readonly panes = new Map<number, Map<unknown, PaneEntry>>();
+  private readonly starts: number[] = [];
+  /** Session windows. */
+  private readonly sessions = new Map<unknown, KeySessions>();
+  private readonly sessionEnds = new BinaryHeap<{ end: number; nk: unknown }>((a, b) => a.end < b.end);
+  /** Records dropped because their window had already fired. */
+  lateRecordsDropped = 0;
+
+  constructor(private readonly makeAccumulator: (op: WindowOperator) => WindowAccumulator) {
+    super();
+  }
+
+  override async open(): Promise<void> {
+    super.open();
+    const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing' };
+    this.assigner = o.assigner;
+    this.processingTime = o.time === 'processing';
+    this.agg = this.makeAccumulator(this);
+    this.collector = { collect: (v) => this.out.collect(v, this.emitTimestamp) };
+    await this.openUdf(this.ctx.fns.udf as { open?: () => void } | undefined);
+  }
+
+  processElement(value: unknown, timestamp: number): void {
+    this.add(value, timestamp, 0);
+  }
+
+  override processElement2(value: unknown, timestamp: number): void {
+    this.add(value, timestamp, 1);
+  }
+
+  private add(value: unknown, timestamp: number, input: number): void {
+    this.setKeyOf(value, input);
+    let ts = timestamp;
+    if (this.processingTime) ts = this.ctx.time.now();
+    else if (ts === NO_TIMESTAMP) {
+      throw this.userError(
+        new Error(
+          `an event-time window got a record with no timestamp: call assignTimestamps(...) upstream, ` +
+            `or use window(assigner, { time: 'processing' })`,
+        ),
+      );
+    }
+    try {
+      if (this.assigner.kind === 'session') this.addToSession(value, ts, input);
+      else this.addToPanes(value, ts, input);
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+
+  private addToPanes(value: unknown, ts: number, input: number): void {
+    const a = this.assigner as Exclude<WindowAssigner, { kind: 'session' }>;
+    const size = a.sizeMs;
+    const slide = a.kind === 'sliding' ? a.slideMs : size;
+    const lastStart = ts - mod(ts - a.offsetMs, slide);
+    for (let start = lastStart; start > ts - size; start -= slide) {
+      if (!this.processingTime && start + size - 1 <= this.currentWatermark) {
+        this.lateRecordsDropped++;
+        continue;
+      }
+      let pane = this.panes.get(start);
+      if (!pane) {
+        pane = new Map();
+        this.panes.set(start, pane);
+        this.insertStart(start);
+        if (this.processingTime) this.scheduleFire(start + size);
+      }
+      const nk = this.backend.currentNormalizedKey;
+      let e = pane.get(nk);
+      if (!e) pane.set(nk, (e = { key: this.backend.currentKey, keyGroup: this.backend.currentKeyGroup, acc: this.agg.create() }));
+      e.acc = this.agg.add(e.acc, value, input);
+    }
+  }
+
+  private insertStart(start: number): void {
+    const s = this.starts;
+    let i = s.length;
+    while (i > 0 && s[i - 1]! > start) i--;
+    s.splice(i, 0, start);
+  }
+
+  private addToSession(value: unknown, ts: number, input: number): void {
+    const gap = (this.assigner as { gapMs: number }).gapMs;
+    let start = ts;
+    let end = ts + gap;
+    if (!this.processingTime && end - 1 <= this.currentWatermark) {
+      this.lateRecordsDropped++;
+      return;
+    }
+    const nk = this.backend.currentNormalizedKey;
+    let ks = this.sessions.get(nk);
+    if (!ks) this.sessions.set(nk, (ks = { key: this.backend.currentKey, keyGroup: this.backend.currentKeyGroup, sessions: [] }));
+    let acc = this.agg.add(this.agg.create(), value, input);
+    const kept: Session[] = [];
+    for (const s of ks.sessions) {
+      // Windows that touch merge, as in Flink: [1, 5) and [5, 9) become [1, 9).
+      if (s.start <= end && s.end >= start) {
+        start = Math.min(start, s.start);
+        end = Math.max(end, s.end);
+        acc = this.agg.merge(s.acc, acc);
+      } else kept.push(s);
+    }
+    kept.push({ start, end, acc });
+    ks.sessions = kept;
+    this.sessionEnds.push({ end, nk });
+    if (this.processingTime) this.scheduleFire(end);
+  }
+
+  private scheduleFire(end: number): void {
+    this.ctx.time.schedule(end, () => this.fireUpTo(end - 1));
+  }
+
+  protected override onWatermark(watermark: number): void {
+    if (!this.processingTime) this.fireUpTo(watermark);
+  }
+
+  /** Fire every window whose last millisecond is <= `time`. */
+  private fireUpTo(time: number): void {
+    if (this.assigner.kind === 'session') {
+      for (let top = this.sessionEnds.peek(); top && top.end - 1 <= time; top = this.sessionEnds.peek()) {
+        this.sessionEnds.pop();
+        const ks = this.sessions.get(top.nk);
+        const i = ks ? ks.sessions.findIndex((s) => s.end === top.end) : -1;
+        if (i < 0) continue; // merged into a longer session since
+        const s = ks!.sessions[i]!;
+        ks!.sessions.splice(i, 1);
+        if (ks!.sessions.length === 0) this.sessions.delete(top.nk);
+        this.emit(s.acc, ks!, s.start, s.end);
+      }
+      return;
+    }
+    const size = this.assigner.sizeMs;
+    while (this.starts.length > 0 && this.starts[0]! + size - 1 <= time) {
+      const start = this.starts.shift()!;
+      const pane = this.panes.get(start)!;
+      this.panes.delete(start);
+      for (const e of pane.values()) this.emit(e.acc, e, start, start + size);
+    }
+  }
+
+  private emit(acc: unknown, e: { key: unknown; keyGroup: number }, start: number, end: number): void {
+    this.emitTimestamp = end - 1;
+    this.backend.setCurrentKeyUnchecked(e.key, undefined, e.keyGroup);
+    try {
+      this.agg.emit(acc, e.key, { start, end }, this.collector);
+    } catch (err) {
+      throw this.userError(err);
+    }
+  }
+
+  override finish(): void {
+    // Event-time windows fired on the final watermark; processing-time windows fire now, at end of input.
+    this.fireUpTo(Number.POSITIVE_INFINITY);
+  }
+
+  /** Windows (or sessions) not yet fired. */
+  get pendingWindows(): number {
+    let n = 0;
+    for (const p of this.panes.values()) n += p.size;
+    for (const ks of this.sessions.values()) n += ks.sessions.length;
+    return n;
+  }
+
+  override close(): Promise<void> {
+    return this.closeUdf(this.ctx.fns.udf as { close?: () => void } | undefined);
+  }
+}
+
+const UNSET = Symbol('unset');
+
+/** The accumulator for window().aggregate / reduce / count / process. */
+export function windowFunctionAccumulator(op: WindowOperator): WindowAccumulator {
+  const fn = op.ctx.spec.options.function as string;
+  const udf = op.ctx.fns.udf;
+  switch (fn) {
+    case 'aggregate': {
+      const a = udf as AggregateFunction<unknown, unknown, unknown>;
+      return {
+        create: () => a.create(),
+        add: (acc, v) => a.add(v, acc),
+        merge: (x, y) => a.merge!(x, y),
+        emit: (acc, key, w, out) => out.collect(a.result(acc, key, w)),
+      };
+    }
+    case 'reduce': {
+      const r = (udf as { reduce: (a: unknown, b: unknown) => unknown }).reduce;
+      return {
+        create: () => UNSET,
+        add: (acc, v) => (acc === UNSET ? v : r(acc, v)),
+        merge: (x, y) => (x === UNSET ? y : y === UNSET ? x : r(x, y)),
+        emit: (acc, _k, _w, out) => out.collect(acc),
+      };
+    }
+    case 'count':
+      return {
+        create: () => 0,
+        add: (acc) => (acc as number) + 1,
+        merge: (x, y) => (x as number) + (y as number),
+        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: acc }),
+      };
+    case 'process': {
+      const p = udf as ProcessWindowFunction<unknown, unknown, unknown>;
+      return {
+        create: () => [],
+        add: (acc, v) => {
+          (acc as unknown[]).push(v);
+          return acc;
+        },
+        merge: (x, y) => (x as unknown[]).concat(y as unknown[]),
+        emit: (acc, key, w, out) => p.process(key, w, acc as unknown[], out),
+      };
+    }
+    default:
+      throw new Error(`unknown window function '${fn}'`);
+  }
+}
+
+/** The accumulator for a window join: buffers each side, emits the cross product per key and window. */
+export function windowJoinAccumulator(op: WindowOperator): WindowAccumulator {
+  const fn = op.ctx.fns.fn as (l: unknown, r: unknown, w: TimeWindow) => unknown;
+  type Sides = { left: unknown[]; right: unknown[] };
+  return {
+    create: (): Sides => ({ left: [], right: [] }),
+    add: (acc, v, input) => {
+      (input === 0 ? (acc as Sides).left : (acc as Sides).right).push(v);
+      return acc;
+    },
+    merge: (x, y) => ({ left: (x as Sides).left.concat((y as Sides).left), right: (x as Sides).right.concat((y as Sides).right) }),
+    emit: (acc, _key, w, out) => {
+      const { left, right } = acc as Sides;
+      for (const l of left) for (const r of right) out.collect(fn(l, r, w));
+    },
+  };
+}

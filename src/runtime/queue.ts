@@ -1,0 +1,91 @@
+/**
+ * InputQueue: a task's single input, fed by every upstream channel. It is bounded in record batches:
+ * producers push without waiting, then wait for room before producing more (backpressure). Control
+ * elements (watermarks, status, end) do not count against the bound.
+ */
+import { deferred, type Deferred } from '../util/index.js';
+import { BATCH, type StreamElement } from './elements.js';
+
+export class InputQueue {
+  private buf: (StreamElement | undefined)[] = [];
+  private head = 0;
+  private batches = 0;
+  private consumer: Deferred<void> | null = null;
+  private producers: Deferred<void>[] = [];
+  private failure: unknown = undefined;
+  /** The most batches ever held at once. */
+  highWaterBatches = 0;
+
+  constructor(readonly capacity: number) {}
+
+  get batchCount(): number {
+    return this.batches;
+  }
+
+  get isFull(): boolean {
+    return this.batches >= this.capacity;
+  }
+
+  push(e: StreamElement): void {
+    if (this.failure !== undefined) return;
+    this.buf.push(e);
+    if (e.kind === BATCH && ++this.batches > this.highWaterBatches) this.highWaterBatches = this.batches;
+    const c = this.consumer;
+    if (c) {
+      this.consumer = null;
+      c.resolve();
+    }
+  }
+
+  poll(): StreamElement | undefined {
+    if (this.head >= this.buf.length) return undefined;
+    const e = this.buf[this.head]!;
+    this.buf[this.head++] = undefined;
+    if (this.head === this.buf.length) {
+      this.buf = [];
+      this.head = 0;
+    } else if (this.head >= 1024) {
+      this.buf = this.buf.slice(this.head);
+      this.head = 0;
+    }
+    if (e.kind === BATCH && --this.batches < this.capacity && this.producers.length > 0) {
+      const ps = this.producers;
+      this.producers = [];
+      for (const p of ps) p.resolve();
+    }
+    return e;
+  }
+
+  /** The next element, waiting if there is none. Rejects once the queue has failed. */
+  async take(): Promise<StreamElement> {
+    for (;;) {
+      const e = this.poll();
+      if (e !== undefined) return e;
+      if (this.failure !== undefined) throw this.failure;
+      this.consumer ??= deferred<void>();
+      await this.consumer.promise;
+    }
+  }
+
+  /** Resolves once the queue has room for another batch. */
+  waitNotFull(): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (!this.isFull) return Promise.resolve();
+    const d = deferred<void>();
+    this.producers.push(d);
+    return d.promise;
+  }
+
+  /** Wake every waiter with `err` and drop what is queued. */
+  fail(err: unknown): void {
+    if (this.failure !== undefined) return;
+    this.failure = err;
+    this.buf = [];
+    this.head = 0;
+    this.batches = 0;
+    this.consumer?.reject(err);
+    this.consumer = null;
+    for (const p of this.producers) p.reject(err);
+    this.producers = [];
+  }
+}

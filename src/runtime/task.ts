@@ -1,0 +1,185 @@
+/**
+ * SubtaskRunner: runs one parallel instance of a task (a chain of operators). A source task pulls
+ * batches from its reader; other tasks take batches from their InputQueue. Each batch is pushed through
+ * the chain by direct calls; between batches the task waits for room downstream (backpressure) and
+ * yields to the event loop now and then, so timers and sockets are never starved.
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { TaskSpec } from '../plan/index.js';
+import type { SourceOutput, SourceReader } from '../sdk/index.js';
+import { BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
+import type { StreamOperator } from './operator.js';
+import type { InputQueue } from './queue.js';
+import type { ProcessingTimeService } from './timers.js';
+import type { RecordWriter } from './writer.js';
+
+/** How long a task may run batches back to back before it lets other work on the event loop run. */
+export const YIELD_INTERVAL_MS = 10;
+
+export type SubtaskState = 'CREATED' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+
+export interface SubtaskSetup {
+  task: TaskSpec;
+  index: number;
+  operators: StreamOperator[];
+  writer: RecordWriter;
+  time: ProcessingTimeService;
+  signal: AbortSignal;
+  batchSize: number;
+  /** For non-source tasks: the input and, per channel, which operator input it feeds. */
+  input?: { queue: InputQueue; channelInputs: number[] };
+  /** For source tasks. */
+  createReader?: () => SourceReader<unknown> | Promise<SourceReader<unknown>>;
+}
+
+export class SubtaskRunner {
+  state: SubtaskState = 'CREATED';
+  recordsIn = 0;
+  private lastYield = 0;
+
+  constructor(readonly setup: SubtaskSetup) {}
+
+  get recordsOut(): number {
+    return this.setup.writer.recordsOut;
+  }
+
+  get id(): string {
+    return `${this.setup.task.name} (${this.setup.index + 1}/${this.setup.task.parallelism})`;
+  }
+
+  async run(): Promise<void> {
+    const { operators } = this.setup;
+    this.state = 'RUNNING';
+    this.lastYield = performance.now();
+    try {
+      for (let i = operators.length - 1; i >= 0; i--) await operators[i]!.open();
+      if (this.setup.createReader) await this.runSource();
+      else await this.runInput();
+      for (const op of operators) await op.finish();
+      this.setup.writer.end();
+      this.state = 'FINISHED';
+    } catch (err) {
+      this.state = this.setup.signal.aborted ? 'CANCELED' : 'FAILED';
+      throw err;
+    } finally {
+      this.setup.time.close();
+      const closing = await Promise.allSettled(operators.map((op) => op.close()));
+      const failedClose = closing.find((r) => r.status === 'rejected');
+      if (failedClose && this.state === 'FINISHED') throw failedClose.reason;
+    }
+  }
+
+  /** After each batch: let chained operators flush, hand partial batches on, wait for room, yield. */
+  private async afterBatch(): Promise<void> {
+    const { operators, writer, signal } = this.setup;
+    for (const op of operators) {
+      const p = op.endBatch();
+      if (p !== undefined) await p;
+    }
+    writer.flush();
+    if (writer.mustWait) await writer.awaitCapacity();
+    if (signal.aborted) throw signal.reason;
+    const now = performance.now();
+    if (now - this.lastYield >= YIELD_INTERVAL_MS) {
+      await yieldToEventLoop();
+      this.lastYield = performance.now();
+      if (signal.aborted) throw signal.reason;
+    }
+  }
+
+  private async runSource(): Promise<void> {
+    const head = this.setup.operators[0]!;
+    const reader = await this.setup.createReader!();
+    const next = head.out;
+    const out: SourceOutput<unknown> = {
+      collect: (v) => {
+        this.recordsIn++;
+        next.collect(v, NO_TIMESTAMP);
+      },
+      collectWithTimestamp: (v, ts) => {
+        this.recordsIn++;
+        next.collect(v, ts);
+      },
+    };
+    try {
+      for (;;) {
+        let status = reader.read(out, this.setup.batchSize);
+        if (typeof status !== 'string') status = await status;
+        await this.afterBatch();
+        if (status === 'END') break;
+      }
+    } finally {
+      await reader.close?.();
+    }
+    head.processWatermark(MAX_WATERMARK);
+  }
+
+  private async runInput(): Promise<void> {
+    const { queue, channelInputs } = this.setup.input!;
+    const head = this.setup.operators[0]!;
+    const n = channelInputs.length;
+    const watermarks = new Float64Array(n).fill(NO_TIMESTAMP);
+    const idle = new Uint8Array(n);
+    let open = n;
+    let combined = NO_TIMESTAMP;
+    let taskIdle = false;
+
+    const recompute = (): void => {
+      let min = MAX_WATERMARK;
+      let active = 0;
+      for (let c = 0; c < n; c++) {
+        if (idle[c]) continue;
+        active++;
+        if (watermarks[c]! < min) min = watermarks[c]!;
+      }
+      if (active === 0) {
+        if (!taskIdle) {
+          taskIdle = true;
+          head.processStatus(true);
+        }
+        return;
+      }
+      if (taskIdle) {
+        taskIdle = false;
+        head.processStatus(false);
+      }
+      if (min > combined) {
+        combined = min;
+        head.processWatermark(min);
+      }
+    };
+
+    while (open > 0) {
+      const e = queue.poll() ?? (await queue.take());
+      switch (e.kind) {
+        case BATCH: {
+          const { values, timestamps } = e;
+          this.recordsIn += values.length;
+          if (channelInputs[e.channel] === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
+          else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
+          await this.afterBatch();
+          break;
+        }
+        case WATERMARK:
+          if (e.timestamp > watermarks[e.channel]!) {
+            watermarks[e.channel] = e.timestamp;
+            recompute();
+          }
+          await this.afterBatch();
+          break;
+        case STATUS:
+          idle[e.channel] = e.idle ? 1 : 0;
+          recompute();
+          await this.afterBatch();
+          break;
+        case END:
+          open--;
+          watermarks[e.channel] = MAX_WATERMARK;
+          idle[e.channel] = 0;
+          recompute();
+          await this.afterBatch();
+          break;
+      }
+    }
+  }
+}

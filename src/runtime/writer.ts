@@ -1,0 +1,146 @@
+/**
+ * RecordWriter: the tail of a task. It partitions records over each output edge (FORWARD, HASH by key
+ * group, REBALANCE, BROADCAST), buffers them per target into batches, and hands full batches to the
+ * targets' input queues. Watermarks and status go to every target.
+ */
+import { UserCodeError } from '../errors.js';
+import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup, type EdgeKind, type OperatorSpec } from '../plan/index.js';
+import { BATCH, END, STATUS, WATERMARK } from './elements.js';
+import type { Output } from './operator.js';
+import type { InputQueue } from './queue.js';
+
+export interface ChannelTarget {
+  queue: InputQueue;
+  /** This writer's channel number at that queue. */
+  channel: number;
+}
+
+export interface EdgeOutput {
+  kind: EdgeKind;
+  targets: ChannelTarget[];
+  keySelector?: (value: unknown) => unknown;
+  /** The keyed operator the edge feeds (for error messages). */
+  target: OperatorSpec;
+  maxParallelism: number;
+}
+
+class EdgeWriter {
+  private readonly values: unknown[][];
+  private readonly timestamps: number[][];
+  private next: number;
+
+  constructor(
+    readonly e: EdgeOutput,
+    private readonly batchSize: number,
+    subtaskIndex: number,
+    private readonly parallelism: number,
+  ) {
+    this.values = e.targets.map(() => []);
+    this.timestamps = e.targets.map(() => []);
+    this.next = subtaskIndex % e.targets.length;
+  }
+
+  collect(value: unknown, timestamp: number, subtaskIndex: number): void {
+    const e = this.e;
+    switch (e.kind) {
+      case 'FORWARD':
+        this.add(subtaskIndex, value, timestamp);
+        return;
+      case 'HASH': {
+        let key: unknown;
+        try {
+          key = e.keySelector!(value);
+        } catch (err) {
+          throw new UserCodeError({ ...e.target, name: `${e.target.name} (keyBy)` }, subtaskIndex, this.parallelism, err);
+        }
+        const kg = keyGroupOf(normalizeKey(key), e.maxParallelism);
+        this.add(operatorIndexForKeyGroup(kg, e.targets.length, e.maxParallelism), value, timestamp);
+        return;
+      }
+      case 'REBALANCE': {
+        const i = this.next;
+        this.next = i + 1 === e.targets.length ? 0 : i + 1;
+        this.add(i, value, timestamp);
+        return;
+      }
+      case 'BROADCAST':
+        for (let i = 0; i < e.targets.length; i++) this.add(i, value, timestamp);
+        return;
+    }
+  }
+
+  private add(i: number, value: unknown, timestamp: number): void {
+    const vs = this.values[i]!;
+    vs.push(value);
+    this.timestamps[i]!.push(timestamp);
+    if (vs.length >= this.batchSize) this.send(i);
+  }
+
+  private send(i: number): void {
+    const t = this.e.targets[i]!;
+    t.queue.push({ kind: BATCH, channel: t.channel, values: this.values[i]!, timestamps: this.timestamps[i]! });
+    this.values[i] = [];
+    this.timestamps[i] = [];
+  }
+
+  flush(): void {
+    for (let i = 0; i < this.values.length; i++) if (this.values[i]!.length > 0) this.send(i);
+  }
+}
+
+export class RecordWriter implements Output {
+  private readonly edges: EdgeWriter[];
+  private readonly single: EdgeWriter | undefined;
+  private readonly queues: InputQueue[];
+  recordsOut = 0;
+
+  constructor(
+    edges: EdgeOutput[],
+    batchSize: number,
+    private readonly subtaskIndex: number,
+    parallelism: number,
+  ) {
+    this.edges = edges.map((e) => new EdgeWriter(e, batchSize, subtaskIndex, parallelism));
+    this.single = this.edges.length === 1 ? this.edges[0] : undefined;
+    this.queues = [...new Set(edges.flatMap((e) => e.targets.map((t) => t.queue)))];
+  }
+
+  collect(value: unknown, timestamp: number): void {
+    this.recordsOut++;
+    if (this.single !== undefined) {
+      this.single.collect(value, timestamp, this.subtaskIndex);
+      return;
+    }
+    for (const e of this.edges) e.collect(value, timestamp, this.subtaskIndex);
+  }
+
+  emitWatermark(watermark: number): void {
+    this.flush();
+    for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: WATERMARK, channel: t.channel, timestamp: watermark });
+  }
+
+  emitStatus(idle: boolean): void {
+    this.flush();
+    for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: STATUS, channel: t.channel, idle });
+  }
+
+  /** Send partially filled batches, so records never wait for a batch to fill. */
+  flush(): void {
+    for (const e of this.edges) e.flush();
+  }
+
+  end(): void {
+    this.flush();
+    for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: END, channel: t.channel });
+  }
+
+  /** True when some target has no room: the task must wait before producing more. */
+  get mustWait(): boolean {
+    for (const q of this.queues) if (q.isFull) return true;
+    return false;
+  }
+
+  async awaitCapacity(): Promise<void> {
+    for (const q of this.queues) while (q.isFull) await q.waitNotFull();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The graph builder behind the DataStream API. It records operators and edges as they are declared and
+ * turns them into a JobGraphSpec plus the table of user functions, keyed by operator id.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import type { ChainingStrategy, EdgeKind, EdgeSpec, JobGraphSpec, OperatorSpec, OperatorType } from '../plan/index.js';
+import { MAX_PARALLELISM } from '../plan/index.js';
+import type { Connector } from './connector.js';
+
+/** Everything a runtime needs to run an operator that is not JSON: user functions and connector objects. */
+export interface OperatorFunctions {
+  fn?: (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Key selector per input index, for keyed operators. */
+  keySelectors?: ((value: any) => unknown)[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** A process/aggregate/window/join function object. */
+  udf?: object;
+  connector?: Connector;
+  items?: readonly unknown[];
+}
+
+export type PendingEdgeKind = EdgeKind | 'AUTO';
+
+export interface OpNode {
+  id: string;
+  name: string;
+  type: OperatorType;
+  parallelism: number | undefined;
+  keyed: boolean;
+  inputs: number;
+  chaining: ChainingStrategy;
+  options: Record<string, unknown>;
+  fns: OperatorFunctions;
+}
+
+interface PendingEdge {
+  source: OpNode;
+  target: OpNode;
+  kind: PendingEdgeKind;
+  inputIndex: 0 | 1;
+}
+
+export class GraphBuilder {
+  readonly nodes: OpNode[] = [];
+  private readonly edges: PendingEdge[] = [];
+  private readonly counters = new Map<string, number>();
+
+  addOperator(
+    type: OperatorType,
+    fns: OperatorFunctions,
+    init: { keyed?: boolean; inputs?: number; options?: Record<string, unknown>; label?: string } = {},
+  ): OpNode {
+    const label = init.label ?? type;
+    const n = this.counters.get(label) ?? 0;
+    this.counters.set(label, n + 1);
+    const id = `_inline_${label}_${n}`;
+    const node: OpNode = {
+      id,
+      name: id,
+      type,
+      parallelism: undefined,
+      keyed: init.keyed ?? false,
+      inputs: init.inputs ?? (type === 'source' ? 0 : 1),
+      chaining: 'ALWAYS',
+      options: init.options ?? {},
+      fns,
+    };
+    this.nodes.push(node);
+    return node;
+  }
+
+  addEdge(source: OpNode, target: OpNode, kind: PendingEdgeKind, inputIndex: 0 | 1 = 0): void {
+    this.edges.push({ source, target, kind, inputIndex });
+  }
+
+  build(
+    job: { name: string; version: string; description?: string },
+    defaultParallelism: number,
+    params: Record<string, string>,
+  ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
+    const parallelismOf = (n: OpNode): number => n.parallelism ?? (n.options.nonParallel === true ? 1 : defaultParallelism);
+    const operators: OperatorSpec[] = this.nodes.map((n) => ({
+      id: n.id,
+      name: n.name,
+      type: n.type,
+      parallelism: parallelismOf(n),
+      keyed: n.keyed,
+      inputs: n.inputs,
+      chaining: n.chaining,
+      options: n.options,
+    }));
+    const edges: EdgeSpec[] = this.edges.map((e) => ({
+      source: e.source.id,
+      target: e.target.id,
+      kind: e.kind !== 'AUTO' ? e.kind : parallelismOf(e.source) === parallelismOf(e.target) ? 'FORWARD' : 'REBALANCE',
+      inputIndex: e.inputIndex,
+    }));
+    const spec: JobGraphSpec = {
+      specVersion: 1,
+      job: job.description === undefined ? { name: job.name, version: job.version } : { ...job },
+      maxParallelism: MAX_PARALLELISM,
+      defaultParallelism,
+      params,
+      operators,
+      edges,
+    };
+    return { spec, functions: new Map(this.nodes.map((n) => [n.id, n.fns])) };
+  }
+}
+
+export function checkParallelism(what: string, n: number): number {
+  if (!Number.isInteger(n) || n < 1) {
+    throw new InvalidArgumentError(`${what}: parallelism must be a whole number >= 1, got ${String(n)}`);
+  }
+  return n;
+}
+
+export function checkFunction(what: string, f: unknown): void {
+  if (typeof f !== 'function') throw new InvalidArgumentError(`${what} expects a function, got ${typeof f}`);
+}
+
+export function checkMethod(what: string, obj: unknown, method: string, required = true): void {
+  if (typeof obj !== 'object' || obj === null) {
+    throw new InvalidArgumentError(`${what} expects an object with a ${method}() method, got ${obj === null ? 'null' : typeof obj}`);
+  }
+  const m = (obj as Record<string, unknown>)[method];
+  if (required ? typeof m !== 'function' : m !== undefined && typeof m !== 'function') {
+    throw new InvalidArgumentError(`${what}: ${method} must be a function, got ${typeof m}`);
+  }
+}

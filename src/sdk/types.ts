@@ -1,0 +1,155 @@
+/** Types a job author writes against. */
+
+/** Receives the records an operator emits. */
+export interface Collector<T> {
+  collect(value: T): void;
+}
+
+/** An event-time window: `[start, end)` in epoch milliseconds. */
+export interface TimeWindow {
+  readonly start: number;
+  readonly end: number;
+}
+
+export type KeySelector<T, K> = (value: T) => K;
+
+/** What `open()` of a rich function sees. */
+export interface RuntimeContext {
+  readonly operatorName: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly params: Readonly<Record<string, string>>;
+}
+
+export interface ValueState<T> {
+  value(): T | undefined;
+  update(value: T): void;
+  clear(): void;
+}
+
+export interface MapState<K, V> {
+  get(key: K): V | undefined;
+  put(key: K, value: V): void;
+  has(key: K): boolean;
+  remove(key: K): void;
+  keys(): IterableIterator<K>;
+  values(): IterableIterator<V>;
+  entries(): IterableIterator<[K, V]>;
+  size(): number;
+  isEmpty(): boolean;
+  clear(): void;
+}
+
+export interface ListState<T> {
+  get(): T[];
+  add(value: T): void;
+  addAll(values: Iterable<T>): void;
+  update(values: T[]): void;
+  clear(): void;
+}
+
+/** Keyed state scoped to the current key. Handles are cheap; fetch them per call or once in open(). */
+export interface KeyedStateStore {
+  value<T>(name: string): ValueState<T>;
+  map<K, V>(name: string): MapState<K, V>;
+  list<T>(name: string): ListState<T>;
+}
+
+export interface TimerService {
+  /** Fire `onTimer` when the watermark passes `timestampMs`. One timer per key and timestamp. */
+  registerEventTime(timestampMs: number): void;
+  /** Fire `onTimer` when the wall clock reaches `timestampMs`. */
+  registerProcessingTime(timestampMs: number): void;
+  deleteEventTime(timestampMs: number): void;
+  deleteProcessingTime(timestampMs: number): void;
+  currentWatermark(): number;
+  currentProcessingTime(): number;
+}
+
+/**
+ * The context of a keyed function. The object is reused between calls (no allocation per record):
+ * read what you need during the call, do not keep it.
+ */
+export interface KeyedContext<K> {
+  readonly key: K;
+  /** The record's (or firing timer's) event timestamp, if it has one. */
+  readonly timestamp: number | undefined;
+  readonly state: KeyedStateStore;
+  readonly timers: TimerService;
+  readonly timeDomain?: 'event' | 'processing';
+}
+
+export interface KeyedProcessFunction<T, K, R> {
+  open?(ctx: RuntimeContext): void | Promise<void>;
+  processElement(value: T, ctx: KeyedContext<K>, out: Collector<R>): void;
+  onTimer?(timestampMs: number, ctx: KeyedContext<K>, out: Collector<R>): void;
+  close?(): void | Promise<void>;
+}
+
+export interface ProcessContext {
+  readonly timestamp: number | undefined;
+  readonly subtaskIndex: number;
+  currentWatermark(): number;
+  currentProcessingTime(): number;
+}
+
+export interface ProcessFunction<T, R> {
+  open?(ctx: RuntimeContext): void | Promise<void>;
+  processElement(value: T, ctx: ProcessContext, out: Collector<R>): void;
+  close?(): void | Promise<void>;
+}
+
+export interface KeyedCoProcessFunction<A, B, K, R> {
+  open?(ctx: RuntimeContext): void | Promise<void>;
+  processElement1(value: A, ctx: KeyedContext<K>, out: Collector<R>): void;
+  processElement2(value: B, ctx: KeyedContext<K>, out: Collector<R>): void;
+  onTimer?(timestampMs: number, ctx: KeyedContext<K>, out: Collector<R>): void;
+  close?(): void | Promise<void>;
+}
+
+export interface CoProcessFunction<A, B, R> {
+  open?(ctx: RuntimeContext): void | Promise<void>;
+  processElement1(value: A, ctx: ProcessContext, out: Collector<R>): void;
+  processElement2(value: B, ctx: ProcessContext, out: Collector<R>): void;
+  close?(): void | Promise<void>;
+}
+
+/** An incremental window aggregate (Flink's AggregateFunction). `merge` is required for session windows. */
+export interface AggregateFunction<T, ACC, R, K = unknown> {
+  create(): ACC;
+  add(value: T, accumulator: ACC): ACC;
+  result(accumulator: ACC, key: K, window: TimeWindow): R;
+  merge?(a: ACC, b: ACC): ACC;
+}
+
+export interface ProcessWindowFunction<T, K, R> {
+  process(key: K, window: TimeWindow, elements: T[], out: Collector<R>): void;
+}
+
+export interface WindowCount<K> {
+  key: K;
+  start: number;
+  end: number;
+  count: number;
+}
+
+export interface KeyedCount<K> {
+  key: K;
+  count: number;
+}
+
+export interface IntervalJoinFunction<A, B, K, R> {
+  processElement(left: A, right: B, ctx: { key: K; leftTimestamp: number; rightTimestamp: number }, out: Collector<R>): void;
+}
+
+export interface WatermarkOptions {
+  /** How late (in ms) a record may arrive relative to the highest timestamp seen. @default 0 */
+  maxOutOfOrdernessMs?: number;
+  /** Mark this input idle after this long without records, so it does not hold back watermarks. */
+  idleTimeoutMs?: number;
+}
+
+export interface WindowOptions {
+  /** @default 'event' */
+  time?: 'event' | 'processing';
+}

@@ -1,0 +1,9 @@
+/**
+ * Keyed state: heap tables partitioned by key group.
+ *
+ * @example
+ * const backend = new KeyedStateBackend(KeyGroupRange.forSubtask(0, 1), 'counter');
+ * backend.setCurrentKey('user-1');
+ * backend.value<number>('count').update(1);
+ */
+export { KeyedStateBackend, StateTable } from './backend.js';

@@ -1,0 +1,3 @@
+/** Small shared utilities: a binary heap and a deferred. */
+export { BinaryHeap } from './heap.js';
+export { deferred, type Deferred } from './deferred.js';
