@@ -8,5 +8,17 @@
 export * from './sdk/index.js';
 export { runJob, startJob, type JobResult, type LocalRunOptions, type TaskMetrics } from './runtime/index.js';
 export { datagen, file, datagenRow } from './connectors/index.js';
-export { ClinkError, ERROR_CODES, UserCodeError, type ErrorCode } from './errors.js';
+export {
+  ClinkError,
+  ERROR_CODES,
+  UserCodeError,
+  PlanError,
+  InvalidArgumentError,
+  JobLoadError,
+  JobDefinitionError,
+  ConnectorError,
+  StateError,
+  JobCancelledError,
+  type ErrorCode,
+} from './errors.js';
 export { MAX_PARALLELISM, KeyGroupRange, type JobGraphSpec } from './plan/index.js';

@@ -9,6 +9,7 @@ import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
 import { BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
+import { SinkOperator } from './operators/basic.js';
 import type { InputQueue } from './queue.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
@@ -39,8 +40,10 @@ export class SubtaskRunner {
 
   constructor(readonly setup: SubtaskSetup) {}
 
+  /** Records handed downstream, or for a task that ends in a sink, records the sink wrote. */
   get recordsOut(): number {
-    return this.setup.writer.recordsOut;
+    const tail = this.setup.operators[this.setup.operators.length - 1];
+    return tail instanceof SinkOperator ? tail.recordsIn : this.setup.writer.recordsOut;
   }
 
   get id(): string {

@@ -96,7 +96,7 @@ export class GraphBuilder {
     }));
     const spec: JobGraphSpec = {
       specVersion: 1,
-      job: job.description === undefined ? { name: job.name, version: job.version } : { ...job },
+      job: { name: job.name, version: job.version, ...(job.description === undefined ? {} : { description: job.description }) },
       maxParallelism: MAX_PARALLELISM,
       defaultParallelism,
       params,

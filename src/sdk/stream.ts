@@ -73,14 +73,28 @@ abstract class OperatorHandle {
 
 export class DataStream<T> extends OperatorHandle {
   /** @internal */
-  constructor(graph: GraphBuilder, node: OpNode, /** @internal */ readonly partitioning: PendingEdgeKind = 'AUTO') {
+  constructor(
+    graph: GraphBuilder,
+    node: OpNode,
+    /** @internal */ readonly partitioning: PendingEdgeKind = 'AUTO',
+    /** @internal the key of a HASH partitioning */ readonly partitionKey?: KeySelector<T, unknown>,
+  ) {
     super(graph, node);
   }
 
   /** @internal adds an operator fed by this stream */
   protected to<R>(node: OpNode, inputIndex: 0 | 1 = 0): DataStream<R> {
-    this.graph.addEdge(this.node, node, this.partitioning, inputIndex);
+    this.feed(node, inputIndex);
     return new DataStream<R>(this.graph, node);
+  }
+
+  /** @internal an edge from this stream's operator into `node`, with this stream's partitioning */
+  feed(node: OpNode, inputIndex: 0 | 1): void {
+    if (this.partitioning === 'HASH') {
+      const selectors = (node.fns.keySelectors ??= []);
+      selectors[inputIndex] = this.partitionKey as (v: unknown) => unknown;
+    }
+    this.graph.addEdge(this.node, node, this.partitioning, inputIndex);
   }
 
   map<R>(fn: (value: T) => R): DataStream<R> {
@@ -129,10 +143,13 @@ export class DataStream<T> extends OperatorHandle {
   /** Merge streams of the same type into one. */
   union(...others: DataStream<T>[]): DataStream<T> {
     const node = this.graph.addOperator('union', {});
-    this.graph.addEdge(this.node, node, this.partitioning, 0);
+    this.feed(node, 0);
     for (const o of others) {
       if (!(o instanceof DataStream)) throw new InvalidArgumentError('union() expects DataStreams');
-      this.graph.addEdge(o.node, node, o.partitioning, 0);
+      if (o.partitioning === 'HASH' || this.partitioning === 'HASH') {
+        throw new InvalidArgumentError('union() of keyed streams: union the streams first, then keyBy()');
+      }
+      o.feed(node, 0);
     }
     return new DataStream<T>(this.graph, node);
   }
@@ -184,7 +201,7 @@ export class DataStream<T> extends OperatorHandle {
 
   private sink(label: string, options: Record<string, unknown>, fns: { connector?: Connector }): DataSink {
     const node = this.graph.addOperator('sink', fns, { options, label });
-    this.graph.addEdge(this.node, node, this.partitioning, 0);
+    this.feed(node, 0);
     return new DataSink(this.graph, node);
   }
 }
@@ -214,6 +231,23 @@ export class KeyedStream<T, K> {
   /** Running sum per key: of the values themselves, or of `field` (other fields come from the first record). */
   sum(field?: keyof T & string): DataStream<T> {
     return this.keyed('keyedReduce', {}, field === undefined ? { mode: 'sum' } : { mode: 'sum', field });
+  }
+
+  /** The records, partitioned by key, as a plain stream: `keyBy(k).map(f)` runs `f` on the key's subtask. */
+  private partitioned(): DataStream<T> {
+    return new DataStream<T>(this.graph, this.input, 'HASH', this.keyFn as KeySelector<T, unknown>);
+  }
+
+  map<R>(fn: (value: T) => R): DataStream<R> {
+    return this.partitioned().map(fn);
+  }
+
+  flatMap<R>(fn: (value: T, out: Collector<R>) => void | Iterable<R>): DataStream<R> {
+    return this.partitioned().flatMap(fn);
+  }
+
+  filter(predicate: (value: T) => boolean): DataStream<T> {
+    return this.partitioned().filter(predicate);
   }
 
   /** Running count per key: `{ key, count }` for every record. */
@@ -314,8 +348,8 @@ export class ConnectedStreams<A, B> {
     checkMethod('process()', fn, 'processElement1');
     checkMethod('process()', fn, 'processElement2');
     const node = this.graph.addOperator('coProcess', { udf: fn }, { inputs: 2 });
-    this.graph.addEdge(this.first.node, node, this.first.partitioning, 0);
-    this.graph.addEdge(this.second.node, node, this.second.partitioning, 1);
+    this.first.feed(node, 0);
+    this.second.feed(node, 1);
     return new DataStream<R>(this.graph, node);
   }
 }

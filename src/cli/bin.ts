@@ -1,0 +1,3 @@
+import { main } from './index.js';
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,10 @@
+/**
+ * Job modules: a job file (TypeScript or JavaScript, anywhere on disk) is bundled by esbuild into one
+ * ESM file, stored under its SHA-256 in a cache directory, and loaded with dynamic import(). Its
+ * `import ... from 'clink'` resolves to the SDK of the engine that runs it, so a job file needs no
+ * package.json of its own.
+ *
+ * @example
+ * const { job, sha256 } = await loadJobModule('examples/wordcount.ts');
+ */
+export { loadJobModule, compileJobModule, defaultCacheDir, sdkEntryPath, type LoadedJob, type CompiledJob } from './load.js';

@@ -1,0 +1,38 @@
+/** Shared test helpers: run a build function as a job, and check nothing is left running. */
+import assert from 'node:assert/strict';
+import { defineJob, runJob, type JobEnvironment, type LocalRunOptions } from '../src/index.js';
+
+export async function collect<T = unknown>(
+  build: (env: JobEnvironment) => void,
+  options: LocalRunOptions = {},
+  name = 'default',
+): Promise<T[]> {
+  const result = await runJob(defineJob({ name: 'test-job', version: '1' }, build), options);
+  return (result.collected[name] ?? []) as T[];
+}
+
+/** A stable order for comparing results whose order across subtasks is not defined. */
+export function sortBy<T>(rows: T[], key: (r: T) => string | number = (r) => JSON.stringify(r)): T[] {
+  return [...rows].sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+}
+
+/** Handles (timers, sockets, files) that are open now, by type, ignoring stdio. */
+export function activeResources(): string[] {
+  return process
+    .getActiveResourcesInfo()
+    .filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap')
+    .sort();
+}
+
+/** Assert that running `fn` leaves no more handles open than before it. */
+export async function assertNoLeaks(fn: () => Promise<void>): Promise<void> {
+  const before = activeResources();
+  await fn();
+  // Give closed handles one turn of the event loop to be released.
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(activeResources(), before, 'resources left open after the job');
+}

@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { buildJob, defineJob, PlanError } from '../../src/index.js';
+import { createPhysicalPlan, type JobGraphSpec } from '../../src/plan/index.js';
+import type { JobEnvironment } from '../../src/sdk/index.js';
+
+const job = (build: (env: JobEnvironment) => void) => defineJob({ name: 'plan-test', version: '1' }, build);
+
+function pipeline(env: JobEnvironment): void {
+  env
+    .fromSequence(1, 10)
+    .map((x) => x + 1)
+    .filter((x) => x % 2 === 0)
+    .keyBy((x) => x % 3)
+    .sum()
+    .map((x) => x * 2)
+    .print();
+}
+
+describe('the plan', () => {
+  test('inline operators get deterministic ids in declaration order, per type', () => {
+    const { spec } = buildJob(job(pipeline));
+    assert.deepEqual(
+      spec.operators.map((o) => o.id),
+      ['_inline_source_0', '_inline_map_0', '_inline_filter_0', '_inline_keyedReduce_0', '_inline_map_1', '_inline_print_0'],
+    );
+  });
+
+  test('the same module built twice yields the same plan', () => {
+    const a = buildJob(job(pipeline), { parallelism: 3 }).spec;
+    const b = buildJob(job(pipeline), { parallelism: 3 }).spec;
+    assert.equal(JSON.stringify(a), JSON.stringify(b));
+    // and it is plain JSON
+    assert.deepEqual(JSON.parse(JSON.stringify(a)), a);
+  });
+
+  test('edges carry their kind: forward inside a pipeline, hash after keyBy', () => {
+    const { spec } = buildJob(job(pipeline), { parallelism: 2 });
+    assert.deepEqual(
+      spec.edges.map((e) => e.kind),
+      ['FORWARD', 'FORWARD', 'HASH', 'FORWARD', 'FORWARD'],
+    );
+  });
+
+  test('forward edges of equal parallelism chain into one task; keyBy starts a new one', () => {
+    const plan = createPhysicalPlan(buildJob(job(pipeline), { parallelism: 2 }).spec);
+    assert.deepEqual(
+      plan.tasks.map((t) => t.operators.map((o) => o.type)),
+      [
+        ['source', 'map', 'filter'],
+        ['keyedReduce', 'map', 'sink'],
+      ],
+    );
+    assert.equal(plan.subtasks.length, 4);
+  });
+
+  test('a parallelism change turns the default edge into a rebalance and breaks the chain', () => {
+    const { spec } = buildJob(
+      job((env) => {
+        env.fromSequence(1, 10).map((x) => x).setParallelism(3).print().setParallelism(1);
+      }),
+      { parallelism: 2 },
+    );
+    assert.deepEqual(spec.edges.map((e) => e.kind), ['REBALANCE', 'REBALANCE']);
+    assert.equal(createPhysicalPlan(spec).tasks.length, 3);
+  });
+
+  test('startNewChain and disableChaining split chains', () => {
+    const spec = buildJob(
+      job((env) => {
+        const s = env.fromSequence(1, 10).map((x) => x).startNewChain().filter(() => true).map((x) => x).disableChaining();
+        s.map((x) => x).print();
+      }),
+    ).spec;
+    const tasks = createPhysicalPlan(spec).tasks.map((t) => t.operators.map((o) => o.id));
+    assert.deepEqual(tasks, [
+      ['_inline_source_0'],
+      ['_inline_map_0', '_inline_filter_0'],
+      ['_inline_map_1'],
+      ['_inline_map_2', '_inline_print_0'],
+    ]);
+  });
+
+  test('name() labels an operator and uid() replaces its id', () => {
+    const { spec } = buildJob(job((env) => env.fromSequence(1, 2).map((x) => x).name('double').uid('double-v1').print()));
+    const op = spec.operators[1]!;
+    assert.equal(op.name, 'double');
+    assert.equal(op.id, 'double-v1');
+    assert.equal(spec.edges[0]!.target, 'double-v1');
+  });
+
+  test('a keyed operator with parallelism above 128 is refused, naming the operator', () => {
+    const spec = buildJob(job((env) => env.fromSequence(1, 2).keyBy((x) => x).count().name('big count').setParallelism(129).print())).spec;
+    assert.throws(() => createPhysicalPlan(spec), (e: unknown) => e instanceof PlanError && /keyed operator 'big count' has parallelism 129/.test(e.message));
+  });
+
+  test('an explicit forward edge between different parallelisms is refused', () => {
+    const spec = buildJob(job((env) => env.fromSequence(1, 2).forward().map((x) => x).name('m').setParallelism(2).print())).spec;
+    assert.throws(() => createPhysicalPlan(spec), /forward edge from '_inline_source_0' \(parallelism 1\) to 'm' \(parallelism 2\)/);
+  });
+
+  test('a job with no sink is refused', () => {
+    const spec = buildJob(job((env) => void env.fromSequence(1, 2).map((x) => x))).spec;
+    assert.throws(() => createPhysicalPlan(spec), /job has no sink/);
+  });
+
+  test('fromElements is not parallel: parallelism above 1 is refused', () => {
+    const spec = buildJob(job((env) => env.fromElements([1]).setParallelism(2).print())).spec;
+    assert.throws(() => createPhysicalPlan(spec), /'_inline_source_0' is not parallel and must have parallelism 1/);
+  });
+
+  test('a malformed spec is refused with the path of each problem', () => {
+    const spec = buildJob(job(pipeline)).spec;
+    const bad = { ...spec, operators: [{ ...spec.operators[0]!, parallelism: 0 }, ...spec.operators.slice(1)] } as JobGraphSpec;
+    assert.throws(() => createPhysicalPlan(bad), /at operators\[0\]\.parallelism/);
+    const badEdge = { ...spec, edges: [...spec.edges, { source: 'nope', target: spec.operators[1]!.id, kind: 'FORWARD', inputIndex: 0 }] } as JobGraphSpec;
+    assert.throws(() => createPhysicalPlan(badEdge), /unknown operator 'nope'/);
+  });
+
+  test('a duplicate uid is refused at declaration', () => {
+    assert.throws(
+      () => buildJob(job((env) => {
+        env.fromSequence(1, 2).uid('same').map((x) => x).uid('same').print();
+      })),
+      /uid 'same' is already used/,
+    );
+  });
+
+  test('a build function that throws is reported with the job name', () => {
+    assert.throws(
+      () => buildJob(job(() => {
+        throw new Error('no config');
+      })),
+      /job 'plan-test': build function threw: no config/,
+    );
+  });
+
+  test('two-input operators declare both inputs', () => {
+    const spec = buildJob(
+      job((env) => {
+        const a = env.fromElements([1]);
+        const b = env.fromElements(['x']);
+        a.connect(b).keyBy((x) => String(x), (y) => y).process({ processElement1() {}, processElement2() {} }).print();
+      }),
+    ).spec;
+    const co = spec.operators.find((o) => o.type === 'coProcess')!;
+    assert.equal(co.inputs, 2);
+    assert.deepEqual(spec.edges.filter((e) => e.target === co.id).map((e) => [e.kind, e.inputIndex]), [['HASH', 0], ['HASH', 1]]);
+  });
+});
