@@ -64,6 +64,8 @@ export async function compileJobModule(path: string): Promise<CompiledJob> {
       target: 'node20',
       write: false,
       sourcemap: 'inline',
+      // Stack frames of user code name the job file where it lives, not the cached bundle.
+      sourceRoot: pathToFileURL(dirname(sourcePath)).href + '/',
       logLevel: 'silent',
       absWorkingDir: dirname(sourcePath),
       plugins: [

@@ -3,7 +3,7 @@
  * snapshot or a rescale moves whole key groups. Handles read the backend's current key on every call.
  */
 import { StateError } from '../errors.js';
-import { keyGroupOf, KeyGroupRange, MAX_PARALLELISM, normalizeKey } from '../plan/index.js';
+import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
 import type { KeyedStateStore, ListState, MapState, ValueState } from '../sdk/index.js';
 
 export class StateTable<V> {

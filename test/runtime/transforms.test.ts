@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Collector, ProcessContext } from '../../src/index.js';
+import type { Collector, ProcessContext, ProcessFunction } from '../../src/index.js';
 import { collect, sortBy } from '../helpers.js';
 
 const num = (a: number, b: number): number => a - b;
@@ -110,7 +110,7 @@ describe('stateless transforms', () => {
           processElement(_r, ctx, o) {
             o.collect(`${this.prefix} ts=${ctx.timestamp} wm=${ctx.currentWatermark()}`);
           },
-        } as import('../../src/index.js').ProcessFunction<{ ts: number }, string> & { prefix: string })
+        } as ProcessFunction<{ ts: number }, string> & { prefix: string })
         .name('stamp')
         .collect();
     });

@@ -23,7 +23,7 @@ export const DEFAULT_ROLL_BYTES = 128 * 1024 * 1024;
 const SinkOptions = z
   .object({
     path: z.string().min(1),
-    /** Start a new part file once this many bytes are written. @default 128 MiB */
+    /** Start a new part file at the first batch boundary after this many bytes. @default 128 MiB */
     rollBytes: z.number().int().positive().default(DEFAULT_ROLL_BYTES),
   })
   .strict();

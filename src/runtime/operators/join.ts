@@ -24,7 +24,7 @@ export class IntervalJoinOperator extends KeyedOperator {
   private readonly joinCtx = { key: undefined as unknown, leftTimestamp: 0, rightTimestamp: 0 };
 
   override async open(): Promise<void> {
-    super.open();
+    this.initKeyedState();
     this.lower = this.ctx.spec.options.lowerMs as number;
     this.upper = this.ctx.spec.options.upperMs as number;
     this.udf = this.ctx.fns.udf as typeof this.udf;

@@ -21,7 +21,8 @@ export abstract class KeyedOperator extends StreamOperator {
   timers!: KeyedTimerService;
   private keySelectors!: ((v: unknown) => unknown)[];
 
-  override open(): void | Promise<void> {
+  /** Create this subtask's keyed state and timers; keyed operators call it first thing in open(). */
+  protected initKeyedState(): void {
     const { subtaskIndex, parallelism, spec } = this.ctx;
     this.backend = new KeyedStateBackend(KeyGroupRange.forSubtask(subtaskIndex, parallelism), spec.name);
     this.timers = new KeyedTimerService(this.backend, this.ctx.time, (t) => this.fireProcessingTimer(t));
@@ -98,7 +99,7 @@ export class KeyedReduceOperator extends KeyedOperator {
   private step!: (current: unknown, value: unknown) => unknown;
 
   override open(): void {
-    super.open();
+    this.initKeyedState();
     this.state = this.backend.value('reduce');
     const { mode, field } = this.ctx.spec.options as { mode: string; field?: string };
     const fn = this.ctx.fns.fn as ((a: unknown, b: unknown) => unknown) | undefined;
@@ -142,7 +143,7 @@ export class KeyedProcessOperator extends KeyedOperator {
   private collector!: Collector<unknown>;
 
   override async open(): Promise<void> {
-    super.open();
+    this.initKeyedState();
     this.udf = this.ctx.fns.udf as KeyedProcessFunction<unknown, unknown, unknown>;
     this.context = this.keyedContext(this.cur);
     this.collector = timestampedCollector(this, () => this.cur.timestamp);
@@ -186,7 +187,7 @@ export class CoProcessOperator extends KeyedOperator {
 
   override async open(): Promise<void> {
     this.keyed = this.ctx.spec.keyed;
-    if (this.keyed) super.open();
+    if (this.keyed) this.initKeyedState();
     this.udf = this.ctx.fns.udf as typeof this.udf;
     this.context = this.keyed ? this.keyedContext(this.cur) : processContext(this, () => this.cur.timestamp);
     this.collector = timestampedCollector(this, () => this.cur.timestamp);

@@ -4,13 +4,7 @@
  * keep a list of sessions per key and merge those that touch. A window join is the same operator with
  * an accumulator that buffers each side.
  */
-import type {
-  AggregateFunction,
-  Collector,
-  ProcessWindowFunction,
-  TimeWindow,
-} from '../../sdk/index.js';
-import type { WindowAssigner } from '../../sdk/windows.js';
+import type { AggregateFunction, Collector, ProcessWindowFunction, TimeWindow, WindowAssigner } from '../../sdk/index.js';
 import { BinaryHeap } from '../../util/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
 import { KeyedOperator } from './keyed.js';
@@ -63,7 +57,7 @@ export class WindowOperator extends KeyedOperator {
   }
 
   override async open(): Promise<void> {
-    super.open();
+    this.initKeyedState();
     const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing' };
     this.assigner = o.assigner;
     this.processingTime = o.time === 'processing';

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const BIN = join(ROOT, 'src/cli/bin.ts');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the CLI as a real process, from a directory outside the repository. */
+function clink(args: string[], cwd: string): Promise<Run> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, ['--import', join(ROOT, 'node_modules/tsx/dist/esm/index.mjs'), BIN, ...args], {
+      cwd,
+      env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache') },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', rej);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+let dir: string;
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'clink-cli-'));
+  const files: Record<string, string> = {
+    'ok.ts': `
+      import { defineJob } from 'clink';
+      interface W { word: string }
+      export default defineJob({ name: 'cli-ok', version: '1' }, (env) => {
+        const n = Number(env.params.n ?? 3);
+        env.fromSequence(1, n).map((i): W => ({ word: 'w' + (i % 2) }))
+          .keyBy((w) => w.word).count().collect('counts');
+        env.fromElements(['printed line']).print();
+      });`,
+    'syntax.ts': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'x', version: '1' }, (env) => {\n  env.fromElements([1).print();\n});\n`,
+    'nodefault.ts': `import { defineJob } from 'clink';\nexport const job = defineJob({ name: 'x', version: '1' }, (env) => env.fromElements([1]).print());\n`,
+    'notajob.js': `export default { name: 'looks like a job' };\n`,
+    'throws.ts': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'thrower', version: '1' }, () => { throw new Error('missing --param topic'); });\n`,
+    'fails.ts': `
+      import { defineJob } from 'clink';
+      function checkAmount(x: number): number { if (x === 7) throw new TypeError('amount 7 is cursed'); return x; }
+      export default defineJob({ name: 'fails', version: '1' }, (env) => {
+        env.fromSequence(1, 10).map(checkAmount).name('check amount').print();
+      });`,
+    'plain.js': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'plain-js', version: '1' }, (env) => env.fromElements(['js ok']).print());\n`,
+  };
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('clink run', () => {
+  test('runs a job file outside any package, prints results and a summary, exits 0', async () => {
+    const r = await clink(['run', 'ok.ts', '--parallelism', '2', '--param', 'n=11'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /printed line/);
+    assert.match(r.stdout, /counts \(11 rows\)/);
+    assert.match(r.stdout, /key \| count/);
+    assert.match(r.stderr, /job 'cli-ok' finished in [\d.]+ s \(parallelism 2\)/);
+    assert.match(r.stderr, /\[clink\] cli-ok .* in 12 records {2}out 12 records/);
+  });
+
+  test('a plain JavaScript job runs too', async () => {
+    const r = await clink(['run', 'plain.js'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /js ok/);
+  });
+
+  test('--output json prints collected results as JSON', async () => {
+    const r = await clink(['run', 'ok.ts', '--output', 'json', '--no-progress'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{'))!) as { counts: unknown[] };
+    assert.equal(json.counts.length, 3);
+  });
+
+  const failures: [string, string[], RegExp][] = [
+    ['a bad job path', ['run', 'missing.ts'], /^error: job file not found: missing\.ts/],
+    ['a syntax error', ['run', 'syntax.ts'], /^error: job module syntax\.ts does not compile:\n.*syntax\.ts:3:\d+: Expected "\]" but found "\)"/],
+    ['a missing default export', ['run', 'nodefault.ts'], /^error: job module nodefault\.ts has no default export; end it with: export default defineJob/],
+    ['a default export that is not a job', ['run', 'notajob.js'], /^error: the default export of notajob\.js is an object, not a job/],
+    ['a build function that throws', ['run', 'throws.ts'], /^error: job 'thrower': build function threw: missing --param topic/],
+  ];
+  for (const [what, args, message] of failures) {
+    test(`${what} gets one clear message and exit code 1, no engine stack`, async () => {
+      const r = await clink(args, dir);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, message);
+      assert.doesNotMatch(r.stderr, /at .*src\/(runtime|loader|cli)\//, 'no engine stack frames');
+    });
+  }
+
+  test('an exception in user code names the operator and shows the original stack', async () => {
+    const r = await clink(['run', 'fails.ts'], dir);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/);
+    assert.match(r.stderr, /caused by: TypeError: amount 7 is cursed\n\s+at (\S+\.)?checkAmount \(.*clink-cli-\w+\/fails\.ts:\d+:\d+\)/);
+  });
+
+  test('bad flags are usage errors with exit code 2', async () => {
+    for (const args of [['run'], ['run', 'ok.ts', '-p', '0'], ['run', 'ok.ts', '--param', 'novalue'], ['bogus']]) {
+      const r = await clink(args, dir);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /error: /);
+    }
+  });
+});
+
+describe('clink plan', () => {
+  test('prints the chained tasks, and the same JSON plan on every build', async () => {
+    const text = await clink(['plan', 'ok.ts', '-p', '3'], dir);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /\[3x\] _inline_source_0 -> _inline_map_0/);
+    assert.match(text.stdout, /\[3x\] _inline_keyedReduce_0 -> _inline_collect_0 {2}<- HASH from _inline_map_0/);
+    const a = await clink(['plan', 'ok.ts', '--json'], dir);
+    const b = await clink(['plan', 'ok.ts', '--json'], dir);
+    assert.equal(a.stdout, b.stdout);
+    assert.equal((JSON.parse(a.stdout) as { job: { name: string } }).job.name, 'cli-ok');
+  });
+});
