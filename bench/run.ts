@@ -1,0 +1,33 @@
+/**
+ * `npm run bench`: runs every benchmark case in its own process and prints records/s for the engine
+ * and for a hand-written loop doing the same work, with the ratio. Pass case names to run a subset;
+ * `--json` prints machine-readable results.
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { CASE_NAMES, type CaseResult } from './cases.js';
+
+const args = process.argv.slice(2);
+const json = args.includes('--json');
+const wanted = args.filter((a) => !a.startsWith('--'));
+const names = wanted.length > 0 ? CASE_NAMES.filter((n) => wanted.some((w) => n.includes(w))) : CASE_NAMES;
+const casesFile = fileURLToPath(new URL('./cases.ts', import.meta.url));
+const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+const results: CaseResult[] = [];
+for (const name of names) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', casesFile, name], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write(`bench case '${name}' failed:\n${r.stderr}\n`);
+    process.exit(1);
+  }
+  const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as CaseResult;
+  results.push(res);
+  if (!json) {
+    const ratio = (100 * res.engineRecordsPerSec) / res.loopRecordsPerSec;
+    process.stdout.write(
+      `${name.padEnd(30)} engine ${fmt.format(res.engineRecordsPerSec).padStart(12)} rec/s   loop ${fmt.format(res.loopRecordsPerSec).padStart(13)} rec/s   engine/loop ${ratio.toFixed(1)}%\n`,
+    );
+  }
+}
+if (json) process.stdout.write(JSON.stringify(results, null, 2) + '\n');
