@@ -17,7 +17,7 @@ export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
 
 /** The connectors a job can name by string, given where `print` writes. */
-export function builtinConnectors(stdout: (text: string) => void): Map<string, Connector> {
+export function builtinConnectors(stdout: (text: string) => void | Promise<void>): Map<string, Connector> {
   return new Map<string, Connector>([
     ['datagen', datagen as Connector],
     ['file', file],

@@ -2,6 +2,7 @@
  * The local runtime: executes a job's physical plan in this process. Every subtask is an async loop on
  * the event loop; tasks exchange batches through bounded InputQueues (pointer passes, no serialisation).
  */
+import { once } from 'node:events';
 import { ClinkError, JobCancelledError } from '../errors.js';
 import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { builtinConnectors } from '../connectors/index.js';
@@ -24,8 +25,8 @@ export interface LocalRunOptions extends BuildOptions {
   /** @default DEFAULT_QUEUE_CAPACITY_BATCHES */
   queueCapacity?: number;
   signal?: AbortSignal;
-  /** Where print() writes. @default process.stdout */
-  stdout?: (text: string) => void;
+  /** Where print() writes; a returned promise holds the printing task back. @default process.stdout */
+  stdout?: (text: string) => void | Promise<void>;
   /** Extra connectors by name, in addition to the built-in ones. */
   connectors?: Record<string, Connector>;
 }
@@ -64,7 +65,7 @@ export class LocalExecution {
     this.plan = createPhysicalPlan(built.spec);
     const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
     this.queueCapacity = options.queueCapacity ?? DEFAULT_QUEUE_CAPACITY_BATCHES;
-    const stdout = options.stdout ?? ((t: string) => void process.stdout.write(t));
+    const stdout = options.stdout ?? writeStdout;
     const registry = builtinConnectors(stdout);
     for (const [name, c] of Object.entries(options.connectors ?? {})) registry.set(name, c);
     const validated = validateConnectors(this.plan.spec.operators, built.functions, registry);
@@ -240,12 +241,18 @@ export class LocalExecution {
   }
 }
 
+/** Standard output with backpressure: a full pipe holds the print sink until it drains. */
+function writeStdout(text: string): void | Promise<void> {
+  if (process.stdout.write(text)) return;
+  return once(process.stdout, 'drain').then(() => undefined);
+}
+
 /** Build a job and start it on the local runtime. */
 export function startJob(job: JobDefinition, options: LocalRunOptions = {}): LocalExecution {
   return new LocalExecution(buildJob(job, options), options);
 }
 
 /** Build a job, run it to completion on the local runtime, and return what it collected. */
-export function runJob(job: JobDefinition, options: LocalRunOptions = {}): Promise<JobResult> {
+export async function runJob(job: JobDefinition, options: LocalRunOptions = {}): Promise<JobResult> {
   return startJob(job, options).done;
 }

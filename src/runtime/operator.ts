@@ -30,7 +30,7 @@ export interface OperatorContext {
 /** Services a runtime provides to operators (collect results, standard output). */
 export interface RuntimeServices {
   collect(name: string, values: readonly unknown[]): void;
-  stdout(text: string): void;
+  stdout(text: string): void | Promise<void>;
 }
 
 export abstract class StreamOperator {

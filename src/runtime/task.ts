@@ -7,6 +7,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
+import { abortable } from '../util/index.js';
 import { BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
 import { SinkOperator } from './operators/basic.js';
@@ -55,10 +56,10 @@ export class SubtaskRunner {
     this.state = 'RUNNING';
     this.lastYield = performance.now();
     try {
-      for (let i = operators.length - 1; i >= 0; i--) await operators[i]!.open();
+      for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
       if (this.setup.createReader) await this.runSource();
       else await this.runInput();
-      for (const op of operators) await op.finish();
+      for (const op of operators) await this.bounded(op.finish());
       this.setup.writer.end();
       this.state = 'FINISHED';
     } catch (err) {
@@ -72,12 +73,17 @@ export class SubtaskRunner {
     }
   }
 
+  /** Await user or connector work, but stop waiting when the job is cancelled. */
+  private bounded<T>(value: T | Promise<T>): T | Promise<T> {
+    return value instanceof Promise ? abortable(value, this.setup.signal) : value;
+  }
+
   /** After each batch: let chained operators flush, hand partial batches on, wait for room, yield. */
   private async afterBatch(): Promise<void> {
     const { operators, writer, signal } = this.setup;
     for (const op of operators) {
       const p = op.endBatch();
-      if (p !== undefined) await p;
+      if (p !== undefined) await this.bounded(p);
     }
     writer.flush();
     if (writer.mustWait) await writer.awaitCapacity();
@@ -92,7 +98,7 @@ export class SubtaskRunner {
 
   private async runSource(): Promise<void> {
     const head = this.setup.operators[0]!;
-    const reader = await this.setup.createReader!();
+    const reader = await this.bounded(this.setup.createReader!());
     const next = head.out;
     const out: SourceOutput<unknown> = {
       collect: (v) => {
@@ -107,12 +113,12 @@ export class SubtaskRunner {
     try {
       for (;;) {
         let status = reader.read(out, this.setup.batchSize);
-        if (typeof status !== 'string') status = await status;
+        if (typeof status !== 'string') status = await this.bounded(status);
         await this.afterBatch();
         if (status === 'END') break;
       }
     } finally {
-      await reader.close?.();
+      await this.bounded(reader.close?.());
     }
     head.processWatermark(MAX_WATERMARK);
   }

@@ -169,6 +169,12 @@ export class DataStream<T> extends OperatorHandle {
     return this.to(this.graph.addOperator('assignTimestamps', { fn: timestampFn }, { options: opts }));
   }
 
+  /** Windows over the whole stream (not per key), computed by a single subtask; results have key `undefined`. */
+  windowAll(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, undefined> {
+    checkAssigner(assigner);
+    return new WindowedStream<T, undefined>(this.graph, this.node, () => undefined, assigner, options.time ?? 'event', true);
+  }
+
   /** Two streams of different types processed by one operator. */
   connect<U>(other: DataStream<U>): ConnectedStreams<T, U> {
     return new ConnectedStreams<T, U>(this.graph, this, other);
@@ -250,6 +256,26 @@ export class KeyedStream<T, K> {
     return this.partitioned().filter(predicate);
   }
 
+  /** Running minimum per key of the values, or of `field` (other fields come from the first record). */
+  min(field?: keyof T & string): DataStream<T> {
+    return this.keyed('keyedReduce', {}, field === undefined ? { mode: 'min' } : { mode: 'min', field });
+  }
+
+  /** Running maximum per key of the values, or of `field` (other fields come from the first record). */
+  max(field?: keyof T & string): DataStream<T> {
+    return this.keyed('keyedReduce', {}, field === undefined ? { mode: 'max' } : { mode: 'max', field });
+  }
+
+  /** Running record per key with the smallest `field` (the first such record on ties). */
+  minBy(field: keyof T & string): DataStream<T> {
+    return this.keyed('keyedReduce', {}, { mode: 'minBy', field });
+  }
+
+  /** Running record per key with the largest `field` (the first such record on ties). */
+  maxBy(field: keyof T & string): DataStream<T> {
+    return this.keyed('keyedReduce', {}, { mode: 'maxBy', field });
+  }
+
   /** Running count per key: `{ key, count }` for every record. */
   count(): DataStream<KeyedCount<K>> {
     return this.keyed('keyedReduce', {}, { mode: 'count' });
@@ -292,13 +318,17 @@ export class WindowedStream<T, K> {
     private readonly keyFn: KeySelector<T, K>,
     private readonly assigner: WindowAssigner,
     private readonly time: 'event' | 'processing',
+    private readonly nonParallel = false,
   ) {}
 
   private win<R>(fn: 'aggregate' | 'reduce' | 'count' | 'process', udf: object | undefined): DataStream<R> {
     const node = this.graph.addOperator(
       'window',
       { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) },
-      { keyed: true, options: { assigner: { ...this.assigner }, time: this.time, function: fn } },
+      {
+        keyed: true,
+        options: { assigner: { ...this.assigner }, time: this.time, function: fn, ...(this.nonParallel ? { nonParallel: true } : {}) },
+      },
     );
     this.graph.addEdge(this.input, node, 'HASH', 0);
     return new DataStream<R>(this.graph, node);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { KeyedCount } from '../../src/index.js';
+import type { JobEnvironment, KeyedCount } from '../../src/index.js';
 import { collect, sortBy } from '../helpers.js';
 
 describe('keyed streams', () => {
@@ -187,5 +187,60 @@ describe('keyed streams', () => {
       env.fromElements([['a', 1], ['a', 1], ['a', 2]] as [string, number][]).keyBy((r) => [r[0], r[1]]).count().collect();
     });
     assert.deepEqual(out.map((r) => r.count), [1, 2, 1]);
+  });
+});
+
+describe('keyed aggregations and partitioned transforms', () => {
+  const rows = [
+    { k: 'a', n: 3, tag: 'first' },
+    { k: 'a', n: 1, tag: 'second' },
+    { k: 'a', n: 5, tag: 'third' },
+    { k: 'a', n: 1, tag: 'fourth' },
+  ];
+
+  test('min/max keep the first record’s other fields; minBy/maxBy emit the extreme record', async () => {
+    const run = (op: 'min' | 'max' | 'minBy' | 'maxBy') =>
+      collect<{ n: number; tag: string }>((env) => env.fromElements(rows).keyBy((r) => r.k)[op]('n').collect());
+    assert.deepEqual((await run('min')).map((r) => `${r.n}/${r.tag}`), ['3/first', '1/first', '1/first', '1/first']);
+    assert.deepEqual((await run('max')).map((r) => `${r.n}/${r.tag}`), ['3/first', '3/first', '5/first', '5/first']);
+    assert.deepEqual((await run('minBy')).map((r) => `${r.n}/${r.tag}`), ['3/first', '1/second', '1/second', '1/second']);
+    assert.deepEqual((await run('maxBy')).map((r) => `${r.n}/${r.tag}`), ['3/first', '3/first', '5/third', '5/third']);
+    const plain = await collect<number>((env) => env.fromElements([4, 2, 9]).keyBy(() => 0).max().collect());
+    assert.deepEqual(plain, [4, 4, 9]);
+  });
+
+  test('keyBy().map/filter/flatMap run on the subtask that owns the key', async () => {
+    const out = await collect<string>((env) => {
+      env
+        .fromSequence(1, 600)
+        .keyBy((x) => x % 6)
+        .filter((x) => x % 2 === 0)
+        .keyBy((x) => x % 6)
+        .flatMap<number>((x) => [x])
+        .keyBy((x) => x % 6)
+        .map((x) => x % 6)
+        .process<string>({ processElement: (k, ctx, o) => o.collect(`${k}@${ctx.subtaskIndex}`) })
+        .collect();
+    }, { parallelism: 3 });
+    assert.equal(out.length, 300);
+    // every key is seen on exactly one subtask
+    const owners = new Map<string, Set<string>>();
+    for (const s of out) {
+      const [k, sub] = s.split('@') as [string, string];
+      (owners.get(k) ?? owners.set(k, new Set()).get(k)!).add(sub);
+    }
+    assert.deepEqual([...owners.keys()].sort(), ['0', '2', '4']);
+    for (const subs of owners.values()) assert.equal(subs.size, 1);
+  });
+
+  test('chaining settings do not change results', async () => {
+    const build = (split: boolean) => (env: JobEnvironment) => {
+      let s = env.fromSequence(1, 3_000).map((x) => x * 3);
+      if (split) s = s.startNewChain();
+      let f = s.filter((x) => x % 2 === 1);
+      if (split) f = f.disableChaining();
+      f.keyBy((x) => x % 10).sum().collect();
+    };
+    assert.deepEqual(sortBy(await collect(build(true), { parallelism: 2 })), sortBy(await collect(build(false), { parallelism: 2 })));
   });
 });

@@ -226,3 +226,33 @@ describe('local runtime', () => {
     );
   });
 });
+
+describe('cancellation is bounded', () => {
+  test('a source whose read never settles does not keep a cancelled job alive', async () => {
+    const stuck = defineConnector<number, never>({
+      name: 'stuck',
+      source: { createReader: () => ({ read: () => new Promise<'MORE'>(() => undefined) }) },
+    });
+    await assertNoLeaks(async () => {
+      const exec = startJob(defineJob({ name: 'stuck', version: '1' }, (env) => env.fromSource(stuck).collect()));
+      setTimeout(() => exec.cancel(), 20);
+      await assert.rejects(exec.done, /cancelled/);
+    });
+  });
+
+  test('a sink whose flush never settles does not keep a cancelled job alive', async () => {
+    const stuckSink = defineConnector<never, number>({
+      name: 'stuck-sink',
+      sink: { createWriter: () => ({ write() {}, flush: () => new Promise<void>(() => undefined) }) },
+    });
+    const exec = startJob(defineJob({ name: 'stuck-sink', version: '1' }, (env) => env.fromSequence(1, 10).sinkTo(stuckSink)));
+    setTimeout(() => exec.cancel(), 20);
+    await assert.rejects(exec.done, /cancelled/);
+  });
+
+  test('runJob rejects (not throws) when options are invalid', async () => {
+    const p = runJob(defineJob({ name: 'bad-opts', version: '1' }, (env) => env.fromSource('datagen', { nope: 1 }).collect()));
+    assert.ok(p instanceof Promise);
+    await assert.rejects(p, /datagen: invalid options/);
+  });
+});

@@ -140,7 +140,11 @@ describe('stateless transforms', () => {
         env.fromElements([{ a: 1 }, 'plain']).print();
         env.fromSequence(1, 2).print('seq ').setParallelism(2);
       },
-      { stdout: (t) => (text += t) },
+      {
+        stdout: (t) => {
+          text += t;
+        },
+      },
     );
     const lines = text.trim().split('\n').sort();
     assert.deepEqual(lines, ['plain', 'seq 1> 1', 'seq 2> 2', '{"a":1}'].sort());

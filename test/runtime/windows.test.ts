@@ -259,3 +259,18 @@ describe('joins', () => {
     assert.deepEqual(out, [-5]);
   });
 });
+
+describe('windowAll', () => {
+  test('windows over the whole stream run on one subtask whatever the parallelism', async () => {
+    const out = await collect<WindowCount<undefined>>((env) => {
+      env
+        .fromSequence(0, 999)
+        .map((i) => ({ i, ts: i }))
+        .assignTimestamps((r) => r.ts)
+        .windowAll(Windows.tumbling(250))
+        .count()
+        .collect();
+    }, { parallelism: 4 });
+    assert.deepEqual(sortBy(out, (r) => r.start).map((r) => [r.start, r.count]), [[0, 250], [250, 250], [500, 250], [750, 250]]);
+  });
+});

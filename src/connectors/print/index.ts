@@ -15,7 +15,7 @@ export function formatRecord(v: unknown): string {
   }
 }
 
-export function printConnector(stdout: (text: string) => void): Connector<never, unknown> {
+export function printConnector(stdout: (text: string) => void | Promise<void>): Connector<never, unknown> {
   return {
     name: 'print',
     sink: {
@@ -29,8 +29,9 @@ export function printConnector(stdout: (text: string) => void): Connector<never,
           },
           flush() {
             if (lines.length === 0) return;
-            stdout(lines.join('\n') + '\n');
+            const text = lines.join('\n') + '\n';
             lines = [];
+            return stdout(text);
           },
         };
       },

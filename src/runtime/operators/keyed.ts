@@ -106,6 +106,8 @@ export class KeyedReduceOperator extends KeyedOperator {
     if (mode === 'reduce') this.step = (cur, v) => (cur === undefined ? v : fn!(cur, v));
     else if (mode === 'count') {
       this.step = (cur) => ({ key: this.backend.currentKey, count: ((cur as { count: number } | undefined)?.count ?? 0) + 1 });
+    } else if (mode === 'min' || mode === 'max' || mode === 'minBy' || mode === 'maxBy') {
+      this.step = extremum(mode, field);
     } else if (field === undefined) {
       this.step = (cur, v) => {
         if (typeof v !== 'number') throw new TypeError(`sum() without a field needs numbers, got ${typeof v}; use sum('field')`);
@@ -133,6 +135,25 @@ export class KeyedReduceOperator extends KeyedOperator {
     this.state.update(next);
     this.out.collect(next, timestamp);
   }
+}
+
+/** The step of min/max (the extreme value; other fields from the first record) and minBy/maxBy (the extreme record). */
+function extremum(mode: 'min' | 'max' | 'minBy' | 'maxBy', field: string | undefined): (cur: unknown, v: unknown) => unknown {
+  const better = mode === 'min' || mode === 'minBy' ? (a: number, b: number) => a < b : (a: number, b: number) => a > b;
+  const read = (v: unknown): number => {
+    const x = field === undefined ? v : (v as Record<string, unknown>)?.[field];
+    if (typeof x !== 'number') {
+      throw new TypeError(field === undefined ? `${mode}() without a field needs numbers, got ${typeof x}` : `${mode}('${field}') needs a number in field '${field}', got ${typeof x}`);
+    }
+    return x;
+  };
+  if (mode === 'minBy' || mode === 'maxBy') return (cur, v) => (cur === undefined || better(read(v), read(cur)) ? v : cur);
+  if (field === undefined) return (cur, v) => (cur === undefined || better(read(v), read(cur)) ? v : cur);
+  return (cur, v) => {
+    const x = read(v);
+    if (cur === undefined) return { ...(v as object) };
+    return better(x, read(cur)) ? { ...(cur as object), [field]: x } : cur;
+  };
 }
 
 /** keyBy().process(): user logic with keyed state and timers. */
