@@ -36,7 +36,12 @@ export default defineJob({ name: 'fraud-detection', version: '1', description: '
       },
     })
     .name('transactions')
+    // The detector depends on the order of an account's transactions. One source subtask (and its
+    // chained timestamp assigner) keeps that order; with several, an account's transactions would
+    // interleave from several splits or be rebalanced.
+    .setParallelism(1)
     .assignTimestamps((t) => t.ts)
+    .setParallelism(1)
     .keyBy((t) => t.account)
     .process<Alert>({
       processElement(t, ctx, out) {
