@@ -8,7 +8,7 @@ import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/in
 import { builtinConnectors } from '../connectors/index.js';
 import { buildJob, type BuildOptions, type BuiltJob, type Connector, type JobDefinition } from '../sdk/index.js';
 import { createOperator, createSourceReader, validateConnectors } from './factory.js';
-import { ChainedOutput, type RuntimeServices, type StreamOperator } from './operator.js';
+import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import { InputQueue } from './queue.js';
 import { SubtaskRunner } from './task.js';
 import { ProcessingTimeService } from './timers.js';
@@ -105,26 +105,22 @@ export class LocalExecution {
 
     for (const task of this.plan.tasks) {
       for (let index = 0; index < task.parallelism; index++) {
+        const writerRef: { writer?: RecordWriter } = {};
         const time = new ProcessingTimeService(
           (err) => this.fail(err),
-          () => writer.flush(),
+          () => writerRef.writer?.flush(),
         );
-        const operators: StreamOperator[] = task.operators.map((spec) =>
-          createOperator(
-            {
-              spec,
-              fns: built.functions.get(spec.id) ?? {},
-              subtaskIndex: index,
-              parallelism: task.parallelism,
-              params: this.plan.spec.params,
-              time,
-              signal,
-              services,
-            },
-            registry,
-            validated.get(spec.id),
-          ),
-        );
+        const contexts: OperatorContext[] = task.operators.map((spec) => ({
+          spec,
+          fns: built.functions.get(spec.id) ?? {},
+          subtaskIndex: index,
+          parallelism: task.parallelism,
+          params: this.plan.spec.params,
+          time,
+          signal,
+          services,
+        }));
+        const operators = contexts.map((ctx) => createOperator(ctx, registry, validated.get(ctx.spec.id)));
         const edgeOutputs: EdgeOutput[] = task.outputs.map((edge) => {
           const ei = this.plan.spec.edges.indexOf(edge);
           const target = this.plan.spec.operators.find((o) => o.id === edge.target)!;
@@ -137,20 +133,8 @@ export class LocalExecution {
             ...(edge.kind === 'HASH' ? { keySelector: keySelectors![edge.inputIndex]! } : {}),
           };
         });
-        const writer = new RecordWriter(edgeOutputs, batchSize, index, task.parallelism);
-        operators.forEach((op, i) => {
-          const ctx = {
-            spec: task.operators[i]!,
-            fns: built.functions.get(task.operators[i]!.id) ?? {},
-            subtaskIndex: index,
-            parallelism: task.parallelism,
-            params: this.plan.spec.params,
-            time,
-            signal,
-            services,
-          };
-          op.setup(ctx, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer);
-        });
+        const writer = (writerRef.writer = new RecordWriter(edgeOutputs, batchSize, index, task.parallelism));
+        operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
         const head = task.operators[0]!;
         const isSource = head.type === 'source';
         const queue = isSource ? undefined : queues.get(task.id)![index]!;

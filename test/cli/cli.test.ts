@@ -57,6 +57,7 @@ before(async () => {
       export default defineJob({ name: 'fails', version: '1' }, (env) => {
         env.fromSequence(1, 10).map(checkAmount).name('check amount').print();
       });`,
+    'slow.ts': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'slowish', version: '1' }, (env) => env.fromSource('datagen', { count: 300, rowsPerSecond: 500 }).collect());\n`,
     'plain.js': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'plain-js', version: '1' }, (env) => env.fromElements(['js ok']).print());\n`,
   };
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
@@ -74,6 +75,25 @@ describe('clink run', () => {
     assert.match(r.stdout, /key \| count/);
     assert.match(r.stderr, /job 'cli-ok' finished in [\d.]+ s \(parallelism 2\)/);
     assert.match(r.stderr, /\[clink\] cli-ok .* in 12 records {2}out 12 records/);
+  });
+
+  test('on a terminal, progress (elapsed, records in and out) is redrawn while the job runs', async () => {
+    // script(1) from util-linux runs the CLI on a pseudo-terminal, as a person would see it.
+    const tsx = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
+    const r = await new Promise<Run>((res, rej) => {
+      const child = spawn('script', ['-qec', `"${process.execPath}" --import "${tsx}" "${BIN}" run slow.ts --max-rows 1`, '/dev/null'], {
+        cwd: dir,
+        env: { ...process.env, CLINK_CACHE_DIR: join(dir, '.cache') },
+      });
+      let stdout = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.on('error', rej);
+      child.on('close', (code) => res({ code, stdout, stderr: '' }));
+    });
+    assert.equal(r.code, 0, r.stdout);
+    const frames = r.stdout.split('\r\x1b[2K').filter((f) => f.startsWith('[clink] slowish'));
+    assert.ok(frames.length >= 2, `progress redrawn ${frames.length} time(s)`);
+    assert.match(frames.at(-1)!, /^\[clink\] slowish {2}\d+\.\ds {2}in 300 records {2}out 300 records/);
   });
 
   test('a plain JavaScript job runs too', async () => {

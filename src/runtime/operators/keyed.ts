@@ -1,8 +1,8 @@
 /** Keyed operators: state per key (kept per key group) and per-key timers. */
 import { KeyGroupRange } from '../../plan/index.js';
 import type {
+  RuntimeContext,
   Collector,
-  CoProcessFunction,
   KeyedContext,
   KeyedCoProcessFunction,
   KeyedProcessFunction,
@@ -156,38 +156,47 @@ function extremum(mode: 'min' | 'max' | 'minBy' | 'maxBy', field: string | undef
   };
 }
 
-/** keyBy().process(): user logic with keyed state and timers. */
-export class KeyedProcessOperator extends KeyedOperator {
-  private udf!: KeyedProcessFunction<unknown, unknown, unknown>;
-  private readonly cur = { timestamp: NO_TIMESTAMP, domain: undefined as 'event' | 'processing' | undefined };
-  private context!: KeyedContext<unknown>;
-  private collector!: Collector<unknown>;
+/** What keyed process and co-process functions share: a user function with optional onTimer. */
+interface TimerUdf {
+  open?(ctx: RuntimeContext): void | Promise<void>;
+  onTimer?(timestampMs: number, ctx: KeyedContext<unknown>, out: Collector<unknown>): void;
+  close?(): void | Promise<void>;
+}
 
-  override async open(): Promise<void> {
-    this.initKeyedState();
-    this.udf = this.ctx.fns.udf as KeyedProcessFunction<unknown, unknown, unknown>;
-    this.context = this.keyedContext(this.cur);
+/**
+ * The plumbing of operators that call a user function per record: one reused context and collector,
+ * the current record's timestamp, and timers delivered to the function's onTimer.
+ */
+abstract class UserFunctionOperator<U extends TimerUdf> extends KeyedOperator {
+  protected udf!: U;
+  protected readonly cur = { timestamp: NO_TIMESTAMP, domain: undefined as 'event' | 'processing' | undefined };
+  protected collector!: Collector<unknown>;
+
+  protected async openUserFunction(): Promise<void> {
+    this.udf = this.ctx.fns.udf as U;
     this.collector = timestampedCollector(this, () => this.cur.timestamp);
     await this.openUdf(this.udf);
   }
 
-  processElement(value: unknown, timestamp: number): void {
-    this.setKeyOf(value, 0);
+  /** Call a method of the user function for one record (no allocation), attributing a throw to this operator. */
+  protected invoke<C>(method: (value: unknown, ctx: C, out: Collector<unknown>) => void, context: C, value: unknown, timestamp: number): void {
     this.cur.timestamp = timestamp;
     this.cur.domain = undefined;
     try {
-      this.udf.processElement(value, this.context, this.collector);
+      method.call(this.udf, value, context, this.collector);
     } catch (err) {
       throw this.userError(err);
     }
   }
+
+  protected abstract timerContext(): KeyedContext<unknown>;
 
   protected override onTimer(timestamp: number, domain: 'event' | 'processing'): void {
     if (!this.udf.onTimer) return;
     this.cur.timestamp = domain === 'event' ? timestamp : NO_TIMESTAMP;
     this.cur.domain = domain;
     try {
-      this.udf.onTimer(timestamp, this.context, this.collector);
+      this.udf.onTimer(timestamp, this.timerContext(), this.collector);
     } catch (err) {
       throw this.userError(err);
     }
@@ -198,43 +207,56 @@ export class KeyedProcessOperator extends KeyedOperator {
   }
 }
 
+/** keyBy().process(): user logic with keyed state and timers. */
+export class KeyedProcessOperator extends UserFunctionOperator<KeyedProcessFunction<unknown, unknown, unknown> & TimerUdf> {
+  private context!: KeyedContext<unknown>;
+
+  override async open(): Promise<void> {
+    this.initKeyedState();
+    this.context = this.keyedContext(this.cur);
+    await this.openUserFunction();
+  }
+
+  protected timerContext(): KeyedContext<unknown> {
+    return this.context;
+  }
+
+  processElement(value: unknown, timestamp: number): void {
+    this.setKeyOf(value, 0);
+    this.invoke(this.udf.processElement, this.context, value, timestamp);
+  }
+}
+
+/** Keyed and non-keyed co-process functions differ only in the context they receive. */
+type AnyCoProcessFunction = KeyedCoProcessFunction<unknown, unknown, unknown, unknown> & TimerUdf;
+
 /** connect().process() and connect().keyBy().process(): two inputs of different types. */
-export class CoProcessOperator extends KeyedOperator {
+export class CoProcessOperator extends UserFunctionOperator<AnyCoProcessFunction> {
   private keyed = false;
-  private udf!: KeyedCoProcessFunction<unknown, unknown, unknown, unknown> & CoProcessFunction<unknown, unknown, unknown>;
-  private readonly cur = { timestamp: NO_TIMESTAMP, domain: undefined as 'event' | 'processing' | undefined };
-  private context!: KeyedContext<unknown> | ProcessContext;
-  private collector!: Collector<unknown>;
+  /** A KeyedContext when keyed; a ProcessContext (what CoProcessFunction expects) otherwise. */
+  private context!: KeyedContext<unknown>;
 
   override async open(): Promise<void> {
     this.keyed = this.ctx.spec.keyed;
     if (this.keyed) this.initKeyedState();
-    this.udf = this.ctx.fns.udf as typeof this.udf;
-    this.context = this.keyed ? this.keyedContext(this.cur) : processContext(this, () => this.cur.timestamp);
-    this.collector = timestampedCollector(this, () => this.cur.timestamp);
-    await this.openUdf(this.udf);
+    this.context = this.keyed
+      ? this.keyedContext(this.cur)
+      : (processContext(this, () => this.cur.timestamp) as unknown as KeyedContext<unknown>);
+    await this.openUserFunction();
+  }
+
+  protected timerContext(): KeyedContext<unknown> {
+    return this.context;
   }
 
   processElement(value: unknown, timestamp: number): void {
     if (this.keyed) this.setKeyOf(value, 0);
-    this.cur.timestamp = timestamp;
-    this.cur.domain = undefined;
-    try {
-      this.udf.processElement1(value, this.context as KeyedContext<unknown>, this.collector);
-    } catch (err) {
-      throw this.userError(err);
-    }
+    this.invoke(this.udf.processElement1, this.context, value, timestamp);
   }
 
   override processElement2(value: unknown, timestamp: number): void {
     if (this.keyed) this.setKeyOf(value, 1);
-    this.cur.timestamp = timestamp;
-    this.cur.domain = undefined;
-    try {
-      this.udf.processElement2(value, this.context as KeyedContext<unknown>, this.collector);
-    } catch (err) {
-      throw this.userError(err);
-    }
+    this.invoke(this.udf.processElement2, this.context, value, timestamp);
   }
 
   override processWatermark(watermark: number): void {
@@ -243,20 +265,5 @@ export class CoProcessOperator extends KeyedOperator {
       this.currentWatermark = watermark;
       this.out.emitWatermark(watermark);
     }
-  }
-
-  protected override onTimer(timestamp: number, domain: 'event' | 'processing'): void {
-    if (!this.udf.onTimer) return;
-    this.cur.timestamp = domain === 'event' ? timestamp : NO_TIMESTAMP;
-    this.cur.domain = domain;
-    try {
-      this.udf.onTimer(timestamp, this.context as KeyedContext<unknown>, this.collector);
-    } catch (err) {
-      throw this.userError(err);
-    }
-  }
-
-  override close(): Promise<void> {
-    return this.closeUdf(this.udf);
   }
 }
