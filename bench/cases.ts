@@ -7,6 +7,7 @@
  * Records are Nexmark-like bids generated per record (as Nexmark's q0-q2 do), except the first case,
  * which passes bare sequence numbers: the engine's per-record overhead at its most visible.
  */
+import { fileURLToPath } from 'node:url';
 import {
   defineConnector,
   defineJob,
@@ -174,7 +175,7 @@ export async function runCase(name: string, runs = 5): Promise<CaseResult> {
   return { name, records: c.records, engineRecordsPerSec: median(engine), loopRecordsPerSec: median(loop) };
 }
 
-if (process.argv[2]) {
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2]) {
   const result = await runCase(process.argv[2]);
   process.stdout.write(JSON.stringify({ ...result, sinkChecksum: sink }) + '\n');
 }

@@ -6,11 +6,13 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { CASE_NAMES, type CaseResult } from './cases.js';
+import type { ThroughputResult } from './protocol.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const wanted = args.filter((a) => !a.startsWith('--'));
 const names = wanted.length > 0 ? CASE_NAMES.filter((n) => wanted.some((w) => n.includes(w))) : CASE_NAMES;
+// `npm run bench protocol` runs only the codec benchmarks.
 const casesFile = fileURLToPath(new URL('./cases.ts', import.meta.url));
 const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
@@ -30,4 +32,22 @@ for (const name of names) {
     );
   }
 }
-if (json) process.stdout.write(JSON.stringify(results, null, 2) + '\n');
+const protocol: ThroughputResult[] = [];
+if (wanted.length === 0 || wanted.some((w) => 'protocol'.includes(w))) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./protocol.ts', import.meta.url)), '--run'], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write(`protocol bench failed:\n${r.stderr}\n`);
+    process.exit(1);
+  }
+  for (const line of r.stdout.trim().split('\n')) {
+    const res = JSON.parse(line) as ThroughputResult;
+    protocol.push(res);
+    if (!json) {
+      const mb = (n: number): string => ((n * res.bytes) / 1e6).toFixed(0);
+      process.stdout.write(
+        `${res.name.padEnd(30)} encode ${fmt.format(res.encodePerSec).padStart(10)}/s (${mb(res.encodePerSec)} MB/s)   decode ${fmt.format(res.decodePerSec).padStart(10)}/s (${mb(res.decodePerSec)} MB/s)   ${res.bytes} bytes\n`,
+      );
+    }
+  }
+}
+if (json) process.stdout.write(JSON.stringify({ queries: results, protocol }, null, 2) + '\n');

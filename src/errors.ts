@@ -13,6 +13,10 @@ export const ERROR_CODES = {
   CLINK_ERR_CONNECTOR: 'a connector was misconfigured or failed doing I/O',
   CLINK_ERR_STATE: 'keyed state or timers were used where there is no key',
   CLINK_ERR_CANCELLED: 'the job was cancelled before it finished',
+  CLINK_ERR_MALFORMED_FRAME: 'a frame from a peer does not decode; the peer loses its connection',
+  CLINK_ERR_FRAME_TOO_LARGE: 'a frame header claims more bytes than the cap; refused before any allocation',
+  CLINK_ERR_FRAME_TIMEOUT: 'a peer did not deliver a frame within the read deadline',
+  CLINK_ERR_PROTOCOL_VERSION: 'two peers speak protocol versions outside each other’s range',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

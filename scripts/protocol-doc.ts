@@ -1,0 +1,119 @@
+/**
+ * Renders docs/protocol.md from the message schema, so the document is the code's layout and cannot
+ * drift from it (test/protocol/doc.test.ts compares them). Run: `node --import tsx scripts/protocol-doc.ts`.
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  CLUSTER_PROTOCOL_VERSION,
+  MAX_FIRST_FRAME_BYTES,
+  MAX_FRAME_BYTES,
+  MAX_REGISTER_STRING_BYTES,
+  MESSAGES,
+  MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION,
+  type Codec,
+  type Fields,
+} from '../src/protocol/index.js';
+
+function typeName(c: Codec<unknown>, structs: Map<string, Fields>): string {
+  const d = c.desc;
+  switch (d.t) {
+    case 'string':
+      return Number.isFinite(d.maxBytes) ? `string (at most ${d.maxBytes} bytes)` : 'string';
+    case 'enum':
+      return `enum u8: ${d.values.map((v, i) => `${i}=${v}`).join(', ')}`;
+    case 'list':
+      return `list of ${typeName(d.of, structs)}`;
+    case 'struct':
+      structs.set(d.name, d.fields);
+      return `[${d.name}](#${d.name.toLowerCase()})`;
+    default:
+      return d.t;
+  }
+}
+
+function fmtDefault(v: unknown): string {
+  if (Array.isArray(v)) return v.length === 0 ? 'empty' : JSON.stringify(v);
+  return typeof v === 'string' ? (v === '' ? "''" : `'${v}'`) : String(v);
+}
+
+function fieldTable(fields: Fields, structs: Map<string, Fields>): string[] {
+  const rows = ['| # | field | type | absent in an older frame | meaning |', '| --- | --- | --- | --- | --- |'];
+  Object.entries(fields).forEach(([k, f], i) => {
+    rows.push(`| ${i + 1} | \`${k}\` | ${typeName(f.codec, structs)} | ${f.tail ? `reads as ${fmtDefault(f.default)}` : 'required'} | ${f.doc} |`);
+  });
+  return rows;
+}
+
+export function renderProtocolDoc(): string {
+  const out: string[] = [];
+  const structs = new Map<string, Fields>();
+  out.push(
+    '# The cluster wire protocol',
+    '',
+    '<!-- Generated from src/protocol/messages.ts by scripts/protocol-doc.ts; do not edit by hand. -->',
+    '',
+    'Coordinator, workers and clients speak one binary protocol over TCP (or TLS).',
+    '',
+    '## Frames',
+    '',
+    '- A frame is a 4-byte big-endian length, then that many bytes of payload. The payload\'s first byte is the message kind; the fields follow in the order listed below.',
+    '- Integers are big-endian: `u8`, `u16`, `u32`, `i32` (two\'s complement), `u64` (carried as a JS number, so at most 2^53 - 1; larger is refused), `f64` (IEEE 754). `bool` is a `u8` that must be 0 or 1.',
+    '- `string` is `[u32 length][UTF-8 bytes]` (invalid UTF-8 is refused); `bytes` is `[u32 length][bytes]`.',
+    '- `list of T` is `[u32 count][T x count]`. A count that cannot fit in the bytes left (each element takes at least one byte, at least four for strings and records) is malformed, refused before anything is allocated.',
+    '- A record (below) is `[u32 length][fields]`: length-prefixed, so records grow by tail fields exactly as messages do, and an older reader skips fields it does not know.',
+    '',
+    '## Caps',
+    '',
+    `- A frame over ${MAX_FRAME_BYTES} bytes (256 MiB) is refused on its header alone. A connection's first frame (Register or HelloClient) is capped at ${MAX_FIRST_FRAME_BYTES} bytes (64 KiB).`,
+    `- A Register's \`workerId\` and \`dataHost\`, and a HelloClient's \`clientName\`, are at most ${MAX_REGISTER_STRING_BYTES} bytes.`,
+    '- A body is read in chunks of up to 64 KiB as they arrive: memory follows the bytes received, never the length claimed. Reads have an idle bound, and a frame has a deadline, so a peer sending a byte at a time cannot hold a reader.',
+    '- A frame that does not decode (its kind unknown, its header over the cap, a field truncated or out of range) costs the peer its connection, is logged once and counted in `clink_malformed_frames_total`.',
+    '',
+    '## Versions and how to change the protocol',
+    '',
+    `This build speaks protocol ${CLUSTER_PROTOCOL_VERSION} and talks to peers of protocol ${MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION} or later. Register, HelloClient, RegisterAck and SubmitJobAck carry \`protocolVersion\` and \`minCompatibleProtocolVersion\`; two peers talk only when each falls inside the other's range, and a refusal names both versions and which end to upgrade. A missing field reads as 1.`,
+    '',
+    'Rules for changing a message:',
+    '',
+    '1. **Add, never change.** A new field goes at the end of its message (or record) as a *tail* field with a default. Older peers do not send it and decode to the default; older decoders ignore the bytes they do not know. No version bump: this is what lets a cluster be rolled one node at a time.',
+    '2. **Never reorder, remove, retype or change the meaning of a field**, and never reuse a kind number. Where such a change is unavoidable, bump `CLUSTER_PROTOCOL_VERSION`, and gate the new behaviour to peers that declared the new version.',
+    '3. **A new message kind** a peer must understand is gated by version too: send it only to peers whose version has it.',
+    '4. Raising `MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION` strands every older peer at its handshake: an end-of-support decision.',
+    '5. Every coordinator-to-worker message ends with `epoch`, the sender\'s fencing epoch (0 = unfenced). Workers drop frames whose epoch is below the one they are bound to.',
+    '6. After a change, regenerate this file (`node --import tsx scripts/protocol-doc.ts`) and the golden vectors (`UPDATE_VECTORS=1 npm test -- protocol`), and check the vector diff only appends bytes.',
+    '',
+    '## Message kinds',
+    '',
+    '| kind | message | direction | what it is |',
+    '| --- | --- | --- | --- |',
+  );
+  const entries = Object.entries(MESSAGES).sort((a, b) => a[1].kind - b[1].kind);
+  for (const [name, d] of entries) out.push(`| ${d.kind} | [${name}](#${name.toLowerCase()}) | ${d.direction} | ${d.doc} |`);
+  out.push('', 'CancelJob (103) is one kind in both directions: a client request to the coordinator, and the coordinator\'s broadcast to workers (where it carries the epoch). Client request kinds are unique.', '');
+  for (const [name, d] of entries) {
+    out.push(`### ${name}`, '', `Kind ${d.kind}, ${d.direction}: ${d.doc}.`, '', ...fieldTable(d.fields as Fields, structs), '');
+  }
+  out.push('## Records', '');
+  const done = new Set<string>();
+  for (let more = true; more; ) {
+    more = false;
+    for (const [name, fields] of [...structs].sort((a, b) => a[0].localeCompare(b[0]))) {
+      if (done.has(name)) continue;
+      done.add(name);
+      more = true;
+      out.push(`### ${name}`, '', ...fieldTable(fields, structs), '');
+    }
+  }
+  out.push(
+    '## Data-plane record batches',
+    '',
+    'A batch of records travels as `[u32 count][u8 flags][f64 timestamp x count, when flags bit 0 is set][msgpack array of count values]` (`encodeRecordBatch`). Timestamps are sent only when some record has one; values use msgpackr records. The data-plane connection that carries them is described with the data plane.',
+    '',
+  );
+  return out.join('\n');
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(new URL('../docs/protocol.md', import.meta.url), renderProtocolDoc());
+}

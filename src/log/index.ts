@@ -1,0 +1,32 @@
+/**
+ * Logging: pino, one root per node, child loggers per component (`component`), errors under `err`.
+ *
+ * @example
+ * const log = createLogger({ name: 'coordinator' }).child({ component: 'coordinator.watchdog' });
+ * log.warn({ workerId }, `worker lost: ${workerId} (heartbeat timeout)`);
+ */
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+export interface LoggerOptions {
+  name?: string;
+  /** @default process.env.CLINK_LOG_LEVEL ?? 'info' */
+  level?: string;
+  /** Where lines go. @default standard error */
+  destination?: DestinationStream;
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  return pino(
+    { name: options.name ?? 'clink', level: options.level ?? process.env.CLINK_LOG_LEVEL ?? 'info' },
+    options.destination ?? pino.destination({ dest: 2, sync: false }),
+  );
+}
+
+/** A logger that keeps its lines in memory, for tests that assert what was logged. */
+export function memoryLogger(level = 'debug'): { log: Logger; lines: () => Record<string, unknown>[] } {
+  const lines: string[] = [];
+  const log = pino({ level }, { write: (s: string) => void lines.push(s) });
+  return { log, lines: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}

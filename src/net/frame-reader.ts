@@ -1,0 +1,206 @@
+/**
+ * FrameReader: yields frame payloads from a socket (TCP or TLS), trusting nothing the peer claims.
+ * The header is checked against the cap before anything is allocated; the body is held as the chunks
+ * that actually arrived, joined only once complete, so memory follows the bytes received, never the
+ * length claimed. Reads are bounded by an idle timeout (no bytes) and a whole-frame deadline (a peer
+ * trickling one byte at a time). The socket is paused while a frame waits to be taken (backpressure).
+ */
+import type { Duplex } from 'node:stream';
+import { ClinkError } from '../errors.js';
+import { FRAME_HEADER_BYTES, FrameDecodeError, FrameTooLargeError, MAX_FRAME_BYTES } from '../protocol/index.js';
+
+export class FrameTimeoutError extends ClinkError {
+  constructor(message: string) {
+    super('CLINK_ERR_FRAME_TIMEOUT', message);
+  }
+}
+
+export interface FrameReaderOptions {
+  /** Largest frame accepted. @default MAX_FRAME_BYTES (256 MiB) */
+  maxFrameBytes?: number;
+  /** Cap for the connection's first frame only (MAX_FIRST_FRAME_BYTES for an unauthenticated peer). */
+  firstFrameMaxBytes?: number;
+  /** A read fails when no byte arrives for this long while a frame is awaited. @default none */
+  readTimeoutMs?: number;
+  /** A frame must be complete within this long of being asked for. @default none */
+  frameDeadlineMs?: number;
+}
+
+export class FrameReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** The body length of the frame being read, once its header is in. */
+  private bodyBytes = -1;
+  private readonly ready: Buffer[] = [];
+  private ended = false;
+  private failure: Error | undefined;
+  private waiter: { resolve: (b: Buffer | null) => void; reject: (e: Error) => void } | null = null;
+  private framesRead = 0;
+  private readTimer: NodeJS.Timeout | null = null;
+  private deadlineTimer: NodeJS.Timeout | null = null;
+  private readonly maxFrameBytes: number;
+
+  constructor(
+    private readonly socket: Duplex,
+    private readonly options: FrameReaderOptions = {},
+  ) {
+    this.maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('close', this.onEnd);
+    socket.on('error', this.onError);
+  }
+
+  /** Bytes held for the frame being read (what a slow or lying peer costs). */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
+  private cap(): number {
+    return this.framesRead === 0 && this.options.firstFrameMaxBytes !== undefined ? this.options.firstFrameMaxBytes : this.maxFrameBytes;
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.failure) return;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    if (this.readTimer) this.armReadTimer();
+    try {
+      this.extract();
+    } catch (err) {
+      this.fail(err as Error);
+      return;
+    }
+    this.deliver();
+  };
+
+  private extract(): void {
+    for (;;) {
+      if (this.bodyBytes < 0) {
+        if (this.buffered < FRAME_HEADER_BYTES) return;
+        const header = this.take(FRAME_HEADER_BYTES);
+        const n = header.readUInt32BE(0);
+        const cap = this.cap();
+        if (n > cap) throw new FrameTooLargeError(n, cap);
+        if (n === 0) throw new FrameDecodeError('empty frame: no message kind');
+        this.bodyBytes = n;
+      }
+      if (this.buffered < this.bodyBytes) return;
+      this.ready.push(this.take(this.bodyBytes));
+      this.bodyBytes = -1;
+      this.framesRead++;
+    }
+  }
+
+  /** Remove `n` buffered bytes as one Buffer (a view when they sit in one chunk). */
+  private take(n: number): Buffer {
+    const first = this.chunks[0]!;
+    let out: Buffer;
+    if (first.length >= n) {
+      out = first.subarray(0, n);
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+    } else {
+      out = Buffer.allocUnsafe(n);
+      let at = 0;
+      while (at < n) {
+        const c = this.chunks[0]!;
+        const k = Math.min(c.length, n - at);
+        c.copy(out, at, 0, k);
+        at += k;
+        if (k === c.length) this.chunks.shift();
+        else this.chunks[0] = c.subarray(k);
+      }
+    }
+    this.buffered -= n;
+    return out;
+  }
+
+  private deliver(): void {
+    if (this.waiter && this.ready.length > 0) {
+      const w = this.waiter;
+      this.waiter = null;
+      this.clearTimers();
+      w.resolve(this.ready.shift()!);
+    }
+    // Hold the peer back while a complete frame waits to be taken.
+    if (this.ready.length > 0) this.socket.pause();
+  }
+
+  private readonly onEnd = (): void => {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.failure) return;
+    if (this.bodyBytes >= 0 || this.buffered > 0) {
+      this.fail(new FrameDecodeError(`connection closed inside a frame (${this.buffered} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`));
+      return;
+    }
+    if (this.waiter && this.ready.length === 0) {
+      const w = this.waiter;
+      this.waiter = null;
+      this.clearTimers();
+      w.resolve(null);
+    }
+  };
+
+  private readonly onError = (err: Error): void => {
+    this.fail(err);
+  };
+
+  private fail(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.chunks = [];
+    this.buffered = 0;
+    this.clearTimers();
+    const w = this.waiter;
+    this.waiter = null;
+    w?.reject(err);
+  }
+
+  private armReadTimer(): void {
+    const ms = this.options.readTimeoutMs;
+    if (ms === undefined) return;
+    if (this.readTimer) clearTimeout(this.readTimer);
+    this.readTimer = setTimeout(() => this.fail(new FrameTimeoutError(`no bytes from the peer for ${ms} ms`)), ms);
+  }
+
+  private clearTimers(): void {
+    if (this.readTimer) clearTimeout(this.readTimer);
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.readTimer = this.deadlineTimer = null;
+  }
+
+  /** The next frame's payload (kind byte first), or null when the peer closed cleanly between frames. */
+  next(): Promise<Buffer | null> {
+    if (this.ready.length > 0) {
+      const f = this.ready.shift()!;
+      if (this.ready.length === 0) this.socket.resume();
+      return Promise.resolve(f);
+    }
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.ended) return Promise.resolve(null);
+    if (this.waiter) return Promise.reject(new Error('FrameReader.next() called again before the previous call settled'));
+    this.socket.resume();
+    return new Promise<Buffer | null>((resolve, reject) => {
+      this.waiter = { resolve, reject };
+      this.armReadTimer();
+      const deadline = this.options.frameDeadlineMs;
+      if (deadline !== undefined) {
+        this.deadlineTimer = setTimeout(
+          () => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.buffered} bytes received)`)),
+          deadline,
+        );
+      }
+    });
+  }
+
+  /** Stop reading: detach from the socket and fail any pending read. */
+  close(): void {
+    this.socket.off('data', this.onData);
+    this.socket.off('end', this.onEnd);
+    this.socket.off('close', this.onEnd);
+    this.socket.off('error', this.onError);
+    this.fail(new Error('frame reader closed'));
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Sockets and frames: reading frames under caps and deadlines, dispatching them per connection, and
+ * the bounded outbox a coordinator writes each worker through.
+ *
+ * @example
+ * const conn = new FrameConnection(socket, { role: 'coordinator', metrics, log });
+ * conn.start({ onMessage: (m) => handle(m) });
+ */
+export { FrameReader, FrameTimeoutError, type FrameReaderOptions } from './frame-reader.js';
+export {
+  FrameConnection,
+  DEFAULT_MAX_DISPATCH_BACKLOG_FRAMES,
+  DEFAULT_MAX_DISPATCH_BACKLOG_BYTES,
+  type FrameConnectionOptions,
+  type FrameHandlers,
+  type ConnectionClosed,
+  type CloseReason,
+} from './connection.js';
+export {
+  Outbox,
+  DEFAULT_OUTBOX_LIMITS,
+  DEFAULT_MAX_OUTBOUND_CONTROL_FRAMES,
+  DEFAULT_MAX_OUTBOUND_CONTROL_BYTES,
+  DEFAULT_MAX_OUTBOUND_BULK_BYTES,
+  type OutboxLimits,
+  type OutboxOptions,
+  type OutboxStop,
+  type OutboxState,
+  type PostResult,
+} from './outbox.js';
+export { writeFrame, ADMISSION_REPLY_SEND_BOUND_MS } from './write-frame.js';

@@ -1,0 +1,318 @@
+/**
+ * Every message of the cluster protocol, declared once. Kinds are grouped by direction:
+ * worker -> coordinator 1-7, client -> coordinator 10-15 (and CancelJob 103), coordinator -> client
+ * 20-23, coordinator -> worker 100-112. Every coordinator -> worker message ends with the sender's
+ * epoch (0 = unfenced), so a node built before fencing decodes it as 0.
+ */
+import {
+  bool,
+  bytes,
+  checkFieldOrder,
+  enumOf,
+  field,
+  i32,
+  list,
+  str,
+  string,
+  struct,
+  tail,
+  u16,
+  u32,
+  u64,
+  type Fields,
+  type ValuesOf,
+} from './schema.js';
+import { MAX_REGISTER_STRING_BYTES } from './wire.js';
+
+export type Direction = 'worker->coordinator' | 'coordinator->worker' | 'client->coordinator' | 'coordinator->client' | 'both';
+
+export interface MessageDef<F extends Fields = Fields> {
+  readonly kind: number;
+  readonly direction: Direction;
+  readonly fields: F;
+  readonly doc: string;
+}
+
+function message<F extends Fields>(kind: number, direction: Direction, doc: string, fields: F): MessageDef<F> {
+  return { kind, direction, fields, doc };
+}
+
+/** The coordinator's fencing epoch, the last field of every coordinator -> worker message. */
+const epoch = tail(u64, 0, 'epoch of the coordinator that sent it; 0 = unfenced (no HA)');
+const protocolVersion = tail(u32, 1, 'the protocol this peer speaks (absent = 1)');
+const minCompatible = tail(u32, 1, 'the oldest protocol this peer talks to (absent = 1)');
+
+export const CheckpointConfig = struct('CheckpointConfig', {
+  checkpointDir: field(string, 'where checkpoints go; empty disables checkpointing'),
+  intervalMs: field(u64, 'period of checkpoint triggers; 0 disables periodic checkpoints'),
+  restoreFromDir: field(string, 'a checkpoint directory to restore from; empty starts fresh'),
+  restoreFromCheckpointId: field(u64, 'the checkpoint in restoreFromDir to restore'),
+  maxRestartsOnWorkerLoss: field(i32, '-1 = automatic (self-heal when checkpointing, else fail fast)'),
+  alignment: field(enumOf(['aligned', 'unaligned', 'adaptive'] as const), 'barrier alignment'),
+  stateBackendUri: field(string, "base of the job's state; empty means checkpointDir"),
+});
+
+export const JobModule = struct('JobModule', {
+  sha256: field(str(64), 'hex SHA-256 of the bundled job module'),
+  bytes: field(bytes, 'the module; empty when only referring to a module the receiver holds'),
+});
+
+export const DeploymentTask = struct('DeploymentTask', {
+  taskId: field(string, 'the task (chain head operator id)'),
+  subtaskIndex: field(u32),
+  parallelism: field(u32),
+  chainJson: field(string, 'the chained operators, as JSON'),
+  keyGroupStart: field(u32, 'first key group this subtask owns'),
+  keyGroupEnd: field(u32, 'last key group this subtask owns (inclusive)'),
+  restoreCheckpointId: field(u64, '0 = start fresh'),
+  attempt: tail(u32, 0, 'restart attempt this deploy belongs to'),
+});
+
+export const EdgePort = struct('EdgePort', {
+  inputIndex: field(u32, 'which input of the downstream subtask'),
+  upstreamTaskId: field(string),
+  upstreamSubtask: field(u32),
+  port: field(u16, 'the port bound for that upstream'),
+});
+
+export const PeerAddress = struct('PeerAddress', {
+  downstreamTaskId: field(string),
+  downstreamSubtask: field(u32),
+  inputIndex: field(u32),
+  host: field(string),
+  port: field(u16),
+});
+
+export const SubtaskPeers = struct('SubtaskPeers', {
+  taskId: field(string),
+  subtaskIndex: field(u32),
+  peers: field(list(PeerAddress), 'where this subtask sends its output'),
+});
+
+export const JobSummary = struct('JobSummary', {
+  jobId: field(string),
+  name: field(string),
+  state: field(string, 'CREATED, RUNNING, RESTARTING, FINISHED, FAILED, CANCELED'),
+  startedAtMs: field(u64),
+  completed: field(bool),
+  error: tail(string, ''),
+});
+
+export const MESSAGES = {
+  // worker -> coordinator
+  Register: message(1, 'worker->coordinator', 'a worker introduces itself; the first frame of a worker connection', {
+    workerId: field(str(MAX_REGISTER_STRING_BYTES), 'stable worker id'),
+    dataHost: field(str(MAX_REGISTER_STRING_BYTES), 'host other workers reach its data ports on'),
+    slotCount: tail(u32, 1, 'subtasks it can run at once'),
+    httpPort: tail(u16, 0, 'its HTTP port; 0 = none'),
+    protocolVersion,
+    minCompatibleProtocolVersion: minCompatible,
+    runtime: tail(string, '', 'Node major and module ABI, e.g. "node20/abi115"'),
+  }),
+  SubtaskListening: message(2, 'worker->coordinator', 'a subtask bound its inbound ports (sources send none: a ready tick)', {
+    jobId: field(string),
+    taskId: field(string),
+    subtaskIndex: field(u32),
+    edgePorts: field(list(EdgePort)),
+  }),
+  SubtaskFinished: message(3, 'worker->coordinator', 'a subtask ended, cleanly or not', {
+    jobId: field(string),
+    taskId: field(string),
+    subtaskIndex: field(u32),
+    ok: field(bool),
+    error: field(string, 'empty when ok'),
+    fatal: tail(bool, false, 'deterministic failure: fail the job, do not restart'),
+    recordsIn: tail(u64, 0),
+    recordsOut: tail(u64, 0),
+  }),
+  Heartbeat: message(4, 'worker->coordinator', 'liveness; answered with HeartbeatAck', {
+    seq: field(u64, 'rises by one per heartbeat of a session'),
+    sentAtMs: tail(u64, 0),
+    runningSubtasks: tail(u32, 0),
+  }),
+  SubtaskCheckpointed: message(5, 'worker->coordinator', "a subtask's snapshot for a checkpoint is done (or failed)", {
+    jobId: field(string),
+    checkpointId: field(u64),
+    taskId: field(string),
+    subtaskIndex: field(u32),
+    ok: field(bool),
+    error: field(string),
+    stateBytes: tail(u64, 0),
+    durationMs: tail(u64, 0),
+  }),
+  RequestFinalCheckpoint: message(6, 'worker->coordinator', 'a bounded source reached its end and asks for the final checkpoint id', {
+    jobId: field(string),
+    taskId: field(string),
+    subtaskIndex: field(u32),
+  }),
+  BeginRescaleAck: message(7, 'worker->coordinator', 'what a worker armed for a hot rescale', {
+    jobId: field(string),
+    rescaleId: field(u64),
+    ok: field(bool),
+    armedSubtasks: field(u32),
+    message: field(string),
+  }),
+
+  // client -> coordinator
+  HelloClient: message(10, 'client->coordinator', 'a client introduces itself; the first frame of a client connection', {
+    clientName: field(str(MAX_REGISTER_STRING_BYTES)),
+    protocolVersion,
+    minCompatibleProtocolVersion: minCompatible,
+  }),
+  SubmitJob: message(11, 'client->coordinator', 'submit a job: its plan, its module (or a reference to it) and its settings', {
+    jobName: field(string),
+    specJson: field(string, 'the JobGraphSpec'),
+    modules: field(list(JobModule)),
+    checkpoint: field(CheckpointConfig),
+    params: tail(string, '{}', 'job parameters as a JSON object'),
+    sdkFingerprint: tail(string, '', "fingerprint of the SDK surface the module was built against"),
+  }),
+  RescaleOperator: message(12, 'client->coordinator', "change one operator's parallelism", {
+    jobId: field(string),
+    operatorId: field(string),
+    parallelism: field(u32),
+  }),
+  Savepoint: message(13, 'client->coordinator', 'take a savepoint of a running job', {
+    jobId: field(string),
+    targetDir: field(string),
+    cancelAfter: tail(bool, false),
+  }),
+  ListJobs: message(14, 'client->coordinator', 'list running and recently completed jobs', {
+    includeCompleted: tail(bool, true),
+  }),
+  RescaleJob: message(15, 'client->coordinator', "change a whole job's parallelism", {
+    jobId: field(string),
+    parallelism: field(u32),
+  }),
+
+  // coordinator -> client
+  SubmitJobAck: message(20, 'coordinator->client', 'the answer to SubmitJob (also to a refused HelloClient)', {
+    ok: field(bool),
+    jobId: field(string),
+    message: field(string),
+    missingModuleHashes: tail(list(str(64)), [], 'modules referred to but not held: upload them and submit again'),
+    protocolVersion,
+    minCompatibleProtocolVersion: minCompatible,
+  }),
+  ListJobsReply: message(21, 'coordinator->client', 'the answer to ListJobs', {
+    jobs: field(list(JobSummary)),
+  }),
+  JobCompleted: message(22, 'coordinator->client', 'a job the client submitted has ended', {
+    jobId: field(string),
+    ok: field(bool),
+    error: field(string),
+    state: tail(string, ''),
+    durationMs: tail(u64, 0),
+  }),
+  ClientReply: message(23, 'coordinator->client', 'the answer to CancelJob, RescaleJob, RescaleOperator or Savepoint', {
+    requestKind: field(u32, 'the kind of the request answered'),
+    ok: field(bool),
+    jobId: field(string),
+    message: field(string),
+    savepointPath: tail(string, ''),
+  }),
+
+  // coordinator -> worker
+  RegisterAck: message(100, 'coordinator->worker', 'the answer to Register; always the first frame a worker reads', {
+    ok: field(bool),
+    message: field(string),
+    protocolVersion,
+    minCompatibleProtocolVersion: minCompatible,
+    retryable: tail(bool, false, 'a refusal the worker may retry (capacity, a session still retiring)'),
+    session: tail(u64, 0, 'the session this registration opened'),
+    epoch,
+  }),
+  Deploy: message(101, 'coordinator->worker', 'run these subtasks of a job', {
+    jobId: field(string),
+    jobName: field(string),
+    specJson: field(string),
+    tasks: field(list(DeploymentTask)),
+    modules: field(list(JobModule)),
+    checkpoint: field(CheckpointConfig),
+    params: tail(string, '{}'),
+    epoch,
+  }),
+  PeerUpdate: message(102, 'coordinator->worker', "where each of a job's subtasks sends its output; also the go signal", {
+    jobId: field(string),
+    subtasks: field(list(SubtaskPeers)),
+    epoch,
+  }),
+  CancelJob: message(103, 'both', 'cancel a job: a client request to the coordinator, and its broadcast to workers', {
+    jobId: field(string),
+    reason: tail(string, ''),
+    epoch,
+  }),
+  StartJob: message(104, 'coordinator->worker', "start a job's deployed subtasks", {
+    jobId: field(string),
+    epoch,
+  }),
+  HeartbeatAck: message(105, 'coordinator->worker', 'the answer to Heartbeat', {
+    seq: field(u64, 'the seq of the heartbeat answered'),
+    epoch,
+  }),
+  TriggerCheckpoint: message(106, 'coordinator->worker', 'inject barriers for a checkpoint into the sources', {
+    jobId: field(string),
+    checkpointId: field(u64),
+    timestampMs: field(u64),
+    savepointDir: tail(string, '', 'non-empty for a savepoint'),
+    epoch,
+  }),
+  CommitCheckpoint: message(107, 'coordinator->worker', 'a checkpoint completed: two-phase-commit sinks commit it', {
+    jobId: field(string),
+    checkpointId: field(u64),
+    epoch,
+  }),
+  AbortCheckpoint: message(108, 'coordinator->worker', 'a checkpoint failed: sinks abort what they prepared for it', {
+    jobId: field(string),
+    checkpointId: field(u64),
+    reason: field(string),
+    epoch,
+  }),
+  FinalCheckpointAssigned: message(109, 'coordinator->worker', 'the job-wide final checkpoint id for bounded sources', {
+    jobId: field(string),
+    checkpointId: field(u64),
+    epoch,
+  }),
+  BeginRescale: message(110, 'coordinator->worker', 'arm a hot rescale at a cutover checkpoint', {
+    jobId: field(string),
+    rescaleId: field(u64),
+    cutoverCheckpointId: field(u64),
+    operatorId: field(string),
+    newParallelism: field(u32),
+    epoch,
+  }),
+  CutoverRebind: message(111, 'coordinator->worker', 'bind inbound listeners for the post-cutover subtasks', {
+    jobId: field(string),
+    rescaleId: field(u64),
+    tasks: field(list(DeploymentTask)),
+    epoch,
+  }),
+  CutoverPeerUpdate: message(112, 'coordinator->worker', 'swap held output groups onto the new peers', {
+    jobId: field(string),
+    rescaleId: field(u64),
+    subtasks: field(list(SubtaskPeers)),
+    epoch,
+  }),
+} as const;
+
+for (const [name, def] of Object.entries(MESSAGES)) checkFieldOrder(name, def.fields);
+
+export type MessageName = keyof typeof MESSAGES;
+export type MessageBody<N extends MessageName> = ValuesOf<(typeof MESSAGES)[N]['fields']>;
+/** A decoded message: `{ type: 'Heartbeat', seq: 1, ... }`. */
+export type Message = { [N in MessageName]: { type: N } & MessageBody<N> }[MessageName];
+export type MessageOf<N extends MessageName> = Extract<Message, { type: N }>;
+
+/** The kind byte of each message. */
+export const MessageKind = Object.fromEntries(Object.entries(MESSAGES).map(([n, d]) => [n, d.kind])) as {
+  [N in MessageName]: (typeof MESSAGES)[N]['kind'];
+};
+
+export const MESSAGE_BY_KIND: ReadonlyMap<number, MessageName> = new Map(
+  Object.entries(MESSAGES).map(([n, d]) => [d.kind, n as MessageName]),
+);
+
+/** Requests a client may send after HelloClient. */
+export const CLIENT_REQUEST_KINDS: readonly number[] = Object.values(MESSAGES)
+  .filter((d) => d.direction === 'client->coordinator' || d.direction === 'both')
+  .map((d) => d.kind);
