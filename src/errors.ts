@@ -17,6 +17,10 @@ export const ERROR_CODES = {
   CLINK_ERR_FRAME_TOO_LARGE: 'a frame header claims more bytes than the cap; refused before any allocation',
   CLINK_ERR_FRAME_TIMEOUT: 'a peer did not deliver a frame within the read deadline',
   CLINK_ERR_PROTOCOL_VERSION: 'two peers speak protocol versions outside each other’s range',
+  CLINK_ERR_REGISTRATION_REFUSED: 'the coordinator refused a worker registration',
+  CLINK_ERR_NOT_ENOUGH_SLOTS: 'a job needs more free slots than the cluster has',
+  CLINK_ERR_NOT_FOUND: 'no job (or worker) with that id',
+  CLINK_ERR_WORKER_LOST: 'a worker running part of the job was lost',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -7,4 +7,13 @@
  * @example
  * const { job, sha256 } = await loadJobModule('examples/wordcount.ts');
  */
-export { loadJobModule, compileJobModule, defaultCacheDir, sdkEntryPath, type LoadedJob, type CompiledJob } from './load.js';
+export {
+  loadJobModule,
+  loadJobBundle,
+  compileJobModule,
+  defaultCacheDir,
+  sdkEntryPath,
+  SDK_PLACEHOLDER,
+  type LoadedJob,
+  type CompiledJob,
+} from './load.js';

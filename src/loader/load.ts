@@ -22,6 +22,12 @@ export interface LoadedJob extends CompiledJob {
   bundlePath: string;
 }
 
+/**
+ * A bundle imports the SDK through this placeholder specifier; each process that loads the bundle binds
+ * it to its own engine's SDK. The shipped bytes (and so their hash) do not depend on where they were built.
+ */
+export const SDK_PLACEHOLDER = '__clink_sdk__';
+
 /** The SDK entry of this engine: what a job's `import 'clink'` becomes. */
 export function sdkEntryPath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
@@ -53,7 +59,6 @@ export async function compileJobModule(path: string): Promise<CompiledJob> {
     throw new JobLoadError(`job file not found: ${path} (resolved to ${sourcePath})`);
   }
   if (!st.isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
-  const sdkUrl = pathToFileURL(sdkEntryPath()).href;
   let result: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[] };
   try {
     result = await esbuild.build({
@@ -72,7 +77,7 @@ export async function compileJobModule(path: string): Promise<CompiledJob> {
         {
           name: 'clink-sdk',
           setup(build) {
-            build.onResolve({ filter: /^clink$/ }, () => ({ path: sdkUrl, external: true }));
+            build.onResolve({ filter: /^clink$/ }, () => ({ path: SDK_PLACEHOLDER, external: true }));
           },
         },
       ],
@@ -89,12 +94,31 @@ export async function compileJobModule(path: string): Promise<CompiledJob> {
 /** Compile, cache by content hash, import, and check the default export is a job. */
 export async function loadJobModule(path: string, options: { cacheDir?: string } = {}): Promise<LoadedJob> {
   const compiled = await compileJobModule(path);
+  const { job, bundlePath } = await loadJobBundle(compiled.code, { ...options, label: `job module ${path}` });
+  return { ...compiled, job, sourcePath: resolve(path), bundlePath };
+}
+
+/**
+ * Load a bundle made by compileJobModule (in this process or another): bind its SDK import to this
+ * engine, store it under its SHA-256 and import it. `expectedSha256` guards against a corrupted ship.
+ */
+export async function loadJobBundle(
+  code: Uint8Array,
+  options: { cacheDir?: string; expectedSha256?: string; label?: string } = {},
+): Promise<{ job: JobDefinition; sha256: string; bundlePath: string }> {
+  const sha256 = createHash('sha256').update(code).digest('hex');
+  const label = options.label ?? `job module ${sha256.slice(0, 12)}`;
+  if (options.expectedSha256 !== undefined && options.expectedSha256 !== sha256) {
+    throw new JobLoadError(`${label}: its bytes hash to ${sha256}, not the ${options.expectedSha256} they were shipped as`);
+  }
   const cacheDir = options.cacheDir ?? defaultCacheDir();
   await mkdir(cacheDir, { recursive: true });
-  const bundlePath = join(cacheDir, `${compiled.sha256}.mjs`);
+  const bundlePath = join(cacheDir, `${sha256}.mjs`);
   if (!existsSync(bundlePath)) {
-    const tmp = `${bundlePath}.${process.pid}.tmp`;
-    await writeFile(tmp, compiled.code);
+    const sdk = JSON.stringify(pathToFileURL(sdkEntryPath()).href);
+    const bound = Buffer.from(code).toString('utf8').replaceAll(JSON.stringify(SDK_PLACEHOLDER), sdk);
+    const tmp = `${bundlePath}.${process.pid}.${Date.now()}.tmp`;
+    await writeFile(tmp, bound);
     await rename(tmp, bundlePath);
   }
   let mod: Record<string, unknown>;
@@ -102,21 +126,21 @@ export async function loadJobModule(path: string, options: { cacheDir?: string }
     mod = (await import(pathToFileURL(bundlePath).href)) as Record<string, unknown>;
   } catch (err) {
     if (err instanceof ClinkError) {
-      throw new JobDefinitionError(`job module ${path} failed while loading: ${err.message}`, { cause: err });
+      throw new JobDefinitionError(`${label} failed while loading: ${err.message}`, { cause: err });
     }
-    throw new JobLoadError(`job module ${path} threw while loading: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    throw new JobLoadError(`${label} threw while loading: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
   if (!('default' in mod) || mod.default === undefined) {
     throw new JobDefinitionError(
-      `job module ${path} has no default export; end it with: export default defineJob({ name, version }, (env) => { ... })`,
+      `${label} has no default export; end it with: export default defineJob({ name, version }, (env) => { ... })`,
     );
   }
   if (!isJobDefinition(mod.default)) {
     throw new JobDefinitionError(
-      `the default export of ${path} is ${describe(mod.default)}, not a job; export the value returned by defineJob(...)`,
+      `the default export of ${label.replace(/^job module /, '')} is ${describe(mod.default)}, not a job; export the value returned by defineJob(...)`,
     );
   }
-  return { ...compiled, job: mod.default, sourcePath: resolve(path), bundlePath };
+  return { job: mod.default, sha256, bundlePath };
 }
 
 function describe(v: unknown): string {

@@ -42,13 +42,25 @@ export class FrameReader {
 
   constructor(
     private readonly socket: Duplex,
-    private readonly options: FrameReaderOptions = {},
+    private options: FrameReaderOptions = {},
   ) {
     this.maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onEnd);
     socket.on('error', this.onError);
+  }
+
+  /** Change the bounds for later reads: admission lifts the first frame's deadlines once it is in. */
+  configure(options: Partial<Pick<FrameReaderOptions, 'readTimeoutMs' | 'frameDeadlineMs'>>): void {
+    const next = { ...this.options };
+    for (const k of ['readTimeoutMs', 'frameDeadlineMs'] as const) {
+      if (k in options) {
+        if (options[k] === undefined) delete next[k];
+        else next[k] = options[k];
+      }
+    }
+    this.options = next;
   }
 
   /** Bytes held for the frame being read (what a slow or lying peer costs). */

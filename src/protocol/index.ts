@@ -29,6 +29,7 @@ export {
   PeerAddress,
   SubtaskPeers,
   JobSummary,
+  JobProgress,
   type Message,
   type MessageName,
   type MessageBody,

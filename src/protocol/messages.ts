@@ -1,14 +1,16 @@
 /**
  * Every message of the cluster protocol, declared once. Kinds are grouped by direction:
  * worker -> coordinator 1-7, client -> coordinator 10-15 (and CancelJob 103), coordinator -> client
- * 20-23, coordinator -> worker 100-112. Every coordinator -> worker message ends with the sender's
- * epoch (0 = unfenced), so a node built before fencing decodes it as 0.
+ * 20-23, coordinator -> worker 100-112, worker -> worker (the data plane) 200-204. Every coordinator ->
+ * worker message carries the sender's epoch as a tail (0 = unfenced), so a node built before fencing
+ * decodes it as 0; fields added later follow it.
  */
 import {
   bool,
   bytes,
   checkFieldOrder,
   enumOf,
+  f64,
   field,
   i32,
   list,
@@ -24,7 +26,7 @@ import {
 } from './schema.js';
 import { MAX_REGISTER_STRING_BYTES } from './wire.js';
 
-export type Direction = 'worker->coordinator' | 'coordinator->worker' | 'client->coordinator' | 'coordinator->client' | 'both';
+export type Direction = 'worker->coordinator' | 'coordinator->worker' | 'client->coordinator' | 'coordinator->client' | 'both' | 'worker->worker';
 
 export interface MessageDef<F extends Fields = Fields> {
   readonly kind: number;
@@ -92,10 +94,19 @@ export const SubtaskPeers = struct('SubtaskPeers', {
 export const JobSummary = struct('JobSummary', {
   jobId: field(string),
   name: field(string),
-  state: field(string, 'CREATED, RUNNING, RESTARTING, FINISHED, FAILED, CANCELED'),
+  state: field(string, 'CREATED, DEPLOYING, RUNNING, FINISHED, FAILED, CANCELED'),
   startedAtMs: field(u64),
   completed: field(bool),
   error: tail(string, ''),
+  sourceRecords: tail(u64, 0, 'records its sources have read'),
+  sinkRecords: tail(u64, 0, 'records its sinks have written'),
+  parallelism: tail(u32, 0),
+});
+
+export const JobProgress = struct('JobProgress', {
+  jobId: field(string),
+  sourceRecords: field(u64),
+  sinkRecords: field(u64),
 });
 
 export const MESSAGES = {
@@ -124,11 +135,13 @@ export const MESSAGES = {
     fatal: tail(bool, false, 'deterministic failure: fail the job, do not restart'),
     recordsIn: tail(u64, 0),
     recordsOut: tail(u64, 0),
+    collected: tail(bytes, new Uint8Array(0), 'what its collect() sinks gathered: msgpack of { name: values[] }'),
   }),
   Heartbeat: message(4, 'worker->coordinator', 'liveness; answered with HeartbeatAck', {
     seq: field(u64, 'rises by one per heartbeat of a session'),
     sentAtMs: tail(u64, 0),
     runningSubtasks: tail(u32, 0),
+    jobs: tail(list(JobProgress), [], 'records read and written by the jobs running on this worker'),
   }),
   SubtaskCheckpointed: message(5, 'worker->coordinator', "a subtask's snapshot for a checkpoint is done (or failed)", {
     jobId: field(string),
@@ -166,6 +179,7 @@ export const MESSAGES = {
     checkpoint: field(CheckpointConfig),
     params: tail(string, '{}', 'job parameters as a JSON object'),
     sdkFingerprint: tail(string, '', "fingerprint of the SDK surface the module was built against"),
+    buildParallelism: tail(u32, 0, 'the parallelism the build function was given; 0 = the spec\'s default'),
   }),
   RescaleOperator: message(12, 'client->coordinator', "change one operator's parallelism", {
     jobId: field(string),
@@ -203,6 +217,7 @@ export const MESSAGES = {
     error: field(string),
     state: tail(string, ''),
     durationMs: tail(u64, 0),
+    collected: tail(bytes, new Uint8Array(0), "the job's collect() results: msgpack of { name: values[] }"),
   }),
   ClientReply: message(23, 'coordinator->client', 'the answer to CancelJob, RescaleJob, RescaleOperator or Savepoint', {
     requestKind: field(u32, 'the kind of the request answered'),
@@ -231,6 +246,7 @@ export const MESSAGES = {
     checkpoint: field(CheckpointConfig),
     params: tail(string, '{}'),
     epoch,
+    buildParallelism: tail(u32, 0, 'the parallelism to give the build function; 0 = the spec\'s default'),
   }),
   PeerUpdate: message(102, 'coordinator->worker', "where each of a job's subtasks sends its output; also the go signal", {
     jobId: field(string),
@@ -293,6 +309,26 @@ export const MESSAGES = {
     subtasks: field(list(SubtaskPeers)),
     epoch,
   }),
+
+  // worker -> worker: the data plane. One connection per (edge, upstream subtask, downstream subtask).
+  DataHello: message(200, 'worker->worker', "the first frame of a data connection: which channel of which subtask it feeds", {
+    jobId: field(string),
+    attempt: field(u32, 'the deploy attempt; a connection from another attempt is refused'),
+    edgeIndex: field(u32, 'the edge, by its index in the JobGraphSpec'),
+    upstreamSubtask: field(u32),
+    downstreamTaskId: field(string),
+    downstreamSubtask: field(u32),
+  }),
+  DataBatch: message(201, 'worker->worker', 'records, as a record batch (see Data-plane record batches)', {
+    batch: field(bytes),
+  }),
+  DataWatermark: message(202, 'worker->worker', "the channel's watermark advanced", {
+    timestamp: field(f64),
+  }),
+  DataStatus: message(203, 'worker->worker', 'the channel went idle, or active again', {
+    idle: field(bool),
+  }),
+  DataEnd: message(204, 'worker->worker', 'the channel has no more records', {}),
 } as const;
 
 for (const [name, def] of Object.entries(MESSAGES)) checkFieldOrder(name, def.fields);

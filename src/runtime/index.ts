@@ -15,6 +15,19 @@ export {
   type JobResult,
   type TaskMetrics,
 } from './local.js';
-export { NO_TIMESTAMP, MAX_WATERMARK } from './elements.js';
+export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, type StreamElement, type RecordBatch } from './elements.js';
 export { InputQueue } from './queue.js';
+export {
+  buildSubtask,
+  inputChannels,
+  channelNumber,
+  networkEdges,
+  taskOf,
+  type ChannelSink,
+  type InputChannel,
+  type SubtaskEnvironment,
+} from './subtask.js';
+export { SubtaskRunner, type SubtaskState } from './task.js';
+export { validateConnectors, type ConnectorRegistry } from './factory.js';
+export type { RuntimeServices } from './operator.js';
 export { StreamOperator, type Output, type OperatorContext } from './operator.js';

@@ -7,12 +7,11 @@ import { ClinkError, JobCancelledError } from '../errors.js';
 import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { buildJob, type BuildOptions, type BuiltJob, type Connector, type JobDefinition } from '../sdk/index.js';
-import { createOperator, createSourceReader, validateConnectors } from './factory.js';
-import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
+import { validateConnectors } from './factory.js';
+import type { RuntimeServices } from './operator.js';
 import { InputQueue } from './queue.js';
-import { SubtaskRunner } from './task.js';
-import { ProcessingTimeService } from './timers.js';
-import { RecordWriter, type ChannelTarget, type EdgeOutput } from './writer.js';
+import { buildSubtask, taskOf, type SubtaskEnvironment } from './subtask.js';
+import type { SubtaskRunner } from './task.js';
 
 /** Records per batch between tasks. @default 1000 */
 export const DEFAULT_BATCH_SIZE = 1_000;
@@ -78,86 +77,22 @@ export class LocalExecution {
     };
     const signal = options.signal ? AbortSignal.any([options.signal, this.controller.signal]) : this.controller.signal;
 
-    // One input queue per subtask; channel numbers are assigned per (edge, upstream subtask).
-    const queues = new Map<string, InputQueue[]>();
-    const channelInputs = new Map<string, number[][]>();
-    for (const t of this.plan.tasks) {
-      queues.set(t.id, Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity)));
-      channelInputs.set(t.id, Array.from({ length: t.parallelism }, () => []));
-    }
-    const targetsOf = new Map<string, ChannelTarget[][]>(); // "<edgeIndex>" -> per upstream subtask -> targets
-    this.plan.spec.edges.forEach((edge, ei) => {
-      const upTask = this.plan.tasks.find((t) => t.id === this.plan.taskOfOperator.get(edge.source))!;
-      const downTask = this.plan.tasks.find((t) => t.id === this.plan.taskOfOperator.get(edge.target))!;
-      if (upTask === downTask) return; // chained
-      const perUp: ChannelTarget[][] = [];
-      for (let u = 0; u < upTask.parallelism; u++) {
-        perUp.push(
-          Array.from({ length: downTask.parallelism }, (_, d) => {
-            const chans = channelInputs.get(downTask.id)![d]!;
-            chans.push(edge.inputIndex);
-            return { queue: queues.get(downTask.id)![d]!, channel: chans.length - 1 };
-          }),
-        );
-      }
-      targetsOf.set(String(ei), perUp);
-    });
-
+    const env: SubtaskEnvironment = {
+      plan: this.plan,
+      functions: built.functions,
+      registry,
+      validated,
+      services,
+      signal,
+      batchSize,
+      onAsyncError: (err) => this.fail(err),
+    };
+    // Every subtask in this process: each has one input queue, and every edge is a pointer pass.
+    const queues = new Map(this.plan.tasks.map((t) => [t.id, Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity))]));
     for (const task of this.plan.tasks) {
       for (let index = 0; index < task.parallelism; index++) {
-        const writerRef: { writer?: RecordWriter } = {};
-        const time = new ProcessingTimeService(
-          (err) => this.fail(err),
-          () => writerRef.writer?.flush(),
-        );
-        const contexts: OperatorContext[] = task.operators.map((spec) => ({
-          spec,
-          fns: built.functions.get(spec.id) ?? {},
-          subtaskIndex: index,
-          parallelism: task.parallelism,
-          params: this.plan.spec.params,
-          time,
-          signal,
-          services,
-        }));
-        const operators = contexts.map((ctx) => createOperator(ctx, registry, validated.get(ctx.spec.id)));
-        const edgeOutputs: EdgeOutput[] = task.outputs.map((edge) => {
-          const ei = this.plan.spec.edges.indexOf(edge);
-          const target = this.plan.spec.operators.find((o) => o.id === edge.target)!;
-          const keySelectors = built.functions.get(edge.target)?.keySelectors;
-          return {
-            kind: edge.kind,
-            targets: targetsOf.get(String(ei))![index]!,
-            target,
-            maxParallelism: this.plan.spec.maxParallelism,
-            ...(edge.kind === 'HASH' ? { keySelector: keySelectors![edge.inputIndex]! } : {}),
-          };
-        });
-        const writer = (writerRef.writer = new RecordWriter(edgeOutputs, batchSize, index, task.parallelism));
-        operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
-        const head = task.operators[0]!;
-        const isSource = head.type === 'source';
-        const queue = isSource ? undefined : queues.get(task.id)![index]!;
-        const runner = new SubtaskRunner({
-          task,
-          index,
-          operators,
-          writer,
-          time,
-          signal,
-          batchSize,
-          ...(isSource
-            ? {
-                createReader: () =>
-                  createSourceReader(head, built.functions.get(head.id) ?? {}, registry, validated.get(head.id), {
-                    operatorName: head.name,
-                    subtaskIndex: index,
-                    parallelism: task.parallelism,
-                    signal,
-                  }),
-              }
-            : { input: { queue: queue!, channelInputs: channelInputs.get(task.id)![index]! } }),
-        });
+        const queue = task.inputs.length > 0 ? queues.get(task.id)![index]! : undefined;
+        const runner = buildSubtask(env, task, index, queue, (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!);
         this.runners.push({ task, runner, ...(queue ? { queue } : {}) });
       }
     }

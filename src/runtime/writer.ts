@@ -7,10 +7,10 @@ import { UserCodeError } from '../errors.js';
 import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup, type EdgeKind, type OperatorSpec } from '../plan/index.js';
 import { BATCH, END, STATUS, WATERMARK } from './elements.js';
 import type { Output } from './operator.js';
-import type { InputQueue } from './queue.js';
+import type { ChannelSink } from './subtask.js';
 
 export interface ChannelTarget {
-  queue: InputQueue;
+  queue: ChannelSink;
   /** This writer's channel number at that queue. */
   channel: number;
 }
@@ -91,7 +91,7 @@ class EdgeWriter {
 export class RecordWriter implements Output {
   private readonly edges: EdgeWriter[];
   private readonly single: EdgeWriter | undefined;
-  private readonly queues: InputQueue[];
+  private readonly queues: ChannelSink[];
   recordsOut = 0;
 
   constructor(

@@ -1,0 +1,164 @@
+/**
+ * ClusterClient: talks to a coordinator as a client: HelloClient, then requests.
+ *
+ * @example
+ * const client = await ClusterClient.connect('127.0.0.1', 6123);
+ * const { jobId } = await client.submit({ module, spec, params: {} });
+ * const done = await client.waitForCompletion(jobId);
+ */
+import { connect, type Socket } from 'node:net';
+import { Unpackr } from 'msgpackr';
+import { ClinkError } from '../errors.js';
+import { FrameConnection, writeFrame } from '../net/index.js';
+import {
+  checkProtocolCompatibility,
+  LOCAL_PROTOCOL,
+  makeMessage,
+  MessageKind,
+  ProtocolVersionError,
+  type Message,
+  type MessageOf,
+} from '../protocol/index.js';
+import type { CompiledJob } from '../loader/index.js';
+import type { JobGraphSpec } from '../plan/index.js';
+
+const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
+
+export interface SubmitOptions {
+  module: CompiledJob;
+  spec: JobGraphSpec;
+  params: Record<string, string>;
+  /** Defaults to the job's defineJob name. */
+  name?: string;
+  /** The parallelism given to the build function (0 = the spec's default). */
+  buildParallelism?: number;
+}
+
+export interface JobOutcome {
+  jobId: string;
+  ok: boolean;
+  state: string;
+  error: string;
+  durationMs: number;
+  collected: Record<string, unknown[]>;
+}
+
+export type JobSummary = MessageOf<'ListJobsReply'>['jobs'][number];
+
+const NO_CHECKPOINTS = {
+  checkpointDir: '',
+  intervalMs: 0,
+  restoreFromDir: '',
+  restoreFromCheckpointId: 0,
+  maxRestartsOnWorkerLoss: -1,
+  alignment: 'aligned' as const,
+  stateBackendUri: '',
+};
+
+export class ClusterClient {
+  private readonly waiting: { type: Message['type']; resolve: (m: Message) => void; reject: (e: Error) => void }[] = [];
+  private readonly completions = new Map<string, JobOutcome>();
+  private readonly completionWaiters = new Map<string, ((o: JobOutcome) => void)[]>();
+  private closedError: Error | undefined;
+
+  private constructor(private readonly conn: FrameConnection) {}
+
+  static async connect(host: string, port: number, options: { name?: string; timeoutMs?: number } = {}): Promise<ClusterClient> {
+    const timeoutMs = options.timeoutMs ?? 5_000;
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect({ host, port, noDelay: true });
+      const t = setTimeout(() => {
+        s.destroy();
+        reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      s.once('connect', () => (clearTimeout(t), resolve(s)));
+      s.once('error', (err) => (clearTimeout(t), reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`))));
+    });
+    const conn = new FrameConnection(socket, { role: 'client' });
+    const client = new ClusterClient(conn);
+    await writeFrame(socket, makeMessage('HelloClient', { clientName: options.name ?? `clink-cli-${process.pid}`, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible }), timeoutMs);
+    conn.start({ onMessage: (m) => client.onMessage(m) });
+    void conn.closed.then((c) => client.onClosed(c.error ?? new ClinkError('CLINK_ERR_CONNECTOR', 'the coordinator closed the connection')));
+    return client;
+  }
+
+  private onMessage(m: Message): void {
+    if (m.type === 'JobCompleted') {
+      const outcome: JobOutcome = {
+        jobId: m.jobId,
+        ok: m.ok,
+        state: m.state,
+        error: m.error,
+        durationMs: m.durationMs,
+        collected: m.collected.length > 0 ? (unpackr.unpack(m.collected) as Record<string, unknown[]>) : {},
+      };
+      this.completions.set(m.jobId, outcome);
+      for (const w of this.completionWaiters.get(m.jobId) ?? []) w(outcome);
+      this.completionWaiters.delete(m.jobId);
+      return;
+    }
+    // A refused HelloClient is answered with a SubmitJobAck nack.
+    const i = this.waiting.findIndex((w) => w.type === m.type);
+    if (i >= 0) this.waiting.splice(i, 1)[0]!.resolve(m);
+  }
+
+  private onClosed(err: Error): void {
+    this.closedError = err;
+    for (const w of this.waiting.splice(0)) w.reject(err);
+    for (const [, ws] of this.completionWaiters) for (const w of ws) w({ jobId: '', ok: false, state: 'UNKNOWN', error: `lost the coordinator: ${err.message}`, durationMs: 0, collected: {} });
+    this.completionWaiters.clear();
+  }
+
+  private request<T extends Message['type']>(m: Message, reply: T, timeoutMs = 10_000): Promise<Extract<Message, { type: T }>> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `no ${reply} from the coordinator within ${timeoutMs} ms`)), timeoutMs);
+      this.waiting.push({
+        type: reply,
+        resolve: (x) => (clearTimeout(t), resolve(x as Extract<Message, { type: T }>)),
+        reject: (e) => (clearTimeout(t), reject(e)),
+      });
+      this.conn.send(m);
+    });
+  }
+
+  async submit(o: SubmitOptions): Promise<{ jobId: string }> {
+    const ack = await this.request(
+      makeMessage('SubmitJob', {
+        jobName: o.name ?? o.spec.job.name,
+        specJson: JSON.stringify(o.spec),
+        modules: [{ sha256: o.module.sha256, bytes: o.module.code }],
+        checkpoint: NO_CHECKPOINTS,
+        params: JSON.stringify(o.params),
+        buildParallelism: o.buildParallelism ?? 0,
+      }),
+      'SubmitJobAck',
+    );
+    const compat = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: ack.protocolVersion, minCompatible: ack.minCompatibleProtocolVersion }, { local: 'this client', remote: 'the coordinator' });
+    if (!compat.ok) throw new ProtocolVersionError(compat.message);
+    if (!ack.ok) throw new ClinkError(/slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : 'CLINK_ERR_PLAN', `submit refused: ${ack.message}`);
+    return { jobId: ack.jobId };
+  }
+
+  /** Resolves when the coordinator reports the job ended (on this connection). */
+  waitForCompletion(jobId: string): Promise<JobOutcome> {
+    const done = this.completions.get(jobId);
+    if (done) return Promise.resolve(done);
+    if (this.closedError) return Promise.reject(this.closedError);
+    return new Promise((resolve) => (this.completionWaiters.get(jobId) ?? this.completionWaiters.set(jobId, []).get(jobId)!).push(resolve));
+  }
+
+  async listJobs(includeCompleted = true): Promise<JobSummary[]> {
+    return (await this.request(makeMessage('ListJobs', { includeCompleted }), 'ListJobsReply')).jobs;
+  }
+
+  async cancel(jobId: string): Promise<{ ok: boolean; message: string }> {
+    const r = await this.request(makeMessage('CancelJob', { jobId, reason: 'cancelled by a client' }), 'ClientReply');
+    if (r.requestKind !== MessageKind.CancelJob) throw new ClinkError('CLINK_ERR_MALFORMED_FRAME', `expected a reply to CancelJob, got one to kind ${r.requestKind}`);
+    return { ok: r.ok, message: r.message };
+  }
+
+  close(): void {
+    this.conn.close();
+  }
+}

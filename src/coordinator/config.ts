@@ -1,0 +1,63 @@
+/** The coordinator's settings, with the reference's defaults. */
+import { DEFAULT_OUTBOX_LIMITS } from '../net/index.js';
+
+export const DEFAULT_COORDINATOR_PORT = 6123;
+export const DEFAULT_BIND_HOST = '127.0.0.1';
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 2_000;
+export const DEFAULT_WATCHDOG_INTERVAL_MS = 100;
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
+export const DEFAULT_MAX_PENDING_CONNECTIONS = 64;
+export const DEFAULT_OUTBOUND_STALL_TIMEOUT_MS = 10_000;
+export const DEFAULT_OUTBOUND_FLUSH_TIMEOUT_MS = 1_000;
+export const DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS = 0;
+export const COORDINATOR_HISTORY_CAP = 128;
+/** The most collect() results a job may return through the coordinator. */
+export const MAX_JOB_COLLECTED_BYTES = 64 * 1024 * 1024;
+
+export interface CoordinatorConfig {
+  /** Control port; 0 picks a free one. @default 6123 */
+  port: number;
+  /** @default 127.0.0.1 */
+  bindHost: string;
+  /** The host published for this coordinator; empty means bindHost. */
+  advertiseHost: string;
+  /** A worker is lost after this long without a frame. @default 2,000 */
+  heartbeatTimeoutMs: number;
+  /** @default 100 */
+  watchdogIntervalMs: number;
+  /** Added to heartbeatTimeoutMs, the deadline for a new connection's first frame. @default 5,000 */
+  handshakeTimeoutMs: number;
+  /** Connections being admitted at once; more are refused. @default 64 */
+  maxPendingConnections: number;
+  /** A worker whose frames make no progress for this long is lost; 0 or less turns it off. @default 10,000 */
+  outboundStallTimeoutMs: number;
+  /** How long stop() lets outboxes write what is queued. @default 1,000 */
+  outboundFlushTimeoutMs: number;
+  /** @default 10,000 */
+  maxOutboundControlFrames: number;
+  /** @default 64 MiB */
+  maxOutboundControlBytes: number;
+  /** @default 1 GiB */
+  maxOutboundBulkBytes: number;
+  /** How long a submit waits for free slots; 0 refuses at once. @default 0 */
+  submitWaitForSlotsMs: number;
+  /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
+  epoch: number;
+}
+
+export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.freeze({
+  port: DEFAULT_COORDINATOR_PORT,
+  bindHost: DEFAULT_BIND_HOST,
+  advertiseHost: '',
+  heartbeatTimeoutMs: DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  watchdogIntervalMs: DEFAULT_WATCHDOG_INTERVAL_MS,
+  handshakeTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  maxPendingConnections: DEFAULT_MAX_PENDING_CONNECTIONS,
+  outboundStallTimeoutMs: DEFAULT_OUTBOUND_STALL_TIMEOUT_MS,
+  outboundFlushTimeoutMs: DEFAULT_OUTBOUND_FLUSH_TIMEOUT_MS,
+  maxOutboundControlFrames: DEFAULT_OUTBOX_LIMITS.maxControlFrames,
+  maxOutboundControlBytes: DEFAULT_OUTBOX_LIMITS.maxControlBytes,
+  maxOutboundBulkBytes: DEFAULT_OUTBOX_LIMITS.maxBulkBytes,
+  submitWaitForSlotsMs: DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS,
+  epoch: 0,
+});

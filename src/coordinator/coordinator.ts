@@ -1,0 +1,739 @@
+/**
+ * The Coordinator: admits connections, keeps worker sessions alive or declares them lost, places and
+ * deploys jobs, resolves data-plane peers, and reports completion to clients.
+ *
+ * Everything runs on the event loop. Each connection is admitted on its own async path under a
+ * deadline; each worker session reads on its own loop, answers heartbeats on the spot and hands every
+ * other frame to a FIFO dispatch chain; everything sent to a worker goes through its Outbox, so no
+ * worker can hold the coordinator up. A watchdog sweep declares workers lost on silence, stall or
+ * overflow.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import { Unpackr, Packr } from 'msgpackr';
+import { ClinkError } from '../errors.js';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { FrameConnection, FrameTimeoutError, Outbox, writeFrame } from '../net/index.js';
+import { createPhysicalPlan, KeyGroupRange, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
+import {
+  checkProtocolCompatibility,
+  encodeFrame,
+  FrameDecodeError,
+  FrameTooLargeError,
+  LOCAL_PROTOCOL,
+  makeMessage,
+  MAX_FIRST_FRAME_BYTES,
+  MessageKind,
+  type Message,
+  type MessageOf,
+} from '../protocol/index.js';
+import { networkEdges, taskOf } from '../runtime/index.js';
+import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
+import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
+
+const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
+const packr = new Packr({ useRecords: true, moreTypes: true });
+
+export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+
+interface WorkerSession {
+  id: string;
+  session: number;
+  admissionId: number;
+  conn: FrameConnection;
+  outbox: Outbox;
+  slots: number;
+  used: number;
+  dataHost: string;
+  httpPort: number;
+  runtime: string;
+  registeredAt: number;
+  lastSeen: number;
+  state: 'active' | 'lost' | 'retired';
+  lostCause?: string;
+}
+
+interface SubtaskState {
+  taskId: string;
+  index: number;
+  session: WorkerSession;
+  listening?: MessageOf<'SubtaskListening'>['edgePorts'];
+  finished: boolean;
+  error?: string;
+  recordsIn: number;
+  recordsOut: number;
+}
+
+interface ClientSession {
+  conn: FrameConnection;
+  name: string;
+}
+
+export interface JobState {
+  id: string;
+  name: string;
+  spec: JobGraphSpec;
+  plan: PhysicalPlan;
+  specJson: string;
+  module: { sha256: string; bytes: Uint8Array };
+  params: string;
+  buildParallelism: number;
+  state: JobStateName;
+  startedAt: number;
+  runningAt?: number;
+  finishedAt?: number;
+  error?: string;
+  subtasks: SubtaskState[];
+  client?: ClientSession;
+  collected: Record<string, unknown[]>;
+  collectedBytes: number;
+  progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
+}
+
+/** A job as the API shows it. */
+export interface JobView {
+  jobId: string;
+  name: string;
+  state: JobStateName;
+  startedAt: number;
+  runningAt?: number;
+  finishedAt?: number;
+  durationMs: number;
+  error?: string;
+  parallelism: number;
+  sourceRecords: number;
+  sinkRecords: number;
+  subtasks: { taskId: string; index: number; workerId: string; finished: boolean; error?: string }[];
+}
+
+export interface WorkerView {
+  workerId: string;
+  session: number;
+  slotsTotal: number;
+  slotsFree: number;
+  dataHost: string;
+  httpPort: number;
+  runtime: string;
+  registeredAt: number;
+  lastSeenMsAgo: number;
+}
+
+export interface CoordinatorDeps {
+  log: Logger;
+  metrics: ClinkMetrics;
+}
+
+export class Coordinator {
+  readonly config: CoordinatorConfig;
+  private readonly server: Server;
+  private readonly sessions = new Map<string, WorkerSession>();
+  private readonly clients = new Set<ClientSession>();
+  private readonly admitting = new Set<FrameConnection>();
+  private readonly jobs = new Map<string, JobState>();
+  private readonly history: JobState[] = [];
+  private readonly log: Logger;
+  private readonly watchdogLog: Logger;
+  private admissionSeq = 0;
+  private sessionSeq = 0;
+  private watchdog: NodeJS.Timeout | undefined;
+  private lastSweep = Date.now();
+  private stopping = false;
+  /** Sessions retired (lost or replaced) whose connections may still be closing. */
+  private readonly retired = new Set<WorkerSession>();
+  port = 0;
+
+  private constructor(
+    config: Partial<CoordinatorConfig>,
+    private readonly deps: CoordinatorDeps,
+  ) {
+    this.config = Object.freeze({ ...DEFAULT_COORDINATOR_CONFIG, ...config });
+    this.log = deps.log.child({ component: 'coordinator' });
+    this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
+    this.server = createServer((s) => this.admit(s));
+  }
+
+  static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
+    const c = new Coordinator(config, deps);
+    await new Promise<void>((resolve, reject) => {
+      c.server.once('error', reject);
+      c.server.listen(c.config.port, c.config.bindHost, () => resolve());
+    });
+    c.port = (c.server.address() as { port: number }).port;
+    c.watchdog = setInterval(() => c.sweep(), c.config.watchdogIntervalMs);
+    c.log.info({ port: c.port, bindHost: c.config.bindHost }, `coordinator listening on ${c.config.bindHost}:${c.port}`);
+    return c;
+  }
+
+  // ---------------------------------------------------------------- admission
+
+  private admit(socket: Socket): void {
+    if (this.stopping) {
+      socket.destroy();
+      return;
+    }
+    if (this.admitting.size >= this.config.maxPendingConnections) {
+      this.log.warn({ peer: `${socket.remoteAddress}:${socket.remotePort}` }, `connection refused: ${this.admitting.size} connections are being admitted (max_pending_connections)`);
+      socket.destroy();
+      return;
+    }
+    socket.setNoDelay(true);
+    const admissionId = ++this.admissionSeq;
+    const conn = new FrameConnection(socket, {
+      role: 'coordinator',
+      log: this.log,
+      metrics: this.deps.metrics,
+      firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
+      readTimeoutMs: this.config.heartbeatTimeoutMs,
+      frameDeadlineMs: this.config.handshakeTimeoutMs + this.config.heartbeatTimeoutMs,
+    });
+    this.admitting.add(conn);
+    conn
+      .readOne()
+      .then(
+        (first) => {
+          this.admitting.delete(conn);
+          conn.reader.configure({ readTimeoutMs: undefined, frameDeadlineMs: undefined });
+          return this.route(conn, first, admissionId);
+        },
+        (err: unknown) => {
+          this.admitting.delete(conn);
+          this.refuseAdmission(conn, err as Error);
+        },
+      )
+      .catch((err: unknown) => {
+        this.log.error({ err, peer: conn.peer }, `admission of ${conn.peer} failed: ${(err as Error).message}`);
+        conn.close();
+      });
+  }
+
+  private refuseAdmission(conn: FrameConnection, err: Error): void {
+    if (err instanceof FrameDecodeError || err instanceof FrameTooLargeError) {
+      this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
+      this.log.warn({ peer: conn.peer, err }, `malformed first frame from ${conn.peer}, closing its connection: ${err.message}`);
+    } else if (err instanceof FrameTimeoutError) {
+      this.log.warn({ peer: conn.peer }, `connection rejected: ${conn.peer} sent no complete first frame (${err.message})`);
+    }
+    conn.close();
+  }
+
+  private async route(conn: FrameConnection, first: Message | null, admissionId: number): Promise<void> {
+    if (first === null) {
+      conn.close();
+      return;
+    }
+    if (first.type === 'Register') await this.register(conn, first, admissionId);
+    else if (first.type === 'HelloClient') await this.helloClient(conn, first);
+    else {
+      this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
+      this.log.warn({ peer: conn.peer }, `connection from ${conn.peer} opened with ${first.type}; expected Register or HelloClient`);
+      conn.close();
+    }
+  }
+
+  private protocolRefusal(remote: { protocolVersion: number; minCompatibleProtocolVersion: number }, who: string): string | undefined {
+    const c = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: remote.protocolVersion, minCompatible: remote.minCompatibleProtocolVersion }, { local: 'the coordinator', remote: who });
+    if (c.ok) return undefined;
+    this.deps.metrics.protocolMismatches.inc();
+    this.log.warn(c.message);
+    return c.message;
+  }
+
+  private async register(conn: FrameConnection, m: MessageOf<'Register'>, admissionId: number): Promise<void> {
+    const ack = (ok: boolean, message: string, extra: { retryable?: boolean; session?: number } = {}): Promise<void> =>
+      writeFrame(
+        conn.socket,
+        makeMessage('RegisterAck', {
+          ok,
+          message,
+          protocolVersion: LOCAL_PROTOCOL.version,
+          minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+          retryable: extra.retryable ?? false,
+          session: extra.session ?? 0,
+          epoch: this.config.epoch,
+        }),
+      );
+    const refusal = this.protocolRefusal(m, `worker ${m.workerId}`);
+    if (refusal) {
+      await ack(false, refusal).catch(() => undefined);
+      conn.close();
+      return;
+    }
+    const current = this.sessions.get(m.workerId);
+    if (current && current.state === 'active' && current.admissionId > admissionId) {
+      this.log.warn({ workerId: m.workerId }, `stale registration of worker ${m.workerId} refused: its connection is older than session ${current.session}`);
+      await ack(false, `stale registration: an older connection than the worker's session ${current.session}`).catch(() => undefined);
+      conn.close();
+      return;
+    }
+    const session: WorkerSession = {
+      id: m.workerId,
+      session: ++this.sessionSeq,
+      admissionId,
+      conn,
+      outbox: undefined as unknown as Outbox,
+      slots: m.slotCount,
+      used: 0,
+      dataHost: m.dataHost,
+      httpPort: m.httpPort,
+      runtime: m.runtime,
+      registeredAt: Date.now(),
+      lastSeen: Date.now(),
+      state: 'active',
+    };
+    // The RegisterAck is the first frame on the connection, sent before the session's outbox exists.
+    try {
+      await ack(true, 'registered', { session: session.session });
+    } catch (err) {
+      this.log.warn({ workerId: m.workerId, err }, `RegisterAck to worker ${m.workerId} failed: ${(err as Error).message}`);
+      conn.close();
+      return;
+    }
+    if (current && current.state === 'active') this.retire(current, `worker ${m.workerId} registered again (session ${session.session})`);
+    session.outbox = new Outbox(conn.socket, {
+      limits: {
+        maxControlFrames: this.config.maxOutboundControlFrames,
+        maxControlBytes: this.config.maxOutboundControlBytes,
+        maxBulkBytes: this.config.maxOutboundBulkBytes,
+      },
+      metrics: this.deps.metrics,
+      log: this.log,
+      peer: m.workerId,
+    });
+    this.sessions.set(m.workerId, session);
+    this.log.info({ workerId: m.workerId, session: session.session, slots: m.slotCount }, `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`);
+    conn.start({
+      onRead: (msg) => {
+        session.lastSeen = Date.now();
+        if (msg.type !== 'Heartbeat') return false;
+        for (const p of msg.jobs) this.jobs.get(p.jobId)?.progress.set(session.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
+        this.post(session, makeMessage('HeartbeatAck', { seq: msg.seq }));
+        return true;
+      },
+      onMessage: (msg) => this.dispatchWorker(session, msg),
+    });
+  }
+
+  /** Set a replaced session aside: its outbox is aborted and its subtasks fold like a lost worker's. */
+  private retire(s: WorkerSession, why: string): void {
+    this.retired.add(s);
+    this.loseSession(s, why, 'retired');
+  }
+
+  private async helloClient(conn: FrameConnection, m: MessageOf<'HelloClient'>): Promise<void> {
+    const refusal = this.protocolRefusal(m, `client ${m.clientName}`);
+    if (refusal) {
+      await writeFrame(
+        conn.socket,
+        makeMessage('SubmitJobAck', {
+          ok: false,
+          jobId: '',
+          message: refusal,
+          protocolVersion: LOCAL_PROTOCOL.version,
+          minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+        }),
+      ).catch(() => undefined);
+      conn.close();
+      return;
+    }
+    const client: ClientSession = { conn, name: m.clientName };
+    this.clients.add(client);
+    void conn.closed.then(() => {
+      this.clients.delete(client);
+      for (const j of this.jobs.values()) if (j.client === client) delete j.client;
+    });
+    conn.start({ onMessage: (msg) => this.dispatchClient(client, msg) });
+  }
+
+  // ---------------------------------------------------------------- frames to workers
+
+  /** Post a frame to a worker, stamped with this coordinator's epoch. Never waits on the worker. */
+  private post(s: WorkerSession, m: Message, cls: 'control' | 'bulk' = 'control'): void {
+    const stamped = 'epoch' in m ? ({ ...m, epoch: this.config.epoch } as Message) : m;
+    const r = s.outbox.postEncoded(() => encodeFrame(stamped), cls);
+    if (r === 'refused') this.log.warn({ workerId: s.id, type: m.type }, `${m.type} to worker ${s.id} refused: its outbox is ${s.outbox.state}`);
+  }
+
+  // ---------------------------------------------------------------- worker frames
+
+  private dispatchWorker(s: WorkerSession, m: Message): void {
+    if (s.state !== 'active') return; // frames of a session declared lost are dropped
+    switch (m.type) {
+      case 'SubtaskListening':
+        return this.onSubtaskListening(s, m);
+      case 'SubtaskFinished':
+        return this.onSubtaskFinished(s, m);
+      default:
+        this.log.debug({ workerId: s.id, type: m.type }, `ignoring ${m.type} from worker ${s.id}`);
+    }
+  }
+
+  private subtaskOf(job: JobState, taskId: string, index: number, s: WorkerSession): SubtaskState | undefined {
+    return job.subtasks.find((t) => t.taskId === taskId && t.index === index && t.session === s);
+  }
+
+  private onSubtaskListening(s: WorkerSession, m: MessageOf<'SubtaskListening'>): void {
+    const job = this.jobs.get(m.jobId);
+    const st = job && this.subtaskOf(job, m.taskId, m.subtaskIndex, s);
+    if (!job || !st || job.state !== 'DEPLOYING') return;
+    st.listening = m.edgePorts;
+    if (job.subtasks.every((t) => t.listening)) this.sendPeerUpdates(job);
+  }
+
+  /** Every subtask has reported its ports: tell each worker where its subtasks send their output. */
+  private sendPeerUpdates(job: JobState): void {
+    const edges = networkEdges(job.plan);
+    const find = (taskId: string, index: number): SubtaskState => job.subtasks.find((t) => t.taskId === taskId && t.index === index)!;
+    const bySession = new Map<WorkerSession, MessageOf<'PeerUpdate'>['subtasks']>();
+    for (const st of job.subtasks) {
+      const peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] = [];
+      for (const { edge, up, down } of edges) {
+        if (up.id !== st.taskId) continue;
+        for (let d = 0; d < down.parallelism; d++) {
+          const target = find(down.id, d);
+          const port = target.listening!.find((p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex)?.port;
+          if (port === undefined) continue;
+          peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port });
+        }
+      }
+      (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers });
+    }
+    for (const [s, subtasks] of bySession) this.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks }));
+    job.state = 'RUNNING';
+    job.runningAt = Date.now();
+    this.log.info({ jobId: job.id }, `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${bySession.size} workers`);
+  }
+
+  private onSubtaskFinished(s: WorkerSession, m: MessageOf<'SubtaskFinished'>): void {
+    const job = this.jobs.get(m.jobId);
+    const st = job && this.subtaskOf(job, m.taskId, m.subtaskIndex, s);
+    if (!job || !st || st.finished) return;
+    this.finishSubtask(job, st, m.ok ? undefined : m.error || 'failed');
+    st.recordsIn = m.recordsIn;
+    st.recordsOut = m.recordsOut;
+    if (m.collected.length > 0) this.addCollected(job, m.collected);
+    if (!m.ok && job.state !== 'CANCELED') this.failJob(job, m.error || `subtask ${m.taskId}#${m.subtaskIndex} failed`);
+    this.maybeComplete(job);
+  }
+
+  private addCollected(job: JobState, bytes: Uint8Array): void {
+    job.collectedBytes += bytes.length;
+    if (job.collectedBytes > MAX_JOB_COLLECTED_BYTES) {
+      this.failJob(job, `collect() results exceed ${MAX_JOB_COLLECTED_BYTES} bytes; write large results to a sink`);
+      return;
+    }
+    const part = unpackr.unpack(bytes) as Record<string, unknown[]>;
+    for (const [name, values] of Object.entries(part)) {
+      const arr = (job.collected[name] ??= []);
+      for (const v of values) arr.push(v);
+    }
+  }
+
+  private finishSubtask(job: JobState, st: SubtaskState, error: string | undefined): void {
+    st.finished = true;
+    if (error) st.error = error;
+    if (st.session.used > 0) st.session.used--;
+  }
+
+  /** The job fails (or is cancelled): every subtask still running is told to stop. */
+  private failJob(job: JobState, error: string, state: JobStateName = 'FAILED'): void {
+    if (job.state === 'FAILED' || job.state === 'CANCELED' || job.state === 'FINISHED') return;
+    job.state = state;
+    job.error = error;
+    const sessions = new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session));
+    for (const s of sessions) this.post(s, makeMessage('CancelJob', { jobId: job.id, reason: error }));
+    this.log.warn({ jobId: job.id, state }, `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`);
+  }
+
+  private maybeComplete(job: JobState): void {
+    if (!job.subtasks.every((t) => t.finished)) return;
+    if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = 'FINISHED';
+    job.finishedAt = Date.now();
+    this.jobs.delete(job.id);
+    this.history.push(job);
+    if (this.history.length > COORDINATOR_HISTORY_CAP) this.history.shift();
+    this.log.info({ jobId: job.id, state: job.state }, `job ${job.id} (${job.name}) ${job.state.toLowerCase()} in ${job.finishedAt - job.startedAt} ms`);
+    if (job.client) {
+      job.client.conn.send(
+        makeMessage('JobCompleted', {
+          jobId: job.id,
+          ok: job.state === 'FINISHED',
+          error: job.error ?? '',
+          state: job.state,
+          durationMs: job.finishedAt - job.startedAt,
+          collected: Object.keys(job.collected).length > 0 ? packr.pack(job.collected) : new Uint8Array(0),
+        }),
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------- liveness
+
+  private sweep(): void {
+    const now = Date.now();
+    const { heartbeatTimeoutMs: hb, outboundStallTimeoutMs: stall, watchdogIntervalMs: interval } = this.config;
+    const stallOn = stall > 0 && Number.isFinite(stall);
+    const gap = now - this.lastSweep;
+    this.lastSweep = now;
+    if (gap > interval + Math.min(hb, stallOn ? stall : Infinity)) {
+      // This sweep itself is late (the process was paused): nothing could be read or written meanwhile.
+      this.watchdogLog.warn(`watchdog sweep came ${gap} ms after the last; judging nothing and restarting every worker's clocks`);
+      for (const s of this.sessions.values()) {
+        s.lastSeen = now;
+        s.outbox.restartStallClock();
+      }
+      return;
+    }
+    for (const s of [...this.sessions.values()]) {
+      if (s.state !== 'active') continue;
+      const stopped = s.outbox.stopped;
+      if (stopped?.byItself) this.loseSession(s, `outbound queue stopped (${stopped.reason}): ${stopped.detail}`);
+      else if (now - s.lastSeen > hb) this.loseSession(s, 'heartbeat timeout');
+      else if (stallOn && s.outbox.stalledForMs(now) > stall) {
+        this.loseSession(s, `no outbound progress for ${s.outbox.stalledForMs(now)} ms with ${s.outbox.queuedFrames + 1} frames pending`);
+      }
+    }
+  }
+
+  /** Declare a session lost: abort its outbox, close it, and fail its jobs' subtasks with the cause. */
+  private loseSession(s: WorkerSession, cause: string, state: 'lost' | 'retired' = 'lost'): void {
+    if (s.state !== 'active') return;
+    s.state = state;
+    s.lostCause = cause;
+    if (state === 'lost') {
+      this.watchdogLog.warn({ workerId: s.id, session: s.session }, `worker lost: ${s.id} (${cause})`);
+      if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
+    }
+    s.outbox.abort(`worker lost: ${s.id} (${cause})`);
+    s.conn.close();
+    for (const job of [...this.jobs.values()]) {
+      const mine = job.subtasks.filter((t) => t.session === s && !t.finished);
+      if (mine.length === 0) continue;
+      const error = `worker lost: ${s.id} (${cause})`;
+      for (const st of mine) this.finishSubtask(job, st, error);
+      this.failJob(job, error);
+      this.maybeComplete(job);
+    }
+  }
+
+  // ---------------------------------------------------------------- clients
+
+  private dispatchClient(c: ClientSession, m: Message): Promise<void> | void {
+    switch (m.type) {
+      case 'SubmitJob':
+        return this.onSubmit(c, m);
+      case 'ListJobs':
+        c.conn.send(makeMessage('ListJobsReply', { jobs: this.listJobs(m.includeCompleted).map(toSummary) }));
+        return;
+      case 'CancelJob': {
+        const r = this.cancel(m.jobId, m.reason || `cancelled by client ${c.name}`);
+        c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind.CancelJob, ok: r.ok, jobId: m.jobId, message: r.message }));
+        return;
+      }
+      case 'RescaleJob':
+      case 'RescaleOperator':
+      case 'Savepoint':
+        c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: false, jobId: m.jobId, message: `${m.type} is not supported by this coordinator yet` }));
+        return;
+      default:
+        throw new FrameDecodeError(`a client may not send ${m.type}`);
+    }
+  }
+
+  private async onSubmit(c: ClientSession, m: MessageOf<'SubmitJob'>): Promise<void> {
+    const ack = (ok: boolean, jobId: string, message: string): void =>
+      void c.conn.send(
+        makeMessage('SubmitJobAck', { ok, jobId, message, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible }),
+      );
+    try {
+      const job = await this.submit(m, c);
+      ack(true, job.id, `job ${job.id} submitted`);
+    } catch (err) {
+      ack(false, '', (err as Error).message);
+    }
+  }
+
+  /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
+  async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
+    if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
+    const spec = JSON.parse(m.specJson) as JobGraphSpec;
+    const plan = createPhysicalPlan(spec);
+    const module = m.modules[0];
+    if (!module || module.bytes.length === 0) throw new ClinkError('CLINK_ERR_JOB_LOAD', 'SubmitJob carries no job module');
+    const subtasks = plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
+    const placement = await this.placeWithin(subtasks, this.config.submitWaitForSlotsMs);
+    const job: JobState = {
+      id: randomUUID().slice(0, 8),
+      name: m.jobName || spec.job.name,
+      spec,
+      plan,
+      specJson: m.specJson,
+      module: { sha256: module.sha256, bytes: module.bytes },
+      params: m.params,
+      buildParallelism: m.buildParallelism,
+      state: 'DEPLOYING',
+      startedAt: Date.now(),
+      subtasks: [],
+      ...(client ? { client } : {}),
+      collected: {},
+      collectedBytes: 0,
+      progress: new Map(),
+    };
+    for (const [workerId, sts] of placement) {
+      const s = this.sessions.get(workerId)!;
+      s.used += sts.length;
+      for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, finished: false, recordsIn: 0, recordsOut: 0 });
+    }
+    this.jobs.set(job.id, job);
+    for (const [workerId, sts] of placement) {
+      const s = this.sessions.get(workerId)!;
+      const tasks = sts.map((st) => {
+        const task = plan.tasks.find((t) => t.id === st.taskId)!;
+        const range = KeyGroupRange.forSubtask(st.index, task.parallelism, spec.maxParallelism);
+        return {
+          taskId: st.taskId,
+          subtaskIndex: st.index,
+          parallelism: task.parallelism,
+          chainJson: JSON.stringify(task.operators.map((o) => o.id)),
+          keyGroupStart: range.start,
+          keyGroupEnd: range.end,
+          restoreCheckpointId: 0,
+          attempt: 0,
+        };
+      });
+      this.post(
+        s,
+        makeMessage('Deploy', {
+          jobId: job.id,
+          jobName: job.name,
+          specJson: m.specJson,
+          tasks,
+          modules: [{ sha256: module.sha256, bytes: module.bytes }],
+          checkpoint: m.checkpoint,
+          params: m.params,
+          buildParallelism: m.buildParallelism,
+        }),
+        'bulk',
+      );
+    }
+    this.log.info({ jobId: job.id, subtasks: subtasks.length, workers: placement.size }, `job ${job.id} (${job.name}) submitted: ${subtasks.length} subtasks placed on ${placement.size} workers`);
+    return job;
+  }
+
+  private async placeWithin(subtasks: { taskId: string; index: number }[], waitMs: number): Promise<ReturnType<typeof assignTaskPlacement>> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const active = [...this.sessions.values()].filter((s) => s.state === 'active');
+      const total = active.reduce((n, s) => n + s.slots, 0);
+      try {
+        return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: Math.max(0, s.slots - s.used) })), total);
+      } catch (err) {
+        if (!(err instanceof NotEnoughSlotsError) || Date.now() >= deadline || this.stopping) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
+      }
+    }
+  }
+
+  /** Cancel a running job. Its subtasks stop; it ends CANCELED once they have. */
+  cancel(jobId: string, reason = 'cancelled'): { ok: boolean; message: string } {
+    const job = this.jobs.get(jobId);
+    if (!job) {
+      const done = this.history.find((j) => j.id === jobId);
+      return { ok: false, message: done ? `job ${jobId} already ended (${done.state})` : `no job ${jobId}` };
+    }
+    this.failJob(job, reason, 'CANCELED');
+    this.maybeComplete(job);
+    return { ok: true, message: `job ${jobId} cancelling` };
+  }
+
+  // ---------------------------------------------------------------- views
+
+  listJobs(includeCompleted = true): JobView[] {
+    const all = [...this.jobs.values(), ...(includeCompleted ? [...this.history].reverse() : [])];
+    return all.map((j) => this.view(j));
+  }
+
+  job(jobId: string): JobView | undefined {
+    const j = this.jobs.get(jobId) ?? this.history.find((h) => h.id === jobId);
+    return j && this.view(j);
+  }
+
+  /** The collect() results of a finished job (for an in-process client). */
+  collected(jobId: string): Record<string, unknown[]> | undefined {
+    return (this.jobs.get(jobId) ?? this.history.find((h) => h.id === jobId))?.collected;
+  }
+
+  private view(j: JobState): JobView {
+    const progress = [...j.progress.values()];
+    const finishedIn = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).inputs.length === 0).reduce((n, t) => n + t.recordsIn, 0);
+    const finishedOut = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).outputs.length === 0).reduce((n, t) => n + t.recordsOut, 0);
+    const done = j.finishedAt !== undefined;
+    return {
+      jobId: j.id,
+      name: j.name,
+      state: j.state,
+      startedAt: j.startedAt,
+      ...(j.runningAt !== undefined ? { runningAt: j.runningAt } : {}),
+      ...(j.finishedAt !== undefined ? { finishedAt: j.finishedAt } : {}),
+      durationMs: (j.finishedAt ?? Date.now()) - j.startedAt,
+      ...(j.error !== undefined ? { error: j.error } : {}),
+      parallelism: j.spec.defaultParallelism,
+      sourceRecords: done ? finishedIn : Math.max(finishedIn, progress.reduce((n, p) => n + p.sourceRecords, 0)),
+      sinkRecords: done ? finishedOut : Math.max(finishedOut, progress.reduce((n, p) => n + p.sinkRecords, 0)),
+      subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
+    };
+  }
+
+  workers(): WorkerView[] {
+    const now = Date.now();
+    return [...this.sessions.values()]
+      .filter((s) => s.state === 'active')
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((s) => ({
+        workerId: s.id,
+        session: s.session,
+        slotsTotal: s.slots,
+        slotsFree: Math.max(0, s.slots - s.used),
+        dataHost: s.dataHost,
+        httpPort: s.httpPort,
+        runtime: s.runtime,
+        registeredAt: s.registeredAt,
+        lastSeenMsAgo: now - s.lastSeen,
+      }));
+  }
+
+  // ---------------------------------------------------------------- shutdown
+
+  /**
+   * Stop accepting, flush every worker's outbox against one deadline, close every connection. Frames
+   * not written by the deadline are discarded and counted (flush_deadline).
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    for (const c of this.admitting) c.close();
+    const deadline = Date.now() + this.config.outboundFlushTimeoutMs;
+    await Promise.all([...this.sessions.values()].filter((s) => s.state === 'active').map((s) => s.outbox.flush(Math.max(0, deadline - Date.now()))));
+    for (const s of this.sessions.values()) s.conn.close();
+    for (const s of this.retired) s.conn.close();
+    for (const c of this.clients) c.conn.close();
+    await closed;
+    this.log.info('coordinator stopped');
+  }
+}
+
+function toSummary(v: JobView): MessageOf<'ListJobsReply'>['jobs'][number] {
+  return {
+    jobId: v.jobId,
+    name: v.name,
+    state: v.state,
+    startedAtMs: v.startedAt,
+    completed: v.finishedAt !== undefined,
+    error: v.error ?? '',
+    sourceRecords: v.sourceRecords,
+    sinkRecords: v.sinkRecords,
+    parallelism: v.parallelism,
+  };
+}

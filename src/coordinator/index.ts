@@ -1,0 +1,11 @@
+/**
+ * The coordinator: admission, worker sessions, the watchdog, placement, deployment and job tracking.
+ *
+ * @example
+ * const coordinator = await Coordinator.start({ port: 0 }, { log, metrics });
+ * // ... workers register, clients submit ...
+ * await coordinator.stop();
+ */
+export { Coordinator, type JobView, type WorkerView, type JobStateName, type CoordinatorDeps } from './coordinator.js';
+export * from './config.js';
+export { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';

@@ -1,0 +1,111 @@
+/**
+ * DataServer: a worker's one data listener. Each inbound connection carries one channel (an edge, an
+ * upstream subtask, a downstream subtask); its first frame, DataHello, names it, and the server hands
+ * its frames to the downstream subtask's InputQueue. When that queue is full the server stops reading
+ * the connection, so TCP pushes back on the sender: backpressure across processes.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { FrameConnection } from '../net/index.js';
+import { END, type InputQueue } from '../runtime/index.js';
+import { MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
+import { frameElement } from './frames.js';
+
+/** A subtask's input, as the data server sees it. */
+export interface InboundTarget {
+  queue: InputQueue;
+  /** The channel number of (edge, upstream subtask) at this subtask, or undefined if it has none. */
+  channelOf(edgeIndex: number, upstreamSubtask: number): number | undefined;
+}
+
+const key = (jobId: string, attempt: number, taskId: string, subtask: number): string => `${jobId}\u0000${attempt}\u0000${taskId}\u0000${subtask}`;
+
+export interface DataServerOptions {
+  host: string;
+  port?: number;
+  log?: Logger;
+  metrics?: ClinkMetrics;
+  /** How long a new data connection may take to send its DataHello. @default 10,000 */
+  helloTimeoutMs?: number;
+}
+
+export class DataServer {
+  private readonly server: Server;
+  private readonly targets = new Map<string, InboundTarget>();
+  private readonly connections = new Set<FrameConnection>();
+  port = 0;
+
+  private constructor(private readonly options: DataServerOptions) {
+    this.server = createServer((s) => this.accept(s));
+  }
+
+  static async start(options: DataServerOptions): Promise<DataServer> {
+    const ds = new DataServer(options);
+    await new Promise<void>((resolve, reject) => {
+      ds.server.once('error', reject);
+      ds.server.listen(options.port ?? 0, options.host, () => resolve());
+    });
+    ds.port = (ds.server.address() as { port: number }).port;
+    return ds;
+  }
+
+  register(jobId: string, attempt: number, taskId: string, subtask: number, target: InboundTarget): void {
+    this.targets.set(key(jobId, attempt, taskId, subtask), target);
+  }
+
+  unregister(jobId: string, attempt: number, taskId: string, subtask: number): void {
+    this.targets.delete(key(jobId, attempt, taskId, subtask));
+  }
+
+  private accept(socket: Socket): void {
+    socket.setNoDelay(true);
+    const conn = new FrameConnection(socket, {
+      role: 'worker.data',
+      firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
+      ...(this.options.log ? { log: this.options.log } : {}),
+      ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
+    });
+    this.connections.add(conn);
+    void conn.closed.then(() => this.connections.delete(conn));
+    this.serve(conn).catch((err: unknown) => {
+      this.options.log?.warn({ err, peer: conn.peer }, `data connection from ${conn.peer} dropped: ${(err as Error).message}`);
+      conn.close();
+    });
+  }
+
+  private async serve(conn: FrameConnection): Promise<void> {
+    const timer = setTimeout(() => conn.close(), this.options.helloTimeoutMs ?? 10_000);
+    let hello;
+    try {
+      hello = await conn.readOne();
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!hello) return;
+    if (hello.type !== 'DataHello') throw new Error(`expected DataHello, got ${hello.type}`);
+    const target = this.targets.get(key(hello.jobId, hello.attempt, hello.downstreamTaskId, hello.downstreamSubtask));
+    if (!target) throw new Error(`no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
+    const channel = target.channelOf(hello.edgeIndex, hello.upstreamSubtask);
+    if (channel === undefined) throw new Error(`subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
+    const { queue } = target;
+    for (;;) {
+      const m = await conn.readOne();
+      if (m === null) throw new Error('the sender closed before its DataEnd');
+      const e = frameElement(m, channel);
+      if (!e) throw new Error(`unexpected ${m.type} on a data connection`);
+      queue.push(e);
+      if (e.kind === END) {
+        conn.close();
+        return;
+      }
+      // Stop reading this connection until the subtask has room: TCP then holds the sender back.
+      if (queue.isFull) await queue.waitNotFull();
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.connections) c.close();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * Building one subtask of a plan: its chained operators, its RecordWriter and its runner. Shared by the
+ * local runtime (every subtask in one process) and a worker (its own subtasks, some peers remote), so
+ * both run exactly the same code. Where a downstream subtask lives is the caller's business: it hands
+ * each output a ChannelSink, an InputQueue in this process or a socket to another.
+ */
+import type { EdgeSpec, PhysicalPlan, TaskSpec } from '../plan/index.js';
+import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
+import type { StreamElement } from './elements.js';
+import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
+import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
+import type { InputQueue } from './queue.js';
+import { SubtaskRunner } from './task.js';
+import { ProcessingTimeService } from './timers.js';
+import { RecordWriter, type EdgeOutput } from './writer.js';
+
+/** Where a task's records go: a queue in this process, or a connection to another. */
+export interface ChannelSink {
+  push(element: StreamElement): void;
+  readonly isFull: boolean;
+  waitNotFull(): Promise<void>;
+}
+
+/** One input channel of a subtask: which edge and which upstream subtask feed it. */
+export interface InputChannel {
+  edgeIndex: number;
+  upstreamSubtask: number;
+  inputIndex: number;
+}
+
+/** The task holding an operator. */
+export function taskOf(plan: PhysicalPlan, operatorId: string): TaskSpec {
+  return plan.tasks.find((t) => t.id === plan.taskOfOperator.get(operatorId))!;
+}
+
+/** Network edges (not chained ones), with their index in `spec.edges`. */
+export function networkEdges(plan: PhysicalPlan): { edge: EdgeSpec; edgeIndex: number; up: TaskSpec; down: TaskSpec }[] {
+  return plan.spec.edges
+    .map((edge, edgeIndex) => ({ edge, edgeIndex, up: taskOf(plan, edge.source), down: taskOf(plan, edge.target) }))
+    .filter((e) => e.up !== e.down);
+}
+
+/**
+ * The input channels of every subtask of `task`, in channel-number order: by edge (spec order), then by
+ * upstream subtask. Both ends of a channel compute this from the plan, so they agree on its number.
+ */
+export function inputChannels(plan: PhysicalPlan, task: TaskSpec): InputChannel[] {
+  const out: InputChannel[] = [];
+  for (const { edge, edgeIndex, up, down } of networkEdges(plan)) {
+    if (down !== task) continue;
+    for (let u = 0; u < up.parallelism; u++) out.push({ edgeIndex, upstreamSubtask: u, inputIndex: edge.inputIndex });
+  }
+  return out;
+}
+
+/** The channel number of (edge, upstream subtask) at any subtask of the edge's downstream task. */
+export function channelNumber(plan: PhysicalPlan, edgeIndex: number, upstreamSubtask: number): number {
+  const down = taskOf(plan, plan.spec.edges[edgeIndex]!.target);
+  const i = inputChannels(plan, down).findIndex((c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === upstreamSubtask);
+  if (i < 0) throw new Error(`no channel for edge ${edgeIndex} from subtask ${upstreamSubtask}`);
+  return i;
+}
+
+export interface SubtaskEnvironment {
+  plan: PhysicalPlan;
+  functions: ReadonlyMap<string, OperatorFunctions>;
+  registry: ConnectorRegistry;
+  /** Connector options after validation, by operator id. */
+  validated: ReadonlyMap<string, unknown>;
+  services: RuntimeServices;
+  signal: AbortSignal;
+  batchSize: number;
+  /** A timer callback failed: fail the job. */
+  onAsyncError(err: unknown): void;
+}
+
+/**
+ * Build subtask `index` of `task`. `input` is its queue (not for sources); `sinkFor` gives the sink
+ * of each output edge's downstream subtask.
+ */
+export function buildSubtask(
+  env: SubtaskEnvironment,
+  task: TaskSpec,
+  index: number,
+  input: InputQueue | undefined,
+  sinkFor: (edgeIndex: number, downstreamSubtask: number) => ChannelSink,
+): SubtaskRunner {
+  const { plan, functions } = env;
+  const writerRef: { writer?: RecordWriter } = {};
+  const time = new ProcessingTimeService(env.onAsyncError, () => writerRef.writer?.flush());
+  const contexts: OperatorContext[] = task.operators.map((spec) => ({
+    spec,
+    fns: functions.get(spec.id) ?? {},
+    subtaskIndex: index,
+    parallelism: task.parallelism,
+    params: plan.spec.params,
+    time,
+    signal: env.signal,
+    services: env.services,
+  }));
+  const operators = contexts.map((ctx) => createOperator(ctx, env.registry, env.validated.get(ctx.spec.id)));
+  const edgeOutputs: EdgeOutput[] = task.outputs.map((edge) => {
+    const edgeIndex = plan.spec.edges.indexOf(edge);
+    const down = taskOf(plan, edge.target);
+    const channel = channelNumber(plan, edgeIndex, index);
+    return {
+      kind: edge.kind,
+      targets: Array.from({ length: down.parallelism }, (_, d) => ({ queue: sinkFor(edgeIndex, d), channel })),
+      target: plan.spec.operators.find((o) => o.id === edge.target)!,
+      maxParallelism: plan.spec.maxParallelism,
+      ...(edge.kind === 'HASH' ? { keySelector: functions.get(edge.target)!.keySelectors![edge.inputIndex]! } : {}),
+    };
+  });
+  const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism));
+  operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
+  const head = task.operators[0]!;
+  if (head.type === 'source') {
+    const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
+    return new SubtaskRunner({
+      task,
+      index,
+      operators,
+      writer,
+      time,
+      signal: env.signal,
+      batchSize: env.batchSize,
+      createReader: () => createSourceReader(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourceCtx),
+    });
+  }
+  return new SubtaskRunner({
+    task,
+    index,
+    operators,
+    writer,
+    time,
+    signal: env.signal,
+    batchSize: env.batchSize,
+    input: { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) },
+  });
+}

@@ -1,0 +1,18 @@
+/**
+ * The worker: registers with a coordinator, heartbeats, and runs deployed subtasks.
+ *
+ * @example
+ * const worker = await Worker.start({ id: 'w1', coordinatorHost: '127.0.0.1', coordinatorPort: 6123, slots: 2,
+ *   dataHost: '127.0.0.1', heartbeatIntervalMs: 500, peerUpdateTimeoutMs: 30_000 }, { log, metrics });
+ */
+export {
+  Worker,
+  RegistrationRefusedError,
+  DEFAULT_HEARTBEAT_INTERVAL_MS,
+  DEFAULT_PEER_UPDATE_TIMEOUT_MS,
+  DEFAULT_WORKER_SLOTS,
+  type WorkerConfig,
+  type WorkerDeps,
+  type WorkerEnd,
+} from './worker.js';
+export { MAX_COLLECTED_BYTES } from './job.js';

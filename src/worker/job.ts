@@ -1,0 +1,256 @@
+/**
+ * One job on a worker: its module, its rebuilt plan, and the subtasks deployed here. Subtasks are built
+ * on Deploy (inputs registered, ports reported) and started on PeerUpdate, when every peer is known.
+ */
+import { Packr } from 'msgpackr';
+import { builtinConnectors } from '../connectors/index.js';
+import { ClinkError, JobCancelledError } from '../errors.js';
+import type { DataServer } from '../dataplane/index.js';
+import { RemoteChannel } from '../dataplane/index.js';
+import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import type { MessageOf } from '../protocol/index.js';
+import {
+  buildSubtask,
+  channelNumber,
+  inputChannels,
+  InputQueue,
+  taskOf,
+  validateConnectors,
+  type ChannelSink,
+  type SubtaskEnvironment,
+  type SubtaskRunner,
+} from '../runtime/index.js';
+import type { BuiltJob } from '../sdk/index.js';
+
+/** Batches a subtask's input queue holds. */
+const QUEUE_CAPACITY_BATCHES = 8;
+const BATCH_SIZE = 1_000;
+/** The most a subtask's collect() sinks may gather (they travel back in one frame). */
+export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
+
+const packr = new Packr({ useRecords: true, moreTypes: true });
+
+export interface SubtaskReport {
+  taskId: string;
+  subtaskIndex: number;
+  ok: boolean;
+  error: string;
+  recordsIn: number;
+  recordsOut: number;
+  collected: Uint8Array;
+}
+
+interface DeployedSubtask {
+  task: TaskSpec;
+  index: number;
+  queue: InputQueue | undefined;
+  runner?: SubtaskRunner;
+  collected: Record<string, unknown[]>;
+  /** The first error seen before the job was cancelled. */
+  error?: Error;
+  done: boolean;
+}
+
+export class WorkerJob {
+  readonly plan: PhysicalPlan;
+  readonly controller = new AbortController();
+  readonly subtasks: DeployedSubtask[] = [];
+  private readonly channels: RemoteChannel[] = [];
+  private cancelled = false;
+  private peerTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly deploy: MessageOf<'Deploy'>,
+    readonly built: BuiltJob,
+    private readonly data: DataServer,
+    private readonly stdout: (text: string) => void | Promise<void>,
+    private readonly report: (r: SubtaskReport) => void,
+  ) {
+    this.plan = createPhysicalPlan(built.spec);
+  }
+
+  get jobId(): string {
+    return this.deploy.jobId;
+  }
+
+  private get attempt(): number {
+    return this.deploy.tasks[0]?.attempt ?? 0;
+  }
+
+  /** Register each deployed subtask's input and return the SubtaskListening of each. */
+  prepare(peerUpdateTimeoutMs: number): Omit<MessageOf<'SubtaskListening'>, 'type'>[] {
+    const listenings: Omit<MessageOf<'SubtaskListening'>, 'type'>[] = [];
+    for (const t of this.deploy.tasks) {
+      const task = this.plan.tasks.find((x) => x.id === t.taskId);
+      if (!task) throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
+      const channels = inputChannels(this.plan, task);
+      const queue = channels.length > 0 ? new InputQueue(QUEUE_CAPACITY_BATCHES) : undefined;
+      this.subtasks.push({ task, index: t.subtaskIndex, queue, collected: {}, done: false });
+      if (queue) {
+        this.data.register(this.jobId, this.attempt, task.id, t.subtaskIndex, {
+          queue,
+          channelOf: (edgeIndex, u) => {
+            const i = channels.findIndex((c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === u);
+            return i < 0 ? undefined : i;
+          },
+        });
+      }
+      listenings.push({
+        jobId: this.jobId,
+        taskId: task.id,
+        subtaskIndex: t.subtaskIndex,
+        edgePorts: channels.map((c) => ({
+          inputIndex: c.inputIndex,
+          upstreamTaskId: taskOf(this.plan, this.plan.spec.edges[c.edgeIndex]!.source).id,
+          upstreamSubtask: c.upstreamSubtask,
+          port: this.data.port,
+        })),
+      });
+    }
+    this.peerTimer = setTimeout(() => {
+      this.failAll(new ClinkError('CLINK_ERR_CANCELLED', `no PeerUpdate within ${peerUpdateTimeoutMs} ms (peer_update_timeout)`));
+    }, peerUpdateTimeoutMs);
+    return listenings;
+  }
+
+  /** Every peer is known: connect outputs and run the subtasks. */
+  start(update: MessageOf<'PeerUpdate'>): void {
+    clearTimeout(this.peerTimer);
+    if (this.cancelled) return;
+    const registry = builtinConnectors(this.stdout);
+    const validated = validateConnectors(this.plan.spec.operators, this.built.functions, registry);
+    const local = (taskId: string, index: number): DeployedSubtask | undefined =>
+      this.subtasks.find((s) => s.task.id === taskId && s.index === index);
+    for (const st of this.subtasks) {
+      const env: SubtaskEnvironment = {
+        plan: this.plan,
+        functions: this.built.functions,
+        registry,
+        validated,
+        signal: this.controller.signal,
+        batchSize: BATCH_SIZE,
+        onAsyncError: (err) => this.fail(st, err as Error),
+        services: {
+          stdout: this.stdout,
+          collect: (name, values) => {
+            const arr = (st.collected[name] ??= []);
+            for (const v of values) arr.push(v);
+          },
+        },
+      };
+      const peers = update.subtasks.find((p) => p.taskId === st.task.id && p.subtaskIndex === st.index)?.peers ?? [];
+      const sinks = new Map<string, ChannelSink>();
+      const sinkFor = (edgeIndex: number, d: number): ChannelSink => {
+        const k = `${edgeIndex}:${d}`;
+        let sink = sinks.get(k);
+        if (sink) return sink;
+        const edge = this.plan.spec.edges[edgeIndex]!;
+        const down = taskOf(this.plan, edge.target);
+        const here = local(down.id, d);
+        if (here?.queue) sink = here.queue; // same process: a pointer pass
+        else {
+          const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
+          if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
+          const ch = new RemoteChannel(
+            peer.host,
+            peer.port,
+            { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d },
+            (err) => this.fail(st, err),
+          );
+          this.channels.push(ch);
+          sink = ch;
+        }
+        sinks.set(k, sink);
+        return sink;
+      };
+      try {
+        st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor);
+      } catch (err) {
+        this.fail(st, err as Error);
+        this.finish(st);
+        continue;
+      }
+      void st.runner.run().then(
+        () => this.finish(st),
+        (err: unknown) => {
+          this.fail(st, err as Error);
+          this.finish(st);
+        },
+      );
+    }
+  }
+
+  /** A subtask failed: remember its error (unless the job was cancelled first) and stop the job here. */
+  private fail(st: DeployedSubtask, err: Error): void {
+    if (!this.cancelled && !st.error && !(err instanceof JobCancelledError)) st.error = err;
+    if (!this.controller.signal.aborted) this.controller.abort(err);
+    for (const s of this.subtasks) s.queue?.fail(err);
+  }
+
+  private failAll(err: Error): void {
+    for (const st of this.subtasks) {
+      this.fail(st, err);
+      if (!st.runner) this.finish(st);
+    }
+  }
+
+  private finish(st: DeployedSubtask): void {
+    if (st.done) return;
+    st.done = true;
+    if (st.queue) this.data.unregister(this.jobId, this.attempt, st.task.id, st.index);
+    let collected: Uint8Array = new Uint8Array(0);
+    if (Object.keys(st.collected).length > 0) {
+      collected = packr.pack(st.collected);
+      if (collected.length > MAX_COLLECTED_BYTES) {
+        st.error ??= new ClinkError('CLINK_ERR_CONNECTOR', `collect() gathered ${collected.length} bytes in one subtask, above the ${MAX_COLLECTED_BYTES}-byte cap; write large results to a sink`);
+        collected = new Uint8Array(0);
+      }
+    }
+    const ok = !st.error && !this.cancelled;
+    this.report({
+      taskId: st.task.id,
+      subtaskIndex: st.index,
+      ok,
+      error: st.error ? describe(st.error) : this.cancelled ? 'cancelled' : '',
+      recordsIn: st.runner?.recordsIn ?? 0,
+      recordsOut: st.runner?.recordsOut ?? 0,
+      collected,
+    });
+    if (this.subtasks.every((s) => s.done)) this.close();
+  }
+
+  /** CancelJob: stop every subtask; errors from here on are the cancel's, not reported. */
+  cancel(reason: string): void {
+    this.cancelled = true;
+    this.failAll(new JobCancelledError(`job ${this.jobId} cancelled: ${reason}`));
+  }
+
+  get finished(): boolean {
+    return this.subtasks.every((s) => s.done);
+  }
+
+  /** Records read by this worker's source subtasks and written by its sink subtasks, so far. */
+  progress(): { sourceRecords: number; sinkRecords: number } {
+    let sourceRecords = 0;
+    let sinkRecords = 0;
+    for (const s of this.subtasks) {
+      if (s.task.inputs.length === 0) sourceRecords += s.runner?.recordsIn ?? 0;
+      if (s.task.outputs.length === 0) sinkRecords += s.runner?.recordsOut ?? 0;
+    }
+    return { sourceRecords, sinkRecords };
+  }
+
+  close(): void {
+    clearTimeout(this.peerTimer);
+    for (const ch of this.channels) if (!this.finished) ch.destroy();
+  }
+}
+
+/** One line for a SubtaskFinished error: the message, and for user code the original stack. */
+function describe(err: Error): string {
+  const cause = (err as { cause?: unknown }).cause;
+  if (err instanceof ClinkError && err.code === 'CLINK_ERR_USER_CODE' && cause instanceof Error && cause.stack) {
+    return `${err.message}\n\ncaused by: ${cause.stack}`;
+  }
+  return err.message;
+}

@@ -1,0 +1,272 @@
+/**
+ * Worker: one control session with the coordinator. It registers, heartbeats, and runs what it is
+ * deployed. Frames from the coordinator are handled one at a time in order (FIFO), so a Deploy that
+ * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
+ */
+import { connect, type Socket } from 'node:net';
+import { ClinkError } from '../errors.js';
+import { DataServer } from '../dataplane/index.js';
+import { loadJobBundle } from '../loader/index.js';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { FrameConnection, writeFrame } from '../net/index.js';
+import {
+  checkProtocolCompatibility,
+  LOCAL_PROTOCOL,
+  makeMessage,
+  ProtocolVersionError,
+  type Message,
+  type MessageOf,
+} from '../protocol/index.js';
+import { buildJob } from '../sdk/index.js';
+import { WorkerJob, type SubtaskReport } from './job.js';
+
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
+export const DEFAULT_PEER_UPDATE_TIMEOUT_MS = 30_000;
+export const DEFAULT_WORKER_SLOTS = 1;
+
+export interface WorkerConfig {
+  id: string;
+  coordinatorHost: string;
+  coordinatorPort: number;
+  /** @default 1 */
+  slots: number;
+  /** The host other workers reach this one's data port on. */
+  dataHost: string;
+  /** @default 500 */
+  heartbeatIntervalMs: number;
+  /** @default 30,000 */
+  peerUpdateTimeoutMs: number;
+  /** How long connecting and registering may take. @default 5,000 */
+  connectTimeoutMs?: number;
+  httpPort?: number;
+  cacheDir?: string;
+}
+
+export interface WorkerDeps {
+  log: Logger;
+  metrics: ClinkMetrics;
+  /** Where print() writes. @default process.stdout */
+  stdout?: (text: string) => void | Promise<void>;
+}
+
+/** Why a worker session ended. */
+export type WorkerEnd = { reason: 'closed' } | { reason: 'disconnected'; detail: string };
+
+export class Worker {
+  private conn!: FrameConnection;
+  private data!: DataServer;
+  private readonly jobs = new Map<string, WorkerJob>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private seq = 0;
+  private closing = false;
+  /** The epoch of the coordinator this session registered with (0 = unfenced). */
+  epoch = 0;
+  session = 0;
+  fencedFrames = 0;
+  readonly ended: Promise<WorkerEnd>;
+  private resolveEnded!: (e: WorkerEnd) => void;
+  private readonly log: Logger;
+
+  private constructor(
+    readonly config: WorkerConfig,
+    private readonly deps: WorkerDeps,
+  ) {
+    this.log = deps.log.child({ component: 'worker', workerId: config.id });
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+  }
+
+  /** Start the data listener, connect, register and begin heartbeating. */
+  static async start(config: WorkerConfig, deps: WorkerDeps): Promise<Worker> {
+    const w = new Worker(config, deps);
+    w.data = await DataServer.start({ host: config.dataHost, log: w.log, metrics: deps.metrics });
+    try {
+      await w.register();
+    } catch (err) {
+      await w.data.close();
+      throw err;
+    }
+    return w;
+  }
+
+  get dataPort(): number {
+    return this.data.port;
+  }
+
+  private async register(): Promise<void> {
+    const timeoutMs = this.config.connectTimeoutMs ?? 5_000;
+    const socket = await connectWithin(this.config.coordinatorHost, this.config.coordinatorPort, timeoutMs);
+    this.conn = new FrameConnection(socket, { role: 'worker', log: this.log, metrics: this.deps.metrics, readTimeoutMs: timeoutMs });
+    await writeFrame(
+      socket,
+      makeMessage('Register', {
+        workerId: this.config.id,
+        dataHost: this.config.dataHost,
+        slotCount: this.config.slots,
+        httpPort: this.config.httpPort ?? 0,
+        protocolVersion: LOCAL_PROTOCOL.version,
+        minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+        runtime: `node${process.versions.node.split('.')[0]}/abi${process.versions.modules}`,
+      }),
+      timeoutMs,
+    );
+    const ack = await this.conn.readOne().catch((err: unknown) => {
+      socket.destroy();
+      throw err;
+    });
+    if (!ack || ack.type !== 'RegisterAck') {
+      socket.destroy();
+      throw new ClinkError('CLINK_ERR_MALFORMED_FRAME', `coordinator answered Register with ${ack ? ack.type : 'nothing'}`);
+    }
+    const compat = checkProtocolCompatibility(
+      LOCAL_PROTOCOL,
+      { version: ack.protocolVersion, minCompatible: ack.minCompatibleProtocolVersion },
+      { local: `worker ${this.config.id}`, remote: 'the coordinator' },
+    );
+    if (!compat.ok) {
+      socket.destroy();
+      throw new ProtocolVersionError(compat.message);
+    }
+    if (!ack.ok) {
+      socket.destroy();
+      throw new RegistrationRefusedError(ack.message, ack.retryable);
+    }
+    this.epoch = ack.epoch;
+    this.session = ack.session;
+    this.log.info({ session: this.session, epoch: this.epoch, dataPort: this.data.port }, `registered with the coordinator at ${this.config.coordinatorHost}:${this.config.coordinatorPort}`);
+    this.conn.start({ onMessage: (m) => this.handle(m) });
+    void this.conn.closed.then((c) => {
+      if (!this.closing) this.end({ reason: 'disconnected', detail: c.error?.message ?? c.reason });
+    });
+    this.heartbeat = setInterval(() => this.sendHeartbeat(), this.config.heartbeatIntervalMs);
+  }
+
+  private sendHeartbeat(): void {
+    const jobs = [...this.jobs.values()].filter((j) => !j.finished).map((j) => ({ jobId: j.jobId, ...j.progress() }));
+    this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs }));
+  }
+
+  private send(m: Message): void {
+    this.conn.send(m);
+  }
+
+  /** Coordinator frames carry its epoch: an older one is a superseded coordinator and is dropped. */
+  private admitEpoch(m: Message): boolean {
+    const e = (m as { epoch?: number }).epoch;
+    if (e === undefined) return true;
+    if (e < this.epoch) {
+      this.fencedFrames++;
+      this.log.error({ frameEpoch: e, boundEpoch: this.epoch }, `dropped ${m.type} from a superseded coordinator (epoch ${e} < ${this.epoch})`);
+      return false;
+    }
+    this.epoch = e;
+    return true;
+  }
+
+  private async handle(m: Message): Promise<void> {
+    if (!this.admitEpoch(m)) return;
+    switch (m.type) {
+      case 'Deploy':
+        await this.deploy(m);
+        return;
+      case 'PeerUpdate':
+        this.jobs.get(m.jobId)?.start(m);
+        return;
+      case 'CancelJob':
+        this.jobs.get(m.jobId)?.cancel(m.reason || 'cancelled by the coordinator');
+        return;
+      case 'HeartbeatAck':
+      case 'StartJob':
+        return;
+      default:
+        this.log.debug({ type: m.type }, `ignoring ${m.type}: not handled by this worker yet`);
+    }
+  }
+
+  private async deploy(m: MessageOf<'Deploy'>): Promise<void> {
+    const fail = (error: string, fatal: boolean): void => {
+      for (const t of m.tasks) {
+        this.send(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error, fatal }));
+      }
+    };
+    let job: WorkerJob;
+    try {
+      const module = m.modules[0];
+      if (!module) throw new ClinkError('CLINK_ERR_JOB_LOAD', 'Deploy carries no job module');
+      const loaded = await loadJobBundle(module.bytes, {
+        expectedSha256: module.sha256,
+        label: `job module of ${m.jobName}`,
+        ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
+      });
+      const spec = JSON.parse(m.specJson) as { defaultParallelism: number };
+      const params = JSON.parse(m.params) as Record<string, string>;
+      const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params });
+      if (JSON.stringify(built.spec) !== m.specJson) {
+        throw new ClinkError(
+          'CLINK_ERR_JOB_DEFINITION',
+          `job module of ${m.jobName} built a different plan on worker ${this.config.id} than the one submitted; a build function must declare the same operators in the same order every time`,
+        );
+      }
+      job = new WorkerJob(m, built, this.data, this.deps.stdout ?? writeStdout, (r) => this.reportFinished(m.jobId, r));
+      this.jobs.get(m.jobId)?.cancel('redeployed');
+      this.jobs.set(m.jobId, job);
+      for (const l of job.prepare(this.config.peerUpdateTimeoutMs)) this.send(makeMessage('SubtaskListening', l));
+    } catch (err) {
+      this.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
+      fail((err as Error).message, true);
+    }
+  }
+
+  private reportFinished(jobId: string, r: SubtaskReport): void {
+    this.send(makeMessage('SubtaskFinished', { jobId, ...r, fatal: false }));
+    const job = this.jobs.get(jobId);
+    if (job?.finished) this.jobs.delete(jobId);
+  }
+
+  private end(e: WorkerEnd): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    for (const job of this.jobs.values()) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
+    this.resolveEnded(e);
+  }
+
+  /** Cancel every task, close the coordinator connection and the data listener. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.end({ reason: 'closed' });
+    this.conn.close();
+    await this.data.close();
+  }
+}
+
+export class RegistrationRefusedError extends ClinkError {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super('CLINK_ERR_REGISTRATION_REFUSED', `the coordinator refused the registration: ${message}`);
+  }
+}
+
+function writeStdout(text: string): void {
+  process.stdout.write(text);
+}
+
+function connectWithin(host: string, port: number, timeoutMs: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, noDelay: true });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      resolve(socket);
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`, { cause: err }));
+    });
+  });
+}
