@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   CLINK_ERR_NOT_ENOUGH_SLOTS: 'a job needs more free slots than the cluster has',
   CLINK_ERR_NOT_FOUND: 'no job (or worker) with that id',
   CLINK_ERR_WORKER_LOST: 'a worker running part of the job was lost',
+  CLINK_ERR_JOB_FAILED: 'a job submitted to a cluster failed; the message carries the cause',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -6,6 +6,8 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
+import { cancelCommand, jobsCommand, parseCoordinator, submitCommand, type Endpoint } from './client.js';
+import { nodeCommand } from './node.js';
 import { planCommand } from './plan.js';
 import { runCommand } from './run.js';
 
@@ -15,11 +17,15 @@ export const EXIT_JOB_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_INTERNAL = 70;
 
-function parsePositiveInt(v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`expected a whole number >= 1, got '${v}'`);
-  return n;
+function intArg(min: number): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected a whole number >= ${min}, got '${v}'`);
+    return n;
+  };
 }
+const positiveInt = intArg(1);
+const nonNegativeInt = intArg(0);
 
 function collectParam(v: string, acc: Record<string, string>): Record<string, string> {
   const i = v.indexOf('=');
@@ -29,12 +35,14 @@ function collectParam(v: string, acc: Record<string, string>): Record<string, st
 
 function describeError(err: unknown): string {
   if (err instanceof UserCodeError) {
-    const cause = err.cause instanceof Error ? err.cause.stack ?? String(err.cause) : String(err.cause);
+    const cause = err.cause instanceof Error ? (err.cause.stack ?? String(err.cause)) : String(err.cause);
     return `error: job failed: ${err.message}\n\ncaused by: ${cause}`;
   }
   if (err instanceof ClinkError) return `error: ${err.message}`;
-  return `internal error: ${err instanceof Error ? err.stack ?? err.message : String(err)}`;
+  return `internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
 }
+
+type JobFlags = { parallelism?: number; param: Record<string, string> };
 
 export async function main(argv: string[]): Promise<number> {
   process.setSourceMapsEnabled(true);
@@ -45,23 +53,118 @@ export async function main(argv: string[]): Promise<number> {
     .showHelpAfterError();
   let exitCode = EXIT_OK;
 
-  const common = (cmd: Command): Command =>
+  const jobOptions = (cmd: Command): Command =>
     cmd
-      .addOption(new Option('-p, --parallelism <n>', 'default parallelism of operators').argParser(parsePositiveInt))
+      .addOption(new Option('-p, --parallelism <n>', 'default parallelism of operators').argParser(positiveInt))
       .option('--param <key=value>', 'a job parameter, read as env.params.key (repeatable)', collectParam, {});
+  const outputOptions = (cmd: Command): Command =>
+    cmd
+      .addOption(new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'))
+      .option('--max-rows <n>', 'rows of each collected result to print', positiveInt, 20);
+  const coordinatorOption = (cmd: Command): Command =>
+    cmd.requiredOption('--coordinator <host:port>', 'the coordinator to talk to', parseCoordinator);
 
-  common(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)'))
+  outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))
     .option('--no-progress', 'do not show progress on standard error')
-    .addOption(new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'))
-    .option('--max-rows <n>', 'rows of each collected result to print', parsePositiveInt, 20)
-    .action(async (job: string, o: { parallelism?: number; param: Record<string, string>; progress: boolean; output: 'table' | 'json'; maxRows: number }) => {
-      await runCommand(job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.param, progress: o.progress, output: o.output, maxRows: o.maxRows });
+    .option('--workers <n>', 'local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt)
+    .action(async (job: string, o: JobFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number }) => {
+      await runCommand(job, {
+        ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+        params: o.param,
+        progress: o.progress,
+        output: o.output,
+        maxRows: o.maxRows,
+        ...(o.workers !== undefined ? { workers: o.workers } : {}),
+      });
     });
 
-  common(program.command('plan').description("print a job's plan: operators, edges and chained tasks").argument('<job>', 'job file'))
+  jobOptions(program.command('plan').description("print a job's plan: operators, edges and chained tasks").argument('<job>', 'job file'))
     .option('--json', 'print the JobGraphSpec as JSON')
-    .action(async (job: string, o: { parallelism?: number; param: Record<string, string>; json?: boolean }) => {
+    .action(async (job: string, o: JobFlags & { json?: boolean }) => {
       await planCommand(job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.param, json: o.json === true });
+    });
+
+  outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file'))))
+    .option('--name <name>', "the job's name [default: its defineJob name]")
+    .option('--wait', 'wait for the job to end; exit non-zero with its error if it fails')
+    .action(async (job: string, o: JobFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number }) => {
+      await submitCommand(job, {
+        coordinator: o.coordinator,
+        ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+        params: o.param,
+        ...(o.name ? { name: o.name } : {}),
+        wait: o.wait === true,
+        output: o.output,
+        maxRows: o.maxRows,
+      });
+    });
+
+  coordinatorOption(program.command('jobs').description('list running and recent jobs'))
+    .option('--json', 'print JSON')
+    .action(async (o: { coordinator: Endpoint; json?: boolean }) => jobsCommand({ coordinator: o.coordinator, json: o.json === true }));
+
+  coordinatorOption(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'))
+    .action(async (jobId: string, o: { coordinator: Endpoint }) => cancelCommand(jobId, o));
+
+  program
+    .command('node')
+    .description('run a cluster node: a coordinator or a worker')
+    .addOption(new Option('--role <role>', 'what this node is').choices(['coordinator', 'worker']).makeOptionMandatory())
+    .option('--ready-file <path>', 'when listening, write {"controlPort":N,"httpPort":M} here')
+    .option('--http-port <n>', 'serve the HTTP API on this port (0 picks one)', nonNegativeInt)
+    // coordinator
+    .option('--port <n>', 'coordinator: control port (0 picks one)', nonNegativeInt, 6123)
+    .option('--bind-host <host>', 'coordinator: address to listen on', '127.0.0.1')
+    .option('--advertise-host <host>', 'coordinator: the host it publishes [default: bind host]')
+    .option('--heartbeat-timeout-ms <ms>', 'coordinator: a worker is lost after this long without a frame', positiveInt, 2_000)
+    .option('--watchdog-interval-ms <ms>', 'coordinator: how often liveness is judged', positiveInt, 100)
+    .option('--handshake-timeout-ms <ms>', 'coordinator: added to the heartbeat timeout, the deadline for a first frame', nonNegativeInt, 5_000)
+    .option('--max-pending-connections <n>', 'coordinator: connections admitted at once', nonNegativeInt, 64)
+    .option('--outbound-stall-timeout-ms <ms>', 'coordinator: a worker whose frames make no progress this long is lost (0 = off)', nonNegativeInt, 10_000)
+    .option('--outbound-flush-timeout-ms <ms>', 'coordinator: how long shutdown lets queued frames be written', nonNegativeInt, 1_000)
+    .option('--max-outbound-control-frames <n>', 'coordinator: control frames queued per worker', positiveInt, 10_000)
+    .option('--max-outbound-control-bytes <n>', 'coordinator: bytes of control frames queued per worker', positiveInt, 64 * 1024 * 1024)
+    .option('--max-outbound-bulk-bytes <n>', 'coordinator: bytes of Deploy frames queued per worker', positiveInt, 1024 * 1024 * 1024)
+    .option('--submit-wait-for-slots-ms <ms>', 'coordinator: how long a submit waits for free slots', nonNegativeInt, 0)
+    // worker
+    .option('--id <id>', 'worker: stable worker id [default: host-pid]')
+    .option('--coordinator-host <host>', 'worker: the coordinator host', '127.0.0.1')
+    .option('--coordinator-port <n>', 'worker: the coordinator port', positiveInt, 6123)
+    .option('--slots <n>', 'worker: subtasks it runs at once', positiveInt, 1)
+    .option('--data-host <host>', 'worker: the host other workers reach its data port on', '127.0.0.1')
+    .option('--heartbeat-interval-ms <ms>', 'worker: heartbeat period', positiveInt, 500)
+    .option('--peer-update-timeout-ms <ms>', 'worker: how long a deployed subtask waits for its peers', positiveInt, 30_000)
+    .action(async (o: Record<string, unknown>) => {
+      const n = (k: string): number => o[k] as number;
+      exitCode = await nodeCommand({
+        role: o.role as 'coordinator' | 'worker',
+        ...(o.readyFile ? { readyFile: o.readyFile as string } : {}),
+        ...(o.httpPort !== undefined ? { httpPort: n('httpPort') } : {}),
+        coordinator: {
+          port: n('port'),
+          bindHost: o.bindHost as string,
+          advertiseHost: (o.advertiseHost as string | undefined) ?? '',
+          heartbeatTimeoutMs: n('heartbeatTimeoutMs'),
+          watchdogIntervalMs: n('watchdogIntervalMs'),
+          handshakeTimeoutMs: n('handshakeTimeoutMs'),
+          maxPendingConnections: Math.max(1, n('maxPendingConnections')),
+          outboundStallTimeoutMs: n('outboundStallTimeoutMs'),
+          outboundFlushTimeoutMs: n('outboundFlushTimeoutMs'),
+          maxOutboundControlFrames: n('maxOutboundControlFrames'),
+          maxOutboundControlBytes: n('maxOutboundControlBytes'),
+          maxOutboundBulkBytes: n('maxOutboundBulkBytes'),
+          submitWaitForSlotsMs: n('submitWaitForSlotsMs'),
+        },
+        worker: {
+          ...(o.id ? { id: o.id as string } : {}),
+          coordinatorHost: o.coordinatorHost as string,
+          coordinatorPort: n('coordinatorPort'),
+          slots: n('slots'),
+          dataHost: o.dataHost as string,
+          heartbeatIntervalMs: n('heartbeatIntervalMs'),
+          peerUpdateTimeoutMs: n('peerUpdateTimeoutMs'),
+        },
+      });
     });
 
   try {

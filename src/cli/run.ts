@@ -1,8 +1,14 @@
-/** `clink run <job>`: compile a job module and run it on the local runtime in this process. */
+/**
+ * `clink run <job>`: compile a job module and run it on an embedded cluster (a coordinator in this
+ * process, workers in local processes), the same path a cluster run takes.
+ */
+import { availableParallelism } from 'node:os';
+import { EmbeddedCluster } from '../embedded/index.js';
 import { loadJobModule } from '../loader/index.js';
-import { LocalExecution, type JobResult } from '../runtime/index.js';
+import { createLogger } from '../log/index.js';
+import { createPhysicalPlan } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
-import { formatTable } from './table.js';
+import { jobFailed, printCollected } from './client.js';
 
 export interface RunCommandOptions {
   parallelism?: number;
@@ -10,54 +16,49 @@ export interface RunCommandOptions {
   progress: boolean;
   output: 'table' | 'json';
   maxRows: number;
+  /** Worker processes; 0 runs everything in this process. @default one per core */
+  workers?: number;
 }
 
 const fmt = new Intl.NumberFormat('en-US');
 
-function totals(exec: LocalExecution): { in: number; out: number } {
-  const m = exec.metrics();
-  const sources = exec.plan.tasks.map((t, i) => ({ t, m: m[i]! })).filter((x) => x.t.inputs.length === 0);
-  const sinks = exec.plan.tasks.map((t, i) => ({ t, m: m[i]! })).filter((x) => x.t.outputs.length === 0);
-  return { in: sources.reduce((n, x) => n + x.m.recordsIn, 0), out: sinks.reduce((n, x) => n + x.m.recordsOut, 0) };
-}
-
-export async function runCommand(jobPath: string, o: RunCommandOptions): Promise<JobResult> {
+export async function runCommand(jobPath: string, o: RunCommandOptions): Promise<void> {
   const loaded = await loadJobModule(jobPath);
-  const built = buildJob(loaded.job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.params });
-  const exec = new LocalExecution(built);
+  const parallelism = o.parallelism ?? 1;
+  const built = buildJob(loaded.job, { parallelism, params: o.params });
+  const plan = createPhysicalPlan(built.spec);
+  const workers = Math.min(o.workers ?? availableParallelism(), plan.subtasks.length);
+  const slotsPerWorker = workers === 0 ? plan.subtasks.length : Math.ceil(plan.subtasks.length / workers);
+  const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'error' });
+  const t0 = performance.now();
+  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, log });
   const tty = o.progress && process.stderr.isTTY;
-  const progress = (final: boolean): void => {
-    const t = totals(exec);
-    const line = `[clink] ${loaded.job.name}  ${(exec.elapsedMs / 1000).toFixed(1)}s  in ${fmt.format(t.in)} records  out ${fmt.format(t.out)} records`;
-    if (tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`);
-    else if (final && o.progress) process.stderr.write(line + '\n');
-  };
-  const timer = tty ? setInterval(() => progress(false), 250) : undefined;
-  const stop = (): void => exec.cancel('cancelled (interrupted)');
-  process.once('SIGINT', stop);
+  let timer: NodeJS.Timeout | undefined;
+  let onSigint: (() => void) | undefined;
   try {
-    const result = await exec.done;
+    const client = await cluster.client();
+    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism });
+    const progress = (final: boolean): void => {
+      const v = cluster.coordinator.job(jobId);
+      const elapsed = (performance.now() - t0) / 1000;
+      const line = `[clink] ${built.spec.job.name}  ${elapsed.toFixed(1)}s  in ${fmt.format(v?.sourceRecords ?? 0)} records  out ${fmt.format(v?.sinkRecords ?? 0)} records`;
+      if (tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`);
+      else if (final && o.progress) process.stderr.write(line + '\n');
+    };
+    if (tty) timer = setInterval(() => progress(false), 250);
+    onSigint = () => void client.cancel(jobId).catch(() => undefined);
+    process.once('SIGINT', onSigint);
+    const outcome = await client.waitForCompletion(jobId);
+    if (timer) clearInterval(timer);
+    timer = undefined;
     progress(true);
-    printResults(result, o);
-    process.stderr.write(
-      `job '${loaded.job.name}' finished in ${(result.durationMs / 1000).toFixed(2)} s (parallelism ${built.spec.defaultParallelism})\n`,
-    );
-    return result;
+    if (!outcome.ok) throw jobFailed(outcome);
+    printCollected(outcome.collected, o.output, o.maxRows);
+    const where = workers === 0 ? 'in this process' : `on ${workers} local worker${workers > 1 ? 's' : ''}`;
+    process.stderr.write(`job '${built.spec.job.name}' finished in ${(outcome.durationMs / 1000).toFixed(2)} s (parallelism ${built.spec.defaultParallelism}, ${where})\n`);
   } finally {
     if (timer) clearInterval(timer);
-    process.off('SIGINT', stop);
-  }
-}
-
-function printResults(result: JobResult, o: RunCommandOptions): void {
-  const names = Object.keys(result.collected);
-  if (names.length === 0) return;
-  if (o.output === 'json') {
-    process.stdout.write(JSON.stringify(result.collected) + '\n');
-    return;
-  }
-  for (const name of names) {
-    const rows = result.collected[name]!;
-    process.stdout.write(`\n${name} (${rows.length} rows)\n${formatTable(rows, o.maxRows)}\n`);
+    if (onSigint) process.off('SIGINT', onSigint);
+    await cluster.stop();
   }
 }

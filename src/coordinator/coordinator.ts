@@ -161,6 +161,11 @@ export class Coordinator {
     });
     c.port = (c.server.address() as { port: number }).port;
     c.watchdog = setInterval(() => c.sweep(), c.config.watchdogIntervalMs);
+    const active = (): WorkerSession[] => [...c.sessions.values()].filter((s) => s.state === 'active');
+    deps.metrics.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => active().length);
+    deps.metrics.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => active().reduce((n, s) => n + s.slots, 0));
+    deps.metrics.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => active().reduce((n, s) => n + Math.max(0, s.slots - s.used), 0));
+    deps.metrics.gauge('clink_coordinator_jobs_running', 'Jobs deploying or running', () => c.jobs.size);
     c.log.info({ port: c.port, bindHost: c.config.bindHost }, `coordinator listening on ${c.config.bindHost}:${c.port}`);
     return c;
   }
@@ -173,6 +178,7 @@ export class Coordinator {
       return;
     }
     if (this.admitting.size >= this.config.maxPendingConnections) {
+      this.deps.metrics.handshakeFailures.inc();
       this.log.warn({ peer: `${socket.remoteAddress}:${socket.remotePort}` }, `connection refused: ${this.admitting.size} connections are being admitted (max_pending_connections)`);
       socket.destroy();
       return;
@@ -212,6 +218,7 @@ export class Coordinator {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
       this.log.warn({ peer: conn.peer, err }, `malformed first frame from ${conn.peer}, closing its connection: ${err.message}`);
     } else if (err instanceof FrameTimeoutError) {
+      this.deps.metrics.handshakeFailures.inc();
       this.log.warn({ peer: conn.peer }, `connection rejected: ${conn.peer} sent no complete first frame (${err.message})`);
     }
     conn.close();
@@ -449,6 +456,7 @@ export class Coordinator {
     if (!job.subtasks.every((t) => t.finished)) return;
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = 'FINISHED';
     job.finishedAt = Date.now();
+    this.deps.metrics.jobsEnded.inc({ state: job.state });
     this.jobs.delete(job.id);
     this.history.push(job);
     if (this.history.length > COORDINATOR_HISTORY_CAP) this.history.shift();
@@ -487,9 +495,14 @@ export class Coordinator {
     for (const s of [...this.sessions.values()]) {
       if (s.state !== 'active') continue;
       const stopped = s.outbox.stopped;
-      if (stopped?.byItself) this.loseSession(s, `outbound queue stopped (${stopped.reason}): ${stopped.detail}`);
-      else if (now - s.lastSeen > hb) this.loseSession(s, 'heartbeat timeout');
-      else if (stallOn && s.outbox.stalledForMs(now) > stall) {
+      if (stopped?.byItself) {
+        this.deps.metrics.workersLost.inc({ verdict: 'overflow' });
+        this.loseSession(s, `outbound queue stopped (${stopped.reason}): ${stopped.detail}`);
+      } else if (now - s.lastSeen > hb) {
+        this.deps.metrics.workersLost.inc({ verdict: 'silence' });
+        this.loseSession(s, 'heartbeat timeout');
+      } else if (stallOn && s.outbox.stalledForMs(now) > stall) {
+        this.deps.metrics.workersLost.inc({ verdict: 'stall' });
         this.loseSession(s, `no outbound progress for ${s.outbox.stalledForMs(now)} ms with ${s.outbox.queuedFrames + 1} frames pending`);
       }
     }
@@ -585,6 +598,7 @@ export class Coordinator {
       for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, finished: false, recordsIn: 0, recordsOut: 0 });
     }
     this.jobs.set(job.id, job);
+    this.deps.metrics.jobsSubmitted.inc();
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       const tasks = sts.map((st) => {

@@ -6,6 +6,7 @@
  * log.warn({ workerId }, `worker lost: ${workerId} (heartbeat timeout)`);
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -17,11 +18,12 @@ export interface LoggerOptions {
   destination?: DestinationStream;
 }
 
+/** JSON lines, or pretty lines when standard error is a terminal. */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino(
-    { name: options.name ?? 'clink', level: options.level ?? process.env.CLINK_LOG_LEVEL ?? 'info' },
-    options.destination ?? pino.destination({ dest: 2, sync: false }),
-  );
+  const destination =
+    options.destination ??
+    (process.stderr.isTTY ? pretty({ destination: 2, colorize: true, sync: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' }) : pino.destination({ dest: 2, sync: true }));
+  return pino({ name: options.name ?? 'clink', level: options.level ?? process.env.CLINK_LOG_LEVEL ?? 'info' }, destination);
 }
 
 /** A logger that keeps its lines in memory, for tests that assert what was logged. */

@@ -7,7 +7,7 @@
  * metrics.malformedFrames.inc({ role: 'coordinator' });
  * await metrics.registry.metrics(); // Prometheus text
  */
-import { Counter, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 
 export type OutboundClass = 'control' | 'bulk';
 export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flush_deadline' | 'aborted';
@@ -36,6 +36,50 @@ export class ClinkMetrics {
     help: 'Handshakes refused because the peers protocol versions do not overlap',
     registers: [this.registry],
   });
+
+  readonly handshakeFailures = new Counter({
+    name: 'clink_coordinator_handshake_failures_total',
+    help: 'Connections dropped before admission: no first frame in time, or refused at the pending-connection cap',
+    registers: [this.registry],
+  });
+
+  readonly workersLost = new Counter({
+    name: 'clink_coordinator_workers_lost_total',
+    help: 'Workers declared lost, by verdict (silence, stall, overflow)',
+    labelNames: ['verdict'] as const,
+    registers: [this.registry],
+  });
+
+  readonly jobsSubmitted = new Counter({
+    name: 'clink_coordinator_jobs_submitted_total',
+    help: 'Jobs accepted for deployment',
+    registers: [this.registry],
+  });
+
+  readonly jobsEnded = new Counter({
+    name: 'clink_coordinator_jobs_ended_total',
+    help: 'Jobs that reached a terminal state, by state',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly fencedFrames = new Counter({
+    name: 'clink_worker_fenced_frames_total',
+    help: 'Frames a worker dropped because they came from a superseded coordinator (a lower epoch)',
+    registers: [this.registry],
+  });
+
+  /** A gauge whose value is read when metrics are scraped. */
+  gauge(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
 
   /** The current value of a counter with these labels (for tests and the HTTP API). */
   async value(name: string, labels: Record<string, string> = {}): Promise<number> {

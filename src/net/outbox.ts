@@ -289,7 +289,10 @@ export class Outbox {
       if (discarded[cls] > 0) this.options.metrics?.outboundFramesDiscarded.inc({ class: cls, reason }, discarded[cls]);
     }
     if (log) {
-      this.options.log?.warn(
+      // A stop by itself (overflow, allocation) costs the worker its session; a closed transport is
+      // routine (a worker leaving) and its loss, if any, is the watchdog's call.
+      const level = byItself ? 'warn' : 'info';
+      this.options.log?.[level](
         { component: 'coordinator.outbox', peer: this.options.peer, reason, discarded },
         `outbound queue stopped (${reason}): ${detail}`,
       );

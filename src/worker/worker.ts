@@ -156,6 +156,7 @@ export class Worker {
     if (e === undefined) return true;
     if (e < this.epoch) {
       this.fencedFrames++;
+      this.deps.metrics.fencedFrames.inc();
       this.log.error({ frameEpoch: e, boundEpoch: this.epoch }, `dropped ${m.type} from a superseded coordinator (epoch ${e} < ${this.epoch})`);
       return false;
     }

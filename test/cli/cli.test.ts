@@ -73,7 +73,7 @@ describe('clink run', () => {
     assert.match(r.stdout, /printed line/);
     assert.match(r.stdout, /counts \(11 rows\)/);
     assert.match(r.stdout, /key \| count/);
-    assert.match(r.stderr, /job 'cli-ok' finished in [\d.]+ s \(parallelism 2\)/);
+    assert.match(r.stderr, /job 'cli-ok' finished in [\d.]+ s \(parallelism 2, on 2 local workers\)/);
     assert.match(r.stderr, /\[clink\] cli-ok .* in 12 records {2}out 12 records/);
   });
 
@@ -128,7 +128,7 @@ describe('clink run', () => {
   test('an exception in user code names the operator and shows the original stack', async () => {
     const r = await clink(['run', 'fails.ts'], dir);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/);
+    assert.match(r.stderr, /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/m);
     assert.match(r.stderr, /caused by: TypeError: amount 7 is cursed\n\s+at (\S+\.)?checkAmount \(.*clink-cli-\w+\/fails\.ts:\d+:\d+\)/);
   });
 

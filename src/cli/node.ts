@@ -1,0 +1,81 @@
+/** `clink node --role=coordinator|worker`: a long-lived cluster node. */
+import { hostname } from 'node:os';
+import { Coordinator, DEFAULT_COORDINATOR_CONFIG, type CoordinatorConfig } from '../coordinator/index.js';
+import { buildHttpApp } from '../http/index.js';
+import { createLogger, type Logger } from '../log/index.js';
+import { ClinkMetrics } from '../metrics/index.js';
+import { Worker, type WorkerConfig } from '../worker/index.js';
+import { writeFileAtomic } from './files.js';
+
+export interface NodeFlags {
+  role: 'coordinator' | 'worker';
+  readyFile?: string;
+  httpPort?: number;
+  coordinator: Partial<CoordinatorConfig>;
+  worker: Partial<WorkerConfig>;
+}
+
+/** Resolves on SIGTERM or SIGINT. */
+function terminationSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals): void => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(sig);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+async function startHttp(port: number | undefined, log: Logger, deps: Parameters<typeof buildHttpApp>[0], host: string): Promise<{ port: number; close: () => Promise<void> } | undefined> {
+  if (port === undefined) return undefined;
+  const app = buildHttpApp(deps);
+  await app.listen({ port, host });
+  const actual = (app.server.address() as { port: number }).port;
+  log.info(`HTTP API on http://${host}:${actual}`);
+  return { port: actual, close: () => app.close() };
+}
+
+export async function nodeCommand(flags: NodeFlags): Promise<number> {
+  const log = createLogger({ name: flags.role });
+  const metrics = new ClinkMetrics();
+  const signal = terminationSignal();
+  if (flags.role === 'coordinator') {
+    const coordinator = await Coordinator.start(flags.coordinator, { log, metrics });
+    const http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator }, coordinator.config.bindHost);
+    if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ controlPort: coordinator.port, httpPort: http?.port ?? 0 }));
+    const sig = await signal;
+    log.info(`${sig}: stopping`);
+    await coordinator.stop();
+    await http?.close();
+    return 0;
+  }
+  const config: WorkerConfig = {
+    id: flags.worker.id ?? `${hostname()}-${process.pid}`,
+    coordinatorHost: flags.worker.coordinatorHost ?? '127.0.0.1',
+    coordinatorPort: flags.worker.coordinatorPort ?? DEFAULT_COORDINATOR_CONFIG.port,
+    slots: flags.worker.slots ?? 1,
+    dataHost: flags.worker.dataHost ?? '127.0.0.1',
+    heartbeatIntervalMs: flags.worker.heartbeatIntervalMs ?? 500,
+    peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
+    ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
+  };
+  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown> }, config.dataHost);
+  if (http) config.httpPort = http.port;
+  let worker: Worker;
+  try {
+    worker = await Worker.start(config, { log, metrics });
+  } catch (err) {
+    log.error({ err }, `worker ${config.id} could not register: ${(err as Error).message}`);
+    await http?.close();
+    return 2;
+  }
+  if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: worker.dataPort, httpPort: http?.port ?? 0 }));
+  const outcome = await Promise.race([signal.then((sig) => ({ sig })), worker.ended.then((end) => ({ end }))]);
+  if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
+  else if (outcome.end.reason === 'disconnected') log.error(`lost the coordinator: ${outcome.end.detail}`);
+  await worker.close();
+  await http?.close();
+  return 'sig' in outcome ? 0 : 1;
+}

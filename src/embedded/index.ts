@@ -1,0 +1,97 @@
+/**
+ * EmbeddedCluster: a coordinator in this process and N workers, as child processes (or, with 0, one
+ * worker in this process). `clink run` submits through it, so a local run takes the same path as a
+ * cluster run and uses every core.
+ *
+ * @example
+ * const cluster = await EmbeddedCluster.start({ workers: 2, slotsPerWorker: 4, log });
+ * const client = await cluster.client();
+ * await cluster.stop();
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Coordinator } from '../coordinator/index.js';
+import { ClusterClient } from '../client/index.js';
+import type { Logger } from '../log/index.js';
+import { ClinkMetrics } from '../metrics/index.js';
+import { Worker } from '../worker/index.js';
+import { ClinkError } from '../errors.js';
+
+export interface EmbeddedClusterOptions {
+  /** Worker processes to start; 0 runs one worker in this process. */
+  workers: number;
+  slotsPerWorker: number;
+  log: Logger;
+  /** How long the workers may take to register. @default 20,000 */
+  startTimeoutMs?: number;
+  /** The command line that starts this CLI (for worker processes). @default this process's own */
+  cliCommand?: { execPath: string; args: string[] };
+}
+
+export class EmbeddedCluster {
+  private readonly children: ChildProcess[] = [];
+  private inProcess: Worker | undefined;
+  private readonly clients: ClusterClient[] = [];
+
+  private constructor(
+    readonly coordinator: Coordinator,
+    private readonly options: EmbeddedClusterOptions,
+  ) {}
+
+  static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
+    const metrics = new ClinkMetrics();
+    const coordinator = await Coordinator.start({ port: 0 }, { log: options.log, metrics });
+    const cluster = new EmbeddedCluster(coordinator, options);
+    try {
+      await cluster.startWorkers();
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  private async startWorkers(): Promise<void> {
+    const { workers, slotsPerWorker, log } = this.options;
+    if (workers === 0) {
+      this.inProcess = await Worker.start(
+        { id: 'local-0', coordinatorHost: '127.0.0.1', coordinatorPort: this.coordinator.port, slots: slotsPerWorker, dataHost: '127.0.0.1', heartbeatIntervalMs: 500, peerUpdateTimeoutMs: 30_000 },
+        { log, metrics: new ClinkMetrics() },
+      );
+      return;
+    }
+    const cli = this.options.cliCommand ?? { execPath: process.execPath, args: [...process.execArgv, process.argv[1]!] };
+    for (let i = 0; i < workers; i++) {
+      const child = spawn(
+        cli.execPath,
+        [...cli.args, 'node', '--role=worker', `--id=local-${i}`, `--coordinator-port=${this.coordinator.port}`, `--slots=${slotsPerWorker}`],
+        { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
+      );
+      this.children.push(child);
+    }
+    const deadline = Date.now() + (this.options.startTimeoutMs ?? 20_000);
+    while (this.coordinator.workers().length < workers) {
+      const dead = this.children.find((c) => c.exitCode !== null);
+      if (dead) throw new ClinkError('CLINK_ERR_WORKER_LOST', `a local worker process exited with code ${dead.exitCode} before registering`);
+      if (Date.now() > deadline) throw new ClinkError('CLINK_ERR_WORKER_LOST', `${workers} local workers did not register within ${this.options.startTimeoutMs ?? 20_000} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** A client connected to this cluster's coordinator. */
+  async client(): Promise<ClusterClient> {
+    const c = await ClusterClient.connect('127.0.0.1', this.coordinator.port, { name: 'clink-run' });
+    this.clients.push(c);
+    return c;
+  }
+
+  async stop(): Promise<void> {
+    for (const c of this.clients) c.close();
+    const exits = this.children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+    for (const c of this.children) c.kill('SIGTERM');
+    const forced = setTimeout(() => this.children.forEach((c) => c.kill('SIGKILL')), 3_000);
+    await Promise.all(exits);
+    clearTimeout(forced);
+    await this.inProcess?.close();
+    await this.coordinator.stop();
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * The HTTP surface of a node (fastify): Prometheus metrics, health, and for a coordinator its jobs and
+ * workers. `buildHttpApp` returns the app; the caller listens, so tests can use `inject()`.
+ *
+ * @example
+ * const app = buildHttpApp({ role: 'coordinator', metrics, config, coordinator });
+ * await app.listen({ port: 8081, host: '127.0.0.1' });
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Coordinator } from '../coordinator/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+
+export interface HttpDeps {
+  role: 'coordinator' | 'worker';
+  metrics: ClinkMetrics;
+  /** The settings in effect, served at /api/v1/config. */
+  config: Readonly<Record<string, unknown>>;
+  coordinator?: Coordinator;
+}
+
+export function buildHttpApp(deps: HttpDeps): FastifyInstance {
+  const app = Fastify({ logger: false });
+  app.get('/metrics', async (_req, reply) => {
+    void reply.header('content-type', deps.metrics.registry.contentType);
+    return deps.metrics.registry.metrics();
+  });
+  app.get('/api/v1/health', async () => ({ status: 'ok', role: deps.role }));
+  app.get('/api/v1/config', async () => ({ role: deps.role, ...deps.config }));
+  const coordinator = deps.coordinator;
+  if (coordinator) {
+    app.get('/api/v1/jobs', async () => ({ jobs: coordinator.listJobs() }));
+    app.get<{ Params: { id: string } }>('/api/v1/jobs/:id', async (req, reply) => {
+      const job = coordinator.job(req.params.id);
+      if (!job) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
+      return job;
+    });
+    app.get('/api/v1/workers', async () => {
+      const workers = coordinator.workers();
+      return {
+        workers,
+        slotsTotal: workers.reduce((n, w) => n + w.slotsTotal, 0),
+        slotsFree: workers.reduce((n, w) => n + w.slotsFree, 0),
+      };
+    });
+  }
+  app.setNotFoundHandler(async (req, reply) => reply.code(404).send({ error: `no route ${req.method} ${req.url}` }));
+  return app;
+}
