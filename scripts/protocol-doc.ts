@@ -81,7 +81,7 @@ export function renderProtocolDoc(): string {
     '3. **A new message kind** a peer must understand is gated by version too: send it only to peers whose version has it.',
     '4. Raising `MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION` strands every older peer at its handshake: an end-of-support decision.',
     '5. Every coordinator-to-worker message ends with `epoch`, the sender\'s fencing epoch (0 = unfenced). Workers drop frames whose epoch is below the one they are bound to.',
-    '6. After a change, regenerate this file (`node --import tsx scripts/protocol-doc.ts`) and the golden vectors (`UPDATE_VECTORS=1 npm test -- protocol`), and check the vector diff only appends bytes.',
+    '6. After a change, regenerate this file (`node --import tsx scripts/protocol-doc.ts`) and the golden vectors (`UPDATE_VECTORS=1 npm test -- protocol`), and check the vector diff only appends bytes, at the end of the message or inside a record (whose length prefix grows with it).',
     '',
     '## Message kinds',
     '',

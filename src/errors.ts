@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   CLINK_ERR_NOT_FOUND: 'no job (or worker) with that id',
   CLINK_ERR_WORKER_LOST: 'a worker running part of the job was lost',
   CLINK_ERR_JOB_FAILED: 'a job submitted to a cluster failed; the message carries the cause',
+  CLINK_ERR_PEER_LOST: 'a data-plane connection to another worker failed or closed early',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -82,6 +83,13 @@ export class StateError extends ClinkError {
 export class JobCancelledError extends ClinkError {
   constructor(message = 'job cancelled') {
     super('CLINK_ERR_CANCELLED', message);
+  }
+}
+
+/** A data-plane connection to another worker failed: usually the consequence of that worker's loss. */
+export class PeerLostError extends ClinkError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLINK_ERR_PEER_LOST', message, options);
   }
 }
 

@@ -89,6 +89,8 @@ export interface JobState {
   collected: Record<string, unknown[]>;
   collectedBytes: number;
   progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
+  /** A subtask failed because a peer went away; held briefly for the verdict on that peer. */
+  peerFailure?: { error: string; at: number };
 }
 
 /** A job as the API shows it. */
@@ -419,7 +421,10 @@ export class Coordinator {
     st.recordsIn = m.recordsIn;
     st.recordsOut = m.recordsOut;
     if (m.collected.length > 0) this.addCollected(job, m.collected);
-    if (!m.ok && job.state !== 'CANCELED') this.failJob(job, m.error || `subtask ${m.taskId}#${m.subtaskIndex} failed`);
+    if (!m.ok && m.peerLost) {
+      // A consequence of another worker's loss, most likely: wait for the watchdog's verdict, the cause.
+      job.peerFailure ??= { error: m.error, at: Date.now() };
+    } else if (!m.ok && job.state !== 'CANCELED') this.failJob(job, m.error || `subtask ${m.taskId}#${m.subtaskIndex} failed`);
     this.maybeComplete(job);
   }
 
@@ -491,6 +496,9 @@ export class Coordinator {
         s.outbox.restartStallClock();
       }
       return;
+    }
+    for (const job of [...this.jobs.values()]) {
+      if (job.peerFailure && now - job.peerFailure.at > hb + interval) this.failJob(job, job.peerFailure.error);
     }
     for (const s of [...this.sessions.values()]) {
       if (s.state !== 'active') continue;

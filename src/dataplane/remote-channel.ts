@@ -4,6 +4,7 @@
  * than its high-water mark unsent, and the writer then waits for it to drain.
  */
 import { connect, type Socket } from 'node:net';
+import { PeerLostError } from '../errors.js';
 import { encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame } from './frames.js';
@@ -26,9 +27,9 @@ export class RemoteChannel implements ChannelSink {
     this.socket = connect({ host, port, noDelay: true });
     this.socket.write(encodeFrame(makeMessage('DataHello', hello)));
     this.socket.on('drain', () => this.wakeDrain());
-    this.socket.on('error', (err) => this.fail(new Error(`data connection to ${host}:${port} failed: ${err.message}`)));
+    this.socket.on('error', (err) => this.fail(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })));
     this.socket.on('close', () => {
-      if (!this.ended) this.fail(new Error(`data connection to ${host}:${port} closed before the stream ended`));
+      if (!this.ended) this.fail(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
     });
   }
 

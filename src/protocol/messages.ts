@@ -136,6 +136,7 @@ export const MESSAGES = {
     recordsIn: tail(u64, 0),
     recordsOut: tail(u64, 0),
     collected: tail(bytes, new Uint8Array(0), 'what its collect() sinks gathered: msgpack of { name: values[] }'),
+    peerLost: tail(bool, false, 'it failed because a data-plane peer went away: a consequence, not a cause'),
   }),
   Heartbeat: message(4, 'worker->coordinator', 'liveness; answered with HeartbeatAck', {
     seq: field(u64, 'rises by one per heartbeat of a session'),

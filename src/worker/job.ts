@@ -4,7 +4,7 @@
  */
 import { Packr } from 'msgpackr';
 import { builtinConnectors } from '../connectors/index.js';
-import { ClinkError, JobCancelledError } from '../errors.js';
+import { ClinkError, JobCancelledError, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { RemoteChannel } from '../dataplane/index.js';
 import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
@@ -38,6 +38,7 @@ export interface SubtaskReport {
   recordsIn: number;
   recordsOut: number;
   collected: Uint8Array;
+  peerLost: boolean;
 }
 
 interface DeployedSubtask {
@@ -215,6 +216,7 @@ export class WorkerJob {
       recordsIn: st.runner?.recordsIn ?? 0,
       recordsOut: st.runner?.recordsOut ?? 0,
       collected,
+      peerLost: st.error instanceof PeerLostError,
     });
     if (this.subtasks.every((s) => s.done)) this.close();
   }

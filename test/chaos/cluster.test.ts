@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
+import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadJobModule } from '../../src/loader/index.js';
+import { FrameReader } from '../../src/net/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { decodeMessage, encodeFrame, makeMessage, type Message } from '../../src/protocol/index.js';
+import { ClusterHarness, isRunning } from '../harness/cluster.js';
+
+const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
+const job = (name: string): string => join(FIXTURES, `${name}.ts`);
+
+/** A worker driven by hand over a raw socket: registers, heartbeats, and reads only when told. */
+async function fakeWorker(port: number, id: string, o: { protocolVersion?: number; minCompatible?: number; slots?: number } = {}): Promise<{ socket: Socket; ack: Message; stopHeartbeats: () => void }> {
+  const socket = connect(port, '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  socket.write(
+    encodeFrame(
+      makeMessage('Register', {
+        workerId: id,
+        dataHost: '127.0.0.1',
+        slotCount: o.slots ?? 4,
+        protocolVersion: o.protocolVersion ?? 1,
+        minCompatibleProtocolVersion: o.minCompatible ?? 1,
+      }),
+    ),
+  );
+  const reader = new FrameReader(socket);
+  const ack = decodeMessage((await reader.next())!);
+  reader.close();
+  let seq = 0;
+  const hb = setInterval(() => !socket.destroyed && socket.write(encodeFrame(makeMessage('Heartbeat', { seq: ++seq }))), 200);
+  socket.on('error', () => undefined);
+  return { socket, ack, stopHeartbeats: () => clearInterval(hb) };
+}
+
+describe('losing workers', () => {
+  test('kill -9 of a worker: "worker lost: <id> (heartbeat timeout)" within heartbeat_timeout + watchdog_interval, and the job fails with that cause', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+    try {
+      const { jobId, client } = await h.submit(job('unbounded'), { parallelism: 2 });
+      await h.waitForJob(jobId, ['RUNNING']);
+      const victim = h.worker('w2');
+      const killedAt = Date.now();
+      victim.child.kill('SIGKILL');
+      const line = await h.waitForLog(h.coordinator, /^worker lost: w2 \(heartbeat timeout\)$/, 10_000);
+      const after = (line.time as number) - killedAt;
+      assert.ok(after >= 1_500 && after <= 2_000 + 100 + 700, `declared lost ${after} ms after the kill`);
+      assert.equal(line.component, 'coordinator.watchdog');
+      const outcome = await client.waitForCompletion(jobId);
+      assert.equal(outcome.state, 'FAILED');
+      assert.equal(outcome.error, 'worker lost: w2 (heartbeat timeout)');
+      assert.match((await h.http('/metrics')).text, /clink_coordinator_workers_lost_total\{verdict="silence"\} 1/);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a worker that stops reading is declared lost by the stall verdict', async () => {
+    // A long heartbeat timeout, so only the stall verdict (1 s) can fire while this test's own process
+    // (which heartbeats for the fake worker) is busy with a 24 MiB module.
+    const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--outbound-stall-timeout-ms=1000', '--heartbeat-timeout-ms=10000'] });
+    try {
+      // A job whose module carries 24 MiB: its Deploy cannot fit in the socket buffers.
+      const big = join(h.dir, 'big.ts');
+      await writeFile(big, `import { defineJob } from 'clink';\nconst PAD = ${JSON.stringify('x'.repeat(24 * 1024 * 1024))};\nexport default defineJob({ name: 'big', version: '1' }, (env) => { env.fromElements([PAD.length]).collect(); });\n`);
+      const loaded = await loadJobModule(big, { cacheDir: join(h.dir, 'cache-client') });
+      const built = buildJob(loaded.job, {});
+      const fake = await fakeWorker(h.controlPort, 'reads-nothing');
+      assert.equal((fake.ack as { ok: boolean }).ok, true);
+      fake.socket.pause(); // heartbeats keep going out; nothing is read
+      const client = await h.client();
+      await client.submit({ module: loaded, spec: built.spec, params: {} });
+      const line = await h.waitForLog(h.coordinator, /^worker lost: reads-nothing \((no outbound progress for \d+ ms with \d+ frames pending|heartbeat timeout)\)$/, 20_000);
+      assert.match(String(line.msg), /no outbound progress for \d+ ms with \d+ frames pending/);
+      assert.equal(line.component, 'coordinator.watchdog');
+      assert.match((await h.http('/metrics')).text, /clink_coordinator_workers_lost_total\{verdict="stall"\} 1/);
+      fake.stopHeartbeats();
+      fake.socket.destroy();
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('an outbox past its bound is the overflow verdict at the next watchdog tick', async () => {
+    const h = await ClusterHarness.start({ workers: 1, slots: 2, coordinatorArgs: ['--max-outbound-bulk-bytes=1000'] });
+    try {
+      await h.submit(job('trivial')).catch(() => undefined);
+      await h.waitForLog(h.coordinator, /^worker lost: w1 \(outbound queue stopped \(overflow\): bulk queue at its bound of 1000 bytes \(max_outbound_bulk_bytes\)\)$/);
+      assert.match((await h.http('/metrics')).text, /clink_coordinator_outbound_frames_discarded_total\{class="bulk",reason="overflow"\} 0|clink_coordinator_workers_lost_total\{verdict="overflow"\} 1/);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('stopping and admission', () => {
+  test('SIGTERM stops a busy worker within a second, and nothing is left running', async () => {
+    const h = await ClusterHarness.start({ workers: 1, slots: 4 });
+    const pids = h.nodes.map((n) => n.child.pid!);
+    try {
+      const { jobId } = await h.submit(job('unbounded'), { parallelism: 2, params: { rate: '50000' } });
+      await h.waitForJob(jobId, ['RUNNING']);
+      await sleep(200);
+      const w = h.worker('w1');
+      const t0 = Date.now();
+      w.child.kill('SIGTERM');
+      const code = await w.exited;
+      const took = Date.now() - t0;
+      assert.equal(code, 0);
+      assert.ok(took < 1_000, `worker took ${took} ms to exit`);
+    } finally {
+      await h.close();
+    }
+    for (const pid of pids) assert.equal(isRunning(pid), false, `process ${pid} is gone`);
+  });
+
+  test('a worker of an incompatible protocol is refused, naming both versions, and counted', async () => {
+    const h = await ClusterHarness.start({ workers: 0 });
+    try {
+      const fake = await fakeWorker(h.controlPort, 'from-the-future', { protocolVersion: 9, minCompatible: 7 });
+      fake.stopHeartbeats();
+      assert.equal((fake.ack as { ok: boolean }).ok, false);
+      assert.match(
+        (fake.ack as { message: string }).message,
+        /protocol mismatch: the coordinator speaks protocol 1 \(talks to 1\.\.1\), worker from-the-future speaks 9 \(talks to 7\.\.9\); upgrade the coordinator to protocol 7 or later/,
+      );
+      assert.match((await h.http('/metrics')).text, /clink_protocol_mismatches_total 1/);
+      fake.socket.destroy();
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a registration on an older connection than the worker’s current session is refused as stale', async () => {
+    const h = await ClusterHarness.start({ workers: 0 });
+    try {
+      const older = connect(h.controlPort, '127.0.0.1');
+      await new Promise((r) => older.once('connect', r));
+      await sleep(50); // the older connection is admitted first
+      const current = await fakeWorker(h.controlPort, 'twice');
+      assert.equal((current.ack as { ok: boolean }).ok, true);
+      older.write(encodeFrame(makeMessage('Register', { workerId: 'twice', dataHost: '127.0.0.1' })));
+      const reader = new FrameReader(older);
+      const ack = decodeMessage((await reader.next())!) as { ok: boolean; message: string };
+      assert.equal(ack.ok, false);
+      assert.match(ack.message, /stale registration/);
+      await h.waitForWorkers(1);
+      current.stopHeartbeats();
+      current.socket.destroy();
+      older.destroy();
+    } finally {
+      await h.close();
+    }
+  });
+});

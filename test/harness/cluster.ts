@@ -1,0 +1,201 @@
+/**
+ * ClusterHarness: a real coordinator and real worker processes on loopback, ephemeral ports and a temp
+ * dir; the test process talks to them as a client and over HTTP. close() ends every process it started
+ * (SIGTERM, then SIGKILL) and removes the temp dir.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ClusterClient } from '../../src/client/index.js';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TSX = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
+const BIN = join(ROOT, 'src/cli/bin.ts');
+
+export interface NodeProcess {
+  name: string;
+  child: ChildProcess;
+  /** Parsed JSON log lines so far. */
+  logs: Record<string, unknown>[];
+  stdout: string;
+  exited: Promise<number | null>;
+}
+
+export interface HarnessOptions {
+  workers: number;
+  slots?: number;
+  coordinatorArgs?: string[];
+  workerArgs?: string[];
+}
+
+export class ClusterHarness {
+  readonly nodes: NodeProcess[] = [];
+  coordinator!: NodeProcess;
+  controlPort = 0;
+  httpPort = 0;
+  private readonly clients: ClusterClient[] = [];
+  private workerSeq = 0;
+
+  private constructor(
+    readonly dir: string,
+    private readonly options: HarnessOptions,
+  ) {}
+
+  static async start(options: HarnessOptions): Promise<ClusterHarness> {
+    const h = new ClusterHarness(await mkdtemp(join(tmpdir(), 'clink-cluster-')), options);
+    try {
+      const ready = join(h.dir, 'coordinator.json');
+      h.coordinator = h.spawnNode('coordinator', ['--role=coordinator', '--port=0', '--http-port=0', `--ready-file=${ready}`, ...(options.coordinatorArgs ?? [])]);
+      const r = JSON.parse(await h.waitForFile(ready)) as { controlPort: number; httpPort: number };
+      h.controlPort = r.controlPort;
+      h.httpPort = r.httpPort;
+      for (let i = 0; i < options.workers; i++) await h.addWorker();
+      await h.waitForWorkers(options.workers);
+    } catch (err) {
+      await h.close();
+      throw err;
+    }
+    return h;
+  }
+
+  spawnNode(name: string, args: string[]): NodeProcess {
+    const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', ...args], {
+      cwd: this.dir,
+      env: { ...process.env, CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(this.dir, `cache-${name}`) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const node: NodeProcess = { name, child, logs: [], stdout: '', exited: new Promise((r) => child.once('exit', (code) => r(code))) };
+    let partial = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      partial += d.toString();
+      const lines = partial.split('\n');
+      partial = lines.pop()!;
+      for (const l of lines) {
+        try {
+          node.logs.push(JSON.parse(l) as Record<string, unknown>);
+        } catch {
+          node.logs.push({ msg: l });
+        }
+      }
+    });
+    child.stdout!.on('data', (d: Buffer) => (node.stdout += d.toString()));
+    this.nodes.push(node);
+    return node;
+  }
+
+  /** Start one more worker process; resolves once it has written its ready file. */
+  async addWorker(extraArgs: string[] = []): Promise<NodeProcess> {
+    const id = `w${++this.workerSeq}`;
+    const ready = join(this.dir, `${id}.json`);
+    const node = this.spawnNode(id, [
+      '--role=worker',
+      `--id=${id}`,
+      `--coordinator-port=${this.controlPort}`,
+      `--slots=${this.options.slots ?? 2}`,
+      `--ready-file=${ready}`,
+      ...(this.options.workerArgs ?? []),
+      ...extraArgs,
+    ]);
+    await this.waitForFile(ready, node);
+    return node;
+  }
+
+  worker(id: string): NodeProcess {
+    return this.nodes.find((n) => n.name === id)!;
+  }
+
+  private async waitForFile(path: string, node: NodeProcess = this.coordinator, timeoutMs = 20_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    while (!existsSync(path)) {
+      if (node.child.exitCode !== null) throw new Error(`${node.name} exited with ${node.child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
+      if (Date.now() > deadline) throw new Error(`${node.name} did not write ${path} within ${timeoutMs} ms`);
+      await sleep(20);
+    }
+    return readFile(path, 'utf8');
+  }
+
+  async http<T = unknown>(path: string): Promise<{ status: number; body: T; text: string }> {
+    const res = await fetch(`http://127.0.0.1:${this.httpPort}${path}`);
+    const text = await res.text();
+    let body: T;
+    try {
+      body = JSON.parse(text) as T;
+    } catch {
+      body = undefined as T;
+    }
+    return { status: res.status, body, text };
+  }
+
+  async waitForWorkers(n: number, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { body } = await this.http<{ workers: unknown[] }>('/api/v1/workers');
+      if (body.workers.length === n) return;
+      if (Date.now() > deadline) throw new Error(`expected ${n} workers, have ${body.workers.length}`);
+      await sleep(25);
+    }
+  }
+
+  async client(): Promise<ClusterClient> {
+    const c = await ClusterClient.connect('127.0.0.1', this.controlPort, { name: 'test' });
+    this.clients.push(c);
+    return c;
+  }
+
+  /** Submit a job file through a client; returns its id and the client (to wait on). */
+  async submit(jobFile: string, o: { parallelism?: number; params?: Record<string, string>; client?: ClusterClient } = {}): Promise<{ jobId: string; client: ClusterClient }> {
+    const loaded = await loadJobModule(jobFile, { cacheDir: join(this.dir, 'cache-client') });
+    const params = o.params ?? {};
+    const built = buildJob(loaded.job, { parallelism: o.parallelism ?? 1, params });
+    const client = o.client ?? (await this.client());
+    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: o.parallelism ?? 1 });
+    return { jobId, client };
+  }
+
+  /** Wait for a log line of `node` whose msg matches; returns it. */
+  async waitForLog(node: NodeProcess, pattern: RegExp, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const line = node.logs.find((l) => pattern.test(String(l.msg)));
+      if (line) return line;
+      if (Date.now() > deadline) throw new Error(`${node.name} logged nothing matching ${pattern} within ${timeoutMs} ms; last: ${JSON.stringify(node.logs.slice(-5).map((l) => l.msg))}`);
+      await sleep(20);
+    }
+  }
+
+  async waitForJob<T extends { state: string }>(jobId: string, states: string[], timeoutMs = 20_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { body, status } = await this.http<T>(`/api/v1/jobs/${jobId}`);
+      if (status === 200 && states.includes(body.state)) return body;
+      if (Date.now() > deadline) throw new Error(`job ${jobId} not in ${states.join('/')} within ${timeoutMs} ms: ${JSON.stringify(body)}`);
+      await sleep(25);
+    }
+  }
+
+  /** Stop every process (SIGTERM, SIGKILL after 5 s) and remove the temp dir. */
+  async close(): Promise<void> {
+    for (const c of this.clients) c.close();
+    const alive = this.nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
+    for (const n of alive) n.child.kill('SIGTERM');
+    const forced = setTimeout(() => alive.forEach((n) => n.child.kill('SIGKILL')), 5_000);
+    await Promise.all(alive.map((n) => n.exited));
+    clearTimeout(forced);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Whether a process with this pid is still running. */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadJobModule } from '../../src/loader/index.js';
+import { runJob } from '../../src/index.js';
+import { sortBy } from '../helpers.js';
+import { ClusterHarness } from '../harness/cluster.js';
+
+const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
+const job = (name: string): string => join(FIXTURES, `${name}.ts`);
+
+describe('a cluster of a coordinator and three workers', () => {
+  let h: ClusterHarness;
+  before(async () => {
+    h = await ClusterHarness.start({ workers: 3, slots: 3 });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test('keyed and windowed jobs spread over the workers give exactly the local runtime’s results', async () => {
+    const params = { count: '30000' };
+    const { jobId, client } = await h.submit(job('keyed-windows'), { parallelism: 3, params });
+    const outcome = await client.waitForCompletion(jobId);
+    assert.equal(outcome.ok, true, outcome.error);
+    const view = (await h.http<{ subtasks: { workerId: string }[] }>(`/api/v1/jobs/${jobId}`)).body;
+    assert.equal(new Set(view.subtasks.map((s) => s.workerId)).size, 3, 'the subtasks ran on all three workers');
+    const local = await runJob((await loadJobModule(job('keyed-windows'), { cacheDir: join(h.dir, 'local') })).job, { parallelism: 3, params });
+    for (const name of ['windows', 'totals']) {
+      assert.ok((local.collected[name] ?? []).length > 0);
+      assert.deepEqual(sortBy(outcome.collected[name]!), sortBy(local.collected[name]!), name);
+    }
+  });
+
+  test('cancel stops a running job, frees its slots, and ends it CANCELED', async () => {
+    const { jobId, client } = await h.submit(job('unbounded'), { parallelism: 2 });
+    await h.waitForJob(jobId, ['RUNNING']);
+    assert.equal((await h.http<{ slotsFree: number }>('/api/v1/workers')).body.slotsFree, 9 - 4);
+    const r = await client.cancel(jobId);
+    assert.equal(r.ok, true);
+    const outcome = await client.waitForCompletion(jobId);
+    assert.equal(outcome.state, 'CANCELED');
+    assert.equal((await h.http<{ slotsFree: number }>('/api/v1/workers')).body.slotsFree, 9);
+    const cancelledAgain = await client.cancel(jobId);
+    assert.equal(cancelledAgain.ok, false);
+    assert.match(cancelledAgain.message, /already ended \(CANCELED\)/);
+  });
+
+  test('a job that needs more slots than are free is refused at once, with the numbers', async () => {
+    await assert.rejects(h.submit(job('keyed-windows'), { parallelism: 4 }), /not enough free slots: the job needs 12, 9 of the cluster's 9 are free/);
+  });
+
+  test('a dropped client does not stop its job', async () => {
+    const { jobId, client } = await h.submit(job('keyed-windows'), { parallelism: 1, params: { count: '5000' } });
+    client.close();
+    const done = await h.waitForJob<{ state: string; sinkRecords: number }>(jobId, ['FINISHED', 'FAILED']);
+    assert.equal(done.state, 'FINISHED');
+  });
+
+  test('a client that sends nothing does not hold up a worker registering', async () => {
+    const idle = connect(h.controlPort, '127.0.0.1');
+    await new Promise((r) => idle.once('connect', r));
+    const t0 = Date.now();
+    await h.addWorker();
+    await h.waitForWorkers(4);
+    assert.ok(Date.now() - t0 < 5_000, `registered after ${Date.now() - t0} ms`);
+    idle.destroy();
+  });
+
+  test('a malformed first frame and a 4 GiB header cost only their own connections', async () => {
+    const send = (bytes: Buffer): Promise<void> =>
+      new Promise((res) => {
+        const s = connect(h.controlPort, '127.0.0.1', () => s.write(bytes));
+        s.on('error', () => undefined);
+        s.on('close', () => res());
+      });
+    await send(Buffer.from([0, 0, 0, 3, 250, 1, 2])); // unknown kind
+    await send(Buffer.from([0xff, 0xff, 0xff, 0xff])); // 4 GiB header
+    await send(Buffer.concat([Buffer.from([0, 0, 0, 5]), Buffer.from([101, 0, 0, 0, 0])])); // a Deploy as a first frame
+    const metrics = (await h.http('/metrics')).text;
+    assert.match(metrics, /clink_malformed_frames_total\{role="coordinator"\} 3/);
+    assert.equal((await h.http<{ status: string }>('/api/v1/health')).body.status, 'ok');
+    const { jobId, client } = await h.submit(job('trivial'));
+    const outcome = await client.waitForCompletion(jobId);
+    assert.deepEqual(outcome.collected.default?.sort(), [2, 4, 6]);
+  });
+
+  test('the HTTP API serves metrics, jobs, workers and the settings in effect', async () => {
+    const metrics = (await h.http('/metrics')).text;
+    for (const name of ['clink_malformed_frames_total', 'clink_coordinator_outbound_frames_discarded_total', 'clink_protocol_mismatches_total', 'clink_coordinator_workers_registered', 'clink_coordinator_slots_free', 'clink_coordinator_jobs_submitted_total']) {
+      assert.match(metrics, new RegExp(`^# TYPE ${name} `, 'm'), name);
+    }
+    const workers = (await h.http<{ workers: { workerId: string; slotsTotal: number }[]; slotsTotal: number }>('/api/v1/workers')).body;
+    assert.equal(workers.slotsTotal, workers.workers.length * 3);
+    const jobs = (await h.http<{ jobs: { jobId: string; state: string }[] }>('/api/v1/jobs')).body.jobs;
+    assert.ok(jobs.length >= 4);
+    assert.equal((await h.http(`/api/v1/jobs/${jobs[0]!.jobId}`)).status, 200);
+    assert.equal((await h.http('/api/v1/jobs/nope')).status, 404);
+    const config = (await h.http<Record<string, unknown>>('/api/v1/config')).body;
+    assert.equal(config.heartbeatTimeoutMs, 2_000);
+    assert.equal(config.watchdogIntervalMs, 100);
+    assert.equal(config.outboundStallTimeoutMs, 10_000);
+    assert.equal(config.maxOutboundControlFrames, 10_000);
+  });
+});
