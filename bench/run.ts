@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { CASE_NAMES, type CaseResult } from './cases.js';
 import type { ThroughputResult } from './protocol.js';
+import type { LatencyResult } from './cluster.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -50,4 +51,19 @@ if (wanted.length === 0 || wanted.some((w) => 'protocol'.includes(w))) {
     }
   }
 }
-if (json) process.stdout.write(JSON.stringify({ queries: results, protocol }, null, 2) + '\n');
+let cluster: LatencyResult | undefined;
+if (wanted.length === 0 || wanted.some((w) => 'cluster'.includes(w))) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./cluster.ts', import.meta.url)), '--run'], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write(`cluster bench failed:\n${r.stderr}\n`);
+    process.exit(1);
+  }
+  cluster = JSON.parse(r.stdout.trim().split('\n').pop()!) as LatencyResult;
+  if (!json) {
+    const c = cluster;
+    process.stdout.write(
+      `${c.name}: submit->RUNNING median ${c.medianMs.running} ms (p90 ${c.p90Ms.running}, cold ${c.coldMs.running}); submit->completed median ${c.medianMs.completed} ms (p90 ${c.p90Ms.completed}, cold ${c.coldMs.completed}); ${c.runs} runs\n`,
+    );
+  }
+}
+if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster }, null, 2) + '\n');

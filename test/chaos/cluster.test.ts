@@ -157,3 +157,35 @@ describe('stopping and admission', () => {
     }
   });
 });
+
+describe('watchdog and slots', () => {
+  test('a coordinator paused past the heartbeat timeout judges nothing on its late sweep (no worker is lost)', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+    try {
+      h.coordinator.child.kill('SIGSTOP');
+      await sleep(3_000); // longer than the 2 s heartbeat timeout
+      h.coordinator.child.kill('SIGCONT');
+      await h.waitForLog(h.coordinator, /^watchdog sweep came \d+ ms after the last; judging nothing/);
+      await sleep(1_000);
+      assert.equal(h.coordinator.logs.filter((l) => /^worker lost/.test(String(l.msg))).length, 0);
+      await h.waitForWorkers(2);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a submit waits up to --submit-wait-for-slots-ms for a worker to bring the slots it needs', async () => {
+    const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: ['--submit-wait-for-slots-ms=15000'] });
+    try {
+      const pending = h.submit(job('unbounded'), { parallelism: 1 }); // needs 2 slots, 1 is there
+      await sleep(300);
+      await h.addWorker();
+      const { jobId, client } = await pending;
+      await h.waitForJob(jobId, ['RUNNING']);
+      await client.cancel(jobId);
+      assert.equal((await client.waitForCompletion(jobId)).state, 'CANCELED');
+    } finally {
+      await h.close();
+    }
+  });
+});

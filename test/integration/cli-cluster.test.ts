@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ClusterHarness } from '../harness/cluster.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
+
+function clink(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, ['--import', join(ROOT, 'node_modules/tsx/dist/esm/index.mjs'), join(ROOT, 'src/cli/bin.ts'), ...args], {
+      cwd,
+      env: { ...process.env, CLINK_CACHE_DIR: join(cwd, 'cli-cache') },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', rej);
+    child.on('close', (code) => res({ code, stdout, stderr }));
+  });
+}
+
+describe('clink submit, jobs and cancel against a running cluster', () => {
+  let h: ClusterHarness;
+  let at: string;
+  before(async () => {
+    h = await ClusterHarness.start({ workers: 2, slots: 4 });
+    at = `--coordinator=127.0.0.1:${h.controlPort}`;
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test('submit --wait prints the job id and its results; jobs lists it', async () => {
+    const r = await clink(['submit', join(FIXTURES, 'trivial.ts'), at, '--wait', '--name', 'doubling'], h.dir);
+    assert.equal(r.code, 0, r.stderr);
+    const [jobId] = r.stdout.trim().split('\n');
+    assert.match(jobId!, /^[0-9a-f]{8}$/);
+    assert.match(r.stdout, /default \(3 rows\)/);
+    const jobs = await clink(['jobs', at, '--json'], h.dir);
+    const list = JSON.parse(jobs.stdout) as { jobId: string; name: string; state: string }[];
+    assert.deepEqual(list.find((j) => j.jobId === jobId), { ...list.find((j) => j.jobId === jobId)!, name: 'doubling', state: 'FINISHED' });
+    const table = await clink(['jobs', at], h.dir);
+    assert.match(table.stdout, new RegExp(`${jobId} \\| doubling \\| FINISHED`));
+  });
+
+  test('submit without --wait returns at once; cancel stops the job', async () => {
+    const r = await clink(['submit', join(FIXTURES, 'unbounded.ts'), at, '-p', '2'], h.dir);
+    assert.equal(r.code, 0, r.stderr);
+    const jobId = r.stdout.trim();
+    await h.waitForJob(jobId, ['RUNNING']);
+    const c = await clink(['cancel', jobId, at], h.dir);
+    assert.equal(c.code, 0, c.stderr);
+    assert.match(c.stdout, new RegExp(`job ${jobId} cancelling`));
+    await h.waitForJob(jobId, ['CANCELED']);
+    const again = await clink(['cancel', jobId, at], h.dir);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already ended \(CANCELED\)/);
+  });
+
+  test('submit --wait of a failing job exits 1 with the job’s error', async () => {
+    const r = await clink(['submit', join(FIXTURES, 'failing.ts'), at, '--wait'], h.dir);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: job failed: operator 'explode' \(map, subtask 1\/1\) failed: Error: record 5 is bad/m);
+  });
+
+  test('clink run --workers 0 runs everything in one process with the same results', async () => {
+    const r = await clink(['run', join(FIXTURES, 'trivial.ts'), '--workers', '0', '--output', 'json'], h.dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual((JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { default: number[] }).default.sort(), [2, 4, 6]);
+    assert.match(r.stderr, /finished in [\d.]+ s \(parallelism 1, in this process\)/);
+  });
+});
