@@ -114,27 +114,13 @@ export function buildSubtask(
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
+  const common = { task, index, operators, writer, time, signal: env.signal, batchSize: env.batchSize };
   if (head.type === 'source') {
     const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
     return new SubtaskRunner({
-      task,
-      index,
-      operators,
-      writer,
-      time,
-      signal: env.signal,
-      batchSize: env.batchSize,
+      ...common,
       createReader: () => createSourceReader(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourceCtx),
     });
   }
-  return new SubtaskRunner({
-    task,
-    index,
-    operators,
-    writer,
-    time,
-    signal: env.signal,
-    batchSize: env.batchSize,
-    input: { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) },
-  });
+  return new SubtaskRunner({ ...common, input: { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) } });
 }

@@ -1,38 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { BIN, runCli, TSX, type CliRun } from '../harness/cli.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const BIN = join(ROOT, 'src/cli/bin.ts');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run the CLI as a real process, from a directory outside the repository. */
-function clink(args: string[], cwd: string): Promise<Run> {
-  return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', join(ROOT, 'node_modules/tsx/dist/esm/index.mjs'), BIN, ...args], {
-      cwd,
-      env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', rej);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      res({ code, stdout, stderr });
-    });
-  });
-}
+const clink = runCli;
+type Run = CliRun;
 
 let dir: string;
 before(async () => {
@@ -79,7 +54,7 @@ describe('clink run', () => {
 
   test('on a terminal, progress (elapsed, records in and out) is redrawn while the job runs', async () => {
     // script(1) from util-linux runs the CLI on a pseudo-terminal, as a person would see it.
-    const tsx = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
+    const tsx = TSX;
     const r = await new Promise<Run>((res, rej) => {
       const child = spawn('script', ['-qec', `"${process.execPath}" --import "${tsx}" "${BIN}" run slow.ts --max-rows 1`, '/dev/null'], {
         cwd: dir,

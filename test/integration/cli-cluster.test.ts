@@ -1,26 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { runCli } from '../harness/cli.js';
 import { ClusterHarness } from '../harness/cluster.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 
-function clink(args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', join(ROOT, 'node_modules/tsx/dist/esm/index.mjs'), join(ROOT, 'src/cli/bin.ts'), ...args], {
-      cwd,
-      env: { ...process.env, CLINK_CACHE_DIR: join(cwd, 'cli-cache') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', rej);
-    child.on('close', (code) => res({ code, stdout, stderr }));
-  });
-}
+const clink = runCli;
 
 describe('clink submit, jobs and cancel against a running cluster', () => {
   let h: ClusterHarness;

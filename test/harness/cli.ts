@@ -1,0 +1,29 @@
+/** Run the clink CLI as a real process (through tsx), with its own job cache. */
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const TSX = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
+export const BIN = join(ROOT, 'src/cli/bin.ts');
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], cwd: string, timeoutMs = 60_000): Promise<CliRun> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache') } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', rej);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      res({ code, stdout, stderr });
+    });
+  });
+}
