@@ -67,7 +67,9 @@ export async function main(argv: string[]): Promise<number> {
   outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))
     .option('--no-progress', 'do not show progress on standard error')
     .option('--workers <n>', 'local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt)
-    .action(async (job: string, o: JobFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number }) => {
+    .option('--batch-size <n>', 'records per batch between tasks', positiveInt, 1_000)
+    .option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill', nonNegativeInt, 0)
+    .action(async (job: string, o: JobFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number }) => {
       await runCommand(job, {
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,
@@ -75,6 +77,8 @@ export async function main(argv: string[]): Promise<number> {
         output: o.output,
         maxRows: o.maxRows,
         ...(o.workers !== undefined ? { workers: o.workers } : {}),
+        batchSize: o.batchSize,
+        batchLingerMs: o.batchLingerMs,
       });
     });
 
@@ -134,6 +138,8 @@ export async function main(argv: string[]): Promise<number> {
     .option('--data-host <host>', 'worker: the host other workers reach its data port on', '127.0.0.1')
     .option('--heartbeat-interval-ms <ms>', 'worker: heartbeat period', positiveInt, 500)
     .option('--peer-update-timeout-ms <ms>', 'worker: how long a deployed subtask waits for its peers', positiveInt, 30_000)
+    .option('--batch-size <n>', 'worker: records per batch between tasks', positiveInt, 1_000)
+    .option('--batch-linger-ms <ms>', 'worker: how long a partly filled batch may wait to fill', nonNegativeInt, 0)
     .action(async (o: Record<string, unknown>) => {
       const n = (k: string): number => o[k] as number;
       exitCode = await nodeCommand({
@@ -163,6 +169,8 @@ export async function main(argv: string[]): Promise<number> {
           dataHost: o.dataHost as string,
           heartbeatIntervalMs: n('heartbeatIntervalMs'),
           peerUpdateTimeoutMs: n('peerUpdateTimeoutMs'),
+          batchSize: n('batchSize'),
+          batchLingerMs: n('batchLingerMs'),
         },
       });
     });

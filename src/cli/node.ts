@@ -59,6 +59,8 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     dataHost: flags.worker.dataHost ?? '127.0.0.1',
     heartbeatIntervalMs: flags.worker.heartbeatIntervalMs ?? 500,
     peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
+    batchSize: flags.worker.batchSize ?? 1_000,
+    batchLingerMs: flags.worker.batchLingerMs ?? 0,
     ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
   };
   const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown> }, config.dataHost);

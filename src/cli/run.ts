@@ -18,6 +18,8 @@ export interface RunCommandOptions {
   maxRows: number;
   /** Worker processes; 0 runs everything in this process. @default one per core */
   workers?: number;
+  batchSize?: number;
+  batchLingerMs?: number;
 }
 
 const fmt = new Intl.NumberFormat('en-US');
@@ -31,7 +33,7 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const slotsPerWorker = workers === 0 ? plan.subtasks.length : Math.ceil(plan.subtasks.length / workers);
   const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'error' });
   const t0 = performance.now();
-  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, log });
+  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, log, batchSize: o.batchSize ?? 1_000, batchLingerMs: o.batchLingerMs ?? 0 });
   const tty = o.progress && process.stderr.isTTY;
   let timer: NodeJS.Timeout | undefined;
   let onSigint: (() => void) | undefined;

@@ -91,6 +91,8 @@ export interface JobState {
   progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
   /** A subtask failed because a peer went away; held briefly for the verdict on that peer. */
   peerFailure?: { error: string; at: number };
+  /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
+  edges: { local: number; socket: number };
 }
 
 /** A job as the API shows it. */
@@ -106,6 +108,8 @@ export interface JobView {
   parallelism: number;
   sourceRecords: number;
   sinkRecords: number;
+  /** Channels that are pointer passes inside a worker (local) and that cross processes (socket). */
+  edges: { local: number; socket: number };
   subtasks: { taskId: string; index: number; workerId: string; finished: boolean; error?: string }[];
 }
 
@@ -599,6 +603,7 @@ export class Coordinator {
       collected: {},
       collectedBytes: 0,
       progress: new Map(),
+      edges: countChannels(plan, placement),
     };
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
@@ -638,7 +643,10 @@ export class Coordinator {
         'bulk',
       );
     }
-    this.log.info({ jobId: job.id, subtasks: subtasks.length, workers: placement.size }, `job ${job.id} (${job.name}) submitted: ${subtasks.length} subtasks placed on ${placement.size} workers`);
+    this.log.info(
+      { jobId: job.id, subtasks: subtasks.length, workers: placement.size, edges: job.edges },
+      `job ${job.id} placed: edges local=${job.edges.local} socket=${job.edges.socket} (${subtasks.length} subtasks of ${job.name} on ${placement.size} workers)`,
+    );
     return job;
   }
 
@@ -702,6 +710,7 @@ export class Coordinator {
       parallelism: j.spec.defaultParallelism,
       sourceRecords: done ? finishedIn : Math.max(finishedIn, progress.reduce((n, p) => n + p.sourceRecords, 0)),
       sinkRecords: done ? finishedOut : Math.max(finishedOut, progress.reduce((n, p) => n + p.sinkRecords, 0)),
+      edges: j.edges,
       subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
     };
   }
@@ -744,6 +753,27 @@ export class Coordinator {
     await closed;
     this.log.info('coordinator stopped');
   }
+}
+
+/**
+ * Count a placed job's channels: a forward edge joins subtask i to subtask i, any other edge every
+ * upstream subtask to every downstream one. A channel is local when both ends share a worker.
+ */
+export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>): { local: number; socket: number } {
+  const workerOf = new Map<string, string>();
+  for (const [worker, sts] of placement) for (const st of sts) workerOf.set(`${st.taskId}#${st.index}`, worker);
+  let local = 0;
+  let socket = 0;
+  for (const { edge, up, down } of networkEdges(plan)) {
+    for (let u = 0; u < up.parallelism; u++) {
+      for (let d = 0; d < down.parallelism; d++) {
+        if (edge.kind === 'FORWARD' && u !== d) continue;
+        if (workerOf.get(`${up.id}#${u}`) === workerOf.get(`${down.id}#${d}`)) local++;
+        else socket++;
+      }
+    }
+  }
+  return { local, socket };
 }
 
 function toSummary(v: JobView): MessageOf<'ListJobsReply'>['jobs'][number] {

@@ -7,6 +7,6 @@
  * const server = await DataServer.start({ host: '127.0.0.1' });
  * server.register(jobId, attempt, taskId, subtask, { queue, channelOf });
  */
-export { DataServer, type DataServerOptions, type InboundTarget } from './server.js';
-export { RemoteChannel, DEFAULT_CHANNEL_HIGH_WATER_BYTES } from './remote-channel.js';
+export { DataServer, DEFAULT_CHANNEL_CREDITS, type DataServerOptions, type InboundTarget } from './server.js';
+export { RemoteChannel, type ChannelLabels } from './remote-channel.js';
 export { elementFrame, frameElement } from './frames.js';

@@ -1,74 +1,134 @@
 /**
  * RemoteChannel: the sending end of one data connection, used by a RecordWriter like a local queue.
- * Elements are encoded and written at once; the channel reports itself full while the socket holds more
- * than its high-water mark unsent, and the writer then waits for it to drain.
+ * Flow control is credit-based, as in Flink: the receiver grants one credit per record batch it has
+ * room for, and returns one each time its task takes a batch. Batches wait here until there is credit;
+ * control elements (watermarks, status, end) travel in band, in order, behind them. The channel reports
+ * itself full while anything waits, so its task stops pulling input: a slow receiver slows the source,
+ * and memory on both sides is bounded by the credits, never by the data rate.
  */
 import { connect, type Socket } from 'node:net';
 import { PeerLostError } from '../errors.js';
-import { encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
-import { END, type ChannelSink, type StreamElement } from '../runtime/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { FrameReader } from '../net/index.js';
+import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
+import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame } from './frames.js';
 
-/** Bytes a channel may hold unsent before its writer waits. @default 4 MiB */
-export const DEFAULT_CHANNEL_HIGH_WATER_BYTES = 4 * 1024 * 1024;
+export interface ChannelLabels {
+  job: string;
+  edge: string;
+  from: string;
+  to: string;
+}
 
 export class RemoteChannel implements ChannelSink {
   private readonly socket: Socket;
+  private readonly reader: FrameReader;
   private failure: Error | undefined;
-  private readonly drainWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  private credits = 0;
+  private readonly pending: StreamElement[] = [];
+  private readonly waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  private ended = false;
+  private blockedSince = 0;
 
   constructor(
     host: string,
     port: number,
     hello: Omit<MessageOf<'DataHello'>, 'type'>,
     private readonly onError: (err: Error) => void,
-    private readonly highWaterBytes = DEFAULT_CHANNEL_HIGH_WATER_BYTES,
+    private readonly metrics?: ClinkMetrics,
+    private readonly labels?: ChannelLabels,
   ) {
     this.socket = connect({ host, port, noDelay: true });
     this.socket.write(encodeFrame(makeMessage('DataHello', hello)));
-    this.socket.on('drain', () => this.wakeDrain());
+    this.reader = new FrameReader(this.socket);
     this.socket.on('error', (err) => this.fail(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })));
     this.socket.on('close', () => {
       if (!this.ended) this.fail(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
     });
+    void this.readCredits();
   }
 
-  private ended = false;
-
-  push(element: StreamElement): void {
-    if (this.failure || this.socket.destroyed) return;
-    this.socket.write(elementFrame(element));
-    if (element.kind === END) {
-      this.ended = true;
-      this.socket.end();
+  private async readCredits(): Promise<void> {
+    try {
+      for (let f = await this.reader.next(); f; f = await this.reader.next()) {
+        const m = decodeMessage(f);
+        if (m.type !== 'DataCredit') throw new Error(`unexpected ${m.type} from a data receiver`);
+        this.credits += m.credits;
+        this.transmit();
+      }
+    } catch (err) {
+      if (!this.ended) this.fail(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
     }
   }
 
+  push(element: StreamElement): void {
+    if (this.failure || this.ended) return;
+    if (element.kind === END) this.ended = true;
+    this.pending.push(element);
+    this.transmit();
+  }
+
+  /** Send what waits, in order, while batches have credit. */
+  private transmit(): void {
+    while (this.pending.length > 0 && !this.failure) {
+      const e = this.pending[0]!;
+      if (e.kind === BATCH) {
+        if (this.credits <= 0) break;
+        this.credits--;
+      }
+      this.pending.shift();
+      const frame = elementFrame(e);
+      this.socket.write(frame);
+      if (e.kind === BATCH && this.metrics && this.labels) {
+        this.metrics.channelRecordsSent.inc(this.labels, e.values.length);
+        this.metrics.channelBytesSent.inc(this.labels, frame.length);
+      }
+      if (e.kind === END) this.socket.end();
+    }
+    if (!this.isFull) this.wake();
+  }
+
   get isFull(): boolean {
-    return this.socket.writableLength > this.highWaterBytes;
+    return this.pending.length > 0 || this.credits <= 0;
   }
 
   waitNotFull(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (!this.isFull) return Promise.resolve();
-    return new Promise((resolve, reject) => this.drainWaiters.push({ resolve, reject }));
+    if (this.blockedSince === 0) this.blockedSince = performance.now();
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
-  private wakeDrain(): void {
-    for (const w of this.drainWaiters.splice(0)) w.resolve();
+  private wake(): void {
+    if (this.blockedSince !== 0) {
+      if (this.metrics && this.labels) this.metrics.channelBackpressured.inc(this.labels, (performance.now() - this.blockedSince) / 1000);
+      this.blockedSince = 0;
+    }
+    for (const w of this.waiters.splice(0)) w.resolve();
   }
 
   private fail(err: Error): void {
     if (this.failure) return;
     this.failure = err;
-    for (const w of this.drainWaiters.splice(0)) w.reject(err);
+    for (const w of this.waiters.splice(0)) w.reject(err);
     this.onError(err);
+  }
+
+  /** Credits not yet used (for tests and metrics). */
+  get availableCredits(): number {
+    return this.credits;
+  }
+
+  get pendingElements(): number {
+    return this.pending.length;
   }
 
   /** Close without ending the stream (the job was cancelled or failed). */
   destroy(): void {
     this.ended = true;
+    this.reader.close();
     this.socket.destroy();
-    for (const w of this.drainWaiters.splice(0)) w.reject(new Error('channel closed'));
+    for (const w of this.waiters.splice(0)) w.reject(new Error('channel closed'));
   }
 }

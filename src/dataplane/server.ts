@@ -1,16 +1,20 @@
 /**
  * DataServer: a worker's one data listener. Each inbound connection carries one channel (an edge, an
  * upstream subtask, a downstream subtask); its first frame, DataHello, names it, and the server hands
- * its frames to the downstream subtask's InputQueue. When that queue is full the server stops reading
- * the connection, so TCP pushes back on the sender: backpressure across processes.
+ * its record batches to the downstream subtask's InputQueue. Flow control is credit-based: the server
+ * grants the sender a fixed number of batches, and one more each time the subtask takes a batch, so
+ * what a channel can put in memory here is bounded by its credits. A sender that exceeds them is cut off.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { FrameConnection } from '../net/index.js';
-import { END, type InputQueue } from '../runtime/index.js';
-import { MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
+import { BATCH, END, type InputQueue } from '../runtime/index.js';
+import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { frameElement } from './frames.js';
+
+/** Record batches a channel may have in flight or queued at its receiver. @default 4 */
+export const DEFAULT_CHANNEL_CREDITS = 4;
 
 /** A subtask's input, as the data server sees it. */
 export interface InboundTarget {
@@ -20,6 +24,7 @@ export interface InboundTarget {
 }
 
 const key = (jobId: string, attempt: number, taskId: string, subtask: number): string => `${jobId}\u0000${attempt}\u0000${taskId}\u0000${subtask}`;
+const ONE_CREDIT = encodeFrame(makeMessage('DataCredit', { credits: 1 }));
 
 export interface DataServerOptions {
   host: string;
@@ -28,6 +33,8 @@ export interface DataServerOptions {
   metrics?: ClinkMetrics;
   /** How long a new data connection may take to send its DataHello. @default 10,000 */
   helloTimeoutMs?: number;
+  /** @default DEFAULT_CHANNEL_CREDITS */
+  credits?: number;
 }
 
 export class DataServer {
@@ -88,19 +95,38 @@ export class DataServer {
     if (!target) throw new Error(`no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
     const channel = target.channelOf(hello.edgeIndex, hello.upstreamSubtask);
     if (channel === undefined) throw new Error(`subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
+    const labels = {
+      job: hello.jobId,
+      edge: String(hello.edgeIndex),
+      from: `${hello.upstreamTaskId}#${hello.upstreamSubtask}`,
+      to: `${hello.downstreamTaskId}#${hello.downstreamSubtask}`,
+    };
     const { queue } = target;
+    const credits = this.options.credits ?? DEFAULT_CHANNEL_CREDITS;
+    let outstanding = credits;
+    const socket = conn.socket;
+    const returnCredit = (): void => {
+      outstanding++;
+      if (!socket.destroyed) socket.write(ONE_CREDIT);
+    };
+    socket.write(encodeFrame(makeMessage('DataCredit', { credits })));
     for (;;) {
-      const m = await conn.readOne();
-      if (m === null) throw new Error('the sender closed before its DataEnd');
-      const e = frameElement(m, channel);
-      if (!e) throw new Error(`unexpected ${m.type} on a data connection`);
+      const payload = await conn.reader.next();
+      if (payload === null) throw new Error('the sender closed before its DataEnd');
+      const e = frameElement(decodeMessage(payload), channel);
+      if (!e) throw new Error(`unexpected frame on a data connection`);
+      if (e.kind === BATCH) {
+        if (outstanding <= 0) throw new Error(`the sender exceeded its ${credits} credits`);
+        outstanding--;
+        e.onTaken = returnCredit;
+        this.options.metrics?.channelRecordsReceived.inc(labels, e.values.length);
+        this.options.metrics?.channelBytesReceived.inc(labels, payload.length + 4);
+      }
       queue.push(e);
       if (e.kind === END) {
         conn.close();
         return;
       }
-      // Stop reading this connection until the subtask has room: TCP then holds the sender back.
-      if (queue.isFull) await queue.waitNotFull();
     }
   }
 

@@ -25,6 +25,10 @@ export interface EmbeddedClusterOptions {
   startTimeoutMs?: number;
   /** The command line that starts this CLI (for worker processes). @default this process's own */
   cliCommand?: { execPath: string; args: string[] };
+  /** @default 1000 */
+  batchSize?: number;
+  /** @default 0 */
+  batchLingerMs?: number;
 }
 
 export class EmbeddedCluster {
@@ -54,7 +58,17 @@ export class EmbeddedCluster {
     const { workers, slotsPerWorker, log } = this.options;
     if (workers === 0) {
       this.inProcess = await Worker.start(
-        { id: 'local-0', coordinatorHost: '127.0.0.1', coordinatorPort: this.coordinator.port, slots: slotsPerWorker, dataHost: '127.0.0.1', heartbeatIntervalMs: 500, peerUpdateTimeoutMs: 30_000 },
+        {
+          id: 'local-0',
+          coordinatorHost: '127.0.0.1',
+          coordinatorPort: this.coordinator.port,
+          slots: slotsPerWorker,
+          dataHost: '127.0.0.1',
+          heartbeatIntervalMs: 500,
+          peerUpdateTimeoutMs: 30_000,
+          batchSize: this.options.batchSize ?? 1_000,
+          batchLingerMs: this.options.batchLingerMs ?? 0,
+        },
         { log, metrics: new ClinkMetrics() },
       );
       return;
@@ -63,7 +77,16 @@ export class EmbeddedCluster {
     for (let i = 0; i < workers; i++) {
       const child = spawn(
         cli.execPath,
-        [...cli.args, 'node', '--role=worker', `--id=local-${i}`, `--coordinator-port=${this.coordinator.port}`, `--slots=${slotsPerWorker}`],
+        [
+          ...cli.args,
+          'node',
+          '--role=worker',
+          `--id=local-${i}`,
+          `--coordinator-port=${this.coordinator.port}`,
+          `--slots=${slotsPerWorker}`,
+          `--batch-size=${this.options.batchSize ?? 1_000}`,
+          `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
+        ],
         { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
       );
       this.children.push(child);

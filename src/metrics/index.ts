@@ -12,6 +12,13 @@ import { Counter, Gauge, Registry } from 'prom-client';
 export type OutboundClass = 'control' | 'bulk';
 export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flush_deadline' | 'aborted';
 
+const CHANNEL_LABELS = ['job', 'edge', 'from', 'to'] as const;
+
+/** A per-channel counter: job, edge index, upstream and downstream subtask (`task#index`). */
+function channelCounter(registry: Registry, name: string, help: string): Counter<(typeof CHANNEL_LABELS)[number]> {
+  return new Counter({ name, help, labelNames: CHANNEL_LABELS, registers: [registry] });
+}
+
 export class ClinkMetrics {
   readonly registry = new Registry();
 
@@ -68,6 +75,12 @@ export class ClinkMetrics {
     help: 'Frames a worker dropped because they came from a superseded coordinator (a lower epoch)',
     registers: [this.registry],
   });
+
+  readonly channelRecordsSent = channelCounter(this.registry, 'clink_channel_records_sent_total', 'Records a channel sent to another process');
+  readonly channelBytesSent = channelCounter(this.registry, 'clink_channel_bytes_sent_total', 'Bytes a channel sent to another process');
+  readonly channelRecordsReceived = channelCounter(this.registry, 'clink_channel_records_received_total', 'Records a channel received from another process');
+  readonly channelBytesReceived = channelCounter(this.registry, 'clink_channel_bytes_received_total', 'Bytes a channel received from another process');
+  readonly channelBackpressured = channelCounter(this.registry, 'clink_channel_backpressured_seconds_total', 'Time a channel’s sender waited for credit (or a local queue for room)');
 
   /** A gauge whose value is read when metrics are scraped. */
   gauge(name: string, help: string, read: () => number): void {

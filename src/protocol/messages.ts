@@ -319,6 +319,7 @@ export const MESSAGES = {
     upstreamSubtask: field(u32),
     downstreamTaskId: field(string),
     downstreamSubtask: field(u32),
+    upstreamTaskId: tail(string, '', 'the sending task, for metrics labels'),
   }),
   DataBatch: message(201, 'worker->worker', 'records, as a record batch (see Data-plane record batches)', {
     batch: field(bytes),
@@ -330,6 +331,9 @@ export const MESSAGES = {
     idle: field(bool),
   }),
   DataEnd: message(204, 'worker->worker', 'the channel has no more records', {}),
+  DataCredit: message(205, 'worker->worker', 'receiver to sender: room for this many more record batches (credit-based flow control)', {
+    credits: field(u32),
+  }),
 } as const;
 
 for (const [name, def] of Object.entries(MESSAGES)) checkFieldOrder(name, def.fields);

@@ -15,6 +15,8 @@ export interface RecordBatch {
   channel: number;
   values: unknown[];
   timestamps: number[];
+  /** Called when the consuming task takes the batch (a remote channel returns a credit then). */
+  onTaken?: () => void;
 }
 
 export interface WatermarkElement {

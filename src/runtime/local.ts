@@ -23,6 +23,8 @@ export interface LocalRunOptions extends BuildOptions {
   batchSize?: number;
   /** @default DEFAULT_QUEUE_CAPACITY_BATCHES */
   queueCapacity?: number;
+  /** How long a partly filled batch between tasks may wait to fill. @default 0 */
+  lingerMs?: number;
   signal?: AbortSignal;
   /** Where print() writes; a returned promise holds the printing task back. @default process.stdout */
   stdout?: (text: string) => void | Promise<void>;
@@ -85,6 +87,7 @@ export class LocalExecution {
       services,
       signal,
       batchSize,
+      lingerMs: options.lingerMs ?? 0,
       onAsyncError: (err) => this.fail(err),
     };
     // Every subtask in this process: each has one input queue, and every edge is a pointer pass.

@@ -48,6 +48,7 @@ export class InputQueue {
       this.buf = this.buf.slice(this.head);
       this.head = 0;
     }
+    if (e.kind === BATCH) e.onTaken?.();
     if (e.kind === BATCH && --this.batches < this.capacity && this.producers.length > 0) {
       const ps = this.producers;
       this.producers = [];

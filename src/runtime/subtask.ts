@@ -70,6 +70,8 @@ export interface SubtaskEnvironment {
   services: RuntimeServices;
   signal: AbortSignal;
   batchSize: number;
+  /** How long a partly filled output batch may wait to fill. @default 0 */
+  lingerMs?: number;
   /** A timer callback failed: fail the job. */
   onAsyncError(err: unknown): void;
 }
@@ -111,7 +113,7 @@ export function buildSubtask(
       ...(edge.kind === 'HASH' ? { keySelector: functions.get(edge.target)!.keySelectors![edge.inputIndex]! } : {}),
     };
   });
-  const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism));
+  const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
   const common = { task, index, operators, writer, time, signal: env.signal, batchSize: env.batchSize };

@@ -85,7 +85,7 @@ export class SubtaskRunner {
       const p = op.endBatch();
       if (p !== undefined) await this.bounded(p);
     }
-    writer.flush();
+    writer.flushPartial();
     if (writer.mustWait) await writer.awaitCapacity();
     if (signal.aborted) throw signal.reason;
     const now = performance.now();

@@ -27,7 +27,10 @@ export interface EdgeOutput {
 class EdgeWriter {
   private readonly values: unknown[][];
   private readonly timestamps: number[][];
+  /** When each target's buffer got its first record (the writer's clock; 0 = empty). */
+  private readonly since: number[];
   private next: number;
+  clock = 0;
 
   constructor(
     readonly e: EdgeOutput,
@@ -37,6 +40,7 @@ class EdgeWriter {
   ) {
     this.values = e.targets.map(() => []);
     this.timestamps = e.targets.map(() => []);
+    this.since = e.targets.map(() => 0);
     this.next = subtaskIndex % e.targets.length;
   }
 
@@ -71,6 +75,7 @@ class EdgeWriter {
 
   private add(i: number, value: unknown, timestamp: number): void {
     const vs = this.values[i]!;
+    if (vs.length === 0) this.since[i] = this.clock;
     vs.push(value);
     this.timestamps[i]!.push(timestamp);
     if (vs.length >= this.batchSize) this.send(i);
@@ -86,6 +91,18 @@ class EdgeWriter {
   flush(): void {
     for (let i = 0; i < this.values.length; i++) if (this.values[i]!.length > 0) this.send(i);
   }
+
+  /** Send buffers that have waited `lingerMs`; return when the next one falls due (Infinity: none). */
+  flushDue(now: number, lingerMs: number): number {
+    let next = Infinity;
+    for (let i = 0; i < this.values.length; i++) {
+      if (this.values[i]!.length === 0) continue;
+      const due = this.since[i]! + lingerMs;
+      if (due <= now) this.send(i);
+      else if (due < next) next = due;
+    }
+    return next;
+  }
 }
 
 export class RecordWriter implements Output {
@@ -94,11 +111,17 @@ export class RecordWriter implements Output {
   private readonly queues: ChannelSink[];
   recordsOut = 0;
 
+  private lingerTimerAt = Infinity;
+
   constructor(
     edges: EdgeOutput[],
     batchSize: number,
     private readonly subtaskIndex: number,
     parallelism: number,
+    /** How long a partly filled batch may wait to fill before it is sent. 0 sends after every input batch. */
+    private readonly lingerMs = 0,
+    /** Schedules the send of a lingering batch (a task's processing-time service). */
+    private readonly schedule?: (at: number, cb: () => void) => void,
   ) {
     this.edges = edges.map((e) => new EdgeWriter(e, batchSize, subtaskIndex, parallelism));
     this.single = this.edges.length === 1 ? this.edges[0] : undefined;
@@ -124,9 +147,33 @@ export class RecordWriter implements Output {
     for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: STATUS, channel: t.channel, idle });
   }
 
-  /** Send partially filled batches, so records never wait for a batch to fill. */
+  /** Send every partly filled batch now. */
   flush(): void {
     for (const e of this.edges) e.flush();
+  }
+
+  /**
+   * After an input batch: send partly filled batches that have lingered long enough (all of them when
+   * the linger is 0), and make sure a timer sends the rest by their deadline.
+   */
+  flushPartial(): void {
+    if (this.lingerMs <= 0 || !this.schedule) {
+      this.flush();
+      return;
+    }
+    const now = Date.now();
+    let next = Infinity;
+    for (const e of this.edges) {
+      e.clock = now;
+      next = Math.min(next, e.flushDue(now, this.lingerMs));
+    }
+    if (next < this.lingerTimerAt) {
+      this.lingerTimerAt = next;
+      this.schedule(next, () => {
+        this.lingerTimerAt = Infinity;
+        this.flushPartial();
+      });
+    }
   }
 
   end(): void {

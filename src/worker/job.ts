@@ -21,6 +21,7 @@ import {
   type SubtaskRunner,
 } from '../runtime/index.js';
 import type { BuiltJob } from '../sdk/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
 
 /** Batches a subtask's input queue holds. */
 const QUEUE_CAPACITY_BATCHES = 8;
@@ -66,6 +67,8 @@ export class WorkerJob {
     private readonly data: DataServer,
     private readonly stdout: (text: string) => void | Promise<void>,
     private readonly report: (r: SubtaskReport) => void,
+    private readonly metrics?: ClinkMetrics,
+    private readonly batching: { batchSize: number; lingerMs: number } = { batchSize: BATCH_SIZE, lingerMs: 0 },
   ) {
     this.plan = createPhysicalPlan(built.spec);
   }
@@ -129,7 +132,8 @@ export class WorkerJob {
         registry,
         validated,
         signal: this.controller.signal,
-        batchSize: BATCH_SIZE,
+        batchSize: this.batching.batchSize,
+        lingerMs: this.batching.lingerMs,
         onAsyncError: (err) => this.fail(st, err as Error),
         services: {
           stdout: this.stdout,
@@ -155,8 +159,10 @@ export class WorkerJob {
           const ch = new RemoteChannel(
             peer.host,
             peer.port,
-            { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d },
+            { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id },
             (err) => this.fail(st, err),
+            this.metrics,
+            { job: this.jobId, edge: String(edgeIndex), from: `${st.task.id}#${st.index}`, to: `${down.id}#${d}` },
           );
           this.channels.push(ch);
           sink = ch;

@@ -41,6 +41,10 @@ export interface WorkerConfig {
   connectTimeoutMs?: number;
   httpPort?: number;
   cacheDir?: string;
+  /** Records per batch between tasks. @default 1000 */
+  batchSize?: number;
+  /** How long a partly filled batch may wait to fill before it is sent. @default 0 */
+  batchLingerMs?: number;
 }
 
 export interface WorkerDeps {
@@ -208,7 +212,10 @@ export class Worker {
           `job module of ${m.jobName} built a different plan on worker ${this.config.id} than the one submitted; a build function must declare the same operators in the same order every time`,
         );
       }
-      job = new WorkerJob(m, built, this.data, this.deps.stdout ?? writeStdout, (r) => this.reportFinished(m.jobId, r));
+      job = new WorkerJob(m, built, this.data, this.deps.stdout ?? writeStdout, (r) => this.reportFinished(m.jobId, r), this.deps.metrics, {
+        batchSize: this.config.batchSize ?? 1_000,
+        lingerMs: this.config.batchLingerMs ?? 0,
+      });
       this.jobs.get(m.jobId)?.cancel('redeployed');
       this.jobs.set(m.jobId, job);
       for (const l of job.prepare(this.config.peerUpdateTimeoutMs)) this.send(makeMessage('SubtaskListening', l));

@@ -256,3 +256,33 @@ describe('cancellation is bounded', () => {
     await assert.rejects(p, /datagen: invalid options/);
   });
 });
+
+describe('batch linger', () => {
+  async function arrivals(lingerMs: number): Promise<{ bursts: number; maxDelayMs: number; count: number }> {
+    const times = await collect<[number, number]>(
+      (env) => {
+        env
+          .fromSource('datagen', { count: 30, rowsPerSecond: 150 })
+          .map(() => Date.now())
+          .rebalance()
+          .map((sentAt) => [sentAt, Date.now()] as [number, number])
+          .collect();
+      },
+      { lingerMs },
+    );
+    const got = times.map(([, at]) => at).sort((a, b) => a - b);
+    let bursts = 1;
+    for (let i = 1; i < got.length; i++) if (got[i]! - got[i - 1]! > 3) bursts++;
+    return { bursts, maxDelayMs: Math.max(...times.map(([sent, at]) => at - sent)), count: times.length };
+  }
+
+  test('a partly filled batch waits at most the linger bound, and leaves in fewer, fuller batches', async () => {
+    const eager = await arrivals(0);
+    const lingering = await arrivals(60);
+    assert.equal(eager.count, 30);
+    assert.equal(lingering.count, 30);
+    assert.ok(eager.maxDelayMs < 40, `without linger records waited up to ${eager.maxDelayMs} ms`);
+    assert.ok(lingering.maxDelayMs <= 60 + 40, `with a 60 ms linger records waited up to ${lingering.maxDelayMs} ms`);
+    assert.ok(lingering.bursts < eager.bursts / 2, `${lingering.bursts} arrivals with linger, ${eager.bursts} without`);
+  });
+});
