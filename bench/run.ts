@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { CASE_NAMES, type CaseResult } from './cases.js';
 import type { ThroughputResult } from './protocol.js';
 import type { LatencyResult } from './cluster.js';
+import type { DataPlaneResult } from './dataplane.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -66,4 +67,28 @@ if (wanted.length === 0 || wanted.some((w) => 'cluster'.includes(w))) {
     );
   }
 }
-if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster }, null, 2) + '\n');
+let dataplane: { results: DataPlaneResult[]; serialisation?: { share: number } } | undefined;
+if (wanted.length === 0 || wanted.some((w) => 'dataplane'.includes(w))) {
+  const script = fileURLToPath(new URL('./dataplane.ts', import.meta.url));
+  const r = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8' });
+  const prof = spawnSync(process.execPath, ['--import', 'tsx', script, '--profile'], { encoding: 'utf8' });
+  if (r.status !== 0 || prof.status !== 0) {
+    process.stderr.write(`data-plane bench failed:\n${r.stderr}${prof.stderr}\n`);
+    process.exit(1);
+  }
+  dataplane = {
+    results: JSON.parse(r.stdout.trim().split('\n').pop()!) as DataPlaneResult[],
+    serialisation: (JSON.parse(prof.stdout.trim().split('\n').pop()!) as { serialisation: { share: number } }).serialisation,
+  };
+  if (!json) {
+    for (const d of dataplane.results) {
+      process.stdout.write(
+        `${`${d.job} on 2 workers, p=${d.parallelism}`.padEnd(30)} ${fmt.format(d.recordsPerSec).padStart(12)} rec/s   ${d.cpuSecondsPerMillion.toFixed(3)} CPU-s per M records   channels local=${d.edges.local} socket=${d.edges.socket}\n`,
+      );
+    }
+    const q0 = (p: number): number => dataplane!.results.find((d) => d.job === 'q0' && d.parallelism === p)!.cpuSecondsPerMillion;
+    process.stdout.write(`q0 CPU per event, parallelism 4 over 1: ${(q0(4) / q0(1)).toFixed(2)}x\n`);
+    process.stdout.write(`serialisation share of worker CPU, keyed-count p=2: ${(100 * dataplane.serialisation!.share).toFixed(1)}%\n`);
+  }
+}
+if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane }, null, 2) + '\n');

@@ -100,6 +100,11 @@ export class EmbeddedCluster {
     }
   }
 
+  /** The process ids of the worker processes (none with an in-process worker). */
+  workerPids(): number[] {
+    return this.children.map((c) => c.pid!).filter((p) => p !== undefined);
+  }
+
   /** A client connected to this cluster's coordinator. */
   async client(): Promise<ClusterClient> {
     const c = await ClusterClient.connect('127.0.0.1', this.coordinator.port, { name: 'clink-run' });

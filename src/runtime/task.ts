@@ -86,7 +86,7 @@ export class SubtaskRunner {
       if (p !== undefined) await this.bounded(p);
     }
     writer.flushPartial();
-    if (writer.mustWait) await writer.awaitCapacity();
+    if (writer.mustWait) await this.bounded(writer.awaitCapacity());
     if (signal.aborted) throw signal.reason;
     const now = performance.now();
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {

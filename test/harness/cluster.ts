@@ -24,6 +24,8 @@ export interface NodeProcess {
   logs: Record<string, unknown>[];
   stdout: string;
   exited: Promise<number | null>;
+  /** The node's HTTP port, once its ready file is in (0: none). */
+  httpPort: number;
 }
 
 export interface HarnessOptions {
@@ -69,7 +71,7 @@ export class ClusterHarness {
       env: { ...process.env, CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(this.dir, `cache-${name}`) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const node: NodeProcess = { name, child, logs: [], stdout: '', exited: new Promise((r) => child.once('exit', (code) => r(code))) };
+    const node: NodeProcess = { name, child, logs: [], stdout: '', exited: new Promise((r) => child.once('exit', (code) => r(code))), httpPort: 0 };
     let partial = '';
     child.stderr!.on('data', (d: Buffer) => {
       partial += d.toString();
@@ -98,10 +100,11 @@ export class ClusterHarness {
       `--coordinator-port=${this.controlPort}`,
       `--slots=${this.options.slots ?? 2}`,
       `--ready-file=${ready}`,
+      '--http-port=0',
       ...(this.options.workerArgs ?? []),
       ...extraArgs,
     ]);
-    await this.waitForFile(ready, node);
+    node.httpPort = (JSON.parse(await this.waitForFile(ready, node)) as { httpPort: number }).httpPort;
     return node;
   }
 
@@ -129,6 +132,18 @@ export class ClusterHarness {
       body = undefined as T;
     }
     return { status: res.status, body, text };
+  }
+
+  /** The value of a counter summed over label sets matching `labels`, from a worker's /metrics. */
+  async workerMetric(node: NodeProcess, name: string, labels: Record<string, string> = {}): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
+    let sum = 0;
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
+      if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+    return sum;
   }
 
   async waitForWorkers(n: number, timeoutMs = 10_000): Promise<void> {
