@@ -15,16 +15,24 @@ export interface NodeFlags {
   worker: Partial<WorkerConfig>;
 }
 
-/** Resolves on SIGTERM or SIGINT. */
-function terminationSignal(): Promise<NodeJS.Signals> {
+/**
+ * Resolves on SIGTERM or SIGINT, or, for a node started by a parent over an IPC channel (a test
+ * harness, `clink run`), when that parent goes away however it ended: a node never outlives it.
+ */
+function terminationSignal(): Promise<string> {
   return new Promise((resolve) => {
-    const on = (sig: NodeJS.Signals): void => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
-      resolve(sig);
+    const on = (why: string): void => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      process.off('disconnect', onParentGone);
+      resolve(why);
     };
-    process.on('SIGTERM', on);
-    process.on('SIGINT', on);
+    const onTerm = (): void => on('SIGTERM');
+    const onInt = (): void => on('SIGINT');
+    const onParentGone = (): void => on('the parent process exited');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    if (process.connected) process.once('disconnect', onParentGone);
   });
 }
 

@@ -87,7 +87,8 @@ export class EmbeddedCluster {
           `--batch-size=${this.options.batchSize ?? 1_000}`,
           `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
         ],
-        { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
+        // The IPC channel ends the worker when this process dies, however it dies.
+        { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
       );
       this.children.push(child);
     }

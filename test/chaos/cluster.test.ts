@@ -189,3 +189,17 @@ describe('watchdog and slots', () => {
     }
   });
 });
+
+test('nodes started by a process that is killed -9 exit on their own (nothing outlives a dead test)', async () => {
+  const { spawn } = await import('node:child_process');
+  const { TSX } = await import('../harness/cli.js');
+  const parent = spawn(process.execPath, ['--import', TSX, resolve(import.meta.dirname, '../fixtures/scripts/start-cluster.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const { pids, dir } = await new Promise<{ pids: number[]; dir: string }>((res) => parent.stdout.once('data', (d: Buffer) => res(JSON.parse(d.toString()) as { pids: number[]; dir: string })));
+  assert.equal(pids.length, 2);
+  parent.kill('SIGKILL');
+  const deadline = Date.now() + 5_000;
+  while (pids.some(isRunning) && Date.now() < deadline) await sleep(50);
+  assert.deepEqual(pids.filter(isRunning), [], 'the coordinator and worker exited with their parent');
+  // A parent killed -9 cannot remove its temp dir; this test does.
+  await (await import('node:fs/promises')).rm(dir, { recursive: true, force: true });
+});

@@ -69,7 +69,8 @@ export class ClusterHarness {
     const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', ...args], {
       cwd: this.dir,
       env: { ...process.env, CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(this.dir, `cache-${name}`) },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // The IPC channel ends the node when this process dies, even by a test timeout's kill.
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     const node: NodeProcess = { name, child, logs: [], stdout: '', exited: new Promise((r) => child.once('exit', (code) => r(code))), httpPort: 0 };
     let partial = '';
