@@ -25,8 +25,9 @@ describe('a cluster of a coordinator and three workers', () => {
     const { jobId, client } = await h.submit(job('keyed-windows'), { parallelism: 3, params });
     const outcome = await client.waitForCompletion(jobId);
     assert.equal(outcome.ok, true, outcome.error);
-    const view = (await h.http<{ subtasks: { workerId: string }[] }>(`/api/v1/jobs/${jobId}`)).body;
+    const view = (await h.http<{ subtasks: { workerId: string }[]; edges: { local: number; socket: number } }>(`/api/v1/jobs/${jobId}`)).body;
     assert.equal(new Set(view.subtasks.map((s) => s.workerId)).size, 3, 'the subtasks ran on all three workers');
+    assert.ok(view.edges.socket > 0, `the hash exchanges crossed processes (${JSON.stringify(view.edges)})`);
     const local = await runJob((await loadJobModule(job('keyed-windows'), { cacheDir: join(h.dir, 'local') })).job, { parallelism: 3, params });
     for (const name of ['windows', 'totals']) {
       assert.ok((local.collected[name] ?? []).length > 0);
