@@ -64,7 +64,7 @@ const deploy: Message = makeMessage('Deploy', {
     restoreCheckpointId: 0,
     attempt: 0,
   })),
-  modules: [{ sha256: 'ab'.repeat(32), bytes: new Uint8Array(0) }],
+  modules: [{ sha256: 'ab'.repeat(32), bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) }],
   checkpoint,
   epoch: 3,
 });

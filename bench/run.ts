@@ -9,6 +9,7 @@ import { CASE_NAMES, type CaseResult } from './cases.js';
 import type { ThroughputResult } from './protocol.js';
 import type { LatencyResult } from './cluster.js';
 import type { DataPlaneResult } from './dataplane.js';
+import type { SubmitLatency } from './submit.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -91,4 +92,19 @@ if (wanted.length === 0 || wanted.some((w) => 'dataplane'.includes(w))) {
     process.stdout.write(`serialisation share of worker CPU, keyed-count p=2: ${(100 * dataplane.serialisation!.share).toFixed(1)}%\n`);
   }
 }
-if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane }, null, 2) + '\n');
+let submit: SubmitLatency | undefined;
+if (wanted.length === 0 || wanted.some((w) => 'submit'.includes(w))) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./submit.ts', import.meta.url))], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write(`submit bench failed:\n${r.stderr}\n`);
+    process.exit(1);
+  }
+  submit = JSON.parse(r.stdout.trim().split('\n').pop()!) as SubmitLatency;
+  if (!json) {
+    const s = submit;
+    process.stdout.write(
+      `submit of a ${(s.moduleBytes / 1e6).toFixed(1)} MB job module: clink submit ${s.cliFirstMs.toFixed(0)} ms first, ${s.cliRepeatMedianMs.toFixed(0)} ms repeated; in a running client ${s.inProcessFirstMs.toFixed(0)} ms first (upload), ${s.inProcessRepeatMedianMs.toFixed(0)} ms repeated (reference)\n`,
+    );
+  }
+}
+if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane, submit }, null, 2) + '\n');

@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   CLINK_ERR_WORKER_LOST: 'a worker running part of the job was lost',
   CLINK_ERR_JOB_FAILED: 'a job submitted to a cluster failed; the message carries the cause',
   CLINK_ERR_PEER_LOST: 'a data-plane connection to another worker failed or closed early',
+  CLINK_ERR_SDK_MISMATCH: 'a job module was built against an SDK surface this node does not have',
+  CLINK_ERR_MODULE_MISSING: 'a reference to a job module that the receiver does not hold',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,23 +1,11 @@
 /** `clink submit`, `clink jobs`, `clink cancel`: a client of a running coordinator. */
-import { InvalidArgumentError } from 'commander';
 import { ClusterClient, type JobOutcome } from '../client/index.js';
 import { ClinkError } from '../errors.js';
-import { loadJobModule } from '../loader/index.js';
-import { createPhysicalPlan } from '../plan/index.js';
-import { buildJob } from '../sdk/index.js';
+import { prepareSubmission } from '../loader/index.js';
 import { formatTable } from './table.js';
 
-export function parseCoordinator(v: string): { host: string; port: number } {
-  const m = /^(.+):(\d+)$/.exec(v);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || !(port > 0 && port < 65536)) throw new InvalidArgumentError(`expected host:port, got '${v}'`);
-  return { host: m[1]!, port };
-}
-
-export interface Endpoint {
-  host: string;
-  port: number;
-}
+export type { Endpoint } from './endpoint.js';
+import type { Endpoint } from './endpoint.js';
 
 /** Print a finished job's collected results as tables, or as one JSON line. */
 export function printCollected(collected: Record<string, unknown[]>, output: 'table' | 'json', maxRows: number): void {
@@ -41,18 +29,17 @@ export async function submitCommand(
   jobPath: string,
   o: { coordinator: Endpoint; parallelism?: number; params: Record<string, string>; name?: string; wait: boolean; output: 'table' | 'json'; maxRows: number },
 ): Promise<void> {
-  const loaded = await loadJobModule(jobPath);
-  const built = buildJob(loaded.job, { parallelism: o.parallelism ?? 1, params: o.params });
-  createPhysicalPlan(built.spec);
+  // The coordinator validates the plan; checking it here too would cost start-up time for nothing.
+  const { compiled, spec } = await prepareSubmission(jobPath, { parallelism: o.parallelism ?? 1, params: o.params });
   const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
   try {
-    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: o.parallelism ?? 1, ...(o.name ? { name: o.name } : {}) });
+    const { jobId } = await client.submit({ module: compiled, spec, params: o.params, buildParallelism: o.parallelism ?? 1, ...(o.name ? { name: o.name } : {}) });
     process.stdout.write(`${jobId}\n`);
     if (!o.wait) return;
     const outcome = await client.waitForCompletion(jobId);
     if (!outcome.ok) throw jobFailed(outcome);
     printCollected(outcome.collected, o.output, o.maxRows);
-    process.stderr.write(`job ${jobId} (${built.spec.job.name}) finished in ${(outcome.durationMs / 1000).toFixed(2)} s\n`);
+    process.stderr.write(`job ${jobId} (${spec.job.name}) finished in ${(outcome.durationMs / 1000).toFixed(2)} s\n`);
   } finally {
     client.close();
   }

@@ -6,10 +6,10 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
-import { cancelCommand, jobsCommand, parseCoordinator, submitCommand, type Endpoint } from './client.js';
-import { nodeCommand } from './node.js';
-import { planCommand } from './plan.js';
-import { runCommand } from './run.js';
+import { parseCoordinator, type Endpoint } from './endpoint.js';
+
+// Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
+// the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
 
 /** Exit codes: 0 success, 1 the job failed or could not be loaded, 2 bad usage, 70 an engine bug. */
 export const EXIT_OK = 0;
@@ -70,6 +70,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--batch-size <n>', 'records per batch between tasks', positiveInt, 1_000)
     .option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill', nonNegativeInt, 0)
     .action(async (job: string, o: JobFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number }) => {
+      const { runCommand } = await import('./run.js');
       await runCommand(job, {
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,
@@ -85,6 +86,7 @@ export async function main(argv: string[]): Promise<number> {
   jobOptions(program.command('plan').description("print a job's plan: operators, edges and chained tasks").argument('<job>', 'job file'))
     .option('--json', 'print the JobGraphSpec as JSON')
     .action(async (job: string, o: JobFlags & { json?: boolean }) => {
+      const { planCommand } = await import('./plan.js');
       await planCommand(job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.param, json: o.json === true });
     });
 
@@ -92,6 +94,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--name <name>', "the job's name [default: its defineJob name]")
     .option('--wait', 'wait for the job to end; exit non-zero with its error if it fails')
     .action(async (job: string, o: JobFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number }) => {
+      const { submitCommand } = await import('./client.js');
       await submitCommand(job, {
         coordinator: o.coordinator,
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
@@ -105,10 +108,10 @@ export async function main(argv: string[]): Promise<number> {
 
   coordinatorOption(program.command('jobs').description('list running and recent jobs'))
     .option('--json', 'print JSON')
-    .action(async (o: { coordinator: Endpoint; json?: boolean }) => jobsCommand({ coordinator: o.coordinator, json: o.json === true }));
+    .action(async (o: { coordinator: Endpoint; json?: boolean }) => (await import('./client.js')).jobsCommand({ coordinator: o.coordinator, json: o.json === true }));
 
   coordinatorOption(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'))
-    .action(async (jobId: string, o: { coordinator: Endpoint }) => cancelCommand(jobId, o));
+    .action(async (jobId: string, o: { coordinator: Endpoint }) => (await import('./client.js')).cancelCommand(jobId, o));
 
   program
     .command('node')
@@ -142,6 +145,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--batch-linger-ms <ms>', 'worker: how long a partly filled batch may wait to fill', nonNegativeInt, 0)
     .action(async (o: Record<string, unknown>) => {
       const n = (k: string): number => o[k] as number;
+      const { nodeCommand } = await import('./node.js');
       exitCode = await nodeCommand({
         role: o.role as 'coordinator' | 'worker',
         ...(o.readyFile ? { readyFile: o.readyFile as string } : {}),

@@ -7,7 +7,9 @@
  * const done = await client.waitForCompletion(jobId);
  */
 import { connect, type Socket } from 'node:net';
-import { Unpackr } from 'msgpackr';
+import { createRequire } from 'node:module';
+import type * as Msgpackr from 'msgpackr';
+import type { Unpackr } from 'msgpackr';
 import { ClinkError } from '../errors.js';
 import { FrameConnection, writeFrame } from '../net/index.js';
 import {
@@ -19,10 +21,15 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import type { CompiledJob } from '../loader/index.js';
+import { localSdkManifest, type CompiledJob } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 
-const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
+let unpackr: Unpackr | undefined;
+/** msgpackr loads when the first results arrive, not at client start-up. */
+function unpack(bytes: Uint8Array): Record<string, unknown[]> {
+  unpackr ??= new (createRequire(import.meta.url)('msgpackr') as typeof Msgpackr).Unpackr({ useRecords: true, moreTypes: true });
+  return unpackr.unpack(bytes) as Record<string, unknown[]>;
+}
 
 export interface SubmitOptions {
   module: CompiledJob;
@@ -32,6 +39,8 @@ export interface SubmitOptions {
   name?: string;
   /** The parallelism given to the build function (0 = the spec's default). */
   buildParallelism?: number;
+  /** Advertise another SDK than the module's own (tests of the gate). */
+  sdkAdvert?: { fingerprint: string; manifest: Record<string, string> };
 }
 
 export interface JobOutcome {
@@ -90,7 +99,7 @@ export class ClusterClient {
         state: m.state,
         error: m.error,
         durationMs: m.durationMs,
-        collected: m.collected.length > 0 ? (unpackr.unpack(m.collected) as Record<string, unknown[]>) : {},
+        collected: m.collected.length > 0 ? unpack(m.collected) : {},
       };
       this.completions.set(m.jobId, outcome);
       for (const w of this.completionWaiters.get(m.jobId) ?? []) w(outcome);
@@ -122,22 +131,45 @@ export class ClusterClient {
     });
   }
 
-  async submit(o: SubmitOptions): Promise<{ jobId: string }> {
-    const ack = await this.request(
-      makeMessage('SubmitJob', {
-        jobName: o.name ?? o.spec.job.name,
-        specJson: JSON.stringify(o.spec),
-        modules: [{ sha256: o.module.sha256, bytes: o.module.code }],
-        checkpoint: NO_CHECKPOINTS,
-        params: JSON.stringify(o.params),
-        buildParallelism: o.buildParallelism ?? 0,
-      }),
-      'SubmitJobAck',
-    );
+  /**
+   * Submit a job. The module goes by reference first (its hash): a coordinator that holds it needs no
+   * bytes. One that does not answers with the missing hashes, and they are uploaded in one retry on
+   * this connection. A module built against an SDK the cluster does not have is refused before any
+   * byte ships.
+   */
+  async submit(o: SubmitOptions): Promise<{ jobId: string; uploadedBytes: number }> {
+    const send = (withBytes: ReadonlySet<string>) =>
+      this.request(
+        makeMessage('SubmitJob', {
+          jobName: o.name ?? o.spec.job.name,
+          specJson: JSON.stringify(o.spec),
+          modules: [
+            withBytes.has(o.module.sha256)
+              ? { sha256: o.module.sha256, bytes: o.module.code, sourceMap: o.module.sourceMap }
+              : { sha256: o.module.sha256, bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) },
+          ],
+          checkpoint: NO_CHECKPOINTS,
+          params: JSON.stringify(o.params),
+          sdkFingerprint: o.sdkAdvert?.fingerprint ?? o.module.sdk.fingerprint,
+          sdkManifest: JSON.stringify(o.sdkAdvert?.manifest ?? localSdkManifest()),
+          sdkVersion: o.module.sdk.version,
+          buildParallelism: o.buildParallelism ?? 0,
+        }),
+        'SubmitJobAck',
+      );
+    let ack = await send(new Set());
+    let uploadedBytes = 0;
+    if (!ack.ok && ack.missingModuleHashes.length > 0) {
+      uploadedBytes = o.module.code.length + o.module.sourceMap.length;
+      ack = await send(new Set(ack.missingModuleHashes));
+    }
     const compat = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: ack.protocolVersion, minCompatible: ack.minCompatibleProtocolVersion }, { local: 'this client', remote: 'the coordinator' });
     if (!compat.ok) throw new ProtocolVersionError(compat.message);
-    if (!ack.ok) throw new ClinkError(/slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : 'CLINK_ERR_PLAN', `submit refused: ${ack.message}`);
-    return { jobId: ack.jobId };
+    if (!ack.ok) {
+      const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
+      throw new ClinkError(code, `submit refused: ${ack.message}`);
+    }
+    return { jobId: ack.jobId, uploadedBytes };
   }
 
   /** Resolves when the coordinator reports the job ended (on this connection). */

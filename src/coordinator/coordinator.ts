@@ -8,12 +8,13 @@
  * worker can hold the coordinator up. A watchdog sweep declares workers lost on silence, stall or
  * overflow.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Unpackr, Packr } from 'msgpackr';
 import { ClinkError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
+import { checkSdkCompatibility } from '../loader/index.js';
 import { FrameConnection, FrameTimeoutError, Outbox, writeFrame } from '../net/index.js';
 import { createPhysicalPlan, KeyGroupRange, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import {
@@ -40,6 +41,8 @@ export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'CA
 interface WorkerSession {
   id: string;
   session: number;
+  /** Job modules this session has been sent; later Deploys refer to them by hash. */
+  shippedModules: Set<string>;
   admissionId: number;
   conn: FrameConnection;
   outbox: Outbox;
@@ -76,7 +79,7 @@ export interface JobState {
   spec: JobGraphSpec;
   plan: PhysicalPlan;
   specJson: string;
-  module: { sha256: string; bytes: Uint8Array };
+  module: CachedModule;
   params: string;
   buildParallelism: number;
   state: JobStateName;
@@ -125,6 +128,16 @@ export interface WorkerView {
   lastSeenMsAgo: number;
 }
 
+/** A job module the coordinator holds, by hash. */
+interface CachedModule {
+  sha256: string;
+  bytes: Uint8Array;
+  sourceMap: Uint8Array;
+}
+
+/** Job modules held; the oldest not in use is dropped past this many. */
+const MODULE_CACHE_ENTRIES = 64;
+
 export interface CoordinatorDeps {
   log: Logger;
   metrics: ClinkMetrics;
@@ -147,6 +160,7 @@ export class Coordinator {
   private stopping = false;
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly retired = new Set<WorkerSession>();
+  private readonly modules = new Map<string, CachedModule>();
   port = 0;
 
   private constructor(
@@ -293,6 +307,7 @@ export class Coordinator {
       registeredAt: Date.now(),
       lastSeen: Date.now(),
       state: 'active',
+      shippedModules: new Set(),
     };
     // The RegisterAck is the first frame on the connection, sent before the session's outbox exists.
     try {
@@ -566,11 +581,31 @@ export class Coordinator {
   }
 
   private async onSubmit(c: ClientSession, m: MessageOf<'SubmitJob'>): Promise<void> {
-    const ack = (ok: boolean, jobId: string, message: string): void =>
+    const ack = (ok: boolean, jobId: string, message: string, missingModuleHashes: string[] = []): void =>
       void c.conn.send(
-        makeMessage('SubmitJobAck', { ok, jobId, message, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible }),
+        makeMessage('SubmitJobAck', {
+          ok,
+          jobId,
+          message,
+          missingModuleHashes,
+          protocolVersion: LOCAL_PROTOCOL.version,
+          minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+        }),
       );
     try {
+      // The SDK gate runs on the advert, before any reference is resolved or byte requested.
+      let theirs: Record<string, string> = {};
+      try {
+        theirs = JSON.parse(m.sdkManifest) as Record<string, string>;
+      } catch {
+        /* an unreadable manifest only costs the refusal its file names */
+      }
+      checkSdkCompatibility({ fingerprint: m.sdkFingerprint, version: m.sdkVersion || 'unknown' }, `submit of ${m.jobName}`, theirs);
+      const missing = this.resolveModules(m);
+      if (missing.length > 0) {
+        ack(false, '', `upload the job module: this coordinator does not hold ${missing.join(', ')}`, missing);
+        return;
+      }
       const job = await this.submit(m, c);
       ack(true, job.id, `job ${job.id} submitted`);
     } catch (err) {
@@ -578,13 +613,53 @@ export class Coordinator {
     }
   }
 
+  /** Store modules that came with bytes; return the hashes referred to but not held. */
+  private resolveModules(m: MessageOf<'SubmitJob'>): string[] {
+    const missing: string[] = [];
+    for (const mod of m.modules) {
+      if (mod.bytes.length > 0) {
+        const sha = createHash('sha256').update(mod.bytes).digest('hex');
+        if (sha !== mod.sha256) throw new ClinkError('CLINK_ERR_JOB_LOAD', `job module bytes hash to ${sha}, not the ${mod.sha256} they were sent as`);
+        this.deps.metrics.submitPluginBytesReceived.inc(mod.bytes.length + mod.sourceMap.length);
+        this.cacheModule({ sha256: mod.sha256, bytes: mod.bytes, sourceMap: mod.sourceMap });
+      } else if (this.modules.has(mod.sha256)) {
+        this.deps.metrics.submitPluginCacheHits.inc();
+        const held = this.modules.get(mod.sha256)!;
+        this.modules.delete(mod.sha256);
+        this.modules.set(mod.sha256, held); // most recently used last
+      } else missing.push(mod.sha256);
+    }
+    return missing;
+  }
+
+  private cacheModule(mod: CachedModule): void {
+    this.modules.delete(mod.sha256);
+    this.modules.set(mod.sha256, mod);
+    const inUse = new Set([...this.jobs.values()].map((j) => j.module.sha256));
+    for (const sha of this.modules.keys()) {
+      if (this.modules.size <= MODULE_CACHE_ENTRIES) break;
+      if (!inUse.has(sha)) this.modules.delete(sha);
+    }
+  }
+
+  /** The module entry of a Deploy to `s`: the bytes the first time this session gets them, a reference after. */
+  private moduleFor(s: WorkerSession, mod: CachedModule): MessageOf<'Deploy'>['modules'][number] {
+    if (s.shippedModules.has(mod.sha256)) {
+      this.deps.metrics.pluginShipsDeduped.inc();
+      return { sha256: mod.sha256, bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) };
+    }
+    s.shippedModules.add(mod.sha256);
+    this.deps.metrics.pluginBytesShipped.inc(mod.bytes.length + mod.sourceMap.length);
+    return { sha256: mod.sha256, bytes: mod.bytes, sourceMap: mod.sourceMap };
+  }
+
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
     if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
     const spec = JSON.parse(m.specJson) as JobGraphSpec;
     const plan = createPhysicalPlan(spec);
-    const module = m.modules[0];
-    if (!module || module.bytes.length === 0) throw new ClinkError('CLINK_ERR_JOB_LOAD', 'SubmitJob carries no job module');
+    const module = m.modules[0] && this.modules.get(m.modules[0].sha256);
+    if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
     const subtasks = plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
     const placement = await this.placeWithin(subtasks, this.config.submitWaitForSlotsMs);
     const job: JobState = {
@@ -593,7 +668,7 @@ export class Coordinator {
       spec,
       plan,
       specJson: m.specJson,
-      module: { sha256: module.sha256, bytes: module.bytes },
+      module,
       params: m.params,
       buildParallelism: m.buildParallelism,
       state: 'DEPLOYING',
@@ -635,7 +710,7 @@ export class Coordinator {
           jobName: job.name,
           specJson: m.specJson,
           tasks,
-          modules: [{ sha256: module.sha256, bytes: module.bytes }],
+          modules: [this.moduleFor(s, module)],
           checkpoint: m.checkpoint,
           params: m.params,
           buildParallelism: m.buildParallelism,

@@ -10,6 +10,7 @@
 export {
   loadJobModule,
   loadJobBundle,
+  prepareSubmission,
   compileJobModule,
   defaultCacheDir,
   sdkEntryPath,
@@ -17,3 +18,13 @@ export {
   type LoadedJob,
   type CompiledJob,
 } from './load.js';
+export {
+  SdkMismatchError,
+  checkSdkCompatibility,
+  bundleSdk,
+  localSdk,
+  localSdkManifest,
+  differingFiles,
+  sdkVersion,
+  type SdkIdentity,
+} from './gate.js';

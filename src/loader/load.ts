@@ -1,17 +1,23 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as esbuild from 'esbuild';
+import type * as esbuild from 'esbuild';
 import { ClinkError, JobDefinitionError, JobLoadError } from '../errors.js';
-import { isJobDefinition, type JobDefinition } from '../sdk/index.js';
+import { buildJob, isJobDefinition, type JobDefinition } from '../sdk/index.js';
+import type { JobGraphSpec } from '../plan/index.js';
+import { banner, bundleSdk, checkSdkCompatibility, localSdk, type SdkIdentity } from './gate.js';
 
 export interface CompiledJob {
-  /** The bundled ESM module. */
+  /** The bundled ESM module. Its SHA-256 (over the code alone) is its identity. */
   code: Uint8Array;
   sha256: string;
+  /** Its source map, shipped beside it so stack traces point at the author's lines. */
+  sourceMap: Uint8Array;
+  /** The SDK it was built against (also in its first line). */
+  sdk: SdkIdentity;
 }
 
 export interface LoadedJob extends CompiledJob {
@@ -49,9 +55,58 @@ function formatBuildErrors(errors: esbuild.Message[]): string {
     .join('\n');
 }
 
-/** Bundle a job file. The same sources give the same bytes, hence the same SHA-256. */
-export async function compileJobModule(path: string): Promise<CompiledJob> {
+interface CompileRecord {
+  fingerprint: string;
+  sha256: string;
+  /** Every file esbuild read, with the size and mtime it had. */
+  inputs: Record<string, { size: number; mtimeMs: number }>;
+}
+
+const compileRecordPath = (cacheDir: string, sourcePath: string): string =>
+  join(cacheDir, `compile-${createHash('sha256').update(sourcePath).digest('hex').slice(0, 32)}.json`);
+
+async function unchanged(inputs: CompileRecord['inputs']): Promise<boolean> {
+  for (const [file, want] of Object.entries(inputs)) {
+    const st = await stat(file).catch(() => undefined);
+    if (!st || st.size !== want.size || st.mtimeMs !== want.mtimeMs) return false;
+  }
+  return true;
+}
+
+/**
+ * Bundle a job file, reusing the last bundle of it while every file esbuild read is unchanged (same
+ * size and mtime) and the SDK is the same. The same sources give the same bytes, hence the same SHA-256.
+ */
+export async function compileJobModule(path: string, options: { cacheDir?: string } = {}): Promise<CompiledJob> {
   const sourcePath = resolve(path);
+  const cacheDir = options.cacheDir ?? defaultCacheDir();
+  const recordPath = compileRecordPath(cacheDir, sourcePath);
+  const record = await readFile(recordPath, 'utf8').then((t) => JSON.parse(t) as CompileRecord).catch(() => undefined);
+  if (record && record.fingerprint === localSdk().fingerprint && (await unchanged(record.inputs))) {
+    const [code, sourceMap] = await Promise.all([readFile(join(cacheDir, `${record.sha256}.code`)), readFile(join(cacheDir, `${record.sha256}.map`))]).catch(() => [undefined, undefined]);
+    if (code && sourceMap && createHash('sha256').update(code).digest('hex') === record.sha256) {
+      return { code, sha256: record.sha256, sourceMap, sdk: localSdk() };
+    }
+  }
+  const compiled = await compileFresh(sourcePath, path);
+  await mkdir(cacheDir, { recursive: true });
+  await Promise.all([
+    writeFile(join(cacheDir, `${compiled.sha256}.code`), compiled.code),
+    writeFile(join(cacheDir, `${compiled.sha256}.map`), compiled.sourceMap),
+  ]);
+  const inputs: CompileRecord['inputs'] = {};
+  for (const f of compiled.inputs) {
+    const st = await stat(f).catch(() => undefined);
+    if (st) inputs[f] = { size: st.size, mtimeMs: st.mtimeMs };
+  }
+  const tmp = `${recordPath}.${process.pid}.tmp`;
+  await writeFile(tmp, JSON.stringify({ fingerprint: compiled.sdk.fingerprint, sha256: compiled.sha256, inputs } satisfies CompileRecord));
+  await rename(tmp, recordPath);
+  const { inputs: _, ...job } = compiled;
+  return job;
+}
+
+async function compileFresh(sourcePath: string, path: string): Promise<CompiledJob & { inputs: string[] }> {
   let st;
   try {
     st = await stat(sourcePath);
@@ -59,18 +114,23 @@ export async function compileJobModule(path: string): Promise<CompiledJob> {
     throw new JobLoadError(`job file not found: ${path} (resolved to ${sourcePath})`);
   }
   if (!st.isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
-  let result: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[] };
+  // esbuild is loaded only when a module must actually be bundled.
+  const { build } = await import('esbuild');
+  let result: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[]; metafile?: esbuild.Metafile };
   try {
-    result = await esbuild.build({
+    result = await build({
       entryPoints: [sourcePath],
       bundle: true,
       format: 'esm',
       platform: 'node',
       target: 'node20',
       write: false,
-      sourcemap: 'inline',
+      outfile: 'job.mjs',
+      sourcemap: 'external',
       // Stack frames of user code name the job file where it lives, not the cached bundle.
       sourceRoot: pathToFileURL(dirname(sourcePath)).href + '/',
+      banner: { js: banner(localSdk()) },
+      metafile: true,
       logLevel: 'silent',
       absWorkingDir: dirname(sourcePath),
       plugins: [
@@ -87,14 +147,23 @@ export async function compileJobModule(path: string): Promise<CompiledJob> {
     if (errors?.length) throw new JobLoadError(`job module ${path} does not compile:\n${formatBuildErrors(errors)}`, { cause: err });
     throw new JobLoadError(`job module ${path} does not compile: ${(err as Error).message}`, { cause: err });
   }
-  const code = result.outputFiles[0]!.contents;
-  return { code, sha256: createHash('sha256').update(code).digest('hex') };
+  const js = result.outputFiles.find((f) => f.path.endsWith('.mjs'))!;
+  const map = result.outputFiles.find((f) => f.path.endsWith('.map'));
+  // The map is named at load time; the hash covers the code alone, wherever it was built.
+  const code = Buffer.from(js.text.replace(/\n\/\/# sourceMappingURL=\S+\n?$/, '\n'));
+  return {
+    code,
+    sha256: createHash('sha256').update(code).digest('hex'),
+    sourceMap: map ? map.contents : new Uint8Array(0),
+    sdk: localSdk(),
+    inputs: Object.keys(result.metafile?.inputs ?? {}).map((f) => resolve(dirname(sourcePath), f)),
+  };
 }
 
 /** Compile, cache by content hash, import, and check the default export is a job. */
 export async function loadJobModule(path: string, options: { cacheDir?: string } = {}): Promise<LoadedJob> {
-  const compiled = await compileJobModule(path);
-  const { job, bundlePath } = await loadJobBundle(compiled.code, { ...options, label: `job module ${path}` });
+  const compiled = await compileJobModule(path, options);
+  const { job, bundlePath } = await loadJobBundle(compiled.code, { ...options, sourceMap: compiled.sourceMap, label: `job module ${path}` });
   return { ...compiled, job, sourcePath: resolve(path), bundlePath };
 }
 
@@ -104,19 +173,24 @@ export async function loadJobModule(path: string, options: { cacheDir?: string }
  */
 export async function loadJobBundle(
   code: Uint8Array,
-  options: { cacheDir?: string; expectedSha256?: string; label?: string } = {},
+  options: { cacheDir?: string; expectedSha256?: string; label?: string; sourceMap?: Uint8Array } = {},
 ): Promise<{ job: JobDefinition; sha256: string; bundlePath: string }> {
   const sha256 = createHash('sha256').update(code).digest('hex');
   const label = options.label ?? `job module ${sha256.slice(0, 12)}`;
   if (options.expectedSha256 !== undefined && options.expectedSha256 !== sha256) {
     throw new JobLoadError(`${label}: its bytes hash to ${sha256}, not the ${options.expectedSha256} they were shipped as`);
   }
+  checkSdkCompatibility(bundleSdk(code), label);
   const cacheDir = options.cacheDir ?? defaultCacheDir();
   await mkdir(cacheDir, { recursive: true });
   const bundlePath = join(cacheDir, `${sha256}.mjs`);
   if (!existsSync(bundlePath)) {
     const sdk = JSON.stringify(pathToFileURL(sdkEntryPath()).href);
-    const bound = Buffer.from(code).toString('utf8').replaceAll(JSON.stringify(SDK_PLACEHOLDER), sdk);
+    let bound = Buffer.from(code).toString('utf8').replaceAll(JSON.stringify(SDK_PLACEHOLDER), sdk);
+    if (options.sourceMap && options.sourceMap.length > 0) {
+      await writeFile(`${bundlePath}.map`, options.sourceMap);
+      bound += `//# sourceMappingURL=${sha256}.mjs.map\n`;
+    }
     const tmp = `${bundlePath}.${process.pid}.${Date.now()}.tmp`;
     await writeFile(tmp, bound);
     await rename(tmp, bundlePath);
@@ -148,4 +222,25 @@ function describe(v: unknown): string {
   if (typeof v === 'function') return 'a function';
   if (typeof v === 'object') return 'an object';
   return `a ${typeof v}`;
+}
+
+/**
+ * What a submit needs: the compiled module and the plan it declares. The plan is a pure function of
+ * the module, the parallelism and the parameters (a build function must be deterministic, which every
+ * worker checks), so it is cached under those and a repeated submit neither bundles nor imports.
+ */
+export async function prepareSubmission(
+  path: string,
+  o: { parallelism: number; params: Record<string, string>; cacheDir?: string },
+): Promise<{ compiled: CompiledJob; spec: JobGraphSpec }> {
+  const cacheDir = o.cacheDir ?? defaultCacheDir();
+  const compiled = await compileJobModule(path, { cacheDir });
+  const key = createHash('sha256').update(JSON.stringify([compiled.sha256, o.parallelism, o.params])).digest('hex').slice(0, 32);
+  const specPath = join(cacheDir, `spec-${key}.json`);
+  const cached = await readFile(specPath, 'utf8').then((t) => JSON.parse(t) as JobGraphSpec).catch(() => undefined);
+  if (cached) return { compiled, spec: cached };
+  const { job } = await loadJobBundle(compiled.code, { cacheDir, sourceMap: compiled.sourceMap, label: `job module ${path}` });
+  const { spec } = buildJob(job, { parallelism: o.parallelism, params: o.params });
+  await writeFile(specPath, JSON.stringify(spec));
+  return { compiled, spec };
 }

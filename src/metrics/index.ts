@@ -82,6 +82,30 @@ export class ClinkMetrics {
   readonly channelBytesReceived = channelCounter(this.registry, 'clink_channel_bytes_received_total', 'Bytes a channel received from another process');
   readonly channelBackpressured = channelCounter(this.registry, 'clink_channel_backpressured_seconds_total', 'Time a channel’s sender waited for credit (or a local queue for room)');
 
+  readonly pluginBytesShipped = new Counter({
+    name: 'clink_coordinator_plugin_bytes_shipped_total',
+    help: 'Job-module bytes (code and source map) the coordinator sent to workers in Deploys',
+    registers: [this.registry],
+  });
+
+  readonly pluginShipsDeduped = new Counter({
+    name: 'clink_coordinator_plugin_ships_deduped_total',
+    help: 'Deploys that referred to a job module the worker session already holds instead of sending it',
+    registers: [this.registry],
+  });
+
+  readonly submitPluginCacheHits = new Counter({
+    name: 'clink_coordinator_submit_plugin_cache_hits_total',
+    help: 'Submits whose job module the coordinator already held, so no module bytes were uploaded',
+    registers: [this.registry],
+  });
+
+  readonly submitPluginBytesReceived = new Counter({
+    name: 'clink_coordinator_submit_plugin_bytes_received_total',
+    help: 'Job-module bytes clients uploaded with submits',
+    registers: [this.registry],
+  });
+
   /** A gauge whose value is read when metrics are scraped. */
   gauge(name: string, help: string, read: () => number): void {
     new Gauge({

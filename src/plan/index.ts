@@ -19,7 +19,7 @@ export {
   EDGE_KINDS,
   OPERATOR_TYPES,
   CHAINING_STRATEGIES,
-  JobGraphSpecSchema,
+  jobGraphSpecSchema,
   type EdgeKind,
   type OperatorType,
   type ChainingStrategy,

@@ -3,10 +3,9 @@
  * task (operator chaining), and expands tasks into subtasks. The result, PhysicalPlan, is what a runtime
  * executes, on one process or many.
  */
-import { z } from 'zod';
 import { PlanError } from '../errors.js';
 import { MAX_PARALLELISM } from './keygroups.js';
-import { JobGraphSpecSchema, type EdgeSpec, type JobGraphSpec, type OperatorSpec } from './spec.js';
+import { specProblems, type EdgeSpec, type JobGraphSpec, type OperatorSpec } from './spec.js';
 
 /** A chain of operators run as one task: each passes records to the next by a direct call. */
 export interface TaskSpec {
@@ -94,8 +93,8 @@ export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
 
 /** Structural checks beyond the schema. Each message names the operator and the fix. */
 export function validateSpec(input: JobGraphSpec): JobGraphSpec {
-  const parsed = JobGraphSpecSchema.safeParse(input);
-  if (!parsed.success) throw new PlanError(`invalid job graph:\n${z.prettifyError(parsed.error)}`);
+  const problems = specProblems(input);
+  if (problems !== undefined) throw new PlanError(`invalid job graph:\n${problems}`);
   const spec = input;
   const ops = new Map<string, OperatorSpec>();
   for (const o of spec.operators) {

@@ -57,6 +57,7 @@ export const CheckpointConfig = struct('CheckpointConfig', {
 export const JobModule = struct('JobModule', {
   sha256: field(str(64), 'hex SHA-256 of the bundled job module'),
   bytes: field(bytes, 'the module; empty when only referring to a module the receiver holds'),
+  sourceMap: tail(bytes, new Uint8Array(0), "the module's source map, shipped beside it (empty with a reference)"),
 });
 
 export const DeploymentTask = struct('DeploymentTask', {
@@ -181,6 +182,8 @@ export const MESSAGES = {
     params: tail(string, '{}', 'job parameters as a JSON object'),
     sdkFingerprint: tail(string, '', "fingerprint of the SDK surface the module was built against"),
     buildParallelism: tail(u32, 0, 'the parallelism the build function was given; 0 = the spec\'s default'),
+    sdkManifest: tail(string, '{}', 'per-file hashes of the SDK declarations the module was built against (JSON), to name what differs'),
+    sdkVersion: tail(string, '', 'the clink version the module was built with'),
   }),
   RescaleOperator: message(12, 'client->coordinator', "change one operator's parallelism", {
     jobId: field(string),

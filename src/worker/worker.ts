@@ -61,6 +61,8 @@ export class Worker {
   private conn!: FrameConnection;
   private data!: DataServer;
   private readonly jobs = new Map<string, WorkerJob>();
+  /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
+  private readonly modules = new Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>();
   private heartbeat: NodeJS.Timeout | undefined;
   private seq = 0;
   private closing = false;
@@ -135,6 +137,8 @@ export class Worker {
       socket.destroy();
       throw new RegistrationRefusedError(ack.message, ack.retryable);
     }
+    // The bound was for the registration; silence after it is the coordinator lease's business.
+    this.conn.reader.configure({ readTimeoutMs: undefined });
     this.epoch = ack.epoch;
     this.session = ack.session;
     this.log.info({ session: this.session, epoch: this.epoch, dataPort: this.data.port }, `registered with the coordinator at ${this.config.coordinatorHost}:${this.config.coordinatorPort}`);
@@ -196,13 +200,21 @@ export class Worker {
     };
     let job: WorkerJob;
     try {
-      const module = m.modules[0];
-      if (!module) throw new ClinkError('CLINK_ERR_JOB_LOAD', 'Deploy carries no job module');
+      const ref = m.modules[0];
+      if (!ref) throw new ClinkError('CLINK_ERR_JOB_LOAD', 'Deploy carries no job module');
+      if (ref.bytes.length > 0) this.modules.set(ref.sha256, { bytes: ref.bytes, sourceMap: ref.sourceMap });
+      const module = this.modules.get(ref.sha256);
+      if (!module) {
+        throw new ClinkError('CLINK_ERR_MODULE_MISSING', `Deploy of ${m.jobName} refers to job module ${ref.sha256}, which worker ${this.config.id} does not hold; refusing to run without it`);
+      }
       const loaded = await loadJobBundle(module.bytes, {
-        expectedSha256: module.sha256,
+        expectedSha256: ref.sha256,
+        sourceMap: module.sourceMap,
         label: `job module of ${m.jobName}`,
         ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       });
+      // Test hook: forget modules once loaded, so the next reference to one cannot resolve.
+      if (process.env.CLINK_TEST_FORGET_MODULES === '1') this.modules.clear();
       const spec = JSON.parse(m.specJson) as { defaultParallelism: number };
       const params = JSON.parse(m.params) as Record<string, string>;
       const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params });

@@ -33,6 +33,8 @@ export interface HarnessOptions {
   slots?: number;
   coordinatorArgs?: string[];
   workerArgs?: string[];
+  /** Extra environment for worker processes (test hooks). */
+  workerEnv?: Record<string, string>;
 }
 
 export class ClusterHarness {
@@ -65,10 +67,10 @@ export class ClusterHarness {
     return h;
   }
 
-  spawnNode(name: string, args: string[]): NodeProcess {
+  spawnNode(name: string, args: string[], env: Record<string, string> = {}): NodeProcess {
     const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', ...args], {
       cwd: this.dir,
-      env: { ...process.env, CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(this.dir, `cache-${name}`) },
+      env: { ...process.env, CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(this.dir, `cache-${name}-${this.nodes.length}`), ...env },
       // The IPC channel ends the node when this process dies, even by a test timeout's kill.
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
@@ -92,9 +94,8 @@ export class ClusterHarness {
   }
 
   /** Start one more worker process; resolves once it has written its ready file. */
-  async addWorker(extraArgs: string[] = []): Promise<NodeProcess> {
-    const id = `w${++this.workerSeq}`;
-    const ready = join(this.dir, `${id}.json`);
+  async addWorker(extraArgs: string[] = [], id = `w${++this.workerSeq}`): Promise<NodeProcess> {
+    const ready = join(this.dir, `${id}-${this.nodes.length}.json`);
     const node = this.spawnNode(id, [
       '--role=worker',
       `--id=${id}`,
@@ -104,13 +105,14 @@ export class ClusterHarness {
       '--http-port=0',
       ...(this.options.workerArgs ?? []),
       ...extraArgs,
-    ]);
+    ], this.options.workerEnv);
     node.httpPort = (JSON.parse(await this.waitForFile(ready, node)) as { httpPort: number }).httpPort;
     return node;
   }
 
+  /** The newest process started for worker `id`. */
   worker(id: string): NodeProcess {
-    return this.nodes.find((n) => n.name === id)!;
+    return this.nodes.filter((n) => n.name === id).at(-1)!;
   }
 
   private async waitForFile(path: string, node: NodeProcess = this.coordinator, timeoutMs = 20_000): Promise<string> {
@@ -163,14 +165,23 @@ export class ClusterHarness {
     return c;
   }
 
-  /** Submit a job file through a client; returns its id and the client (to wait on). */
-  async submit(jobFile: string, o: { parallelism?: number; params?: Record<string, string>; client?: ClusterClient } = {}): Promise<{ jobId: string; client: ClusterClient }> {
+  /** Submit a job file through a client; returns its id, the client (to wait on) and the bytes uploaded. */
+  async submit(
+    jobFile: string,
+    o: { parallelism?: number; params?: Record<string, string>; client?: ClusterClient } = {},
+  ): Promise<{ jobId: string; client: ClusterClient; uploadedBytes: number; moduleBytes: number }> {
     const loaded = await loadJobModule(jobFile, { cacheDir: join(this.dir, 'cache-client') });
     const params = o.params ?? {};
     const built = buildJob(loaded.job, { parallelism: o.parallelism ?? 1, params });
     const client = o.client ?? (await this.client());
-    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: o.parallelism ?? 1 });
-    return { jobId, client };
+    const { jobId, uploadedBytes } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: o.parallelism ?? 1 });
+    return { jobId, client, uploadedBytes, moduleBytes: loaded.code.length + loaded.sourceMap.length };
+  }
+
+  /** A counter from the coordinator's /metrics. */
+  async metric(name: string): Promise<number> {
+    const line = (await this.http('/metrics')).text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line ? Number(line.slice(name.length + 1)) : 0;
   }
 
   /** Wait for a log line of `node` whose msg matches; returns it. */

@@ -50,6 +50,8 @@ describe('clink submit, jobs and cancel against a running cluster', () => {
     const r = await clink(['submit', join(FIXTURES, 'failing.ts'), at, '--wait'], h.dir);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: job failed: operator 'explode' \(map, subtask 1\/1\) failed: Error: record 5 is bad/m);
+    // The worker (with its own cache) got the source map beside the module: the frame is the author's line.
+    assert.match(r.stderr, /caused by: Error: record 5 is bad\n\s+at .*fixtures\/jobs\/failing\.ts:\d+:\d+/);
   });
 
   test('clink run --workers 0 runs everything in one process with the same results', async () => {
