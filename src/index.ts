@@ -6,7 +6,7 @@
  * import { defineJob, Windows } from 'clink';
  */
 export * from './sdk/index.js';
-export { runJob, startJob, type JobResult, type LocalRunOptions, type TaskMetrics } from './runtime/index.js';
+export { runJob, startJob, type JobResult, type LocalRunOptions, type TaskMetrics, type JobSnapshot } from './runtime/index.js';
 export { datagen, file, datagenRow } from './connectors/index.js';
 export {
   ClinkError,

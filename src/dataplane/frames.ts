@@ -1,5 +1,5 @@
 /** Stream elements as data-plane frames, and back. */
-import { BATCH, END, STATUS, WATERMARK, type StreamElement } from '../runtime/index.js';
+import { BARRIER, BATCH, END, STATUS, WATERMARK, type StreamElement } from '../runtime/index.js';
 import { decodeRecordBatch, encodeFrame, encodeRecordBatch, makeMessage, type Message } from '../protocol/index.js';
 
 export function elementFrame(e: StreamElement): Buffer {
@@ -12,6 +12,8 @@ export function elementFrame(e: StreamElement): Buffer {
       return encodeFrame(makeMessage('DataStatus', { idle: e.idle }));
     case END:
       return encodeFrame(makeMessage('DataEnd', {}));
+    case BARRIER:
+      return encodeFrame(makeMessage('DataBarrier', { checkpointId: e.checkpointId }));
   }
 }
 
@@ -28,6 +30,8 @@ export function frameElement(m: Message, channel: number): StreamElement | undef
       return { kind: STATUS, channel, idle: m.idle };
     case 'DataEnd':
       return { kind: END, channel };
+    case 'DataBarrier':
+      return { kind: BARRIER, channel, checkpointId: m.checkpointId };
     default:
       return undefined;
   }

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "5a3bb385c7b6b97301f1c4f1048bcd8da83910fd37dd81878a9a39474e95934b",
+  "fingerprint": "3401ea073525002fac6757ec0eb6cee2fef95fea1a041b1fd59d2eea231d5f6f",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -11,22 +11,22 @@ export const SDK_MANIFEST = {
     "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "e8bbeb7d793889e4e7a399d6d3d46005b5439c94ccb8ba732e726ca3fde4eb73",
-    "index.d.ts": "5a93adc81930bf6c48165c1b10ed9e2b516e76ec06172ed74ae26113ba6a84db",
+    "index.d.ts": "a55289b31af5917e7ea8b9c94a0ec002c495052ef3535e74e7cca83106319388",
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
     "plan/planner.d.ts": "38dc3210fdfceb6f1af148a06a05ff820a7f768a472763a0abb72f4237b66f27",
     "plan/spec.d.ts": "dfb7f105a0283c29fdb262b8e91c09a95ad0c7224022f2ff637f248eadc4fd81",
-    "runtime/elements.d.ts": "48c84c429973921d6b1f221e38ae2ac16154522ce46ca92f669d55fa5acdbdbb",
+    "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
-    "runtime/index.d.ts": "6a4ac18cbbcabe2c0b3276e32a09a64840ae69f7645c62cc3c39212df07d9091",
-    "runtime/local.d.ts": "b999611ab6e6efa24892116694e4d9d4799097212ade7562f478893ecfd4983f",
-    "runtime/operator.d.ts": "42e862e4038ec001dd274b66a51d9a9bb25fbf7c9ef32c57a37ca6e435b1570a",
+    "runtime/index.d.ts": "c0be38ffc93233fda4bf1f27218df613652f3196ea8d5864fa3c9d43014da61d",
+    "runtime/local.d.ts": "6a768c91352478adbfa8b95a3ce0647868b69b3959b4e4b798133af8502f2195",
+    "runtime/operator.d.ts": "128d134f329126e5bd5f291cde83c844b894c6dbd5910edbdaf15f3ec420676e",
     "runtime/queue.d.ts": "6aea212093253c1a7cda57ab56b3c7c09dd1fa4df373a8921628f293473075da",
-    "runtime/subtask.d.ts": "60a0948be2ebf8f64335d77faa414e5c7c48b87249b748ec06239e0500996490",
-    "runtime/task.d.ts": "287e897ee4440ee2178f5937601e4210490d74b9275ba51f3a5c7c6947c78844",
-    "runtime/timers.d.ts": "acfe89d8976c09aa31e41697d5357b5ff21b3ffc571ced43567350b44b0c2424",
-    "runtime/writer.d.ts": "3cc05717ae2047c636c951f61de734c6959f87d3271301f4a03d9871aa1e292c",
-    "sdk/connector.d.ts": "f97c81c005b81bd791c28882c6a784f77163c882b6e8b612e591915b5f6ebbe0",
+    "runtime/subtask.d.ts": "0ea9070c74354134abc19ee83f3aafac60953fd912c1e57f8d842644475ca2f1",
+    "runtime/task.d.ts": "18fca8aced121761c24095a87aa426ef2f476a32c7b770730d5bae42f1cc286e",
+    "runtime/timers.d.ts": "368d84625f81add32eeda2c82e59403cb84904d2d3c5cc4a45e4a774135ab346",
+    "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
+    "sdk/connector.d.ts": "867cd3a4c3dfa498bb56f5ace0d025056be544f25b58aa191ab355e09d308fb0",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
     "sdk/graph.d.ts": "20211f9cb207f0d70912f0c479c761399f05451f4261ca011450c73dc5fc8a27",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",
@@ -34,7 +34,7 @@ export const SDK_MANIFEST = {
     "sdk/stream.d.ts": "8387c600abb312447dcda4170b352ce1ecbf48a5760e1f33c64e53ea5b5468ff",
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
-    "state/backend.d.ts": "f6cd16361a7607ce31b480855897067a1cea25847184e89cff9dcfd44474144a",
-    "state/index.d.ts": "5b3ca0f4788c25b0e7f525c6b86762a10b67e8f79e00b4a9cbbb93178118afa0"
+    "state/backend.d.ts": "7a3ddab194b17459b48659b8793f50451f5dc47f93c4dda519ef286e89c74167",
+    "state/index.d.ts": "c58192ba1a9ceb39e612dde50bda8886165c52d990804c20bca0af676f54dda7"
   }
 } as const;

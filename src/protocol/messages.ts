@@ -334,6 +334,9 @@ export const MESSAGES = {
     idle: field(bool),
   }),
   DataEnd: message(204, 'worker->worker', 'the channel has no more records', {}),
+  DataBarrier: message(206, 'worker->worker', 'a checkpoint barrier, in band after the records it follows', {
+    checkpointId: field(u64),
+  }),
   DataCredit: message(205, 'worker->worker', 'receiver to sender: room for this many more record batches (credit-based flow control)', {
     credits: field(u32),
   }),

@@ -9,6 +9,7 @@ export const BATCH = 0;
 export const WATERMARK = 1;
 export const STATUS = 2;
 export const END = 3;
+export const BARRIER = 4;
 
 export interface RecordBatch {
   kind: typeof BATCH;
@@ -37,4 +38,11 @@ export interface EndElement {
   channel: number;
 }
 
-export type StreamElement = RecordBatch | WatermarkElement | StatusElement | EndElement;
+/** A checkpoint barrier: everything before it on this channel belongs to checkpoint `checkpointId`. */
+export interface BarrierElement {
+  kind: typeof BARRIER;
+  channel: number;
+  checkpointId: number;
+}
+
+export type StreamElement = RecordBatch | WatermarkElement | StatusElement | EndElement | BarrierElement;

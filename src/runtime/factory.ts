@@ -66,6 +66,10 @@ export function createSourceReader(
         for (; i < stop; i++) out.collect(items[i]);
         return i >= items.length ? 'END' : 'MORE';
       },
+      snapshot: () => ({ i }),
+      restore(position) {
+        i = (position as { i: number }).i;
+      },
     };
   }
   return connectorOf(spec, fns, registry, 'source').source!.createReader(options, ctx);

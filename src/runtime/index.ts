@@ -14,8 +14,9 @@ export {
   type LocalRunOptions,
   type JobResult,
   type TaskMetrics,
+  type JobSnapshot,
 } from './local.js';
-export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, type StreamElement, type RecordBatch } from './elements.js';
+export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, BARRIER, type StreamElement, type RecordBatch } from './elements.js';
 export { InputQueue } from './queue.js';
 export {
   buildSubtask,
@@ -27,7 +28,7 @@ export {
   type InputChannel,
   type SubtaskEnvironment,
 } from './subtask.js';
-export { SubtaskRunner, type SubtaskState } from './task.js';
+export { SubtaskRunner, type SubtaskState, type SubtaskSnapshot } from './task.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
 export type { RuntimeServices } from './operator.js';
 export { StreamOperator, type Output, type OperatorContext } from './operator.js';

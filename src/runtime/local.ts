@@ -11,7 +11,7 @@ import { validateConnectors } from './factory.js';
 import type { RuntimeServices } from './operator.js';
 import { InputQueue } from './queue.js';
 import { buildSubtask, taskOf, type SubtaskEnvironment } from './subtask.js';
-import type { SubtaskRunner } from './task.js';
+import type { SubtaskRunner, SubtaskSnapshot } from './task.js';
 
 /** Records per batch between tasks. @default 1000 */
 export const DEFAULT_BATCH_SIZE = 1_000;
@@ -30,6 +30,14 @@ export interface LocalRunOptions extends BuildOptions {
   stdout?: (text: string) => void | Promise<void>;
   /** Extra connectors by name, in addition to the built-in ones. */
   connectors?: Record<string, Connector>;
+  /** Resume from a checkpoint an earlier run of the same plan took. */
+  restore?: JobSnapshot;
+}
+
+/** A checkpoint of a whole job: every subtask's snapshot, by `<task id>#<subtask index>`. */
+export interface JobSnapshot {
+  checkpointId: number;
+  subtasks: Record<string, SubtaskSnapshot>;
 }
 
 export interface TaskMetrics {
@@ -62,8 +70,12 @@ export class LocalExecution {
   /** Settles when every subtask has stopped. */
   readonly done: Promise<JobResult>;
 
+  /** The checkpoint this run resumed from; its own checkpoints number above it. */
+  readonly restoredFrom: number | undefined;
+
   constructor(built: BuiltJob, options: LocalRunOptions = {}) {
     this.plan = createPhysicalPlan(built.spec);
+    this.restoredFrom = options.restore?.checkpointId;
     const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
     this.queueCapacity = options.queueCapacity ?? DEFAULT_QUEUE_CAPACITY_BATCHES;
     const stdout = options.stdout ?? writeStdout;
@@ -95,7 +107,15 @@ export class LocalExecution {
     for (const task of this.plan.tasks) {
       for (let index = 0; index < task.parallelism; index++) {
         const queue = task.inputs.length > 0 ? queues.get(task.id)![index]! : undefined;
-        const runner = buildSubtask(env, task, index, queue, (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!);
+        const key = `${task.id}#${index}`;
+        const restored = options.restore?.subtasks[key];
+        if (options.restore && !restored) {
+          throw new ClinkError('CLINK_ERR_PLAN', `checkpoint ${options.restore.checkpointId} has no state for subtask ${key}; it was taken with another layout`);
+        }
+        const runner = buildSubtask(env, task, index, queue, (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!, {
+          ...(restored ? { restore: restored } : {}),
+          onSnapshot: (id, snap) => this.onSnapshot(id, key, snap),
+        });
         this.runners.push({ task, runner, ...(queue ? { queue } : {}) });
       }
     }
@@ -104,6 +124,31 @@ export class LocalExecution {
   }
 
   private firstError: unknown = undefined;
+  private checkpointSeq = 0;
+  private readonly pendingCheckpoints = new Map<number, { snapshot: JobSnapshot; resolve: (s: JobSnapshot) => void; reject: (e: unknown) => void }>();
+
+  /**
+   * Take a checkpoint: barriers go in at every source, align through the graph, and each subtask
+   * snapshots when they reach it. Resolves with the whole job's snapshot once every subtask has taken
+   * its part.
+   */
+  triggerCheckpoint(): Promise<JobSnapshot> {
+    const checkpointId = Math.max(++this.checkpointSeq, (this.restoredFrom ?? 0) + 1);
+    this.checkpointSeq = checkpointId;
+    const p = new Promise<JobSnapshot>((resolve, reject) => this.pendingCheckpoints.set(checkpointId, { snapshot: { checkpointId, subtasks: {} }, resolve, reject }));
+    for (const { runner } of this.runners) runner.triggerCheckpoint(checkpointId);
+    return p;
+  }
+
+  private onSnapshot(checkpointId: number, key: string, snap: SubtaskSnapshot): void {
+    const pending = this.pendingCheckpoints.get(checkpointId);
+    if (!pending) return;
+    pending.snapshot.subtasks[key] = snap;
+    if (Object.keys(pending.snapshot.subtasks).length === this.runners.length) {
+      this.pendingCheckpoints.delete(checkpointId);
+      pending.resolve(pending.snapshot);
+    }
+  }
 
   private fail(err: unknown): void {
     this.firstError ??= err;
@@ -126,6 +171,8 @@ export class LocalExecution {
       }),
     );
     this.finishedAt = performance.now();
+    for (const [, p] of this.pendingCheckpoints) p.reject(this.firstError ?? new JobCancelledError('the job ended before the checkpoint completed'));
+    this.pendingCheckpoints.clear();
     if (results.some((r) => r.status === 'rejected')) {
       const err = this.firstError;
       if (err instanceof ClinkError || err instanceof Error) throw err;

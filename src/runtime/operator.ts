@@ -74,6 +74,14 @@ export abstract class StreamOperator {
 
   close(): void | Promise<void> {}
 
+  /** This operator's state at a checkpoint barrier: a deep copy, or undefined when it has none. */
+  snapshotState(): unknown {
+    return undefined;
+  }
+
+  /** Restore what snapshotState returned; called after open(), before any record. */
+  restoreState(_state: unknown): void {}
+
   protected userError(err: unknown): UserCodeError {
     if (err instanceof UserCodeError) return err;
     return new UserCodeError(this.ctx.spec, this.ctx.subtaskIndex, this.ctx.parallelism, err);

@@ -10,7 +10,7 @@ import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import type { InputQueue } from './queue.js';
-import { SubtaskRunner } from './task.js';
+import { SubtaskRunner, type SubtaskSnapshot } from './task.js';
 import { ProcessingTimeService } from './timers.js';
 import { RecordWriter, type EdgeOutput } from './writer.js';
 
@@ -86,6 +86,7 @@ export function buildSubtask(
   index: number,
   input: InputQueue | undefined,
   sinkFor: (edgeIndex: number, downstreamSubtask: number) => ChannelSink,
+  checkpoints: { restore?: SubtaskSnapshot; onSnapshot?: (checkpointId: number, s: SubtaskSnapshot) => void } = {},
 ): SubtaskRunner {
   const { plan, functions } = env;
   const writerRef: { writer?: RecordWriter } = {};
@@ -116,7 +117,7 @@ export function buildSubtask(
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
-  const common = { task, index, operators, writer, time, signal: env.signal, batchSize: env.batchSize };
+  const common = { task, index, operators, writer, time, signal: env.signal, batchSize: env.batchSize, ...checkpoints };
   if (head.type === 'source') {
     const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
     return new SubtaskRunner({

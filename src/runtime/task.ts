@@ -8,7 +8,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
 import { abortable } from '../util/index.js';
-import { BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
+import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK, type StreamElement } from './elements.js';
 import type { StreamOperator } from './operator.js';
 import { SinkOperator } from './operators/basic.js';
 import type { InputQueue } from './queue.js';
@@ -32,12 +32,25 @@ export interface SubtaskSetup {
   input?: { queue: InputQueue; channelInputs: number[] };
   /** For source tasks. */
   createReader?: () => SourceReader<unknown> | Promise<SourceReader<unknown>>;
+  /** State to resume from, taken by an earlier run's checkpoint. */
+  restore?: SubtaskSnapshot;
+  /** Receives this subtask's snapshot for each checkpoint. */
+  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot) => void;
+}
+
+/** One subtask's part of a checkpoint: each chained operator's state and, for a source, its position. */
+export interface SubtaskSnapshot {
+  operators: unknown[];
+  source?: unknown;
 }
 
 export class SubtaskRunner {
   state: SubtaskState = 'CREATED';
   recordsIn = 0;
   private lastYield = 0;
+  /** Checkpoints a source must inject barriers for, after its current batch. */
+  private readonly pendingBarriers: number[] = [];
+  private reader: SourceReader<unknown> | undefined;
 
   constructor(readonly setup: SubtaskSetup) {}
 
@@ -57,6 +70,8 @@ export class SubtaskRunner {
     this.lastYield = performance.now();
     try {
       for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
+      const restore = this.setup.restore;
+      if (restore) operators.forEach((op, i) => op.restoreState(restore.operators[i]));
       if (this.setup.createReader) await this.runSource();
       else await this.runInput();
       for (const op of operators) await this.bounded(op.finish());
@@ -71,6 +86,29 @@ export class SubtaskRunner {
       const failedClose = closing.find((r) => r.status === 'rejected');
       if (failedClose && this.state === 'FINISHED') throw failedClose.reason;
     }
+  }
+
+  /**
+   * Take a checkpoint: a source injects a barrier after its current batch; a task that has finished
+   * reports its final state at once (its output is complete). Tasks with inputs checkpoint when their
+   * barriers have aligned.
+   */
+  triggerCheckpoint(checkpointId: number): void {
+    if (this.state === 'FINISHED') this.setup.onSnapshot?.(checkpointId, this.snapshot());
+    else if (this.setup.createReader) this.pendingBarriers.push(checkpointId);
+  }
+
+  private snapshot(): SubtaskSnapshot {
+    const operators = this.setup.operators.map((op) => op.snapshotState());
+    const source = this.reader?.snapshot?.();
+    return source === undefined ? { operators } : { operators, source };
+  }
+
+  /** Snapshot, then send the barrier on, behind every record this subtask has emitted. */
+  private checkpoint(checkpointId: number): void {
+    this.setup.writer.flush();
+    this.setup.onSnapshot?.(checkpointId, this.snapshot());
+    this.setup.writer.emitBarrier(checkpointId);
   }
 
   /** Await user or connector work, but stop waiting when the job is cancelled. */
@@ -99,6 +137,8 @@ export class SubtaskRunner {
   private async runSource(): Promise<void> {
     const head = this.setup.operators[0]!;
     const reader = await this.bounded(this.setup.createReader!());
+    this.reader = reader;
+    if (this.setup.restore?.source !== undefined) await this.bounded(reader.restore?.(this.setup.restore.source));
     const next = head.out;
     const out: SourceOutput<unknown> = {
       collect: (v) => {
@@ -112,6 +152,7 @@ export class SubtaskRunner {
     };
     try {
       for (;;) {
+        while (this.pendingBarriers.length > 0) this.checkpoint(this.pendingBarriers.shift()!);
         let status = reader.read(out, this.setup.batchSize);
         if (typeof status !== 'string') status = await this.bounded(status);
         await this.afterBatch();
@@ -158,8 +199,29 @@ export class SubtaskRunner {
       }
     };
 
+    // Aligned checkpoints: a channel that has delivered the barrier is held back (its elements wait in
+    // `held`) until every channel still open has delivered it; then the subtask snapshots, forwards the
+    // barrier and replays what it held.
+    const ended = new Uint8Array(n);
+    let aligning: { id: number; got: Set<number> } | null = null;
+    const held: StreamElement[] = [];
+    const replay: StreamElement[] = [];
+    const aligned = (): boolean => {
+      for (let c = 0; c < n; c++) if (!ended[c] && !aligning!.got.has(c)) return false;
+      return true;
+    };
+    const completeAlignment = (): void => {
+      this.checkpoint(aligning!.id);
+      aligning = null;
+      replay.push(...held.splice(0));
+    };
+
     while (open > 0) {
-      const e = queue.poll() ?? (await queue.take());
+      const e = replay.shift() ?? queue.poll() ?? (await queue.take());
+      if (aligning && aligning.got.has(e.channel)) {
+        held.push(e);
+        continue;
+      }
       switch (e.kind) {
         case BATCH: {
           const { values, timestamps } = e;
@@ -183,10 +245,17 @@ export class SubtaskRunner {
           break;
         case END:
           open--;
+          ended[e.channel] = 1;
           watermarks[e.channel] = MAX_WATERMARK;
           idle[e.channel] = 0;
           recompute();
+          if (aligning && aligned()) completeAlignment();
           await this.afterBatch();
+          break;
+        case BARRIER:
+          if (!aligning) aligning = { id: e.checkpointId, got: new Set() };
+          aligning.got.add(e.channel);
+          if (aligned()) completeAlignment();
           break;
       }
     }

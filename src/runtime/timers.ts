@@ -118,6 +118,21 @@ class TimerQueue {
     for (const s of this.live.values()) n += s.size;
     return n;
   }
+
+  /** The live timers (deleted ones are skipped). */
+  snapshot(): KeyedTimer[] {
+    return this.heap.toArray().filter((t) => this.live.get(t.normalizedKey)?.has(t.timestamp)).map((t) => ({ ...t, key: structuredClone(t.key) }));
+  }
+
+  restore(timers: readonly KeyedTimer[]): void {
+    for (const t of timers) {
+      let s = this.live.get(t.normalizedKey);
+      if (!s) this.live.set(t.normalizedKey, (s = new Set()));
+      if (s.has(t.timestamp)) continue;
+      s.add(t.timestamp);
+      this.heap.push({ ...t });
+    }
+  }
 }
 
 /** Event-time and processing-time timers of one keyed operator. */
@@ -149,5 +164,22 @@ export class KeyedTimerService {
 
   deleteProcessingTime(timestamp: number): void {
     this.processing.delete(this.backend, timestamp);
+  }
+
+  snapshot(): { event: KeyedTimer[]; processing: KeyedTimer[] } {
+    return { event: this.event.snapshot(), processing: this.processing.snapshot() };
+  }
+
+  /** Restore the timers of the key groups in range; processing-time ones are scheduled again. */
+  restore(s: { event: KeyedTimer[]; processing: KeyedTimer[] }, range: { start: number; end: number }): void {
+    const mine = (t: KeyedTimer): boolean => t.keyGroup >= range.start && t.keyGroup <= range.end;
+    this.event.restore(s.event.filter(mine));
+    const proc = s.processing.filter(mine);
+    this.processing.restore(proc);
+    for (const at of new Set(proc.map((t) => t.timestamp))) {
+      this.time.schedule(at, (now) => {
+        for (let t = this.processing.pollDue(now); t; t = this.processing.pollDue(now)) this.onProcessingTimer(t);
+      });
+    }
   }
 }

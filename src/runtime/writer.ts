@@ -5,7 +5,7 @@
  */
 import { UserCodeError } from '../errors.js';
 import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup, type EdgeKind, type OperatorSpec } from '../plan/index.js';
-import { BATCH, END, STATUS, WATERMARK } from './elements.js';
+import { BARRIER, BATCH, END, STATUS, WATERMARK } from './elements.js';
 import type { Output } from './operator.js';
 import type { ChannelSink } from './subtask.js';
 
@@ -174,6 +174,12 @@ export class RecordWriter implements Output {
         this.flushPartial();
       });
     }
+  }
+
+  /** A checkpoint barrier goes to every target, after every record sent before it. */
+  emitBarrier(checkpointId: number): void {
+    this.flush();
+    for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: BARRIER, channel: t.channel, checkpointId });
   }
 
   end(): void {

@@ -19,6 +19,10 @@ export interface SourceReader<T> {
   /** Emit up to `maxRecords` records into `out`. Never emit records after returning 'END'. */
   read(out: SourceOutput<T>, maxRecords: number): ReadStatus | Promise<ReadStatus>;
   close?(): void | Promise<void>;
+  /** Its position at a checkpoint (after the last record it emitted), as plain data. */
+  snapshot?(): unknown;
+  /** Resume from a position snapshot() returned, before the first read. */
+  restore?(position: unknown): void | Promise<void>;
 }
 
 export interface SinkContext {

@@ -34,6 +34,9 @@ export class StateTable<V> {
   }
 }
 
+/** Every named state, as key-group-ordered entries. */
+export type BackendSnapshot = { name: string; kind: string; groups: [number, [unknown, unknown][]][] }[];
+
 export class KeyedStateBackend implements KeyedStateStore {
   currentKey: unknown = undefined;
   currentNormalizedKey: unknown = undefined;
@@ -92,6 +95,36 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   list<T>(name: string): ListState<T> {
     return this.table(name, 'list', (t) => new ListStateHandle<T>(this, t as StateTable<T[]>));
+  }
+
+  /**
+   * A deep copy of every named state, key group by key group (the unit a restore hands out). Kinds
+   * are kept so a restore creates the same handles.
+   */
+  snapshot(): BackendSnapshot {
+    const out: BackendSnapshot = [];
+    for (const [name, e] of this.tables) {
+      const groups: [number, [unknown, unknown][]][] = [];
+      e.table.groups.forEach((g, kg) => {
+        if (g && g.size > 0) groups.push([kg, structuredClone([...g])]);
+      });
+      out.push({ name, kind: e.kind, groups });
+    }
+    return out;
+  }
+
+  /** Load a snapshot, keeping only the key groups this subtask owns. */
+  restore(snapshot: BackendSnapshot): void {
+    for (const s of snapshot) {
+      if (s.kind === 'value') this.value(s.name);
+      else if (s.kind === 'map') this.map(s.name);
+      else this.list(s.name);
+      const table = this.tables.get(s.name)!.table;
+      for (const [kg, entries] of s.groups) {
+        if (kg < this.keyGroupRange.start || kg > this.keyGroupRange.end) continue;
+        for (const [k, v] of structuredClone(entries)) table.set(kg, k, v);
+      }
+    }
   }
 
   /** Names and kinds of the states registered so far, with their key counts. */

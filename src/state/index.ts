@@ -6,4 +6,4 @@
  * backend.setCurrentKey('user-1');
  * backend.value<number>('count').update(1);
  */
-export { KeyedStateBackend, StateTable } from './backend.js';
+export { KeyedStateBackend, StateTable, type BackendSnapshot } from './backend.js';

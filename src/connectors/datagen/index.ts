@@ -118,6 +118,10 @@ export const datagen: Connector<Record<string, unknown>> = {
           for (let i = 0; i < n && row < count; i++, row += p, emitted++) out.collect(rowOf(row));
           return row >= count ? 'END' : 'MORE';
         },
+        snapshot: () => ({ row }),
+        restore(position) {
+          row = (position as { row: number }).row;
+        },
       };
     },
   },

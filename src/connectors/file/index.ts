@@ -109,6 +109,8 @@ export const file: Connector<unknown, unknown> = {
       const mine = all.filter((_, i) => i % ctx.parallelism === ctx.subtaskIndex);
       let fi = 0;
       let reader: LineReader | null = null;
+      /** Lines of file `fi` to skip after a restore (they were read before the checkpoint). */
+      let skip = 0;
       const parse = (line: string, r: LineReader): unknown => {
         const fmt = o.format ?? (/\.(jsonl|ndjson)$/i.test(r.path) ? 'jsonl' : 'lines');
         if (fmt === 'lines') return line;
@@ -124,11 +126,16 @@ export const file: Connector<unknown, unknown> = {
           while (n < max) {
             if (!reader) {
               if (fi >= mine.length) return 'END';
-              reader = new LineReader(mine[fi++]!);
+              reader = new LineReader(mine[fi]!);
             }
             const line = reader.nextSync() ?? (await reader.next());
             if (line === undefined) {
               reader = null;
+              fi++;
+              continue;
+            }
+            if (skip > 0) {
+              skip--;
               continue;
             }
             if (line.length === 0) continue;
@@ -139,6 +146,12 @@ export const file: Connector<unknown, unknown> = {
         },
         async close() {
           await reader?.close();
+        },
+        snapshot: () => ({ fi, line: reader?.lineNo ?? 0 }),
+        restore(position) {
+          const p = position as { fi: number; line: number };
+          fi = p.fi;
+          skip = p.line;
         },
       };
     },

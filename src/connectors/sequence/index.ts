@@ -22,6 +22,10 @@ export const sequence: Connector<number> = {
           next = stop;
           return next >= end ? 'END' : 'MORE';
         },
+        snapshot: () => ({ next }),
+        restore(position) {
+          next = (position as { next: number }).next;
+        },
       };
     },
   },

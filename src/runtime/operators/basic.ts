@@ -175,6 +175,18 @@ export class AssignTimestampsOperator extends StreamOperator {
   override processWatermark(watermark: number): void {
     if (watermark === MAX_WATERMARK) super.processWatermark(watermark);
   }
+
+  override snapshotState(): unknown {
+    return { maxTimestamp: this.maxTimestamp, lastEmitted: this.lastEmitted };
+  }
+
+  override restoreState(state: unknown): void {
+    if (state === undefined) return;
+    const s = state as { maxTimestamp: number; lastEmitted: number };
+    this.maxTimestamp = s.maxTimestamp;
+    this.lastEmitted = s.lastEmitted;
+    this.currentWatermark = s.lastEmitted;
+  }
 }
 
 export class SinkOperator extends StreamOperator {

@@ -10,7 +10,7 @@ import type {
   TimerService,
   ValueState,
 } from '../../sdk/index.js';
-import { KeyedStateBackend } from '../../state/index.js';
+import { KeyedStateBackend, type BackendSnapshot } from '../../state/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
 import { StreamOperator } from '../operator.js';
 import { KeyedTimerService, type KeyedTimer } from '../timers.js';
@@ -54,6 +54,30 @@ export abstract class KeyedOperator extends StreamOperator {
     this.backend.setCurrentKeyUnchecked(t.key, t.normalizedKey, t.keyGroup);
     this.onTimer(t.timestamp, 'processing');
   }
+
+  override snapshotState(): unknown {
+    if (!this.backend) return this.snapshotOwn();
+    return { state: this.backend.snapshot(), timers: this.timers.snapshot(), own: this.snapshotOwn() };
+  }
+
+  override restoreState(snapshot: unknown): void {
+    if (snapshot === undefined) return;
+    if (!this.backend) {
+      this.restoreOwn(snapshot);
+      return;
+    }
+    const s = snapshot as { state: BackendSnapshot; timers: Parameters<KeyedTimerService['restore']>[0]; own: unknown };
+    this.backend.restore(s.state);
+    this.timers.restore(s.timers, this.backend.keyGroupRange);
+    this.restoreOwn(s.own);
+  }
+
+  /** State an operator keeps outside the backend (window panes, for one). */
+  protected snapshotOwn(): unknown {
+    return undefined;
+  }
+
+  protected restoreOwn(_own: unknown): void {}
 
   /** A timer of the current key fired. */
   protected onTimer(_timestamp: number, _domain: 'event' | 'processing'): void {}

@@ -194,6 +194,40 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
+  protected override snapshotOwn(): unknown {
+    return structuredClone({
+      panes: [...this.panes].map(([start, pane]) => [start, [...pane]]),
+      sessions: [...this.sessions],
+      lateRecordsDropped: this.lateRecordsDropped,
+    });
+  }
+
+  protected override restoreOwn(own: unknown): void {
+    const o = own as {
+      panes: [number, [unknown, PaneEntry][]][];
+      sessions: [unknown, KeySessions][];
+      lateRecordsDropped: number;
+    };
+    const range = this.backend.keyGroupRange;
+    const mine = (kg: number): boolean => kg >= range.start && kg <= range.end;
+    for (const [start, entries] of o.panes) {
+      const kept = entries.filter(([, e]) => mine(e.keyGroup));
+      if (kept.length === 0) continue;
+      this.panes.set(start, new Map(kept));
+      this.insertStart(start);
+      if (this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
+    }
+    for (const [nk, ks] of o.sessions) {
+      if (!mine(ks.keyGroup)) continue;
+      this.sessions.set(nk, ks);
+      for (const s of ks.sessions) {
+        this.sessionEnds.push({ end: s.end, nk });
+        if (this.processingTime) this.scheduleFire(s.end);
+      }
+    }
+    this.lateRecordsDropped = o.lateRecordsDropped;
+  }
+
   override finish(): void {
     // Event-time windows fired on the final watermark; processing-time windows fire now, at end of input.
     this.fireUpTo(Number.POSITIVE_INFINITY);
