@@ -1,5 +1,5 @@
 /** `clink submit`, `clink jobs`, `clink cancel`: a client of a running coordinator. */
-import { ClusterClient, type JobOutcome } from '../client/index.js';
+import { ClusterClient, type CheckpointSettings, type JobOutcome } from '../client/index.js';
 import { ClinkError } from '../errors.js';
 import { prepareSubmission } from '../loader/index.js';
 import { formatTable } from './table.js';
@@ -27,13 +27,29 @@ export function jobFailed(outcome: JobOutcome): ClinkError {
 
 export async function submitCommand(
   jobPath: string,
-  o: { coordinator: Endpoint; parallelism?: number; params: Record<string, string>; name?: string; wait: boolean; output: 'table' | 'json'; maxRows: number },
+  o: {
+    coordinator: Endpoint;
+    parallelism?: number;
+    params: Record<string, string>;
+    name?: string;
+    wait: boolean;
+    output: 'table' | 'json';
+    maxRows: number;
+    checkpoint?: Partial<CheckpointSettings>;
+  },
 ): Promise<void> {
   // The coordinator validates the plan; checking it here too would cost start-up time for nothing.
   const { compiled, spec } = await prepareSubmission(jobPath, { parallelism: o.parallelism ?? 1, params: o.params });
   const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
   try {
-    const { jobId } = await client.submit({ module: compiled, spec, params: o.params, buildParallelism: o.parallelism ?? 1, ...(o.name ? { name: o.name } : {}) });
+    const { jobId } = await client.submit({
+      module: compiled,
+      spec,
+      params: o.params,
+      buildParallelism: o.parallelism ?? 1,
+      ...(o.name ? { name: o.name } : {}),
+      ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}),
+    });
     process.stdout.write(`${jobId}\n`);
     if (!o.wait) return;
     const outcome = await client.waitForCompletion(jobId);

@@ -43,6 +43,11 @@ function describeError(err: unknown): string {
 }
 
 type JobFlags = { parallelism?: number; param: Record<string, string> };
+type CheckpointFlags = { checkpointDir?: string; checkpointIntervalMs: number; restoreFromDir?: string; restoreFromCheckpointId: number };
+
+function checkpointSettings(o: CheckpointFlags): { checkpointDir: string; intervalMs: number; restoreFromDir: string; restoreFromCheckpointId: number } {
+  return { checkpointDir: o.checkpointDir ?? '', intervalMs: o.checkpointIntervalMs, restoreFromDir: o.restoreFromDir ?? '', restoreFromCheckpointId: o.restoreFromCheckpointId };
+}
 
 export async function main(argv: string[]): Promise<number> {
   process.setSourceMapsEnabled(true);
@@ -61,6 +66,12 @@ export async function main(argv: string[]): Promise<number> {
     cmd
       .addOption(new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'))
       .option('--max-rows <n>', 'rows of each collected result to print', positiveInt, 20);
+  const checkpointOptions = (cmd: Command): Command =>
+    cmd
+      .option('--checkpoint-dir <dir>', 'take checkpoints into this directory (none without it)')
+      .option('--checkpoint-interval-ms <ms>', 'how often to checkpoint (0: never on a timer)', nonNegativeInt, 0)
+      .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
+      .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0);
   const coordinatorOption = (cmd: Command): Command =>
     cmd.requiredOption('--coordinator <host:port>', 'the coordinator to talk to', parseCoordinator);
 
@@ -90,12 +101,13 @@ export async function main(argv: string[]): Promise<number> {
       await planCommand(job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.param, json: o.json === true });
     });
 
-  outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file'))))
+  checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file')))))
     .option('--name <name>', "the job's name [default: its defineJob name]")
     .option('--wait', 'wait for the job to end; exit non-zero with its error if it fails')
-    .action(async (job: string, o: JobFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number }) => {
+    .action(async (job: string, o: JobFlags & CheckpointFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number }) => {
       const { submitCommand } = await import('./client.js');
       await submitCommand(job, {
+        checkpoint: checkpointSettings(o),
         coordinator: o.coordinator,
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,

@@ -39,6 +39,8 @@ export interface SubmitOptions {
   name?: string;
   /** The parallelism given to the build function (0 = the spec's default). */
   buildParallelism?: number;
+  /** Checkpointing and restore; unset fields keep their defaults (no checkpoints, no restore). */
+  checkpoint?: Partial<CheckpointSettings>;
   /** Advertise another SDK than the module's own (tests of the gate). */
   sdkAdvert?: { fingerprint: string; manifest: Record<string, string> };
 }
@@ -54,7 +56,9 @@ export interface JobOutcome {
 
 export type JobSummary = MessageOf<'ListJobsReply'>['jobs'][number];
 
-const NO_CHECKPOINTS = {
+export type CheckpointSettings = MessageOf<'SubmitJob'>['checkpoint'];
+
+const NO_CHECKPOINTS: CheckpointSettings = {
   checkpointDir: '',
   intervalMs: 0,
   restoreFromDir: '',
@@ -148,7 +152,7 @@ export class ClusterClient {
               ? { sha256: o.module.sha256, bytes: o.module.code, sourceMap: o.module.sourceMap }
               : { sha256: o.module.sha256, bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) },
           ],
-          checkpoint: NO_CHECKPOINTS,
+          checkpoint: { ...NO_CHECKPOINTS, ...o.checkpoint },
           params: JSON.stringify(o.params),
           sdkFingerprint: o.sdkAdvert?.fingerprint ?? o.module.sdk.fingerprint,
           sdkManifest: JSON.stringify(o.sdkAdvert?.manifest ?? localSdkManifest()),

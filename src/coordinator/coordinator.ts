@@ -32,6 +32,8 @@ import {
 import { networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
+import { claimCheckpointId, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
+import { join } from 'node:path';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 const packr = new Packr({ useRecords: true, moreTypes: true });
@@ -96,6 +98,13 @@ export interface JobState {
   peerFailure?: { error: string; at: number };
   /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
   edges: { local: number; socket: number };
+  checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
+  /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
+  checkpointFloor: number;
+  pendingCheckpoint?: { id: number; pending: Set<string>; startedAt: number; bytes: number };
+  startingCheckpoint?: boolean;
+  lastCheckpointAt: number;
+  checkpoints: { checkpointId: number; durationMs: number; stateBytes: number; completedAtMs: number }[];
 }
 
 /** A job as the API shows it. */
@@ -391,6 +400,8 @@ export class Coordinator {
         return this.onSubtaskListening(s, m);
       case 'SubtaskFinished':
         return this.onSubtaskFinished(s, m);
+      case 'SubtaskCheckpointed':
+        return this.onSubtaskCheckpointed(m);
       default:
         this.log.debug({ workerId: s.id, type: m.type }, `ignoring ${m.type} from worker ${s.id}`);
     }
@@ -445,6 +456,88 @@ export class Coordinator {
       job.peerFailure ??= { error: m.error, at: Date.now() };
     } else if (!m.ok && job.state !== 'CANCELED') this.failJob(job, m.error || `subtask ${m.taskId}#${m.subtaskIndex} failed`);
     this.maybeComplete(job);
+  }
+
+  // ---------------------------------------------------------------- checkpoints
+
+  /** On the watchdog's tick: start a checkpoint of every running job whose interval has passed. */
+  private triggerCheckpoints(now: number): void {
+    for (const job of this.jobs.values()) {
+      const c = job.checkpoint;
+      if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || job.startingCheckpoint) continue;
+      const p = job.pendingCheckpoint;
+      if (p) {
+        const timeout = Math.max(10_000, 10 * c.intervalMs);
+        if (now - p.startedAt > timeout) this.abortCheckpoint(job, `not complete within ${timeout} ms`);
+        continue;
+      }
+      if (now - job.lastCheckpointAt < c.intervalMs) continue;
+      // Periodic checkpoints run while every subtask runs; the tail of a bounded job is later work.
+      if (job.subtasks.some((t) => t.finished)) continue;
+      job.startingCheckpoint = true;
+      const dir = jobDir(c.checkpointDir, job.id);
+      void claimCheckpointId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0))
+        .then((id) => {
+          job.startingCheckpoint = false;
+          if (job.state !== 'RUNNING') return;
+          job.pendingCheckpoint = { id, pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)), startedAt: Date.now(), bytes: 0 };
+          for (const s of new Set(job.subtasks.map((t) => t.session))) this.post(s, makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now() }));
+        })
+        .catch((err: unknown) => {
+          job.startingCheckpoint = false;
+          job.lastCheckpointAt = Date.now();
+          this.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
+        });
+    }
+  }
+
+  private onSubtaskCheckpointed(m: MessageOf<'SubtaskCheckpointed'>): void {
+    const job = this.jobs.get(m.jobId);
+    const p = job?.pendingCheckpoint;
+    if (!job || !p || p.id !== m.checkpointId) return;
+    if (!m.ok) {
+      this.abortCheckpoint(job, `subtask ${m.taskId}#${m.subtaskIndex} could not snapshot: ${m.error}`);
+      return;
+    }
+    p.pending.delete(`${m.taskId}#${m.subtaskIndex}`);
+    p.bytes += m.stateBytes;
+    if (p.pending.size > 0) return;
+    const dir = jobDir(job.checkpoint.checkpointDir, job.id);
+    const marker = {
+      checkpointId: p.id,
+      jobId: job.id,
+      jobName: job.name,
+      subtasks: job.subtasks.map((t) => `${t.taskId}#${t.index}`),
+      stateDir: join(dir, `chk-${p.id}`),
+      completedAtMs: Date.now(),
+      stateBytes: p.bytes,
+    };
+    void writeCompletedMarker(dir, marker)
+      .then(async () => {
+        const durationMs = marker.completedAtMs - p.startedAt;
+        job.checkpoints.push({ checkpointId: p.id, durationMs, stateBytes: p.bytes, completedAtMs: marker.completedAtMs });
+        if (job.checkpoints.length > 100) job.checkpoints.shift();
+        job.pendingCheckpoint = undefined;
+        job.lastCheckpointAt = Date.now();
+        this.log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `checkpoint ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
+        for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
+        await retainCheckpoints(dir, 1);
+      })
+      .catch((err: unknown) => this.abortCheckpoint(job, `its COMPLETED marker could not be written: ${(err as Error).message}`));
+  }
+
+  private abortCheckpoint(job: JobState, reason: string): void {
+    const p = job.pendingCheckpoint;
+    if (!p) return;
+    job.pendingCheckpoint = undefined;
+    job.lastCheckpointAt = Date.now();
+    this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
+    for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
+  }
+
+  /** Completed checkpoints of a job (newest last). */
+  checkpointsOf(jobId: string): JobState['checkpoints'] | undefined {
+    return (this.jobs.get(jobId) ?? this.history.find((h) => h.id === jobId))?.checkpoints;
   }
 
   private addCollected(job: JobState, bytes: Uint8Array): void {
@@ -519,6 +612,7 @@ export class Coordinator {
     for (const job of [...this.jobs.values()]) {
       if (job.peerFailure && now - job.peerFailure.at > hb + interval) this.failJob(job, job.peerFailure.error);
     }
+    this.triggerCheckpoints(now);
     for (const s of [...this.sessions.values()]) {
       if (s.state !== 'active') continue;
       const stopped = s.outbox.stopped;
@@ -661,6 +755,23 @@ export class Coordinator {
     const module = m.modules[0] && this.modules.get(m.modules[0].sha256);
     if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
     const subtasks = plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
+    // The restore-layout gate runs before any slot is waited for.
+    const restore = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
+    if (restore) {
+      const planned = subtasks.map((s) => `${s.taskId}#${s.index}`).sort();
+      const held = [...restore.subtasks].sort();
+      if (JSON.stringify(planned) !== JSON.stringify(held)) {
+        const missing = planned.filter((k) => !held.includes(k));
+        const extra = held.filter((k) => !planned.includes(k));
+        throw new ClinkError(
+          'CLINK_ERR_PLAN',
+          `restore layout differs: checkpoint ${restore.checkpointId} holds state for ${held.length} subtasks, the plan deploys ${planned.length}` +
+            (missing.length ? `; no state for ${missing.join(', ')}` : '') +
+            (extra.length ? `; state for subtasks the plan lacks: ${extra.join(', ')}` : '') +
+            '; submit with the parallelism the checkpoint was taken at',
+        );
+      }
+    }
     const placement = await this.placeWithin(subtasks, this.config.submitWaitForSlotsMs);
     const job: JobState = {
       id: randomUUID().slice(0, 8),
@@ -679,7 +790,14 @@ export class Coordinator {
       collectedBytes: 0,
       progress: new Map(),
       edges: countChannels(plan, placement),
+      checkpoint: m.checkpoint,
+      checkpointFloor: restore?.checkpointId ?? 0,
+      lastCheckpointAt: Date.now(),
+      checkpoints: [],
     };
+    if (restore && m.checkpoint.checkpointDir) {
+      await writeRestoredRecord(jobDir(m.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
+    }
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       s.used += sts.length;
@@ -699,7 +817,7 @@ export class Coordinator {
           chainJson: JSON.stringify(task.operators.map((o) => o.id)),
           keyGroupStart: range.start,
           keyGroupEnd: range.end,
-          restoreCheckpointId: 0,
+          restoreCheckpointId: restore?.checkpointId ?? 0,
           attempt: 0,
         };
       });
@@ -711,7 +829,7 @@ export class Coordinator {
           specJson: m.specJson,
           tasks,
           modules: [this.moduleFor(s, module)],
-          checkpoint: m.checkpoint,
+          checkpoint: restore ? { ...m.checkpoint, restoreFromDir: restore.stateDir } : m.checkpoint,
           params: m.params,
           buildParallelism: m.buildParallelism,
         }),

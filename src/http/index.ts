@@ -34,6 +34,11 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
       if (!job) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
       return job;
     });
+    app.get<{ Params: { id: string } }>('/api/v1/jobs/:id/checkpoints', async (req, reply) => {
+      const checkpoints = coordinator.checkpointsOf(req.params.id);
+      if (!checkpoints) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
+      return { checkpoints };
+    });
     app.get('/api/v1/workers', async () => {
       const workers = coordinator.workers();
       return {

@@ -19,7 +19,10 @@ import {
   type ChannelSink,
   type SubtaskEnvironment,
   type SubtaskRunner,
+  type SubtaskSnapshot,
 } from '../runtime/index.js';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 
@@ -30,6 +33,8 @@ const BATCH_SIZE = 1_000;
 export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
 
 const packr = new Packr({ useRecords: true, moreTypes: true });
+/** Snapshots hold Maps, Sets and -Infinity: msgpackr's structured-clone mode keeps them. */
+export const statePackr = new Packr({ structuredClone: true, moreTypes: true });
 
 export interface SubtaskReport {
   taskId: string;
@@ -46,6 +51,8 @@ interface DeployedSubtask {
   task: TaskSpec;
   index: number;
   queue: InputQueue | undefined;
+  /** State to resume from (read from the checkpoint the deploy names). */
+  restore?: SubtaskSnapshot;
   runner?: SubtaskRunner;
   collected: Record<string, unknown[]>;
   /** The first error seen before the job was cancelled. */
@@ -171,7 +178,10 @@ export class WorkerJob {
         return sink;
       };
       try {
-        st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor);
+        st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor, {
+          ...(st.restore ? { restore: st.restore } : {}),
+          onSnapshot: (id, snap) => this.onSnapshot?.(id, st.task.id, st.index, snap),
+        });
       } catch (err) {
         this.fail(st, err as Error);
         this.finish(st);
@@ -225,6 +235,27 @@ export class WorkerJob {
       peerLost: st.error instanceof PeerLostError,
     });
     if (this.subtasks.every((s) => s.done)) this.close();
+  }
+
+  /** Receives each subtask's snapshot of a checkpoint (the worker writes it and acks). */
+  onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot) => void;
+
+  /** Load each deployed subtask's state from the checkpoint directory the deploy names. */
+  async loadRestoreState(): Promise<void> {
+    const dir = this.deploy.checkpoint.restoreFromDir;
+    for (const st of this.subtasks) {
+      const t = this.deploy.tasks.find((x) => x.taskId === st.task.id && x.subtaskIndex === st.index);
+      if (!t || t.restoreCheckpointId === 0) continue;
+      const file = join(dir, `${st.task.id}#${st.index}.state`);
+      st.restore = statePackr.unpack(await readFile(file)) as SubtaskSnapshot;
+    }
+  }
+
+  /** TriggerCheckpoint: every subtask here takes part (sources inject barriers, the rest align). */
+  triggerCheckpoint(checkpointId: number): boolean {
+    if (this.subtasks.some((s) => !s.runner || s.done)) return false;
+    for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId);
+    return true;
   }
 
   /** CancelJob: stop every subtask; errors from here on are the cancel's, not reported. */

@@ -3,7 +3,9 @@
  * deployed. Frames from the coordinator are handled one at a time in order (FIFO), so a Deploy that
  * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
  */
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { ClinkError } from '../errors.js';
 import { DataServer } from '../dataplane/index.js';
 import { loadJobBundle } from '../loader/index.js';
@@ -19,7 +21,8 @@ import {
   type MessageOf,
 } from '../protocol/index.js';
 import { buildJob } from '../sdk/index.js';
-import { WorkerJob, type SubtaskReport } from './job.js';
+import { statePackr, WorkerJob, type SubtaskReport } from './job.js';
+import type { SubtaskSnapshot } from '../runtime/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 export const DEFAULT_PEER_UPDATE_TIMEOUT_MS = 30_000;
@@ -184,6 +187,16 @@ export class Worker {
       case 'CancelJob':
         this.jobs.get(m.jobId)?.cancel(m.reason || 'cancelled by the coordinator');
         return;
+      case 'TriggerCheckpoint': {
+        const job = this.jobs.get(m.jobId);
+        if (!job?.triggerCheckpoint(m.checkpointId)) {
+          this.log.info({ jobId: m.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${m.jobId} declined: not every subtask here is running`);
+        }
+        return;
+      }
+      case 'CommitCheckpoint':
+      case 'AbortCheckpoint':
+        return;
       case 'HeartbeatAck':
       case 'StartJob':
         return;
@@ -230,10 +243,30 @@ export class Worker {
       });
       this.jobs.get(m.jobId)?.cancel('redeployed');
       this.jobs.set(m.jobId, job);
-      for (const l of job.prepare(this.config.peerUpdateTimeoutMs)) this.send(makeMessage('SubtaskListening', l));
+      job.onSnapshot = (id, taskId, index, snap) => void this.writeSnapshot(job, id, taskId, index, snap);
+      const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
+      await job.loadRestoreState();
+      for (const l of listenings) this.send(makeMessage('SubtaskListening', l));
     } catch (err) {
       this.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
       fail((err as Error).message, true);
+    }
+  }
+
+  /** Write a subtask's snapshot under the job's checkpoint directory, then ack it. */
+  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot): Promise<void> {
+    const ack = (ok: boolean, error: string, stateBytes = 0): void =>
+      this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error, stateBytes }));
+    try {
+      const dir = join(job.deploy.checkpoint.checkpointDir, '_jobs', job.jobId, `chk-${checkpointId}`);
+      await mkdir(dir, { recursive: true });
+      const bytes = statePackr.pack(snap);
+      const file = join(dir, `${taskId}#${index}.state`);
+      await writeFile(`${file}.tmp`, bytes);
+      await rename(`${file}.tmp`, file);
+      ack(true, '', bytes.length);
+    } catch (err) {
+      ack(false, (err as Error).message);
     }
   }
 

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { runJob } from '../../src/index.js';
+import { sortBy } from '../helpers.js';
+import { ClusterHarness } from '../harness/cluster.js';
+
+const JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-keyed.ts');
+
+describe('checkpoints on a cluster', () => {
+  test('a job cancelled mid-stream and resubmitted from its checkpoint gives exactly the uninterrupted output; a restore at another layout is refused', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 3 });
+    try {
+      const ckpt = join(h.dir, 'ckpt');
+      const loaded = await loadJobModule(JOB, { cacheDir: join(h.dir, 'c') });
+      const expected = await runJob(loaded.job, { parallelism: 2 });
+      const client = await h.client();
+      const params = { rate: '15000' };
+      const first = await client.submit({
+        module: loaded,
+        spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+        params,
+        buildParallelism: 2,
+        checkpoint: { checkpointDir: ckpt, intervalMs: 100 },
+      });
+      // wait for a completed checkpoint while the job still runs
+      let checkpoints: { checkpointId: number; stateBytes: number }[] = [];
+      for (let i = 0; i < 200 && checkpoints.length === 0; i++) {
+        await sleep(25);
+        checkpoints = (await h.http<{ checkpoints: typeof checkpoints }>(`/api/v1/jobs/${first.jobId}/checkpoints`)).body.checkpoints;
+      }
+      assert.ok(checkpoints.length > 0, 'a checkpoint completed');
+      assert.ok(checkpoints[0]!.stateBytes > 0);
+      await h.waitForLog(h.coordinator, new RegExp(`^checkpoint \\d+ completed for job ${first.jobId} in \\d+ ms \\(\\d+ bytes\\)$`));
+      await client.cancel(first.jobId);
+      const stopped = await client.waitForCompletion(first.jobId);
+      assert.equal(stopped.state, 'CANCELED', 'stopped before its end');
+      const markers = (await readdir(join(ckpt, '_jobs', first.jobId))).filter((n) => n.startsWith('COMPLETED-'));
+      assert.equal(markers.length, 1, 'one checkpoint retained');
+
+      // A restore at another parallelism is refused before any slot is waited for.
+      await assert.rejects(
+        client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 3 }).spec, params: {}, buildParallelism: 3, checkpoint: { restoreFromDir: ckpt } }),
+        /restore layout differs: checkpoint \d+ holds state for 6 subtasks, the plan deploys 9; no state for .*#2.*; submit with the parallelism the checkpoint was taken at/,
+      );
+
+      const second = await client.submit({
+        module: loaded,
+        spec: buildJob(loaded.job, { parallelism: 2 }).spec,
+        params: {},
+        buildParallelism: 2,
+        checkpoint: { checkpointDir: ckpt, restoreFromDir: ckpt.replace(/$/, `/_jobs/${first.jobId}`) },
+      });
+      const restored = await client.waitForCompletion(second.jobId);
+      assert.equal(restored.ok, true, restored.error);
+      for (const name of ['windows', 'totals']) assert.deepEqual(sortBy(restored.collected[name]!), sortBy(expected.collected[name]!), name);
+      const record = JSON.parse(await readFile(join(ckpt, '_jobs', second.jobId, 'RESTORED'), 'utf8')) as { checkpointId: number; firstId: number };
+      const restoredFrom = Number(markers[0]!.slice('COMPLETED-'.length));
+      assert.equal(record.checkpointId, restoredFrom);
+      assert.equal(record.firstId, restoredFrom + 1);
+    } finally {
+      await h.close();
+    }
+  });
+});
