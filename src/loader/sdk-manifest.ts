@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "3401ea073525002fac6757ec0eb6cee2fef95fea1a041b1fd59d2eea231d5f6f",
+  "fingerprint": "dc174c13b4255864dcf0b4e443c5bd6ee67b13f19cbb8e85d35aa3e99dae0fc9",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -19,14 +19,14 @@ export const SDK_MANIFEST = {
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
     "runtime/index.d.ts": "c0be38ffc93233fda4bf1f27218df613652f3196ea8d5864fa3c9d43014da61d",
-    "runtime/local.d.ts": "6a768c91352478adbfa8b95a3ce0647868b69b3959b4e4b798133af8502f2195",
-    "runtime/operator.d.ts": "128d134f329126e5bd5f291cde83c844b894c6dbd5910edbdaf15f3ec420676e",
+    "runtime/local.d.ts": "3d3e13d550d36828f745054a3f006c0367f136d93bbf5ef5d0224520050e618a",
+    "runtime/operator.d.ts": "5609b84d923569ec26281aa3bafb75eae6e50b6c58c57c8e6707093e5e2be26c",
     "runtime/queue.d.ts": "6aea212093253c1a7cda57ab56b3c7c09dd1fa4df373a8921628f293473075da",
     "runtime/subtask.d.ts": "0ea9070c74354134abc19ee83f3aafac60953fd912c1e57f8d842644475ca2f1",
-    "runtime/task.d.ts": "18fca8aced121761c24095a87aa426ef2f476a32c7b770730d5bae42f1cc286e",
+    "runtime/task.d.ts": "121d1251fd5dd7b69dfa18f4975ad98d85a5cac4fa61548335c9eec38df6c7c4",
     "runtime/timers.d.ts": "368d84625f81add32eeda2c82e59403cb84904d2d3c5cc4a45e4a774135ab346",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
-    "sdk/connector.d.ts": "867cd3a4c3dfa498bb56f5ace0d025056be544f25b58aa191ab355e09d308fb0",
+    "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
     "sdk/graph.d.ts": "20211f9cb207f0d70912f0c479c761399f05451f4261ca011450c73dc5fc8a27",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",

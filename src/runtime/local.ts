@@ -125,17 +125,19 @@ export class LocalExecution {
 
   private firstError: unknown = undefined;
   private checkpointSeq = 0;
-  private readonly pendingCheckpoints = new Map<number, { snapshot: JobSnapshot; resolve: (s: JobSnapshot) => void; reject: (e: unknown) => void }>();
+  private readonly pendingCheckpoints = new Map<number, { snapshot: JobSnapshot; resolve: (s: JobSnapshot) => void; reject: (e: unknown) => void; commit: boolean }>();
 
   /**
    * Take a checkpoint: barriers go in at every source, align through the graph, and each subtask
    * snapshots when they reach it. Resolves with the whole job's snapshot once every subtask has taken
    * its part.
    */
-  triggerCheckpoint(): Promise<JobSnapshot> {
+  triggerCheckpoint(options: { commit?: boolean } = {}): Promise<JobSnapshot> {
     const checkpointId = Math.max(++this.checkpointSeq, (this.restoredFrom ?? 0) + 1);
     this.checkpointSeq = checkpointId;
-    const p = new Promise<JobSnapshot>((resolve, reject) => this.pendingCheckpoints.set(checkpointId, { snapshot: { checkpointId, subtasks: {} }, resolve, reject }));
+    const p = new Promise<JobSnapshot>((resolve, reject) =>
+      this.pendingCheckpoints.set(checkpointId, { snapshot: { checkpointId, subtasks: {} }, resolve, reject, commit: options.commit ?? true }),
+    );
     for (const { runner } of this.runners) runner.triggerCheckpoint(checkpointId);
     return p;
   }
@@ -146,7 +148,16 @@ export class LocalExecution {
     pending.snapshot.subtasks[key] = snap;
     if (Object.keys(pending.snapshot.subtasks).length === this.runners.length) {
       this.pendingCheckpoints.delete(checkpointId);
-      pending.resolve(pending.snapshot);
+      // In one process the snapshot in memory is the checkpoint: it is complete, so commit it (unless a
+      // test stops between the two phases).
+      if (!pending.commit) {
+        pending.resolve(pending.snapshot);
+        return;
+      }
+      void Promise.all(this.runners.map(({ runner }) => runner.notifyCheckpointComplete(checkpointId))).then(
+        () => pending.resolve(pending.snapshot),
+        (err: unknown) => pending.reject(err),
+      );
     }
   }
 

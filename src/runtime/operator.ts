@@ -74,6 +74,15 @@ export abstract class StreamOperator {
 
   close(): void | Promise<void> {}
 
+  /**
+   * At a checkpoint barrier, before snapshotState(): the first phase of a two-phase commit (a sink
+   * makes what it wrote durable but not yet visible). Records wait until it settles.
+   */
+  prepareSnapshot(_checkpointId: number): void | Promise<void> {}
+
+  /** The checkpoint completed everywhere: the second phase (a sink makes its output visible). */
+  notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}
+
   /** This operator's state at a checkpoint barrier: a deep copy, or undefined when it has none. */
   snapshotState(): unknown {
     return undefined;
@@ -81,6 +90,9 @@ export abstract class StreamOperator {
 
   /** Restore what snapshotState returned; called after open(), before any record. */
   restoreState(_state: unknown): void {}
+
+  /** After restoreState(), before any record: finish what the checkpoint left to do (a sink's commits). */
+  afterRestore(): void | Promise<void> {}
 
   protected userError(err: unknown): UserCodeError {
     if (err instanceof UserCodeError) return err;

@@ -50,6 +50,9 @@ export class SubtaskRunner {
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
   private readonly pendingBarriers: number[] = [];
+  /** Checkpoints asked of this subtask, and those it has taken its part in. */
+  private readonly requested = new Set<number>();
+  private readonly taken = new Set<number>();
   private reader: SourceReader<unknown> | undefined;
 
   constructor(readonly setup: SubtaskSetup) {}
@@ -71,12 +74,16 @@ export class SubtaskRunner {
     try {
       for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
       const restore = this.setup.restore;
-      if (restore) operators.forEach((op, i) => op.restoreState(restore.operators[i]));
+      if (restore) {
+        operators.forEach((op, i) => op.restoreState(restore.operators[i]));
+        for (const op of operators) await this.bounded(op.afterRestore());
+      }
       if (this.setup.createReader) await this.runSource();
       else await this.runInput();
       for (const op of operators) await this.bounded(op.finish());
       this.setup.writer.end();
       this.state = 'FINISHED';
+      this.reportFinal();
     } catch (err) {
       this.state = this.setup.signal.aborted ? 'CANCELED' : 'FAILED';
       throw err;
@@ -94,8 +101,26 @@ export class SubtaskRunner {
    * barriers have aligned.
    */
   triggerCheckpoint(checkpointId: number): void {
-    if (this.state === 'FINISHED') this.setup.onSnapshot?.(checkpointId, this.snapshot());
+    this.requested.add(checkpointId);
+    if (this.state === 'FINISHED') this.reportFinal();
     else if (this.setup.createReader) this.pendingBarriers.push(checkpointId);
+  }
+
+  /**
+   * A finished subtask's part in checkpoints it never saw a barrier for (its inputs ended first): its
+   * final state, which is consistent because its output is complete.
+   */
+  private reportFinal(): void {
+    for (const id of this.requested) {
+      if (this.taken.has(id)) continue;
+      this.taken.add(id);
+      this.setup.onSnapshot?.(id, this.snapshot());
+    }
+  }
+
+  /** The checkpoint completed everywhere: operators run their second commit phase, in order. */
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    for (const op of this.setup.operators) await op.notifyCheckpointComplete(checkpointId);
   }
 
   private snapshot(): SubtaskSnapshot {
@@ -104,9 +129,14 @@ export class SubtaskRunner {
     return source === undefined ? { operators } : { operators, source };
   }
 
-  /** Snapshot, then send the barrier on, behind every record this subtask has emitted. */
-  private checkpoint(checkpointId: number): void {
+  /** Pre-commit, snapshot, then send the barrier on, behind every record this subtask has emitted. */
+  private async checkpoint(checkpointId: number): Promise<void> {
+    this.taken.add(checkpointId);
     this.setup.writer.flush();
+    for (const op of this.setup.operators) {
+      const p = op.prepareSnapshot(checkpointId);
+      if (p) await this.bounded(p);
+    }
     this.setup.onSnapshot?.(checkpointId, this.snapshot());
     this.setup.writer.emitBarrier(checkpointId);
   }
@@ -152,12 +182,14 @@ export class SubtaskRunner {
     };
     try {
       for (;;) {
-        while (this.pendingBarriers.length > 0) this.checkpoint(this.pendingBarriers.shift()!);
+        while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
         let status = reader.read(out, this.setup.batchSize);
         if (typeof status !== 'string') status = await this.bounded(status);
         await this.afterBatch();
         if (status === 'END') break;
       }
+      // A checkpoint asked for during the last batch still gets its barrier, before the end.
+      while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
     } finally {
       await this.bounded(reader.close?.());
     }
@@ -210,8 +242,8 @@ export class SubtaskRunner {
       for (let c = 0; c < n; c++) if (!ended[c] && !aligning!.got.has(c)) return false;
       return true;
     };
-    const completeAlignment = (): void => {
-      this.checkpoint(aligning!.id);
+    const completeAlignment = async (): Promise<void> => {
+      await this.checkpoint(aligning!.id);
       aligning = null;
       replay.push(...held.splice(0));
     };
@@ -249,13 +281,13 @@ export class SubtaskRunner {
           watermarks[e.channel] = MAX_WATERMARK;
           idle[e.channel] = 0;
           recompute();
-          if (aligning && aligned()) completeAlignment();
+          if (aligning && aligned()) await completeAlignment();
           await this.afterBatch();
           break;
         case BARRIER:
           if (!aligning) aligning = { id: e.checkpointId, got: new Set() };
           aligning.got.add(e.channel);
-          if (aligned()) completeAlignment();
+          if (aligned()) await completeAlignment();
           break;
       }
     }

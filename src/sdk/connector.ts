@@ -38,6 +38,19 @@ export interface SinkWriter<T> {
   /** End of input: make everything written visible. */
   finish?(): void | Promise<void>;
   close?(): void | Promise<void>;
+  /**
+   * Two-phase commit, first phase, at a checkpoint barrier: make what was written since the last
+   * checkpoint durable but not yet visible, and return what commit() needs (plain data, stored in the
+   * checkpoint).
+   */
+  preCommit?(checkpointId: number): unknown | Promise<unknown>;
+  /**
+   * Second phase, once the checkpoint completed everywhere (or after a restore, with what the checkpoint
+   * recorded): make it visible. Must be idempotent.
+   */
+  commit?(committable: unknown): void | Promise<void>;
+  /** After a restore: delete what was prepared or written after the restored checkpoint. */
+  recover?(committed: readonly unknown[]): void | Promise<void>;
 }
 
 export interface SourceFactory<T, O> {

@@ -258,6 +258,11 @@ export class WorkerJob {
     return true;
   }
 
+  /** CommitCheckpoint: the second commit phase, subtask by subtask, in order. */
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    for (const s of this.subtasks) if (s.runner && !s.done) await s.runner.notifyCheckpointComplete(checkpointId);
+  }
+
   /** CancelJob: stop every subtask; errors from here on are the cancel's, not reported. */
   cancel(reason: string): void {
     this.cancelled = true;

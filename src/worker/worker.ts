@@ -195,6 +195,9 @@ export class Worker {
         return;
       }
       case 'CommitCheckpoint':
+        // On the FIFO dispatch chain, not the reader: a slow commit never holds up frames' reading.
+        await this.jobs.get(m.jobId)?.notifyCheckpointComplete(m.checkpointId);
+        return;
       case 'AbortCheckpoint':
         return;
       case 'HeartbeatAck':

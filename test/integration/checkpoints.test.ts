@@ -10,6 +10,12 @@ import { sortBy } from '../helpers.js';
 import { ClusterHarness } from '../harness/cluster.js';
 
 const JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-keyed.ts');
+const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
+
+async function visibleLines(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => /^part-\d+-\d+\.jsonl$/.test(n));
+  return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
+}
 
 describe('checkpoints on a cluster', () => {
   test('a job cancelled mid-stream and resubmitted from its checkpoint gives exactly the uninterrupted output; a restore at another layout is refused', async () => {
@@ -66,4 +72,42 @@ describe('checkpoints on a cluster', () => {
       await h.close();
     }
   });
+});
+
+test('exactly once: a keyed window job with the transactional file sink, cancelled mid-stream and restored, writes the uninterrupted output', async () => {
+  const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+  try {
+    const ckpt = join(h.dir, 'ckpt');
+    const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
+    const expectedDir = join(h.dir, 'expected');
+    await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
+    const expected = await visibleLines(expectedDir);
+    const out = join(h.dir, 'out');
+    const client = await h.client();
+    const params = { out, rate: '8000' };
+    const first = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, intervalMs: 150 } });
+    let done = 0;
+    for (let i = 0; i < 400 && done < 2; i++) {
+      await sleep(25);
+      done = (await h.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${first.jobId}/checkpoints`)).body.checkpoints.length;
+    }
+    assert.ok(done >= 2, 'checkpoints completed while it ran');
+    await client.cancel(first.jobId);
+    assert.equal((await client.waitForCompletion(first.jobId)).state, 'CANCELED');
+    const partial = await visibleLines(out);
+    assert.ok(partial.length > 0 && partial.length < expected.length, `committed before the stop: ${partial.length} of ${expected.length}`);
+    const restoreParams = { out };
+    const second = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 2, params: restoreParams }).spec,
+      params: restoreParams,
+      buildParallelism: 2,
+      checkpoint: { checkpointDir: ckpt, restoreFromDir: join(ckpt, '_jobs', first.jobId) },
+    });
+    assert.equal((await client.waitForCompletion(second.jobId)).ok, true);
+    assert.deepEqual(await visibleLines(out), expected, 'every window result exactly once');
+    assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no hidden leftovers');
+  } finally {
+    await h.close();
+  }
 });

@@ -4,7 +4,7 @@
  * directory. A part file is written under a hidden in-progress name and renamed when finished, so a
  * reader never sees a partial file.
  */
-import { mkdir, open, readdir, rename, stat, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
@@ -178,14 +178,20 @@ export const file: Connector<unknown, unknown> = {
       let pendingBytes = 0;
       const finalName = (n: number): string => join(o.path, `${prefix}${n}.jsonl`);
       const hiddenName = (n: number): string => join(o.path, `.${prefix}${n}.jsonl.inprogress`);
-      const closePart = async (): Promise<void> => {
-        if (!fh) return;
+      const preparedName = (n: number): string => join(o.path, `.${prefix}${n}.jsonl.pending`);
+      /** Close the part being written and move it to `to` (its final name, or a pending one). */
+      const closePartAs = async (to: (n: number) => string): Promise<number | undefined> => {
+        if (!fh) return undefined;
+        await fh.sync();
         await fh.close();
         fh = null;
-        await rename(current, finalName(seq));
+        const n = seq;
+        await rename(current, to(n));
         seq++;
         written = 0;
+        return n;
       };
+      const closePart = (): Promise<number | undefined> => closePartAs(finalName);
       const flush = async (): Promise<void> => {
         if (pending.length === 0) return;
         const text = pending.join('');
@@ -216,6 +222,30 @@ export const file: Connector<unknown, unknown> = {
           // An unfinished part stays hidden: a failed job never publishes a partial file.
           await fh?.close();
           fh = null;
+        },
+        // Exactly-once: at a barrier, the part being written is synced and parked under a hidden
+        // pending name; it becomes visible only when its checkpoint completes.
+        async preCommit() {
+          await flush();
+          const n = await closePartAs(preparedName);
+          return { parts: n === undefined ? [] : [n] };
+        },
+        async commit(committable) {
+          for (const n of (committable as { parts: number[] }).parts) {
+            try {
+              await rename(preparedName(n), finalName(n));
+            } catch (err) {
+              // Committed already (a commit is retried after a restore): the final part exists.
+              if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+              await stat(finalName(n));
+            }
+          }
+        },
+        async recover() {
+          // Parts of this subtask still hidden were written after the restored checkpoint: drop them.
+          for (const name of await readdir(o.path)) {
+            if (name.startsWith(`.${prefix}`) && (name.endsWith('.inprogress') || name.endsWith('.pending'))) await rm(join(o.path, name), { force: true });
+          }
         },
       };
     },

@@ -220,9 +220,50 @@ export class SinkOperator extends StreamOperator {
   }
   override async finish(): Promise<void> {
     await this.writer.flush?.();
+    // The run is complete: what it prepared for checkpoints is committed with its tail.
+    for (const [id, c] of [...this.prepared]) {
+      await this.writer.commit?.(c);
+      this.prepared.delete(id);
+    }
     await this.writer.finish?.();
   }
   override async close(): Promise<void> {
     await this.writer?.close?.();
+  }
+
+  /** Prepared but not yet committed, by checkpoint id. */
+  private readonly prepared = new Map<number, unknown>();
+  /** Restored: the checkpoint's own committables, to finish on open. */
+  private recovered: unknown[] | undefined;
+
+  override async prepareSnapshot(checkpointId: number): Promise<void> {
+    if (!this.writer.preCommit) return;
+    await this.writer.flush?.();
+    this.prepared.set(checkpointId, await this.writer.preCommit(checkpointId));
+  }
+
+  override snapshotState(): unknown {
+    // Everything prepared and not yet known committed: a restore from this checkpoint finishes it.
+    return this.prepared.size > 0 ? { committables: [...this.prepared.values()] } : undefined;
+  }
+
+  override restoreState(state: unknown): void {
+    this.recovered = (state as { committables?: unknown[] } | undefined)?.committables ?? [];
+  }
+
+  override async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    for (const [id, c] of [...this.prepared]) {
+      if (id > checkpointId) continue;
+      await this.writer.commit?.(c);
+      this.prepared.delete(id);
+    }
+  }
+
+  /** After a restore: finish the commits the checkpoint recorded and drop anything newer. */
+  override async afterRestore(): Promise<void> {
+    if (!this.recovered) return;
+    for (const c of this.recovered) await this.writer.commit?.(c);
+    await this.writer.recover?.(this.recovered);
+    this.recovered = undefined;
   }
 }
