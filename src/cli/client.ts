@@ -94,3 +94,14 @@ export async function cancelCommand(jobId: string, o: { coordinator: Endpoint })
     client.close();
   }
 }
+
+export async function savepointCommand(jobId: string, o: { coordinator: Endpoint; dir: string; cancel: boolean }): Promise<void> {
+  const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
+  try {
+    const r = await client.savepoint(jobId, o.dir, o.cancel);
+    if (!r.ok) throw new ClinkError('CLINK_ERR_JOB_FAILED', r.message);
+    process.stdout.write(`${r.path}\n`);
+  } finally {
+    client.close();
+  }
+}

@@ -122,6 +122,13 @@ export async function main(argv: string[]): Promise<number> {
     .option('--json', 'print JSON')
     .action(async (o: { coordinator: Endpoint; json?: boolean }) => (await import('./client.js')).jobsCommand({ coordinator: o.coordinator, json: o.json === true }));
 
+  coordinatorOption(program.command('savepoint').description('take a savepoint of a running job into a directory and print its path').argument('<jobId>', 'the job id'))
+    .requiredOption('--dir <dir>', 'where the savepoint goes')
+    .option('--cancel', 'end the job once the savepoint is durable')
+    .action(async (jobId: string, o: { coordinator: Endpoint; dir: string; cancel?: boolean }) =>
+      (await import('./client.js')).savepointCommand(jobId, { coordinator: o.coordinator, dir: o.dir, cancel: o.cancel === true }),
+    );
+
   coordinatorOption(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'))
     .action(async (jobId: string, o: { coordinator: Endpoint }) => (await import('./client.js')).cancelCommand(jobId, o));
 

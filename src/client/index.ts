@@ -194,6 +194,12 @@ export class ClusterClient {
     return { ok: r.ok, message: r.message };
   }
 
+  /** Take a savepoint into `dir` (and with `cancel`, end the job once it is durable). */
+  async savepoint(jobId: string, dir: string, cancel = false): Promise<{ ok: boolean; message: string; path: string }> {
+    const r = await this.request(makeMessage('Savepoint', { jobId, targetDir: dir, cancelAfter: cancel }), 'ClientReply', 60_000);
+    return { ok: r.ok, message: r.message, path: r.savepointPath };
+  }
+
   close(): void {
     this.conn.close();
   }

@@ -33,7 +33,7 @@ import { networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
 import { claimCheckpointId, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 const packr = new Packr({ useRecords: true, moreTypes: true });
@@ -101,7 +101,14 @@ export interface JobState {
   checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
   /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
   checkpointFloor: number;
-  pendingCheckpoint?: { id: number; pending: Set<string>; startedAt: number; bytes: number };
+  pendingCheckpoint?: {
+    id: number;
+    pending: Set<string>;
+    startedAt: number;
+    bytes: number;
+    /** For a savepoint: where it goes, and who waits for it. */
+    savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
+  };
   startingCheckpoint?: boolean;
   lastCheckpointAt: number;
   checkpoints: { checkpointId: number; durationMs: number; stateBytes: number; completedAtMs: number }[];
@@ -491,6 +498,37 @@ export class Coordinator {
     }
   }
 
+  /**
+   * Take a savepoint into `dir`: a checkpoint the client asked for, kept where it says. Resolves once
+   * its marker is durable; with `cancelAfter` the job is then cancelled.
+   */
+  async savepoint(jobId: string, dir: string, cancelAfter: boolean): Promise<{ ok: boolean; message: string; path: string }> {
+    const job = this.jobs.get(jobId);
+    if (!job) return { ok: false, message: `no running job ${jobId}`, path: '' };
+    if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
+    for (let i = 0; i < 200 && (job.pendingCheckpoint || job.startingCheckpoint); i++) await new Promise((r) => setTimeout(r, 50));
+    if (job.state !== 'RUNNING') return { ok: false, message: `job ${jobId} is ${job.state}, not RUNNING`, path: '' };
+    if (job.pendingCheckpoint || job.startingCheckpoint) return { ok: false, message: `job ${jobId} has a checkpoint in progress; try again`, path: '' };
+    if (job.subtasks.some((t) => t.finished)) return { ok: false, message: `a savepoint needs every subtask of job ${jobId} running`, path: '' };
+    const target = resolvePath(dir);
+    job.startingCheckpoint = true;
+    const recordDir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target;
+    let id: number;
+    try {
+      id = await claimCheckpointId(recordDir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
+    } finally {
+      job.startingCheckpoint = false;
+    }
+    const result = await new Promise<{ ok: boolean; message: string; path: string }>((done) => {
+      job.pendingCheckpoint = { id, pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)), startedAt: Date.now(), bytes: 0, savepoint: { dir: target, done } };
+      for (const s of new Set(job.subtasks.map((t) => t.session))) {
+        this.post(s, makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now(), savepointDir: target }));
+      }
+    });
+    if (result.ok && cancelAfter) this.cancel(jobId, `cancelled after savepoint ${id}`);
+    return result;
+  }
+
   private onSubtaskCheckpointed(m: MessageOf<'SubtaskCheckpointed'>): void {
     const job = this.jobs.get(m.jobId);
     const p = job?.pendingCheckpoint;
@@ -502,7 +540,7 @@ export class Coordinator {
     p.pending.delete(`${m.taskId}#${m.subtaskIndex}`);
     p.bytes += m.stateBytes;
     if (p.pending.size > 0) return;
-    const dir = jobDir(job.checkpoint.checkpointDir, job.id);
+    const dir = p.savepoint?.dir ?? jobDir(job.checkpoint.checkpointDir, job.id);
     const marker = {
       checkpointId: p.id,
       jobId: job.id,
@@ -519,9 +557,13 @@ export class Coordinator {
         if (job.checkpoints.length > 100) job.checkpoints.shift();
         job.pendingCheckpoint = undefined;
         job.lastCheckpointAt = Date.now();
-        this.log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `checkpoint ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
+        this.log.info(
+          { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
+          `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
+        );
         for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
-        await retainCheckpoints(dir, 1);
+        if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
+        else await retainCheckpoints(dir, 1);
       })
       .catch((err: unknown) => this.abortCheckpoint(job, `its COMPLETED marker could not be written: ${(err as Error).message}`));
   }
@@ -531,6 +573,7 @@ export class Coordinator {
     if (!p) return;
     job.pendingCheckpoint = undefined;
     job.lastCheckpointAt = Date.now();
+    p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
     this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
     for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
   }
@@ -664,9 +707,12 @@ export class Coordinator {
         c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind.CancelJob, ok: r.ok, jobId: m.jobId, message: r.message }));
         return;
       }
+      case 'Savepoint':
+        return this.savepoint(m.jobId, m.targetDir, m.cancelAfter).then((r) =>
+          void c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind.Savepoint, ok: r.ok, jobId: m.jobId, message: r.message, savepointPath: r.path })),
+        );
       case 'RescaleJob':
       case 'RescaleOperator':
-      case 'Savepoint':
         c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: false, jobId: m.jobId, message: `${m.type} is not supported by this coordinator yet` }));
         return;
       default:

@@ -237,6 +237,9 @@ export class WorkerJob {
     if (this.subtasks.every((s) => s.done)) this.close();
   }
 
+  /** Where each savepoint's state goes, by checkpoint id (checkpoints go under the job's checkpoint dir). */
+  readonly savepointDirs = new Map<number, string>();
+
   /** Receives each subtask's snapshot of a checkpoint (the worker writes it and acks). */
   onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot) => void;
 

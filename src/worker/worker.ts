@@ -189,6 +189,7 @@ export class Worker {
         return;
       case 'TriggerCheckpoint': {
         const job = this.jobs.get(m.jobId);
+        if (job && m.savepointDir) job.savepointDirs.set(m.checkpointId, m.savepointDir);
         if (!job?.triggerCheckpoint(m.checkpointId)) {
           this.log.info({ jobId: m.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${m.jobId} declined: not every subtask here is running`);
         }
@@ -261,7 +262,8 @@ export class Worker {
     const ack = (ok: boolean, error: string, stateBytes = 0): void =>
       this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error, stateBytes }));
     try {
-      const dir = join(job.deploy.checkpoint.checkpointDir, '_jobs', job.jobId, `chk-${checkpointId}`);
+      const base = job.savepointDirs.get(checkpointId) ?? join(job.deploy.checkpoint.checkpointDir, '_jobs', job.jobId);
+      const dir = join(base, `chk-${checkpointId}`);
       await mkdir(dir, { recursive: true });
       const bytes = statePackr.pack(snap);
       const file = join(dir, `${taskId}#${index}.state`);

@@ -111,3 +111,35 @@ test('exactly once: a keyed window job with the transactional file sink, cancell
     await h.close();
   }
 });
+
+test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2 (exactly once) and is refused at 3', async () => {
+  const { runCli } = await import('../harness/cli.js');
+  const h = await ClusterHarness.start({ workers: 2, slots: 3 });
+  try {
+    const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
+    const expectedDir = join(h.dir, 'expected');
+    await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
+    const expected = await visibleLines(expectedDir);
+    const out = join(h.dir, 'out');
+    const client = await h.client();
+    const params = { out, rate: '8000' };
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2 });
+    await h.waitForJob(jobId, ['RUNNING']);
+    await sleep(600);
+    const sp = join(h.dir, 'savepoint');
+    const r = await runCli(['savepoint', jobId, `--coordinator=127.0.0.1:${h.controlPort}`, `--dir=${sp}`, '--cancel'], h.dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), sp);
+    assert.equal((await client.waitForCompletion(jobId)).state, 'CANCELED');
+    assert.ok((await readdir(sp)).some((n) => /^COMPLETED-\d+$/.test(n)));
+    await assert.rejects(
+      client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 3, params: { out } }).spec, params: { out }, buildParallelism: 3, checkpoint: { restoreFromDir: sp } }),
+      /restore layout differs: checkpoint \d+ holds state for 4 subtasks, the plan deploys 6/,
+    );
+    const again = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: { out } }).spec, params: { out }, buildParallelism: 2, checkpoint: { restoreFromDir: sp } });
+    assert.equal((await client.waitForCompletion(again.jobId)).ok, true);
+    assert.deepEqual(await visibleLines(out), expected, 'every window result exactly once');
+  } finally {
+    await h.close();
+  }
+});
