@@ -1,60 +1,29 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defineJob, runJob, startJob, Windows, type JobEnvironment, type JobSnapshot } from '../../src/index.js';
+import { fileURLToPath } from 'node:url';
+import { defineJob, runJob, startJob, type JobDefinition, type JobSnapshot } from '../../src/index.js';
+import { loadJobModule } from '../../src/loader/index.js';
 import { sortBy } from '../helpers.js';
 
-interface Row {
-  user: number;
-  amount: number;
-  ts: number;
-}
+const FIXTURES = new URL('../fixtures/jobs/', import.meta.url);
+const cacheDir = join(tmpdir(), `clink-ckpt-tests-${process.pid}`);
+after(() => rm(cacheDir, { recursive: true, force: true }));
 
 /**
- * Every output of these jobs is emitted at the end of input (huge windows, end-of-input timers), so a
+ * The fixture's every output is emitted at the end of input (huge windows, end-of-input timers), so a
  * run stopped mid-stream has emitted nothing: the restored run's output must equal an uninterrupted
  * run's exactly. A record lost, or counted twice in state or in a source position, shows.
  */
-function keyedJob(rate: number) {
-  return defineJob({ name: 'ckpt-keyed', version: '1' }, (env: JobEnvironment) => {
-    const rows = env
-      .fromSource<Row>('datagen', {
-        count: 12_000,
-        rowsPerSecond: rate,
-        seed: 9,
-        // timestamps stay positive, so the one window of each key is [0, 1e12) and fires only at the end
-        fields: { user: { kind: 'int', min: 1, max: 50 }, amount: { kind: 'int', min: 1, max: 9 }, ts: { kind: 'timestamp', startMs: 1_000, stepMs: 3, jitterMs: 200 } },
-      })
-      .assignTimestamps((r) => r.ts, { maxOutOfOrdernessMs: 200 });
-    rows
-      .keyBy((r) => r.user)
-      .window(Windows.tumbling(1e12))
-      .aggregate({
-        create: () => ({ n: 0, sum: 0 }),
-        add: (r: Row, a: { n: number; sum: number }) => ({ n: a.n + 1, sum: a.sum + r.amount }),
-        result: (a, user) => ({ user, n: a.n, sum: a.sum }),
-      })
-      .collect('windows');
-    rows
-      .keyBy((r) => r.user % 7)
-      .process<{ bucket: number; total: number; seen: number }>({
-        processElement(r, ctx) {
-          const total = ctx.state.value<number>('total');
-          total.update((total.value() ?? 0) + r.amount);
-          const seen = ctx.state.list<number>('seen');
-          if (seen.get().length < 3) seen.add(r.user);
-          ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
-        },
-        onTimer(_t, ctx, out) {
-          out.collect({ bucket: ctx.key, total: ctx.state.value<number>('total').value() ?? 0, seen: ctx.state.list<number>('seen').get().length });
-        },
-      })
-      .collect('totals');
-  });
+async function fixture(name: string): Promise<JobDefinition> {
+  return (await loadJobModule(fileURLToPath(new URL(`${name}.ts`, FIXTURES)), { cacheDir })).job;
 }
 
-async function checkpointThenStop(job: ReturnType<typeof keyedJob>, parallelism: number, afterMs: number): Promise<JobSnapshot> {
-  const exec = startJob(job, { parallelism });
+async function checkpointThenStop(job: JobDefinition, parallelism: number, afterMs: number, params: Record<string, string>): Promise<JobSnapshot> {
+  const exec = startJob(job, { parallelism, params });
   await sleep(afterMs);
   const snapshot = await exec.triggerCheckpoint();
   exec.cancel('stopped by the test after its checkpoint');
@@ -64,13 +33,14 @@ async function checkpointThenStop(job: ReturnType<typeof keyedJob>, parallelism:
 
 describe('checkpoints and restore (local runtime)', () => {
   test('a keyed window job stopped mid-stream and restored from its checkpoint gives exactly the uninterrupted output', async () => {
-    const expected = await runJob(keyedJob(60_000), { parallelism: 2 });
-    const snapshot = await checkpointThenStop(keyedJob(60_000), 2, 80);
+    const job = await fixture('ckpt-keyed');
+    const expected = await runJob(job, { parallelism: 2 });
+    const snapshot = await checkpointThenStop(job, 2, 80, { rate: '60000' });
     const sourceRows = Object.entries(snapshot.subtasks)
       .filter(([k]) => k.startsWith('_inline_source'))
       .reduce((n, [, s]) => n + (s.source as { row: number }).row, 0);
-    assert.ok(sourceRows > 0 && sourceRows < 12_000 + 2, `the checkpoint is mid-stream (source positions sum to ${sourceRows})`);
-    const restored = await runJob(keyedJob(1e9), { parallelism: 2, restore: snapshot });
+    assert.ok(sourceRows > 0 && sourceRows < 30_000 + 2, `the checkpoint is mid-stream (source positions sum to ${sourceRows})`);
+    const restored = await runJob(job, { parallelism: 2, restore: snapshot });
     for (const name of ['windows', 'totals']) {
       assert.ok(expected.collected[name]!.length > 0);
       assert.deepEqual(sortBy(restored.collected[name]!), sortBy(expected.collected[name]!), name);
@@ -129,8 +99,9 @@ describe('checkpoints and restore (local runtime)', () => {
   });
 
   test('checkpoint ids never repeat across restores', async () => {
-    const first = await checkpointThenStop(keyedJob(30_000), 1, 40);
-    const exec = startJob(keyedJob(30_000), { parallelism: 1, restore: first });
+    const job = await fixture('ckpt-keyed');
+    const first = await checkpointThenStop(job, 1, 40, { rate: '30000' });
+    const exec = startJob(job, { parallelism: 1, restore: first, params: { rate: '30000' } });
     const second = await exec.triggerCheckpoint();
     exec.cancel();
     await exec.done.catch(() => undefined);
@@ -138,8 +109,9 @@ describe('checkpoints and restore (local runtime)', () => {
   });
 
   test('a checkpoint restored with a layout it cannot serve is refused, saying what differs', async () => {
-    const snapshot = await checkpointThenStop(keyedJob(30_000), 2, 40);
-    await assert.rejects(runJob(keyedJob(1e9), { parallelism: 3, restore: snapshot }), /checkpoint \d+ has no state for subtask _inline_source_0#2; it was taken with another layout/);
+    const job = await fixture('ckpt-keyed');
+    const snapshot = await checkpointThenStop(job, 2, 40, { rate: '30000' });
+    await assert.rejects(runJob(job, { parallelism: 3, restore: snapshot }), /checkpoint \d+ has no state for subtask _inline_source_0#2; it was taken with another layout/);
   });
 });
 
@@ -187,38 +159,18 @@ describe('the transactional file sink', () => {
     return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
   }
 
-  function sinkJob(out: string, rate: number) {
-    return defineJob({ name: 'ckpt-sink', version: '1' }, (env) => {
-      env
-        .fromSource<Row>('datagen', {
-          count: 8_000,
-          rowsPerSecond: rate,
-          seed: 2,
-          fields: { user: { kind: 'int', min: 1, max: 20 }, amount: { kind: 'int', min: 1, max: 9 }, ts: { kind: 'timestamp', startMs: 1_000, stepMs: 5 } },
-        })
-        .assignTimestamps((r) => r.ts)
-        .keyBy((r) => r.user)
-        .window(Windows.tumbling(2_000))
-        .aggregate({
-          create: () => 0,
-          add: (r: Row, a: number) => a + r.amount,
-          result: (sum, user, w) => ({ user, start: w.start, sum }),
-        })
-        .sinkTo('file', { path: out });
-    });
-  }
-
   test('a crash between pre-commit and commit is finished by the restore; nothing is written twice or lost', async () => {
     const { mkdtemp, rm, readdir } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const root = await mkdtemp(join(tmpdir(), 'clink-2pc-'));
     try {
-      await runJob(sinkJob(join(root, 'expected'), 1e9), { parallelism: 2 });
+      const sinkJob = await fixture('ckpt-file-sink');
+      await runJob(sinkJob, { parallelism: 2, params: { out: join(root, 'expected') } });
       const expected = await partsText(join(root, 'expected'));
       assert.ok(expected.length > 20);
       const out = join(root, 'out');
-      const exec = startJob(sinkJob(out, 20_000), { parallelism: 2 });
+      const exec = startJob(sinkJob, { parallelism: 2, params: { out, rate: '20000' } });
       await sleep(150);
       // The snapshot is taken and the parts prepared, but the commit never happens: the job "crashes".
       const snapshot = await exec.triggerCheckpoint({ commit: false });
@@ -229,7 +181,7 @@ describe('the transactional file sink', () => {
       assert.ok(hidden.length > 0, 'prepared parts wait, hidden, for a commit');
       const visibleBefore = await partsText(out);
       assert.ok(visibleBefore.length < expected.length);
-      await runJob(sinkJob(out, 1e9), { parallelism: 2, restore: snapshot });
+      await runJob(sinkJob, { parallelism: 2, restore: snapshot, params: { out } });
       assert.deepEqual(await partsText(out), expected, 'every window result exactly once');
       assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no leftovers');
     } finally {
