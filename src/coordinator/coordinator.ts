@@ -557,6 +557,9 @@ export class Coordinator {
         if (job.checkpoints.length > 100) job.checkpoints.shift();
         job.pendingCheckpoint = undefined;
         job.lastCheckpointAt = Date.now();
+        this.deps.metrics.checkpointsCompleted.inc();
+        this.deps.metrics.lastCheckpointDurationMs.set(durationMs);
+        this.deps.metrics.lastCheckpointBytes.set(p.bytes);
         this.log.info(
           { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
           `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
@@ -574,6 +577,7 @@ export class Coordinator {
     job.pendingCheckpoint = undefined;
     job.lastCheckpointAt = Date.now();
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
+    this.deps.metrics.checkpointsAborted.inc();
     this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
     for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
   }

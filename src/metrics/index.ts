@@ -106,6 +106,30 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly checkpointsCompleted = new Counter({
+    name: 'clink_checkpoints_completed_total',
+    help: 'Checkpoints (and savepoints) whose COMPLETED marker is durable',
+    registers: [this.registry],
+  });
+
+  readonly checkpointsAborted = new Counter({
+    name: 'clink_checkpoints_aborted_total',
+    help: 'Checkpoints aborted: a snapshot failed, a marker could not be written, or they timed out',
+    registers: [this.registry],
+  });
+
+  readonly lastCheckpointDurationMs = new Gauge({
+    name: 'clink_checkpoint_last_duration_ms',
+    help: 'Trigger to durable marker, of the newest completed checkpoint',
+    registers: [this.registry],
+  });
+
+  readonly lastCheckpointBytes = new Gauge({
+    name: 'clink_checkpoint_last_size_bytes',
+    help: 'State written by the newest completed checkpoint',
+    registers: [this.registry],
+  });
+
   /** A gauge whose value is read when metrics are scraped. */
   gauge(name: string, help: string, read: () => number): void {
     new Gauge({

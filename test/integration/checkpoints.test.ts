@@ -42,6 +42,8 @@ describe('checkpoints on a cluster', () => {
       assert.ok(checkpoints.length > 0, 'a checkpoint completed');
       assert.ok(checkpoints[0]!.stateBytes > 0);
       await h.waitForLog(h.coordinator, new RegExp(`^checkpoint \\d+ completed for job ${first.jobId} in \\d+ ms \\(\\d+ bytes\\)$`));
+      assert.ok((await h.metric('clink_checkpoints_completed_total')) >= 1);
+      assert.ok((await h.metric('clink_checkpoint_last_size_bytes')) > 0);
       await client.cancel(first.jobId);
       const stopped = await client.waitForCompletion(first.jobId);
       assert.equal(stopped.state, 'CANCELED', 'stopped before its end');
