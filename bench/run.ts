@@ -19,14 +19,24 @@ const names = wanted.length > 0 ? CASE_NAMES.filter((n) => wanted.some((w) => n.
 const casesFile = fileURLToPath(new URL('./cases.ts', import.meta.url));
 const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
-const results: CaseResult[] = [];
-for (const name of names) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', casesFile, name], { encoding: 'utf8' });
+/** Run one bench script in its own process (no shared JIT state); its JSON output lines. Exits on failure. */
+function runScript(what: string, file: string, args: string[] = []): string[] {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], { encoding: 'utf8' });
   if (r.status !== 0) {
-    process.stderr.write(`bench case '${name}' failed:\n${r.stderr}\n`);
+    process.stderr.write(`${what} failed:\n${r.stderr}\n`);
     process.exit(1);
   }
-  const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as CaseResult;
+  return r.stdout.trim().split('\n');
+}
+
+const lastJson = <T>(lines: string[]): T => JSON.parse(lines.at(-1)!) as T;
+const script = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url));
+/** Whether a section was asked for (all are, when no case names were given). */
+const wants = (section: string): boolean => wanted.length === 0 || wanted.some((w) => section.includes(w));
+
+const results: CaseResult[] = [];
+for (const name of names) {
+  const res = lastJson<CaseResult>(runScript(`bench case '${name}'`, casesFile, [name]));
   results.push(res);
   if (!json) {
     const ratio = (100 * res.engineRecordsPerSec) / res.loopRecordsPerSec;
@@ -36,13 +46,8 @@ for (const name of names) {
   }
 }
 const protocol: ThroughputResult[] = [];
-if (wanted.length === 0 || wanted.some((w) => 'protocol'.includes(w))) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./protocol.ts', import.meta.url)), '--run'], { encoding: 'utf8' });
-  if (r.status !== 0) {
-    process.stderr.write(`protocol bench failed:\n${r.stderr}\n`);
-    process.exit(1);
-  }
-  for (const line of r.stdout.trim().split('\n')) {
+if (wants('protocol')) {
+  for (const line of runScript('protocol bench', script('protocol.ts'), ['--run'])) {
     const res = JSON.parse(line) as ThroughputResult;
     protocol.push(res);
     if (!json) {
@@ -54,13 +59,8 @@ if (wanted.length === 0 || wanted.some((w) => 'protocol'.includes(w))) {
   }
 }
 let cluster: LatencyResult | undefined;
-if (wanted.length === 0 || wanted.some((w) => 'cluster'.includes(w))) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./cluster.ts', import.meta.url)), '--run'], { encoding: 'utf8' });
-  if (r.status !== 0) {
-    process.stderr.write(`cluster bench failed:\n${r.stderr}\n`);
-    process.exit(1);
-  }
-  cluster = JSON.parse(r.stdout.trim().split('\n').pop()!) as LatencyResult;
+if (wants('cluster')) {
+  cluster = lastJson<LatencyResult>(runScript('cluster bench', script('cluster.ts'), ['--run']));
   if (!json) {
     const c = cluster;
     process.stdout.write(
@@ -69,17 +69,10 @@ if (wanted.length === 0 || wanted.some((w) => 'cluster'.includes(w))) {
   }
 }
 let dataplane: { results: DataPlaneResult[]; serialisation?: { share: number } } | undefined;
-if (wanted.length === 0 || wanted.some((w) => 'dataplane'.includes(w))) {
-  const script = fileURLToPath(new URL('./dataplane.ts', import.meta.url));
-  const r = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8' });
-  const prof = spawnSync(process.execPath, ['--import', 'tsx', script, '--profile'], { encoding: 'utf8' });
-  if (r.status !== 0 || prof.status !== 0) {
-    process.stderr.write(`data-plane bench failed:\n${r.stderr}${prof.stderr}\n`);
-    process.exit(1);
-  }
+if (wants('dataplane')) {
   dataplane = {
-    results: JSON.parse(r.stdout.trim().split('\n').pop()!) as DataPlaneResult[],
-    serialisation: (JSON.parse(prof.stdout.trim().split('\n').pop()!) as { serialisation: { share: number } }).serialisation,
+    results: lastJson<DataPlaneResult[]>(runScript('data-plane bench', script('dataplane.ts'))),
+    serialisation: lastJson<{ serialisation: { share: number } }>(runScript('data-plane profile', script('dataplane.ts'), ['--profile'])).serialisation,
   };
   if (!json) {
     for (const d of dataplane.results) {
@@ -93,13 +86,8 @@ if (wanted.length === 0 || wanted.some((w) => 'dataplane'.includes(w))) {
   }
 }
 let submit: SubmitLatency | undefined;
-if (wanted.length === 0 || wanted.some((w) => 'submit'.includes(w))) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./submit.ts', import.meta.url))], { encoding: 'utf8' });
-  if (r.status !== 0) {
-    process.stderr.write(`submit bench failed:\n${r.stderr}\n`);
-    process.exit(1);
-  }
-  submit = JSON.parse(r.stdout.trim().split('\n').pop()!) as SubmitLatency;
+if (wants('submit')) {
+  submit = lastJson<SubmitLatency>(runScript('submit bench', script('submit.ts')));
   if (!json) {
     const s = submit;
     process.stdout.write(

@@ -487,8 +487,7 @@ export class Coordinator {
         .then((id) => {
           job.startingCheckpoint = false;
           if (job.state !== 'RUNNING') return;
-          job.pendingCheckpoint = { id, pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)), startedAt: Date.now(), bytes: 0 };
-          for (const s of new Set(job.subtasks.map((t) => t.session))) this.post(s, makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now() }));
+          this.beginCheckpoint(job, id);
         })
         .catch((err: unknown) => {
           job.startingCheckpoint = false;
@@ -519,14 +518,26 @@ export class Coordinator {
     } finally {
       job.startingCheckpoint = false;
     }
-    const result = await new Promise<{ ok: boolean; message: string; path: string }>((done) => {
-      job.pendingCheckpoint = { id, pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)), startedAt: Date.now(), bytes: 0, savepoint: { dir: target, done } };
-      for (const s of new Set(job.subtasks.map((t) => t.session))) {
-        this.post(s, makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now(), savepointDir: target }));
-      }
-    });
+    const result = await new Promise<{ ok: boolean; message: string; path: string }>((done) => this.beginCheckpoint(job, id, { dir: target, done }));
     if (result.ok && cancelAfter) this.cancel(jobId, `cancelled after savepoint ${id}`);
     return result;
+  }
+
+  /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
+  private beginCheckpoint(job: JobState, id: number, savepoint?: NonNullable<JobState['pendingCheckpoint']>['savepoint']): void {
+    job.pendingCheckpoint = {
+      id,
+      pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)),
+      startedAt: Date.now(),
+      bytes: 0,
+      ...(savepoint ? { savepoint } : {}),
+    };
+    this.postToJob(job, makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now(), savepointDir: savepoint?.dir ?? '' }));
+  }
+
+  /** Post `m` once to each live session that runs an unfinished subtask of `job`. */
+  private postToJob(job: JobState, m: Message): void {
+    for (const s of new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session))) this.post(s, m);
   }
 
   private onSubtaskCheckpointed(m: MessageOf<'SubtaskCheckpointed'>): void {
@@ -564,7 +575,7 @@ export class Coordinator {
           { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
           `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
         );
-        for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
+        this.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
         if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
         else await retainCheckpoints(dir, 1);
       })
@@ -579,7 +590,7 @@ export class Coordinator {
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
     this.deps.metrics.checkpointsAborted.inc();
     this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
-    for (const s of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.session))) this.post(s, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
+    this.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
   }
 
   /** Completed checkpoints of a job (newest last). */
@@ -611,8 +622,7 @@ export class Coordinator {
     if (job.state === 'FAILED' || job.state === 'CANCELED' || job.state === 'FINISHED') return;
     job.state = state;
     job.error = error;
-    const sessions = new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session));
-    for (const s of sessions) this.post(s, makeMessage('CancelJob', { jobId: job.id, reason: error }));
+    this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: error }));
     this.log.warn({ jobId: job.id, state }, `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`);
   }
 
@@ -929,11 +939,6 @@ export class Coordinator {
   job(jobId: string): JobView | undefined {
     const j = this.jobs.get(jobId) ?? this.history.find((h) => h.id === jobId);
     return j && this.view(j);
-  }
-
-  /** The collect() results of a finished job (for an in-process client). */
-  collected(jobId: string): Record<string, unknown[]> | undefined {
-    return (this.jobs.get(jobId) ?? this.history.find((h) => h.id === jobId))?.collected;
   }
 
   private view(j: JobState): JobView {

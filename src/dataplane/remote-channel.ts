@@ -115,15 +115,6 @@ export class RemoteChannel implements ChannelSink {
     this.onError(err);
   }
 
-  /** Credits not yet used (for tests and metrics). */
-  get availableCredits(): number {
-    return this.credits;
-  }
-
-  get pendingElements(): number {
-    return this.pending.length;
-  }
-
   /** Close without ending the stream (the job was cancelled or failed). */
   destroy(): void {
     this.ended = true;

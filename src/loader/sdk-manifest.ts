@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "dc174c13b4255864dcf0b4e443c5bd6ee67b13f19cbb8e85d35aa3e99dae0fc9",
+  "fingerprint": "730c7001a1a34936f0db06849909fdd344b1f54b3cc0ae9f7664dd967c17e4d6",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -21,10 +21,10 @@ export const SDK_MANIFEST = {
     "runtime/index.d.ts": "c0be38ffc93233fda4bf1f27218df613652f3196ea8d5864fa3c9d43014da61d",
     "runtime/local.d.ts": "3d3e13d550d36828f745054a3f006c0367f136d93bbf5ef5d0224520050e618a",
     "runtime/operator.d.ts": "5609b84d923569ec26281aa3bafb75eae6e50b6c58c57c8e6707093e5e2be26c",
-    "runtime/queue.d.ts": "6aea212093253c1a7cda57ab56b3c7c09dd1fa4df373a8921628f293473075da",
+    "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
     "runtime/subtask.d.ts": "0ea9070c74354134abc19ee83f3aafac60953fd912c1e57f8d842644475ca2f1",
     "runtime/task.d.ts": "121d1251fd5dd7b69dfa18f4975ad98d85a5cac4fa61548335c9eec38df6c7c4",
-    "runtime/timers.d.ts": "368d84625f81add32eeda2c82e59403cb84904d2d3c5cc4a45e4a774135ab346",
+    "runtime/timers.d.ts": "27b6fdc0dc1c51822790079a0f62b1e83d0c1042099c501dbeff4ab963947609",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",

@@ -18,10 +18,6 @@ export class InputQueue {
 
   constructor(readonly capacity: number) {}
 
-  get batchCount(): number {
-    return this.batches;
-  }
-
   get isFull(): boolean {
     return this.batches >= this.capacity;
   }

@@ -155,11 +155,7 @@ export class KeyedTimerService {
   }
 
   registerProcessingTime(timestamp: number): void {
-    if (this.processing.add(this.backend, timestamp)) {
-      this.time.schedule(timestamp, (now) => {
-        for (let t = this.processing.pollDue(now); t; t = this.processing.pollDue(now)) this.onProcessingTimer(t);
-      });
-    }
+    if (this.processing.add(this.backend, timestamp)) this.scheduleProcessing(timestamp);
   }
 
   deleteProcessingTime(timestamp: number): void {
@@ -176,10 +172,13 @@ export class KeyedTimerService {
     this.event.restore(s.event.filter(mine));
     const proc = s.processing.filter(mine);
     this.processing.restore(proc);
-    for (const at of new Set(proc.map((t) => t.timestamp))) {
-      this.time.schedule(at, (now) => {
-        for (let t = this.processing.pollDue(now); t; t = this.processing.pollDue(now)) this.onProcessingTimer(t);
-      });
-    }
+    for (const at of new Set(proc.map((t) => t.timestamp))) this.scheduleProcessing(at);
+  }
+
+  /** At `at`, fire every processing-time timer that is due. */
+  private scheduleProcessing(at: number): void {
+    this.time.schedule(at, (now) => {
+      for (let t = this.processing.pollDue(now); t; t = this.processing.pollDue(now)) this.onProcessingTimer(t);
+    });
   }
 }
