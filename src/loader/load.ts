@@ -173,7 +173,7 @@ export async function loadJobModule(path: string, options: { cacheDir?: string }
  */
 export async function loadJobBundle(
   code: Uint8Array,
-  options: { cacheDir?: string; expectedSha256?: string; label?: string; sourceMap?: Uint8Array } = {},
+  options: { cacheDir?: string; expectedSha256?: string; label?: string; sourceMap?: Uint8Array; sdkEntry?: string } = {},
 ): Promise<{ job: JobDefinition; sha256: string; bundlePath: string }> {
   const sha256 = createHash('sha256').update(code).digest('hex');
   const label = options.label ?? `job module ${sha256.slice(0, 12)}`;
@@ -183,13 +183,16 @@ export async function loadJobBundle(
   checkSdkCompatibility(bundleSdk(code), label);
   const cacheDir = options.cacheDir ?? defaultCacheDir();
   await mkdir(cacheDir, { recursive: true });
-  const bundlePath = join(cacheDir, `${sha256}.mjs`);
+  // The bound file names the engine it is bound to: a cache outliving one checkout of clink (or shared by
+  // two) must never hand a bundle to an engine whose SDK lives elsewhere.
+  const sdkUrl = pathToFileURL(options.sdkEntry ?? sdkEntryPath()).href;
+  const bundleName = `${sha256}.${createHash('sha256').update(sdkUrl).digest('hex').slice(0, 16)}.mjs`;
+  const bundlePath = join(cacheDir, bundleName);
   if (!existsSync(bundlePath)) {
-    const sdk = JSON.stringify(pathToFileURL(sdkEntryPath()).href);
-    let bound = Buffer.from(code).toString('utf8').replaceAll(JSON.stringify(SDK_PLACEHOLDER), sdk);
+    let bound = Buffer.from(code).toString('utf8').replaceAll(JSON.stringify(SDK_PLACEHOLDER), JSON.stringify(sdkUrl));
     if (options.sourceMap && options.sourceMap.length > 0) {
       await writeFile(`${bundlePath}.map`, options.sourceMap);
-      bound += `//# sourceMappingURL=${sha256}.mjs.map\n`;
+      bound += `//# sourceMappingURL=${bundleName}.map\n`;
     }
     const tmp = `${bundlePath}.${process.pid}.${Date.now()}.tmp`;
     await writeFile(tmp, bound);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { loadJobModule } from '../../src/loader/index.js';
+import { loadJobBundle, loadJobModule, sdkEntryPath } from '../../src/loader/index.js';
 import { runJob } from '../../src/index.js';
 
 let cacheDir: string;
@@ -51,6 +52,24 @@ describe('examples', () => {
     const b = await example('wordcount');
     assert.equal(a.sha256, b.sha256);
     assert.equal(a.bundlePath, b.bundlePath);
-    assert.match(a.bundlePath, /[0-9a-f]{64}\.mjs$/);
+    assert.match(a.bundlePath, /[0-9a-f]{64}\.[0-9a-f]{16}\.mjs$/);
+  });
+
+  test('a bundle bound by an engine at another path, since deleted, is not reused (a stale cache in /tmp once broke CI)', async () => {
+    const { code, sha256 } = await example('wordcount');
+    // Another checkout of clink: an SDK entry elsewhere, which then disappears.
+    const other = await mkdtemp(join(tmpdir(), 'clink-other-checkout-'));
+    const otherEntry = join(other, 'index.mjs');
+    await writeFile(otherEntry, `export * from ${JSON.stringify(pathToFileURL(sdkEntryPath()).href)};\n`);
+    const there = await loadJobBundle(code, { cacheDir, sdkEntry: otherEntry });
+    assert.equal(there.sha256, sha256);
+    assert.ok((await readFile(there.bundlePath, 'utf8')).includes(pathToFileURL(otherEntry).href));
+    await rm(other, { recursive: true, force: true });
+
+    const here = await loadJobBundle(code, { cacheDir });
+    assert.notEqual(here.bundlePath, there.bundlePath);
+    assert.ok(!(await readFile(here.bundlePath, 'utf8')).includes(other));
+    const r = await runJob(here.job, { parallelism: 1 });
+    assert.equal((r.collected['word counts'] as unknown[]).length > 0, true);
   });
 });
