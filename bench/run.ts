@@ -10,6 +10,7 @@ import type { ThroughputResult } from './protocol.js';
 import type { LatencyResult } from './cluster.js';
 import type { DataPlaneResult } from './dataplane.js';
 import type { SubmitLatency } from './submit.js';
+import type { CheckpointBench } from './checkpoint.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -95,4 +96,16 @@ if (wants('submit')) {
     );
   }
 }
-if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane, submit }, null, 2) + '\n');
+let checkpoint: CheckpointBench | undefined;
+if (wants('checkpoint')) {
+  checkpoint = lastJson<CheckpointBench>(runScript('checkpoint bench', script('checkpoint.ts')));
+  if (!json) {
+    const c = checkpoint;
+    process.stdout.write(
+      `checkpoints every 1 s, ${fmt.format(c.keys)} keys: ${fmt.format(c.withRecordsPerSec)} rec/s vs ${fmt.format(c.withoutRecordsPerSec)} without (${(100 * (1 - c.withRecordsPerSec / c.withoutRecordsPerSec)).toFixed(0)}% cost); ` +
+        `checkpoint median ${c.checkpointMsMedian.toFixed(0)} ms, max ${c.checkpointMsMax.toFixed(0)} ms, ${(c.checkpointBytes / 1e6).toFixed(1)} MB, ${c.checkpoints} taken; ` +
+        `worst event-loop stall ${c.worstLoopStallMsWith.toFixed(0)} ms (${c.worstLoopStallMsWithout.toFixed(0)} ms without)\n`,
+    );
+  }
+}
+if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane, submit, checkpoint }, null, 2) + '\n');

@@ -77,8 +77,8 @@ export class ConnectorError extends ClinkError {
 }
 
 export class StateError extends ClinkError {
-  constructor(message: string) {
-    super('CLINK_ERR_STATE', message);
+  constructor(message: string, options?: ErrorOptions) {
+    super('CLINK_ERR_STATE', message, options);
   }
 }
 

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "730c7001a1a34936f0db06849909fdd344b1f54b3cc0ae9f7664dd967c17e4d6",
+  "fingerprint": "346afd80ab6da53363de3f70a577fd0c41c650de4afc6c85d220a3d82e2ee0e7",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -10,7 +10,7 @@ export const SDK_MANIFEST = {
     "connectors/options.d.ts": "1eb70b56f6175d9807c0d7568afadca848611f5c773a8707cbe00cfa3dc2599b",
     "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "e8bbeb7d793889e4e7a399d6d3d46005b5439c94ccb8ba732e726ca3fde4eb73",
+    "errors.d.ts": "a104f9faf68cbd788352b8333f5d22e3dcbbd53ef8bd02ebf2fabdbad1485fa6",
     "index.d.ts": "a55289b31af5917e7ea8b9c94a0ec002c495052ef3535e74e7cca83106319388",
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
@@ -19,11 +19,11 @@ export const SDK_MANIFEST = {
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
     "runtime/index.d.ts": "c0be38ffc93233fda4bf1f27218df613652f3196ea8d5864fa3c9d43014da61d",
-    "runtime/local.d.ts": "3d3e13d550d36828f745054a3f006c0367f136d93bbf5ef5d0224520050e618a",
-    "runtime/operator.d.ts": "5609b84d923569ec26281aa3bafb75eae6e50b6c58c57c8e6707093e5e2be26c",
+    "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
+    "runtime/operator.d.ts": "d09d64148d5dcabc0647a337774da8b32b462f99dbdb18066863e5da392624c7",
     "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
-    "runtime/subtask.d.ts": "0ea9070c74354134abc19ee83f3aafac60953fd912c1e57f8d842644475ca2f1",
-    "runtime/task.d.ts": "121d1251fd5dd7b69dfa18f4975ad98d85a5cac4fa61548335c9eec38df6c7c4",
+    "runtime/subtask.d.ts": "818d2a8ea61505117060c18e2d52887e7175ef2d7cc0370f4647956133c960b6",
+    "runtime/task.d.ts": "9b37e06d6eb0e21269459eb1088bf758b799280df037f48e14a22da10c4638b2",
     "runtime/timers.d.ts": "27b6fdc0dc1c51822790079a0f62b1e83d0c1042099c501dbeff4ab963947609",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
@@ -34,7 +34,7 @@ export const SDK_MANIFEST = {
     "sdk/stream.d.ts": "8387c600abb312447dcda4170b352ce1ecbf48a5760e1f33c64e53ea5b5468ff",
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
-    "state/backend.d.ts": "7a3ddab194b17459b48659b8793f50451f5dc47f93c4dda519ef286e89c74167",
-    "state/index.d.ts": "c58192ba1a9ceb39e612dde50bda8886165c52d990804c20bca0af676f54dda7"
+    "state/backend.d.ts": "e060070430493255243d892656215881c1cce032e2d4a119d54237ab2f918f20",
+    "state/index.d.ts": "d2bd9874812feaa103cb2403f7f0cea853ca701ef32299981ddeaa62745eadb9"
   }
 } as const;

@@ -115,6 +115,7 @@ export class LocalExecution {
         const runner = buildSubtask(env, task, index, queue, (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!, {
           ...(restored ? { restore: restored } : {}),
           onSnapshot: (id, snap) => this.onSnapshot(id, key, snap),
+          onSnapshotFailed: (id, err) => this.onSnapshotFailed(id, err),
         });
         this.runners.push({ task, runner, ...(queue ? { queue } : {}) });
       }
@@ -159,6 +160,13 @@ export class LocalExecution {
         (err: unknown) => pending.reject(err),
       );
     }
+  }
+
+  private onSnapshotFailed(checkpointId: number, err: unknown): void {
+    const pending = this.pendingCheckpoints.get(checkpointId);
+    if (!pending) return;
+    this.pendingCheckpoints.delete(checkpointId);
+    pending.reject(err);
   }
 
   private fail(err: unknown): void {

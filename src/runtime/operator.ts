@@ -83,7 +83,11 @@ export abstract class StreamOperator {
   /** The checkpoint completed everywhere: the second phase (a sink makes its output visible). */
   notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}
 
-  /** This operator's state at a checkpoint barrier: a deep copy, or undefined when it has none. */
+  /**
+   * This operator's state at a checkpoint barrier, or undefined when it has none: a value nothing
+   * changes afterwards (a copy), or a promise of one whose capture happened in this call (records
+   * flow again as soon as it returns).
+   */
   snapshotState(): unknown {
     return undefined;
   }

@@ -10,7 +10,7 @@ import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import type { InputQueue } from './queue.js';
-import { SubtaskRunner, type SubtaskSnapshot } from './task.js';
+import { SubtaskRunner, type SubtaskSetup, type SubtaskSnapshot } from './task.js';
 import { ProcessingTimeService } from './timers.js';
 import { RecordWriter, type EdgeOutput } from './writer.js';
 
@@ -86,7 +86,7 @@ export function buildSubtask(
   index: number,
   input: InputQueue | undefined,
   sinkFor: (edgeIndex: number, downstreamSubtask: number) => ChannelSink,
-  checkpoints: { restore?: SubtaskSnapshot; onSnapshot?: (checkpointId: number, s: SubtaskSnapshot) => void } = {},
+  checkpoints: Pick<SubtaskSetup, 'restore' | 'onSnapshot' | 'onSnapshotFailed'> = {},
 ): SubtaskRunner {
   const { plan, functions } = env;
   const writerRef: { writer?: RecordWriter } = {};

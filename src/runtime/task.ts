@@ -34,8 +34,10 @@ export interface SubtaskSetup {
   createReader?: () => SourceReader<unknown> | Promise<SourceReader<unknown>>;
   /** State to resume from, taken by an earlier run's checkpoint. */
   restore?: SubtaskSnapshot;
-  /** Receives this subtask's snapshot for each checkpoint. */
+  /** Receives this subtask's snapshot for each checkpoint, once it is encoded. */
   onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot) => void;
+  /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
+  onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
 }
 
 /** One subtask's part of a checkpoint: each chained operator's state and, for a source, its position. */
@@ -114,7 +116,7 @@ export class SubtaskRunner {
     for (const id of this.requested) {
       if (this.taken.has(id)) continue;
       this.taken.add(id);
-      this.setup.onSnapshot?.(id, this.snapshot());
+      this.snapshot(id);
     }
   }
 
@@ -123,10 +125,19 @@ export class SubtaskRunner {
     for (const op of this.setup.operators) await op.notifyCheckpointComplete(checkpointId);
   }
 
-  private snapshot(): SubtaskSnapshot {
-    const operators = this.setup.operators.map((op) => op.snapshotState());
+  /**
+   * Capture every operator's state and the source position now; report the snapshot once the parts
+   * that encode asynchronously (keyed state) are done, while records flow on.
+   */
+  private snapshot(checkpointId: number): void {
+    const parts = this.setup.operators.map((op) => op.snapshotState());
     const source = this.reader?.snapshot?.();
-    return source === undefined ? { operators } : { operators, source };
+    const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source });
+    if (!parts.some((p) => p instanceof Promise)) {
+      report(parts);
+      return;
+    }
+    Promise.all(parts).then(report, (err: unknown) => this.setup.onSnapshotFailed?.(checkpointId, err));
   }
 
   /** Pre-commit, snapshot, then send the barrier on, behind every record this subtask has emitted. */
@@ -137,7 +148,7 @@ export class SubtaskRunner {
       const p = op.prepareSnapshot(checkpointId);
       if (p) await this.bounded(p);
     }
-    this.setup.onSnapshot?.(checkpointId, this.snapshot());
+    this.snapshot(checkpointId);
     this.setup.writer.emitBarrier(checkpointId);
   }
 

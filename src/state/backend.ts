@@ -1,29 +1,98 @@
 /**
  * Heap keyed state, partitioned by key group: each named state is a table of per-key-group maps, so a
  * snapshot or a rescale moves whole key groups. Handles read the backend's current key on every call.
+ *
+ * Snapshots are copy-on-write, per entry. At the barrier a snapshot only marks the non-empty groups as
+ * captured (O(key groups)); it then encodes them (msgpackr, one group at a time) in slices between which
+ * the event loop runs. Until its group is encoded, the first write to a key saves the value it had at
+ * the barrier, and the first read of an object saves a copy (its reader may change it in place). A group
+ * is stored as its entries when encoded plus those saved values, which a restore puts back: records keep
+ * flowing at O(1) extra cost each, and nothing is copied in bulk.
  */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { Packr } from 'msgpackr';
 import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
 import type { KeyedStateStore, ListState, MapState, ValueState } from '../sdk/index.js';
 
+/** State holds Maps, Sets, undefined and -Infinity: msgpackr's structured-clone mode keeps them. */
+export const statePackr = new Packr({ structuredClone: true, moreTypes: true });
+
+/** How long an encoding slice may run before the event loop gets a turn. @default 8 */
+export const SNAPSHOT_SLICE_MS = 8;
+
+/**
+ * One key group of one table in a snapshot: its entries when they were encoded and, for the keys
+ * changed between the barrier and then, their values at the barrier (undefined: the key had none).
+ */
+export type EncodedGroup = [keyGroup: number, entries: Uint8Array, atBarrier?: Uint8Array];
+
+/** What a table's in-flight snapshot has captured and not encoded yet. */
+class TableCapture {
+  readonly encoded: EncodedGroup[] = [];
+  error: unknown = undefined;
+  /** Per key group: captured and not yet encoded. */
+  readonly pending: Uint8Array;
+  /** Per key group: the barrier values of keys changed since (undefined value: absent then). */
+  readonly atBarrier: (Map<unknown, unknown> | undefined)[];
+
+  constructor(maxParallelism: number) {
+    this.pending = new Uint8Array(maxParallelism);
+    this.atBarrier = new Array<Map<unknown, unknown> | undefined>(maxParallelism);
+  }
+
+  /** Encode one captured group as it is now, with the barrier values of what changed, and let it go. */
+  encode(keyGroup: number, live: Map<unknown, unknown> | undefined): void {
+    if (this.pending[keyGroup] === 0) return;
+    this.pending[keyGroup] = 0;
+    const saved = this.atBarrier[keyGroup];
+    this.atBarrier[keyGroup] = undefined;
+    if (this.error !== undefined) return;
+    try {
+      const entries = statePackr.pack(live ?? new Map());
+      this.encoded.push(saved ? [keyGroup, entries, statePackr.pack(saved)] : [keyGroup, entries]);
+    } catch (err) {
+      this.error = err;
+    }
+  }
+
+  /** Keep the barrier value of `key` unless an earlier change already kept it. */
+  save(keyGroup: number, key: unknown, value: unknown): void {
+    let m = this.atBarrier[keyGroup];
+    if (!m) this.atBarrier[keyGroup] = m = new Map();
+    if (!m.has(key)) m.set(key, value);
+  }
+}
+
 export class StateTable<V> {
   readonly groups: (Map<unknown, V> | undefined)[];
+  /** The in-flight snapshot's capture, until every captured group is encoded. */
+  private capture: TableCapture | undefined;
+  /** Set by the engine's own operators, which replace values and never change one in place. */
+  valuesImmutable = false;
+
   constructor(maxParallelism: number) {
     this.groups = new Array<Map<unknown, V> | undefined>(maxParallelism);
   }
 
   get(keyGroup: number, key: unknown): V | undefined {
-    return this.groups[keyGroup]?.get(key);
+    const v = this.groups[keyGroup]?.get(key);
+    // Its reader may change an object in place: the capture keeps a copy of the barrier's.
+    if (this.capture?.pending[keyGroup] && typeof v === 'object' && v !== null && !this.valuesImmutable) this.capture.save(keyGroup, key, structuredClone(v));
+    return v;
   }
 
   set(keyGroup: number, key: unknown, value: V): void {
     let g = this.groups[keyGroup];
+    if (this.capture?.pending[keyGroup]) this.capture.save(keyGroup, key, g?.get(key));
     if (!g) this.groups[keyGroup] = g = new Map();
     g.set(key, value);
   }
 
   delete(keyGroup: number, key: unknown): void {
-    this.groups[keyGroup]?.delete(key);
+    const g = this.groups[keyGroup];
+    if (this.capture?.pending[keyGroup]) this.capture.save(keyGroup, key, g?.get(key));
+    g?.delete(key);
   }
 
   /** Number of keys with a value, over all key groups. */
@@ -32,10 +101,58 @@ export class StateTable<V> {
     for (const g of this.groups) n += g?.size ?? 0;
     return n;
   }
+
+  /** Capture every non-empty group for a snapshot; returns the key groups to encode. */
+  beginSnapshot(): { capture: TableCapture; keyGroups: number[] } {
+    this.finishSnapshot();
+    const capture = new TableCapture(this.groups.length);
+    const keyGroups: number[] = [];
+    this.groups.forEach((g, kg) => {
+      if (g && g.size > 0) {
+        capture.pending[kg] = 1;
+        keyGroups.push(kg);
+      }
+    });
+    if (keyGroups.length > 0) this.capture = capture;
+    return { capture, keyGroups };
+  }
+
+  /** Encode one captured group (the snapshot's slices call this). */
+  encodeCaptured(capture: TableCapture, keyGroup: number): void {
+    capture.encode(keyGroup, this.groups[keyGroup] as Map<unknown, unknown> | undefined);
+  }
+
+  /**
+   * Encode what the in-flight snapshot has left, now. Only a snapshot that starts before the last one
+   * finished encoding pays this (checkpoints faster than the state can be written).
+   */
+  finishSnapshot(): void {
+    const c = this.capture;
+    if (!c) return;
+    for (let kg = 0; kg < c.pending.length; kg++) this.encodeCaptured(c, kg);
+    this.capture = undefined;
+  }
+
+  /** The snapshot's capture is fully encoded: stop saving barrier values for it. */
+  endSnapshot(capture: TableCapture): void {
+    if (this.capture === capture) this.capture = undefined;
+  }
+
+  /** Add a key group's entries from a snapshot: as encoded, then the barrier values put back. */
+  loadGroup(keyGroup: number, [, entries, atBarrier]: EncodedGroup): void {
+    let g = this.groups[keyGroup];
+    if (!g) this.groups[keyGroup] = g = new Map();
+    for (const [k, v] of statePackr.unpack(entries) as Map<unknown, V>) g.set(k, v);
+    if (!atBarrier) return;
+    for (const [k, v] of statePackr.unpack(atBarrier) as Map<unknown, V | undefined>) {
+      if (v === undefined) g.delete(k);
+      else g.set(k, v);
+    }
+  }
 }
 
-/** Every named state, as key-group-ordered entries. */
-export type BackendSnapshot = { name: string; kind: string; groups: [number, [unknown, unknown][]][] }[];
+/** Every named state: its kind and its key groups, each encoded on its own (the unit a restore hands out). */
+export type BackendSnapshot = { name: string; kind: string; groups: EncodedGroup[] }[];
 
 export class KeyedStateBackend implements KeyedStateStore {
   currentKey: unknown = undefined;
@@ -85,8 +202,15 @@ export class KeyedStateBackend implements KeyedStateStore {
     return e.handle as H;
   }
 
-  value<T>(name: string): ValueState<T> {
-    return this.table(name, 'value', (t) => new ValueStateHandle<T>(this, t as StateTable<T>));
+  /**
+   * `immutableValues`: for the engine's own operators, which always replace a value and never change
+   * one in place, so a snapshot need not copy what they read.
+   */
+  value<T>(name: string, options: { immutableValues?: boolean } = {}): ValueState<T> {
+    return this.table(name, 'value', (t) => {
+      t.valuesImmutable = options.immutableValues ?? false;
+      return new ValueStateHandle<T>(this, t as StateTable<T>);
+    });
   }
 
   map<K, V>(name: string): MapState<K, V> {
@@ -98,17 +222,34 @@ export class KeyedStateBackend implements KeyedStateStore {
   }
 
   /**
-   * A deep copy of every named state, key group by key group (the unit a restore hands out). Kinds
-   * are kept so a restore creates the same handles.
+   * Snapshot every named state as of now. The capture is synchronous and costs O(key groups); the
+   * encoding runs in slices of SNAPSHOT_SLICE_MS, and the promise settles when every group is encoded.
    */
-  snapshot(): BackendSnapshot {
+  snapshot(): Promise<BackendSnapshot> {
+    const parts = [...this.tables].map(([name, e]) => ({ name, kind: e.kind, table: e.table, ...e.table.beginSnapshot() }));
+    return this.encodeCaptured(parts);
+  }
+
+  private async encodeCaptured(parts: { name: string; kind: string; table: StateTable<unknown>; capture: TableCapture; keyGroups: number[] }[]): Promise<BackendSnapshot> {
+    let sliceStart = performance.now();
+    for (const { table, capture, keyGroups } of parts) {
+      for (const kg of keyGroups) {
+        table.encodeCaptured(capture, kg);
+        if (performance.now() - sliceStart >= SNAPSHOT_SLICE_MS) {
+          await yieldToEventLoop();
+          sliceStart = performance.now();
+        }
+      }
+      table.endSnapshot(capture);
+    }
     const out: BackendSnapshot = [];
-    for (const [name, e] of this.tables) {
-      const groups: [number, [unknown, unknown][]][] = [];
-      e.table.groups.forEach((g, kg) => {
-        if (g && g.size > 0) groups.push([kg, structuredClone([...g])]);
-      });
-      out.push({ name, kind: e.kind, groups });
+    for (const { name, kind, capture } of parts) {
+      if (capture.error !== undefined) {
+        throw new StateError(`state '${name}' of operator '${this.operatorName}' cannot be snapshotted: ${(capture.error as Error)?.message ?? String(capture.error)}`, {
+          cause: capture.error,
+        });
+      }
+      out.push({ name, kind, groups: capture.encoded.sort((a, b) => a[0] - b[0]) });
     }
     return out;
   }
@@ -120,9 +261,9 @@ export class KeyedStateBackend implements KeyedStateStore {
       else if (s.kind === 'map') this.map(s.name);
       else this.list(s.name);
       const table = this.tables.get(s.name)!.table;
-      for (const [kg, entries] of s.groups) {
-        if (kg < this.keyGroupRange.start || kg > this.keyGroupRange.end) continue;
-        for (const [k, v] of structuredClone(entries)) table.set(kg, k, v);
+      for (const group of s.groups) {
+        const kg = group[0];
+        if (kg >= this.keyGroupRange.start && kg <= this.keyGroupRange.end) table.loadGroup(kg, group);
       }
     }
   }

@@ -6,4 +6,4 @@
  * backend.setCurrentKey('user-1');
  * backend.value<number>('count').update(1);
  */
-export { KeyedStateBackend, StateTable, type BackendSnapshot } from './backend.js';
+export { KeyedStateBackend, SNAPSHOT_SLICE_MS, StateTable, statePackr, type BackendSnapshot, type EncodedGroup } from './backend.js';

@@ -3,6 +3,7 @@
  * on Deploy (inputs registered, ports reported) and started on PeerUpdate, when every peer is known.
  */
 import { Packr } from 'msgpackr';
+import { statePackr } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, JobCancelledError, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
@@ -33,8 +34,6 @@ const BATCH_SIZE = 1_000;
 export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
 
 const packr = new Packr({ useRecords: true, moreTypes: true });
-/** Snapshots hold Maps, Sets and -Infinity: msgpackr's structured-clone mode keeps them. */
-export const statePackr = new Packr({ structuredClone: true, moreTypes: true });
 
 export interface SubtaskReport {
   taskId: string;
@@ -181,6 +180,7 @@ export class WorkerJob {
         st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor, {
           ...(st.restore ? { restore: st.restore } : {}),
           onSnapshot: (id, snap) => this.onSnapshot?.(id, st.task.id, st.index, snap),
+          onSnapshotFailed: (id, err) => this.onSnapshotFailed?.(id, st.task.id, st.index, err),
         });
       } catch (err) {
         this.fail(st, err as Error);
@@ -242,6 +242,8 @@ export class WorkerJob {
 
   /** Receives each subtask's snapshot of a checkpoint (the worker writes it and acks). */
   onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot) => void;
+  /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
+  onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
 
   /** Load each deployed subtask's state from the checkpoint directory the deploy names. */
   async loadRestoreState(): Promise<void> {

@@ -21,7 +21,8 @@ import {
   type MessageOf,
 } from '../protocol/index.js';
 import { buildJob } from '../sdk/index.js';
-import { statePackr, WorkerJob, type SubtaskReport } from './job.js';
+import { WorkerJob, type SubtaskReport } from './job.js';
+import { statePackr } from '../state/index.js';
 import type { SubtaskSnapshot } from '../runtime/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
@@ -248,6 +249,7 @@ export class Worker {
       this.jobs.get(m.jobId)?.cancel('redeployed');
       this.jobs.set(m.jobId, job);
       job.onSnapshot = (id, taskId, index, snap) => void this.writeSnapshot(job, id, taskId, index, snap);
+      job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
       const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
       await job.loadRestoreState();
       for (const l of listenings) this.send(makeMessage('SubtaskListening', l));
@@ -259,8 +261,6 @@ export class Worker {
 
   /** Write a subtask's snapshot under the job's checkpoint directory, then ack it. */
   private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot): Promise<void> {
-    const ack = (ok: boolean, error: string, stateBytes = 0): void =>
-      this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error, stateBytes }));
     try {
       const base = job.savepointDirs.get(checkpointId) ?? join(job.deploy.checkpoint.checkpointDir, '_jobs', job.jobId);
       const dir = join(base, `chk-${checkpointId}`);
@@ -269,10 +269,17 @@ export class Worker {
       const file = join(dir, `${taskId}#${index}.state`);
       await writeFile(`${file}.tmp`, bytes);
       await rename(`${file}.tmp`, file);
-      ack(true, '', bytes.length);
+      this.ackSnapshot(job, checkpointId, taskId, index, undefined, bytes.length);
     } catch (err) {
-      ack(false, (err as Error).message);
+      this.ackSnapshot(job, checkpointId, taskId, index, err);
     }
+  }
+
+  /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
+  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, stateBytes = 0): void {
+    const ok = error === undefined;
+    const message = ok ? '' : ((error as Error)?.message ?? String(error));
+    this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error: message, stateBytes }));
   }
 
   private reportFinished(jobId: string, r: SubtaskReport): void {

@@ -124,7 +124,8 @@ test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2
     const expected = await visibleLines(expectedDir);
     const out = join(h.dir, 'out');
     const client = await h.client();
-    const params = { out, rate: '8000' };
+    // Slow enough that the job is still running when the savepoint CLI, a new process, gets to it on a loaded machine.
+    const params = { out, rate: '2000' };
     const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2 });
     await h.waitForJob(jobId, ['RUNNING']);
     await sleep(600);

@@ -57,7 +57,9 @@ export abstract class KeyedOperator extends StreamOperator {
 
   override snapshotState(): unknown {
     if (!this.backend) return this.snapshotOwn();
-    return { state: this.backend.snapshot(), timers: this.timers.snapshot(), own: this.snapshotOwn() };
+    const timers = this.timers.snapshot();
+    const own = this.snapshotOwn();
+    return this.backend.snapshot().then((state) => ({ state, timers, own }));
   }
 
   override restoreState(snapshot: unknown): void {
@@ -124,8 +126,9 @@ export class KeyedReduceOperator extends KeyedOperator {
 
   override open(): void {
     this.initKeyedState();
-    this.state = this.backend.value('reduce');
     const { mode, field } = this.ctx.spec.options as { mode: string; field?: string };
+    // Only a user's reduce function may change the current value in place.
+    this.state = this.backend.value('reduce', { immutableValues: mode !== 'reduce' });
     const fn = this.ctx.fns.fn as ((a: unknown, b: unknown) => unknown) | undefined;
     if (mode === 'reduce') this.step = (cur, v) => (cur === undefined ? v : fn!(cur, v));
     else if (mode === 'count') {

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { KeyGroupRange } from '../../src/plan/index.js';
+import { KeyedStateBackend, type BackendSnapshot } from '../../src/state/index.js';
+
+const all = KeyGroupRange.forSubtask(0, 1);
+
+/** Every key's value in a backend, per state name, read through the handles. */
+function contents(b: KeyedStateBackend, keys: unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    b.setCurrentKey(k);
+    out[`v:${String(k)}`] = b.value('v').value();
+    out[`m:${String(k)}`] = [...b.map('m').entries()];
+    out[`l:${String(k)}`] = b.list('l').get();
+  }
+  return structuredClone(out);
+}
+
+function restored(snapshot: BackendSnapshot): KeyedStateBackend {
+  const b = new KeyedStateBackend(all, 'op');
+  b.restore(snapshot);
+  return b;
+}
+
+describe('copy-on-write snapshots', () => {
+  test('a snapshot keeps the values of its barrier while records change, delete, add and mutate state in place', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const keys = Array.from({ length: 2_000 }, (_, i) => `k${i}`);
+    for (const k of keys) {
+      b.setCurrentKey(k);
+      b.value<{ n: number }>('v').update({ n: 1 });
+      b.map<string, number>('m').put('a', 1);
+      b.list<number>('l').add(1);
+    }
+    const atBarrier = contents(b, [...keys, 'new']);
+    const pending = b.snapshot();
+    // Records after the barrier, before the snapshot has encoded anything.
+    for (const [i, k] of keys.entries()) {
+      b.setCurrentKey(k);
+      if (i % 4 === 0) b.value<{ n: number }>('v').value()!.n = 99; // in place, without update()
+      if (i % 4 === 1) b.value('v').clear();
+      if (i % 4 === 2) b.map<string, number>('m').put('b', 2);
+      if (i % 4 === 3) b.list<number>('l').add(2);
+    }
+    b.setCurrentKey('new');
+    b.value('v').update({ n: 7 });
+    const afterBarrier = contents(b, [...keys, 'new']);
+    assert.notDeepEqual(afterBarrier, atBarrier);
+
+    const snapshot = await pending;
+    assert.deepEqual(contents(restored(snapshot), [...keys, 'new']), atBarrier, 'the snapshot is the state at the barrier');
+    assert.deepEqual(contents(b, [...keys, 'new']), afterBarrier, 'the live state kept every change');
+    assert.deepEqual(contents(restored(await b.snapshot()), [...keys, 'new']), afterBarrier, 'the next snapshot has the changes');
+  });
+
+  test('the encoding yields to the event loop: timers run while 200,000 keys are snapshotted', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const v = b.value<number>('v');
+    for (let i = 0; i < 200_000; i++) {
+      b.setCurrentKey(i);
+      v.update(i);
+    }
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    const snapshot = await b.snapshot();
+    clearInterval(ticker);
+    assert.ok(turns > 1, `the event loop got ${turns} turns during the snapshot`);
+    const r = restored(snapshot);
+    r.setCurrentKey(123_456);
+    assert.equal(r.value<number>('v').value(), 123_456);
+    assert.deepEqual(r.describe(), [{ name: 'v', kind: 'value', keys: 200_000 }]);
+  });
+
+  test('a snapshot started before the previous one finished encoding finishes that one first: both are right', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const v = b.value<number>('v');
+    const keys = Array.from({ length: 5_000 }, (_, i) => i);
+    const put = (x: number): void => {
+      for (const k of keys) {
+        b.setCurrentKey(k);
+        v.update(x);
+      }
+    };
+    put(1);
+    const first = b.snapshot();
+    put(2);
+    const second = b.snapshot();
+    put(3);
+    const read = (s: BackendSnapshot): Set<unknown> => {
+      const r = restored(s);
+      return new Set(keys.map((k) => (r.setCurrentKey(k), r.value('v').value())));
+    };
+    assert.deepEqual(read(await first), new Set([1]));
+    assert.deepEqual(read(await second), new Set([2]));
+  });
+
+  test('state that cannot be encoded fails the snapshot with the state and operator named, and the live state keeps working', async () => {
+    const b = new KeyedStateBackend(all, 'counter');
+    b.setCurrentKey('a');
+    b.value<unknown>('fn').update({ s: Symbol('not data') });
+    await assert.rejects(b.snapshot(), /state 'fn' of operator 'counter' cannot be snapshotted: Unknown type: symbol/);
+    b.value<unknown>('fn').update(2);
+    assert.equal(b.value('fn').value(), 2);
+    assert.equal((await b.snapshot()).length, 1);
+  });
+
+  test('a restore keeps only the key groups of its range', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    for (let i = 0; i < 1_000; i++) {
+      b.setCurrentKey(i);
+      b.value<number>('v').update(i);
+    }
+    const snapshot = await b.snapshot();
+    const halves = [0, 1].map((i) => {
+      const r = new KeyedStateBackend(KeyGroupRange.forSubtask(i, 2), 'op');
+      r.restore(snapshot);
+      return r.describe()[0]!.keys;
+    });
+    assert.equal(halves[0]! + halves[1]!, 1_000);
+    assert.ok(halves[0]! > 0 && halves[1]! > 0);
+  });
+});
