@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "346afd80ab6da53363de3f70a577fd0c41c650de4afc6c85d220a3d82e2ee0e7",
+  "fingerprint": "f6425fbbe2db6780e9bfb20136152701d069c30fe3d7801a677522620c537e99",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -34,7 +34,7 @@ export const SDK_MANIFEST = {
     "sdk/stream.d.ts": "8387c600abb312447dcda4170b352ce1ecbf48a5760e1f33c64e53ea5b5468ff",
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
-    "state/backend.d.ts": "e060070430493255243d892656215881c1cce032e2d4a119d54237ab2f918f20",
+    "state/backend.d.ts": "013836ceadec796c8732f9dda5befaddf653fcfb482f392a90f54a3208d5e862",
     "state/index.d.ts": "d2bd9874812feaa103cb2403f7f0cea853ca701ef32299981ddeaa62745eadb9"
   }
 } as const;
