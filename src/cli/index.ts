@@ -7,6 +7,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
 import { parseCoordinator, type Endpoint } from './endpoint.js';
+import type { CheckpointSettings } from '../client/index.js';
 
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
@@ -43,10 +44,28 @@ function describeError(err: unknown): string {
 }
 
 type JobFlags = { parallelism?: number; param: Record<string, string> };
-type CheckpointFlags = { checkpointDir?: string; checkpointIntervalMs: number; restoreFromDir?: string; restoreFromCheckpointId: number };
+type CheckpointFlags = {
+  checkpointDir?: string;
+  checkpointIntervalMs: number;
+  checkpointsRetained: number;
+  stateBackend?: string;
+  alignment: 'aligned' | 'unaligned';
+  maxRestartsOnWorkerLoss: number;
+  restoreFromDir?: string;
+  restoreFromCheckpointId: number;
+};
 
-function checkpointSettings(o: CheckpointFlags): { checkpointDir: string; intervalMs: number; restoreFromDir: string; restoreFromCheckpointId: number } {
-  return { checkpointDir: o.checkpointDir ?? '', intervalMs: o.checkpointIntervalMs, restoreFromDir: o.restoreFromDir ?? '', restoreFromCheckpointId: o.restoreFromCheckpointId };
+function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
+  return {
+    checkpointDir: o.checkpointDir ?? '',
+    intervalMs: o.checkpointIntervalMs,
+    checkpointsRetained: o.checkpointsRetained,
+    stateBackendUri: o.stateBackend ?? '',
+    alignment: o.alignment,
+    maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss,
+    restoreFromDir: o.restoreFromDir ?? '',
+    restoreFromCheckpointId: o.restoreFromCheckpointId,
+  };
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -70,19 +89,24 @@ export async function main(argv: string[]): Promise<number> {
     cmd
       .option('--checkpoint-dir <dir>', 'take checkpoints into this directory (none without it)')
       .option('--checkpoint-interval-ms <ms>', 'how often to checkpoint (0: never on a timer)', nonNegativeInt, 0)
+      .option('--checkpoints-retained <n>', 'completed checkpoints to keep (older ones are deleted)', positiveInt, 1)
+      .option('--state-backend <uri>', 'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]')
+      .addOption(new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)').choices(['aligned', 'unaligned']).default('aligned'))
+      .option('--max-restarts-on-worker-loss <n>', 'restarts from the last checkpoint after a worker is lost (-1: automatic)', intArg(-1), -1)
       .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0);
   const coordinatorOption = (cmd: Command): Command =>
     cmd.requiredOption('--coordinator <host:port>', 'the coordinator to talk to', parseCoordinator);
 
-  outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))
+  checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)'))))
     .option('--no-progress', 'do not show progress on standard error')
     .option('--workers <n>', 'local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt)
     .option('--batch-size <n>', 'records per batch between tasks', positiveInt, 1_000)
     .option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill', nonNegativeInt, 0)
-    .action(async (job: string, o: JobFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number }) => {
+    .action(async (job: string, o: JobFlags & CheckpointFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number }) => {
       const { runCommand } = await import('./run.js');
       await runCommand(job, {
+        checkpoint: checkpointSettings(o),
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,
         progress: o.progress,

@@ -3,6 +3,7 @@
  * process, workers in local processes), the same path a cluster run takes.
  */
 import { availableParallelism } from 'node:os';
+import type { CheckpointSettings } from '../client/index.js';
 import { EmbeddedCluster } from '../embedded/index.js';
 import { loadJobModule } from '../loader/index.js';
 import { createLogger } from '../log/index.js';
@@ -20,6 +21,8 @@ export interface RunCommandOptions {
   workers?: number;
   batchSize?: number;
   batchLingerMs?: number;
+  /** Checkpointing and restore (none by default). */
+  checkpoint?: Partial<CheckpointSettings>;
 }
 
 const fmt = new Intl.NumberFormat('en-US');
@@ -39,7 +42,7 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   let onSigint: (() => void) | undefined;
   try {
     const client = await cluster.client();
-    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism });
+    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
     const progress = (final: boolean): void => {
       const v = cluster.coordinator.job(jobId);
       const elapsed = (performance.now() - t0) / 1000;

@@ -66,6 +66,7 @@ const NO_CHECKPOINTS: CheckpointSettings = {
   maxRestartsOnWorkerLoss: -1,
   alignment: 'aligned' as const,
   stateBackendUri: '',
+  checkpointsRetained: 1,
 };
 
 export class ClusterClient {

@@ -8,7 +8,26 @@
  */
 import { open, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ClinkError } from '../errors.js';
+import { ClinkError, InvalidArgumentError } from '../errors.js';
+import type { MessageOf } from '../protocol/index.js';
+import { stateBackendDir } from '../state/index.js';
+
+/** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change. */
+export function checkCheckpointConfig(c: MessageOf<'SubmitJob'>['checkpoint']): void {
+  if (c.alignment !== 'aligned') {
+    throw new InvalidArgumentError(`--alignment ${c.alignment}: only aligned checkpoints are supported so far; submit with --alignment aligned`);
+  }
+  if (c.checkpointsRetained < 1) throw new InvalidArgumentError(`--checkpoints-retained ${c.checkpointsRetained}: keep at least 1 checkpoint`);
+  if (c.stateBackendUri) {
+    if (!c.checkpointDir) throw new InvalidArgumentError(`--state-backend ${c.stateBackendUri} needs --checkpoint-dir too (the COMPLETED markers go there)`);
+    try {
+      stateBackendDir(c.stateBackendUri);
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  }
+  if (c.intervalMs > 0 && !c.checkpointDir) throw new InvalidArgumentError(`--checkpoint-interval-ms ${c.intervalMs} needs --checkpoint-dir (where checkpoints go)`);
+}
 
 export interface CompletedMarker {
   checkpointId: number;
@@ -54,12 +73,15 @@ export async function writeRestoredRecord(dir: string, record: { restoredFrom: s
   await writeDurably(join(dir, 'RESTORED'), JSON.stringify(record, null, 2));
 }
 
-/** Keep the newest `retained` completed checkpoints' state; delete older ones. */
-export async function retainCheckpoints(dir: string, retained: number): Promise<void> {
+/**
+ * Keep the newest `retained` completed checkpoints; delete older ones, marker first (a restore never
+ * finds a marker whose state is gone), then their state under `stateDir`.
+ */
+export async function retainCheckpoints(dir: string, stateDir: string, retained: number): Promise<void> {
   const ids = (await readdir(dir)).map((n) => /^COMPLETED-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => b - a);
   for (const id of ids.slice(Math.max(1, retained))) {
-    await rm(join(dir, `chk-${id}`), { recursive: true, force: true });
     await rm(join(dir, `COMPLETED-${id}`), { force: true });
+    await rm(join(stateDir, `chk-${id}`), { recursive: true, force: true });
   }
 }
 

@@ -32,7 +32,8 @@ import {
 import { networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
-import { claimCheckpointId, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
+import { checkCheckpointConfig, claimCheckpointId, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
+import { jobStateDir } from '../state/index.js';
 import { join, resolve as resolvePath } from 'node:path';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
@@ -106,12 +107,19 @@ export interface JobState {
     pending: Set<string>;
     startedAt: number;
     bytes: number;
+    /** The longest barrier alignment any subtask reported. */
+    alignmentMs: number;
     /** For a savepoint: where it goes, and who waits for it. */
     savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
+    final?: boolean;
   };
   startingCheckpoint?: boolean;
+  /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
+  finalRequests?: Set<string>;
+  /** The final checkpoint's id, once claimed. */
+  finalCheckpointId?: number;
   lastCheckpointAt: number;
-  checkpoints: { checkpointId: number; durationMs: number; stateBytes: number; completedAtMs: number }[];
+  checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
 }
 
 /** A job as the API shows it. */
@@ -409,6 +417,8 @@ export class Coordinator {
         return this.onSubtaskFinished(s, m);
       case 'SubtaskCheckpointed':
         return this.onSubtaskCheckpointed(m);
+      case 'RequestFinalCheckpoint':
+        return this.onRequestFinalCheckpoint(s, m);
       default:
         this.log.debug({ workerId: s.id, type: m.type }, `ignoring ${m.type} from worker ${s.id}`);
     }
@@ -479,8 +489,8 @@ export class Coordinator {
         continue;
       }
       if (now - job.lastCheckpointAt < c.intervalMs) continue;
-      // Periodic checkpoints run while every subtask runs; the tail of a bounded job is later work.
-      if (job.subtasks.some((t) => t.finished)) continue;
+      // Periodic checkpoints run while every subtask runs and the sources have not all ended.
+      if (job.subtasks.some((t) => t.finished) || this.finalWanted(job)) continue;
       job.startingCheckpoint = true;
       const dir = jobDir(c.checkpointDir, job.id);
       void claimCheckpointId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0))
@@ -524,15 +534,63 @@ export class Coordinator {
   }
 
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
-  private beginCheckpoint(job: JobState, id: number, savepoint?: NonNullable<JobState['pendingCheckpoint']>['savepoint']): void {
+  private beginCheckpoint(job: JobState, id: number, savepoint?: NonNullable<JobState['pendingCheckpoint']>['savepoint'], final = false): void {
     job.pendingCheckpoint = {
       id,
       pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)),
       startedAt: Date.now(),
       bytes: 0,
+      alignmentMs: 0,
       ...(savepoint ? { savepoint } : {}),
+      ...(final ? { final } : {}),
     };
-    this.postToJob(job, makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now(), savepointDir: savepoint?.dir ?? '' }));
+    this.postToJob(
+      job,
+      final
+        ? makeMessage('FinalCheckpointAssigned', { jobId: job.id, checkpointId: id })
+        : makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now(), savepointDir: savepoint?.dir ?? '' }),
+    );
+  }
+
+  /** Every source subtask of the job has reached the end of its input and waits for the final checkpoint. */
+  private finalWanted(job: JobState): boolean {
+    const sources = job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
+    return (job.finalRequests?.size ?? 0) >= sources;
+  }
+
+  private onRequestFinalCheckpoint(s: WorkerSession, m: MessageOf<'RequestFinalCheckpoint'>): void {
+    const job = this.jobs.get(m.jobId);
+    if (!job || !this.subtaskOf(job, m.taskId, m.subtaskIndex, s)) return;
+    (job.finalRequests ??= new Set()).add(`${m.taskId}#${m.subtaskIndex}`);
+    this.maybeBeginFinalCheckpoint(job);
+  }
+
+  /**
+   * Once every source has ended (and no other checkpoint is in flight), claim one id and assign it to
+   * every source as the final checkpoint: its barrier follows their last record, and the sinks commit
+   * the job's tail when it completes.
+   */
+  private maybeBeginFinalCheckpoint(job: JobState): void {
+    if (job.state !== 'RUNNING' || job.finalCheckpointId !== undefined || job.pendingCheckpoint || job.startingCheckpoint || !this.finalWanted(job)) return;
+    job.startingCheckpoint = true;
+    void claimCheckpointId(jobDir(job.checkpoint.checkpointDir, job.id), Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0))
+      .then((id) => {
+        job.startingCheckpoint = false;
+        if (job.state !== 'RUNNING') return;
+        job.finalCheckpointId = id;
+        this.beginCheckpoint(job, id, undefined, true);
+      })
+      .catch((err: unknown) => {
+        job.startingCheckpoint = false;
+        this.failJobOnFinalCheckpoint(job, `no id could be claimed for it: ${(err as Error).message}`);
+      });
+  }
+
+  /** Without its final checkpoint a job's tail cannot be committed exactly once: it fails instead. */
+  private failJobOnFinalCheckpoint(job: JobState, reason: string): void {
+    this.log.error({ jobId: job.id }, `the final checkpoint of job ${job.id} failed: ${reason}`);
+    this.failJob(job, `its final checkpoint failed: ${reason}`);
+    this.maybeComplete(job);
   }
 
   /** Post `m` once to each live session that runs an unfinished subtask of `job`. */
@@ -550,6 +608,7 @@ export class Coordinator {
     }
     p.pending.delete(`${m.taskId}#${m.subtaskIndex}`);
     p.bytes += m.stateBytes;
+    p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
     if (p.pending.size > 0) return;
     const dir = p.savepoint?.dir ?? jobDir(job.checkpoint.checkpointDir, job.id);
     const marker = {
@@ -557,27 +616,35 @@ export class Coordinator {
       jobId: job.id,
       jobName: job.name,
       subtasks: job.subtasks.map((t) => `${t.taskId}#${t.index}`),
-      stateDir: join(dir, `chk-${p.id}`),
+      stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
       completedAtMs: Date.now(),
       stateBytes: p.bytes,
     };
     void writeCompletedMarker(dir, marker)
       .then(async () => {
         const durationMs = marker.completedAtMs - p.startedAt;
-        job.checkpoints.push({ checkpointId: p.id, durationMs, stateBytes: p.bytes, completedAtMs: marker.completedAtMs });
+        const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
+        job.checkpoints.push({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
         if (job.checkpoints.length > 100) job.checkpoints.shift();
         job.pendingCheckpoint = undefined;
         job.lastCheckpointAt = Date.now();
         this.deps.metrics.checkpointsCompleted.inc();
         this.deps.metrics.lastCheckpointDurationMs.set(durationMs);
         this.deps.metrics.lastCheckpointBytes.set(p.bytes);
+        this.deps.metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
         this.log.info(
           { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
           `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
         );
         this.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
         if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
-        else await retainCheckpoints(dir, 1);
+        else {
+          await retainCheckpoints(dir, jobStateDir(job.checkpoint, job.id), job.checkpoint.checkpointsRetained).catch((err: unknown) =>
+            this.log.warn({ err, jobId: job.id }, `could not delete checkpoints of job ${job.id} beyond the ${job.checkpoint.checkpointsRetained} retained: ${(err as Error).message}`),
+          );
+        }
+        this.maybeBeginFinalCheckpoint(job);
+        this.maybeComplete(job);
       })
       .catch((err: unknown) => this.abortCheckpoint(job, `its COMPLETED marker could not be written: ${(err as Error).message}`));
   }
@@ -591,6 +658,9 @@ export class Coordinator {
     this.deps.metrics.checkpointsAborted.inc();
     this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
     this.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
+    if (p.final) this.failJobOnFinalCheckpoint(job, reason);
+    else this.maybeBeginFinalCheckpoint(job);
+    this.maybeComplete(job);
   }
 
   /** Completed checkpoints of a job (newest last). */
@@ -627,7 +697,9 @@ export class Coordinator {
   }
 
   private maybeComplete(job: JobState): void {
-    if (!job.subtasks.every((t) => t.finished)) return;
+    if (job.finishedAt !== undefined || !job.subtasks.every((t) => t.finished)) return;
+    // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
+    if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.finalWanted(job)))) return;
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = 'FINISHED';
     job.finishedAt = Date.now();
     this.deps.metrics.jobsEnded.inc({ state: job.state });
@@ -810,6 +882,7 @@ export class Coordinator {
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
     if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
+    checkCheckpointConfig(m.checkpoint);
     const spec = JSON.parse(m.specJson) as JobGraphSpec;
     const plan = createPhysicalPlan(spec);
     const module = m.modules[0] && this.modules.get(m.modules[0].sha256);

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "f6425fbbe2db6780e9bfb20136152701d069c30fe3d7801a677522620c537e99",
+  "fingerprint": "d767b8715730cb556cab04fc8bdc467d4f526d31ed50d7488cac42f43d1aa9c7",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -20,10 +20,10 @@ export const SDK_MANIFEST = {
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
     "runtime/index.d.ts": "c0be38ffc93233fda4bf1f27218df613652f3196ea8d5864fa3c9d43014da61d",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
-    "runtime/operator.d.ts": "d09d64148d5dcabc0647a337774da8b32b462f99dbdb18066863e5da392624c7",
+    "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
     "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
-    "runtime/subtask.d.ts": "818d2a8ea61505117060c18e2d52887e7175ef2d7cc0370f4647956133c960b6",
-    "runtime/task.d.ts": "9b37e06d6eb0e21269459eb1088bf758b799280df037f48e14a22da10c4638b2",
+    "runtime/subtask.d.ts": "3db54dc20f0f41fd1c601fb7242dc34d691ab2d141a6e5782da086737b17395e",
+    "runtime/task.d.ts": "adc7e11409056a517035a067ecabb44a96c74af1ebf3810739a9cd1016e3c476",
     "runtime/timers.d.ts": "27b6fdc0dc1c51822790079a0f62b1e83d0c1042099c501dbeff4ab963947609",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
@@ -35,6 +35,7 @@ export const SDK_MANIFEST = {
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "013836ceadec796c8732f9dda5befaddf653fcfb482f392a90f54a3208d5e862",
-    "state/index.d.ts": "d2bd9874812feaa103cb2403f7f0cea853ca701ef32299981ddeaa62745eadb9"
+    "state/index.d.ts": "6ea2e348bf6d7ec8606bfe8b1d8f258e956f68e4c4c83b0823e1e5261109436c",
+    "state/location.d.ts": "deccf3f3a66bd55bb1f5630d71412f3630c07bbe28d29e5a06d83057cb416d91"
   }
 } as const;

@@ -130,6 +130,12 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly lastCheckpointAlignmentMs = new Gauge({
+    name: 'clink_checkpoint_last_alignment_ms',
+    help: 'The longest barrier alignment of any subtask in the newest completed checkpoint',
+    registers: [this.registry],
+  });
+
   /** A gauge whose value is read when metrics are scraped. */
   gauge(name: string, help: string, read: () => number): void {
     new Gauge({

@@ -52,6 +52,7 @@ export const CheckpointConfig = struct('CheckpointConfig', {
   maxRestartsOnWorkerLoss: field(i32, '-1 = automatic (self-heal when checkpointing, else fail fast)'),
   alignment: field(enumOf(['aligned', 'unaligned', 'adaptive'] as const), 'barrier alignment'),
   stateBackendUri: field(string, "base of the job's state; empty means checkpointDir"),
+  checkpointsRetained: tail(u32, 1, 'completed checkpoints kept; older ones are deleted (absent = 1)'),
 });
 
 export const JobModule = struct('JobModule', {
@@ -154,6 +155,7 @@ export const MESSAGES = {
     error: field(string),
     stateBytes: tail(u64, 0),
     durationMs: tail(u64, 0),
+    alignmentMs: tail(u64, 0, 'from the first barrier of this checkpoint at the subtask to the last (0 for a source)'),
   }),
   RequestFinalCheckpoint: message(6, 'worker->coordinator', 'a bounded source reached its end and asks for the final checkpoint id', {
     jobId: field(string),

@@ -83,6 +83,9 @@ export abstract class StreamOperator {
   /** The checkpoint completed everywhere: the second phase (a sink makes its output visible). */
   notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}
 
+  /** The checkpoint failed somewhere. What was prepared for it stays prepared (the next one commits it). */
+  notifyCheckpointAborted(_checkpointId: number, _reason: string): void {}
+
   /**
    * This operator's state at a checkpoint barrier, or undefined when it has none: a value nothing
    * changes afterwards (a copy), or a promise of one whose capture happened in this call (records

@@ -11,6 +11,7 @@ import { createOperator, createSourceReader, type ConnectorRegistry } from './fa
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import type { InputQueue } from './queue.js';
 import { SubtaskRunner, type SubtaskSetup, type SubtaskSnapshot } from './task.js';
+import { SinkOperator } from './operators/basic.js';
 import { ProcessingTimeService } from './timers.js';
 import { RecordWriter, type EdgeOutput } from './writer.js';
 
@@ -74,6 +75,11 @@ export interface SubtaskEnvironment {
   lingerMs?: number;
   /** A timer callback failed: fail the job. */
   onAsyncError(err: unknown): void;
+  /**
+   * For a job with durable checkpoints: a source subtask at the end of its input asks for the job's
+   * final checkpoint id, and sinks commit their tail when that checkpoint completes.
+   */
+  finalCheckpoint?: (taskId: string, subtaskIndex: number) => Promise<number>;
 }
 
 /**
@@ -118,10 +124,13 @@ export function buildSubtask(
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
   const common = { task, index, operators, writer, time, signal: env.signal, batchSize: env.batchSize, ...checkpoints };
+  const finalCheckpoint = env.finalCheckpoint;
+  if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
   if (head.type === 'source') {
     const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
     return new SubtaskRunner({
       ...common,
+      ...(finalCheckpoint ? { finalCheckpoint: () => finalCheckpoint(task.id, index) } : {}),
       createReader: () => createSourceReader(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourceCtx),
     });
   }

@@ -34,10 +34,16 @@ export interface SubtaskSetup {
   createReader?: () => SourceReader<unknown> | Promise<SourceReader<unknown>>;
   /** State to resume from, taken by an earlier run's checkpoint. */
   restore?: SubtaskSnapshot;
-  /** Receives this subtask's snapshot for each checkpoint, once it is encoded. */
-  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot) => void;
+  /** Receives this subtask's snapshot for each checkpoint, once it is encoded, and how long its barriers took to align. */
+  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number }) => void;
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
   onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
+  /**
+   * For a job whose checkpoints are durable: a source at the end of its input asks for the job-wide
+   * final checkpoint, whose barrier it sends before its end, so the tail after the last periodic
+   * checkpoint is committed through a checkpoint too. Resolves with that checkpoint's id.
+   */
+  finalCheckpoint?: () => Promise<number>;
 }
 
 /** One subtask's part of a checkpoint: each chained operator's state and, for a source, its position. */
@@ -56,6 +62,8 @@ export class SubtaskRunner {
   private readonly requested = new Set<number>();
   private readonly taken = new Set<number>();
   private reader: SourceReader<unknown> | undefined;
+  /** Wakes a source that waits for its final checkpoint id when a periodic barrier is asked of it. */
+  private wakeSource: (() => void) | undefined;
 
   constructor(readonly setup: SubtaskSetup) {}
 
@@ -105,7 +113,10 @@ export class SubtaskRunner {
   triggerCheckpoint(checkpointId: number): void {
     this.requested.add(checkpointId);
     if (this.state === 'FINISHED') this.reportFinal();
-    else if (this.setup.createReader) this.pendingBarriers.push(checkpointId);
+    else if (this.setup.createReader) {
+      this.pendingBarriers.push(checkpointId);
+      this.wakeSource?.();
+    }
   }
 
   /**
@@ -125,14 +136,19 @@ export class SubtaskRunner {
     for (const op of this.setup.operators) await op.notifyCheckpointComplete(checkpointId);
   }
 
+  /** The checkpoint failed somewhere: operators waiting on it learn why. */
+  notifyCheckpointAborted(checkpointId: number, reason: string): void {
+    for (const op of this.setup.operators) op.notifyCheckpointAborted(checkpointId, reason);
+  }
+
   /**
    * Capture every operator's state and the source position now; report the snapshot once the parts
    * that encode asynchronously (keyed state) are done, while records flow on.
    */
-  private snapshot(checkpointId: number): void {
+  private snapshot(checkpointId: number, alignmentMs = 0): void {
     const parts = this.setup.operators.map((op) => op.snapshotState());
     const source = this.reader?.snapshot?.();
-    const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source });
+    const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, { alignmentMs });
     if (!parts.some((p) => p instanceof Promise)) {
       report(parts);
       return;
@@ -141,14 +157,14 @@ export class SubtaskRunner {
   }
 
   /** Pre-commit, snapshot, then send the barrier on, behind every record this subtask has emitted. */
-  private async checkpoint(checkpointId: number): Promise<void> {
+  private async checkpoint(checkpointId: number, alignmentMs = 0): Promise<void> {
     this.taken.add(checkpointId);
     this.setup.writer.flush();
     for (const op of this.setup.operators) {
       const p = op.prepareSnapshot(checkpointId);
       if (p) await this.bounded(p);
     }
-    this.snapshot(checkpointId);
+    this.snapshot(checkpointId, alignmentMs);
     this.setup.writer.emitBarrier(checkpointId);
   }
 
@@ -201,10 +217,31 @@ export class SubtaskRunner {
       }
       // A checkpoint asked for during the last batch still gets its barrier, before the end.
       while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+      if (this.setup.finalCheckpoint) {
+        // Event time ends first, so every window fires ahead of the final barrier and is in its commit.
+        head.processWatermark(MAX_WATERMARK);
+        await this.checkpoint(await this.finalCheckpointId());
+        return;
+      }
     } finally {
       await this.bounded(reader.close?.());
     }
     head.processWatermark(MAX_WATERMARK);
+  }
+
+  /** Ask for the final checkpoint; until its id comes, keep sending the barriers of periodic ones. */
+  private async finalCheckpointId(): Promise<number> {
+    const assigned = this.setup.finalCheckpoint!();
+    try {
+      for (;;) {
+        while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+        const woken = new Promise<undefined>((resolve) => (this.wakeSource = () => resolve(undefined)));
+        const id = await this.bounded(Promise.race([assigned, woken]));
+        if (id !== undefined) return id;
+      }
+    } finally {
+      this.wakeSource = undefined;
+    }
   }
 
   private async runInput(): Promise<void> {
@@ -246,7 +283,7 @@ export class SubtaskRunner {
     // `held`) until every channel still open has delivered it; then the subtask snapshots, forwards the
     // barrier and replays what it held.
     const ended = new Uint8Array(n);
-    let aligning: { id: number; got: Set<number> } | null = null;
+    let aligning: { id: number; got: Set<number>; since: number } | null = null;
     const held: StreamElement[] = [];
     const replay: StreamElement[] = [];
     const aligned = (): boolean => {
@@ -254,7 +291,7 @@ export class SubtaskRunner {
       return true;
     };
     const completeAlignment = async (): Promise<void> => {
-      await this.checkpoint(aligning!.id);
+      await this.checkpoint(aligning!.id, performance.now() - aligning!.since);
       aligning = null;
       replay.push(...held.splice(0));
     };
@@ -296,7 +333,7 @@ export class SubtaskRunner {
           await this.afterBatch();
           break;
         case BARRIER:
-          if (!aligning) aligning = { id: e.checkpointId, got: new Set() };
+          if (!aligning) aligning = { id: e.checkpointId, got: new Set(), since: performance.now() };
           aligning.got.add(e.channel);
           if (aligned()) await completeAlignment();
           break;

@@ -7,3 +7,4 @@
  * backend.value<number>('count').update(1);
  */
 export { KeyedStateBackend, SNAPSHOT_SLICE_MS, StateTable, statePackr, type BackendSnapshot, type EncodedGroup } from './backend.js';
+export { jobStateDir, stateBackendDir } from './location.js';

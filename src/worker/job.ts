@@ -141,6 +141,7 @@ export class WorkerJob {
         batchSize: this.batching.batchSize,
         lingerMs: this.batching.lingerMs,
         onAsyncError: (err) => this.fail(st, err as Error),
+        ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint ? { finalCheckpoint: (taskId, index) => this.requestFinalCheckpoint(taskId, index) } : {}),
         services: {
           stdout: this.stdout,
           collect: (name, values) => {
@@ -179,7 +180,7 @@ export class WorkerJob {
       try {
         st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor, {
           ...(st.restore ? { restore: st.restore } : {}),
-          onSnapshot: (id, snap) => this.onSnapshot?.(id, st.task.id, st.index, snap),
+          onSnapshot: (id, snap, stats) => this.onSnapshot?.(id, st.task.id, st.index, snap, stats.alignmentMs),
           onSnapshotFailed: (id, err) => this.onSnapshotFailed?.(id, st.task.id, st.index, err),
         });
       } catch (err) {
@@ -241,9 +242,38 @@ export class WorkerJob {
   readonly savepointDirs = new Map<number, string>();
 
   /** Receives each subtask's snapshot of a checkpoint (the worker writes it and acks). */
-  onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot) => void;
+  onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, alignmentMs: number) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
+  /** A source subtask here reached its end: the worker sends RequestFinalCheckpoint. */
+  onRequestFinalCheckpoint?: (taskId: string, index: number) => void;
+
+  /** The job-wide final checkpoint id, once FinalCheckpointAssigned brings it. */
+  private finalId: { promise: Promise<number>; resolve: (id: number) => void } | undefined;
+
+  private finalCheckpointId(): { promise: Promise<number>; resolve: (id: number) => void } {
+    if (!this.finalId) {
+      let resolve!: (id: number) => void;
+      const promise = new Promise<number>((r) => (resolve = r));
+      this.finalId = { promise, resolve };
+    }
+    return this.finalId;
+  }
+
+  private requestFinalCheckpoint(taskId: string, index: number): Promise<number> {
+    this.onRequestFinalCheckpoint?.(taskId, index);
+    return this.finalCheckpointId().promise;
+  }
+
+  /** FinalCheckpointAssigned: every source here that asked sends this checkpoint's barrier, then ends. */
+  assignFinalCheckpoint(checkpointId: number): void {
+    this.finalCheckpointId().resolve(checkpointId);
+  }
+
+  /** AbortCheckpoint: a sink waiting on it as the final checkpoint fails. */
+  notifyCheckpointAborted(checkpointId: number, reason: string): void {
+    for (const s of this.subtasks) if (s.runner && !s.done) s.runner.notifyCheckpointAborted(checkpointId, reason);
+  }
 
   /** Load each deployed subtask's state from the checkpoint directory the deploy names. */
   async loadRestoreState(): Promise<void> {

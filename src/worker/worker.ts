@@ -22,7 +22,7 @@ import {
 } from '../protocol/index.js';
 import { buildJob } from '../sdk/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
-import { statePackr } from '../state/index.js';
+import { jobStateDir, statePackr } from '../state/index.js';
 import type { SubtaskSnapshot } from '../runtime/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
@@ -201,6 +201,10 @@ export class Worker {
         await this.jobs.get(m.jobId)?.notifyCheckpointComplete(m.checkpointId);
         return;
       case 'AbortCheckpoint':
+        this.jobs.get(m.jobId)?.notifyCheckpointAborted(m.checkpointId, m.reason);
+        return;
+      case 'FinalCheckpointAssigned':
+        this.jobs.get(m.jobId)?.assignFinalCheckpoint(m.checkpointId);
         return;
       case 'HeartbeatAck':
       case 'StartJob':
@@ -248,8 +252,9 @@ export class Worker {
       });
       this.jobs.get(m.jobId)?.cancel('redeployed');
       this.jobs.set(m.jobId, job);
-      job.onSnapshot = (id, taskId, index, snap) => void this.writeSnapshot(job, id, taskId, index, snap);
+      job.onSnapshot = (id, taskId, index, snap, alignmentMs) => void this.writeSnapshot(job, id, taskId, index, snap, alignmentMs);
       job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
+      job.onRequestFinalCheckpoint = (taskId, subtaskIndex) => this.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
       const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
       await job.loadRestoreState();
       for (const l of listenings) this.send(makeMessage('SubtaskListening', l));
@@ -260,26 +265,26 @@ export class Worker {
   }
 
   /** Write a subtask's snapshot under the job's checkpoint directory, then ack it. */
-  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot): Promise<void> {
+  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot, alignmentMs: number): Promise<void> {
     try {
-      const base = job.savepointDirs.get(checkpointId) ?? join(job.deploy.checkpoint.checkpointDir, '_jobs', job.jobId);
+      const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
       const dir = join(base, `chk-${checkpointId}`);
       await mkdir(dir, { recursive: true });
       const bytes = statePackr.pack(snap);
       const file = join(dir, `${taskId}#${index}.state`);
       await writeFile(`${file}.tmp`, bytes);
       await rename(`${file}.tmp`, file);
-      this.ackSnapshot(job, checkpointId, taskId, index, undefined, bytes.length);
+      this.ackSnapshot(job, checkpointId, taskId, index, undefined, bytes.length, alignmentMs);
     } catch (err) {
       this.ackSnapshot(job, checkpointId, taskId, index, err);
     }
   }
 
   /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
-  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, stateBytes = 0): void {
+  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, stateBytes = 0, alignmentMs = 0): void {
     const ok = error === undefined;
     const message = ok ? '' : ((error as Error)?.message ?? String(error));
-    this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error: message, stateBytes }));
+    this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error: message, stateBytes, alignmentMs: Math.round(alignmentMs) }));
   }
 
   private reportFinished(jobId: string, r: SubtaskReport): void {

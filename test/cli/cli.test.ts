@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { BIN, runCli, TSX, type CliRun } from '../harness/cli.js';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -105,6 +105,31 @@ describe('clink run', () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/m);
     assert.match(r.stderr, /caused by: TypeError: amount 7 is cursed\n\s+at (\S+\.)?checkAmount \(.*clink-cli-\w+\/fails\.ts:\d+:\d+\)/);
+  });
+
+  test('--checkpoint-dir: the run ends with a final checkpoint; --state-backend puts its state elsewhere', async () => {
+    const r = await clink(['run', 'ok.ts', '-p', '2', '--workers', '0', '--checkpoint-dir', 'ck', '--state-backend', `file://${join(dir, 'state')}`], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /counts \(3 rows\)/);
+    const [jobId] = await readdir(join(dir, 'ck', '_jobs'));
+    const markers = (await readdir(join(dir, 'ck', '_jobs', jobId!))).filter((n) => n.startsWith('COMPLETED-'));
+    assert.equal(markers.length, 1);
+    assert.deepEqual(await readdir(join(dir, 'state', '_jobs', jobId!)), [`chk-${markers[0]!.slice('COMPLETED-'.length)}`]);
+  });
+
+  test('a checkpoint configuration the engine cannot honour is refused, saying what to change', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--checkpoint-dir', 'ck2', '--alignment', 'unaligned'], /--alignment unaligned: only aligned checkpoints are supported so far; submit with --alignment aligned/],
+      [['--checkpoint-dir', 'ck2', '--state-backend', 's3://bucket/x'], /--state-backend s3:\/\/bucket\/x: the 's3' scheme is not supported; give a directory path or a file:\/\/ URI/],
+      [['--checkpoint-interval-ms', '100'], /--checkpoint-interval-ms 100 needs --checkpoint-dir/],
+    ];
+    for (const [flags, message] of cases) {
+      const r = await clink(['run', 'ok.ts', '--workers', '0', ...flags], dir);
+      assert.equal(r.code, 1, `${flags.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, message);
+    }
+    const usage = await clink(['run', 'ok.ts', '--checkpoints-retained', '0'], dir);
+    assert.equal(usage.code, 2);
   });
 
   test('bad flags are usage errors with exit code 2', async () => {

@@ -17,6 +17,14 @@ async function visibleLines(dir: string): Promise<string[]> {
   return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
 }
 
+/** The windowed file-sink job, and the lines an uninterrupted local run of it writes. */
+async function sinkJobAndOutput(h: ClusterHarness): Promise<{ loaded: Awaited<ReturnType<typeof loadJobModule>>; expected: string[] }> {
+  const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
+  const expectedDir = join(h.dir, 'expected');
+  await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
+  return { loaded, expected: await visibleLines(expectedDir) };
+}
+
 describe('checkpoints on a cluster', () => {
   test('a job cancelled mid-stream and resubmitted from its checkpoint gives exactly the uninterrupted output; a restore at another layout is refused', async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 3 });
@@ -41,9 +49,11 @@ describe('checkpoints on a cluster', () => {
       }
       assert.ok(checkpoints.length > 0, 'a checkpoint completed');
       assert.ok(checkpoints[0]!.stateBytes > 0);
+      assert.equal(typeof (checkpoints[0] as unknown as { alignmentMs: unknown }).alignmentMs, 'number', 'alignment time per checkpoint');
       await h.waitForLog(h.coordinator, new RegExp(`^checkpoint \\d+ completed for job ${first.jobId} in \\d+ ms \\(\\d+ bytes\\)$`));
       assert.ok((await h.metric('clink_checkpoints_completed_total')) >= 1);
       assert.ok((await h.metric('clink_checkpoint_last_size_bytes')) > 0);
+      assert.match((await h.http('/metrics')).text, /^clink_checkpoint_last_alignment_ms \d+/m);
       await client.cancel(first.jobId);
       const stopped = await client.waitForCompletion(first.jobId);
       assert.equal(stopped.state, 'CANCELED', 'stopped before its end');
@@ -80,10 +90,7 @@ test('exactly once: a keyed window job with the transactional file sink, cancell
   const h = await ClusterHarness.start({ workers: 2, slots: 2 });
   try {
     const ckpt = join(h.dir, 'ckpt');
-    const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
-    const expectedDir = join(h.dir, 'expected');
-    await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
-    const expected = await visibleLines(expectedDir);
+    const { loaded, expected } = await sinkJobAndOutput(h);
     const out = join(h.dir, 'out');
     const client = await h.client();
     const params = { out, rate: '8000' };
@@ -118,10 +125,7 @@ test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2
   const { runCli } = await import('../harness/cli.js');
   const h = await ClusterHarness.start({ workers: 2, slots: 3 });
   try {
-    const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
-    const expectedDir = join(h.dir, 'expected');
-    await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
-    const expected = await visibleLines(expectedDir);
+    const { loaded, expected } = await sinkJobAndOutput(h);
     const out = join(h.dir, 'out');
     const client = await h.client();
     // Slow enough that the job is still running when the savepoint CLI, a new process, gets to it on a loaded machine.
@@ -142,6 +146,111 @@ test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2
     const again = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: { out } }).spec, params: { out }, buildParallelism: 2, checkpoint: { restoreFromDir: sp } });
     assert.equal((await client.waitForCompletion(again.jobId)).ok, true);
     assert.deepEqual(await visibleLines(out), expected, 'every window result exactly once');
+  } finally {
+    await h.close();
+  }
+});
+
+test('a bounded job with a checkpoint directory ends with a final checkpoint, through which its sinks commit the tail', async () => {
+  const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+  try {
+    const { loaded, expected } = await sinkJobAndOutput(h);
+    const out = join(h.dir, 'out');
+    const ckpt = join(h.dir, 'ckpt');
+    const client = await h.client();
+    const params = { out };
+    // No periodic checkpoints: all the output is the tail, and only the final checkpoint commits it.
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, intervalMs: 0 } });
+    const done = await client.waitForCompletion(jobId);
+    assert.equal(done.ok, true, done.error);
+    const { checkpoints } = (await h.http<{ checkpoints: { checkpointId: number; kind: string; stateBytes: number }[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body;
+    assert.deepEqual(
+      checkpoints.map((c) => c.kind),
+      ['final'],
+    );
+    const markers = (await readdir(join(ckpt, '_jobs', jobId))).filter((n) => n.startsWith('COMPLETED-'));
+    assert.deepEqual(markers, [`COMPLETED-${checkpoints[0]!.checkpointId}`]);
+    assert.deepEqual(await visibleLines(out), expected, 'every window result, exactly once');
+    assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no hidden leftovers');
+    await h.waitForLog(h.coordinator, new RegExp(`^checkpoint ${checkpoints[0]!.checkpointId} completed for job ${jobId} in \\d+ ms`));
+
+    // With periodic checkpoints too, the final one comes last and numbers above them.
+    const out2 = join(h.dir, 'out2');
+    const params2 = { out: out2, rate: '8000' };
+    const second = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: params2 }).spec, params: params2, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, intervalMs: 200 } });
+    assert.equal((await client.waitForCompletion(second.jobId)).ok, true);
+    const kinds = (await h.http<{ checkpoints: { checkpointId: number; kind: string }[] }>(`/api/v1/jobs/${second.jobId}/checkpoints`)).body.checkpoints;
+    assert.ok(kinds.length >= 2, `periodic checkpoints ran: ${JSON.stringify(kinds)}`);
+    assert.equal(kinds.at(-1)!.kind, 'final');
+    assert.ok(kinds.slice(0, -1).every((c) => c.kind === 'periodic' && c.checkpointId < kinds.at(-1)!.checkpointId));
+    assert.deepEqual(await visibleLines(out2), expected);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a final checkpoint that fails (state that cannot be encoded) fails the job, naming why, and commits nothing', async () => {
+  const h = await ClusterHarness.start({ workers: 1, slots: 2 });
+  try {
+    const loaded = await loadJobModule(resolve(import.meta.dirname, '../fixtures/jobs/ckpt-unencodable.ts'), { cacheDir: join(h.dir, 'c') });
+    const out = join(h.dir, 'out');
+    const client = await h.client();
+    const params = { out };
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ckpt') } });
+    const done = await client.waitForCompletion(jobId);
+    assert.equal(done.state, 'FAILED');
+    assert.match(done.error ?? '', /its final checkpoint failed: subtask .* could not snapshot: state 'last' of operator .* cannot be snapshotted: Unknown type: symbol/);
+    assert.deepEqual(await visibleLines(out).catch(() => []), [], 'nothing was committed');
+  } finally {
+    await h.close();
+  }
+});
+
+test('--checkpoints-retained 3 with a separate state backend: three markers and their state are kept, and the oldest of them restores', async () => {
+  const h = await ClusterHarness.start({ workers: 2, slots: 3 });
+  try {
+    const loaded = await loadJobModule(JOB, { cacheDir: join(h.dir, 'c') });
+    const expected = await runJob(loaded.job, { parallelism: 2 });
+    const ckpt = join(h.dir, 'ckpt');
+    const state = join(h.dir, 'state');
+    const client = await h.client();
+    const params = { rate: '6000' };
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+      params,
+      buildParallelism: 2,
+      checkpoint: { checkpointDir: ckpt, intervalMs: 100, checkpointsRetained: 3, stateBackendUri: `file://${state}` },
+    });
+    let completed = 0;
+    for (let i = 0; i < 400 && completed < 5; i++) {
+      await sleep(25);
+      completed = (await h.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints.length;
+    }
+    assert.ok(completed >= 5, `five checkpoints completed while it ran (${completed})`);
+    await client.cancel(jobId);
+    assert.equal((await client.waitForCompletion(jobId)).state, 'CANCELED');
+    const ids = (await readdir(join(ckpt, '_jobs', jobId)))
+      .map((n) => /^COMPLETED-(\d+)$/.exec(n)?.[1])
+      .filter((x) => x !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+    assert.equal(ids.length, 3, `retained: ${ids.join(', ')}`);
+    assert.ok(!(await readdir(join(ckpt, '_jobs', jobId))).some((n) => n.startsWith('chk-')), 'no state beside the markers');
+    const stateDirs = (await readdir(join(state, '_jobs', jobId))).filter((n) => n.startsWith('chk-')).sort();
+    for (const id of ids) assert.ok(stateDirs.includes(`chk-${id}`), `state of checkpoint ${id} kept`);
+    assert.ok(!stateDirs.some((n) => Number(n.slice(4)) < ids[0]!), `no state older than the retained: ${stateDirs.join(', ')}`);
+
+    const again = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 2 }).spec,
+      params: {},
+      buildParallelism: 2,
+      checkpoint: { restoreFromDir: join(ckpt, '_jobs', jobId), restoreFromCheckpointId: ids[0]! },
+    });
+    const restored = await client.waitForCompletion(again.jobId);
+    assert.equal(restored.ok, true, restored.error);
+    for (const name of ['windows', 'totals']) assert.deepEqual(sortBy(restored.collected[name]!), sortBy(expected.collected[name]!), name);
   } finally {
     await h.close();
   }

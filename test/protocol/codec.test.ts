@@ -17,6 +17,7 @@ import {
   type Codec,
   type Fields,
   type Message,
+  type MessageOf,
 } from '../../src/protocol/index.js';
 import { arbitraryMessage, MESSAGE_NAMES, sampleMessage, sampleOf } from './gen.js';
 
@@ -120,6 +121,12 @@ describe('the additive-tail idiom', () => {
       }
     });
   }
+
+  test('a SubmitJob pinned before CheckpointConfig.checkpointsRetained existed decodes, keeping 1 checkpoint', async () => {
+    const old = Buffer.from((await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const sample = sampleMessage('SubmitJob') as MessageOf<'SubmitJob'>;
+    assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, checkpointsRetained: 1 } });
+  });
 
   test('a newer peer’s extra trailing bytes are ignored by this decoder', () => {
     const m = makeMessage('Heartbeat', { seq: 3, sentAtMs: 10, runningSubtasks: 2 });

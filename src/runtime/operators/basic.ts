@@ -1,5 +1,6 @@
 /** Stateless operators: source head, map, flatMap, filter, process, union, timestamps, sink. */
 import { ConnectorError } from '../../errors.js';
+import { abortable } from '../../util/index.js';
 import type { Collector, ProcessContext, ProcessFunction, SinkWriter } from '../../sdk/index.js';
 import { MAX_WATERMARK, NO_TIMESTAMP } from '../elements.js';
 import { StreamOperator } from '../operator.js';
@@ -218,9 +219,23 @@ export class SinkOperator extends StreamOperator {
   override endBatch(): void | Promise<void> {
     return this.writer.flush?.();
   }
+  /**
+   * Set for a job whose checkpoints are durable: its sources end with a final checkpoint, and what
+   * this sink prepared is committed when the coordinator says that checkpoint completed, not here.
+   */
+  commitThroughFinalCheckpoint = false;
+  /** While finish() waits for the final checkpoint's commit. */
+  private finalWait: { resolve: () => void; reject: (err: Error) => void } | undefined;
+
   override async finish(): Promise<void> {
     await this.writer.flush?.();
-    // The run is complete: what it prepared for checkpoints is committed with its tail.
+    if (this.commitThroughFinalCheckpoint && this.prepared.size > 0) {
+      await abortable(
+        new Promise<void>((resolve, reject) => (this.finalWait = { resolve, reject })),
+        this.ctx.signal,
+      );
+    }
+    // Without a final checkpoint the run's completion is the commit: what it prepared goes with its tail.
     for (const [id, c] of [...this.prepared]) {
       await this.writer.commit?.(c);
       this.prepared.delete(id);
@@ -256,6 +271,14 @@ export class SinkOperator extends StreamOperator {
       if (id > checkpointId) continue;
       await this.writer.commit?.(c);
       this.prepared.delete(id);
+    }
+    if (this.prepared.size === 0) this.finalWait?.resolve();
+  }
+
+  override notifyCheckpointAborted(checkpointId: number, reason: string): void {
+    // Waiting at the end means this was the final checkpoint: the tail cannot be committed exactly once.
+    if (this.finalWait && this.prepared.has(checkpointId)) {
+      this.finalWait.reject(new ConnectorError(`sink '${this.ctx.spec.name}': the final checkpoint ${checkpointId} was aborted (${reason}); so the job fails, and a restore from its last completed checkpoint writes the tail again, once`));
     }
   }
 

@@ -1,0 +1,29 @@
+/** Where a job's checkpoint state lives on disk. */
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { StateError } from '../errors.js';
+
+/**
+ * The directory a state backend URI names: a path, or a `file://` URI. Other schemes are refused,
+ * naming what is supported (the coordinator checks this at submit, before anything runs).
+ */
+export function stateBackendDir(uri: string): string {
+  if (uri.startsWith('file:')) {
+    try {
+      return fileURLToPath(uri);
+    } catch (err) {
+      throw new StateError(`--state-backend ${uri} is not a valid file:// URI: ${(err as Error).message}`);
+    }
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(uri);
+  if (scheme) throw new StateError(`--state-backend ${uri}: the '${scheme[1]}' scheme is not supported; give a directory path or a file:// URI`);
+  return resolve(uri);
+}
+
+/**
+ * `<state root>/_jobs/<job>`: the root is the state backend when one is given, else the checkpoint
+ * directory. Each checkpoint's state goes in `chk-<id>/` below it.
+ */
+export function jobStateDir(c: { checkpointDir: string; stateBackendUri: string }, jobId: string): string {
+  return join(c.stateBackendUri ? stateBackendDir(c.stateBackendUri) : resolve(c.checkpointDir), '_jobs', jobId);
+}
