@@ -1,6 +1,6 @@
 /**
- * Checkpoint cost: a keyed running count over 1 million keys (local runtime), with a checkpoint every
- * second versus none. A checkpoint's duration runs from its trigger until its state, encoded as a
+ * Checkpoint cost for jobs holding 1 million keys of state (local runtime): a keyed running count, and
+ * a keyed event-time window (panes are keyed state too), with a checkpoint every second versus none. A checkpoint's duration runs from its trigger until its state, encoded as a
  * worker encodes it, is written to a file. Reports throughput, checkpoint durations and sizes, and the
  * worst event-loop stall. Part of `npm run bench`; alone: `node --import tsx bench/checkpoint.ts`.
  */
@@ -9,18 +9,39 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { defineConnector, defineJob, startJob } from '../src/index.js';
-import { statePackr } from '../src/state/index.js';
+import { defineConnector, defineJob, startJob, Windows, type JobDefinition } from '../src/index.js';
+import { writeStateFile } from '../src/state/index.js';
 
 const KEYS = 1_000_000;
 const RECORDS = 6_000_000;
 
 const blackhole = defineConnector<never, unknown>({ name: 'blackhole', sink: { createWriter: () => ({ write() {} }) } });
-const job = defineJob({ name: 'ckpt-bench', version: '1' }, (env) => {
-  env.fromSequence(0, RECORDS - 1).keyBy((x) => x % KEYS).count().sinkTo(blackhole);
-});
+const JOBS: { name: string; records: number; job: JobDefinition }[] = [
+  {
+    name: 'keyed count',
+    records: RECORDS,
+    job: defineJob({ name: 'ckpt-bench-count', version: '1' }, (env) => {
+      env.fromSequence(0, RECORDS - 1).keyBy((x) => x % KEYS).count().sinkTo(blackhole);
+    }),
+  },
+  {
+    // One pane per key until the end of input, when all of them fire.
+    name: 'keyed window count',
+    records: RECORDS / 2,
+    job: defineJob({ name: 'ckpt-bench-window', version: '1' }, (env) => {
+      env
+        .fromSequence(0, RECORDS / 2 - 1)
+        .assignTimestamps((x) => x)
+        .keyBy((x) => x % KEYS)
+        .window(Windows.tumbling(1e12))
+        .count()
+        .sinkTo(blackhole);
+    }),
+  },
+];
 
 export interface CheckpointBench {
+  job: string;
   keys: number;
   records: number;
   withoutRecordsPerSec: number;
@@ -33,7 +54,7 @@ export interface CheckpointBench {
   worstLoopStallMsWith: number;
 }
 
-async function run(intervalMs: number, dir: string): Promise<{ rate: number; durations: number[]; bytes: number; stallMs: number }> {
+async function run(job: JobDefinition, records: number, intervalMs: number, dir: string): Promise<{ rate: number; durations: number[]; bytes: number; stallMs: number }> {
   const h = monitorEventLoopDelay({ resolution: 5 });
   h.enable();
   const exec = startJob(job, { parallelism: 1 });
@@ -49,10 +70,8 @@ async function run(intervalMs: number, dir: string): Promise<{ rate: number; dur
           exec
             .triggerCheckpoint()
             .then(async (snapshot) => {
-              const encoded = statePackr.pack(snapshot);
-              await writeFile(join(dir, `chk-${snapshot.checkpointId}.state`), encoded);
+              bytes = await writeStateFile(join(dir, `chk-${snapshot.checkpointId}.state`), snapshot);
               durations.push(performance.now() - t0);
-              bytes = encoded.length;
             })
             .catch(() => undefined)
             .finally(() => (busy = false));
@@ -63,26 +82,31 @@ async function run(intervalMs: number, dir: string): Promise<{ rate: number; dur
   const wall = (performance.now() - t0) / 1000;
   if (timer) clearInterval(timer);
   h.disable();
-  return { rate: RECORDS / wall, durations, bytes, stallMs: h.max / 1e6 };
+  return { rate: records / wall, durations, bytes, stallMs: h.max / 1e6 };
 }
 
-export async function runCheckpointBench(): Promise<CheckpointBench> {
+export async function runCheckpointBench(): Promise<CheckpointBench[]> {
   const dir = await mkdtemp(join(tmpdir(), 'clink-bench-ckpt-'));
   try {
-    await run(0, dir); // warm-up
-    const without = await run(0, dir);
-    const withCk = await run(1_000, dir);
-    return summary(without, withCk);
+    const out: CheckpointBench[] = [];
+    for (const { name, records, job } of JOBS) {
+      await run(job, records, 0, dir); // warm-up
+      const without = await run(job, records, 0, dir);
+      const withCk = await run(job, records, 1_000, dir);
+      out.push(summary(name, records, without, withCk));
+    }
+    return out;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-function summary(without: Awaited<ReturnType<typeof run>>, withCk: Awaited<ReturnType<typeof run>>): CheckpointBench {
+function summary(job: string, records: number, without: Awaited<ReturnType<typeof run>>, withCk: Awaited<ReturnType<typeof run>>): CheckpointBench {
   const sorted = [...withCk.durations].sort((a, b) => a - b);
   return {
+    job,
     keys: KEYS,
-    records: RECORDS,
+    records,
     withoutRecordsPerSec: without.rate,
     withRecordsPerSec: withCk.rate,
     checkpoints: sorted.length,

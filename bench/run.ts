@@ -96,13 +96,12 @@ if (wants('submit')) {
     );
   }
 }
-let checkpoint: CheckpointBench | undefined;
+let checkpoint: CheckpointBench[] | undefined;
 if (wants('checkpoint')) {
-  checkpoint = lastJson<CheckpointBench>(runScript('checkpoint bench', script('checkpoint.ts')));
-  if (!json) {
-    const c = checkpoint;
+  checkpoint = lastJson<CheckpointBench[]>(runScript('checkpoint bench', script('checkpoint.ts')));
+  for (const c of json ? [] : checkpoint) {
     process.stdout.write(
-      `checkpoints every 1 s, ${fmt.format(c.keys)} keys: ${fmt.format(c.withRecordsPerSec)} rec/s vs ${fmt.format(c.withoutRecordsPerSec)} without (${(100 * (1 - c.withRecordsPerSec / c.withoutRecordsPerSec)).toFixed(0)}% cost); ` +
+      `${c.job}, checkpoints every 1 s, ${fmt.format(c.keys)} keys: ${fmt.format(c.withRecordsPerSec)} rec/s vs ${fmt.format(c.withoutRecordsPerSec)} without (${(100 * (1 - c.withRecordsPerSec / c.withoutRecordsPerSec)).toFixed(0)}% cost); ` +
         `checkpoint median ${c.checkpointMsMedian.toFixed(0)} ms, max ${c.checkpointMsMax.toFixed(0)} ms, ${(c.checkpointBytes / 1e6).toFixed(1)} MB, ${c.checkpoints} taken; ` +
         `worst event-loop stall ${c.worstLoopStallMsWith.toFixed(0)} ms (${c.worstLoopStallMsWithout.toFixed(0)} ms without)\n`,
     );

@@ -1,6 +1,6 @@
 /** Time services: one wall-clock scheduler per task, and per-key timers for keyed operators. */
 import { BinaryHeap } from '../util/index.js';
-import type { KeyedStateBackend } from '../state/index.js';
+import type { KeyedStateBackend, StateTable } from '../state/index.js';
 
 interface Scheduled {
   at: number;
@@ -81,70 +81,87 @@ export interface KeyedTimer {
 
 const timerLess = (a: KeyedTimer, b: KeyedTimer): boolean => a.timestamp < b.timestamp;
 
-/** One timer per (key, timestamp) and time domain. Deleted timers are skipped lazily when popped. */
+/** A key's live timers in one domain, kept in keyed state so snapshots and restores carry them. */
+interface KeyTimers {
+  key: unknown;
+  timestamps: Set<number>;
+}
+
+/**
+ * One timer per (key, timestamp) and time domain. The live set is keyed state (an engine table in the
+ * operator's backend, so it is snapshotted copy-on-write with the rest); the heap orders it and is
+ * rebuilt from the table on restore. Deleted timers are skipped lazily when popped.
+ */
 class TimerQueue {
   private readonly heap = new BinaryHeap<KeyedTimer>(timerLess);
-  private readonly live = new Map<unknown, Set<number>>();
+  private readonly live: StateTable<KeyTimers>;
+
+  constructor(backend: KeyedStateBackend, name: string) {
+    this.live = backend.internalTable<KeyTimers>(name);
+  }
 
   add(backend: KeyedStateBackend, timestamp: number): boolean {
-    let s = this.live.get(backend.currentNormalizedKey);
-    if (!s) this.live.set(backend.currentNormalizedKey, (s = new Set()));
-    if (s.has(timestamp)) return false;
-    s.add(timestamp);
-    this.heap.push({ timestamp, key: backend.currentKey, normalizedKey: backend.currentNormalizedKey, keyGroup: backend.currentKeyGroup });
+    const kg = backend.currentKeyGroup;
+    const nk = backend.currentNormalizedKey;
+    const k = this.live.get(kg, nk);
+    if (k?.timestamps.has(timestamp)) return false;
+    if (k) k.timestamps.add(timestamp);
+    else this.live.set(kg, nk, { key: backend.currentKey, timestamps: new Set([timestamp]) });
+    this.heap.push({ timestamp, key: backend.currentKey, normalizedKey: nk, keyGroup: kg });
     return true;
   }
 
   delete(backend: KeyedStateBackend, timestamp: number): void {
-    const s = this.live.get(backend.currentNormalizedKey);
-    if (s?.delete(timestamp) && s.size === 0) this.live.delete(backend.currentNormalizedKey);
+    this.remove(backend.currentKeyGroup, backend.currentNormalizedKey, timestamp);
+  }
+
+  private remove(keyGroup: number, normalizedKey: unknown, timestamp: number): boolean {
+    const k = this.live.get(keyGroup, normalizedKey);
+    if (!k?.timestamps.delete(timestamp)) return false;
+    if (k.timestamps.size === 0) this.live.delete(keyGroup, normalizedKey);
+    return true;
   }
 
   /** Pop the next live timer with timestamp <= `upTo`. */
   pollDue(upTo: number): KeyedTimer | undefined {
     for (let t = this.heap.peek(); t && t.timestamp <= upTo; t = this.heap.peek()) {
       this.heap.pop();
-      const s = this.live.get(t.normalizedKey);
-      if (s?.delete(t.timestamp)) {
-        if (s.size === 0) this.live.delete(t.normalizedKey);
-        return t;
-      }
+      if (this.remove(t.keyGroup, t.normalizedKey, t.timestamp)) return t;
     }
     return undefined;
   }
 
   get size(): number {
     let n = 0;
-    for (const s of this.live.values()) n += s.size;
+    for (const g of this.live.groups) if (g) for (const k of g.values()) n += k.timestamps.size;
     return n;
   }
 
-  /** The live timers (deleted ones are skipped). */
-  snapshot(): KeyedTimer[] {
-    return this.heap.toArray().filter((t) => this.live.get(t.normalizedKey)?.has(t.timestamp)).map((t) => ({ ...t, key: structuredClone(t.key) }));
-  }
-
-  restore(timers: readonly KeyedTimer[]): void {
-    for (const t of timers) {
-      let s = this.live.get(t.normalizedKey);
-      if (!s) this.live.set(t.normalizedKey, (s = new Set()));
-      if (s.has(t.timestamp)) continue;
-      s.add(t.timestamp);
-      this.heap.push({ ...t });
-    }
+  /** After a restore filled the live table: order its timers again. Returns them. */
+  rebuild(): KeyedTimer[] {
+    const all: KeyedTimer[] = [];
+    this.live.groups.forEach((g, keyGroup) => {
+      if (!g) return;
+      for (const [normalizedKey, k] of g) for (const timestamp of k.timestamps) all.push({ timestamp, key: k.key, normalizedKey, keyGroup });
+    });
+    for (const t of all) this.heap.push(t);
+    return all;
   }
 }
 
 /** Event-time and processing-time timers of one keyed operator. */
 export class KeyedTimerService {
-  readonly event = new TimerQueue();
-  readonly processing = new TimerQueue();
+  readonly event: TimerQueue;
+  readonly processing: TimerQueue;
 
   constructor(
     private readonly backend: KeyedStateBackend,
     private readonly time: ProcessingTimeService,
     private readonly onProcessingTimer: (t: KeyedTimer) => void,
-  ) {}
+  ) {
+    this.event = new TimerQueue(backend, '__timers:event');
+    this.processing = new TimerQueue(backend, '__timers:processing');
+  }
 
   registerEventTime(timestamp: number): void {
     this.event.add(this.backend, timestamp);
@@ -162,17 +179,10 @@ export class KeyedTimerService {
     this.processing.delete(this.backend, timestamp);
   }
 
-  snapshot(): { event: KeyedTimer[]; processing: KeyedTimer[] } {
-    return { event: this.event.snapshot(), processing: this.processing.snapshot() };
-  }
-
-  /** Restore the timers of the key groups in range; processing-time ones are scheduled again. */
-  restore(s: { event: KeyedTimer[]; processing: KeyedTimer[] }, range: { start: number; end: number }): void {
-    const mine = (t: KeyedTimer): boolean => t.keyGroup >= range.start && t.keyGroup <= range.end;
-    this.event.restore(s.event.filter(mine));
-    const proc = s.processing.filter(mine);
-    this.processing.restore(proc);
-    for (const at of new Set(proc.map((t) => t.timestamp))) this.scheduleProcessing(at);
+  /** After the backend was restored: order the restored timers again and schedule the processing-time ones. */
+  rebuild(): void {
+    this.event.rebuild();
+    for (const at of new Set(this.processing.rebuild().map((t) => t.timestamp))) this.scheduleProcessing(at);
   }
 
   /** At `at`, fire every processing-time timer that is due. */

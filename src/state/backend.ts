@@ -18,6 +18,9 @@ import type { KeyedStateStore, ListState, MapState, ValueState } from '../sdk/in
 /** State holds Maps, Sets, undefined and -Infinity: msgpackr's structured-clone mode keeps them. */
 export const statePackr = new Packr({ structuredClone: true, moreTypes: true });
 
+const INTERNAL = 'internal';
+const INTERNAL_PREFIX = '__';
+
 /** How long an encoding slice may run before the event loop gets a turn. @default 8 */
 export const SNAPSHOT_SLICE_MS = 8;
 
@@ -191,6 +194,9 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   private table<H>(name: string, kind: string, make: (t: StateTable<unknown>) => H): H {
     if (typeof name !== 'string' || name.length === 0) throw new StateError('state name must be a non-empty string');
+    if ((kind === INTERNAL) !== name.startsWith(INTERNAL_PREFIX)) {
+      throw new StateError(`state '${name}' of operator '${this.operatorName}': names starting with '${INTERNAL_PREFIX}' are the engine's; choose another name`);
+    }
     let e = this.tables.get(name);
     if (!e) {
       const table = new StateTable<unknown>(this.maxParallelism);
@@ -254,11 +260,34 @@ export class KeyedStateBackend implements KeyedStateStore {
     return out;
   }
 
+  /**
+   * The engine's own keyed state (window panes, sessions, timers): a raw table, snapshotted and
+   * restored with the rest. Its name starts with `__`.
+   */
+  internalTable<V>(name: string): StateTable<V> {
+    this.table(name, INTERNAL, () => undefined);
+    return this.tables.get(name)!.table as StateTable<V>;
+  }
+
+  /** The engine's tables whose names start with `prefix` (after a restore, to rebuild indexes). */
+  internalTables<V>(prefix: string): [string, StateTable<V>][] {
+    return [...this.tables].filter(([name, e]) => e.kind === INTERNAL && name.startsWith(prefix)).map(([name, e]) => [name, e.table as StateTable<V>]);
+  }
+
+  /**
+   * Drop one of the engine's tables (a fired window pane). A snapshot still encoding it goes on with
+   * the maps as they are: whoever drops a table must not change what it held.
+   */
+  dropInternalTable(name: string): void {
+    if (this.tables.get(name)?.kind === INTERNAL) this.tables.delete(name);
+  }
+
   /** Load a snapshot, keeping only the key groups this subtask owns. */
   restore(snapshot: BackendSnapshot): void {
     for (const s of snapshot) {
       if (s.kind === 'value') this.value(s.name);
       else if (s.kind === 'map') this.map(s.name);
+      else if (s.kind === INTERNAL) this.internalTable(s.name);
       else this.list(s.name);
       const table = this.tables.get(s.name)!.table;
       for (const group of s.groups) {
@@ -268,9 +297,9 @@ export class KeyedStateBackend implements KeyedStateStore {
     }
   }
 
-  /** Names and kinds of the states registered so far, with their key counts. */
+  /** Names and kinds of the states user code registered so far, with their key counts. */
   describe(): { name: string; kind: string; keys: number }[] {
-    return [...this.tables].map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
+    return [...this.tables].filter(([, e]) => e.kind !== INTERNAL).map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
   }
 }
 

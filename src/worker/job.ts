@@ -3,7 +3,7 @@
  * on Deploy (inputs registered, ports reported) and started on PeerUpdate, when every peer is known.
  */
 import { Packr } from 'msgpackr';
-import { statePackr } from '../state/index.js';
+import { decodeStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, JobCancelledError, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
@@ -282,7 +282,7 @@ export class WorkerJob {
       const t = this.deploy.tasks.find((x) => x.taskId === st.task.id && x.subtaskIndex === st.index);
       if (!t || t.restoreCheckpointId === 0) continue;
       const file = join(dir, `${st.task.id}#${st.index}.state`);
-      st.restore = statePackr.unpack(await readFile(file)) as SubtaskSnapshot;
+      st.restore = decodeStateFile(await readFile(file), file) as SubtaskSnapshot;
     }
   }
 

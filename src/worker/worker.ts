@@ -22,7 +22,7 @@ import {
 } from '../protocol/index.js';
 import { buildJob } from '../sdk/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
-import { jobStateDir, statePackr } from '../state/index.js';
+import { jobStateDir, writeStateFile } from '../state/index.js';
 import type { SubtaskSnapshot } from '../runtime/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
@@ -270,11 +270,8 @@ export class Worker {
       const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
       const dir = join(base, `chk-${checkpointId}`);
       await mkdir(dir, { recursive: true });
-      const bytes = statePackr.pack(snap);
-      const file = join(dir, `${taskId}#${index}.state`);
-      await writeFile(`${file}.tmp`, bytes);
-      await rename(`${file}.tmp`, file);
-      this.ackSnapshot(job, checkpointId, taskId, index, undefined, bytes.length, alignmentMs);
+      const bytes = await writeStateFile(join(dir, `${taskId}#${index}.state`), snap);
+      this.ackSnapshot(job, checkpointId, taskId, index, undefined, bytes, alignmentMs);
     } catch (err) {
       this.ackSnapshot(job, checkpointId, taskId, index, err);
     }

@@ -105,6 +105,13 @@ describe('copy-on-write snapshots', () => {
     assert.equal((await b.snapshot()).length, 1);
   });
 
+  test("state names starting with '__' are the engine's (window panes, timers) and refused to user code", () => {
+    const b = new KeyedStateBackend(all, 'op');
+    assert.throws(() => b.value('__pane:0'), /state '__pane:0' of operator 'op': names starting with '__' are the engine's; choose another name/);
+    b.internalTable('__timers:event');
+    assert.deepEqual(b.describe(), [], 'engine tables are not listed as user state');
+  });
+
   test('a restore keeps only the key groups of its range', async () => {
     const b = new KeyedStateBackend(all, 'op');
     for (let i = 0; i < 1_000; i++) {

@@ -57,9 +57,9 @@ export abstract class KeyedOperator extends StreamOperator {
 
   override snapshotState(): unknown {
     if (!this.backend) return this.snapshotOwn();
-    const timers = this.timers.snapshot();
+    // Timers, window panes and sessions are tables in the backend: its copy-on-write snapshot has them.
     const own = this.snapshotOwn();
-    return this.backend.snapshot().then((state) => ({ state, timers, own }));
+    return this.backend.snapshot().then((state) => ({ state, own }));
   }
 
   override restoreState(snapshot: unknown): void {
@@ -68,9 +68,9 @@ export abstract class KeyedOperator extends StreamOperator {
       this.restoreOwn(snapshot);
       return;
     }
-    const s = snapshot as { state: BackendSnapshot; timers: Parameters<KeyedTimerService['restore']>[0]; own: unknown };
+    const s = snapshot as { state: BackendSnapshot; own: unknown };
     this.backend.restore(s.state);
-    this.timers.restore(s.timers, this.backend.keyGroupRange);
+    this.timers.rebuild();
     this.restoreOwn(s.own);
   }
 

@@ -5,6 +5,7 @@
  * an accumulator that buffers each side.
  */
 import type { AggregateFunction, Collector, ProcessWindowFunction, TimeWindow, WindowAssigner } from '../../sdk/index.js';
+import type { StateTable } from '../../state/index.js';
 import { BinaryHeap } from '../../util/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
 import { KeyedOperator } from './keyed.js';
@@ -37,18 +38,25 @@ interface KeySessions {
 
 const mod = (x: number, m: number): number => ((x % m) + m) % m;
 
+const PANE_PREFIX = '__pane:';
+const paneName = (start: number): string => `${PANE_PREFIX}${start}`;
+const SESSIONS = '__sessions';
+
 export class WindowOperator extends KeyedOperator {
   private assigner!: WindowAssigner;
   private processingTime = false;
   private agg!: WindowAccumulator;
   private collector!: Collector<unknown>;
   private emitTimestamp = NO_TIMESTAMP;
-  /** Non-merging windows: window start -> normalized key -> accumulator. */
-  private readonly panes = new Map<number, Map<unknown, PaneEntry>>();
+  /**
+   * Non-merging windows: window start -> a keyed table (key group, normalized key -> accumulator) in the
+   * backend, so panes are snapshotted copy-on-write with the rest of the keyed state.
+   */
+  private readonly panes = new Map<number, StateTable<PaneEntry>>();
   private readonly starts: number[] = [];
-  /** Session windows. */
-  private readonly sessions = new Map<unknown, KeySessions>();
-  private readonly sessionEnds = new BinaryHeap<{ end: number; nk: unknown }>((a, b) => a.end < b.end);
+  /** Session windows: a keyed table of each key's sessions, and their ends in firing order. */
+  private sessions!: StateTable<KeySessions>;
+  private readonly sessionEnds = new BinaryHeap<{ end: number; nk: unknown; kg: number }>((a, b) => a.end < b.end);
   /** Records dropped because their window had already fired. */
   lateRecordsDropped = 0;
 
@@ -58,6 +66,7 @@ export class WindowOperator extends KeyedOperator {
 
   override async open(): Promise<void> {
     this.initKeyedState();
+    this.sessions = this.backend.internalTable<KeySessions>(SESSIONS);
     const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing' };
     this.assigner = o.assigner;
     this.processingTime = o.time === 'processing';
@@ -106,15 +115,16 @@ export class WindowOperator extends KeyedOperator {
       }
       let pane = this.panes.get(start);
       if (!pane) {
-        pane = new Map();
+        pane = this.backend.internalTable<PaneEntry>(paneName(start));
         this.panes.set(start, pane);
         this.insertStart(start);
         if (this.processingTime) this.scheduleFire(start + size);
       }
       const nk = this.backend.currentNormalizedKey;
-      let e = pane.get(nk);
-      if (!e) pane.set(nk, (e = { key: this.backend.currentKey, keyGroup: this.backend.currentKeyGroup, acc: this.agg.create() }));
-      e.acc = this.agg.add(e.acc, value, input);
+      const kg = this.backend.currentKeyGroup;
+      const e = pane.get(kg, nk);
+      if (e) e.acc = this.agg.add(e.acc, value, input);
+      else pane.set(kg, nk, { key: this.backend.currentKey, keyGroup: kg, acc: this.agg.add(this.agg.create(), value, input) });
     }
   }
 
@@ -134,8 +144,9 @@ export class WindowOperator extends KeyedOperator {
       return;
     }
     const nk = this.backend.currentNormalizedKey;
-    let ks = this.sessions.get(nk);
-    if (!ks) this.sessions.set(nk, (ks = { key: this.backend.currentKey, keyGroup: this.backend.currentKeyGroup, sessions: [] }));
+    const kg = this.backend.currentKeyGroup;
+    let ks = this.sessions.get(kg, nk);
+    if (!ks) this.sessions.set(kg, nk, (ks = { key: this.backend.currentKey, keyGroup: kg, sessions: [] }));
     let acc = this.agg.add(this.agg.create(), value, input);
     const kept: Session[] = [];
     for (const s of ks.sessions) {
@@ -148,7 +159,7 @@ export class WindowOperator extends KeyedOperator {
     }
     kept.push({ start, end, acc });
     ks.sessions = kept;
-    this.sessionEnds.push({ end, nk });
+    this.sessionEnds.push({ end, nk, kg });
     if (this.processingTime) this.scheduleFire(end);
   }
 
@@ -165,12 +176,12 @@ export class WindowOperator extends KeyedOperator {
     if (this.assigner.kind === 'session') {
       for (let top = this.sessionEnds.peek(); top && top.end - 1 <= time; top = this.sessionEnds.peek()) {
         this.sessionEnds.pop();
-        const ks = this.sessions.get(top.nk);
+        const ks = this.sessions.get(top.kg, top.nk);
         const i = ks ? ks.sessions.findIndex((s) => s.end === top.end) : -1;
         if (i < 0) continue; // merged into a longer session since
         const s = ks!.sessions[i]!;
         ks!.sessions.splice(i, 1);
-        if (ks!.sessions.length === 0) this.sessions.delete(top.nk);
+        if (ks!.sessions.length === 0) this.sessions.delete(top.kg, top.nk);
         this.emit(s.acc, ks!, s.start, s.end);
       }
       return;
@@ -180,7 +191,8 @@ export class WindowOperator extends KeyedOperator {
       const start = this.starts.shift()!;
       const pane = this.panes.get(start)!;
       this.panes.delete(start);
-      for (const e of pane.values()) this.emit(e.acc, e, start, start + size);
+      this.backend.dropInternalTable(paneName(start));
+      for (const g of pane.groups) if (g) for (const e of g.values()) this.emit(e.acc, e, start, start + size);
     }
   }
 
@@ -195,37 +207,32 @@ export class WindowOperator extends KeyedOperator {
   }
 
   protected override snapshotOwn(): unknown {
-    return structuredClone({
-      panes: [...this.panes].map(([start, pane]) => [start, [...pane]]),
-      sessions: [...this.sessions],
-      lateRecordsDropped: this.lateRecordsDropped,
-    });
+    // Panes and sessions are backend tables: the backend's snapshot holds them.
+    return { lateRecordsDropped: this.lateRecordsDropped };
   }
 
+  /** After the backend was restored (only this subtask's key groups): index its panes and sessions again. */
   protected override restoreOwn(own: unknown): void {
-    const o = own as {
-      panes: [number, [unknown, PaneEntry][]][];
-      sessions: [unknown, KeySessions][];
-      lateRecordsDropped: number;
-    };
-    const range = this.backend.keyGroupRange;
-    const mine = (kg: number): boolean => kg >= range.start && kg <= range.end;
-    for (const [start, entries] of o.panes) {
-      const kept = entries.filter(([, e]) => mine(e.keyGroup));
-      if (kept.length === 0) continue;
-      this.panes.set(start, new Map(kept));
+    for (const [name, table] of this.backend.internalTables<PaneEntry>(PANE_PREFIX)) {
+      const start = Number(name.slice(PANE_PREFIX.length));
+      if (table.size === 0) {
+        this.backend.dropInternalTable(name);
+        continue;
+      }
+      this.panes.set(start, table);
       this.insertStart(start);
       if (this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
     }
-    for (const [nk, ks] of o.sessions) {
-      if (!mine(ks.keyGroup)) continue;
-      this.sessions.set(nk, ks);
-      for (const s of ks.sessions) {
-        this.sessionEnds.push({ end: s.end, nk });
-        if (this.processingTime) this.scheduleFire(s.end);
+    this.sessions.groups.forEach((g, kg) => {
+      if (!g) return;
+      for (const [nk, ks] of g) {
+        for (const s of ks.sessions) {
+          this.sessionEnds.push({ end: s.end, nk, kg });
+          if (this.processingTime) this.scheduleFire(s.end);
+        }
       }
-    }
-    this.lateRecordsDropped = o.lateRecordsDropped;
+    });
+    this.lateRecordsDropped = (own as { lateRecordsDropped: number }).lateRecordsDropped;
   }
 
   override finish(): void {
@@ -237,7 +244,7 @@ export class WindowOperator extends KeyedOperator {
   get pendingWindows(): number {
     let n = 0;
     for (const p of this.panes.values()) n += p.size;
-    for (const ks of this.sessions.values()) n += ks.sessions.length;
+    for (const g of this.sessions.groups) if (g) for (const ks of g.values()) n += ks.sessions.length;
     return n;
   }
 
