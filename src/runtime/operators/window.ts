@@ -16,6 +16,8 @@ export interface WindowAccumulator {
   add(acc: unknown, value: unknown, input: number): unknown;
   merge(a: unknown, b: unknown): unknown;
   emit(acc: unknown, key: unknown, window: TimeWindow, out: Collector<unknown>): void;
+  /** add() returns a new accumulator and never changes one in place (so a snapshot need not copy it). */
+  immutable?: boolean;
 }
 
 interface PaneEntry {
@@ -116,6 +118,7 @@ export class WindowOperator extends KeyedOperator {
       let pane = this.panes.get(start);
       if (!pane) {
         pane = this.backend.internalTable<PaneEntry>(paneName(start));
+        pane.valuesImmutable = this.agg.immutable === true;
         this.panes.set(start, pane);
         this.insertStart(start);
         if (this.processingTime) this.scheduleFire(start + size);
@@ -123,8 +126,10 @@ export class WindowOperator extends KeyedOperator {
       const nk = this.backend.currentNormalizedKey;
       const kg = this.backend.currentKeyGroup;
       const e = pane.get(kg, nk);
-      if (e) e.acc = this.agg.add(e.acc, value, input);
-      else pane.set(kg, nk, { key: this.backend.currentKey, keyGroup: kg, acc: this.agg.add(this.agg.create(), value, input) });
+      if (!e) pane.set(kg, nk, { key: this.backend.currentKey, keyGroup: kg, acc: this.agg.add(this.agg.create(), value, input) });
+      // Entries of an immutable accumulator are replaced, never changed, so a snapshot can keep the old one.
+      else if (pane.valuesImmutable) pane.set(kg, nk, { key: e.key, keyGroup: kg, acc: this.agg.add(e.acc, value, input) });
+      else e.acc = this.agg.add(e.acc, value, input);
     }
   }
 
@@ -219,6 +224,7 @@ export class WindowOperator extends KeyedOperator {
         this.backend.dropInternalTable(name);
         continue;
       }
+      table.valuesImmutable = this.agg.immutable === true;
       this.panes.set(start, table);
       this.insertStart(start);
       if (this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
@@ -284,6 +290,7 @@ export function windowFunctionAccumulator(op: WindowOperator): WindowAccumulator
         add: (acc) => (acc as number) + 1,
         merge: (x, y) => (x as number) + (y as number),
         emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: acc }),
+        immutable: true,
       };
     case 'process': {
       const p = udf as ProcessWindowFunction<unknown, unknown, unknown>;
