@@ -1,5 +1,7 @@
 /** Shared test helpers: run a build function as a job, and check nothing is left running. */
 import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { defineJob, runJob, type JobEnvironment, type LocalRunOptions } from '../src/index.js';
 
 export async function collect<T = unknown>(
@@ -42,4 +44,10 @@ export async function assertNoLeaks(fn: () => Promise<void>): Promise<void> {
   await new Promise((r) => setImmediate(r));
   const extra = [...countByType(activeResources())].filter(([type, n]) => n > (before.get(type) ?? 0));
   assert.deepEqual(extra, [], 'resources left open after the job');
+}
+
+/** The lines the file sink made visible under `dir` (committed part files), sorted. */
+export async function visibleLines(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => /^part-\d+-\d+\.jsonl$/.test(n));
+  return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
 }

@@ -176,6 +176,9 @@ export async function main(argv: string[]): Promise<number> {
     .option('--max-outbound-control-bytes <n>', 'coordinator: bytes of control frames queued per worker', positiveInt, 64 * 1024 * 1024)
     .option('--max-outbound-bulk-bytes <n>', 'coordinator: bytes of Deploy frames queued per worker', positiveInt, 1024 * 1024 * 1024)
     .option('--submit-wait-for-slots-ms <ms>', 'coordinator: how long a submit waits for free slots', nonNegativeInt, 0)
+    .option('--restart-drain-timeout-ms <ms>', "coordinator: a restart fails the job when a survivor has not drained by then", positiveInt, 120_000)
+    .option('--restart-capacity-timeout-ms <ms>', 'coordinator: how long a restart waits for free slots', nonNegativeInt, 180_000)
+    .option('--restart-budget-reset-after-ms <ms>', 'coordinator: a checkpoint this long after the last restart forgives the restarts spent', positiveInt, 600_000)
     // worker
     .option('--id <id>', 'worker: stable worker id [default: host-pid]')
     .option('--coordinator-host <host>', 'worker: the coordinator host', '127.0.0.1')
@@ -207,6 +210,9 @@ export async function main(argv: string[]): Promise<number> {
           maxOutboundControlBytes: n('maxOutboundControlBytes'),
           maxOutboundBulkBytes: n('maxOutboundBulkBytes'),
           submitWaitForSlotsMs: n('submitWaitForSlotsMs'),
+          restartDrainTimeoutMs: n('restartDrainTimeoutMs'),
+          restartCapacityTimeoutMs: n('restartCapacityTimeoutMs'),
+          restartBudgetResetAfterMs: n('restartBudgetResetAfterMs'),
         },
         worker: {
           ...(o.id ? { id: o.id as string } : {}),

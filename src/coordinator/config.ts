@@ -11,6 +11,11 @@ export const DEFAULT_OUTBOUND_STALL_TIMEOUT_MS = 10_000;
 export const DEFAULT_OUTBOUND_FLUSH_TIMEOUT_MS = 1_000;
 export const DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS = 0;
 export const COORDINATOR_HISTORY_CAP = 128;
+/** Self-heal attempts of a checkpointing job that sets no --max-restarts-on-worker-loss. */
+export const DEFAULT_SELF_HEAL_RESTARTS = 10;
+export const DEFAULT_RESTART_DRAIN_TIMEOUT_MS = 120_000;
+export const DEFAULT_RESTART_CAPACITY_TIMEOUT_MS = 180_000;
+export const DEFAULT_RESTART_BUDGET_RESET_AFTER_MS = 10 * 60_000;
 /** The most collect() results a job may return through the coordinator. */
 export const MAX_JOB_COLLECTED_BYTES = 64 * 1024 * 1024;
 
@@ -41,6 +46,12 @@ export interface CoordinatorConfig {
   maxOutboundBulkBytes: number;
   /** How long a submit waits for free slots; 0 refuses at once. @default 0 */
   submitWaitForSlotsMs: number;
+  /** A restart fails the job when a surviving subtask has neither drained nor died by then. @default 120,000 */
+  restartDrainTimeoutMs: number;
+  /** How long a restart waits for enough free slots. @default 180,000 */
+  restartCapacityTimeoutMs: number;
+  /** A checkpoint completing this long after the last restart forgives the restarts spent. @default 600,000 */
+  restartBudgetResetAfterMs: number;
   /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
   epoch: number;
 }
@@ -59,5 +70,8 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   maxOutboundControlBytes: DEFAULT_OUTBOX_LIMITS.maxControlBytes,
   maxOutboundBulkBytes: DEFAULT_OUTBOX_LIMITS.maxBulkBytes,
   submitWaitForSlotsMs: DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS,
+  restartDrainTimeoutMs: DEFAULT_RESTART_DRAIN_TIMEOUT_MS,
+  restartCapacityTimeoutMs: DEFAULT_RESTART_CAPACITY_TIMEOUT_MS,
+  restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,
   epoch: 0,
 });

@@ -30,16 +30,27 @@ import {
   type MessageOf,
 } from '../protocol/index.js';
 import { networkEdges, taskOf } from '../runtime/index.js';
-import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
+import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
-import { checkCheckpointConfig, claimCheckpointId, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
+import { checkCheckpointConfig, claimCheckpointId, type CompletedMarker, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
 import { jobStateDir } from '../state/index.js';
 import { join, resolve as resolvePath } from 'node:path';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 const packr = new Packr({ useRecords: true, moreTypes: true });
 
-export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+
+/** One restart of a job after a worker loss. */
+export interface JobRestart {
+  /** When the loss was acted on. */
+  at: number;
+  cause: string;
+  /** The checkpoint the restarted run resumed from; 0 when none had completed (it started over). */
+  restoredFrom: number;
+  /** The deploy attempt it started. */
+  attempt: number;
+}
 
 interface WorkerSession {
   id: string;
@@ -119,6 +130,13 @@ export interface JobState {
   /** The final checkpoint's id, once claimed. */
   finalCheckpointId?: number;
   lastCheckpointAt: number;
+  /** The deploy attempt running: 0 at submit, one more at each restart. */
+  attempt: number;
+  restarts: JobRestart[];
+  /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
+  restartsSpent: number;
+  /** While RESTARTING: the loss being healed and when the drain began. */
+  restarting?: { cause: string; since: number };
   checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
 }
 
@@ -138,6 +156,8 @@ export interface JobView {
   /** Channels that are pointer passes inside a worker (local) and that cross processes (socket). */
   edges: { local: number; socket: number };
   subtasks: { taskId: string; index: number; workerId: string; finished: boolean; error?: string }[];
+  /** Each restart after a worker loss: when, why, and the checkpoint it resumed from. */
+  restarts: JobRestart[];
 }
 
 export interface WorkerView {
@@ -465,6 +485,11 @@ export class Coordinator {
     const st = job && this.subtaskOf(job, m.taskId, m.subtaskIndex, s);
     if (!job || !st || st.finished) return;
     this.finishSubtask(job, st, m.ok ? undefined : m.error || 'failed');
+    if (job.state === 'RESTARTING') {
+      // A survivor drained: what it did belongs to the abandoned attempt.
+      this.maybeRedeploy(job);
+      return;
+    }
     st.recordsIn = m.recordsIn;
     st.recordsOut = m.recordsOut;
     if (m.collected.length > 0) this.addCollected(job, m.collected);
@@ -632,6 +657,8 @@ export class Coordinator {
         this.deps.metrics.lastCheckpointDurationMs.set(durationMs);
         this.deps.metrics.lastCheckpointBytes.set(p.bytes);
         this.deps.metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
+        const lastRestart = job.restarts.at(-1);
+        if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.at >= this.config.restartBudgetResetAfterMs) job.restartsSpent = 0;
         this.log.info(
           { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
           `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
@@ -697,7 +724,7 @@ export class Coordinator {
   }
 
   private maybeComplete(job: JobState): void {
-    if (job.finishedAt !== undefined || !job.subtasks.every((t) => t.finished)) return;
+    if (job.finishedAt !== undefined || job.state === 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
     if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.finalWanted(job)))) return;
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = 'FINISHED';
@@ -739,7 +766,12 @@ export class Coordinator {
       return;
     }
     for (const job of [...this.jobs.values()]) {
-      if (job.peerFailure && now - job.peerFailure.at > hb + interval) this.failJob(job, job.peerFailure.error);
+      if (job.state === 'RESTARTING') this.checkDrain(job, now);
+      else if (job.peerFailure && now - job.peerFailure.at > hb + interval) {
+        // A peer connection broke and no worker was declared lost: heal it the same way.
+        if (this.mayRestart(job)) this.beginRestart(job, job.peerFailure.error);
+        else this.failJob(job, job.peerFailure.error);
+      }
     }
     this.triggerCheckpoints(now);
     for (const s of [...this.sessions.values()]) {
@@ -774,8 +806,11 @@ export class Coordinator {
       if (mine.length === 0) continue;
       const error = `worker lost: ${s.id} (${cause})`;
       for (const st of mine) this.finishSubtask(job, st, error);
-      this.failJob(job, error);
-      this.maybeComplete(job);
+      if (this.mayRestart(job)) this.beginRestart(job, error);
+      else {
+        this.failJob(job, this.restartRefusal(job, error));
+        this.maybeComplete(job);
+      }
     }
   }
 
@@ -926,23 +961,38 @@ export class Coordinator {
       checkpoint: m.checkpoint,
       checkpointFloor: restore?.checkpointId ?? 0,
       lastCheckpointAt: Date.now(),
+      attempt: 0,
+      restarts: [],
+      restartsSpent: 0,
       checkpoints: [],
     };
     if (restore && m.checkpoint.checkpointDir) {
       await writeRestoredRecord(jobDir(m.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
     }
+    this.jobs.set(job.id, job);
+    this.deps.metrics.jobsSubmitted.inc();
+    this.deployAttempt(job, placement, restore, m);
+    this.log.info(
+      { jobId: job.id, subtasks: subtasks.length, workers: placement.size, edges: job.edges },
+      `job ${job.id} placed: edges local=${job.edges.local} socket=${job.edges.socket} (${subtasks.length} subtasks of ${job.name} on ${placement.size} workers)`,
+    );
+    return job;
+  }
+
+  /** Charge the placement's slots, record the subtasks, and send each worker its Deploy. */
+  private deployAttempt(job: JobState, placement: ReturnType<typeof assignTaskPlacement>, restore: CompletedMarker | undefined, m: MessageOf<'SubmitJob'>): void {
+    job.subtasks = [];
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       s.used += sts.length;
       for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, finished: false, recordsIn: 0, recordsOut: 0 });
     }
-    this.jobs.set(job.id, job);
-    this.deps.metrics.jobsSubmitted.inc();
+    job.edges = countChannels(job.plan, placement);
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       const tasks = sts.map((st) => {
-        const task = plan.tasks.find((t) => t.id === st.taskId)!;
-        const range = KeyGroupRange.forSubtask(st.index, task.parallelism, spec.maxParallelism);
+        const task = job.plan.tasks.find((t) => t.id === st.taskId)!;
+        const range = KeyGroupRange.forSubtask(st.index, task.parallelism, job.spec.maxParallelism);
         return {
           taskId: st.taskId,
           subtaskIndex: st.index,
@@ -951,7 +1001,7 @@ export class Coordinator {
           keyGroupStart: range.start,
           keyGroupEnd: range.end,
           restoreCheckpointId: restore?.checkpointId ?? 0,
-          attempt: 0,
+          attempt: job.attempt,
         };
       });
       this.post(
@@ -959,9 +1009,9 @@ export class Coordinator {
         makeMessage('Deploy', {
           jobId: job.id,
           jobName: job.name,
-          specJson: m.specJson,
+          specJson: job.specJson,
           tasks,
-          modules: [this.moduleFor(s, module)],
+          modules: [this.moduleFor(s, job.module)],
           checkpoint: restore ? { ...m.checkpoint, restoreFromDir: restore.stateDir } : m.checkpoint,
           params: m.params,
           buildParallelism: m.buildParallelism,
@@ -969,14 +1019,93 @@ export class Coordinator {
         'bulk',
       );
     }
-    this.log.info(
-      { jobId: job.id, subtasks: subtasks.length, workers: placement.size, edges: job.edges },
-      `job ${job.id} placed: edges local=${job.edges.local} socket=${job.edges.socket} (${subtasks.length} subtasks of ${job.name} on ${placement.size} workers)`,
-    );
-    return job;
   }
 
-  private async placeWithin(subtasks: { taskId: string; index: number }[], waitMs: number): Promise<ReturnType<typeof assignTaskPlacement>> {
+  // ---------------------------------------------------------------- restarts
+
+  /** The restarts a job may spend on worker losses: none without durable checkpoints. */
+  private maxRestarts(job: JobState): number {
+    if (!job.checkpoint.checkpointDir) return 0;
+    const n = job.checkpoint.maxRestartsOnWorkerLoss;
+    return n >= 0 ? n : DEFAULT_SELF_HEAL_RESTARTS;
+  }
+
+  private mayRestart(job: JobState): boolean {
+    return (job.state === 'RUNNING' || job.state === 'DEPLOYING') && !this.stopping && job.restartsSpent < this.maxRestarts(job);
+  }
+
+  /** Why a loss fails the job instead of restarting it. */
+  private restartRefusal(job: JobState, error: string): string {
+    if (job.state !== 'RUNNING' && job.state !== 'DEPLOYING') return error;
+    if (!job.checkpoint.checkpointDir) return error;
+    const max = this.maxRestarts(job);
+    return max === 0 ? `${error}; restarts are off (--max-restarts-on-worker-loss 0)` : `${error}; the ${max} restarts allowed are spent`;
+  }
+
+  /**
+   * A worker was lost: cancel the job's surviving subtasks and, once they have drained, deploy the
+   * whole job again from its last completed checkpoint on the workers with free slots.
+   */
+  private beginRestart(job: JobState, cause: string): void {
+    job.state = 'RESTARTING';
+    job.restartsSpent++;
+    job.restarting = { cause, since: Date.now() };
+    job.pendingCheckpoint?.savepoint?.done({ ok: false, message: `savepoint ${job.pendingCheckpoint.id} of job ${job.id} failed: ${cause}`, path: '' });
+    job.pendingCheckpoint = undefined;
+    delete job.finalRequests;
+    delete job.finalCheckpointId;
+    delete job.peerFailure;
+    this.deps.metrics.jobRestarts.inc();
+    this.log.warn(
+      { jobId: job.id, attempt: job.attempt, restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job) },
+      `job ${job.id} (${job.name}) restarting after ${cause} (restart ${job.restartsSpent} of ${this.maxRestarts(job)})`,
+    );
+    this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: `restarting after ${cause}` }));
+    this.maybeRedeploy(job);
+  }
+
+  /** A survivor that neither drains nor dies within restartDrainTimeoutMs fails the job, named. */
+  private checkDrain(job: JobState, now: number): void {
+    const r = job.restarting;
+    if (!r || now - r.since < this.config.restartDrainTimeoutMs) return;
+    const stuck = job.subtasks.filter((t) => !t.finished).map((t) => `${t.taskId}#${t.index} on worker ${t.session.id}`);
+    this.failJob(job, `restart after ${r.cause}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.join(', ')}`);
+    for (const t of job.subtasks) if (!t.finished) this.finishSubtask(job, t, 'did not drain');
+    this.maybeComplete(job);
+  }
+
+  private maybeRedeploy(job: JobState): void {
+    if (job.state !== 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
+    this.redeploy(job).catch((err: unknown) => {
+      this.failJob(job, `restart after ${job.restarting?.cause ?? 'a worker loss'} failed: ${(err as Error).message}`);
+      this.maybeComplete(job);
+    });
+  }
+
+  private async redeploy(job: JobState): Promise<void> {
+    const cause = job.restarting!.cause;
+    const restore = await resolveRestore(jobDir(job.checkpoint.checkpointDir, job.id), 0).catch(() => undefined);
+    const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
+    const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING');
+    if (job.state !== 'RESTARTING') return;
+    job.attempt++;
+    job.restarting = undefined;
+    job.state = 'DEPLOYING';
+    job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
+    job.lastCheckpointAt = Date.now();
+    job.restarts.push({ at: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
+    if (restore) {
+      await writeRestoredRecord(jobDir(job.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
+    }
+    const m = { checkpoint: job.checkpoint, params: job.params, buildParallelism: job.buildParallelism } as MessageOf<'SubmitJob'>;
+    this.deployAttempt(job, placement, restore, m);
+    this.log.info(
+      { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
+      `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${restore ? `checkpoint ${restore.checkpointId}` : 'the beginning (no checkpoint had completed)'}`,
+    );
+  }
+
+  private async placeWithin(subtasks: { taskId: string; index: number }[], waitMs: number, giveUp = (): boolean => false): Promise<ReturnType<typeof assignTaskPlacement>> {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const active = [...this.sessions.values()].filter((s) => s.state === 'active');
@@ -984,7 +1113,7 @@ export class Coordinator {
       try {
         return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: Math.max(0, s.slots - s.used) })), total);
       } catch (err) {
-        if (!(err instanceof NotEnoughSlotsError) || Date.now() >= deadline || this.stopping) throw err;
+        if (!(err instanceof NotEnoughSlotsError) || Date.now() >= deadline || this.stopping || giveUp()) throw err;
         await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
       }
     }
@@ -1033,6 +1162,7 @@ export class Coordinator {
       sinkRecords: done ? finishedOut : Math.max(finishedOut, progress.reduce((n, p) => n + p.sinkRecords, 0)),
       edges: j.edges,
       subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
+      restarts: j.restarts,
     };
   }
 

@@ -130,6 +130,12 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly jobRestarts = new Counter({
+    name: 'clink_job_restarts_total',
+    help: 'Jobs restarted from their last checkpoint after a worker loss',
+    registers: [this.registry],
+  });
+
   readonly lastCheckpointAlignmentMs = new Gauge({
     name: 'clink_checkpoint_last_alignment_ms',
     help: 'The longest barrier alignment of any subtask in the newest completed checkpoint',

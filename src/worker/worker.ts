@@ -186,6 +186,8 @@ export class Worker {
         this.jobs.get(m.jobId)?.start(m);
         return;
       case 'CancelJob':
+        // Test hook: a worker whose subtasks never drain.
+        if (process.env.CLINK_TEST_IGNORE_CANCEL === '1') return;
         this.jobs.get(m.jobId)?.cancel(m.reason || 'cancelled by the coordinator');
         return;
       case 'TriggerCheckpoint': {

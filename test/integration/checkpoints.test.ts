@@ -6,16 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { runJob } from '../../src/index.js';
-import { sortBy } from '../helpers.js';
+import { sortBy, visibleLines } from '../helpers.js';
 import { ClusterHarness } from '../harness/cluster.js';
 
 const JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-keyed.ts');
 const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
-
-async function visibleLines(dir: string): Promise<string[]> {
-  const names = (await readdir(dir)).filter((n) => /^part-\d+-\d+\.jsonl$/.test(n));
-  return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
-}
 
 /** The windowed file-sink job, and the lines an uninterrupted local run of it writes. */
 async function sinkJobAndOutput(h: ClusterHarness): Promise<{ loaded: Awaited<ReturnType<typeof loadJobModule>>; expected: string[] }> {

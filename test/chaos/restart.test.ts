@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClusterClient } from '../../src/client/index.js';
+import type { JobView } from '../../src/coordinator/index.js';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { runJob } from '../../src/index.js';
+import { ClusterHarness, type HarnessOptions } from '../harness/cluster.js';
+import { visibleLines } from '../helpers.js';
+
+const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
+
+interface Running {
+  h: ClusterHarness;
+  client: ClusterClient;
+  jobId: string;
+  out: string;
+  /** What an uninterrupted run writes. */
+  expected: string[];
+  view(): Promise<JobView>;
+  /** kill -9 the worker running the job's first subtask; returns its id. */
+  killAWorker(): Promise<string>;
+}
+
+/**
+ * A cluster running the windowed file-sink job at parallelism 2 (4 subtasks), checkpointing every
+ * 500 ms, with at least one checkpoint completed.
+ */
+async function runningJob(options: HarnessOptions, maxRestarts = -1, rate = 3000): Promise<Running> {
+  const h = await ClusterHarness.start(options);
+  try {
+    const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
+    const expectedDir = join(h.dir, 'expected');
+    await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
+    const out = join(h.dir, 'out');
+    const client = await h.client();
+    const params = { out, rate: String(rate) };
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+      params,
+      buildParallelism: 2,
+      checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 500, maxRestartsOnWorkerLoss: maxRestarts },
+    });
+    let checkpoints = 0;
+    for (let i = 0; i < 200 && checkpoints === 0; i++) {
+      await sleep(25);
+      checkpoints = (await h.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints.length;
+    }
+    assert.ok(checkpoints > 0, 'a checkpoint completed before the kill');
+    const view = async (): Promise<JobView> => (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+    return {
+      h,
+      client,
+      jobId,
+      out,
+      expected: await visibleLines(expectedDir),
+      view,
+      killAWorker: async () => {
+        const victim = (await view()).subtasks.find((t) => !t.finished)!.workerId;
+        h.worker(victim).child.kill('SIGKILL');
+        return victim;
+      },
+    };
+  } catch (err) {
+    await h.close();
+    throw err;
+  }
+}
+
+describe('restart from the last checkpoint on worker loss', () => {
+  test('kill -9 of a worker mid-stream: the job restarts on the survivors from its checkpoint and writes the uninterrupted output, every record once', async () => {
+    const r = await runningJob({ workers: 3, slots: 4 });
+    try {
+      const victim = await r.killAWorker();
+      const done = await r.client.waitForCompletion(r.jobId);
+      assert.equal(done.ok, true, done.error);
+      const after = await r.view();
+      assert.equal(after.restarts.length, 1, JSON.stringify(after.restarts));
+      assert.equal(after.restarts[0]!.cause, `worker lost: ${victim} (heartbeat timeout)`);
+      assert.ok(after.restarts[0]!.restoredFrom > 0, 'resumed from a checkpoint, not from the start');
+      assert.ok(after.subtasks.every((t) => t.workerId !== victim), 'nothing runs on the dead worker');
+      assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
+      await r.h.waitForLog(r.h.coordinator, new RegExp(`^job ${r.jobId} \\(ckpt-file-sink\\) restarting after worker lost: ${victim} \\(heartbeat timeout\\) \\(restart 1 of 10\\)$`));
+      assert.match((await r.h.http('/metrics')).text, /^clink_job_restarts_total 1$/m);
+    } finally {
+      await r.h.close();
+    }
+  });
+
+  test('a restart waits for slots: the survivors lack them, a replacement worker brings them, and the output is exact', async () => {
+    const r = await runningJob({ workers: 2, slots: 2 });
+    try {
+      await r.killAWorker();
+      await r.h.waitForJob(r.jobId, ['RESTARTING']);
+      await sleep(500);
+      assert.equal((await r.view()).state, 'RESTARTING', 'still waiting for slots');
+      await r.h.addWorker();
+      const done = await r.client.waitForCompletion(r.jobId);
+      assert.equal(done.ok, true, done.error);
+      assert.deepEqual(await visibleLines(r.out), r.expected);
+    } finally {
+      await r.h.close();
+    }
+  });
+
+  test('a restart that finds no slots within --restart-capacity-timeout-ms fails the job, saying so', async () => {
+    const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: ['--restart-capacity-timeout-ms=800'] });
+    try {
+      const victim = await r.killAWorker();
+      const done = await r.client.waitForCompletion(r.jobId);
+      assert.equal(done.state, 'FAILED');
+      assert.equal(done.error, `restart after worker lost: ${victim} (heartbeat timeout) failed: not enough free slots: the job needs 4, 2 of the cluster's 2 are free`);
+    } finally {
+      await r.h.close();
+    }
+  });
+
+  test('the restart budget: with --max-restarts-on-worker-loss 1 a second loss fails the job; 0 fails fast', async () => {
+    const r = await runningJob({ workers: 3, slots: 4 }, 1, 1500);
+    try {
+      await r.killAWorker();
+      for (let i = 0; i < 400 && !((await r.view()).restarts.length === 1 && (await r.view()).state === 'RUNNING'); i++) await sleep(25);
+      assert.equal((await r.view()).state, 'RUNNING', 'running again after the first restart');
+      const second = await r.killAWorker();
+      const done = await r.client.waitForCompletion(r.jobId);
+      assert.equal(done.state, 'FAILED');
+      assert.equal(done.error, `worker lost: ${second} (heartbeat timeout); the 1 restarts allowed are spent`);
+      assert.equal((await r.view()).restarts.length, 1);
+    } finally {
+      await r.h.close();
+    }
+    const z = await runningJob({ workers: 2, slots: 4 }, 0);
+    try {
+      const victim = await z.killAWorker();
+      const done = await z.client.waitForCompletion(z.jobId);
+      assert.equal(done.state, 'FAILED');
+      assert.equal(done.error, `worker lost: ${victim} (heartbeat timeout); restarts are off (--max-restarts-on-worker-loss 0)`);
+    } finally {
+      await z.h.close();
+    }
+  });
+});
+
+test('a survivor that never drains fails the job at --restart-drain-timeout-ms, naming the subtask and its worker', async () => {
+  const h = await ClusterHarness.start({ workers: 2, slots: 1, coordinatorArgs: ['--restart-drain-timeout-ms=1500'], workerEnv: { CLINK_TEST_IGNORE_CANCEL: '1' } });
+  try {
+    const loaded = await loadJobModule(resolve(import.meta.dirname, '../fixtures/jobs/unbounded-forward.ts'), { cacheDir: join(h.dir, 'c') });
+    const client = await h.client();
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2 }).spec, params: {}, buildParallelism: 2, checkpoint: { checkpointDir: join(h.dir, 'ckpt') } });
+    const running = await h.waitForJob<JobView>(jobId, ['RUNNING']);
+    const [victim, survivor] = [running.subtasks[0]!, running.subtasks[1]!];
+    assert.notEqual(victim.workerId, survivor.workerId);
+    h.worker(victim.workerId).child.kill('SIGKILL');
+    const done = await client.waitForCompletion(jobId);
+    assert.equal(done.state, 'FAILED');
+    assert.equal(
+      done.error,
+      `restart after worker lost: ${victim.workerId} (heartbeat timeout): not drained within 1500 ms: ${survivor.taskId}#${survivor.index} on worker ${survivor.workerId}`,
+    );
+  } finally {
+    await h.close();
+  }
+});
