@@ -11,6 +11,7 @@ import type { LatencyResult } from './cluster.js';
 import type { DataPlaneResult } from './dataplane.js';
 import type { SubmitLatency } from './submit.js';
 import type { CheckpointBench } from './checkpoint.js';
+import type { RecoveryResult } from './recovery.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -107,4 +108,14 @@ if (wants('checkpoint')) {
     );
   }
 }
-if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane, submit, checkpoint }, null, 2) + '\n');
+let recovery: RecoveryResult[] | undefined;
+if (wants('recovery')) {
+  recovery = lastJson<RecoveryResult[]>(runScript('recovery bench', script('recovery.ts')));
+  for (const r of json ? [] : recovery) {
+    process.stdout.write(
+      `recovery, ${r.subtasks} subtasks on ${r.workers} workers, kill -9 of one: lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, ` +
+        `first checkpoint after the restart ${r.recoveredMs} ms after the kill (restored from checkpoint ${r.restoredFrom})\n`,
+    );
+  }
+}
+if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane, submit, checkpoint, recovery }, null, 2) + '\n');

@@ -43,8 +43,10 @@ export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'FINISHED' |
 
 /** One restart of a job after a worker loss. */
 export interface JobRestart {
-  /** When the loss was acted on. */
+  /** When the loss was acted on (the survivors told to stop). */
   at: number;
+  /** When the next attempt was deployed. */
+  deployedAt: number;
   cause: string;
   /** The checkpoint the restarted run resumed from; 0 when none had completed (it started over). */
   restoredFrom: number;
@@ -658,7 +660,7 @@ export class Coordinator {
         this.deps.metrics.lastCheckpointBytes.set(p.bytes);
         this.deps.metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
         const lastRestart = job.restarts.at(-1);
-        if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.at >= this.config.restartBudgetResetAfterMs) job.restartsSpent = 0;
+        if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.deployedAt >= this.config.restartBudgetResetAfterMs) job.restartsSpent = 0;
         this.log.info(
           { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
           `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
@@ -1083,7 +1085,7 @@ export class Coordinator {
   }
 
   private async redeploy(job: JobState): Promise<void> {
-    const cause = job.restarting!.cause;
+    const { cause, since } = job.restarting!;
     const restore = await resolveRestore(jobDir(job.checkpoint.checkpointDir, job.id), 0).catch(() => undefined);
     const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
     const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING');
@@ -1093,7 +1095,7 @@ export class Coordinator {
     job.state = 'DEPLOYING';
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
     job.lastCheckpointAt = Date.now();
-    job.restarts.push({ at: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
+    job.restarts.push({ at: since, deployedAt: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
     if (restore) {
       await writeRestoredRecord(jobDir(job.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
     }

@@ -94,8 +94,8 @@ export class EmbeddedCluster {
     }
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 20_000);
     while (this.coordinator.workers().length < workers) {
-      const dead = this.children.find((c) => c.exitCode !== null);
-      if (dead) throw new ClinkError('CLINK_ERR_WORKER_LOST', `a local worker process exited with code ${dead.exitCode} before registering`);
+      const dead = this.children.find((c) => c.exitCode !== null || c.signalCode !== null);
+      if (dead) throw new ClinkError('CLINK_ERR_WORKER_LOST', `a local worker process exited (${dead.exitCode ?? dead.signalCode}) before registering`);
       if (Date.now() > deadline) throw new ClinkError('CLINK_ERR_WORKER_LOST', `${workers} local workers did not register within ${this.options.startTimeoutMs ?? 20_000} ms`);
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -115,7 +115,8 @@ export class EmbeddedCluster {
 
   async stop(): Promise<void> {
     for (const c of this.clients) c.close();
-    const exits = this.children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+    // A child killed by a signal has a null exitCode but a signalCode: it has exited too.
+    const exits = this.children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
     for (const c of this.children) c.kill('SIGTERM');
     const forced = setTimeout(() => this.children.forEach((c) => c.kill('SIGKILL')), 3_000);
     await Promise.all(exits);

@@ -2,6 +2,7 @@
  * One job on a worker: its module, its rebuilt plan, and the subtasks deployed here. Subtasks are built
  * on Deploy (inputs registered, ports reported) and started on PeerUpdate, when every peer is known.
  */
+import { setMaxListeners } from 'node:events';
 import { Packr } from 'msgpackr';
 import { decodeStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
@@ -77,6 +78,8 @@ export class WorkerJob {
     private readonly batching: { batchSize: number; lingerMs: number } = { batchSize: BATCH_SIZE, lingerMs: 0 },
   ) {
     this.plan = createPhysicalPlan(built.spec);
+    // Every subtask here waits on this signal (one listener per pending wait, removed when it settles).
+    setMaxListeners(0, this.controller.signal);
   }
 
   get jobId(): string {
