@@ -4,7 +4,7 @@ import { Coordinator, DEFAULT_COORDINATOR_CONFIG, type CoordinatorConfig } from 
 import { buildHttpApp } from '../http/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
-import { Worker, type WorkerConfig } from '../worker/index.js';
+import { WorkerSupervisor, type ReconnectPolicy, type WorkerConfig } from '../worker/index.js';
 import { writeFileAtomic } from './files.js';
 
 export interface NodeFlags {
@@ -13,6 +13,8 @@ export interface NodeFlags {
   httpPort?: number;
   coordinator: Partial<CoordinatorConfig>;
   worker: Partial<WorkerConfig>;
+  /** How a worker reconnects after losing the coordinator. */
+  reconnect?: Partial<ReconnectPolicy>;
 }
 
 /**
@@ -71,21 +73,23 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     batchLingerMs: flags.worker.batchLingerMs ?? 0,
     ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
   };
-  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown> }, config.dataHost);
+  let supervisor: WorkerSupervisor | undefined;
+  // The HTTP port outlives sessions; health is 503 while the worker has none.
+  const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
+  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health }, config.dataHost);
   if (http) config.httpPort = http.port;
-  let worker: Worker;
   try {
-    worker = await Worker.start(config, { log, metrics });
+    supervisor = await WorkerSupervisor.start(config, { log, metrics }, flags.reconnect ?? {});
   } catch (err) {
-    log.error({ err }, `worker ${config.id} could not register: ${(err as Error).message}`);
+    log.error({ err }, `worker ${config.id} cannot join the coordinator: ${(err as Error).message}`);
     await http?.close();
     return 2;
   }
-  if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: worker.dataPort, httpPort: http?.port ?? 0 }));
-  const outcome = await Promise.race([signal.then((sig) => ({ sig })), worker.ended.then((end) => ({ end }))]);
+  if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: supervisor.worker?.dataPort ?? 0, httpPort: http?.port ?? 0 }));
+  const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
   if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
-  else if (outcome.end.reason === 'disconnected') log.error(`lost the coordinator: ${outcome.end.detail}`);
-  await worker.close();
+  else if (outcome.end.reason === 'incompatible') log.error(`the coordinator cannot be joined: ${outcome.end.detail}`);
+  await supervisor.close();
   await http?.close();
-  return 'sig' in outcome ? 0 : 1;
+  return 'sig' in outcome ? 0 : 2;
 }

@@ -339,6 +339,12 @@ export class Coordinator {
       conn.close();
       return;
     }
+    if (current && current.state === 'active' && current.outbox.stopped) {
+      // Its outbox stopped by itself: the watchdog's verdict (with the real cause) comes at its next tick.
+      await ack(false, `worker ${m.workerId}'s session ${current.session} is still being retired; register again shortly`, { retryable: true }).catch(() => undefined);
+      conn.close();
+      return;
+    }
     const session: WorkerSession = {
       id: m.workerId,
       session: ++this.sessionSeq,

@@ -16,6 +16,8 @@ export interface HttpDeps {
   /** The settings in effect, served at /api/v1/config. */
   config: Readonly<Record<string, unknown>>;
   coordinator?: Coordinator;
+  /** Whether the node can serve (a worker without a coordinator session cannot). @default always ok */
+  health?: () => { ok: boolean; status: string };
 }
 
 export function buildHttpApp(deps: HttpDeps): FastifyInstance {
@@ -24,7 +26,10 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
     void reply.header('content-type', deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });
-  app.get('/api/v1/health', async () => ({ status: 'ok', role: deps.role }));
+  app.get('/api/v1/health', async (_req, reply) => {
+    const h = deps.health?.() ?? { ok: true, status: 'ok' };
+    return reply.code(h.ok ? 200 : 503).send({ status: h.status, role: deps.role });
+  });
   app.get('/api/v1/config', async () => ({ role: deps.role, ...deps.config }));
   const coordinator = deps.coordinator;
   if (coordinator) {

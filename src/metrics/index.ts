@@ -130,6 +130,30 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly workerControlAttempts = new Counter({
+    name: 'clink_worker_control_connection_attempts_total',
+    help: 'Registrations with the coordinator this worker tried',
+    registers: [this.registry],
+  });
+
+  readonly workerControlDisconnects = new Counter({
+    name: 'clink_worker_control_disconnects_total',
+    help: 'Coordinator sessions of this worker that ended',
+    registers: [this.registry],
+  });
+
+  readonly workerControlReconnects = new Counter({
+    name: 'clink_worker_control_reconnects_total',
+    help: 'Sessions this worker registered again after losing one',
+    registers: [this.registry],
+  });
+
+  readonly workerControlConnected = new Gauge({
+    name: 'clink_worker_control_connected',
+    help: '1 while this worker has a session with the coordinator',
+    registers: [this.registry],
+  });
+
   readonly jobRestarts = new Counter({
     name: 'clink_job_restarts_total',
     help: 'Jobs restarted from their last checkpoint after a worker loss',

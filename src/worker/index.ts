@@ -16,3 +16,4 @@ export {
   type WorkerEnd,
 } from './worker.js';
 export { MAX_COLLECTED_BYTES } from './job.js';
+export { WorkerSupervisor, DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, type SupervisorEnd } from './supervisor.js';

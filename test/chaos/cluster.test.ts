@@ -97,6 +97,31 @@ describe('losing workers', () => {
   });
 });
 
+test('a worker registering again while its overflowed session awaits the verdict gets a retryable refusal', async () => {
+  // A slow watchdog leaves time between the overflow and its verdict.
+  const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--max-outbound-bulk-bytes=1000', '--watchdog-interval-ms=3000', '--heartbeat-timeout-ms=10000'] });
+  const first = await fakeWorker(h.controlPort, 'w9', { slots: 2 });
+  try {
+    await h.submit(job('trivial')).catch(() => undefined);
+    await h.waitForLog(h.coordinator, /^Deploy to worker w9 refused: its outbox is stopped$|^outbound queue stopped/, 5_000);
+    const again = await fakeWorker(h.controlPort, 'w9', { slots: 2 });
+    try {
+      assert.equal(again.ack.type, 'RegisterAck');
+      const ack = again.ack as Extract<Message, { type: 'RegisterAck' }>;
+      assert.equal(ack.ok, false);
+      assert.equal(ack.retryable, true);
+      assert.match(ack.message, /^worker w9's session 1 is still being retired; register again shortly$/);
+    } finally {
+      again.stopHeartbeats();
+      again.socket.destroy();
+    }
+  } finally {
+    first.stopHeartbeats();
+    first.socket.destroy();
+    await h.close();
+  }
+});
+
 describe('stopping and admission', () => {
   test('SIGTERM stops a busy worker within a second, and nothing is left running', async () => {
     const h = await ClusterHarness.start({ workers: 1, slots: 4 });

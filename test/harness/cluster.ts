@@ -53,11 +53,7 @@ export class ClusterHarness {
   static async start(options: HarnessOptions): Promise<ClusterHarness> {
     const h = new ClusterHarness(await mkdtemp(join(tmpdir(), 'clink-cluster-')), options);
     try {
-      const ready = join(h.dir, 'coordinator.json');
-      h.coordinator = h.spawnNode('coordinator', ['--role=coordinator', '--port=0', '--http-port=0', `--ready-file=${ready}`, ...(options.coordinatorArgs ?? [])]);
-      const r = JSON.parse(await h.waitForFile(ready)) as { controlPort: number; httpPort: number };
-      h.controlPort = r.controlPort;
-      h.httpPort = r.httpPort;
+      await h.startCoordinator(0);
       for (let i = 0; i < options.workers; i++) await h.addWorker();
       await h.waitForWorkers(options.workers);
     } catch (err) {
@@ -65,6 +61,22 @@ export class ClusterHarness {
       throw err;
     }
     return h;
+  }
+
+  private async startCoordinator(port: number): Promise<void> {
+    const ready = join(this.dir, `coordinator-${this.nodes.length}.json`);
+    this.coordinator = this.spawnNode('coordinator', ['--role=coordinator', `--port=${port}`, '--http-port=0', `--ready-file=${ready}`, ...(this.options.coordinatorArgs ?? [])]);
+    const r = JSON.parse(await this.waitForFile(ready)) as { controlPort: number; httpPort: number };
+    this.controlPort = r.controlPort;
+    this.httpPort = r.httpPort;
+  }
+
+  /** kill -9 the coordinator, then start a new one on the same control port (workers are left alone). */
+  async restartCoordinator(): Promise<void> {
+    const old = this.coordinator;
+    old.child.kill('SIGKILL');
+    await old.exited;
+    await this.startCoordinator(this.controlPort);
   }
 
   spawnNode(name: string, args: string[], env: Record<string, string> = {}): NodeProcess {

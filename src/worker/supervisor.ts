@@ -1,0 +1,132 @@
+/**
+ * WorkerSupervisor: what `clink node --role=worker` runs. A Worker is one session with the
+ * coordinator and ends with its connection; the supervisor outlives sessions. When one ends it has
+ * already cancelled its tasks; the supervisor waits for them to drain (close), then registers a fresh
+ * session under the same id, with exponential backoff and full jitter. A retryable refusal is tried
+ * again; an incompatible protocol is not.
+ */
+import type { Logger } from '../log/index.js';
+import { ProtocolVersionError } from '../protocol/index.js';
+import { RegistrationRefusedError, Worker, type WorkerConfig, type WorkerDeps } from './worker.js';
+
+export interface ReconnectPolicy {
+  /** @default 100 */
+  initialBackoffMs: number;
+  /** @default 5,000 */
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = Object.freeze({ initialBackoffMs: 100, maxBackoffMs: 5_000 });
+
+/** Why the supervisor stopped for good. */
+export type SupervisorEnd = { reason: 'closed' } | { reason: 'incompatible'; detail: string };
+
+export class WorkerSupervisor {
+  private current: Worker | undefined;
+  private closing = false;
+  private wake: (() => void) | undefined;
+  private readonly log: Logger;
+  readonly ended: Promise<SupervisorEnd>;
+  private resolveEnded!: (e: SupervisorEnd) => void;
+  /** Sessions registered so far (the first included). */
+  sessions = 0;
+
+  private constructor(
+    readonly config: WorkerConfig,
+    private readonly deps: WorkerDeps,
+    private readonly policy: ReconnectPolicy,
+  ) {
+    this.log = deps.log.child({ component: 'worker.supervisor', workerId: config.id });
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+  }
+
+  /**
+   * Register the first session (retrying like any later one), then keep the worker connected until
+   * close(). Throws only when the coordinator's protocol is incompatible.
+   */
+  static async start(config: WorkerConfig, deps: WorkerDeps, policy: Partial<ReconnectPolicy> = {}): Promise<WorkerSupervisor> {
+    const s = new WorkerSupervisor(config, deps, { ...DEFAULT_RECONNECT_POLICY, ...policy });
+    const first = await s.connect();
+    if (!first) throw new Error('closed before the first session registered');
+    void s.supervise(first);
+    return s;
+  }
+
+  /** The session now connected, if any. */
+  get worker(): Worker | undefined {
+    return this.current;
+  }
+
+  get connected(): boolean {
+    return this.current !== undefined;
+  }
+
+  /** One session after another, until close() or an incompatible coordinator. */
+  private async supervise(first: Worker): Promise<void> {
+    let w: Worker | undefined = first;
+    while (w && !this.closing) {
+      const end = await w.ended;
+      if (this.closing) break;
+      this.current = undefined;
+      this.deps.metrics.workerControlConnected.set(0);
+      this.deps.metrics.workerControlDisconnects.inc();
+      this.log.warn(`lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason}); draining this session's tasks, then reconnecting`);
+      // The next session never starts before the old one has drained.
+      await w.close();
+      try {
+        w = await this.connect();
+      } catch (err) {
+        this.resolveEnded({ reason: 'incompatible', detail: (err as Error).message });
+        return;
+      }
+      if (w) this.deps.metrics.workerControlReconnects.inc();
+    }
+    this.resolveEnded({ reason: 'closed' });
+  }
+
+  /** Register a session, retrying with backoff; undefined when closed meanwhile. Throws on an incompatible protocol. */
+  private async connect(): Promise<Worker | undefined> {
+    for (let attempt = 0; !this.closing; attempt++) {
+      this.deps.metrics.workerControlAttempts.inc();
+      try {
+        const w = await Worker.start(this.config, this.deps);
+        if (this.closing) {
+          await w.close();
+          return undefined;
+        }
+        this.current = w;
+        this.sessions++;
+        this.deps.metrics.workerControlConnected.set(1);
+        return w;
+      } catch (err) {
+        if (err instanceof ProtocolVersionError) throw err;
+        if (err instanceof RegistrationRefusedError && !err.retryable) throw err;
+        // Full jitter: anywhere from 0 to the capped exponential.
+        const cap = Math.min(this.policy.maxBackoffMs, this.policy.initialBackoffMs * 2 ** Math.min(attempt, 30));
+        const delay = Math.random() * cap;
+        this.log.info({ attempt: attempt + 1, delayMs: Math.round(delay) }, `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`);
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, delay);
+          this.wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+        this.wake = undefined;
+      }
+    }
+    return undefined;
+  }
+
+  /** Stop reconnecting, and close the current session (cancelling its tasks). */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.wake?.();
+    const w = this.current;
+    this.current = undefined;
+    this.deps.metrics.workerControlConnected.set(0);
+    await w?.close();
+    this.resolveEnded({ reason: 'closed' });
+  }
+}
