@@ -187,6 +187,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--data-host <host>', 'worker: the host other workers reach its data port on', '127.0.0.1')
     .option('--heartbeat-interval-ms <ms>', 'worker: heartbeat period', positiveInt, 500)
     .option('--peer-update-timeout-ms <ms>', 'worker: how long a deployed subtask waits for its peers', positiveInt, 30_000)
+    .option('--coordinator-heartbeat-timeout-ms <ms>', 'worker: end the session when a v2 coordinator sends nothing this long (0 = off)', nonNegativeInt, 3_000)
     .option('--reconnect-initial-backoff-ms <ms>', 'worker: first wait before registering again after losing the coordinator', positiveInt, 100)
     .option('--reconnect-max-backoff-ms <ms>', 'worker: longest wait between registration attempts (full jitter below it)', positiveInt, 5_000)
     .option('--batch-size <n>', 'worker: records per batch between tasks', positiveInt, 1_000)
@@ -226,6 +227,7 @@ export async function main(argv: string[]): Promise<number> {
           peerUpdateTimeoutMs: n('peerUpdateTimeoutMs'),
           batchSize: n('batchSize'),
           batchLingerMs: n('batchLingerMs'),
+          coordinatorHeartbeatTimeoutMs: n('coordinatorHeartbeatTimeoutMs'),
         },
         reconnect: { initialBackoffMs: n('reconnectInitialBackoffMs'), maxBackoffMs: n('reconnectMaxBackoffMs') },
       });

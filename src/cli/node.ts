@@ -4,7 +4,7 @@ import { Coordinator, DEFAULT_COORDINATOR_CONFIG, type CoordinatorConfig } from 
 import { buildHttpApp } from '../http/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
-import { WorkerSupervisor, type ReconnectPolicy, type WorkerConfig } from '../worker/index.js';
+import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type ReconnectPolicy, type WorkerConfig } from '../worker/index.js';
 import { writeFileAtomic } from './files.js';
 
 export interface NodeFlags {
@@ -71,6 +71,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
     batchSize: flags.worker.batchSize ?? 1_000,
     batchLingerMs: flags.worker.batchLingerMs ?? 0,
+    coordinatorHeartbeatTimeoutMs: flags.worker.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS,
     ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
   };
   let supervisor: WorkerSupervisor | undefined;

@@ -40,6 +40,7 @@ export {
 export { encodeMessage, encodeFrame, decodeMessage, decodeFrame, makeMessage } from './codec.js';
 export {
   CLUSTER_PROTOCOL_VERSION,
+  HEARTBEAT_ACK_PROTOCOL_VERSION,
   MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION,
   LOCAL_PROTOCOL,
   checkProtocolCompatibility,

@@ -6,8 +6,14 @@
  */
 import { ClinkError } from '../errors.js';
 
-/** The protocol this build speaks. */
-export const CLUSTER_PROTOCOL_VERSION = 1;
+/**
+ * The protocol this build speaks. 2: a worker may end its session when the coordinator sends no frame
+ * (a HeartbeatAck at least) for its coordinator heartbeat timeout; a v1 coordinator answers no
+ * heartbeat reliably, so a worker only does this with a v2 coordinator.
+ */
+export const CLUSTER_PROTOCOL_VERSION = 2;
+/** The first protocol whose coordinators answer every heartbeat with a HeartbeatAck. */
+export const HEARTBEAT_ACK_PROTOCOL_VERSION = 2;
 /** The oldest protocol this build talks to. Raising it strands every older peer: an end-of-support decision. */
 export const MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION = 1;
 

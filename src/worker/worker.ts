@@ -14,6 +14,7 @@ import type { ClinkMetrics } from '../metrics/index.js';
 import { FrameConnection, writeFrame } from '../net/index.js';
 import {
   checkProtocolCompatibility,
+  HEARTBEAT_ACK_PROTOCOL_VERSION,
   LOCAL_PROTOCOL,
   makeMessage,
   ProtocolVersionError,
@@ -49,7 +50,14 @@ export interface WorkerConfig {
   batchSize?: number;
   /** How long a partly filled batch may wait to fill before it is sent. @default 0 */
   batchLingerMs?: number;
+  /**
+   * With a v2 coordinator: end the session when no frame came from it for this long (it answers each
+   * heartbeat), catching partitions that leave the socket writable. 0 turns it off. @default 3,000
+   */
+  coordinatorHeartbeatTimeoutMs?: number;
 }
+
+export const DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS = 3_000;
 
 export interface WorkerDeps {
   log: Logger;
@@ -68,6 +76,9 @@ export class Worker {
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
   private readonly modules = new Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>();
   private heartbeat: NodeJS.Timeout | undefined;
+  private lastCoordinatorFrameAt = 0;
+  private endedWith: WorkerEnd | undefined;
+  private coordinatorSilenceLimitMs = 0;
   private seq = 0;
   private closing = false;
   /** The epoch of the coordinator this session registered with (0 = unfenced). */
@@ -146,7 +157,17 @@ export class Worker {
     this.epoch = ack.epoch;
     this.session = ack.session;
     this.log.info({ session: this.session, epoch: this.epoch, dataPort: this.data.port }, `registered with the coordinator at ${this.config.coordinatorHost}:${this.config.coordinatorPort}`);
-    this.conn.start({ onMessage: (m) => this.handle(m) });
+    const timeout = this.config.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS;
+    // A v1 coordinator may not answer heartbeats: against one, only the connection's end counts.
+    this.coordinatorSilenceLimitMs = ack.protocolVersion >= HEARTBEAT_ACK_PROTOCOL_VERSION && timeout > 0 ? timeout : 0;
+    this.lastCoordinatorFrameAt = Date.now();
+    this.conn.start({
+      onRead: () => {
+        this.lastCoordinatorFrameAt = Date.now();
+        return false;
+      },
+      onMessage: (m) => this.handle(m),
+    });
     void this.conn.closed.then((c) => {
       if (!this.closing) this.end({ reason: 'disconnected', detail: c.error?.message ?? c.reason });
     });
@@ -154,6 +175,14 @@ export class Worker {
   }
 
   private sendHeartbeat(): void {
+    const silent = Date.now() - this.lastCoordinatorFrameAt;
+    if (this.coordinatorSilenceLimitMs > 0 && silent > this.coordinatorSilenceLimitMs) {
+      const detail = `no frame from the coordinator for ${silent} ms (coordinator heartbeat timeout ${this.coordinatorSilenceLimitMs} ms)`;
+      this.log.warn(detail);
+      this.end({ reason: 'disconnected', detail });
+      this.conn.close();
+      return;
+    }
     const jobs = [...this.jobs.values()].filter((j) => !j.finished).map((j) => ({ jobId: j.jobId, ...j.progress() }));
     this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs }));
   }
@@ -293,6 +322,8 @@ export class Worker {
   }
 
   private end(e: WorkerEnd): void {
+    if (this.endedWith) return;
+    this.endedWith = e;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
     for (const job of this.jobs.values()) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');

@@ -151,7 +151,7 @@ describe('stopping and admission', () => {
       assert.equal((fake.ack as { ok: boolean }).ok, false);
       assert.match(
         (fake.ack as { message: string }).message,
-        /protocol mismatch: the coordinator speaks protocol 1 \(talks to 1\.\.1\), worker from-the-future speaks 9 \(talks to 7\.\.9\); upgrade the coordinator to protocol 7 or later/,
+        /protocol mismatch: the coordinator speaks protocol 2 \(talks to 1\.\.2\), worker from-the-future speaks 9 \(talks to 7\.\.9\); upgrade the coordinator to protocol 7 or later/,
       );
       assert.match((await h.http('/metrics')).text, /clink_protocol_mismatches_total 1/);
       fake.socket.destroy();
@@ -185,7 +185,8 @@ describe('stopping and admission', () => {
 
 describe('watchdog and slots', () => {
   test('a coordinator paused past the heartbeat timeout judges nothing on its late sweep (no worker is lost)', async () => {
-    const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+    // Workers wait longer for the coordinator than it is paused.
+    const h = await ClusterHarness.start({ workers: 2, slots: 2, workerArgs: ['--coordinator-heartbeat-timeout-ms=8000'] });
     try {
       h.coordinator.child.kill('SIGSTOP');
       await sleep(3_000); // longer than the 2 s heartbeat timeout

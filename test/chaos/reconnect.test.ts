@@ -72,3 +72,18 @@ describe('workers that reconnect by themselves', () => {
     }
   });
 });
+
+test('a coordinator that goes silent (paused, socket still open) past --coordinator-heartbeat-timeout-ms: the worker ends its session and registers a new one', async () => {
+  const h = await ClusterHarness.start({ workers: 1, slots: 2, workerArgs: ['--coordinator-heartbeat-timeout-ms=1500', '--reconnect-max-backoff-ms=300'] });
+  try {
+    const w1 = h.worker('w1');
+    h.coordinator.child.kill('SIGSTOP');
+    await h.waitForLog(w1, /^no frame from the coordinator for \d+ ms \(coordinator heartbeat timeout 1500 ms\)$/, 6_000);
+    h.coordinator.child.kill('SIGCONT');
+    await h.waitForLog(h.coordinator, /^worker registered: w1 \(session 2,/, 15_000);
+    assert.equal(await workerHealth(w1), 200);
+    assert.ok((await workerMetric(w1, 'clink_worker_control_disconnects_total')) >= 1);
+  } finally {
+    await h.close();
+  }
+});
