@@ -814,7 +814,9 @@ export class Coordinator {
       if (mine.length === 0) continue;
       const error = `worker lost: ${s.id} (${cause})`;
       for (const st of mine) this.finishSubtask(job, st, error);
-      if (this.mayRestart(job)) this.beginRestart(job, error);
+      // Lost while draining for a restart: those subtasks are gone either way; the restart goes on.
+      if (job.state === 'RESTARTING') this.maybeRedeploy(job);
+      else if (this.mayRestart(job)) this.beginRestart(job, error);
       else {
         this.failJob(job, this.restartRefusal(job, error));
         this.maybeComplete(job);

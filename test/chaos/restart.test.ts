@@ -90,6 +90,23 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
+  test('two workers killed at once (the second lost while the first restart drains): one restart on the others, exact output', async () => {
+    const r = await runningJob({ workers: 4, slots: 2 });
+    try {
+      const hosts = [...new Set((await r.view()).subtasks.map((t) => t.workerId))];
+      assert.equal(hosts.length, 2, `the two pipeline instances on two workers: ${hosts.join(', ')}`);
+      for (const id of hosts) r.h.worker(id).child.kill('SIGKILL');
+      const done = await r.client.waitForCompletion(r.jobId);
+      assert.equal(done.ok, true, done.error);
+      const after = await r.view();
+      assert.ok(after.subtasks.every((t) => !hosts.includes(t.workerId)), 'nothing runs on the dead workers');
+      assert.ok(after.restarts.length >= 1 && after.restarts.length <= 2, JSON.stringify(after.restarts));
+      assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
+    } finally {
+      await r.h.close();
+    }
+  });
+
   test('a restart waits for slots: the survivors lack them, a replacement worker brings them, and the output is exact', async () => {
     const r = await runningJob({ workers: 2, slots: 2 });
     try {
