@@ -201,6 +201,8 @@ export class Coordinator {
   private readonly watchdogLog: Logger;
   private admissionSeq = 0;
   private sessionSeq = 0;
+  /** When a worker last registered (a restart waiting for slots starts its clock again then). */
+  private lastRegistrationAt = 0;
   private watchdog: NodeJS.Timeout | undefined;
   private lastSweep = Date.now();
   private stopping = false;
@@ -381,6 +383,7 @@ export class Coordinator {
       peer: m.workerId,
     });
     this.sessions.set(m.workerId, session);
+    this.lastRegistrationAt = Date.now();
     this.log.info({ workerId: m.workerId, session: session.session, slots: m.slotCount }, `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`);
     conn.start({
       onRead: (msg) => {
@@ -1096,7 +1099,7 @@ export class Coordinator {
     const { cause, since } = job.restarting!;
     const restore = await resolveRestore(jobDir(job.checkpoint.checkpointDir, job.id), 0).catch(() => undefined);
     const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
-    const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING');
+    const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true);
     if (job.state !== 'RESTARTING') return;
     job.attempt++;
     job.restarting = undefined;
@@ -1115,9 +1118,16 @@ export class Coordinator {
     );
   }
 
-  private async placeWithin(subtasks: { taskId: string; index: number }[], waitMs: number, giveUp = (): boolean => false): Promise<ReturnType<typeof assignTaskPlacement>> {
-    const deadline = Date.now() + waitMs;
+  /** `registrationRestartsClock`: a worker registering while this waits gives it `waitMs` again. */
+  private async placeWithin(
+    subtasks: { taskId: string; index: number }[],
+    waitMs: number,
+    giveUp = (): boolean => false,
+    registrationRestartsClock = false,
+  ): Promise<ReturnType<typeof assignTaskPlacement>> {
+    const started = Date.now();
     for (;;) {
+      const deadline = (registrationRestartsClock ? Math.max(started, this.lastRegistrationAt) : started) + waitMs;
       const active = [...this.sessions.values()].filter((s) => s.state === 'active');
       const total = active.reduce((n, s) => n + s.slots, 0);
       try {

@@ -107,13 +107,16 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
-  test('a restart waits for slots: the survivors lack them, a replacement worker brings them, and the output is exact', async () => {
-    const r = await runningJob({ workers: 2, slots: 2 });
+  test('a restart waits for slots the survivors lack; a worker registering meanwhile starts the capacity clock again; a replacement brings them; exact output', async () => {
+    const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: ['--restart-capacity-timeout-ms=4000'] });
     try {
       await r.killAWorker();
       await r.h.waitForJob(r.jobId, ['RESTARTING']);
-      await sleep(500);
-      assert.equal((await r.view()).state, 'RESTARTING', 'still waiting for slots');
+      const restartAt = Date.now();
+      await sleep(1_500);
+      await r.h.addWorker(['--slots=1']); // 3 free slots of the 4 needed: not enough, but the clock starts again
+      await sleep(Math.max(0, restartAt + 4_500 - Date.now()));
+      assert.equal((await r.view()).state, 'RESTARTING', 'still waiting, past the first deadline');
       await r.h.addWorker();
       const done = await r.client.waitForCompletion(r.jobId);
       assert.equal(done.ok, true, done.error);
