@@ -4,7 +4,7 @@
  * worker encodes it, is written to a file. Reports throughput, checkpoint durations and sizes, and the
  * worst event-loop stall. Part of `npm run bench`; alone: `node --import tsx bench/checkpoint.ts`.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -76,7 +76,7 @@ export function createSourceReader(
 }
 
 export function createOperator(ctx: OperatorContext, registry: ConnectorRegistry, options: unknown): StreamOperator {
-  const { spec, fns } = ctx;
+  const { spec } = ctx;
   switch (spec.type) {
     case 'source':
       return new SourceOperator();

@@ -10,7 +10,7 @@ import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import type { InputQueue } from './queue.js';
-import { SubtaskRunner, type SubtaskSetup, type SubtaskSnapshot } from './task.js';
+import { SubtaskRunner, type SubtaskSetup } from './task.js';
 import { SinkOperator } from './operators/basic.js';
 import { ProcessingTimeService } from './timers.js';
 import { RecordWriter, type EdgeOutput } from './writer.js';

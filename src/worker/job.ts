@@ -13,7 +13,6 @@ import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/in
 import type { MessageOf } from '../protocol/index.js';
 import {
   buildSubtask,
-  channelNumber,
   inputChannels,
   InputQueue,
   taskOf,

@@ -3,7 +3,7 @@
  * deployed. Frames from the coordinator are handled one at a time in order (FIFO), so a Deploy that
  * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
  */
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ClinkError } from '../errors.js';

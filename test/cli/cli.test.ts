@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { BIN, runCli, TSX, type CliRun } from '../harness/cli.js';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 const clink = runCli;

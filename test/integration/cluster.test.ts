@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { loadJobModule } from '../../src/loader/index.js';
 import { runJob } from '../../src/index.js';
 import { sortBy } from '../helpers.js';

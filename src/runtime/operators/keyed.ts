@@ -6,7 +6,6 @@ import type {
   KeyedContext,
   KeyedCoProcessFunction,
   KeyedProcessFunction,
-  ProcessContext,
   TimerService,
   ValueState,
 } from '../../sdk/index.js';
