@@ -528,8 +528,7 @@ export class Coordinator {
       // Periodic checkpoints run while every subtask runs and the sources have not all ended.
       if (job.subtasks.some((t) => t.finished) || this.finalWanted(job)) continue;
       job.startingCheckpoint = true;
-      const dir = jobDir(c.checkpointDir, job.id);
-      void claimCheckpointId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0))
+      void this.claimNextCheckpointId(job, jobDir(c.checkpointDir, job.id))
         .then((id) => {
           job.startingCheckpoint = false;
           if (job.state !== 'RUNNING') return;
@@ -560,13 +559,18 @@ export class Coordinator {
     const recordDir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target;
     let id: number;
     try {
-      id = await claimCheckpointId(recordDir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
+      id = await this.claimNextCheckpointId(job, recordDir);
     } finally {
       job.startingCheckpoint = false;
     }
     const result = await new Promise<{ ok: boolean; message: string; path: string }>((done) => this.beginCheckpoint(job, id, { dir: target, done }));
     if (result.ok && cancelAfter) this.cancel(jobId, `cancelled after savepoint ${id}`);
     return result;
+  }
+
+  /** Claim the job's next checkpoint id on the record in `dir`: above its restore point and its last checkpoint. */
+  private claimNextCheckpointId(job: JobState, dir: string): Promise<number> {
+    return claimCheckpointId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
   }
 
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
@@ -609,7 +613,7 @@ export class Coordinator {
   private maybeBeginFinalCheckpoint(job: JobState): void {
     if (job.state !== 'RUNNING' || job.finalCheckpointId !== undefined || job.pendingCheckpoint || job.startingCheckpoint || !this.finalWanted(job)) return;
     job.startingCheckpoint = true;
-    void claimCheckpointId(jobDir(job.checkpoint.checkpointDir, job.id), Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0))
+    void this.claimNextCheckpointId(job, jobDir(job.checkpoint.checkpointDir, job.id))
       .then((id) => {
         job.startingCheckpoint = false;
         if (job.state !== 'RUNNING') return;
@@ -979,12 +983,10 @@ export class Coordinator {
       restartsSpent: 0,
       checkpoints: [],
     };
-    if (restore && m.checkpoint.checkpointDir) {
-      await writeRestoredRecord(jobDir(m.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
-    }
+    if (restore) await this.recordRestore(job, restore);
     this.jobs.set(job.id, job);
     this.deps.metrics.jobsSubmitted.inc();
-    this.deployAttempt(job, placement, restore, m);
+    this.deployAttempt(job, placement, restore);
     this.log.info(
       { jobId: job.id, subtasks: subtasks.length, workers: placement.size, edges: job.edges },
       `job ${job.id} placed: edges local=${job.edges.local} socket=${job.edges.socket} (${subtasks.length} subtasks of ${job.name} on ${placement.size} workers)`,
@@ -992,8 +994,14 @@ export class Coordinator {
     return job;
   }
 
+  /** A deploy that continues a run writes `RESTORED`: what it restored, and the first id it numbers. */
+  private async recordRestore(job: JobState, restore: CompletedMarker): Promise<void> {
+    if (!job.checkpoint.checkpointDir) return;
+    await writeRestoredRecord(jobDir(job.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
+  }
+
   /** Charge the placement's slots, record the subtasks, and send each worker its Deploy. */
-  private deployAttempt(job: JobState, placement: ReturnType<typeof assignTaskPlacement>, restore: CompletedMarker | undefined, m: MessageOf<'SubmitJob'>): void {
+  private deployAttempt(job: JobState, placement: ReturnType<typeof assignTaskPlacement>, restore: CompletedMarker | undefined): void {
     job.subtasks = [];
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
@@ -1025,9 +1033,9 @@ export class Coordinator {
           specJson: job.specJson,
           tasks,
           modules: [this.moduleFor(s, job.module)],
-          checkpoint: restore ? { ...m.checkpoint, restoreFromDir: restore.stateDir } : m.checkpoint,
-          params: m.params,
-          buildParallelism: m.buildParallelism,
+          checkpoint: restore ? { ...job.checkpoint, restoreFromDir: restore.stateDir } : job.checkpoint,
+          params: job.params,
+          buildParallelism: job.buildParallelism,
         }),
         'bulk',
       );
@@ -1107,11 +1115,8 @@ export class Coordinator {
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
     job.lastCheckpointAt = Date.now();
     job.restarts.push({ at: since, deployedAt: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
-    if (restore) {
-      await writeRestoredRecord(jobDir(job.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
-    }
-    const m = { checkpoint: job.checkpoint, params: job.params, buildParallelism: job.buildParallelism } as MessageOf<'SubmitJob'>;
-    this.deployAttempt(job, placement, restore, m);
+    if (restore) await this.recordRestore(job, restore);
+    this.deployAttempt(job, placement, restore);
     this.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
       `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${restore ? `checkpoint ${restore.checkpointId}` : 'the beginning (no checkpoint had completed)'}`,

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "f740775463601dc253765444e91a5015de918359474f2e6e1e097965cb2667bb",
+  "fingerprint": "7c1ce883c62d9e11b9386882f9e53cf70d20cefaed4f02b570d85a414e2c4e2f",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -23,7 +23,7 @@ export const SDK_MANIFEST = {
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
     "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
     "runtime/subtask.d.ts": "3db54dc20f0f41fd1c601fb7242dc34d691ab2d141a6e5782da086737b17395e",
-    "runtime/task.d.ts": "adc7e11409056a517035a067ecabb44a96c74af1ebf3810739a9cd1016e3c476",
+    "runtime/task.d.ts": "59e599e2d6c2704cf81aededa767d4f87f683557d29f963981d0bf8bce0a6dee",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
@@ -34,7 +34,7 @@ export const SDK_MANIFEST = {
     "sdk/stream.d.ts": "8387c600abb312447dcda4170b352ce1ecbf48a5760e1f33c64e53ea5b5468ff",
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
-    "state/backend.d.ts": "749eb2c0b14267f06059d7d887443bb4dca62472d275d09071f9166de74c4717",
+    "state/backend.d.ts": "eb3bdadf0fb4887cd2eaf9cd64122e63c32d077ca8318f3fda857336c1652735",
     "state/file.d.ts": "89ce74fda904126c3c1beaf5223d608ad12f51665cbab09a860e9b3499db6df4",
     "state/index.d.ts": "74c2a3dc4ba9a9468518a6b1187c2d3cd25e9022e3f9f8659e12eaf71d6fc9be",
     "state/location.d.ts": "deccf3f3a66bd55bb1f5630d71412f3630c07bbe28d29e5a06d83057cb416d91"

@@ -209,14 +209,14 @@ export class SubtaskRunner {
     };
     try {
       for (;;) {
-        while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+        if (this.pendingBarriers.length > 0) await this.injectPendingBarriers();
         let status = reader.read(out, this.setup.batchSize);
         if (typeof status !== 'string') status = await this.bounded(status);
         await this.afterBatch();
         if (status === 'END') break;
       }
       // A checkpoint asked for during the last batch still gets its barrier, before the end.
-      while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+      await this.injectPendingBarriers();
       if (this.setup.finalCheckpoint) {
         // Event time ends first, so every window fires ahead of the final barrier and is in its commit.
         head.processWatermark(MAX_WATERMARK);
@@ -229,12 +229,17 @@ export class SubtaskRunner {
     head.processWatermark(MAX_WATERMARK);
   }
 
+  /** A source's barriers for the checkpoints asked of it since its last batch, in order. */
+  private async injectPendingBarriers(): Promise<void> {
+    while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+  }
+
   /** Ask for the final checkpoint; until its id comes, keep sending the barriers of periodic ones. */
   private async finalCheckpointId(): Promise<number> {
     const assigned = this.setup.finalCheckpoint!();
     try {
       for (;;) {
-        while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+        await this.injectPendingBarriers();
         const woken = new Promise<undefined>((resolve) => (this.wakeSource = () => resolve(undefined)));
         const id = await this.bounded(Promise.race([assigned, woken]));
         if (id !== undefined) return id;

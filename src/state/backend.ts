@@ -59,11 +59,14 @@ class TableCapture {
     }
   }
 
-  /** Keep the barrier value of `key` unless an earlier change already kept it. */
-  save(keyGroup: number, key: unknown, value: unknown): void {
+  /**
+   * Keep the barrier value of `key` unless an earlier change already kept it; `copy` keeps a deep copy
+   * (an object its reader may change in place), made only when it is kept.
+   */
+  save(keyGroup: number, key: unknown, value: unknown, copy = false): void {
     let m = this.atBarrier[keyGroup];
     if (!m) this.atBarrier[keyGroup] = m = new Map();
-    if (!m.has(key)) m.set(key, value);
+    if (!m.has(key)) m.set(key, copy ? structuredClone(value) : value);
   }
 }
 
@@ -81,7 +84,7 @@ export class StateTable<V> {
   get(keyGroup: number, key: unknown): V | undefined {
     const v = this.groups[keyGroup]?.get(key);
     // Its reader may change an object in place: the capture keeps a copy of the barrier's.
-    if (this.capture?.pending[keyGroup] && typeof v === 'object' && v !== null && !this.valuesImmutable) this.capture.save(keyGroup, key, structuredClone(v));
+    if (this.capture?.pending[keyGroup] && typeof v === 'object' && v !== null && !this.valuesImmutable) this.capture.save(keyGroup, key, v, true);
     return v;
   }
 

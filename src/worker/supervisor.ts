@@ -28,8 +28,6 @@ export class WorkerSupervisor {
   private readonly log: Logger;
   readonly ended: Promise<SupervisorEnd>;
   private resolveEnded!: (e: SupervisorEnd) => void;
-  /** Sessions registered so far (the first included). */
-  sessions = 0;
 
   private constructor(
     readonly config: WorkerConfig,
@@ -95,7 +93,6 @@ export class WorkerSupervisor {
           return undefined;
         }
         this.current = w;
-        this.sessions++;
         this.deps.metrics.workerControlConnected.set(1);
         return w;
       } catch (err) {
