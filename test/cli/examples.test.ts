@@ -58,7 +58,8 @@ describe('examples', () => {
   test('a bundle bound by an engine at another path, since deleted, is not reused (a stale cache in /tmp once broke CI)', async () => {
     const { code, sha256 } = await example('wordcount');
     // Another checkout of clink: an SDK entry elsewhere, which then disappears.
-    const other = await mkdtemp(join(tmpdir(), 'clink-other-checkout-'));
+    // Inside the suite's temp dir, so a failing assertion still leaves nothing behind.
+    const other = await mkdtemp(join(cacheDir, 'other-checkout-'));
     const otherEntry = join(other, 'index.mjs');
     await writeFile(otherEntry, `export * from ${JSON.stringify(pathToFileURL(sdkEntryPath()).href)};\n`);
     const there = await loadJobBundle(code, { cacheDir, sdkEntry: otherEntry });
