@@ -51,6 +51,7 @@ type CheckpointFlags = {
   stateBackend?: string;
   alignment: 'aligned' | 'unaligned';
   maxRestartsOnWorkerLoss: number;
+  maxRestarts: number;
   restoreFromDir?: string;
   restoreFromCheckpointId: number;
 };
@@ -63,6 +64,7 @@ function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     stateBackendUri: o.stateBackend ?? '',
     alignment: o.alignment,
     maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss,
+    maxRestarts: o.maxRestarts,
     restoreFromDir: o.restoreFromDir ?? '',
     restoreFromCheckpointId: o.restoreFromCheckpointId,
   };
@@ -93,6 +95,12 @@ export async function main(argv: string[]): Promise<number> {
       .option('--state-backend <uri>', 'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]')
       .addOption(new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)').choices(['aligned', 'unaligned']).default('aligned'))
       .option('--max-restarts-on-worker-loss <n>', 'restarts from the last checkpoint after a worker is lost (-1: automatic)', intArg(-1), -1)
+      .option(
+        '--max-restarts <n>',
+        "without checkpoints: how often each failed subtask is retried, re-running its failover region from the beginning (at-least-once) (-1: the coordinator's default, 0 unless set)",
+        intArg(-1),
+        -1,
+      )
       .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0);
   const coordinatorOption = (cmd: Command): Command =>
@@ -179,6 +187,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--restart-drain-timeout-ms <ms>', "coordinator: a restart fails the job when a survivor has not drained by then", positiveInt, 120_000)
     .option('--restart-capacity-timeout-ms <ms>', 'coordinator: how long a restart waits for free slots', nonNegativeInt, 180_000)
     .option('--restart-budget-reset-after-ms <ms>', 'coordinator: a checkpoint this long after the last restart forgives the restarts spent', positiveInt, 600_000)
+    .option('--max-restarts <n>', "coordinator: default retries of each failed subtask of a job without checkpoints (its failover region re-runs from the beginning)", nonNegativeInt, 0)
     // worker
     .option('--id <id>', 'worker: stable worker id [default: host-pid]')
     .option('--coordinator-host <host>', 'worker: the coordinator host', '127.0.0.1')
@@ -216,6 +225,7 @@ export async function main(argv: string[]): Promise<number> {
           restartDrainTimeoutMs: n('restartDrainTimeoutMs'),
           restartCapacityTimeoutMs: n('restartCapacityTimeoutMs'),
           restartBudgetResetAfterMs: n('restartBudgetResetAfterMs'),
+          maxRestarts: n('maxRestarts'),
         },
         worker: {
           ...(o.id ? { id: o.id as string } : {}),

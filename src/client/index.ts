@@ -58,7 +58,7 @@ export type JobSummary = MessageOf<'ListJobsReply'>['jobs'][number];
 
 export type CheckpointSettings = MessageOf<'SubmitJob'>['checkpoint'];
 
-const NO_CHECKPOINTS: CheckpointSettings = {
+export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   checkpointDir: '',
   intervalMs: 0,
   restoreFromDir: '',
@@ -67,6 +67,7 @@ const NO_CHECKPOINTS: CheckpointSettings = {
   alignment: 'aligned' as const,
   stateBackendUri: '',
   checkpointsRetained: 1,
+  maxRestarts: -1,
 };
 
 export class ClusterClient {

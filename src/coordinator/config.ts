@@ -16,6 +16,8 @@ export const DEFAULT_SELF_HEAL_RESTARTS = 10;
 export const DEFAULT_RESTART_DRAIN_TIMEOUT_MS = 120_000;
 export const DEFAULT_RESTART_CAPACITY_TIMEOUT_MS = 180_000;
 export const DEFAULT_RESTART_BUDGET_RESET_AFTER_MS = 10 * 60_000;
+/** Retries of each failed subtask of a job without checkpoints, unless the job sets its own. */
+export const DEFAULT_MAX_RESTARTS = 0;
 /** The most collect() results a job may return through the coordinator. */
 export const MAX_JOB_COLLECTED_BYTES = 64 * 1024 * 1024;
 
@@ -52,6 +54,11 @@ export interface CoordinatorConfig {
   restartCapacityTimeoutMs: number;
   /** A checkpoint completing this long after the last restart forgives the restarts spent. @default 600,000 */
   restartBudgetResetAfterMs: number;
+  /**
+   * In a job without checkpoints, how often each subtask may fail and be retried (its failover region
+   * re-run from the beginning) before the job fails; a job's own `maxRestarts` overrides it. @default 0
+   */
+  maxRestarts: number;
   /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
   epoch: number;
 }
@@ -73,5 +80,6 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   restartDrainTimeoutMs: DEFAULT_RESTART_DRAIN_TIMEOUT_MS,
   restartCapacityTimeoutMs: DEFAULT_RESTART_CAPACITY_TIMEOUT_MS,
   restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,
+  maxRestarts: DEFAULT_MAX_RESTARTS,
   epoch: 0,
 });

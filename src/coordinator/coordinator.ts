@@ -29,7 +29,7 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import { networkEdges, taskOf } from '../runtime/index.js';
+import { failoverRegions, networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
 import { checkCheckpointConfig, claimCheckpointId, type CompletedMarker, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
@@ -51,6 +51,24 @@ export interface JobRestart {
   /** The checkpoint the restarted run resumed from; 0 when none had completed (it started over). */
   restoredFrom: number;
   /** The deploy attempt it started. */
+  attempt: number;
+}
+
+/** One retry of a failed subtask's failover region, in a job without checkpoints. */
+export interface JobRetry {
+  /** When the failure was acted on (the region told to stop). */
+  at: number;
+  /** When the region was deployed again. */
+  deployedAt: number;
+  /** The subtask whose failure started it (`<task>#<index>`), and the worker it ran on. */
+  subtask: string;
+  workerId: string;
+  cause: string;
+  /** This subtask's retries so far, this one included. */
+  retry: number;
+  /** The subtasks re-run from the beginning (the failover region). */
+  subtasks: number;
+  /** The deploy attempt the region runs as. */
   attempt: number;
 }
 
@@ -77,7 +95,13 @@ interface SubtaskState {
   taskId: string;
   index: number;
   session: WorkerSession;
+  /** The deploy attempt it runs as (a retry redeploys part of a job under a new one). */
+  attempt: number;
   listening?: MessageOf<'SubtaskListening'>['edgePorts'];
+  /** Its PeerUpdate has gone: it is running. */
+  started?: boolean;
+  /** What its collect() sinks gathered (msgpack), kept until the job completes. */
+  collected?: Uint8Array;
   finished: boolean;
   error?: string;
   recordsIn: number;
@@ -105,11 +129,10 @@ export interface JobState {
   error?: string;
   subtasks: SubtaskState[];
   client?: ClientSession;
-  collected: Record<string, unknown[]>;
   collectedBytes: number;
   progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
   /** A subtask failed because a peer went away; held briefly for the verdict on that peer. */
-  peerFailure?: { error: string; at: number };
+  peerFailure?: { error: string; at: number; subtask: string };
   /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
   edges: { local: number; socket: number };
   checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
@@ -139,6 +162,14 @@ export interface JobState {
   restartsSpent: number;
   /** While RESTARTING: the loss being healed and when the drain began. */
   restarting?: { cause: string; since: number };
+  /** The job's failover regions (`<task>#<index>` lists), and each subtask's. */
+  regions: string[][];
+  regionOf: Map<string, number>;
+  /** Retries spent by each subtask (`<task>#<index>`). */
+  retriesBySubtask: Map<string, number>;
+  /** Regions draining for a retry, by region. */
+  retrying: Map<number, Omit<JobRetry, 'deployedAt' | 'attempt'> & { deploying?: boolean }>;
+  retries: JobRetry[];
   checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
 }
 
@@ -157,9 +188,11 @@ export interface JobView {
   sinkRecords: number;
   /** Channels that are pointer passes inside a worker (local) and that cross processes (socket). */
   edges: { local: number; socket: number };
-  subtasks: { taskId: string; index: number; workerId: string; finished: boolean; error?: string }[];
+  subtasks: { taskId: string; index: number; workerId: string; attempt: number; finished: boolean; error?: string }[];
   /** Each restart after a worker loss: when, why, and the checkpoint it resumed from. */
   restarts: JobRestart[];
+  /** Each retry of a failed subtask's failover region (jobs without checkpoints). */
+  retries: JobRetry[];
 }
 
 export interface WorkerView {
@@ -462,17 +495,20 @@ export class Coordinator {
   private onSubtaskListening(s: WorkerSession, m: MessageOf<'SubtaskListening'>): void {
     const job = this.jobs.get(m.jobId);
     const st = job && this.subtaskOf(job, m.taskId, m.subtaskIndex, s);
-    if (!job || !st || job.state !== 'DEPLOYING') return;
+    if (!job || !st || st.started || (job.state !== 'DEPLOYING' && job.state !== 'RUNNING')) return;
     st.listening = m.edgePorts;
-    if (job.subtasks.every((t) => t.listening)) this.sendPeerUpdates(job);
+    // Every subtask of one deploy attempt (the whole job, or a retried region) starts together.
+    const group = job.subtasks.filter((t) => t.attempt === st.attempt);
+    if (group.every((t) => t.listening)) this.sendPeerUpdates(job, group, st.attempt);
   }
 
-  /** Every subtask has reported its ports: tell each worker where its subtasks send their output. */
-  private sendPeerUpdates(job: JobState): void {
+  /** Every subtask of an attempt has reported its ports: tell each worker where they send their output. */
+  private sendPeerUpdates(job: JobState, group: SubtaskState[], attempt: number): void {
     const edges = networkEdges(job.plan);
     const find = (taskId: string, index: number): SubtaskState => job.subtasks.find((t) => t.taskId === taskId && t.index === index)!;
     const bySession = new Map<WorkerSession, MessageOf<'PeerUpdate'>['subtasks']>();
-    for (const st of job.subtasks) {
+    for (const st of group) {
+      st.started = true;
       const peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] = [];
       for (const { edge, up, down } of edges) {
         if (up.id !== st.taskId) continue;
@@ -485,7 +521,11 @@ export class Coordinator {
       }
       (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers });
     }
-    for (const [s, subtasks] of bySession) this.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks }));
+    for (const [s, subtasks] of bySession) this.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
+    if (job.state === 'RUNNING') {
+      this.log.info({ jobId: job.id, attempt }, `job ${job.id} (${job.name}): ${group.length} retried subtasks running again as attempt ${attempt}`);
+      return;
+    }
     job.state = 'RUNNING';
     job.runningAt = Date.now();
     this.log.info({ jobId: job.id }, `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${bySession.size} workers`);
@@ -501,13 +541,24 @@ export class Coordinator {
       this.maybeRedeploy(job);
       return;
     }
+    const key = `${m.taskId}#${m.subtaskIndex}`;
+    const region = job.regionOf.get(key)!;
+    if (job.retrying.has(region)) {
+      // Its region is being retried: what it did belongs to the abandoned attempt.
+      this.maybeRetryRegion(job, region);
+      return;
+    }
     st.recordsIn = m.recordsIn;
     st.recordsOut = m.recordsOut;
-    if (m.collected.length > 0) this.addCollected(job, m.collected);
+    if (m.collected.length > 0) this.addCollected(job, st, m.collected);
     if (!m.ok && m.peerLost) {
-      // A consequence of another worker's loss, most likely: wait for the watchdog's verdict, the cause.
-      job.peerFailure ??= { error: m.error, at: Date.now() };
-    } else if (!m.ok && job.state !== 'CANCELED') this.failJob(job, m.error || `subtask ${m.taskId}#${m.subtaskIndex} failed`);
+      // A consequence of another worker's loss or of a failure in its region, most likely: wait for the cause.
+      job.peerFailure ??= { error: m.error, at: Date.now(), subtask: key };
+    } else if (!m.ok && job.state !== 'CANCELED') {
+      const error = m.error || `subtask ${key} failed`;
+      if (!m.fatal && this.mayRetry(job, key)) this.beginRetry(job, st, error);
+      else this.failJob(job, this.retryRefusal(job, key, error));
+    }
     this.maybeComplete(job);
   }
 
@@ -710,17 +761,27 @@ export class Coordinator {
     return (this.jobs.get(jobId) ?? this.history.find((h) => h.id === jobId))?.checkpoints;
   }
 
-  private addCollected(job: JobState, bytes: Uint8Array): void {
+  /** A subtask's collect() results are kept apart until the job completes, since a retry may replace them. */
+  private addCollected(job: JobState, st: SubtaskState, bytes: Uint8Array): void {
     job.collectedBytes += bytes.length;
     if (job.collectedBytes > MAX_JOB_COLLECTED_BYTES) {
       this.failJob(job, `collect() results exceed ${MAX_JOB_COLLECTED_BYTES} bytes; write large results to a sink`);
       return;
     }
-    const part = unpackr.unpack(bytes) as Record<string, unknown[]>;
-    for (const [name, values] of Object.entries(part)) {
-      const arr = (job.collected[name] ??= []);
-      for (const v of values) arr.push(v);
+    st.collected = bytes;
+  }
+
+  /** Every subtask's collect() results, merged in plan order. */
+  private collectedOf(job: JobState): Record<string, unknown[]> {
+    const out: Record<string, unknown[]> = {};
+    for (const st of job.subtasks) {
+      if (!st.collected) continue;
+      for (const [name, values] of Object.entries(unpackr.unpack(st.collected) as Record<string, unknown[]>)) {
+        const arr = (out[name] ??= []);
+        for (const v of values) arr.push(v);
+      }
     }
+    return out;
   }
 
   private finishSubtask(job: JobState, st: SubtaskState, error: string | undefined): void {
@@ -734,12 +795,13 @@ export class Coordinator {
     if (job.state === 'FAILED' || job.state === 'CANCELED' || job.state === 'FINISHED') return;
     job.state = state;
     job.error = error;
+    job.retrying.clear();
     this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: error }));
     this.log.warn({ jobId: job.id, state }, `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`);
   }
 
   private maybeComplete(job: JobState): void {
-    if (job.finishedAt !== undefined || job.state === 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
+    if (job.finishedAt !== undefined || job.state === 'RESTARTING' || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
     if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.finalWanted(job)))) return;
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = 'FINISHED';
@@ -750,6 +812,7 @@ export class Coordinator {
     if (this.history.length > COORDINATOR_HISTORY_CAP) this.history.shift();
     this.log.info({ jobId: job.id, state: job.state }, `job ${job.id} (${job.name}) ${job.state.toLowerCase()} in ${job.finishedAt - job.startedAt} ms`);
     if (job.client) {
+      const collected = this.collectedOf(job);
       job.client.conn.send(
         makeMessage('JobCompleted', {
           jobId: job.id,
@@ -757,7 +820,7 @@ export class Coordinator {
           error: job.error ?? '',
           state: job.state,
           durationMs: job.finishedAt - job.startedAt,
-          collected: Object.keys(job.collected).length > 0 ? packr.pack(job.collected) : new Uint8Array(0),
+          collected: Object.keys(collected).length > 0 ? packr.pack(collected) : new Uint8Array(0),
         }),
       );
     }
@@ -782,10 +845,15 @@ export class Coordinator {
     }
     for (const job of [...this.jobs.values()]) {
       if (job.state === 'RESTARTING') this.checkDrain(job, now);
-      else if (job.peerFailure && now - job.peerFailure.at > hb + interval) {
+      else if (job.retrying.size > 0) this.checkRetryDrain(job, now);
+      if (job.peerFailure && job.state === 'RUNNING' && now - job.peerFailure.at > hb + interval) {
         // A peer connection broke and no worker was declared lost: heal it the same way.
-        if (this.mayRestart(job)) this.beginRestart(job, job.peerFailure.error);
-        else this.failJob(job, job.peerFailure.error);
+        const { error, subtask } = job.peerFailure;
+        const st = job.subtasks.find((t) => `${t.taskId}#${t.index}` === subtask);
+        if (this.mayRestart(job)) this.beginRestart(job, error);
+        else if (st && this.mayRetry(job, subtask)) this.beginRetry(job, st, error);
+        else this.failJob(job, this.retryRefusal(job, subtask, error));
+        this.maybeComplete(job);
       }
     }
     this.triggerCheckpoints(now);
@@ -958,6 +1026,7 @@ export class Coordinator {
       }
     }
     const placement = await this.placeWithin(subtasks, this.config.submitWaitForSlotsMs);
+    const regions = failoverRegions(plan);
     const job: JobState = {
       id: randomUUID().slice(0, 8),
       name: m.jobName || spec.job.name,
@@ -971,7 +1040,6 @@ export class Coordinator {
       startedAt: Date.now(),
       subtasks: [],
       ...(client ? { client } : {}),
-      collected: {},
       collectedBytes: 0,
       progress: new Map(),
       edges: countChannels(plan, placement),
@@ -982,6 +1050,11 @@ export class Coordinator {
       restarts: [],
       restartsSpent: 0,
       checkpoints: [],
+      regions,
+      regionOf: new Map(regions.flatMap((keys, i) => keys.map((k) => [k, i] as const))),
+      retriesBySubtask: new Map(),
+      retrying: new Map(),
+      retries: [],
     };
     if (restore) await this.recordRestore(job, restore);
     this.jobs.set(job.id, job);
@@ -1000,15 +1073,27 @@ export class Coordinator {
     await writeRestoredRecord(jobDir(job.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
   }
 
-  /** Charge the placement's slots, record the subtasks, and send each worker its Deploy. */
+  /**
+   * Charge the placement's slots, record its subtasks (replacing those of an earlier attempt: the whole
+   * job, or a retried region), and send each worker its Deploy as attempt `job.attempt`.
+   */
   private deployAttempt(job: JobState, placement: ReturnType<typeof assignTaskPlacement>, restore: CompletedMarker | undefined): void {
-    job.subtasks = [];
+    const placed = new Set([...placement.values()].flatMap((sts) => sts.map((st) => `${st.taskId}#${st.index}`)));
+    job.subtasks = job.subtasks.filter((t) => {
+      if (!placed.has(`${t.taskId}#${t.index}`)) return true;
+      job.collectedBytes -= t.collected?.length ?? 0;
+      return false;
+    });
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       s.used += sts.length;
-      for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, finished: false, recordsIn: 0, recordsOut: 0 });
+      for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
     }
-    job.edges = countChannels(job.plan, placement);
+    const order = new Map(job.plan.subtasks.map((s, i) => [`${s.taskId}#${s.index}`, i]));
+    job.subtasks.sort((a, b) => order.get(`${a.taskId}#${a.index}`)! - order.get(`${b.taskId}#${b.index}`)!);
+    const byWorker = new Map<string, SubtaskState[]>();
+    for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
+    job.edges = countChannels(job.plan, byWorker);
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       const tasks = sts.map((st) => {
@@ -1095,6 +1180,19 @@ export class Coordinator {
     this.maybeComplete(job);
   }
 
+  /** A retried region whose subtasks neither drain nor die within restartDrainTimeoutMs fails the job, named. */
+  private checkRetryDrain(job: JobState, now: number): void {
+    for (const [region, r] of job.retrying) {
+      if (r.deploying || now - r.at < this.config.restartDrainTimeoutMs) continue;
+      const members = new Set(job.regions[region]);
+      const stuck = job.subtasks.filter((t) => !t.finished && members.has(`${t.taskId}#${t.index}`));
+      this.failJob(job, `retry of subtask ${r.subtask}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${t.taskId}#${t.index} on worker ${t.session.id}`).join(', ')}`);
+      for (const t of stuck) this.finishSubtask(job, t, 'did not drain');
+      this.maybeComplete(job);
+      return;
+    }
+  }
+
   private maybeRedeploy(job: JobState): void {
     if (job.state !== 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
     this.redeploy(job).catch((err: unknown) => {
@@ -1121,6 +1219,80 @@ export class Coordinator {
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
       `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${restore ? `checkpoint ${restore.checkpointId}` : 'the beginning (no checkpoint had completed)'}`,
     );
+  }
+
+  // ---------------------------------------------------------------- retries (jobs without checkpoints)
+
+  /** Retries each subtask of a job without checkpoints may spend: the job's own setting, else the coordinator's. */
+  private maxRetries(job: JobState): number {
+    return job.checkpoint.maxRestarts >= 0 ? job.checkpoint.maxRestarts : this.config.maxRestarts;
+  }
+
+  private mayRetry(job: JobState, key: string): boolean {
+    return !job.checkpoint.checkpointDir && job.state === 'RUNNING' && !this.stopping && (job.retriesBySubtask.get(key) ?? 0) < this.maxRetries(job);
+  }
+
+  /** Why a subtask's failure fails the job instead of being retried. */
+  private retryRefusal(job: JobState, key: string, error: string): string {
+    const max = this.maxRetries(job);
+    if (job.checkpoint.checkpointDir || job.state !== 'RUNNING' || max === 0) return error;
+    return `${error}; subtask ${key} failed ${max + 1} times and the ${max} retries allowed (--max-restarts ${max}) are spent`;
+  }
+
+  /**
+   * A subtask of a job without checkpoints failed: stop the rest of its failover region (the subtasks it
+   * shares channels with, directly or not) and, once they have drained, run the region again from the
+   * beginning. Its sources re-read their input from the start and its state starts empty, so each record
+   * reaches the region's sinks at least once; the job's other regions run on untouched.
+   */
+  private beginRetry(job: JobState, st: SubtaskState, cause: string): void {
+    const key = `${st.taskId}#${st.index}`;
+    const region = job.regionOf.get(key)!;
+    const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
+    job.retriesBySubtask.set(key, retry);
+    const members = new Set(job.regions[region]);
+    job.retrying.set(region, { at: Date.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: members.size });
+    if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
+    this.deps.metrics.subtaskRetries.inc();
+    this.log.warn(
+      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: members.size },
+      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${members.size} subtasks from the beginning (retry ${retry} of ${this.maxRetries(job)}): ${cause.split('\n')[0]}`,
+    );
+    const bySession = new Map<WorkerSession, string[]>();
+    for (const t of job.subtasks) {
+      const k = `${t.taskId}#${t.index}`;
+      if (t.finished || !members.has(k)) continue;
+      (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
+    }
+    for (const [s, subtasks] of bySession) this.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
+    this.maybeRetryRegion(job, region);
+  }
+
+  /** Once every subtask of a retried region has drained, deploy the region again as the next attempt. */
+  private maybeRetryRegion(job: JobState, region: number): void {
+    const r = job.retrying.get(region);
+    const members = new Set(job.regions[region]);
+    if (!r || r.deploying || job.subtasks.some((t) => !t.finished && members.has(`${t.taskId}#${t.index}`))) return;
+    r.deploying = true;
+    const subtasks = job.plan.subtasks.filter((s) => members.has(`${s.taskId}#${s.index}`)).map((s) => ({ taskId: s.taskId, index: s.index }));
+    const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
+    this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true)
+      .then((placement) => {
+        if (!current()) return;
+        job.attempt++;
+        job.retrying.delete(region);
+        const { deploying: _, ...retry } = r;
+        job.retries.push({ ...retry, deployedAt: Date.now(), attempt: job.attempt });
+        this.deployAttempt(job, placement, undefined);
+        this.log.info(
+          { jobId: job.id, attempt: job.attempt, subtask: r.subtask },
+          `job ${job.id} (${job.name}): failover region of subtask ${r.subtask} (${subtasks.length} subtasks) redeployed as attempt ${job.attempt}`,
+        );
+      })
+      .catch((err: unknown) => {
+        this.failJob(job, `retry of subtask ${r.subtask} after ${r.cause.split('\n')[0]} failed: ${(err as Error).message}`);
+        this.maybeComplete(job);
+      });
   }
 
   /** `registrationRestartsClock`: a worker registering while this waits gives it `waitMs` again. */
@@ -1186,8 +1358,9 @@ export class Coordinator {
       sourceRecords: done ? finishedIn : Math.max(finishedIn, progress.reduce((n, p) => n + p.sourceRecords, 0)),
       sinkRecords: done ? finishedOut : Math.max(finishedOut, progress.reduce((n, p) => n + p.sinkRecords, 0)),
       edges: j.edges,
-      subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
+      subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, attempt: t.attempt, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
       restarts: j.restarts,
+      retries: j.retries,
     };
   }
 

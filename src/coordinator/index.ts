@@ -6,6 +6,6 @@
  * // ... workers register, clients submit ...
  * await coordinator.stop();
  */
-export { Coordinator, countChannels, type JobView, type JobRestart, type WorkerView, type JobStateName, type CoordinatorDeps } from './coordinator.js';
+export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type JobStateName, type CoordinatorDeps } from './coordinator.js';
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "7c1ce883c62d9e11b9386882f9e53cf70d20cefaed4f02b570d85a414e2c4e2f",
+  "fingerprint": "311a9448bbe65f0528cefc32d5aca88252ad23326ed97fe881083d2207921004",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
@@ -18,11 +18,11 @@ export const SDK_MANIFEST = {
     "plan/spec.d.ts": "dfb7f105a0283c29fdb262b8e91c09a95ad0c7224022f2ff637f248eadc4fd81",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
-    "runtime/index.d.ts": "c0be38ffc93233fda4bf1f27218df613652f3196ea8d5864fa3c9d43014da61d",
+    "runtime/index.d.ts": "047083974010ccd58017f956cc931c561d7cad14a09aec9fcbb7efa62cae1a45",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
     "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
-    "runtime/subtask.d.ts": "3db54dc20f0f41fd1c601fb7242dc34d691ab2d141a6e5782da086737b17395e",
+    "runtime/subtask.d.ts": "8dfdbe3b2a059497e84317db26664be3b8de2894b9cb95b1805c201a05a112c0",
     "runtime/task.d.ts": "59e599e2d6c2704cf81aededa767d4f87f683557d29f963981d0bf8bce0a6dee",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",

@@ -154,6 +154,12 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly subtaskRetries = new Counter({
+    name: 'clink_job_subtask_retries_total',
+    help: "Failed subtasks of jobs without checkpoints retried (their failover region run again from the beginning)",
+    registers: [this.registry],
+  });
+
   readonly jobRestarts = new Counter({
     name: 'clink_job_restarts_total',
     help: 'Jobs restarted from their last checkpoint after a worker loss',

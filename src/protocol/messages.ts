@@ -53,6 +53,7 @@ export const CheckpointConfig = struct('CheckpointConfig', {
   alignment: field(enumOf(['aligned', 'unaligned', 'adaptive'] as const), 'barrier alignment'),
   stateBackendUri: field(string, "base of the job's state; empty means checkpointDir"),
   checkpointsRetained: tail(u32, 1, 'completed checkpoints kept; older ones are deleted (absent = 1)'),
+  maxRestarts: tail(i32, -1, "retries of each failed subtask's failover region in a job without checkpoints; -1 = the coordinator's default"),
 });
 
 export const JobModule = struct('JobModule', {
@@ -258,11 +259,13 @@ export const MESSAGES = {
     jobId: field(string),
     subtasks: field(list(SubtaskPeers)),
     epoch,
+    attempt: tail(u32, 0, 'the deploy attempt these subtasks run as'),
   }),
   CancelJob: message(103, 'both', 'cancel a job: a client request to the coordinator, and its broadcast to workers', {
     jobId: field(string),
     reason: tail(string, ''),
     epoch,
+    subtasks: tail(list(string), [], "'<task>#<index>' of the subtasks to stop, with their failover regions (a retry); empty = the whole job"),
   }),
   StartJob: message(104, 'coordinator->worker', "start a job's deployed subtasks", {
     jobId: field(string),

@@ -23,6 +23,7 @@ export {
   inputChannels,
   channelNumber,
   networkEdges,
+  failoverRegions,
   taskOf,
   type ChannelSink,
   type InputChannel,

@@ -54,6 +54,40 @@ export function inputChannels(plan: PhysicalPlan, task: TaskSpec): InputChannel[
   return out;
 }
 
+/**
+ * The job's failover regions: the sets of subtasks joined by data channels, directly or through others.
+ * A region is the smallest unit that can be re-run from the beginning without cutting a live channel:
+ * a job whose operators all chain into one task has one region per subtask; an edge between two tasks
+ * joins every subtask of both (each downstream subtask has a channel from every upstream one).
+ * Regions are listed in the order of their first subtask in `plan.subtasks`; each lists `<task>#<index>`.
+ */
+export function failoverRegions(plan: PhysicalPlan): string[][] {
+  const keys = plan.subtasks.map((s) => `${s.taskId}#${s.index}`);
+  const parent = new Map(keys.map((k) => [k, k]));
+  const find = (k: string): string => {
+    let r = k;
+    while (parent.get(r) !== r) r = parent.get(r)!;
+    parent.set(k, r);
+    return r;
+  };
+  const union = (a: string, b: string): void => {
+    const ra = find(a);
+    const rb = find(b);
+    if (ra !== rb) parent.set(rb, ra);
+  };
+  for (const task of plan.tasks) {
+    for (let d = 0; d < task.parallelism; d++) {
+      for (const c of inputChannels(plan, task)) union(`${taskOf(plan, plan.spec.edges[c.edgeIndex]!.source).id}#${c.upstreamSubtask}`, `${task.id}#${d}`);
+    }
+  }
+  const regions = new Map<string, string[]>();
+  for (const k of keys) {
+    const r = find(k);
+    (regions.get(r) ?? regions.set(r, []).get(r)!).push(k);
+  }
+  return [...regions.values()];
+}
+
 /** The channel number of (edge, upstream subtask) at any subtask of the edge's downstream task. */
 export function channelNumber(plan: PhysicalPlan, edgeIndex: number, upstreamSubtask: number): number {
   const down = taskOf(plan, plan.spec.edges[edgeIndex]!.target);

@@ -13,6 +13,7 @@ import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/in
 import type { MessageOf } from '../protocol/index.js';
 import {
   buildSubtask,
+  failoverRegions,
   inputChannels,
   InputQueue,
   taskOf,
@@ -54,17 +55,24 @@ interface DeployedSubtask {
   restore?: SubtaskSnapshot;
   runner?: SubtaskRunner;
   collected: Record<string, unknown[]>;
-  /** The first error seen before the job was cancelled. */
+  /** The first error seen before the subtask was cancelled. */
   error?: Error;
+  /** Stopped by CancelJob (or the worker's end): it reports `cancelled`, not an error. */
+  cancelled: boolean;
+  /** Its failover region: a failure here stops the region's subtasks and no others. */
+  region: AbortController;
+  /** Its connections to subtasks in other processes. */
+  channels: RemoteChannel[];
   done: boolean;
 }
 
 export class WorkerJob {
   readonly plan: PhysicalPlan;
-  readonly controller = new AbortController();
   readonly subtasks: DeployedSubtask[] = [];
-  private readonly channels: RemoteChannel[] = [];
-  private cancelled = false;
+  /** One abort signal per failover region deployed here (regions share no channel). */
+  private readonly regions = new Map<number, AbortController>();
+  private readonly regionOf = new Map<string, number>();
+  private started = false;
   private peerTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -77,15 +85,36 @@ export class WorkerJob {
     private readonly batching: { batchSize: number; lingerMs: number } = { batchSize: BATCH_SIZE, lingerMs: 0 },
   ) {
     this.plan = createPhysicalPlan(built.spec);
-    // Every subtask here waits on this signal (one listener per pending wait, removed when it settles).
-    setMaxListeners(0, this.controller.signal);
+    failoverRegions(this.plan).forEach((keys, i) => keys.forEach((k) => this.regionOf.set(k, i)));
+  }
+
+  private regionController(taskId: string, index: number): AbortController {
+    const r = this.regionOf.get(`${taskId}#${index}`)!;
+    let c = this.regions.get(r);
+    if (!c) {
+      c = new AbortController();
+      // Every subtask of the region waits on this signal (one listener per pending wait, removed when it settles).
+      setMaxListeners(0, c.signal);
+      this.regions.set(r, c);
+    }
+    return c;
+  }
+
+  /** Whether this deploy has been given its peers (PeerUpdate) yet. */
+  get isStarted(): boolean {
+    return this.started;
+  }
+
+  /** Whether it runs any of these subtasks (`<task>#<index>`). */
+  holdsAny(keys: ReadonlySet<string>): boolean {
+    return this.subtasks.some((s) => keys.has(`${s.task.id}#${s.index}`));
   }
 
   get jobId(): string {
     return this.deploy.jobId;
   }
 
-  private get attempt(): number {
+  get attempt(): number {
     return this.deploy.tasks[0]?.attempt ?? 0;
   }
 
@@ -97,7 +126,7 @@ export class WorkerJob {
       if (!task) throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
       const channels = inputChannels(this.plan, task);
       const queue = channels.length > 0 ? new InputQueue(QUEUE_CAPACITY_BATCHES) : undefined;
-      this.subtasks.push({ task, index: t.subtaskIndex, queue, collected: {}, done: false });
+      this.subtasks.push({ task, index: t.subtaskIndex, queue, collected: {}, cancelled: false, region: this.regionController(task.id, t.subtaskIndex), channels: [], done: false });
       if (queue) {
         this.data.register(this.jobId, this.attempt, task.id, t.subtaskIndex, {
           queue,
@@ -128,18 +157,19 @@ export class WorkerJob {
   /** Every peer is known: connect outputs and run the subtasks. */
   start(update: MessageOf<'PeerUpdate'>): void {
     clearTimeout(this.peerTimer);
-    if (this.cancelled) return;
+    this.started = true;
     const registry = builtinConnectors(this.stdout);
     const validated = validateConnectors(this.plan.spec.operators, this.built.functions, registry);
     const local = (taskId: string, index: number): DeployedSubtask | undefined =>
       this.subtasks.find((s) => s.task.id === taskId && s.index === index);
     for (const st of this.subtasks) {
+      if (st.done) continue;
       const env: SubtaskEnvironment = {
         plan: this.plan,
         functions: this.built.functions,
         registry,
         validated,
-        signal: this.controller.signal,
+        signal: st.region.signal,
         batchSize: this.batching.batchSize,
         lingerMs: this.batching.lingerMs,
         onAsyncError: (err) => this.fail(st, err as Error),
@@ -173,7 +203,7 @@ export class WorkerJob {
             this.metrics,
             { job: this.jobId, edge: String(edgeIndex), from: `${st.task.id}#${st.index}`, to: `${down.id}#${d}` },
           );
-          this.channels.push(ch);
+          st.channels.push(ch);
           sink = ch;
         }
         sinks.set(k, sink);
@@ -200,15 +230,20 @@ export class WorkerJob {
     }
   }
 
-  /** A subtask failed: remember its error (unless the job was cancelled first) and stop the job here. */
+  /** A subtask failed: remember its error (unless it was cancelled first) and stop its region here. */
   private fail(st: DeployedSubtask, err: Error): void {
-    if (!this.cancelled && !st.error && !(err instanceof JobCancelledError)) st.error = err;
-    if (!this.controller.signal.aborted) this.controller.abort(err);
-    for (const s of this.subtasks) s.queue?.fail(err);
+    if (!st.cancelled && !st.error && !(err instanceof JobCancelledError)) st.error = err;
+    if (!st.region.signal.aborted) st.region.abort(err);
+    for (const s of this.subtasks) if (s.region === st.region) s.queue?.fail(err);
   }
 
   private failAll(err: Error): void {
-    for (const st of this.subtasks) {
+    this.stop(this.subtasks, err);
+  }
+
+  private stop(subtasks: DeployedSubtask[], err: Error, cancelled = false): void {
+    for (const st of subtasks) {
+      if (cancelled) st.cancelled = true;
       this.fail(st, err);
       if (!st.runner) this.finish(st);
     }
@@ -218,6 +253,8 @@ export class WorkerJob {
     if (st.done) return;
     st.done = true;
     if (st.queue) this.data.unregister(this.jobId, this.attempt, st.task.id, st.index);
+    // A subtask that did not end cleanly leaves its peers no END: cut its connections so they see why.
+    if (st.error || st.cancelled) for (const ch of st.channels) ch.destroy();
     let collected: Uint8Array = new Uint8Array(0);
     if (Object.keys(st.collected).length > 0) {
       collected = packr.pack(st.collected);
@@ -226,12 +263,12 @@ export class WorkerJob {
         collected = new Uint8Array(0);
       }
     }
-    const ok = !st.error && !this.cancelled;
+    const ok = !st.error && !st.cancelled;
     this.report({
       taskId: st.task.id,
       subtaskIndex: st.index,
       ok,
-      error: st.error ? describe(st.error) : this.cancelled ? 'cancelled' : '',
+      error: st.error ? describe(st.error) : st.cancelled ? 'cancelled' : '',
       recordsIn: st.runner?.recordsIn ?? 0,
       recordsOut: st.runner?.recordsOut ?? 0,
       collected,
@@ -300,10 +337,14 @@ export class WorkerJob {
     for (const s of this.subtasks) if (s.runner && !s.done) await s.runner.notifyCheckpointComplete(checkpointId);
   }
 
-  /** CancelJob: stop every subtask; errors from here on are the cancel's, not reported. */
-  cancel(reason: string): void {
-    this.cancelled = true;
-    this.failAll(new JobCancelledError(`job ${this.jobId} cancelled: ${reason}`));
+  /**
+   * CancelJob: stop every subtask, or (a retry) those named and the rest of their failover regions;
+   * errors from here on are the cancel's, not reported.
+   */
+  cancel(reason: string, only: readonly string[] = []): void {
+    const regions = new Set(only.map((k) => this.regionOf.get(k)));
+    const targets = only.length === 0 ? this.subtasks : this.subtasks.filter((s) => regions.has(this.regionOf.get(`${s.task.id}#${s.index}`)));
+    this.stop(targets, new JobCancelledError(`job ${this.jobId} cancelled: ${reason}`), true);
   }
 
   get finished(): boolean {
@@ -323,7 +364,6 @@ export class WorkerJob {
 
   close(): void {
     clearTimeout(this.peerTimer);
-    for (const ch of this.channels) if (!this.finished) ch.destroy();
   }
 }
 

@@ -72,7 +72,8 @@ export type WorkerEnd = { reason: 'closed' } | { reason: 'disconnected'; detail:
 export class Worker {
   private conn!: FrameConnection;
   private data!: DataServer;
-  private readonly jobs = new Map<string, WorkerJob>();
+  /** Each Deploy received, by job: a retry deploys part of a job again beside the rest of it. */
+  private readonly jobs = new Map<string, WorkerJob[]>();
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
   private readonly modules = new Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>();
   private heartbeat: NodeJS.Timeout | undefined;
@@ -183,7 +184,7 @@ export class Worker {
       this.conn.close();
       return;
     }
-    const jobs = [...this.jobs.values()].filter((j) => !j.finished).map((j) => ({ jobId: j.jobId, ...j.progress() }));
+    const jobs = [...this.jobs.values()].filter((parts) => parts.some((j) => !j.finished)).map((parts) => ({ jobId: parts[0]!.jobId, ...sumProgress(parts) }));
     this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs }));
   }
 
@@ -211,16 +212,20 @@ export class Worker {
       case 'Deploy':
         await this.deploy(m);
         return;
-      case 'PeerUpdate':
-        this.jobs.get(m.jobId)?.start(m);
+      case 'PeerUpdate': {
+        const parts = this.partsOf(m.jobId);
+        // A coordinator before PeerUpdate.attempt sends 0 for every attempt: then the one not started.
+        (parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? parts.find((j) => !j.isStarted))?.start(m);
         return;
+      }
       case 'CancelJob':
         // Test hook: a worker whose subtasks never drain.
         if (process.env.CLINK_TEST_IGNORE_CANCEL === '1') return;
-        this.jobs.get(m.jobId)?.cancel(m.reason || 'cancelled by the coordinator');
+        for (const j of this.partsOf(m.jobId)) j.cancel(m.reason || 'cancelled by the coordinator', m.subtasks);
         return;
       case 'TriggerCheckpoint': {
-        const job = this.jobs.get(m.jobId);
+        // A job that checkpoints is never retried in part: its newest deploy here is all of it.
+        const job = this.partsOf(m.jobId).at(-1);
         if (job && m.savepointDir) job.savepointDirs.set(m.checkpointId, m.savepointDir);
         if (!job?.triggerCheckpoint(m.checkpointId)) {
           this.log.info({ jobId: m.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${m.jobId} declined: not every subtask here is running`);
@@ -229,13 +234,13 @@ export class Worker {
       }
       case 'CommitCheckpoint':
         // On the FIFO dispatch chain, not the reader: a slow commit never holds up frames' reading.
-        await this.jobs.get(m.jobId)?.notifyCheckpointComplete(m.checkpointId);
+        for (const j of this.partsOf(m.jobId)) await j.notifyCheckpointComplete(m.checkpointId);
         return;
       case 'AbortCheckpoint':
-        this.jobs.get(m.jobId)?.notifyCheckpointAborted(m.checkpointId, m.reason);
+        for (const j of this.partsOf(m.jobId)) j.notifyCheckpointAborted(m.checkpointId, m.reason);
         return;
       case 'FinalCheckpointAssigned':
-        this.jobs.get(m.jobId)?.assignFinalCheckpoint(m.checkpointId);
+        for (const j of this.partsOf(m.jobId)) j.assignFinalCheckpoint(m.checkpointId);
         return;
       case 'HeartbeatAck':
       case 'StartJob':
@@ -277,12 +282,18 @@ export class Worker {
           `job module of ${m.jobName} built a different plan on worker ${this.config.id} than the one submitted; a build function must declare the same operators in the same order every time`,
         );
       }
-      job = new WorkerJob(m, built, this.data, this.deps.stdout ?? writeStdout, (r) => this.reportFinished(m.jobId, r), this.deps.metrics, {
+      job = new WorkerJob(m, built, this.data, this.deps.stdout ?? writeStdout, (r) => this.reportFinished(job, r), this.deps.metrics, {
         batchSize: this.config.batchSize ?? 1_000,
         lingerMs: this.config.batchLingerMs ?? 0,
       });
-      this.jobs.get(m.jobId)?.cancel('redeployed');
-      this.jobs.set(m.jobId, job);
+      // An earlier deploy still holding any of these subtasks is superseded.
+      const keys = new Set(m.tasks.map((t) => `${t.taskId}#${t.subtaskIndex}`));
+      const parts = this.partsOf(m.jobId).filter((j) => {
+        if (!j.holdsAny(keys)) return true;
+        j.cancel('redeployed');
+        return !j.finished;
+      });
+      this.jobs.set(m.jobId, [...parts, job]);
       job.onSnapshot = (id, taskId, index, snap, alignmentMs) => void this.writeSnapshot(job, id, taskId, index, snap, alignmentMs);
       job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
       job.onRequestFinalCheckpoint = (taskId, subtaskIndex) => this.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
@@ -315,10 +326,16 @@ export class Worker {
     this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error: message, stateBytes, alignmentMs: Math.round(alignmentMs) }));
   }
 
-  private reportFinished(jobId: string, r: SubtaskReport): void {
-    this.send(makeMessage('SubtaskFinished', { jobId, ...r, fatal: false }));
-    const job = this.jobs.get(jobId);
-    if (job?.finished) this.jobs.delete(jobId);
+  private partsOf(jobId: string): readonly WorkerJob[] {
+    return this.jobs.get(jobId) ?? [];
+  }
+
+  private reportFinished(job: WorkerJob, r: SubtaskReport): void {
+    this.send(makeMessage('SubtaskFinished', { jobId: job.jobId, ...r, fatal: false }));
+    if (!job.finished) return;
+    const rest = this.partsOf(job.jobId).filter((j) => j !== job);
+    if (rest.length > 0) this.jobs.set(job.jobId, rest);
+    else this.jobs.delete(job.jobId);
   }
 
   private end(e: WorkerEnd): void {
@@ -326,7 +343,7 @@ export class Worker {
     this.endedWith = e;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-    for (const job of this.jobs.values()) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
+    for (const parts of this.jobs.values()) for (const job of parts) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
     this.resolveEnded(e);
   }
 
@@ -369,4 +386,15 @@ function connectWithin(host: string, port: number, timeoutMs: number): Promise<S
       reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`, { cause: err }));
     });
   });
+}
+
+function sumProgress(parts: readonly WorkerJob[]): { sourceRecords: number; sinkRecords: number } {
+  let sourceRecords = 0;
+  let sinkRecords = 0;
+  for (const j of parts) {
+    const p = j.progress();
+    sourceRecords += p.sourceRecords;
+    sinkRecords += p.sinkRecords;
+  }
+  return { sourceRecords, sinkRecords };
 }

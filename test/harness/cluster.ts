@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ClusterClient } from '../../src/client/index.js';
+import { ClusterClient, type CheckpointSettings } from '../../src/client/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 
@@ -180,13 +180,13 @@ export class ClusterHarness {
   /** Submit a job file through a client; returns its id, the client (to wait on) and the bytes uploaded. */
   async submit(
     jobFile: string,
-    o: { parallelism?: number; params?: Record<string, string>; client?: ClusterClient } = {},
+    o: { parallelism?: number; params?: Record<string, string>; client?: ClusterClient; checkpoint?: Partial<CheckpointSettings> } = {},
   ): Promise<{ jobId: string; client: ClusterClient; uploadedBytes: number; moduleBytes: number }> {
     const loaded = await loadJobModule(jobFile, { cacheDir: join(this.dir, 'cache-client') });
     const params = o.params ?? {};
     const built = buildJob(loaded.job, { parallelism: o.parallelism ?? 1, params });
     const client = o.client ?? (await this.client());
-    const { jobId, uploadedBytes } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: o.parallelism ?? 1 });
+    const { jobId, uploadedBytes } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: o.parallelism ?? 1, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
     return { jobId, client, uploadedBytes, moduleBytes: loaded.code.length + loaded.sourceMap.length };
   }
 

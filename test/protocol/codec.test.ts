@@ -125,8 +125,16 @@ describe('the additive-tail idiom', () => {
   test('a SubmitJob pinned before CheckpointConfig.checkpointsRetained existed decodes, keeping 1 checkpoint', async () => {
     const old = Buffer.from((await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(), 'hex');
     const sample = sampleMessage('SubmitJob') as MessageOf<'SubmitJob'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, checkpointsRetained: 1 } });
+    assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, checkpointsRetained: 1, maxRestarts: -1 } });
   });
+
+  for (const name of ['SubmitJob', 'Deploy'] as const) {
+    test(`a ${name} pinned before CheckpointConfig.maxRestarts existed decodes, taking the coordinator's default retries`, async () => {
+      const old = Buffer.from((await readFile(new URL(`legacy/${name}-before-maxRestarts.hex`, VECTORS), 'utf8')).trim(), 'hex');
+      const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
+      assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, maxRestarts: -1 } });
+    });
+  }
 
   test('a newer peer’s extra trailing bytes are ignored by this decoder', () => {
     const m = makeMessage('Heartbeat', { seq: 3, sentAtMs: 10, runningSubtasks: 2 });
