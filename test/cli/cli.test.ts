@@ -32,6 +32,15 @@ before(async () => {
       export default defineJob({ name: 'fails', version: '1' }, (env) => {
         env.fromSequence(1, 10).map(checkAmount).name('check amount').print();
       });`,
+    'flaky.ts': `
+      import { existsSync, writeFileSync } from 'node:fs';
+      import { defineJob } from 'clink';
+      export default defineJob({ name: 'flaky', version: '1' }, (env) => {
+        env.fromSequence(1, 50).map((x) => {
+          if (x === 20 && !existsSync('failed-once')) { writeFileSync('failed-once', ''); throw new Error('record 20 fails once'); }
+          return x;
+        }).collect('xs');
+      });`,
     'slow.ts': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'slowish', version: '1' }, (env) => env.fromSource('datagen', { count: 300, rowsPerSecond: 500 }).collect());\n`,
     'plain.js': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'plain-js', version: '1' }, (env) => env.fromElements(['js ok']).print());\n`,
   };
@@ -105,6 +114,16 @@ describe('clink run', () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/m);
     assert.match(r.stderr, /caused by: TypeError: amount 7 is cursed\n\s+at (\S+\.)?checkAmount \(.*clink-cli-\w+\/fails\.ts:\d+:\d+\)/);
+  });
+
+  test('--max-restarts 1: a subtask that fails once is retried and the run succeeds with every record', async () => {
+    const r = await clink(['run', 'flaky.ts', '-p', '2', '--workers', '0', '--max-restarts', '1', '--output', 'json', '--no-progress'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual((JSON.parse(r.stdout) as { xs: number[] }).xs.sort((a, b) => a - b), Array.from({ length: 50 }, (_, i) => i + 1));
+    await rm(join(dir, 'failed-once'));
+    const refused = await clink(['run', 'flaky.ts', '--workers', '0', '--max-restarts', '-2'], dir);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /--max-restarts.*expected a whole number >= -1, got '-2'/);
   });
 
   test('--checkpoint-dir: the run ends with a final checkpoint; --state-backend puts its state elsewhere', async () => {
