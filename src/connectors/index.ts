@@ -1,5 +1,5 @@
 /**
- * Built-in connectors, by name: `datagen`, `file`, `print`, `sequence`.
+ * Built-in connectors, by name: `datagen`, `file`, `nexmark`, `print`, `sequence`.
  *
  * @example
  * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
@@ -7,11 +7,22 @@
 import type { Connector } from '../sdk/index.js';
 import { datagen } from './datagen/index.js';
 import { file } from './file/index.js';
+import { nexmark } from './nexmark/index.js';
 import { printConnector } from './print/index.js';
 import { sequence } from './sequence/index.js';
 
 export { datagen, datagenRow, DatagenOptions, type DatagenField } from './datagen/index.js';
 export { file, DEFAULT_ROLL_BYTES } from './file/index.js';
+export {
+  nexmark,
+  nexmarkGenerator,
+  NexmarkGenerator,
+  NexmarkOptions,
+  type Auction,
+  type Bid,
+  type NexmarkEvent,
+  type Person,
+} from './nexmark/index.js';
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
@@ -21,6 +32,7 @@ export function builtinConnectors(stdout: (text: string) => void | Promise<void>
   return new Map<string, Connector>([
     ['datagen', datagen as Connector],
     ['file', file],
+    ['nexmark', nexmark as Connector],
     ['print', printConnector(stdout) as Connector],
     ['sequence', sequence as Connector],
   ]);

@@ -22,3 +22,30 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * Paces a source to `perSecond` records in wall-clock time (undefined: flat out). `allowance(max)`
+ * says how many it may emit now, after waiting a little when that is none; `emitted(n)` counts them.
+ */
+export class RatePacer {
+  private readonly started = Date.now();
+  private count = 0;
+
+  constructor(
+    private readonly perSecond: number | undefined,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  async allowance(max: number): Promise<number> {
+    const rate = this.perSecond;
+    if (rate === undefined) return max;
+    const allowed = Math.floor(((Date.now() - this.started) / 1000) * rate) + 1 - this.count;
+    if (allowed > 0) return Math.min(max, allowed);
+    await sleep(Math.min(100, Math.max(1, Math.ceil(1000 / rate))), this.signal);
+    return 0;
+  }
+
+  emitted(n: number): void {
+    this.count += n;
+  }
+}

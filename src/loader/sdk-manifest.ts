@@ -2,16 +2,18 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "311a9448bbe65f0528cefc32d5aca88252ad23326ed97fe881083d2207921004",
+  "fingerprint": "6fb0f6ed96fb7866eee7ef0a5a647732e9af22114c521da90a8cca619619baa6",
   "files": {
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
-    "connectors/index.d.ts": "6d1d7b1273a378b5e25bbfd5555d494f08f90f00bcf1daf8c2341b5000812ca1",
-    "connectors/options.d.ts": "1eb70b56f6175d9807c0d7568afadca848611f5c773a8707cbe00cfa3dc2599b",
+    "connectors/index.d.ts": "e108f1a3d70080d0fecb830ed12a62a052dbcc182bbed74d935d004f48af7ff8",
+    "connectors/nexmark/generator.d.ts": "94a86593d35728cb8bbea863db53a561509d46cc7cadf6edd784193e67cc5fa8",
+    "connectors/nexmark/index.d.ts": "fea8897c6cd6feb6723209ad56f4db448d80ec6955150c38d9d9c6395171691e",
+    "connectors/options.d.ts": "faf859eb99e9d7c605d80d1d4bc0c1626bd7ade03bee07d5ef3f45b2bb0cde1d",
     "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "a104f9faf68cbd788352b8333f5d22e3dcbbd53ef8bd02ebf2fabdbad1485fa6",
-    "index.d.ts": "a55289b31af5917e7ea8b9c94a0ec002c495052ef3535e74e7cca83106319388",
+    "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
     "plan/planner.d.ts": "38dc3210fdfceb6f1af148a06a05ff820a7f768a472763a0abb72f4237b66f27",

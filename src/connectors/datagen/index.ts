@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { Connector, SourceOutput } from '../../sdk/index.js';
-import { parseOptions, sleep } from '../options.js';
+import { parseOptions, RatePacer } from '../options.js';
 
 const Field = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('sequence'), start: z.number().int().default(0) }).strict(),
@@ -101,21 +101,13 @@ export const datagen: Connector<Record<string, unknown>> = {
       const p = ctx.parallelism;
       const count = o.count ?? Number.POSITIVE_INFINITY;
       let row = ctx.subtaskIndex;
-      let emitted = 0;
-      const rate = o.rowsPerSecond === undefined ? undefined : o.rowsPerSecond / p;
-      const t0 = Date.now();
+      const pacer = new RatePacer(o.rowsPerSecond === undefined ? undefined : o.rowsPerSecond / p, ctx.signal);
       return {
         async read(out: SourceOutput<Record<string, unknown>>, max: number) {
-          let n = max;
-          if (rate !== undefined) {
-            const allowed = Math.floor(((Date.now() - t0) / 1000) * rate) + 1 - emitted;
-            if (allowed <= 0) {
-              await sleep(Math.min(100, Math.max(1, Math.ceil(1000 / rate))), ctx.signal);
-              return 'MORE';
-            }
-            n = Math.min(n, allowed);
-          }
-          for (let i = 0; i < n && row < count; i++, row += p, emitted++) out.collect(rowOf(row));
+          const n = await pacer.allowance(max);
+          let i = 0;
+          for (; i < n && row < count; i++, row += p) out.collect(rowOf(row));
+          pacer.emitted(i);
           return row >= count ? 'END' : 'MORE';
         },
         snapshot: () => ({ row }),
