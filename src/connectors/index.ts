@@ -1,16 +1,18 @@
 /**
- * Built-in connectors, by name: `datagen`, `file`, `nexmark`, `print`, `sequence`.
+ * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `nexmark`, `print`, `sequence`.
  *
  * @example
  * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
  */
 import type { Connector } from '../sdk/index.js';
+import { blackhole } from './blackhole/index.js';
 import { datagen } from './datagen/index.js';
 import { file } from './file/index.js';
 import { nexmark } from './nexmark/index.js';
 import { printConnector } from './print/index.js';
 import { sequence } from './sequence/index.js';
 
+export { blackhole } from './blackhole/index.js';
 export { datagen, datagenRow, DatagenOptions, type DatagenField } from './datagen/index.js';
 export { file, DEFAULT_ROLL_BYTES } from './file/index.js';
 export {
@@ -30,6 +32,7 @@ export { parseOptions, sleep } from './options.js';
 /** The connectors a job can name by string, given where `print` writes. */
 export function builtinConnectors(stdout: (text: string) => void | Promise<void>): Map<string, Connector> {
   return new Map<string, Connector>([
+    ['blackhole', blackhole as Connector],
     ['datagen', datagen as Connector],
     ['file', file],
     ['nexmark', nexmark as Connector],

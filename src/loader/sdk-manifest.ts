@@ -2,11 +2,12 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "6fb0f6ed96fb7866eee7ef0a5a647732e9af22114c521da90a8cca619619baa6",
+  "fingerprint": "8faaec8f2b449a978fe01e5e2ea3ae07090d02ca0822481b67bff5c887f574a6",
   "files": {
+    "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
-    "connectors/index.d.ts": "e108f1a3d70080d0fecb830ed12a62a052dbcc182bbed74d935d004f48af7ff8",
+    "connectors/index.d.ts": "d8aa6b1d94969ebab92b0951592736b3b3bd745defc7115fec60793d7096eae7",
     "connectors/nexmark/generator.d.ts": "94a86593d35728cb8bbea863db53a561509d46cc7cadf6edd784193e67cc5fa8",
     "connectors/nexmark/index.d.ts": "fea8897c6cd6feb6723209ad56f4db448d80ec6955150c38d9d9c6395171691e",
     "connectors/options.d.ts": "faf859eb99e9d7c605d80d1d4bc0c1626bd7ade03bee07d5ef3f45b2bb0cde1d",
@@ -33,7 +34,7 @@ export const SDK_MANIFEST = {
     "sdk/graph.d.ts": "20211f9cb207f0d70912f0c479c761399f05451f4261ca011450c73dc5fc8a27",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",
     "sdk/job.d.ts": "442087018a93b29b66de5cf8b6a571cead0e8a64df164d31336f0dfd4397a789",
-    "sdk/stream.d.ts": "8387c600abb312447dcda4170b352ce1ecbf48a5760e1f33c64e53ea5b5468ff",
+    "sdk/stream.d.ts": "8a08fe321b38834a48e02745b87228185cfeb56bceb46b457c3b7e0fe750201c",
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "eb3bdadf0fb4887cd2eaf9cd64122e63c32d077ca8318f3fda857336c1652735",

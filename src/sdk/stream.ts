@@ -108,6 +108,9 @@ export class DataStream<T> extends OperatorHandle {
     return this.to(this.graph.addOperator('flatMap', { fn }));
   }
 
+  /** Keep the records `predicate` accepts; a type guard narrows the stream's type. */
+  filter<S extends T>(predicate: (value: T) => value is S): DataStream<S>;
+  filter(predicate: (value: T) => boolean): DataStream<T>;
   filter(predicate: (value: T) => boolean): DataStream<T> {
     checkFunction('filter()', predicate);
     return this.to(this.graph.addOperator('filter', { fn: predicate }));
