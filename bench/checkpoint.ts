@@ -1,8 +1,10 @@
 /**
- * Checkpoint cost for jobs holding 1 million keys of state (local runtime): a keyed running count, and
- * a keyed event-time window (panes are keyed state too), with a checkpoint every second versus none. A checkpoint's duration runs from its trigger until its state, encoded as a
- * worker encodes it, is written to a file. Reports throughput, checkpoint durations and sizes, and the
- * worst event-loop stall. Part of `npm run bench`; alone: `node --import tsx bench/checkpoint.ts`.
+ * Checkpoint cost (local runtime, parallelism 1), with a checkpoint every second versus none: Nexmark
+ * q5 (sliding-window counts per auction), and jobs holding 1 million keys of state: a keyed running
+ * count, and a keyed event-time window (panes are keyed state too). A checkpoint's duration runs from
+ * its trigger until its state, encoded as a worker encodes it, is written to a file. Reports
+ * throughput, checkpoint durations and sizes, and the worst event-loop stall. Part of `npm run bench`;
+ * alone: `node --import tsx bench/checkpoint.ts [--quick]`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,10 +12,12 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { defineConnector, defineJob, startJob, Windows, type JobDefinition } from '../src/index.js';
+import { loadJobModule } from '../src/loader/index.js';
 import { writeStateFile } from '../src/state/index.js';
 
 const KEYS = 1_000_000;
 const RECORDS = 6_000_000;
+const Q5_EVENTS = 4_000_000;
 
 const blackhole = defineConnector<never, unknown>({ name: 'blackhole', sink: { createWriter: () => ({ write() {} }) } });
 const JOBS: { name: string; records: number; job: JobDefinition }[] = [
@@ -42,6 +46,7 @@ const JOBS: { name: string; records: number; job: JobDefinition }[] = [
 
 export interface CheckpointBench {
   job: string;
+  /** Keys of state (0: as many as the job makes). */
   keys: number;
   records: number;
   withoutRecordsPerSec: number;
@@ -54,10 +59,16 @@ export interface CheckpointBench {
   worstLoopStallMsWith: number;
 }
 
-async function run(job: JobDefinition, records: number, intervalMs: number, dir: string): Promise<{ rate: number; durations: number[]; bytes: number; stallMs: number }> {
+async function run(
+  job: JobDefinition,
+  records: number,
+  intervalMs: number,
+  dir: string,
+  params: Record<string, string> = {},
+): Promise<{ rate: number; durations: number[]; bytes: number; stallMs: number }> {
   const h = monitorEventLoopDelay({ resolution: 5 });
   h.enable();
-  const exec = startJob(job, { parallelism: 1 });
+  const exec = startJob(job, { parallelism: 1, params });
   const durations: number[] = [];
   let bytes = 0;
   let busy = false; // one checkpoint at a time
@@ -85,15 +96,28 @@ async function run(job: JobDefinition, records: number, intervalMs: number, dir:
   return { rate: records / wall, durations, bytes, stallMs: h.max / 1e6 };
 }
 
-export async function runCheckpointBench(): Promise<CheckpointBench[]> {
+/** `quick`: q5 with fewer events and the keyed count only. */
+export async function runCheckpointBench(options: { quick?: boolean } = {}): Promise<CheckpointBench[]> {
   const dir = await mkdtemp(join(tmpdir(), 'clink-bench-ckpt-'));
   try {
+    const q5 = (await loadJobModule(fileURLToPath(new URL('../examples/nexmark/q5.ts', import.meta.url)), { cacheDir: join(dir, 'cache') })).job;
+    const q5Events = options.quick ? Q5_EVENTS / 2 : Q5_EVENTS;
+    const jobs = [
+      { name: 'nexmark q5', records: q5Events, job: q5, params: { events: String(q5Events), sink: 'blackhole' }, keys: 0 },
+      ...(options.quick ? JOBS.slice(0, 1) : JOBS).map((j) => ({ ...j, params: {}, keys: KEYS })),
+    ];
     const out: CheckpointBench[] = [];
-    for (const { name, records, job } of JOBS) {
-      await run(job, records, 0, dir); // warm-up
-      const without = await run(job, records, 0, dir);
-      const withCk = await run(job, records, 1_000, dir);
-      out.push(summary(name, records, without, withCk));
+    const runs = options.quick ? 2 : 3;
+    for (const { name, records, job, params, keys } of jobs) {
+      await run(job, records, 0, dir, params); // warm-up
+      // Alternate, so machine noise hits both alike; the median run of each.
+      const without: Awaited<ReturnType<typeof run>>[] = [];
+      const withCk: Awaited<ReturnType<typeof run>>[] = [];
+      for (let i = 0; i < runs; i++) {
+        without.push(await run(job, records, 0, dir, params));
+        withCk.push(await run(job, records, 1_000, dir, params));
+      }
+      out.push(summary(name, keys, records, medianRun(without), medianRun(withCk), withCk.flatMap((r) => r.durations)));
     }
     return out;
   } finally {
@@ -101,11 +125,23 @@ export async function runCheckpointBench(): Promise<CheckpointBench[]> {
   }
 }
 
-function summary(job: string, records: number, without: Awaited<ReturnType<typeof run>>, withCk: Awaited<ReturnType<typeof run>>): CheckpointBench {
-  const sorted = [...withCk.durations].sort((a, b) => a - b);
+/** The run of median throughput. */
+function medianRun<T extends { rate: number }>(runs: T[]): T {
+  return [...runs].sort((a, b) => a.rate - b.rate)[Math.floor((runs.length - 1) / 2)]!;
+}
+
+function summary(
+  job: string,
+  keys: number,
+  records: number,
+  without: Awaited<ReturnType<typeof run>>,
+  withCk: Awaited<ReturnType<typeof run>>,
+  durations: number[],
+): CheckpointBench {
+  const sorted = [...durations].sort((a, b) => a - b);
   return {
     job,
-    keys: KEYS,
+    keys,
     records,
     withoutRecordsPerSec: without.rate,
     withRecordsPerSec: withCk.rate,
@@ -119,5 +155,5 @@ function summary(job: string, records: number, without: Awaited<ReturnType<typeo
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(JSON.stringify(await runCheckpointBench()) + '\n');
+  process.stdout.write(JSON.stringify(await runCheckpointBench({ quick: process.argv.includes('--quick') })) + '\n');
 }

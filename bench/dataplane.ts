@@ -5,6 +5,7 @@
  * profiles and the serialisation share of the shuffle query's CPU is reported.
  */
 import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { median, peakRssMb, processCpuSeconds } from './results.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,27 +22,27 @@ export interface DataPlaneResult {
   recordsPerSec: number;
   cpuSecondsPerMillion: number;
   edges: { local: number; socket: number };
+  /** Peak resident memory of each worker process (MB). */
+  peakRssMb: number[];
+  runs: number;
 }
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const CLK_TCK = 100;
 
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
-
-async function runOn(cluster: EmbeddedCluster, file: string, parallelism: number, records: number): Promise<DataPlaneResult> {
-  const loaded = await loadJobModule(join(root, 'bench/jobs', file));
-  const params = { count: String(records) };
+/**
+ * Run a job module `runs` times (after one warm-up) on a running cluster: records / wall time, median;
+ * the workers' CPU per million records, median; their peak memory.
+ */
+export async function runOn(cluster: EmbeddedCluster, jobFile: string, parallelism: number, params: Record<string, string>, records: number, runs = 3): Promise<DataPlaneResult> {
+  const loaded = await loadJobModule(jobFile);
   const built = buildJob(loaded.job, { parallelism, params });
   const client = await cluster.client();
   const pids = cluster.workerPids();
-  const samples: number[] = [];
-  let cpu = 0;
+  const rates: number[] = [];
+  const cpus: number[] = [];
   let edges = { local: 0, socket: 0 };
-  for (let run = 0; run < 4; run++) {
-    const cpu0 = pids.reduce((n, p) => n + cpuSeconds(p), 0);
+  for (let run = 0; run <= runs; run++) {
+    const cpu0 = pids.reduce((n, p) => n + processCpuSeconds(p), 0);
     const t0 = performance.now();
     const { jobId } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: parallelism });
     const outcome = await client.waitForCompletion(jobId);
@@ -49,18 +50,27 @@ async function runOn(cluster: EmbeddedCluster, file: string, parallelism: number
     const wall = (performance.now() - t0) / 1000;
     edges = cluster.coordinator.job(jobId)!.edges;
     if (run === 0) continue; // warm-up
-    samples.push(records / wall);
-    cpu += pids.reduce((n, p) => n + cpuSeconds(p), 0) - cpu0;
+    rates.push(records / wall);
+    cpus.push((pids.reduce((n, p) => n + processCpuSeconds(p), 0) - cpu0) / (records / 1e6));
   }
-  samples.sort((a, b) => a - b);
-  return {
-    job: built.spec.job.name,
-    parallelism,
-    records,
-    recordsPerSec: samples[Math.floor(samples.length / 2)]!,
-    cpuSecondsPerMillion: cpu / 3 / (records / 1e6),
-    edges,
-  };
+  return { job: built.spec.job.name, parallelism, records, recordsPerSec: median(rates), cpuSecondsPerMillion: median(cpus), edges, peakRssMb: pids.map(peakRssMb), runs };
+}
+
+/** An embedded cluster of 2 worker processes with slots for half of `jobFile`'s subtasks at `parallelism` each. */
+export async function startBenchCluster(jobFile: string, parallelism: number, options: { profileDir?: string; lingerMs?: number } = {}): Promise<EmbeddedCluster> {
+  // Slots for half the job on each worker (at least one whole instance), so p >= 2 spans both.
+  const loaded = await loadJobModule(jobFile);
+  const subtasks = createPhysicalPlan(buildJob(loaded.job, { parallelism, params: { count: '1', events: '1' } }).spec).subtasks.length;
+  return EmbeddedCluster.start({
+    workers: 2,
+    slotsPerWorker: Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / 2)),
+    log: createLogger({ level: 'error' }),
+    batchLingerMs: options.lingerMs ?? 0,
+    cliCommand: {
+      execPath: process.execPath,
+      args: [...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []), '--import', 'tsx', join(root, 'src/cli/bin.ts')],
+    },
+  });
 }
 
 export async function runDataPlaneBench(options: { profileDir?: string; lingerMs?: number } = {}): Promise<DataPlaneResult[]> {
@@ -68,21 +78,10 @@ export async function runDataPlaneBench(options: { profileDir?: string; lingerMs
   const results: DataPlaneResult[] = [];
   for (const [file, records] of jobs) {
     for (const p of options.profileDir ? [2] : [1, 2, 4]) {
-      // Slots for half the job on each worker (at least one whole instance), so p >= 2 spans both.
-      const loaded = await loadJobModule(join(root, 'bench/jobs', file));
-      const subtasks = createPhysicalPlan(buildJob(loaded.job, { parallelism: p, params: { count: '1' } }).spec).subtasks.length;
-      const cluster = await EmbeddedCluster.start({
-        workers: 2,
-        slotsPerWorker: Math.max(Math.ceil(subtasks / p), Math.ceil(subtasks / 2)),
-        log: createLogger({ level: 'error' }),
-        batchLingerMs: options.lingerMs ?? 0,
-        cliCommand: {
-          execPath: process.execPath,
-          args: [...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []), '--import', 'tsx', join(root, 'src/cli/bin.ts')],
-        },
-      });
+      const jobFile = join(root, 'bench/jobs', file);
+      const cluster = await startBenchCluster(jobFile, p, options);
       try {
-        results.push(await runOn(cluster, file, p, records));
+        results.push(await runOn(cluster, jobFile, p, { count: String(records) }, records));
       } finally {
         await cluster.stop();
       }

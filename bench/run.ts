@@ -1,121 +1,141 @@
 /**
- * `npm run bench`: runs every benchmark case in its own process and prints records/s for the engine
- * and for a hand-written loop doing the same work, with the ratio. Pass case names to run a subset;
- * `--json` prints machine-readable results.
+ * `npm run bench`: every benchmark, each in its own process (no shared JIT state), printed as one
+ * table and written to bench/results/latest.json and latest.html.
+ *
+ *   npm run bench                      everything (about 12 minutes on 2 cores)
+ *   npm run bench -- --quick           fewer events and runs: under 3 minutes
+ *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
+ *   npm run bench -- --json            also print the results as JSON
+ *
+ * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, submit, latency, protocol.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { CASE_NAMES, type CaseResult } from './cases.js';
-import type { ThroughputResult } from './protocol.js';
-import type { LatencyResult } from './cluster.js';
-import type { DataPlaneResult } from './dataplane.js';
-import type { SubmitLatency } from './submit.js';
 import type { CheckpointBench } from './checkpoint.js';
+import type { LatencyResult } from './cluster.js';
+import { CLUSTER_QUERIES, QUERIES } from './nexmark.js';
+import type { ThroughputResult } from './protocol.js';
 import type { RecoveryResult } from './recovery.js';
+import { writeResults, type BenchResult } from './results.js';
+import type { SubmitLatency } from './submit.js';
 
 const args = process.argv.slice(2);
+const quick = args.includes('--quick');
 const json = args.includes('--json');
-const wanted = args.filter((a) => !a.startsWith('--'));
-const names = wanted.length > 0 ? CASE_NAMES.filter((n) => wanted.some((w) => n.includes(w))) : CASE_NAMES;
-// `npm run bench protocol` runs only the codec benchmarks.
-const casesFile = fileURLToPath(new URL('./cases.ts', import.meta.url));
-const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const onlyAt = args.indexOf('--only');
+// `npm run bench recovery` (a bare name) still works as `--only recovery`.
+const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
+const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'submit', 'latency', 'protocol'];
+if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
+  process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
+  process.exit(2);
+}
+const wantsGroup = (g: string): boolean => only === undefined || only === g || ((QUERIES as readonly string[]).includes(only) && g.startsWith('nexmark'));
+const wantsQuery = (q: string): boolean => only === undefined || !(QUERIES as readonly string[]).includes(only) || only === q;
 
-/** Run one bench script in its own process (no shared JIT state); its JSON output lines. Exits on failure. */
-function runScript(what: string, file: string, args: string[] = []): string[] {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...args], { encoding: 'utf8' });
+const script = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url));
+
+/** Run one bench script in its own process; its last JSON line. Exits on failure. */
+function runScript<T>(what: string, file: string, scriptArgs: string[] = []): T {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...scriptArgs, ...(quick ? ['--quick'] : [])], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (r.status !== 0) {
     process.stderr.write(`${what} failed:\n${r.stderr}\n`);
     process.exit(1);
   }
-  return r.stdout.trim().split('\n');
+  return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as T;
 }
 
-const lastJson = <T>(lines: string[]): T => JSON.parse(lines.at(-1)!) as T;
-const script = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url));
-/** Whether a section was asked for (all are, when no case names were given). */
-const wants = (section: string): boolean => wanted.length === 0 || wanted.some((w) => section.includes(w));
+const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const results: BenchResult[] = [];
+function report(r: BenchResult, note = ''): void {
+  results.push(r);
+  const cell = (v: number | undefined, f: (n: number) => string, w: number): string => (v === undefined ? '' : f(v)).padStart(w);
+  process.stdout.write(
+    `${r.name.padEnd(30)}${cell(r.recordsPerSec, (n) => fmt.format(n), 12)}${cell(r.cpuSecondsPerMillion, (n) => n.toFixed(3), 9)}` +
+      `${cell(r.baselineRecordsPerSec, (n) => fmt.format(n), 12)}${cell(r.ratioToBaseline, (n) => `${(100 * n).toFixed(0)}%`, 7)}  ${note}\n`,
+  );
+}
 
-const results: CaseResult[] = [];
-for (const name of names) {
-  const res = lastJson<CaseResult>(runScript(`bench case '${name}'`, casesFile, [name]));
-  results.push(res);
-  if (!json) {
-    const ratio = (100 * res.engineRecordsPerSec) / res.loopRecordsPerSec;
-    process.stdout.write(
-      `${name.padEnd(30)} engine ${fmt.format(res.engineRecordsPerSec).padStart(12)} rec/s   loop ${fmt.format(res.loopRecordsPerSec).padStart(13)} rec/s   engine/loop ${ratio.toFixed(1)}%\n`,
-    );
+process.stdout.write(`${'benchmark'.padEnd(30)}${'events/s'.padStart(12)}${'CPU-s/M'.padStart(9)}${'loop/s'.padStart(12)}${'ratio'.padStart(7)}  notes${quick ? ' (quick)' : ''}\n`);
+const rss = (r: BenchResult): string => (r.peakRssMb ? `peak RSS ${r.peakRssMb.map((m) => m.toFixed(0)).join('/')} MB` : '');
+
+if (wantsGroup('nexmark-local')) {
+  for (const q of QUERIES.filter(wantsQuery)) {
+    const stateless = ['q0', 'q1', 'q2'].includes(q);
+    const events = quick ? 1_000_000 : stateless ? 4_000_000 : 2_000_000;
+    const r = runScript<BenchResult>(`nexmark ${q} local`, script('nexmark.ts'), ['local', q, '--events', String(events), '--runs', quick ? '2' : '5']);
+    report(r, rss(r));
   }
 }
-const protocol: ThroughputResult[] = [];
-if (wants('protocol')) {
-  for (const line of runScript('protocol bench', script('protocol.ts'), ['--run'])) {
-    const res = JSON.parse(line) as ThroughputResult;
-    protocol.push(res);
-    if (!json) {
-      const mb = (n: number): string => ((n * res.bytes) / 1e6).toFixed(0);
-      process.stdout.write(
-        `${res.name.padEnd(30)} encode ${fmt.format(res.encodePerSec).padStart(10)}/s (${mb(res.encodePerSec)} MB/s)   decode ${fmt.format(res.decodePerSec).padStart(10)}/s (${mb(res.decodePerSec)} MB/s)   ${res.bytes} bytes\n`,
-      );
+if (wantsGroup('nexmark-cluster')) {
+  for (const q of CLUSTER_QUERIES.filter(wantsQuery)) {
+    for (const p of quick ? [2] : [2, 4]) {
+      const events = quick ? 1_500_000 : 4_000_000;
+      const r = runScript<BenchResult>(`nexmark ${q} cluster p=${p}`, script('nexmark.ts'), ['cluster', q, '--parallelism', String(p), '--events', String(events), '--runs', quick ? '1' : '3']);
+      const single = results.find((x) => x.group === 'nexmark-local' && x.query === q);
+      const scale = single ? `${(r.recordsPerSec! / single.recordsPerSec!).toFixed(2)}x local p=1; ` : '';
+      report({ ...r, ...(single ? { ratioToLocal: r.recordsPerSec! / single.recordsPerSec! } : {}) }, `${scale}${rss(r)}; channels ${String(r.channels)}`);
     }
   }
 }
-let cluster: LatencyResult | undefined;
-if (wants('cluster')) {
-  cluster = lastJson<LatencyResult>(runScript('cluster bench', script('cluster.ts'), ['--run']));
-  if (!json) {
-    const c = cluster;
-    process.stdout.write(
-      `${c.name}: submit->RUNNING median ${c.medianMs.running} ms (p90 ${c.p90Ms.running}, cold ${c.coldMs.running}); submit->completed median ${c.medianMs.completed} ms (p90 ${c.p90Ms.completed}, cold ${c.coldMs.completed}); ${c.runs} runs\n`,
+if (wantsGroup('checkpoint')) {
+  for (const c of runScript<CheckpointBench[]>('checkpoint bench', script('checkpoint.ts'))) {
+    const cost = 1 - c.withRecordsPerSec / c.withoutRecordsPerSec;
+    report(
+      {
+        name: `checkpoint ${c.job}`,
+        group: 'checkpoint',
+        recordsPerSec: c.withRecordsPerSec,
+        withoutCheckpointsRecordsPerSec: c.withoutRecordsPerSec,
+        costRatio: cost,
+        checkpointMsMedian: c.checkpointMsMedian,
+        checkpointMsMax: c.checkpointMsMax,
+        checkpointBytes: c.checkpointBytes,
+        checkpoints: c.checkpoints,
+        keys: c.keys,
+        worstLoopStallMsWith: c.worstLoopStallMsWith,
+        worstLoopStallMsWithout: c.worstLoopStallMsWithout,
+      },
+      `every 1 s: ${(100 * cost).toFixed(0)}% cost (${fmt.format(c.withoutRecordsPerSec)}/s without); checkpoint p50 ${c.checkpointMsMedian.toFixed(0)} ms, max ${c.checkpointMsMax.toFixed(0)} ms, ` +
+        `${(c.checkpointBytes / 1e6).toFixed(1)} MB; loop stall ${c.worstLoopStallMsWith.toFixed(0)} ms (${c.worstLoopStallMsWithout.toFixed(0)} without)`,
     );
   }
 }
-let dataplane: { results: DataPlaneResult[]; serialisation?: { share: number } } | undefined;
-if (wants('dataplane')) {
-  dataplane = {
-    results: lastJson<DataPlaneResult[]>(runScript('data-plane bench', script('dataplane.ts'))),
-    serialisation: lastJson<{ serialisation: { share: number } }>(runScript('data-plane profile', script('dataplane.ts'), ['--profile'])).serialisation,
-  };
-  if (!json) {
-    for (const d of dataplane.results) {
-      process.stdout.write(
-        `${`${d.job} on 2 workers, p=${d.parallelism}`.padEnd(30)} ${fmt.format(d.recordsPerSec).padStart(12)} rec/s   ${d.cpuSecondsPerMillion.toFixed(3)} CPU-s per M records   channels local=${d.edges.local} socket=${d.edges.socket}\n`,
-      );
-    }
-    const q0 = (p: number): number => dataplane!.results.find((d) => d.job === 'q0' && d.parallelism === p)!.cpuSecondsPerMillion;
-    process.stdout.write(`q0 CPU per event, parallelism 4 over 1: ${(q0(4) / q0(1)).toFixed(2)}x\n`);
-    process.stdout.write(`serialisation share of worker CPU, keyed-count p=2: ${(100 * dataplane.serialisation!.share).toFixed(1)}%\n`);
-  }
-}
-let submit: SubmitLatency | undefined;
-if (wants('submit')) {
-  submit = lastJson<SubmitLatency>(runScript('submit bench', script('submit.ts')));
-  if (!json) {
-    const s = submit;
-    process.stdout.write(
-      `submit of a ${(s.moduleBytes / 1e6).toFixed(1)} MB job module: clink submit ${s.cliFirstMs.toFixed(0)} ms first, ${s.cliRepeatMedianMs.toFixed(0)} ms repeated; in a running client ${s.inProcessFirstMs.toFixed(0)} ms first (upload), ${s.inProcessRepeatMedianMs.toFixed(0)} ms repeated (reference)\n`,
+if (wantsGroup('recovery')) {
+  for (const r of runScript<RecoveryResult[]>('recovery bench', script('recovery.ts'))) {
+    report(
+      { name: `recovery ${r.subtasks} subtasks`, group: 'recovery', ...r },
+      `kill -9 of 1 of ${r.workers} workers: lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, first checkpoint after the restart at ${r.recoveredMs} ms`,
     );
   }
 }
-let checkpoint: CheckpointBench[] | undefined;
-if (wants('checkpoint')) {
-  checkpoint = lastJson<CheckpointBench[]>(runScript('checkpoint bench', script('checkpoint.ts')));
-  for (const c of json ? [] : checkpoint) {
-    process.stdout.write(
-      `${c.job}, checkpoints every 1 s, ${fmt.format(c.keys)} keys: ${fmt.format(c.withRecordsPerSec)} rec/s vs ${fmt.format(c.withoutRecordsPerSec)} without (${(100 * (1 - c.withRecordsPerSec / c.withoutRecordsPerSec)).toFixed(0)}% cost); ` +
-        `checkpoint median ${c.checkpointMsMedian.toFixed(0)} ms, max ${c.checkpointMsMax.toFixed(0)} ms, ${(c.checkpointBytes / 1e6).toFixed(1)} MB, ${c.checkpoints} taken; ` +
-        `worst event-loop stall ${c.worstLoopStallMsWith.toFixed(0)} ms (${c.worstLoopStallMsWithout.toFixed(0)} ms without)\n`,
-    );
+if (wantsGroup('submit')) {
+  const s = runScript<SubmitLatency>('submit bench', script('submit.ts'));
+  report(
+    { name: 'submit', group: 'submit', ...s },
+    `${(s.moduleBytes / 1e6).toFixed(1)} MB module: clink submit ${s.cliFirstMs.toFixed(0)} ms first, ${s.cliRepeatMedianMs.toFixed(0)} ms repeated; in a client ${s.inProcessFirstMs.toFixed(0)} ms first, ${s.inProcessRepeatMedianMs.toFixed(0)} ms repeated`,
+  );
+}
+if (wantsGroup('latency')) {
+  const c = runScript<LatencyResult>('latency bench', script('cluster.ts'), ['--run']);
+  report(
+    { ...c, name: 'submit to running', group: 'latency', workload: c.name },
+    `${c.name}: RUNNING after ${c.medianMs.running} ms (p90 ${c.p90Ms.running}, cold ${c.coldMs.running}); completed after ${c.medianMs.completed} ms`,
+  );
+}
+if (wantsGroup('protocol')) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', script('protocol.ts'), '--run'], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write(`protocol bench failed:\n${r.stderr}\n`);
+    process.exit(1);
+  }
+  for (const line of r.stdout.trim().split('\n')) {
+    const p = JSON.parse(line) as ThroughputResult;
+    const mb = (n: number): string => ((n * p.bytes) / 1e6).toFixed(0);
+    report({ ...p, name: `codec ${p.name}`, group: 'protocol' }, `encode ${fmt.format(p.encodePerSec)}/s (${mb(p.encodePerSec)} MB/s), decode ${fmt.format(p.decodePerSec)}/s (${mb(p.decodePerSec)} MB/s), ${p.bytes} bytes`);
   }
 }
-let recovery: RecoveryResult[] | undefined;
-if (wants('recovery')) {
-  recovery = lastJson<RecoveryResult[]>(runScript('recovery bench', script('recovery.ts')));
-  for (const r of json ? [] : recovery) {
-    process.stdout.write(
-      `recovery, ${r.subtasks} subtasks on ${r.workers} workers, kill -9 of one: lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, ` +
-        `first checkpoint after the restart ${r.recoveredMs} ms after the kill (restored from checkpoint ${r.restoredFrom})\n`,
-    );
-  }
-}
-if (json) process.stdout.write(JSON.stringify({ queries: results, protocol, cluster, dataplane, submit, checkpoint, recovery }, null, 2) + '\n');
+
+const written = await writeResults(fileURLToPath(new URL('./results/', import.meta.url)), results, { quick });
+process.stdout.write(`\nwrote ${written.json} and ${written.html}\n`);
+if (json) process.stdout.write(JSON.stringify(results, null, 2) + '\n');

@@ -1,4 +1,7 @@
-/** Nexmark q11, user sessions: how many bids each bidder placed per session (10 s of inactivity ends one). */
+/**
+ * Nexmark q11, user sessions: how many bids each bidder placed per session (10 s of inactivity ends one).
+ * Only the bidder crosses the shuffle.
+ */
 import { defineJob, Windows } from 'clink';
 import { isBid, nexmarkEvents, output } from './common.js';
 
@@ -8,7 +11,8 @@ export default defineJob({ name: 'nexmark-q11', version: '1', description: 'user
   const sessions = nexmarkEvents(env)
     .filter(isBid)
     .assignTimestamps((b) => b.dateTime)
-    .keyBy((b) => b.bidder)
+    .map((b) => b.bidder)
+    .keyBy((bidder) => bidder)
     .window(Windows.session(GAP_MS))
     .count()
     .name('bids per session');

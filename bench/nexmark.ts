@@ -1,0 +1,131 @@
+/**
+ * Nexmark benchmarks, with Nexmark's accounting: events generated (people, auctions and bids alike)
+ * per second, the generator included, results into a blackhole sink.
+ *
+ *   node --import tsx bench/nexmark.ts local <query> [--events N] [--runs R]
+ *     the query of examples/nexmark on the local runtime at parallelism 1, in this process; for q0, q1
+ *     and q2 also the same logic as a hand-written loop over the same generator (the ceiling of one
+ *     Node core), the two alternating run by run so machine noise hits both alike.
+ *   node --import tsx bench/nexmark.ts cluster <query> --parallelism P [--events N] [--runs R]
+ *     the query on an embedded cluster of 2 worker processes.
+ *
+ * Prints one JSON line: the BenchResult. Figures are medians over the runs, after one warm-up.
+ */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadJobModule } from '../src/loader/index.js';
+import { nexmarkGenerator, runJob } from '../src/index.js';
+import { runOn, startBenchCluster } from './dataplane.js';
+import { median, type BenchResult } from './results.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+export const QUERIES = ['q0', 'q1', 'q2', 'q3', 'q4', 'q5', 'q7', 'q8', 'q11', 'q12'] as const;
+export const CLUSTER_QUERIES = ['q0', 'q1', 'q5', 'q12'] as const;
+const queryFile = (q: string): string => join(root, 'examples/nexmark', `${q}.ts`);
+
+let sunk = 0;
+const sink = (v: unknown): void => {
+  if (v !== undefined) sunk++;
+};
+
+/** q0-q2 as plain loops over the same generator: what one Node core can do with no engine at all. */
+const BASELINES: Record<string, (events: number) => void> = {
+  q0(events) {
+    const g = nexmarkGenerator();
+    for (let n = 0; n < events; n++) {
+      const e = g.event(n);
+      if (e.kind === 'bid') sink({ auction: e.auction, bidder: e.bidder, price: e.price, dateTime: e.dateTime, extra: e.extra });
+    }
+  },
+  q1(events) {
+    const g = nexmarkGenerator();
+    for (let n = 0; n < events; n++) {
+      const e = g.event(n);
+      if (e.kind === 'bid') sink({ auction: e.auction, bidder: e.bidder, price: 0.908 * e.price, dateTime: e.dateTime, extra: e.extra });
+    }
+  },
+  q2(events) {
+    const g = nexmarkGenerator();
+    for (let n = 0; n < events; n++) {
+      const e = g.event(n);
+      if (e.kind === 'bid' && e.auction % 123 === 0) sink({ auction: e.auction, price: e.price });
+    }
+  },
+};
+
+export async function runLocal(query: string, events: number, runs: number): Promise<BenchResult> {
+  const { job } = await loadJobModule(queryFile(query));
+  const params = { events: String(events), sink: 'blackhole' };
+  const baseline = BASELINES[query];
+  const rates: number[] = [];
+  const cpus: number[] = [];
+  const loops: number[] = [];
+  for (let run = 0; run <= runs; run++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await runJob(job, { parallelism: 1, params });
+    const wall = (performance.now() - t0) / 1000;
+    const c = process.cpuUsage(c0);
+    let loopRate = 0;
+    if (baseline) {
+      const l0 = performance.now();
+      baseline(events);
+      loopRate = events / ((performance.now() - l0) / 1000);
+    }
+    if (run === 0) continue; // warm-up
+    rates.push(events / wall);
+    cpus.push((c.user + c.system) / 1e6 / (events / 1e6));
+    if (baseline) loops.push(loopRate);
+  }
+  const recordsPerSec = median(rates);
+  return {
+    name: `${query} local p=1`,
+    group: 'nexmark-local',
+    query,
+    parallelism: 1,
+    workers: 0,
+    events,
+    runs,
+    recordsPerSec,
+    cpuSecondsPerMillion: median(cpus),
+    ...(baseline ? { baselineRecordsPerSec: median(loops), ratioToBaseline: recordsPerSec / median(loops) } : {}),
+    peakRssMb: [process.resourceUsage().maxRSS / 1024],
+  };
+}
+
+export async function runCluster(query: string, parallelism: number, events: number, runs: number): Promise<BenchResult> {
+  const file = queryFile(query);
+  const cluster = await startBenchCluster(file, parallelism);
+  try {
+    const r = await runOn(cluster, file, parallelism, { events: String(events), sink: 'blackhole' }, events, runs);
+    return {
+      name: `${query} 2 workers p=${parallelism}`,
+      group: 'nexmark-cluster',
+      query,
+      parallelism,
+      workers: 2,
+      events,
+      runs,
+      recordsPerSec: r.recordsPerSec,
+      cpuSecondsPerMillion: r.cpuSecondsPerMillion,
+      peakRssMb: r.peakRssMb,
+      channels: `local=${r.edges.local} socket=${r.edges.socket}`,
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [mode, query] = process.argv.slice(2);
+  const flag = (name: string, dflt: number): number => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i < 0 ? dflt : Number(process.argv[i + 1]);
+  };
+  if (!query || !(QUERIES as readonly string[]).includes(query)) throw new Error(`usage: nexmark.ts local|cluster <${QUERIES.join('|')}> [--parallelism P] [--events N] [--runs R]`);
+  const result =
+    mode === 'cluster'
+      ? await runCluster(query, flag('parallelism', 2), flag('events', 4_000_000), flag('runs', 3))
+      : await runLocal(query, flag('events', 2_000_000), flag('runs', 3));
+  process.stdout.write(JSON.stringify({ ...result, checksum: sunk }) + '\n');
+}
