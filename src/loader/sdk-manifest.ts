@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "8faaec8f2b449a978fe01e5e2ea3ae07090d02ca0822481b67bff5c887f574a6",
+  "fingerprint": "02941ee1ba7aec9b364db601c4918955fdf50854db82c0210d03addab574ee91",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -18,7 +18,7 @@ export const SDK_MANIFEST = {
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
     "plan/planner.d.ts": "38dc3210fdfceb6f1af148a06a05ff820a7f768a472763a0abb72f4237b66f27",
-    "plan/spec.d.ts": "dfb7f105a0283c29fdb262b8e91c09a95ad0c7224022f2ff637f248eadc4fd81",
+    "plan/spec.d.ts": "5c935d78944bc7b5b3f55ca27771c409c7c2a6e1c4d8ea839059cd44e0c53c78",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
     "runtime/index.d.ts": "047083974010ccd58017f956cc931c561d7cad14a09aec9fcbb7efa62cae1a45",
@@ -31,7 +31,7 @@ export const SDK_MANIFEST = {
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
-    "sdk/graph.d.ts": "20211f9cb207f0d70912f0c479c761399f05451f4261ca011450c73dc5fc8a27",
+    "sdk/graph.d.ts": "81c8ffd2a558a5ab6de3c51512da12261e87949e1e426020216f9608f0bb5f0a",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",
     "sdk/job.d.ts": "442087018a93b29b66de5cf8b6a571cead0e8a64df164d31336f0dfd4397a789",
     "sdk/stream.d.ts": "8a08fe321b38834a48e02745b87228185cfeb56bceb46b457c3b7e0fe750201c",

@@ -22,6 +22,7 @@ export const OPERATOR_TYPES = [
   'keyedReduce',
   'keyedProcess',
   'window',
+  'localWindowAggregate',
   'coProcess',
   'intervalJoin',
   'windowJoin',

@@ -15,7 +15,7 @@ import {
 } from './operators/basic.js';
 import { IntervalJoinOperator } from './operators/join.js';
 import { CoProcessOperator, KeyedProcessOperator, KeyedReduceOperator } from './operators/keyed.js';
-import { windowFunctionAccumulator, windowJoinAccumulator, WindowOperator } from './operators/window.js';
+import { LocalWindowAggregateOperator, windowFunctionAccumulator, windowJoinAccumulator, WindowOperator } from './operators/window.js';
 
 export type ConnectorRegistry = ReadonlyMap<string, Connector>;
 
@@ -100,6 +100,8 @@ export function createOperator(ctx: OperatorContext, registry: ConnectorRegistry
       return new CoProcessOperator();
     case 'window':
       return new WindowOperator(windowFunctionAccumulator);
+    case 'localWindowAggregate':
+      return new LocalWindowAggregateOperator();
     case 'windowJoin':
       return new WindowOperator(windowJoinAccumulator);
     case 'intervalJoin':

@@ -30,6 +30,8 @@ export interface OpNode {
   chaining: ChainingStrategy;
   options: Record<string, unknown>;
   fns: OperatorFunctions;
+  /** Runs at this node's parallelism unless given its own (an operator the engine inserts after it). */
+  sameParallelismAs?: OpNode;
 }
 
 interface PendingEdge {
@@ -77,8 +79,10 @@ export class GraphBuilder {
     defaultParallelism: number,
     params: Record<string, string>,
   ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
-    const parallelismOf = (n: OpNode): number => n.parallelism ?? (n.options.nonParallel === true ? 1 : defaultParallelism);
-    const operators: OperatorSpec[] = this.nodes.map((n) => ({
+    const parallelismOf = (n: OpNode): number =>
+      n.parallelism ?? (n.sameParallelismAs ? parallelismOf(n.sameParallelismAs) : n.options.nonParallel === true ? 1 : defaultParallelism);
+    const { nodes, pending, fnsOf } = this.withoutUnchainablePreAggregation();
+    const operators: OperatorSpec[] = nodes.map((n) => ({
       id: n.id,
       name: n.name,
       type: n.type,
@@ -88,7 +92,7 @@ export class GraphBuilder {
       chaining: n.chaining,
       options: n.options,
     }));
-    const edges: EdgeSpec[] = this.edges.map((e) => ({
+    const edges: EdgeSpec[] = pending.map((e) => ({
       source: e.source.id,
       target: e.target.id,
       kind: e.kind !== 'AUTO' ? e.kind : parallelismOf(e.source) === parallelismOf(e.target) ? 'FORWARD' : 'REBALANCE',
@@ -103,7 +107,43 @@ export class GraphBuilder {
       operators,
       edges,
     };
-    return { spec, functions: new Map(this.nodes.map((n) => [n.id, n.fns])) };
+    return { spec, functions: new Map(nodes.map((n) => [n.id, fnsOf(n)])) };
+  }
+
+  /**
+   * A window's pre-aggregation pays only chained to the operator before it. Where that operator feeds
+   * others too (or refuses chaining), it would be a task of its own, costing slots and channels: the
+   * window is fed directly instead, keyed by its own key again.
+   */
+  private withoutUnchainablePreAggregation(): { nodes: OpNode[]; pending: PendingEdge[]; fnsOf: (n: OpNode) => OperatorFunctions } {
+    const outs = new Map<OpNode, number>();
+    for (const e of this.edges) outs.set(e.source, (outs.get(e.source) ?? 0) + 1);
+    const dropped = new Map<OpNode, OpNode>(); // pre-aggregation -> its input
+    for (const e of this.edges) {
+      if (e.target.type === 'localWindowAggregate' && (outs.get(e.source) !== 1 || e.source.chaining === 'NEVER')) dropped.set(e.target, e.source);
+    }
+    if (dropped.size === 0) return { nodes: this.nodes, pending: this.edges, fnsOf: (n) => n.fns };
+    const windows = new Map<OpNode, OpNode>(); // window -> the dropped pre-aggregation that fed it
+    const pending = this.edges
+      .filter((e) => !dropped.has(e.target))
+      .map((e) => {
+        const local = dropped.get(e.source) === undefined ? undefined : e.source;
+        if (!local) return e;
+        windows.set(e.target, local);
+        return { ...e, source: dropped.get(local)! };
+      });
+    const nodes = this.nodes
+      .filter((n) => !dropped.has(n))
+      .map((n) => {
+        if (!windows.has(n)) return n;
+        const { preAggregated: _, ...options } = n.options;
+        return { ...n, options };
+      });
+    const fnsOf = (n: OpNode): OperatorFunctions => {
+      const local = windows.get(this.nodes.find((x) => x.id === n.id)!);
+      return local ? { ...n.fns, keySelectors: local.fns.keySelectors! } : n.fns;
+    };
+    return { nodes, pending, fnsOf };
   }
 }
 

@@ -313,6 +313,9 @@ function checkAssigner(a: WindowAssigner): void {
   }
 }
 
+/** The key of a pre-aggregated `[key, accumulator]` partial. */
+const partialKey = (p: readonly [unknown, unknown]): unknown => p[0];
+
 export class WindowedStream<T, K> {
   /** @internal */
   constructor(
@@ -325,15 +328,26 @@ export class WindowedStream<T, K> {
   ) {}
 
   private win<R>(fn: 'aggregate' | 'reduce' | 'count' | 'process', udf: object | undefined): DataStream<R> {
+    const assigner = { ...this.assigner };
+    // Tumbling and sliding windows whose accumulators merge are pre-aggregated before the shuffle: each
+    // upstream subtask sends one [key, accumulator] per key and pane of a batch, not every record.
+    const combine = assigner.kind !== 'session' && (fn === 'count' || fn === 'reduce' || (fn === 'aggregate' && typeof (udf as { merge?: unknown }).merge === 'function'));
+    let input = this.input;
+    if (combine) {
+      input = this.graph.addOperator('localWindowAggregate', { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) }, { options: { assigner, time: this.time, function: fn } });
+      input.sameParallelismAs = this.input;
+      input.name = `window pre-aggregation (${input.id})`;
+      this.graph.addEdge(this.input, input, 'FORWARD', 0);
+    }
     const node = this.graph.addOperator(
       'window',
-      { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) },
+      { keySelectors: [combine ? partialKey : this.keyFn], ...(udf ? { udf } : {}) },
       {
         keyed: true,
-        options: { assigner: { ...this.assigner }, time: this.time, function: fn, ...(this.nonParallel ? { nonParallel: true } : {}) },
+        options: { assigner, time: this.time, function: fn, ...(combine ? { preAggregated: true } : {}), ...(this.nonParallel ? { nonParallel: true } : {}) },
       },
     );
-    this.graph.addEdge(this.input, node, 'HASH', 0);
+    this.graph.addEdge(input, node, 'HASH', 0);
     return new DataStream<R>(this.graph, node);
   }
 

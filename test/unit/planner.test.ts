@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { buildJob, defineJob, PlanError } from '../../src/index.js';
+import { buildJob, defineJob, PlanError, Windows } from '../../src/index.js';
 import { createPhysicalPlan, type JobGraphSpec } from '../../src/plan/index.js';
 import type { JobEnvironment } from '../../src/sdk/index.js';
 
@@ -146,5 +146,35 @@ describe('the plan', () => {
     const co = spec.operators.find((o) => o.type === 'coProcess')!;
     assert.equal(co.inputs, 2);
     assert.deepEqual(spec.edges.filter((e) => e.target === co.id).map((e) => [e.kind, e.inputIndex]), [['HASH', 0], ['HASH', 1]]);
+  });
+
+  test('a window count, reduce or mergeable aggregate is pre-aggregated in the upstream chain; process, session and unmergeable windows are not', () => {
+    const plan = (build: (env: JobEnvironment) => void) => createPhysicalPlan(buildJob(job(build), { parallelism: 2 }).spec);
+    const counted = plan((env) => env.fromSequence(1, 10).map((x) => x).keyBy((x) => x % 3).window(Windows.tumbling(10)).count().collect());
+    const local = counted.spec.operators.find((o) => o.type === 'localWindowAggregate')!;
+    assert.ok(local, 'a pre-aggregation operator');
+    assert.equal(local.parallelism, 2);
+    assert.deepEqual(
+      counted.tasks.map((t) => t.operators.map((o) => o.type)),
+      [['source', 'map', 'localWindowAggregate'], ['window', 'sink']],
+      'chained into the upstream task: no extra task, no extra channel',
+    );
+    const sourceAtOne = plan((env) => env.fromSequence(1, 10).setParallelism(1).keyBy((x) => x).window(Windows.sliding(10, 5)).reduce((a, b) => a + b).collect());
+    assert.equal(sourceAtOne.spec.operators.find((o) => o.type === 'localWindowAggregate')!.parallelism, 1, 'at its upstream’s parallelism');
+    // Where the upstream feeds another operator too, a pre-aggregation could not chain: it is left out.
+    const shared = plan((env) => {
+      const xs = env.fromSequence(1, 10).map((x) => x);
+      xs.keyBy((x) => x % 3).window(Windows.tumbling(10)).count().collect('a');
+      xs.collect('b');
+    });
+    assert.equal(shared.spec.operators.some((o) => o.type === 'localWindowAggregate'), false);
+    assert.equal(shared.spec.operators.find((o) => o.type === 'window')!.options.preAggregated, undefined);
+    for (const build of [
+      (env: JobEnvironment) => env.fromSequence(1, 10).keyBy((x) => x).window(Windows.session(10)).count().collect(),
+      (env: JobEnvironment) => env.fromSequence(1, 10).keyBy((x) => x).window(Windows.tumbling(10)).process({ process: () => {} }).collect(),
+      (env: JobEnvironment) => env.fromSequence(1, 10).keyBy((x) => x).window(Windows.tumbling(10)).aggregate({ create: () => 0, add: (x: number, a: number) => a + x, result: (a) => a }).collect(),
+    ]) {
+      assert.equal(plan(build).spec.operators.some((o) => o.type === 'localWindowAggregate'), false);
+    }
   });
 });
