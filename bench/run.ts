@@ -15,7 +15,7 @@ import type { CheckpointBench } from './checkpoint.js';
 import type { LatencyResult } from './cluster.js';
 import { CLUSTER_QUERIES, QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
-import type { RecoveryResult } from './recovery.js';
+import type { RecoveryBench } from './recovery.js';
 import { writeResults, type BenchResult } from './results.js';
 import type { SubmitLatency } from './submit.js';
 
@@ -102,10 +102,11 @@ if (wantsGroup('checkpoint')) {
   }
 }
 if (wantsGroup('recovery')) {
-  for (const r of runScript<RecoveryResult[]>('recovery bench', script('recovery.ts'))) {
+  for (const r of runScript<RecoveryBench[]>('recovery bench', script('recovery.ts'))) {
     report(
       { name: `recovery ${r.subtasks} subtasks`, group: 'recovery', ...r },
-      `kill -9 of 1 of ${r.workers} workers: lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, first checkpoint after the restart at ${r.recoveredMs} ms`,
+      `kill -9 of 1 of ${r.workers} workers (median of ${r.runs}): lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, ` +
+        `first checkpoint after the restart at ${r.recoveredMs} ms (${r.recoveredMsRange[0]}-${r.recoveredMsRange[1]} ms)`,
     );
   }
 }
