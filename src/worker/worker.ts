@@ -286,11 +286,12 @@ export class Worker {
         batchSize: this.config.batchSize ?? 1_000,
         lingerMs: this.config.batchLingerMs ?? 0,
       });
-      // An earlier deploy still holding any of these subtasks is superseded.
+      // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
+      // deploy (other failover regions, after a retry) runs on.
       const keys = new Set(m.tasks.map((t) => `${t.taskId}#${t.subtaskIndex}`));
       const parts = this.partsOf(m.jobId).filter((j) => {
         if (!j.holdsAny(keys)) return true;
-        j.cancel('redeployed');
+        j.cancel('redeployed', [...keys]);
         return !j.finished;
       });
       this.jobs.set(m.jobId, [...parts, job]);

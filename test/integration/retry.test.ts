@@ -46,6 +46,20 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.equal(await h.metric('clink_job_subtask_retries_total'), 1);
   });
 
+  test('a retry redeployed beside still-running subtasks of the same job and worker leaves them running', async () => {
+    // 4 slots on the first worker: the whole job sits on one worker, whose first deploy keeps running.
+    const params = { count: '6000', rate: '3000', failAt: '6', markers: await markers() };
+    const { jobId, client } = await h.submit(FLAKY, { parallelism: 4, params, checkpoint: { maxRestarts: 1 } });
+    const done = await client.waitForCompletion(jobId);
+    assert.equal(done.ok, true, done.error);
+    assert.deepEqual(sortBy(done.collected.default!, (x) => x as number), Array.from({ length: 6_000 }, (_, i) => i + 1));
+    const v = await view(jobId);
+    assert.equal(v.retries.length, 1, JSON.stringify(v.retries));
+    assert.equal(v.subtasks.filter((t) => t.attempt === 0).length, 3, 'the other three ran on, never cancelled');
+    const byWorker = new Set(v.subtasks.map((t) => t.workerId));
+    assert.equal(byWorker.size, 1, `one worker ran them all: ${[...byWorker].join(', ')}`);
+  });
+
   test('a shuffled job: the region is the whole job, re-run from the beginning; its output equals an uninterrupted run', async () => {
     const params = { count: '30000', failAt: '7000,22000', shuffle: '1', markers: await markers() };
     const { jobId, client } = await h.submit(FLAKY, { parallelism: 2, params });
