@@ -79,14 +79,17 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
   const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health }, config.dataHost);
   if (http) config.httpPort = http.port;
+  // Each session listens on a data port of its own: the ready file follows the current one.
+  const writeReady = async (w: { dataPort: number }): Promise<void> => {
+    if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: w.dataPort, httpPort: http?.port ?? 0 }));
+  };
   try {
-    supervisor = await WorkerSupervisor.start(config, { log, metrics }, flags.reconnect ?? {});
+    supervisor = await WorkerSupervisor.start(config, { log, metrics }, flags.reconnect ?? {}, writeReady);
   } catch (err) {
     log.error({ err }, `worker ${config.id} cannot join the coordinator: ${(err as Error).message}`);
     await http?.close();
     return 2;
   }
-  if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: supervisor.worker?.dataPort ?? 0, httpPort: http?.port ?? 0 }));
   const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
   if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
   else if (outcome.end.reason === 'incompatible') log.error(`the coordinator cannot be joined: ${outcome.end.detail}`);

@@ -42,13 +42,22 @@ export class WorkerSupervisor {
    * Register the first session (retrying like any later one), then keep the worker connected until
    * close(). Throws only when the coordinator's protocol is incompatible.
    */
-  static async start(config: WorkerConfig, deps: WorkerDeps, policy: Partial<ReconnectPolicy> = {}): Promise<WorkerSupervisor> {
+  static async start(
+    config: WorkerConfig,
+    deps: WorkerDeps,
+    policy: Partial<ReconnectPolicy> = {},
+    onSession?: (w: Worker) => void | Promise<void>,
+  ): Promise<WorkerSupervisor> {
     const s = new WorkerSupervisor(config, deps, { ...DEFAULT_RECONNECT_POLICY, ...policy });
+    s.onSession = onSession;
     const first = await s.connect();
     if (!first) throw new Error('closed before the first session registered');
     void s.supervise(first);
     return s;
   }
+
+  /** Told of each session once it has registered (each has a data port of its own). */
+  private onSession: ((w: Worker) => void | Promise<void>) | undefined;
 
   /** The session now connected, if any. */
   get worker(): Worker | undefined {
@@ -94,6 +103,8 @@ export class WorkerSupervisor {
         }
         this.current = w;
         this.deps.metrics.workerControlConnected.set(1);
+        // A failing callback (the ready file cannot be written) costs a log line, not the session.
+        await (async () => this.onSession?.(w))().catch((err: unknown) => this.log.error({ err }, `after registering: ${(err as Error).message}`));
         return w;
       } catch (err) {
         if (err instanceof ProtocolVersionError) throw err;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,6 +43,11 @@ describe('workers that reconnect by themselves', () => {
       assert.equal(await workerMetric(w1, 'clink_worker_control_reconnects_total'), 1);
       assert.equal(await workerMetric(w1, 'clink_worker_control_disconnects_total'), 1);
       assert.ok((await workerMetric(w1, 'clink_worker_control_connection_attempts_total')) >= 2);
+      // The new session listens on a new data port, and the ready file says which.
+      const registered = w1.logs.filter((l) => /^registered with the coordinator/.test(String(l.msg)));
+      assert.equal(registered.length, 2);
+      assert.notEqual(registered[1]!.dataPort, registered[0]!.dataPort);
+      assert.equal((JSON.parse(await readFile(w1.readyFile!, 'utf8')) as { dataPort: number }).dataPort, registered[1]!.dataPort);
       const { jobId, client } = await h.submit(job('trivial'), { parallelism: 2 });
       assert.equal((await client.waitForCompletion(jobId)).ok, true);
       assert.equal(w1.child.exitCode, null, 'the worker process lived through it');

@@ -26,6 +26,8 @@ export interface NodeProcess {
   exited: Promise<number | null>;
   /** The node's HTTP port, once its ready file is in (0: none). */
   httpPort: number;
+  /** Where it writes its ready file. */
+  readyFile?: string;
 }
 
 export interface HarnessOptions {
@@ -119,6 +121,7 @@ export class ClusterHarness {
       ...extraArgs,
     ], this.options.workerEnv);
     node.httpPort = (JSON.parse(await this.waitForFile(ready, node)) as { httpPort: number }).httpPort;
+    node.readyFile = ready;
     return node;
   }
 
