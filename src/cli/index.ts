@@ -94,7 +94,7 @@ export async function main(argv: string[]): Promise<number> {
       .option('--checkpoints-retained <n>', 'completed checkpoints to keep (older ones are deleted)', positiveInt, 1)
       .option('--state-backend <uri>', 'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]')
       .addOption(new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)').choices(['aligned', 'unaligned']).default('aligned'))
-      .option('--max-restarts-on-worker-loss <n>', 'restarts from the last checkpoint after a worker is lost (-1: automatic)', intArg(-1), -1)
+      .option('--max-restarts-on-worker-loss <n>', 'restarts from the last checkpoint after a worker is lost or a subtask fails (-1: automatic)', intArg(-1), -1)
       .option(
         '--max-restarts <n>',
         "without checkpoints: how often each failed subtask is retried, re-running its failover region from the beginning (at-least-once) (-1: the coordinator's default, 0 unless set)",

@@ -555,9 +555,13 @@ export class Coordinator {
       // A consequence of another worker's loss or of a failure in its region, most likely: wait for the cause.
       job.peerFailure ??= { error: m.error, at: Date.now(), subtask: key };
     } else if (!m.ok && job.state !== 'CANCELED') {
+      // A failure that is not deterministic (fatal: the deploy itself failed) heals like a worker loss:
+      // from the last checkpoint, or by retrying the subtask's region in a job without one.
       const error = m.error || `subtask ${key} failed`;
-      if (!m.fatal && this.mayRetry(job, key)) this.beginRetry(job, st, error);
-      else this.failJob(job, this.retryRefusal(job, key, error));
+      if (!m.fatal && this.mayRestart(job)) this.beginRestart(job, `subtask ${key} failed on worker ${s.id}: ${error.split('\n')[0]}`);
+      else if (!m.fatal && this.mayRetry(job, key)) this.beginRetry(job, st, error);
+      else if (m.fatal) this.failJob(job, error);
+      else this.failJob(job, job.checkpoint.checkpointDir ? this.restartRefusal(job, error) : this.retryRefusal(job, key, error));
     }
     this.maybeComplete(job);
   }

@@ -110,13 +110,23 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.deepEqual((await view(jobId)).retries, []);
   });
 
-  test('a job with checkpoints is not retried in part: a subtask error fails it (restarts from a checkpoint are for worker losses)', async () => {
+  test('a job with checkpoints is not retried in part: a subtask error restarts the whole job from its checkpoint, within --max-restarts-on-worker-loss', async () => {
     const params = { count: '10000', failAt: '3000', markers: await markers() };
     const { jobId, client } = await h.submit(FLAKY, { parallelism: 2, params, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 0, maxRestarts: 3 } });
     const done = await client.waitForCompletion(jobId);
-    assert.equal(done.ok, false);
-    assert.match(done.error, /record 3000 fails/);
-    assert.deepEqual((await view(jobId)).retries, []);
+    assert.equal(done.ok, true, done.error);
+    assert.deepEqual(sortBy(done.collected.default!, (x) => x as number), Array.from({ length: 10_000 }, (_, i) => i + 1), 'every record once');
+    const v = await view(jobId);
+    assert.deepEqual(v.retries, []);
+    assert.equal(v.restarts.length, 1);
+    assert.match(v.restarts[0]!.cause, /^subtask _inline_source_0#\d failed on worker w\d: .*record 3000 fails/);
+    assert.equal(v.restarts[0]!.restoredFrom, 0, 'no checkpoint had completed: from the beginning');
+
+    const again = { count: '10000', failAt: '3000', always: '1', markers: await markers() };
+    const off = await h.submit(FLAKY, { parallelism: 2, params: again, checkpoint: { checkpointDir: join(h.dir, 'ckpt2'), maxRestartsOnWorkerLoss: 0 } });
+    const failed = await off.client.waitForCompletion(off.jobId);
+    assert.equal(failed.ok, false);
+    assert.match(failed.error, /record 3000 fails.*restarts are off \(--max-restarts-on-worker-loss 0\)/s);
   });
 
   test('after every retry the slots are all free again', async () => {
