@@ -37,6 +37,10 @@ import { jobStateDir } from '../state/index.js';
 import { join, resolve as resolvePath } from 'node:path';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
+/** A subtask as checkpoints, markers and regions name it: `<task>#<index>`. */
+const subtaskKey = (t: { taskId: string; index: number }): string => `${t.taskId}#${t.index}`;
+/** The first line of an error (a user error carries its stack after it). */
+const firstLine = (text: string): string => text.split('\n')[0]!;
 const packr = new Packr({ useRecords: true, moreTypes: true });
 
 export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'FINISHED' | 'FAILED' | 'CANCELED';
@@ -541,7 +545,7 @@ export class Coordinator {
       this.maybeRedeploy(job);
       return;
     }
-    const key = `${m.taskId}#${m.subtaskIndex}`;
+    const key = subtaskKey(st);
     const region = job.regionOf.get(key)!;
     if (job.retrying.has(region)) {
       // Its region is being retried: what it did belongs to the abandoned attempt.
@@ -558,7 +562,7 @@ export class Coordinator {
       // A failure that is not deterministic (fatal: the deploy itself failed) heals like a worker loss:
       // from the last checkpoint, or by retrying the subtask's region in a job without one.
       const error = m.error || `subtask ${key} failed`;
-      if (!m.fatal && this.mayRestart(job)) this.beginRestart(job, `subtask ${key} failed on worker ${s.id}: ${error.split('\n')[0]}`);
+      if (!m.fatal && this.mayRestart(job)) this.beginRestart(job, `subtask ${key} failed on worker ${s.id}: ${firstLine(error)}`);
       else if (!m.fatal && this.mayRetry(job, key)) this.beginRetry(job, st, error);
       else if (m.fatal) this.failJob(job, error);
       else this.failJob(job, job.checkpoint.checkpointDir ? this.restartRefusal(job, error) : this.retryRefusal(job, key, error));
@@ -632,7 +636,7 @@ export class Coordinator {
   private beginCheckpoint(job: JobState, id: number, savepoint?: NonNullable<JobState['pendingCheckpoint']>['savepoint'], final = false): void {
     job.pendingCheckpoint = {
       id,
-      pending: new Set(job.subtasks.map((t) => `${t.taskId}#${t.index}`)),
+      pending: new Set(job.subtasks.map(subtaskKey)),
       startedAt: Date.now(),
       bytes: 0,
       alignmentMs: 0,
@@ -710,7 +714,7 @@ export class Coordinator {
       checkpointId: p.id,
       jobId: job.id,
       jobName: job.name,
-      subtasks: job.subtasks.map((t) => `${t.taskId}#${t.index}`),
+      subtasks: job.subtasks.map(subtaskKey),
       stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
       completedAtMs: Date.now(),
       stateBytes: p.bytes,
@@ -853,7 +857,7 @@ export class Coordinator {
       if (job.peerFailure && job.state === 'RUNNING' && now - job.peerFailure.at > hb + interval) {
         // A peer connection broke and no worker was declared lost: heal it the same way.
         const { error, subtask } = job.peerFailure;
-        const st = job.subtasks.find((t) => `${t.taskId}#${t.index}` === subtask);
+        const st = job.subtasks.find((t) => subtaskKey(t) === subtask);
         if (this.mayRestart(job)) this.beginRestart(job, error);
         else if (st && this.mayRetry(job, subtask)) this.beginRetry(job, st, error);
         else this.failJob(job, this.retryRefusal(job, subtask, error));
@@ -1015,7 +1019,7 @@ export class Coordinator {
     // The restore-layout gate runs before any slot is waited for.
     const restore = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
     if (restore) {
-      const planned = subtasks.map((s) => `${s.taskId}#${s.index}`).sort();
+      const planned = subtasks.map(subtaskKey).sort();
       const held = [...restore.subtasks].sort();
       if (JSON.stringify(planned) !== JSON.stringify(held)) {
         const missing = planned.filter((k) => !held.includes(k));
@@ -1082,9 +1086,9 @@ export class Coordinator {
    * job, or a retried region), and send each worker its Deploy as attempt `job.attempt`.
    */
   private deployAttempt(job: JobState, placement: ReturnType<typeof assignTaskPlacement>, restore: CompletedMarker | undefined): void {
-    const placed = new Set([...placement.values()].flatMap((sts) => sts.map((st) => `${st.taskId}#${st.index}`)));
+    const placed = new Set([...placement.values()].flatMap((sts) => sts.map(subtaskKey)));
     job.subtasks = job.subtasks.filter((t) => {
-      if (!placed.has(`${t.taskId}#${t.index}`)) return true;
+      if (!placed.has(subtaskKey(t))) return true;
       job.collectedBytes -= t.collected?.length ?? 0;
       return false;
     });
@@ -1093,8 +1097,8 @@ export class Coordinator {
       s.used += sts.length;
       for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
     }
-    const order = new Map(job.plan.subtasks.map((s, i) => [`${s.taskId}#${s.index}`, i]));
-    job.subtasks.sort((a, b) => order.get(`${a.taskId}#${a.index}`)! - order.get(`${b.taskId}#${b.index}`)!);
+    const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s), i]));
+    job.subtasks.sort((a, b) => order.get(subtaskKey(a))! - order.get(subtaskKey(b))!);
     const byWorker = new Map<string, SubtaskState[]>();
     for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
     job.edges = countChannels(job.plan, byWorker);
@@ -1178,9 +1182,13 @@ export class Coordinator {
   private checkDrain(job: JobState, now: number): void {
     const r = job.restarting;
     if (!r || now - r.since < this.config.restartDrainTimeoutMs) return;
-    const stuck = job.subtasks.filter((t) => !t.finished).map((t) => `${t.taskId}#${t.index} on worker ${t.session.id}`);
-    this.failJob(job, `restart after ${r.cause}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.join(', ')}`);
-    for (const t of job.subtasks) if (!t.finished) this.finishSubtask(job, t, 'did not drain');
+    this.failUndrained(job, `restart after ${r.cause}`, job.subtasks.filter((t) => !t.finished));
+  }
+
+  /** Fail the job naming each subtask that did not drain and its worker; those count as finished. */
+  private failUndrained(job: JobState, what: string, stuck: SubtaskState[]): void {
+    this.failJob(job, `${what}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t)} on worker ${t.session.id}`).join(', ')}`);
+    for (const t of stuck) this.finishSubtask(job, t, 'did not drain');
     this.maybeComplete(job);
   }
 
@@ -1188,11 +1196,7 @@ export class Coordinator {
   private checkRetryDrain(job: JobState, now: number): void {
     for (const [region, r] of job.retrying) {
       if (r.deploying || now - r.at < this.config.restartDrainTimeoutMs) continue;
-      const members = new Set(job.regions[region]);
-      const stuck = job.subtasks.filter((t) => !t.finished && members.has(`${t.taskId}#${t.index}`));
-      this.failJob(job, `retry of subtask ${r.subtask}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${t.taskId}#${t.index} on worker ${t.session.id}`).join(', ')}`);
-      for (const t of stuck) this.finishSubtask(job, t, 'did not drain');
-      this.maybeComplete(job);
+      this.failUndrained(job, `retry of subtask ${r.subtask}`, job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t)) === region));
       return;
     }
   }
@@ -1250,22 +1254,22 @@ export class Coordinator {
    * reaches the region's sinks at least once; the job's other regions run on untouched.
    */
   private beginRetry(job: JobState, st: SubtaskState, cause: string): void {
-    const key = `${st.taskId}#${st.index}`;
+    const key = subtaskKey(st);
     const region = job.regionOf.get(key)!;
+    const size = job.regions[region]!.length;
     const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
     job.retriesBySubtask.set(key, retry);
-    const members = new Set(job.regions[region]);
-    job.retrying.set(region, { at: Date.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: members.size });
+    job.retrying.set(region, { at: Date.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size });
     if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
     this.deps.metrics.subtaskRetries.inc();
     this.log.warn(
-      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: members.size },
-      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${members.size} subtasks from the beginning (retry ${retry} of ${this.maxRetries(job)}): ${cause.split('\n')[0]}`,
+      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: size },
+      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${size} subtasks from the beginning (retry ${retry} of ${this.maxRetries(job)}): ${firstLine(cause)}`,
     );
     const bySession = new Map<WorkerSession, string[]>();
     for (const t of job.subtasks) {
-      const k = `${t.taskId}#${t.index}`;
-      if (t.finished || !members.has(k)) continue;
+      const k = subtaskKey(t);
+      if (t.finished || job.regionOf.get(k) !== region) continue;
       (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
     }
     for (const [s, subtasks] of bySession) this.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
@@ -1275,10 +1279,10 @@ export class Coordinator {
   /** Once every subtask of a retried region has drained, deploy the region again as the next attempt. */
   private maybeRetryRegion(job: JobState, region: number): void {
     const r = job.retrying.get(region);
-    const members = new Set(job.regions[region]);
-    if (!r || r.deploying || job.subtasks.some((t) => !t.finished && members.has(`${t.taskId}#${t.index}`))) return;
+    const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t)) === region;
+    if (!r || r.deploying || job.subtasks.some((t) => !t.finished && inRegion(t))) return;
     r.deploying = true;
-    const subtasks = job.plan.subtasks.filter((s) => members.has(`${s.taskId}#${s.index}`)).map((s) => ({ taskId: s.taskId, index: s.index }));
+    const subtasks = job.plan.subtasks.filter(inRegion).map((s) => ({ taskId: s.taskId, index: s.index }));
     const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
     this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true)
       .then((placement) => {
@@ -1294,7 +1298,7 @@ export class Coordinator {
         );
       })
       .catch((err: unknown) => {
-        this.failJob(job, `retry of subtask ${r.subtask} after ${r.cause.split('\n')[0]} failed: ${(err as Error).message}`);
+        this.failJob(job, `retry of subtask ${r.subtask} after ${firstLine(r.cause)} failed: ${(err as Error).message}`);
         this.maybeComplete(job);
       });
   }
@@ -1414,7 +1418,7 @@ export class Coordinator {
  */
 export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>): { local: number; socket: number } {
   const workerOf = new Map<string, string>();
-  for (const [worker, sts] of placement) for (const st of sts) workerOf.set(`${st.taskId}#${st.index}`, worker);
+  for (const [worker, sts] of placement) for (const st of sts) workerOf.set(subtaskKey(st), worker);
   let local = 0;
   let socket = 0;
   for (const { edge, up, down } of networkEdges(plan)) {

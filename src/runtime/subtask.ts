@@ -76,9 +76,9 @@ export function failoverRegions(plan: PhysicalPlan): string[][] {
     if (ra !== rb) parent.set(rb, ra);
   };
   for (const task of plan.tasks) {
-    for (let d = 0; d < task.parallelism; d++) {
-      for (const c of inputChannels(plan, task)) union(`${taskOf(plan, plan.spec.edges[c.edgeIndex]!.source).id}#${c.upstreamSubtask}`, `${task.id}#${d}`);
-    }
+    // Every subtask of a task has the same input channels: each joins its upstream subtask to all of them.
+    const ups = inputChannels(plan, task).map((c) => `${taskOf(plan, plan.spec.edges[c.edgeIndex]!.source).id}#${c.upstreamSubtask}`);
+    for (let d = 0; d < task.parallelism; d++) for (const up of ups) union(up, `${task.id}#${d}`);
   }
   const regions = new Map<string, string[]>();
   for (const k of keys) {

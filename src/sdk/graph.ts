@@ -81,7 +81,7 @@ export class GraphBuilder {
   ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
     const parallelismOf = (n: OpNode): number =>
       n.parallelism ?? (n.sameParallelismAs ? parallelismOf(n.sameParallelismAs) : n.options.nonParallel === true ? 1 : defaultParallelism);
-    const { nodes, pending, fnsOf } = this.withoutUnchainablePreAggregation();
+    const { nodes, pending } = this.withoutUnchainablePreAggregation();
     const operators: OperatorSpec[] = nodes.map((n) => ({
       id: n.id,
       name: n.name,
@@ -107,7 +107,7 @@ export class GraphBuilder {
       operators,
       edges,
     };
-    return { spec, functions: new Map(nodes.map((n) => [n.id, fnsOf(n)])) };
+    return { spec, functions: new Map(nodes.map((n) => [n.id, n.fns])) };
   }
 
   /**
@@ -115,14 +115,14 @@ export class GraphBuilder {
    * others too (or refuses chaining), it would be a task of its own, costing slots and channels: the
    * window is fed directly instead, keyed by its own key again.
    */
-  private withoutUnchainablePreAggregation(): { nodes: OpNode[]; pending: PendingEdge[]; fnsOf: (n: OpNode) => OperatorFunctions } {
+  private withoutUnchainablePreAggregation(): { nodes: OpNode[]; pending: PendingEdge[] } {
     const outs = new Map<OpNode, number>();
     for (const e of this.edges) outs.set(e.source, (outs.get(e.source) ?? 0) + 1);
     const dropped = new Map<OpNode, OpNode>(); // pre-aggregation -> its input
     for (const e of this.edges) {
       if (e.target.type === 'localWindowAggregate' && (outs.get(e.source) !== 1 || e.source.chaining === 'NEVER')) dropped.set(e.target, e.source);
     }
-    if (dropped.size === 0) return { nodes: this.nodes, pending: this.edges, fnsOf: (n) => n.fns };
+    if (dropped.size === 0) return { nodes: this.nodes, pending: this.edges };
     const windows = new Map<OpNode, OpNode>(); // window -> the dropped pre-aggregation that fed it
     const pending = this.edges
       .filter((e) => !dropped.has(e.target))
@@ -135,15 +135,12 @@ export class GraphBuilder {
     const nodes = this.nodes
       .filter((n) => !dropped.has(n))
       .map((n) => {
-        if (!windows.has(n)) return n;
+        const local = windows.get(n);
+        if (!local) return n;
         const { preAggregated: _, ...options } = n.options;
-        return { ...n, options };
+        return { ...n, options, fns: { ...n.fns, keySelectors: local.fns.keySelectors! } };
       });
-    const fnsOf = (n: OpNode): OperatorFunctions => {
-      const local = windows.get(this.nodes.find((x) => x.id === n.id)!);
-      return local ? { ...n.fns, keySelectors: local.fns.keySelectors! } : n.fns;
-    };
-    return { nodes, pending, fnsOf };
+    return { nodes, pending };
   }
 }
 

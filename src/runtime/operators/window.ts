@@ -41,6 +41,8 @@ interface KeySessions {
 }
 
 const mod = (x: number, m: number): number => ((x % m) + m) % m;
+/** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */
+const paneStart = (ts: number, offset: number, slide: number): number => ts - mod(ts - offset, slide);
 
 const PANE_PREFIX = '__pane:';
 const paneName = (start: number): string => `${PANE_PREFIX}${start}`;
@@ -113,7 +115,7 @@ export class WindowOperator extends KeyedOperator {
     const a = this.assigner as Exclude<WindowAssigner, { kind: 'session' }>;
     const size = a.sizeMs;
     const slide = a.kind === 'sliding' ? a.slideMs : size;
-    const lastStart = ts - mod(ts - a.offsetMs, slide);
+    const lastStart = paneStart(ts, a.offsetMs, slide);
     for (let start = lastStart; start > ts - size; start -= slide) {
       if (!this.processingTime && start + size - 1 <= this.currentWatermark) {
         this.lateRecordsDropped++;
@@ -368,7 +370,7 @@ export class LocalWindowAggregateOperator extends StreamOperator {
     let e: PartialEntry | undefined;
     try {
       key = this.keyOf(value);
-      const pane = this.processingTime ? 0 : timestamp - mod(timestamp - this.offset, this.slide);
+      const pane = this.processingTime ? 0 : paneStart(timestamp, this.offset, this.slide);
       let g = this.groups.get(pane);
       if (!g) this.groups.set(pane, (g = new Map()));
       const nk = normalizeKey(key);
