@@ -142,6 +142,11 @@ export interface JobState {
   checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
   /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
   checkpointFloor: number;
+  /**
+   * The restore point the job was submitted with (a savepoint, or a predecessor's checkpoint). Until the
+   * job completes a checkpoint of its own, every restart and retry resumes from it, never from nothing.
+   */
+  submittedRestore?: CompletedMarker;
   pendingCheckpoint?: {
     id: number;
     pending: Set<string>;
@@ -1053,6 +1058,7 @@ export class Coordinator {
       edges: countChannels(plan, placement),
       checkpoint: m.checkpoint,
       checkpointFloor: restore?.checkpointId ?? 0,
+      ...(restore ? { submittedRestore: restore } : {}),
       lastCheckpointAt: Date.now(),
       attempt: 0,
       restarts: [],
@@ -1211,7 +1217,7 @@ export class Coordinator {
 
   private async redeploy(job: JobState): Promise<void> {
     const { cause, since } = job.restarting!;
-    const restore = await resolveRestore(jobDir(job.checkpoint.checkpointDir, job.id), 0).catch(() => undefined);
+    const restore = await this.restorePoint(job);
     const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
     const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true);
     if (job.state !== 'RESTARTING') return;
@@ -1225,8 +1231,17 @@ export class Coordinator {
     this.deployAttempt(job, placement, restore);
     this.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
-      `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${restore ? `checkpoint ${restore.checkpointId}` : 'the beginning (no checkpoint had completed)'}`,
+      `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,
     );
+  }
+
+  /**
+   * Where a restart or retry resumes: the job's newest completed checkpoint, else the restore point it
+   * was submitted with, else (a job submitted fresh that never completed one) the beginning.
+   */
+  private async restorePoint(job: JobState): Promise<CompletedMarker | undefined> {
+    const own = job.checkpoint.checkpointDir ? await resolveRestore(jobDir(job.checkpoint.checkpointDir, job.id), 0).catch(() => undefined) : undefined;
+    return own ?? job.submittedRestore;
   }
 
   // ---------------------------------------------------------------- retries (jobs without checkpoints)
@@ -1264,7 +1279,7 @@ export class Coordinator {
     this.deps.metrics.subtaskRetries.inc();
     this.log.warn(
       { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: size },
-      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${size} subtasks from the beginning (retry ${retry} of ${this.maxRetries(job)}): ${firstLine(cause)}`,
+      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${size} subtasks from ${job.submittedRestore ? `checkpoint ${job.submittedRestore.checkpointId}` : 'the beginning'} (retry ${retry} of ${this.maxRetries(job)}): ${firstLine(cause)}`,
     );
     const bySession = new Map<WorkerSession, string[]>();
     for (const t of job.subtasks) {
@@ -1291,10 +1306,11 @@ export class Coordinator {
         job.retrying.delete(region);
         const { deploying: _, ...retry } = r;
         job.retries.push({ ...retry, deployedAt: Date.now(), attempt: job.attempt });
-        this.deployAttempt(job, placement, undefined);
+        // A job without checkpoints of its own resumes its region from the restore point it was submitted with.
+        this.deployAttempt(job, placement, job.submittedRestore);
         this.log.info(
           { jobId: job.id, attempt: job.attempt, subtask: r.subtask },
-          `job ${job.id} (${job.name}): failover region of subtask ${r.subtask} (${subtasks.length} subtasks) redeployed as attempt ${job.attempt}`,
+          `job ${job.id} (${job.name}): failover region of subtask ${r.subtask} (${subtasks.length} subtasks) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, job.submittedRestore)}`,
         );
       })
       .catch((err: unknown) => {
@@ -1431,6 +1447,13 @@ export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string,
     }
   }
   return { local, socket };
+}
+
+/** How a log line names where a deploy resumes. */
+function describeRestorePoint(job: JobState, restore: CompletedMarker | undefined): string {
+  if (!restore) return 'the beginning (submitted without a restore point; no checkpoint had completed)';
+  if (restore === job.submittedRestore) return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
+  return `checkpoint ${restore.checkpointId}`;
 }
 
 function toSummary(v: JobView): MessageOf<'ListJobsReply'>['jobs'][number] {

@@ -1,0 +1,95 @@
+// A job submitted with a restore point keeps it until it completes a checkpoint of its own: a restart
+// before then resumes from that point, never from the beginning (which duplicates everything the
+// restored state had already counted).
+import assert from 'node:assert/strict';
+import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { JobView } from '../../src/coordinator/index.js';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { runJob } from '../../src/index.js';
+import { ClusterHarness } from '../harness/cluster.js';
+import { visibleLines } from '../helpers.js';
+
+const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
+/** The timestamp of the fixture's last record (row 19,999): always after any restore point. */
+const LAST_TS = 1_000 + 4 * 19_999;
+
+/**
+ * Run the windowed file-sink job until it has completed two checkpoints, cancel it, and return what
+ * resubmitting it from its checkpoint needs.
+ */
+async function cancelledMidStream(h: ClusterHarness) {
+  const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
+  const expectedDir = join(h.dir, 'expected');
+  await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
+  const out = join(h.dir, 'out');
+  const ckpt = join(h.dir, 'ckpt');
+  const client = await h.client();
+  const params = { out, rate: '8000' };
+  const first = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, intervalMs: 150 } });
+  let done: { checkpointId: number }[] = [];
+  for (let i = 0; i < 400 && done.length < 2; i++) {
+    await sleep(25);
+    done = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${first.jobId}/checkpoints`)).body.checkpoints;
+  }
+  assert.ok(done.length >= 2, 'checkpoints completed while it ran');
+  await client.cancel(first.jobId);
+  assert.equal((await client.waitForCompletion(first.jobId)).state, 'CANCELED');
+  const restored = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${first.jobId}/checkpoints`)).body.checkpoints.at(-1)!.checkpointId;
+  return { loaded, client, out, ckpt, restoreFromDir: join(ckpt, '_jobs', first.jobId), restored, expected: await visibleLines(expectedDir) };
+}
+
+describe('the restore point a job was submitted with', () => {
+  test('restored, then kill -9 of a worker before its first checkpoint: the restart resumes from the restore point and the output is exact', async () => {
+    const h = await ClusterHarness.start({ workers: 3, slots: 4 });
+    try {
+      const r = await cancelledMidStream(h);
+      // No periodic checkpoints: the only restore point until the end is the one submitted with.
+      const params = { out: r.out, rate: '3000' };
+      const second = await r.client.submit({
+        module: r.loaded,
+        spec: buildJob(r.loaded.job, { parallelism: 2, params }).spec,
+        params,
+        buildParallelism: 2,
+        checkpoint: { checkpointDir: r.ckpt, restoreFromDir: r.restoreFromDir },
+      });
+      const running = await h.waitForJob<JobView>(second.jobId, ['RUNNING']);
+      h.worker(running.subtasks[0]!.workerId).child.kill('SIGKILL');
+      const done = await r.client.waitForCompletion(second.jobId);
+      assert.equal(done.ok, true, done.error);
+      const view = (await h.http<JobView>(`/api/v1/jobs/${second.jobId}`)).body;
+      assert.equal(view.restarts.length, 1, JSON.stringify(view.restarts));
+      assert.equal(view.restarts[0]!.restoredFrom, r.restored, 'resumed from the checkpoint it was submitted with');
+      await h.waitForLog(h.coordinator, new RegExp(`^job ${second.jobId} \\(ckpt-file-sink\\) redeployed as attempt 1 from checkpoint ${r.restored} of .* \\(the restore point it was submitted with; none of its own had completed\\)$`));
+      assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('restored, then a subtask fails before its first checkpoint: the restart resumes from the restore point and the output is exact', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 4 });
+    try {
+      const r = await cancelledMidStream(h);
+      const params = { out: r.out, failTs: String(LAST_TS), markers: h.dir };
+      const second = await r.client.submit({
+        module: r.loaded,
+        spec: buildJob(r.loaded.job, { parallelism: 2, params }).spec,
+        params,
+        buildParallelism: 2,
+        checkpoint: { checkpointDir: r.ckpt, restoreFromDir: r.restoreFromDir },
+      });
+      const done = await r.client.waitForCompletion(second.jobId);
+      assert.equal(done.ok, true, done.error);
+      const view = (await h.http<JobView>(`/api/v1/jobs/${second.jobId}`)).body;
+      assert.equal(view.restarts.length, 1, JSON.stringify(view.restarts));
+      assert.match(view.restarts[0]!.cause, new RegExp(`record at ${LAST_TS} fails once`));
+      assert.equal(view.restarts[0]!.restoredFrom, r.restored);
+      assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
+    } finally {
+      await h.close();
+    }
+  });
+});
