@@ -81,7 +81,7 @@ async function run(
           exec
             .triggerCheckpoint()
             .then(async (snapshot) => {
-              bytes = await writeStateFile(join(dir, `chk-${snapshot.checkpointId}.state`), snapshot);
+              bytes = (await writeStateFile(join(dir, `chk-${snapshot.checkpointId}.state`), snapshot)).bytes;
               durations.push(performance.now() - t0);
             })
             .catch(() => undefined)

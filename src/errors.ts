@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   CLINK_ERR_PEER_LOST: 'a data-plane connection to another worker failed or closed early',
   CLINK_ERR_SDK_MISMATCH: 'a job module was built against an SDK surface this node does not have',
   CLINK_ERR_MODULE_MISSING: 'a reference to a job module that the receiver does not hold',
+  CLINK_ERR_STORAGE: 'a file could not be written durably (a short write, a full or read-only disk); names the file',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -79,6 +80,19 @@ export class ConnectorError extends ClinkError {
 export class StateError extends ClinkError {
   constructor(message: string, options?: ErrorOptions) {
     super('CLINK_ERR_STATE', message, options);
+  }
+}
+
+/** A file could not be written durably: `written` of `total` bytes reached it before the failure. */
+export class StorageError extends ClinkError {
+  constructor(
+    message: string,
+    readonly path: string,
+    readonly written: number,
+    readonly total: number,
+    options?: { cause?: unknown },
+  ) {
+    super('CLINK_ERR_STORAGE', message, options);
   }
 }
 

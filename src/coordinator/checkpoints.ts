@@ -3,14 +3,18 @@
  * - `checkpoint-id`: the highest id claimed; an id is claimed here before it is used, so ids only rise.
  * - `chk-<id>/<task>#<index>.state`: each subtask's snapshot (written by the worker running it).
  * - `COMPLETED-<id>`: written (temp name, fsync, rename) once every subtask's state is durable; it
- *   records the subtask set and where the state lives. A restore reads it.
+ *   records the subtask set, where the state lives, and each state file's size and SHA-256. A restore
+ *   reads it and verifies every file against it before anything is loaded.
  * - `RESTORED`: written by a deploy that continues a run, naming what it restored and its first id.
  */
-import { open, mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ClinkError, InvalidArgumentError } from '../errors.js';
+import { ClinkError, InvalidArgumentError, StateError } from '../errors.js';
 import type { MessageOf } from '../protocol/index.js';
 import { stateBackendDir } from '../state/index.js';
+import { writeFileDurably } from '../util/index.js';
 
 /** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change. */
 export function checkCheckpointConfig(c: MessageOf<'SubmitJob'>['checkpoint']): void {
@@ -38,21 +42,21 @@ export interface CompletedMarker {
   stateDir: string;
   completedAtMs: number;
   stateBytes: number;
+  /**
+   * Each subtask's state file (`<task>#<index>.state` under stateDir): its size and the SHA-256 of its
+   * body. Absent in markers written before files were verified.
+   */
+  files?: Record<string, { bytes: number; sha256: string }>;
 }
+
+/** Bytes before a state file's body: "CLK2", the header length, the body's SHA-256 (see state/file.ts). */
+const STATE_FILE_PREFIX_BYTES = 8 + 32;
 
 export const jobDir = (checkpointDir: string, jobId: string): string => join(resolve(checkpointDir), '_jobs', jobId);
 
-/** Write a file durably: a temp name, fsync, rename. */
+/** Write a small text file durably (see writeFileDurably). */
 async function writeDurably(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
+  await writeFileDurably(path, [Buffer.from(text)]);
 }
 
 /** Claim the next checkpoint id above `floor` and anything already recorded. */
@@ -78,18 +82,47 @@ export async function writeRestoredRecord(dir: string, record: { restoredFrom: s
  * finds a marker whose state is gone), then their state under `stateDir`.
  */
 export async function retainCheckpoints(dir: string, stateDir: string, retained: number): Promise<void> {
-  const ids = (await readdir(dir)).map((n) => /^COMPLETED-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => b - a);
+  const ids = completedIds(await readdir(dir)).sort((a, b) => b - a);
   for (const id of ids.slice(Math.max(1, retained))) {
     await rm(join(dir, `COMPLETED-${id}`), { force: true });
-    await rm(join(stateDir, `chk-${id}`), { recursive: true, force: true });
+    await removeCheckpointState(stateDir, id);
   }
+  // State of checkpoints that never completed (aborted, or a writer that outlived its abort) and
+  // temp files of failed marker writes, older than the newest completed checkpoint: nothing reads them.
+  const newest = ids[0] ?? 0;
+  const kept = new Set(ids.slice(0, Math.max(1, retained)));
+  for (const name of await readdir(stateDir).catch(() => [] as string[])) {
+    const m = /^chk-(\d+)$/.exec(name);
+    if (m && Number(m[1]) < newest && !kept.has(Number(m[1]))) await removeCheckpointState(stateDir, Number(m[1]));
+  }
+  for (const name of await readdir(dir)) if (/^COMPLETED-\d+\.\d+\.tmp$/.test(name)) await rm(join(dir, name), { force: true });
+}
+
+/** Remove one checkpoint's state directory (after an abort, or past retention). */
+export async function removeCheckpointState(stateDir: string, checkpointId: number): Promise<void> {
+  await rm(join(stateDir, `chk-${checkpointId}`), { recursive: true, force: true });
+}
+
+const completedIds = (names: string[]): number[] => names.map((n) => /^COMPLETED-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
+
+/** Whether `dir` (a job's marker directory) holds any COMPLETED marker. */
+export async function hasCompletedCheckpoint(dir: string): Promise<boolean> {
+  return completedIds(await readdir(dir).catch(() => [] as string[])).length > 0;
+}
+
+/** A restore point, and the newer checkpoints passed over because a file of theirs failed verification. */
+export interface RestorePoint {
+  marker: CompletedMarker;
+  skipped: { checkpointId: number; reason: string }[];
 }
 
 /**
- * The marker to restore from. `dir` is a job's marker directory, or a checkpoint directory holding one
- * job's markers under `_jobs/`; `checkpointId` 0 means the newest completed one.
+ * The marker to restore from, every state file of it verified. `dir` is a job's marker directory, or a
+ * checkpoint directory holding one job's markers under `_jobs/`; `checkpointId` 0 means the newest
+ * completed one whose files verify (older retained ones are fallbacks, listed in `skipped`); a named
+ * one that does not verify is refused, naming the file.
  */
-export async function resolveRestore(dir: string, checkpointId: number): Promise<CompletedMarker> {
+export async function resolveRestore(dir: string, checkpointId: number): Promise<RestorePoint> {
   let markerDir = resolve(dir);
   const names = await readdir(markerDir).catch(() => {
     throw new ClinkError('CLINK_ERR_PLAN', `restore: cannot read ${markerDir}; --restore-from-dir must name a checkpoint or savepoint directory`);
@@ -99,9 +132,51 @@ export async function resolveRestore(dir: string, checkpointId: number): Promise
     if (jobs.length !== 1) throw new ClinkError('CLINK_ERR_PLAN', `restore: ${markerDir} holds checkpoints of ${jobs.length} jobs; name one job's directory (${join(markerDir, '_jobs', '<job id>')})`);
     markerDir = join(markerDir, '_jobs', jobs[0]!);
   }
-  const ids = (await readdir(markerDir)).map((n) => /^COMPLETED-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
+  const ids = completedIds(await readdir(markerDir)).sort((a, b) => b - a);
   if (ids.length === 0) throw new ClinkError('CLINK_ERR_PLAN', `restore: no completed checkpoint in ${markerDir}`);
-  const id = checkpointId > 0 ? checkpointId : Math.max(...ids);
-  if (!ids.includes(id)) throw new ClinkError('CLINK_ERR_PLAN', `restore: no COMPLETED-${id} in ${markerDir} (completed: ${ids.sort((a, b) => a - b).join(', ')})`);
-  return JSON.parse(await readFile(join(markerDir, `COMPLETED-${id}`), 'utf8')) as CompletedMarker;
+  if (checkpointId > 0 && !ids.includes(checkpointId)) {
+    throw new ClinkError('CLINK_ERR_PLAN', `restore: no COMPLETED-${checkpointId} in ${markerDir} (completed: ${[...ids].reverse().join(', ')})`);
+  }
+  const skipped: RestorePoint['skipped'] = [];
+  for (const id of checkpointId > 0 ? [checkpointId] : ids) {
+    const path = join(markerDir, `COMPLETED-${id}`);
+    let marker: CompletedMarker;
+    try {
+      marker = JSON.parse(await readFile(path, 'utf8')) as CompletedMarker;
+    } catch (err) {
+      skipped.push({ checkpointId: id, reason: `${path} is unreadable: ${(err as Error).message}` });
+      continue;
+    }
+    const bad = await verifyCheckpoint(marker);
+    if (bad === undefined) return { marker, skipped };
+    skipped.push({ checkpointId: id, reason: bad });
+  }
+  const why = skipped.map((s) => `checkpoint ${s.checkpointId}: ${s.reason}`).join('; ');
+  throw new StateError(checkpointId > 0 ? `restore: checkpoint ${checkpointId} in ${markerDir} is unusable: ${why}` : `restore: no usable checkpoint in ${markerDir}: ${why}`);
+}
+
+/** Why a completed checkpoint cannot be restored (a state file missing, of another size, or changed), or undefined. */
+export async function verifyCheckpoint(marker: CompletedMarker): Promise<string | undefined> {
+  for (const key of marker.subtasks) {
+    const file = join(marker.stateDir, `${key}.state`);
+    const expected = marker.files?.[key];
+    let size: number;
+    try {
+      size = (await stat(file)).size;
+    } catch (err) {
+      return `state file ${file} is missing (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+    }
+    if (!expected) continue; // a marker from before files were recorded: presence is all it can say
+    if (size !== expected.bytes) return `state file ${file} holds ${size} bytes, the marker records ${expected.bytes}`;
+    const actual = await bodyDigest(file);
+    if (actual !== expected.sha256) return `state file ${file} is damaged: its SHA-256 is ${actual}, the marker records ${expected.sha256}`;
+  }
+  return undefined;
+}
+
+/** SHA-256 (hex) of a state file's body, read as a stream (the event loop keeps running). */
+async function bodyDigest(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file, { start: STATE_FILE_PREFIX_BYTES })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }

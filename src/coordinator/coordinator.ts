@@ -32,7 +32,19 @@ import {
 import { failoverRegions, networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
-import { checkCheckpointConfig, claimCheckpointId, type CompletedMarker, jobDir, resolveRestore, retainCheckpoints, writeCompletedMarker, writeRestoredRecord } from './checkpoints.js';
+import {
+  checkCheckpointConfig,
+  claimCheckpointId,
+  type CompletedMarker,
+  hasCompletedCheckpoint,
+  jobDir,
+  removeCheckpointState,
+  resolveRestore,
+  type RestorePoint,
+  retainCheckpoints,
+  writeCompletedMarker,
+  writeRestoredRecord,
+} from './checkpoints.js';
 import { jobStateDir } from '../state/index.js';
 import { join, resolve as resolvePath } from 'node:path';
 
@@ -152,6 +164,8 @@ export interface JobState {
     pending: Set<string>;
     startedAt: number;
     bytes: number;
+    /** Each acked subtask's state file: size and SHA-256, recorded in the marker. */
+    files: Record<string, { bytes: number; sha256: string }>;
     /** The longest barrier alignment any subtask reported. */
     alignmentMs: number;
     /** For a savepoint: where it goes, and who waits for it. */
@@ -644,6 +658,7 @@ export class Coordinator {
       pending: new Set(job.subtasks.map(subtaskKey)),
       startedAt: Date.now(),
       bytes: 0,
+      files: {},
       alignmentMs: 0,
       ...(savepoint ? { savepoint } : {}),
       ...(final ? { final } : {}),
@@ -711,6 +726,7 @@ export class Coordinator {
       return;
     }
     p.pending.delete(`${m.taskId}#${m.subtaskIndex}`);
+    p.files[`${m.taskId}#${m.subtaskIndex}`] = { bytes: m.stateBytes, sha256: m.stateSha256 };
     p.bytes += m.stateBytes;
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
     if (p.pending.size > 0) return;
@@ -723,6 +739,7 @@ export class Coordinator {
       stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
       completedAtMs: Date.now(),
       stateBytes: p.bytes,
+      files: p.files,
     };
     void writeCompletedMarker(dir, marker)
       .then(async () => {
@@ -764,6 +781,9 @@ export class Coordinator {
     this.deps.metrics.checkpointsAborted.inc();
     this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
     this.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
+    // Whatever state the subtasks wrote for it is never read: remove it (a write still in flight is swept at retention).
+    const stateDir = p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
+    if (stateDir) void removeCheckpointState(stateDir, p.id).catch((err: unknown) => this.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
     if (p.final) this.failJobOnFinalCheckpoint(job, reason);
     else this.maybeBeginFinalCheckpoint(job);
     this.maybeComplete(job);
@@ -1022,7 +1042,9 @@ export class Coordinator {
     if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
     const subtasks = plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
     // The restore-layout gate runs before any slot is waited for.
-    const restore = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
+    const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
+    const restore = point?.marker;
+    if (point) this.logSkipped(`the restore of ${m.jobName || spec.job.name}`, point);
     if (restore) {
       const planned = subtasks.map(subtaskKey).sort();
       const held = [...restore.subtasks].sort();
@@ -1240,8 +1262,28 @@ export class Coordinator {
    * was submitted with, else (a job submitted fresh that never completed one) the beginning.
    */
   private async restorePoint(job: JobState): Promise<CompletedMarker | undefined> {
-    const own = job.checkpoint.checkpointDir ? await resolveRestore(jobDir(job.checkpoint.checkpointDir, job.id), 0).catch(() => undefined) : undefined;
-    return own ?? job.submittedRestore;
+    const dir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : undefined;
+    if (!dir || !(await hasCompletedCheckpoint(dir))) return job.submittedRestore;
+    try {
+      const point = await resolveRestore(dir, 0);
+      this.logSkipped(`job ${job.id}`, point);
+      return point.marker;
+    } catch (err) {
+      // Every checkpoint of its own is damaged: the restore point it was submitted with is the next older one.
+      if (!job.submittedRestore) throw err;
+      this.log.warn({ jobId: job.id }, `${(err as Error).message}; restoring job ${job.id} from checkpoint ${job.submittedRestore.checkpointId} it was submitted with instead`);
+      return job.submittedRestore;
+    }
+  }
+
+  /** Say which newer checkpoints a restore passed over, and why: what they had committed may be written again. */
+  private logSkipped(what: string, point: RestorePoint): void {
+    for (const s of point.skipped) {
+      this.log.warn(
+        { checkpointId: s.checkpointId, restoredFrom: point.marker.checkpointId },
+        `checkpoint ${s.checkpointId} is unusable (${s.reason}); ${what} falls back to checkpoint ${point.marker.checkpointId} (what a non-transactional sink wrote after it may be written again)`,
+      );
+    }
   }
 
   // ---------------------------------------------------------------- retries (jobs without checkpoints)

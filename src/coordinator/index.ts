@@ -9,3 +9,4 @@
 export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type JobStateName, type CoordinatorDeps } from './coordinator.js';
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
+export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';

@@ -157,6 +157,7 @@ export const MESSAGES = {
     stateBytes: tail(u64, 0),
     durationMs: tail(u64, 0),
     alignmentMs: tail(u64, 0, 'from the first barrier of this checkpoint at the subtask to the last (0 for a source)'),
+    stateSha256: tail(string, '', "SHA-256 (hex) of the state file's body, as its prefix records it; the COMPLETED marker lists it with stateBytes"),
   }),
   RequestFinalCheckpoint: message(6, 'worker->coordinator', 'a bounded source reached its end and asks for the final checkpoint id', {
     jobId: field(string),

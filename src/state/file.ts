@@ -4,13 +4,21 @@
  * those arrays as they are: writing one copies nothing, and reading one slices the file instead of
  * copying out of it.
  *
- *   "CLKS" | u32 header length | header (msgpackr: { blobs: lengths[], value }) | blob 0 | blob 1 | ...
+ *   "CLK2" | u32 header length | SHA-256 of the body | body: header (msgpackr: { blobs: lengths[], value }) | blob 0 | blob 1 | ...
+ *
+ * The digest is verified before anything of the body is decoded, so a flipped bit that would still
+ * parse is refused rather than loaded. Files of the first format ("CLKS", no digest) are still read.
  */
-import { open, rename } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { addExtension, Packr } from 'msgpackr';
 import { StateError } from '../errors.js';
+import { writeFileDurably, nodeFs, type DurableFs } from '../util/index.js';
 
-const MAGIC = Buffer.from('CLKS');
+const MAGIC = Buffer.from('CLK2');
+const LEGACY_MAGIC = Buffer.from('CLKS');
+const DIGEST_BYTES = 32;
+/** Hashing yields to the event loop after this many bytes, so a large state never stalls heartbeats. */
+const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 /** Byte arrays at least this long go after the header instead of inside it. */
 const BLOB_MIN_BYTES = 1024;
 const BLOB_EXTENSION_TYPE = 0x43;
@@ -53,30 +61,71 @@ function mapBytes(value: unknown, swap: (v: unknown) => unknown, seen = new Map<
   return out;
 }
 
-/** The chunks of a state file for `value`, to write one after another. */
-export function encodeStateFile(value: unknown): Uint8Array[] {
+/** The body of a state file for `value` (header, then the large byte arrays), and the prefix that goes before it. */
+function encodeBody(value: unknown): Uint8Array[] {
   const blobs: Uint8Array[] = [];
   const swapped = mapBytes(value, (v) => {
     if (!(v instanceof Uint8Array) || v.length < BLOB_MIN_BYTES) return v;
     blobs.push(v);
     return new BlobRef(blobs.length - 1);
   });
-  const header = headerPackr.pack({ blobs: blobs.map((b) => b.length), value: swapped });
-  const prefix = Buffer.alloc(8);
+  return [headerPackr.pack({ blobs: blobs.map((b) => b.length), value: swapped }), ...blobs];
+}
+
+function prefixFor(headerLength: number, digest: Uint8Array): Buffer {
+  const prefix = Buffer.alloc(8 + DIGEST_BYTES);
   MAGIC.copy(prefix, 0);
-  prefix.writeUInt32BE(header.length, 4);
-  return [prefix, header, ...blobs];
+  prefix.writeUInt32BE(headerLength, 4);
+  prefix.set(digest, 8);
+  return prefix;
+}
+
+/** The chunks of a state file for `value`, to write one after another. */
+export function encodeStateFile(value: unknown): Uint8Array[] {
+  const body = encodeBody(value);
+  const hash = createHash('sha256');
+  for (const c of body) hash.update(c);
+  return [prefixFor(body[0]!.length, hash.digest()), ...body];
+}
+
+/** SHA-256 of `chunks`, yielding to the event loop between slices of HASH_SLICE_BYTES. */
+async function digestOf(chunks: readonly Uint8Array[]): Promise<Buffer> {
+  const hash = createHash('sha256');
+  let since = 0;
+  for (const c of chunks) {
+    for (let at = 0; at < c.length; at += HASH_SLICE_BYTES) {
+      const part = c.subarray(at, at + HASH_SLICE_BYTES);
+      hash.update(part);
+      since += part.length;
+      if (since >= HASH_SLICE_BYTES) {
+        since = 0;
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    }
+  }
+  return hash.digest();
 }
 
 /** Read a state file written by encodeStateFile; its byte arrays are views into `file`. */
 export function decodeStateFile(file: Uint8Array, what: string): unknown {
   const buf = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
-  if (buf.length < 8 || !buf.subarray(0, 4).equals(MAGIC)) throw new StateError(`${what} is not a clink state file (no CLKS header)`);
-  const headerEnd = 8 + buf.readUInt32BE(4);
+  const magic = buf.subarray(0, 4);
+  const legacy = magic.equals(LEGACY_MAGIC);
+  if (buf.length < 8 || (!legacy && !magic.equals(MAGIC))) throw new StateError(`${what} is not a clink state file (no CLK2 header)`);
+  const bodyAt = legacy ? 8 : 8 + DIGEST_BYTES;
+  if (buf.length < bodyAt) throw new StateError(`${what} is truncated: ${buf.length} bytes, not even its ${bodyAt}-byte prefix`);
+  if (!legacy) {
+    const recorded = buf.subarray(8, bodyAt);
+    const actual = createHash('sha256').update(buf.subarray(bodyAt)).digest();
+    if (!actual.equals(recorded)) {
+      throw new StateError(`${what} is damaged: its SHA-256 is ${actual.toString('hex')}, the file records ${recorded.toString('hex')} (${buf.length} bytes; truncated or changed since it was written)`);
+    }
+  }
+  const headerEnd = bodyAt + buf.readUInt32BE(4);
   if (headerEnd > buf.length) throw new StateError(`${what} is truncated: its header needs ${headerEnd} bytes, the file has ${buf.length}`);
   let header: { blobs: number[]; value: unknown };
   try {
-    header = headerPackr.unpack(buf.subarray(8, headerEnd)) as { blobs: number[]; value: unknown };
+    header = headerPackr.unpack(buf.subarray(bodyAt, headerEnd)) as { blobs: number[]; value: unknown };
   } catch (err) {
     throw new StateError(`${what} has a damaged header: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
@@ -92,21 +141,20 @@ export function decodeStateFile(file: Uint8Array, what: string): unknown {
   return mapBytes(value, (v) => (v instanceof BlobRef ? views[v.index] : v));
 }
 
+/** What was written: the file's size and the SHA-256 of its body (also recorded in its prefix). */
+export interface WrittenStateFile {
+  bytes: number;
+  sha256: string;
+}
+
 /**
- * Write `value` as a state file at `path` durably (a temp name, fsync, rename), so an acknowledged
- * snapshot survives a crash of the machine. Returns the bytes written.
+ * Write `value` as a state file at `path` durably (every byte, fsync, size check, rename, directory
+ * fsync), so an acknowledged snapshot survives a crash of the machine. A short or failed write throws
+ * a StorageError and leaves nothing behind.
  */
-export async function writeStateFile(path: string, value: unknown): Promise<number> {
-  const chunks = encodeStateFile(value);
-  const tmp = `${path}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    // writev takes at most IOV_MAX (1024) buffers at a time.
-    for (let i = 0; i < chunks.length; i += 1024) await fh.writev(chunks.slice(i, i + 1024));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
-  return chunks.reduce((n, c) => n + c.length, 0);
+export async function writeStateFile(path: string, value: unknown, fs: DurableFs = nodeFs): Promise<WrittenStateFile> {
+  const body = encodeBody(value);
+  const digest = await digestOf(body);
+  const bytes = await writeFileDurably(path, [prefixFor(body[0]!.length, digest), ...body], fs);
+  return { bytes, sha256: digest.toString('hex') };
 }

@@ -8,4 +8,4 @@
  */
 export { KeyedStateBackend, SNAPSHOT_SLICE_MS, StateTable, statePackr, type BackendSnapshot, type EncodedGroup } from './backend.js';
 export { jobStateDir, stateBackendDir } from './location.js';
-export { decodeStateFile, encodeStateFile, writeStateFile } from './file.js';
+export { decodeStateFile, encodeStateFile, writeStateFile, type WrittenStateFile } from './file.js';

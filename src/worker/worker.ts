@@ -23,7 +23,7 @@ import {
 } from '../protocol/index.js';
 import { buildJob } from '../sdk/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
-import { jobStateDir, writeStateFile } from '../state/index.js';
+import { jobStateDir, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import type { SubtaskSnapshot } from '../runtime/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
@@ -313,18 +313,30 @@ export class Worker {
       const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
       const dir = join(base, `chk-${checkpointId}`);
       await mkdir(dir, { recursive: true });
-      const bytes = await writeStateFile(join(dir, `${taskId}#${index}.state`), snap);
-      this.ackSnapshot(job, checkpointId, taskId, index, undefined, bytes, alignmentMs);
+      const written = await writeStateFile(join(dir, `${taskId}#${index}.state`), snap);
+      this.ackSnapshot(job, checkpointId, taskId, index, undefined, written, alignmentMs);
     } catch (err) {
       this.ackSnapshot(job, checkpointId, taskId, index, err);
     }
   }
 
   /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
-  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, stateBytes = 0, alignmentMs = 0): void {
+  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, alignmentMs = 0): void {
     const ok = error === undefined;
     const message = ok ? '' : ((error as Error)?.message ?? String(error));
-    this.send(makeMessage('SubtaskCheckpointed', { jobId: job.jobId, checkpointId, taskId, subtaskIndex: index, ok, error: message, stateBytes, alignmentMs: Math.round(alignmentMs) }));
+    this.send(
+      makeMessage('SubtaskCheckpointed', {
+        jobId: job.jobId,
+        checkpointId,
+        taskId,
+        subtaskIndex: index,
+        ok,
+        error: message,
+        stateBytes: written?.bytes ?? 0,
+        alignmentMs: Math.round(alignmentMs),
+        stateSha256: written?.sha256 ?? '',
+      }),
+    );
   }
 
   private partsOf(jobId: string): readonly WorkerJob[] {

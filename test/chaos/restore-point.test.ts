@@ -2,6 +2,7 @@
 // before then resumes from that point, never from the beginning (which duplicates everything the
 // restored state had already counted).
 import assert from 'node:assert/strict';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +21,7 @@ const LAST_TS = 1_000 + 4 * 19_999;
  * Run the windowed file-sink job until it has completed two checkpoints, cancel it, and return what
  * resubmitting it from its checkpoint needs.
  */
-async function cancelledMidStream(h: ClusterHarness) {
+async function cancelledMidStream(h: ClusterHarness, checkpointsRetained = 1) {
   const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
   const expectedDir = join(h.dir, 'expected');
   await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
@@ -28,7 +29,7 @@ async function cancelledMidStream(h: ClusterHarness) {
   const ckpt = join(h.dir, 'ckpt');
   const client = await h.client();
   const params = { out, rate: '8000' };
-  const first = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, intervalMs: 150 } });
+  const first = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, intervalMs: 150, checkpointsRetained } });
   let done: { checkpointId: number }[] = [];
   for (let i = 0; i < 400 && done.length < 2; i++) {
     await sleep(25);
@@ -38,7 +39,11 @@ async function cancelledMidStream(h: ClusterHarness) {
   await client.cancel(first.jobId);
   assert.equal((await client.waitForCompletion(first.jobId)).state, 'CANCELED');
   const restored = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${first.jobId}/checkpoints`)).body.checkpoints.at(-1)!.checkpointId;
-  return { loaded, client, out, ckpt, restoreFromDir: join(ckpt, '_jobs', first.jobId), restored, expected: await visibleLines(expectedDir) };
+  const restoreFromDir = join(ckpt, '_jobs', first.jobId);
+  /** Submit the job again from its checkpoint, with periodic checkpoints off. */
+  const resubmit = (p: Record<string, string>) =>
+    client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: p }).spec, params: p, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, restoreFromDir } });
+  return { loaded, client, out, ckpt, restoreFromDir, restored, resubmit, expected: await visibleLines(expectedDir) };
 }
 
 describe('the restore point a job was submitted with', () => {
@@ -48,13 +53,7 @@ describe('the restore point a job was submitted with', () => {
       const r = await cancelledMidStream(h);
       // No periodic checkpoints: the only restore point until the end is the one submitted with.
       const params = { out: r.out, rate: '3000' };
-      const second = await r.client.submit({
-        module: r.loaded,
-        spec: buildJob(r.loaded.job, { parallelism: 2, params }).spec,
-        params,
-        buildParallelism: 2,
-        checkpoint: { checkpointDir: r.ckpt, restoreFromDir: r.restoreFromDir },
-      });
+      const second = await r.resubmit(params);
       const running = await h.waitForJob<JobView>(second.jobId, ['RUNNING']);
       h.worker(running.subtasks[0]!.workerId).child.kill('SIGKILL');
       const done = await r.client.waitForCompletion(second.jobId);
@@ -74,13 +73,7 @@ describe('the restore point a job was submitted with', () => {
     try {
       const r = await cancelledMidStream(h);
       const params = { out: r.out, failTs: String(LAST_TS), markers: h.dir };
-      const second = await r.client.submit({
-        module: r.loaded,
-        spec: buildJob(r.loaded.job, { parallelism: 2, params }).spec,
-        params,
-        buildParallelism: 2,
-        checkpoint: { checkpointDir: r.ckpt, restoreFromDir: r.restoreFromDir },
-      });
+      const second = await r.resubmit(params);
       const done = await r.client.waitForCompletion(second.jobId);
       assert.equal(done.ok, true, done.error);
       const view = (await h.http<JobView>(`/api/v1/jobs/${second.jobId}`)).body;
@@ -88,6 +81,29 @@ describe('the restore point a job was submitted with', () => {
       assert.match(view.restarts[0]!.cause, new RegExp(`record at ${LAST_TS} fails once`));
       assert.equal(view.restarts[0]!.restoredFrom, r.restored);
       assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a flipped byte in a state file of the newest checkpoint: the restore names the file, falls back to the checkpoint before and finishes with every result', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 4 });
+    try {
+      const r = await cancelledMidStream(h, 2);
+      const chk = join(r.restoreFromDir, `chk-${r.restored}`);
+      const victim = join(chk, (await readdir(chk)).find((n) => n.endsWith('.state'))!);
+      const bytes = await readFile(victim);
+      bytes[bytes.length - 1]! ^= 0x01;
+      await writeFile(victim, bytes);
+      const params = { out: r.out };
+      const second = await r.resubmit(params);
+      const done = await r.client.waitForCompletion(second.jobId);
+      assert.equal(done.ok, true, done.error);
+      const line = await h.waitForLog(h.coordinator, new RegExp(`^checkpoint ${r.restored} is unusable \\(state file .* is damaged: its SHA-256 is [0-9a-f]{64}, the marker records [0-9a-f]{64}\\); the restore of ckpt-file-sink falls back to checkpoint (\\d+)`));
+      assert.ok(String(line.msg).includes(victim), String(line.msg));
+      assert.ok(Number(line.restoredFrom) < r.restored, `fell back to an older checkpoint: ${String(line.msg)}`);
+      // Records the skipped checkpoint had committed may be written again (at-least-once for that span).
+      assert.deepEqual([...new Set(await visibleLines(r.out))].sort(), [...new Set(r.expected)].sort(), 'every window result, nothing else');
     } finally {
       await h.close();
     }

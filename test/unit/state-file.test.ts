@@ -31,7 +31,7 @@ describe('state files', () => {
     const dir = await mkdtemp(join(tmpdir(), 'clink-state-file-'));
     try {
       const path = join(dir, 'a#0.state');
-      const bytes = await writeStateFile(path, sample);
+      const { bytes } = await writeStateFile(path, sample);
       const file = await readFile(path);
       assert.equal(file.length, bytes);
       assert.deepEqual(decodeStateFile(file, path), sample);
@@ -43,8 +43,8 @@ describe('state files', () => {
   test('a file that is not a state file, or is truncated or damaged, is refused with a StateError naming it', () => {
     const file = concat(encodeStateFile(sample));
     assert.throws(() => decodeStateFile(Buffer.from('{"json": true}'), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is not a clink state file/ });
-    assert.throws(() => decodeStateFile(file.subarray(0, file.length - 1), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is truncated/ });
-    assert.throws(() => decodeStateFile(file.subarray(0, 20), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is truncated: its header needs/ });
+    assert.throws(() => decodeStateFile(file.subarray(0, file.length - 1), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is damaged: its SHA-256 is/ });
+    assert.throws(() => decodeStateFile(file.subarray(0, 20), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is truncated: 20 bytes, not even its 40-byte prefix/ });
     fc.assert(
       fc.property(fc.nat(file.length - 1), fc.integer({ min: 1, max: 255 }), (at, flip) => {
         const damaged = Buffer.from(file);
@@ -57,5 +57,11 @@ describe('state files', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  test('a file of the first format (CLKS, no checksum) written before checksums is still read', () => {
+    const [prefix, ...body] = encodeStateFile(sample);
+    const legacy = Buffer.concat([Buffer.from('CLKS'), Buffer.from(prefix!).subarray(4, 8), ...body]);
+    assert.deepEqual(decodeStateFile(legacy, 'old.state'), sample);
   });
 });
