@@ -23,6 +23,7 @@ import {
 } from '../protocol/index.js';
 import { localSdkManifest, type CompiledJob } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
+import { setTimer } from '../util/index.js';
 
 let unpackr: Unpackr | undefined;
 /** msgpackr loads when the first results arrive, not at client start-up. */
@@ -82,7 +83,7 @@ export class ClusterClient {
     const timeoutMs = options.timeoutMs ?? 5_000;
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect({ host, port, noDelay: true });
-      const t = setTimeout(() => {
+      const t = setTimer(() => {
         s.destroy();
         reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
       }, timeoutMs);
@@ -127,7 +128,7 @@ export class ClusterClient {
   private request<T extends Message['type']>(m: Message, reply: T, timeoutMs = 10_000): Promise<Extract<Message, { type: T }>> {
     if (this.closedError) return Promise.reject(this.closedError);
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `no ${reply} from the coordinator within ${timeoutMs} ms`)), timeoutMs);
+      const t = setTimer(() => reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `no ${reply} from the coordinator within ${timeoutMs} ms`)), timeoutMs);
       this.waiting.push({
         type: reply,
         resolve: (x) => (clearTimeout(t), resolve(x as Extract<Message, { type: T }>)),

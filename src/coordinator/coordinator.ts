@@ -47,6 +47,7 @@ import {
 } from './checkpoints.js';
 import { jobStateDir } from '../state/index.js';
 import { join, resolve as resolvePath } from 'node:path';
+import { setRepeating, setTimer } from '../util/index.js';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 /** A subtask as checkpoints, markers and regions name it: `<task>#<index>`. */
@@ -103,7 +104,8 @@ interface WorkerSession {
   runtime: string;
   registeredAt: number;
   lastSeen: number;
-  state: 'active' | 'lost' | 'retired';
+  /** retiring: replaced by a new registration, its connection read to the end before it is retired. */
+  state: 'active' | 'retiring' | 'lost' | 'retired';
   lostCause?: string;
 }
 
@@ -284,7 +286,7 @@ export class Coordinator {
       c.server.listen(c.config.port, c.config.bindHost, () => resolve());
     });
     c.port = (c.server.address() as { port: number }).port;
-    c.watchdog = setInterval(() => c.sweep(), c.config.watchdogIntervalMs);
+    c.watchdog = setRepeating(() => c.sweep(), c.config.watchdogIntervalMs);
     const active = (): WorkerSession[] => [...c.sessions.values()].filter((s) => s.state === 'active');
     deps.metrics.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => active().length);
     deps.metrics.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => active().reduce((n, s) => n + s.slots, 0));
@@ -314,6 +316,8 @@ export class Coordinator {
       log: this.log,
       metrics: this.deps.metrics,
       firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
+      // A worker's frames read before its connection ended are handled (a session's dispatch checks it is current).
+      dispatchAfterClose: true,
       readTimeoutMs: this.config.heartbeatTimeoutMs,
       frameDeadlineMs: this.config.handshakeTimeoutMs + this.config.heartbeatTimeoutMs,
     });
@@ -397,8 +401,9 @@ export class Coordinator {
       conn.close();
       return;
     }
-    if (current && current.state === 'active' && current.outbox.stopped) {
-      // Its outbox stopped by itself: the watchdog's verdict (with the real cause) comes at its next tick.
+    if (current && current.state === 'active' && current.outbox.stopped?.byItself) {
+      // Its outbox stopped by itself (overflow): the watchdog's verdict (with the real cause) comes at its
+      // next tick. An outbox stopped because the connection closed awaits no verdict: the new session retires it.
       await ack(false, `worker ${m.workerId}'s session ${current.session} is still being retired; register again shortly`, { retryable: true }).catch(() => undefined);
       conn.close();
       return;
@@ -453,10 +458,18 @@ export class Coordinator {
     });
   }
 
-  /** Set a replaced session aside: its outbox is aborted and its subtasks fold like a lost worker's. */
+  /**
+   * Set a replaced session aside. Its connection is read to its end first (bounded by the heartbeat
+   * timeout): what the worker sent on it before it registered again (a clean SubtaskFinished, a
+   * checkpoint ack) may still be in flight, and counts. Then its outbox is aborted and its unfinished
+   * subtasks fold like a lost worker's.
+   */
   private retire(s: WorkerSession, why: string): void {
+    s.state = 'retiring';
     this.retired.add(s);
-    this.loseSession(s, why, 'retired');
+    if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
+    const ended = s.conn.closed.then(() => s.conn.drained());
+    void boundedWait(ended, this.config.heartbeatTimeoutMs).then(() => this.loseSession(s, why, 'retired'));
   }
 
   private async helloClient(conn: FrameConnection, m: MessageOf<'HelloClient'>): Promise<void> {
@@ -496,7 +509,8 @@ export class Coordinator {
   // ---------------------------------------------------------------- worker frames
 
   private dispatchWorker(s: WorkerSession, m: Message): void {
-    if (s.state !== 'active') return; // frames of a session declared lost are dropped
+    // Frames of a session declared lost or retired are dropped; a retiring one's are facts still.
+    if (s.state !== 'active' && s.state !== 'retiring') return;
     switch (m.type) {
       case 'SubtaskListening':
         return this.onSubtaskListening(s, m);
@@ -908,7 +922,7 @@ export class Coordinator {
 
   /** Declare a session lost: abort its outbox, close it, and fail its jobs' subtasks with the cause. */
   private loseSession(s: WorkerSession, cause: string, state: 'lost' | 'retired' = 'lost'): void {
-    if (s.state !== 'active') return;
+    if (s.state !== 'active' && s.state !== 'retiring') return;
     s.state = state;
     s.lostCause = cause;
     if (state === 'lost') {
@@ -1060,10 +1074,14 @@ export class Coordinator {
         );
       }
     }
+    const id = randomUUID().slice(0, 8);
+    if (restore && m.checkpoint.checkpointDir) await this.recordRestore(m.checkpoint.checkpointDir, id, restore);
+    // From the placement to the deploy nothing awaits: the slots it found are still free when charged,
+    // and every worker it names is still registered.
     const placement = await this.placeWithin(subtasks, this.config.submitWaitForSlotsMs);
     const regions = failoverRegions(plan);
     const job: JobState = {
-      id: randomUUID().slice(0, 8),
+      id,
       name: m.jobName || spec.job.name,
       spec,
       plan,
@@ -1092,7 +1110,6 @@ export class Coordinator {
       retrying: new Map(),
       retries: [],
     };
-    if (restore) await this.recordRestore(job, restore);
     this.jobs.set(job.id, job);
     this.deps.metrics.jobsSubmitted.inc();
     this.deployAttempt(job, placement, restore);
@@ -1104,9 +1121,8 @@ export class Coordinator {
   }
 
   /** A deploy that continues a run writes `RESTORED`: what it restored, and the first id it numbers. */
-  private async recordRestore(job: JobState, restore: CompletedMarker): Promise<void> {
-    if (!job.checkpoint.checkpointDir) return;
-    await writeRestoredRecord(jobDir(job.checkpoint.checkpointDir, job.id), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
+  private async recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker): Promise<void> {
+    await writeRestoredRecord(jobDir(checkpointDir, jobId), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
   }
 
   /**
@@ -1240,7 +1256,9 @@ export class Coordinator {
   private async redeploy(job: JobState): Promise<void> {
     const { cause, since } = job.restarting!;
     const restore = await this.restorePoint(job);
+    if (restore && job.checkpoint.checkpointDir) await this.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
     const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
+    // From the placement to the deploy nothing awaits (see submit).
     const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true);
     if (job.state !== 'RESTARTING') return;
     job.attempt++;
@@ -1249,7 +1267,6 @@ export class Coordinator {
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
     job.lastCheckpointAt = Date.now();
     job.restarts.push({ at: since, deployedAt: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
-    if (restore) await this.recordRestore(job, restore);
     this.deployAttempt(job, placement, restore);
     this.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
@@ -1489,6 +1506,13 @@ export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string,
     }
   }
   return { local, socket };
+}
+
+/** Wait for `p`, but no longer than `ms`. */
+async function boundedWait(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((r) => (timer = setTimer(r, ms)))]);
+  clearTimeout(timer);
 }
 
 /** How a log line names where a deploy resumes. */

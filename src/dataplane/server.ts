@@ -12,6 +12,7 @@ import { FrameConnection } from '../net/index.js';
 import { BATCH, END, type InputQueue } from '../runtime/index.js';
 import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { frameElement } from './frames.js';
+import { setTimer } from '../util/index.js';
 
 /** Record batches a channel may have in flight or queued at its receiver. @default 4 */
 export const DEFAULT_CHANNEL_CREDITS = 4;
@@ -82,7 +83,7 @@ export class DataServer {
   }
 
   private async serve(conn: FrameConnection): Promise<void> {
-    const timer = setTimeout(() => conn.close(), this.options.helloTimeoutMs ?? 10_000);
+    const timer = setTimer(() => conn.close(), this.options.helloTimeoutMs ?? 10_000);
     let hello;
     try {
       hello = await conn.readOne();

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "02941ee1ba7aec9b364db601c4918955fdf50854db82c0210d03addab574ee91",
+  "fingerprint": "94e3ee34f2239991841f31a8bd3271e5ab6e4c6b783acf9b83624f2b13fd7eba",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -13,20 +13,21 @@ export const SDK_MANIFEST = {
     "connectors/options.d.ts": "faf859eb99e9d7c605d80d1d4bc0c1626bd7ade03bee07d5ef3f45b2bb0cde1d",
     "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "a104f9faf68cbd788352b8333f5d22e3dcbbd53ef8bd02ebf2fabdbad1485fa6",
+    "errors.d.ts": "5d54daf7894c6605a8f76d81d22321fc2b002338f1b6d960dfd07cb671363e12",
     "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
     "plan/planner.d.ts": "38dc3210fdfceb6f1af148a06a05ff820a7f768a472763a0abb72f4237b66f27",
     "plan/spec.d.ts": "5c935d78944bc7b5b3f55ca27771c409c7c2a6e1c4d8ea839059cd44e0c53c78",
+    "runtime/aligner.d.ts": "b7b3e63d2d912f83c1702c27f27b8d9c985723b2973dba502d90a5873b8230f4",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
-    "runtime/index.d.ts": "047083974010ccd58017f956cc931c561d7cad14a09aec9fcbb7efa62cae1a45",
+    "runtime/index.d.ts": "c71a9e299f6a9f0442267aa4a263980d5cbf42dc61b654c6b841339cb2ebd78a",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
     "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
-    "runtime/subtask.d.ts": "8dfdbe3b2a059497e84317db26664be3b8de2894b9cb95b1805c201a05a112c0",
-    "runtime/task.d.ts": "59e599e2d6c2704cf81aededa767d4f87f683557d29f963981d0bf8bce0a6dee",
+    "runtime/subtask.d.ts": "41d4bda64ee01e81d621a78122913771cf878ce2ec322e7f5ddb26cfe47b4c3b",
+    "runtime/task.d.ts": "ba9de85e65fb008e01d516a534eccdf842bb52cecd3118e6b6c273981e3c1b18",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
@@ -38,8 +39,14 @@ export const SDK_MANIFEST = {
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "eb3bdadf0fb4887cd2eaf9cd64122e63c32d077ca8318f3fda857336c1652735",
-    "state/file.d.ts": "89ce74fda904126c3c1beaf5223d608ad12f51665cbab09a860e9b3499db6df4",
-    "state/index.d.ts": "74c2a3dc4ba9a9468518a6b1187c2d3cd25e9022e3f9f8659e12eaf71d6fc9be",
-    "state/location.d.ts": "deccf3f3a66bd55bb1f5630d71412f3630c07bbe28d29e5a06d83057cb416d91"
+    "state/file.d.ts": "b2ee73b9a0df58dcea9fcee6f55dc28e19e0dd0be6d603c7b8ef00c16065d579",
+    "state/index.d.ts": "9a9eb08f5123d77cee8ac820adc024b0bd537fd12c211dac66d642ae164397eb",
+    "state/location.d.ts": "deccf3f3a66bd55bb1f5630d71412f3630c07bbe28d29e5a06d83057cb416d91",
+    "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",
+    "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
+    "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
+    "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
+    "util/index.d.ts": "26da70d1f59ccb786dd03105dbf5fd9020af342043bb38124c82c89ed123b751",
+    "util/timers.d.ts": "89f5ac30e804df72643c5567762624b885c325b9b5dbc09e9190c54dd0966c26"
   }
 } as const;

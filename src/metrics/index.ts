@@ -118,6 +118,12 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly alignmentsCancelled = new Counter({
+    name: 'clink_checkpoint_alignments_cancelled_total',
+    help: "Barrier alignments a newer checkpoint's barrier cancelled (the older checkpoint was given up upstream)",
+    registers: [this.registry],
+  });
+
   readonly lastCheckpointDurationMs = new Gauge({
     name: 'clink_checkpoint_last_duration_ms',
     help: 'Trigger to durable marker, of the newest completed checkpoint',

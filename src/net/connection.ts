@@ -31,6 +31,12 @@ export interface FrameConnectionOptions extends FrameReaderOptions {
   maxDispatchBacklogFrames?: number;
   /** @default DEFAULT_MAX_DISPATCH_BACKLOG_BYTES */
   maxDispatchBacklogBytes?: number;
+  /**
+   * Handle frames already read when the connection ends cleanly (EOF or close()); they are dropped
+   * only after a malformed frame, a timeout or a socket error. A peer's last frames before it hung up
+   * (a worker's clean SubtaskFinished) are facts, not noise. @default false
+   */
+  dispatchAfterClose?: boolean;
 }
 
 export interface FrameHandlers {
@@ -106,7 +112,7 @@ export class FrameConnection {
     this.backlogBytes += bytes;
     this.chain = this.chain.then(async () => {
       try {
-        if (!this.closeInfo) await handlers.onMessage(message);
+        if (this.dispatchable) await handlers.onMessage(message);
       } catch (err) {
         this.dropPeer(err as Error, `handling ${message.type} failed`);
       } finally {
@@ -114,6 +120,12 @@ export class FrameConnection {
         this.backlogBytes -= bytes;
       }
     });
+  }
+
+  /** Whether queued frames are still handled: while open, and after a clean end if dispatchAfterClose. */
+  private get dispatchable(): boolean {
+    const c = this.closeInfo;
+    return !c || (this.options.dispatchAfterClose === true && (c.reason === 'eof' || c.reason === 'closed'));
   }
 
   /** Write one frame directly (clients, and replies to a peer not yet admitted). */

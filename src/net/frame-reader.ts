@@ -8,6 +8,7 @@
 import type { Duplex } from 'node:stream';
 import { ClinkError } from '../errors.js';
 import { FRAME_HEADER_BYTES, FrameDecodeError, FrameTooLargeError, MAX_FRAME_BYTES } from '../protocol/index.js';
+import { setTimer } from '../util/index.js';
 
 export class FrameTimeoutError extends ClinkError {
   constructor(message: string) {
@@ -174,7 +175,7 @@ export class FrameReader {
     const ms = this.options.readTimeoutMs;
     if (ms === undefined) return;
     if (this.readTimer) clearTimeout(this.readTimer);
-    this.readTimer = setTimeout(() => this.fail(new FrameTimeoutError(`no bytes from the peer for ${ms} ms`)), ms);
+    this.readTimer = setTimer(() => this.fail(new FrameTimeoutError(`no bytes from the peer for ${ms} ms`)), ms) ?? null;
   }
 
   private clearTimers(): void {
@@ -199,10 +200,8 @@ export class FrameReader {
       this.armReadTimer();
       const deadline = this.options.frameDeadlineMs;
       if (deadline !== undefined) {
-        this.deadlineTimer = setTimeout(
-          () => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.buffered} bytes received)`)),
-          deadline,
-        );
+        this.deadlineTimer =
+          setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.buffered} bytes received)`)), deadline) ?? null;
       }
     });
   }

@@ -13,6 +13,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics, OutboundClass, OutboxStopReason } from '../metrics/index.js';
 import { FRAME_CHUNK_BYTES } from '../protocol/index.js';
+import { setTimer } from '../util/index.js';
 
 export const DEFAULT_MAX_OUTBOUND_CONTROL_FRAMES = 10_000;
 export const DEFAULT_MAX_OUTBOUND_CONTROL_BYTES = 64 * 1024 * 1024;
@@ -264,7 +265,7 @@ export class Outbox {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       drained.then(() => false),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), Math.max(0, deadlineMs)))),
+      new Promise<boolean>((r) => (timer = setTimer(() => r(true), deadlineMs))),
     ]);
     clearTimeout(timer);
     if (timedOut) this.stop('flush_deadline', `flush did not finish within ${deadlineMs} ms`, false);

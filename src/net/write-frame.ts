@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import { encodeFrame, type Message } from '../protocol/index.js';
 import { FrameTimeoutError } from './frame-reader.js';
+import { setTimer } from '../util/index.js';
 
 /** The bound on a reply to a peer not yet admitted (the reference's kAdmissionReplySendBound). */
 export const ADMISSION_REPLY_SEND_BOUND_MS = 250;
@@ -16,7 +17,7 @@ export function writeFrame(socket: Socket, message: Message, deadlineMs = ADMISS
       reject(new Error('socket is closed'));
       return;
     }
-    const timer = setTimeout(() => {
+    const timer = setTimer(() => {
       socket.destroy();
       reject(new FrameTimeoutError(`peer did not take a ${message.type} frame within ${deadlineMs} ms`));
     }, deadlineMs);

@@ -18,6 +18,7 @@ export {
 } from './local.js';
 export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, BARRIER, type StreamElement, type RecordBatch } from './elements.js';
 export { InputQueue } from './queue.js';
+export { BarrierAligner, type AlignerEvent } from './aligner.js';
 export {
   buildSubtask,
   inputChannels,

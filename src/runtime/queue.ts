@@ -1,7 +1,9 @@
 /**
  * InputQueue: a task's single input, fed by every upstream channel. It is bounded in record batches:
  * producers push without waiting, then wait for room before producing more (backpressure). Control
- * elements (watermarks, status, end) do not count against the bound.
+ * elements (watermarks, status, end) do not count against the bound. A batch's `onTaken` (a remote
+ * channel's credit) is the consumer's to call when it processes the batch, not when it takes it: a
+ * batch held back by barrier alignment keeps its credit until it is processed.
  */
 import { deferred, type Deferred } from '../util/index.js';
 import { BATCH, type StreamElement } from './elements.js';
@@ -44,7 +46,6 @@ export class InputQueue {
       this.buf = this.buf.slice(this.head);
       this.head = 0;
     }
-    if (e.kind === BATCH) e.onTaken?.();
     if (e.kind === BATCH && --this.batches < this.capacity && this.producers.length > 0) {
       const ps = this.producers;
       this.producers = [];

@@ -126,7 +126,7 @@ export function buildSubtask(
   index: number,
   input: InputQueue | undefined,
   sinkFor: (edgeIndex: number, downstreamSubtask: number) => ChannelSink,
-  checkpoints: Pick<SubtaskSetup, 'restore' | 'onSnapshot' | 'onSnapshotFailed'> = {},
+  checkpoints: Pick<SubtaskSetup, 'restore' | 'onSnapshot' | 'onSnapshotFailed' | 'onAlignmentCancelled'> = {},
 ): SubtaskRunner {
   const { plan, functions } = env;
   const writerRef: { writer?: RecordWriter } = {};

@@ -8,10 +8,11 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
 import { abortable } from '../util/index.js';
-import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK, type StreamElement } from './elements.js';
+import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
 import { SinkOperator } from './operators/basic.js';
 import type { InputQueue } from './queue.js';
+import { BarrierAligner, type AlignerEvent } from './aligner.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
 
@@ -38,6 +39,8 @@ export interface SubtaskSetup {
   onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number }) => void;
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
   onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
+  /** A newer barrier cancelled the alignment of `checkpointId` (that checkpoint was given up upstream). */
+  onAlignmentCancelled?: (checkpointId: number, by: number) => void;
   /**
    * For a job whose checkpoints are durable: a source at the end of its input asks for the job-wide
    * final checkpoint, whose barrier it sends before its end, so the tail after the last periodic
@@ -64,6 +67,8 @@ export class SubtaskRunner {
   private reader: SourceReader<unknown> | undefined;
   /** Wakes a source that waits for its final checkpoint id when a periodic barrier is asked of it. */
   private wakeSource: (() => void) | undefined;
+  /** A task with inputs: its barrier alignment. */
+  private aligner: BarrierAligner | undefined;
 
   constructor(readonly setup: SubtaskSetup) {}
 
@@ -136,8 +141,9 @@ export class SubtaskRunner {
     for (const op of this.setup.operators) await op.notifyCheckpointComplete(checkpointId);
   }
 
-  /** The checkpoint failed somewhere: operators waiting on it learn why. */
+  /** The checkpoint failed somewhere: an alignment of it stops (releasing what it held), and operators waiting on it learn why. */
   notifyCheckpointAborted(checkpointId: number, reason: string): void {
+    this.aligner?.abort(checkpointId);
     for (const op of this.setup.operators) op.notifyCheckpointAborted(checkpointId, reason);
   }
 
@@ -284,32 +290,22 @@ export class SubtaskRunner {
       }
     };
 
-    // Aligned checkpoints: a channel that has delivered the barrier is held back (its elements wait in
-    // `held`) until every channel still open has delivered it; then the subtask snapshots, forwards the
-    // barrier and replays what it held.
-    const ended = new Uint8Array(n);
-    let aligning: { id: number; got: Set<number>; since: number } | null = null;
-    const held: StreamElement[] = [];
-    const replay: StreamElement[] = [];
-    const aligned = (): boolean => {
-      for (let c = 0; c < n; c++) if (!ended[c] && !aligning!.got.has(c)) return false;
-      return true;
-    };
-    const completeAlignment = async (): Promise<void> => {
-      await this.checkpoint(aligning!.id, performance.now() - aligning!.since);
-      aligning = null;
-      replay.push(...held.splice(0));
+    // Aligned checkpoints (aligner.ts): a channel that has delivered the barrier is held back until
+    // every channel still open has; a held batch's credit goes back only when it is processed, so a
+    // remote channel that is held stops sending once its credits are spent.
+    const aligner = (this.aligner = new BarrierAligner(n));
+    const onAlignment = async (ev: AlignerEvent): Promise<void> => {
+      if (ev.kind === 'complete') await this.checkpoint(ev.checkpointId, ev.alignmentMs);
+      else if (ev.kind === 'cancelled') this.setup.onAlignmentCancelled?.(ev.checkpointId, ev.by);
     };
 
     while (open > 0) {
-      const e = replay.shift() ?? queue.poll() ?? (await queue.take());
-      if (aligning && aligning.got.has(e.channel)) {
-        held.push(e);
-        continue;
-      }
+      const e = aligner.nextReplayed() ?? queue.poll() ?? (await queue.take());
+      if (aligner.hold(e)) continue;
       switch (e.kind) {
         case BATCH: {
           const { values, timestamps } = e;
+          e.onTaken?.();
           this.recordsIn += values.length;
           if (channelInputs[e.channel] === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
           else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
@@ -330,17 +326,14 @@ export class SubtaskRunner {
           break;
         case END:
           open--;
-          ended[e.channel] = 1;
           watermarks[e.channel] = MAX_WATERMARK;
           idle[e.channel] = 0;
           recompute();
-          if (aligning && aligned()) await completeAlignment();
+          await onAlignment(aligner.onEnd(e.channel));
           await this.afterBatch();
           break;
         case BARRIER:
-          if (!aligning) aligning = { id: e.checkpointId, got: new Set(), since: performance.now() };
-          aligning.got.add(e.channel);
-          if (aligned()) await completeAlignment();
+          await onAlignment(aligner.onBarrier(e.channel, e.checkpointId));
           break;
       }
     }

@@ -1,5 +1,5 @@
 /** Time services: one wall-clock scheduler per task, and per-key timers for keyed operators. */
-import { BinaryHeap } from '../util/index.js';
+import { BinaryHeap, setTimerUntil } from '../util/index.js';
 import type { KeyedStateBackend, StateTable } from '../state/index.js';
 
 interface Scheduled {
@@ -43,7 +43,7 @@ export class ProcessingTimeService {
     if (!top || top.at >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = top.at;
-    this.timer = setTimeout(() => this.fire(), Math.max(0, top.at - Date.now()));
+    this.timer = setTimerUntil(() => this.fire(), top.at);
   }
 
   private fire(): void {

@@ -27,6 +27,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
+import { setTimer } from '../util/index.js';
 
 /** Batches a subtask's input queue holds. */
 const QUEUE_CAPACITY_BATCHES = 8;
@@ -148,7 +149,7 @@ export class WorkerJob {
         })),
       });
     }
-    this.peerTimer = setTimeout(() => {
+    this.peerTimer = setTimer(() => {
       this.failAll(new ClinkError('CLINK_ERR_CANCELLED', `no PeerUpdate within ${peerUpdateTimeoutMs} ms (peer_update_timeout)`));
     }, peerUpdateTimeoutMs);
     return listenings;
@@ -214,6 +215,10 @@ export class WorkerJob {
           ...(st.restore ? { restore: st.restore } : {}),
           onSnapshot: (id, snap, stats) => this.onSnapshot?.(id, st.task.id, st.index, snap, stats.alignmentMs),
           onSnapshotFailed: (id, err) => this.onSnapshotFailed?.(id, st.task.id, st.index, err),
+          onAlignmentCancelled: (id, by) => {
+            this.metrics?.alignmentsCancelled.inc();
+            this.onAlignmentCancelled?.(id, by, st.task.id, st.index);
+          },
         });
       } catch (err) {
         this.fail(st, err as Error);
@@ -284,6 +289,8 @@ export class WorkerJob {
   onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, alignmentMs: number) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
+  /** A newer barrier cancelled a subtask's alignment of checkpoint `id` (the worker logs it). */
+  onAlignmentCancelled?: (checkpointId: number, by: number, taskId: string, index: number) => void;
   /** A source subtask here reached its end: the worker sends RequestFinalCheckpoint. */
   onRequestFinalCheckpoint?: (taskId: string, index: number) => void;
 

@@ -25,6 +25,7 @@ import { buildJob } from '../sdk/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
 import { jobStateDir, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import type { SubtaskSnapshot } from '../runtime/index.js';
+import { setRepeating, setTimer } from '../util/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 export const DEFAULT_PEER_UPDATE_TIMEOUT_MS = 30_000;
@@ -172,7 +173,7 @@ export class Worker {
     void this.conn.closed.then((c) => {
       if (!this.closing) this.end({ reason: 'disconnected', detail: c.error?.message ?? c.reason });
     });
-    this.heartbeat = setInterval(() => this.sendHeartbeat(), this.config.heartbeatIntervalMs);
+    this.heartbeat = setRepeating(() => this.sendHeartbeat(), this.config.heartbeatIntervalMs);
   }
 
   private sendHeartbeat(): void {
@@ -227,8 +228,12 @@ export class Worker {
         // A job that checkpoints is never retried in part: its newest deploy here is all of it.
         const job = this.partsOf(m.jobId).at(-1);
         if (job && m.savepointDir) job.savepointDirs.set(m.checkpointId, m.savepointDir);
-        if (!job?.triggerCheckpoint(m.checkpointId)) {
+        if (job && !job.triggerCheckpoint(m.checkpointId)) {
+          // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
+          const why = `worker ${this.config.id} declined it: not every subtask of the job here is running`;
           this.log.info({ jobId: m.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${m.jobId} declined: not every subtask here is running`);
+          const first = job.subtasks[0];
+          if (first) this.ackSnapshot(job, m.checkpointId, first.task.id, first.index, new Error(why));
         }
         return;
       }
@@ -297,6 +302,8 @@ export class Worker {
       this.jobs.set(m.jobId, [...parts, job]);
       job.onSnapshot = (id, taskId, index, snap, alignmentMs) => void this.writeSnapshot(job, id, taskId, index, snap, alignmentMs);
       job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
+      job.onAlignmentCancelled = (id, by, taskId, index) =>
+        this.log.warn({ jobId: m.jobId, checkpointId: id, by }, `subtask ${taskId}#${index} of job ${m.jobId}: barrier ${by} cancelled the alignment of checkpoint ${id}, which was given up upstream`);
       job.onRequestFinalCheckpoint = (taskId, subtaskIndex) => this.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
       const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
       await job.loadRestoreState();
@@ -386,7 +393,7 @@ function writeStdout(text: string): void {
 function connectWithin(host: string, port: number, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, noDelay: true });
-    const timer = setTimeout(() => {
+    const timer = setTimer(() => {
       socket.destroy();
       reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
     }, timeoutMs);

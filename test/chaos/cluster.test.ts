@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadJobModule } from '../../src/loader/index.js';
 import { FrameReader } from '../../src/net/index.js';
 import { buildJob } from '../../src/sdk/index.js';
-import { decodeMessage, encodeFrame, makeMessage, type Message } from '../../src/protocol/index.js';
+import { decodeMessage, encodeFrame, makeMessage, type Message, type MessageOf } from '../../src/protocol/index.js';
 import { ClusterHarness, isRunning } from '../harness/cluster.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
@@ -155,6 +155,40 @@ describe('stopping and admission', () => {
       );
       assert.match((await h.http('/metrics')).text, /clink_protocol_mismatches_total 1/);
       fake.socket.destroy();
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a worker registering again while its clean finish is still in flight on the old connection: the finish counts, the job ends FINISHED', async (t) => {
+    const h = await ClusterHarness.start({ workers: 0 });
+    try {
+      const old = await fakeWorker(h.controlPort, 'quick', { protocolVersion: 2 });
+      const reader = new FrameReader(old.socket);
+      const submitted = h.submit(job('trivial'), { parallelism: 1 });
+      let deploy: MessageOf<'Deploy'> | undefined;
+      while (!deploy) {
+        const m = decodeMessage((await reader.next())!);
+        if (m.type === 'Deploy') deploy = m;
+      }
+      const tasks = deploy.tasks.map((t) => ({ jobId: deploy.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex }));
+      for (const t of tasks) old.socket.write(encodeFrame(makeMessage('SubtaskListening', { ...t, edgePorts: [] })));
+      for (let m = decodeMessage((await reader.next())!); m.type !== 'PeerUpdate'; m = decodeMessage((await reader.next())!));
+      old.stopHeartbeats();
+      reader.close();
+      // The new registration reaches the coordinator before the old connection's last frames do (as a
+      // delayed segment would): those frames still count.
+      const again = await fakeWorker(h.controlPort, 'quick', { protocolVersion: 2 });
+      t.after(() => {
+        again.stopHeartbeats();
+        again.socket.destroy();
+      });
+      assert.equal((again.ack as { ok: boolean }).ok, true, JSON.stringify(again.ack));
+      old.socket.end(Buffer.concat(tasks.map((t) => encodeFrame(makeMessage('SubtaskFinished', { ...t, ok: true, error: '' })))));
+      const { jobId, client } = await submitted;
+      const outcome = await client.waitForCompletion(jobId);
+      assert.equal(outcome.state, 'FINISHED', outcome.error);
+      await h.waitForLog(h.coordinator, /^worker registered: quick \(session 2,/);
     } finally {
       await h.close();
     }

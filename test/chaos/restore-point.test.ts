@@ -108,4 +108,28 @@ describe('the restore point a job was submitted with', () => {
       await h.close();
     }
   });
+
+  test('two restore submits racing for the same slots: one deploys, the other is refused; no slot is booked twice', async () => {
+    // One worker of 4 slots; each run needs all 4. Before, both placed on the same free slots while
+    // writing their RESTORED records, and both deployed.
+    const h = await ClusterHarness.start({ workers: 1, slots: 4 });
+    try {
+      const r = await cancelledMidStream(h);
+      const other = await h.client();
+      const params = { out: join(h.dir, 'out-race'), rate: '2000' };
+      const submit = (client: typeof r.client) =>
+        client.submit({ module: r.loaded, spec: buildJob(r.loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { checkpointDir: r.ckpt, restoreFromDir: r.restoreFromDir } });
+      const results = await Promise.allSettled([submit(r.client), submit(other)]);
+      const accepted = results.filter((x) => x.status === 'fulfilled');
+      const refused = results.filter((x): x is PromiseRejectedResult => x.status === 'rejected');
+      assert.equal(accepted.length, 1, JSON.stringify(results.map((x) => x.status)));
+      assert.match(String(refused[0]!.reason), /not enough free slots: the job needs 4, 0 of the cluster's 4 are free/);
+      const workers = (await h.http<{ workers: { slotsFree: number }[] }>('/api/v1/workers')).body.workers;
+      assert.equal(workers[0]!.slotsFree, 0);
+      const jobs = (await h.http<{ jobs: { state: string }[] }>('/api/v1/jobs')).body.jobs.filter((j) => j.state === 'DEPLOYING' || j.state === 'RUNNING');
+      assert.equal(jobs.length, 1, 'one job holds the slots');
+    } finally {
+      await h.close();
+    }
+  });
 });

@@ -105,3 +105,17 @@ describe('a cluster of a coordinator and three workers', () => {
     assert.equal(config.maxOutboundControlFrames, 10_000);
   });
 });
+
+test('timeouts above the timer limit (~24.8 days) mean never: with --heartbeat-timeout-ms of 34 days workers register, stay, and run a job', async () => {
+  // Node fires a timer of more than 2^31 - 1 ms after 1 ms; before, this lost every worker at once.
+  const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--heartbeat-timeout-ms=3000000000', '--outbound-stall-timeout-ms=3000000000'] });
+  try {
+    const { jobId, client } = await h.submit(job('trivial'), { parallelism: 2 });
+    const outcome = await client.waitForCompletion(jobId);
+    assert.equal(outcome.ok, true, outcome.error);
+    await h.waitForWorkers(2);
+    assert.ok(!h.coordinator.logs.some((l) => /worker lost|connection rejected/.test(String(l.msg))), 'no worker lost, no registration refused');
+  } finally {
+    await h.close();
+  }
+});
