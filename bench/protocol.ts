@@ -49,7 +49,7 @@ function measure(name: string, enc: () => Buffer, dec: (b: Buffer) => unknown): 
   return { name, bytes: sample.length, encodePerSec: median(e), decodePerSec: median(d) };
 }
 
-const checkpoint = { checkpointDir: '/ckpt', intervalMs: 10_000, restoreFromDir: '', restoreFromCheckpointId: 0, maxRestartsOnWorkerLoss: -1, alignment: 'aligned' as const, stateBackendUri: '', checkpointsRetained: 1, maxRestarts: -1 };
+const checkpoint = { checkpointDir: '/ckpt', intervalMs: 10_000, restoreFromDir: '', restoreFromCheckpointId: 0, maxRestartsOnWorkerLoss: -1, alignment: 'aligned' as const, stateBackendUri: '', checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false };
 const deploy: Message = makeMessage('Deploy', {
   jobId: 'job-7f3a',
   jobName: 'sensor-stats',

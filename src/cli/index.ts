@@ -54,6 +54,7 @@ type CheckpointFlags = {
   maxRestarts: number;
   restoreFromDir?: string;
   restoreFromCheckpointId: number;
+  allowNonRestoredState: boolean;
 };
 
 function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
@@ -67,6 +68,7 @@ function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     maxRestarts: o.maxRestarts,
     restoreFromDir: o.restoreFromDir ?? '',
     restoreFromCheckpointId: o.restoreFromCheckpointId,
+    allowNonRestoredState: o.allowNonRestoredState,
   };
 }
 
@@ -102,7 +104,8 @@ export async function main(argv: string[]): Promise<number> {
         -1,
       )
       .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
-      .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0);
+      .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
+      .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false);
   const coordinatorOption = (cmd: Command): Command =>
     cmd.requiredOption('--coordinator <host:port>', 'the coordinator to talk to', parseCoordinator);
 

@@ -69,6 +69,7 @@ export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   stateBackendUri: '',
   checkpointsRetained: 1,
   maxRestarts: -1,
+  allowNonRestoredState: false,
 };
 
 export class ClusterClient {

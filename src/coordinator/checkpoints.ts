@@ -15,6 +15,7 @@ import { ClinkError, InvalidArgumentError, StateError } from '../errors.js';
 import type { MessageOf } from '../protocol/index.js';
 import { stateBackendDir } from '../state/index.js';
 import { writeFileDurably } from '../util/index.js';
+import type { CheckpointIdentity } from './restore-gate.js';
 
 /** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change. */
 export function checkCheckpointConfig(c: MessageOf<'SubmitJob'>['checkpoint']): void {
@@ -47,6 +48,8 @@ export interface CompletedMarker {
    * body. Absent in markers written before files were verified.
    */
   files?: Record<string, { bytes: number; sha256: string }>;
+  /** The job's name, graph hash and task chains (see restore-gate.ts). Absent in older markers. */
+  identity?: CheckpointIdentity;
 }
 
 /** Bytes before a state file's body: "CLK2", the header length, the body's SHA-256 (see state/file.ts). */

@@ -46,6 +46,7 @@ import {
   writeRestoredRecord,
 } from './checkpoints.js';
 import { jobStateDir } from '../state/index.js';
+import { checkRestore, identityOf } from './restore-gate.js';
 import { join, resolve as resolvePath } from 'node:path';
 import { setRepeating, setTimer } from '../util/index.js';
 
@@ -754,6 +755,7 @@ export class Coordinator {
       completedAtMs: Date.now(),
       stateBytes: p.bytes,
       files: p.files,
+      identity: identityOf(job.plan, job.name),
     };
     void writeCompletedMarker(dir, marker)
       .then(async () => {
@@ -1055,25 +1057,12 @@ export class Coordinator {
     const module = m.modules[0] && this.modules.get(m.modules[0].sha256);
     if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
     const subtasks = plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
-    // The restore-layout gate runs before any slot is waited for.
+    const jobName = m.jobName || spec.job.name;
+    // The restore gate (identity and layout) runs before any slot is waited for.
     const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
     const restore = point?.marker;
-    if (point) this.logSkipped(`the restore of ${m.jobName || spec.job.name}`, point);
-    if (restore) {
-      const planned = subtasks.map(subtaskKey).sort();
-      const held = [...restore.subtasks].sort();
-      if (JSON.stringify(planned) !== JSON.stringify(held)) {
-        const missing = planned.filter((k) => !held.includes(k));
-        const extra = held.filter((k) => !planned.includes(k));
-        throw new ClinkError(
-          'CLINK_ERR_PLAN',
-          `restore layout differs: checkpoint ${restore.checkpointId} holds state for ${held.length} subtasks, the plan deploys ${planned.length}` +
-            (missing.length ? `; no state for ${missing.join(', ')}` : '') +
-            (extra.length ? `; state for subtasks the plan lacks: ${extra.join(', ')}` : '') +
-            '; submit with the parallelism the checkpoint was taken at',
-        );
-      }
-    }
+    if (point) this.logSkipped(`the restore of ${jobName}`, point);
+    if (restore) checkRestore(restore, plan, jobName, m.checkpoint.allowNonRestoredState);
     const id = randomUUID().slice(0, 8);
     if (restore && m.checkpoint.checkpointDir) await this.recordRestore(m.checkpoint.checkpointDir, id, restore);
     // From the placement to the deploy nothing awaits: the slots it found are still free when charged,
@@ -1082,7 +1071,7 @@ export class Coordinator {
     const regions = failoverRegions(plan);
     const job: JobState = {
       id,
-      name: m.jobName || spec.job.name,
+      name: jobName,
       spec,
       plan,
       specJson: m.specJson,
@@ -1146,6 +1135,7 @@ export class Coordinator {
     const byWorker = new Map<string, SubtaskState[]>();
     for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
     job.edges = countChannels(job.plan, byWorker);
+    const restored = restore ? this.logRestore(job, restore) : new Set<string>();
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
       const tasks = sts.map((st) => {
@@ -1158,7 +1148,7 @@ export class Coordinator {
           chainJson: JSON.stringify(task.operators.map((o) => o.id)),
           keyGroupStart: range.start,
           keyGroupEnd: range.end,
-          restoreCheckpointId: restore?.checkpointId ?? 0,
+          restoreCheckpointId: restore && restored.has(st.taskId) ? restore.checkpointId : 0,
           attempt: job.attempt,
         };
       });
@@ -1177,6 +1167,17 @@ export class Coordinator {
         'bulk',
       );
     }
+  }
+
+  /** Say what a deploy restores (the gate passed at submit); returns the tasks whose state it loads. */
+  private logRestore(job: JobState, restore: CompletedMarker): Set<string> {
+    const d = checkRestore(restore, job.plan, job.name, job.checkpoint.allowNonRestoredState);
+    const fields = { jobId: job.id, checkpointId: restore.checkpointId, attempt: job.attempt };
+    this.log.info(fields, `restored job ${job.id} from ${restore.stateDir} (checkpoint ${restore.checkpointId}, ${d.restoredOperators} operators)`);
+    if (d.dropped.length > 0) this.log.warn(fields, `job ${job.id}: the state of operators ${d.dropped.join(', ')} in checkpoint ${restore.checkpointId} is dropped (--allow-non-restored-state): the job no longer has them`);
+    if (d.fresh.length > 0) this.log.info(fields, `job ${job.id}: tasks ${d.fresh.join(', ')} have no state in checkpoint ${restore.checkpointId} and start empty`);
+    if (d.graphChanged) this.log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${identityOf(job.plan, job.name).graphHash.slice(0, 12)})`);
+    return d.restoredTasks;
   }
 
   // ---------------------------------------------------------------- restarts

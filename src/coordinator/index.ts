@@ -10,3 +10,4 @@ export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetr
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';

@@ -54,6 +54,7 @@ export const CheckpointConfig = struct('CheckpointConfig', {
   stateBackendUri: field(string, "base of the job's state; empty means checkpointDir"),
   checkpointsRetained: tail(u32, 1, 'completed checkpoints kept; older ones are deleted (absent = 1)'),
   maxRestarts: tail(i32, -1, "retries of each failed subtask's failover region in a job without checkpoints; -1 = the coordinator's default"),
+  allowNonRestoredState: tail(bool, false, 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)'),
 });
 
 export const JobModule = struct('JobModule', {

@@ -62,6 +62,9 @@ describe('the restore point a job was submitted with', () => {
       assert.equal(view.restarts.length, 1, JSON.stringify(view.restarts));
       assert.equal(view.restarts[0]!.restoredFrom, r.restored, 'resumed from the checkpoint it was submitted with');
       await h.waitForLog(h.coordinator, new RegExp(`^job ${second.jobId} \\(ckpt-file-sink\\) redeployed as attempt 1 from checkpoint ${r.restored} of .* \\(the restore point it was submitted with; none of its own had completed\\)$`));
+      // Both deploys say what they restored.
+      const restores = h.coordinator.logs.filter((l) => new RegExp(`^restored job ${second.jobId} from .*chk-${r.restored} \\(checkpoint ${r.restored}, 6 operators\\)$`).test(String(l.msg)));
+      assert.equal(restores.length, 2, JSON.stringify(h.coordinator.logs.map((l) => l.msg)));
       assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
     } finally {
       await h.close();
@@ -128,6 +131,21 @@ describe('the restore point a job was submitted with', () => {
       assert.equal(workers[0]!.slotsFree, 0);
       const jobs = (await h.http<{ jobs: { state: string }[] }>('/api/v1/jobs')).body.jobs.filter((j) => j.state === 'DEPLOYING' || j.state === 'RUNNING');
       assert.equal(jobs.length, 1, 'one job holds the slots');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("a checkpoint of one job restored into another job (same operators, another name) is refused naming both", async () => {
+    const h = await ClusterHarness.start({ workers: 1, slots: 4 });
+    try {
+      const r = await cancelledMidStream(h);
+      const params = { out: r.out };
+      await assert.rejects(
+        r.client.submit({ module: r.loaded, name: 'clicks-per-minute', spec: buildJob(r.loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2, checkpoint: { restoreFromDir: r.restoreFromDir } }),
+        new RegExp(`restore refused: checkpoint ${r.restored} was taken of job 'ckpt-file-sink', this job is 'clicks-per-minute'`),
+      );
+      assert.equal((await h.http<{ workers: { slotsFree: number }[] }>('/api/v1/workers')).body.workers[0]!.slotsFree, 4, 'nothing deployed');
     } finally {
       await h.close();
     }

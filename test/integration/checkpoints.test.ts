@@ -58,7 +58,7 @@ describe('checkpoints on a cluster', () => {
       // A restore at another parallelism is refused before any slot is waited for.
       await assert.rejects(
         client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 3 }).spec, params: {}, buildParallelism: 3, checkpoint: { restoreFromDir: ckpt } }),
-        /restore layout differs: checkpoint \d+ holds state for 6 subtasks, the plan deploys 9; no state for .*#2.*; submit with the parallelism the checkpoint was taken at/,
+        /restore layout differs: checkpoint \d+ holds state for 6 subtasks, the plan deploys 9 \(task _inline_source_0 at 2, the plan 3; .*\); submit with the parallelism the checkpoint was taken at/,
       );
 
       const second = await client.submit({

@@ -63,7 +63,7 @@ describe('frame reader on a real socket', () => {
     assert.equal(decodeMessage((await r2.next())!).type, 'HelloClient');
     const big = encodeFrame(makeMessage('SubmitJob', {
       jobName: 'j', specJson: 'x'.repeat(100 * 1024), modules: [],
-      checkpoint: { checkpointDir: '', intervalMs: 0, restoreFromDir: '', restoreFromCheckpointId: 0, maxRestartsOnWorkerLoss: -1, alignment: 'aligned', stateBackendUri: '', checkpointsRetained: 1, maxRestarts: -1 },
+      checkpoint: { checkpointDir: '', intervalMs: 0, restoreFromDir: '', restoreFromCheckpointId: 0, maxRestartsOnWorkerLoss: -1, alignment: 'aligned', stateBackendUri: '', checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false },
     }));
     q.client.write(big);
     assert.equal(decodeMessage((await r2.next())!).type, 'SubmitJob');
