@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   CLINK_ERR_SDK_MISMATCH: 'a job module was built against an SDK surface this node does not have',
   CLINK_ERR_MODULE_MISSING: 'a reference to a job module that the receiver does not hold',
   CLINK_ERR_STORAGE: 'a file could not be written durably (a short write, a full or read-only disk); names the file',
+  CLINK_ERR_BUSY: 'the coordinator turned a connection away for now (its admission or client-session cap); retry',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -12,11 +12,12 @@ import type { CheckpointSettings } from '../client/index.js';
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
 
-/** Exit codes: 0 success, 1 the job failed or could not be loaded, 2 bad usage, 70 an engine bug. */
+/** Exit codes: 0 success, 1 the job failed or could not be loaded, 2 bad usage, 70 an engine bug, 75 try again (the coordinator is busy). */
 export const EXIT_OK = 0;
 export const EXIT_JOB_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_INTERNAL = 70;
+export const EXIT_TEMPFAIL = 75;
 
 function intArg(min: number): (v: string) => number {
   return (v) => {
@@ -191,6 +192,10 @@ export async function main(argv: string[]): Promise<number> {
     .option('--restart-capacity-timeout-ms <ms>', 'coordinator: how long a restart waits for free slots', nonNegativeInt, 180_000)
     .option('--restart-budget-reset-after-ms <ms>', 'coordinator: a checkpoint this long after the last restart forgives the restarts spent', positiveInt, 600_000)
     .option('--max-restarts <n>', "coordinator: default retries of each failed subtask of a job without checkpoints (its failover region re-runs from the beginning)", nonNegativeInt, 0)
+    .option('--max-client-sessions <n>', 'coordinator: client sessions open at once; more are refused as busy', positiveInt, 256)
+    .option('--client-idle-timeout-ms <ms>', 'coordinator: a client session with no request (and no job of its own running) is closed after this long', positiveInt, 300_000)
+    .option('--max-client-outbound-bytes <n>', "coordinator: unread reply bytes a client may have queued before it is dropped", positiveInt, 16 * 1024 * 1024)
+    .option('--frame-body-timeout-ms <ms>', 'coordinator: a frame begun on a session must be complete within this long of its first byte', positiveInt, 30_000)
     // worker
     .option('--id <id>', 'worker: stable worker id [default: host-pid]')
     .option('--coordinator-host <host>', 'worker: the coordinator host', '127.0.0.1')
@@ -229,6 +234,10 @@ export async function main(argv: string[]): Promise<number> {
           restartCapacityTimeoutMs: n('restartCapacityTimeoutMs'),
           restartBudgetResetAfterMs: n('restartBudgetResetAfterMs'),
           maxRestarts: n('maxRestarts'),
+          maxClientSessions: n('maxClientSessions'),
+          clientIdleTimeoutMs: n('clientIdleTimeoutMs'),
+          maxClientOutboundBytes: n('maxClientOutboundBytes'),
+          frameBodyTimeoutMs: n('frameBodyTimeoutMs'),
         },
         worker: {
           ...(o.id ? { id: o.id as string } : {}),
@@ -254,7 +263,7 @@ export async function main(argv: string[]): Promise<number> {
       exitCode = err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
     } else {
       process.stderr.write(describeError(err) + '\n');
-      exitCode = err instanceof ClinkError ? EXIT_JOB_FAILED : EXIT_INTERNAL;
+      exitCode = err instanceof ClinkError ? (err.code === 'CLINK_ERR_BUSY' ? EXIT_TEMPFAIL : EXIT_JOB_FAILED) : EXIT_INTERNAL;
     }
   }
   return exitCode;

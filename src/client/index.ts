@@ -91,11 +91,16 @@ export class ClusterClient {
       s.once('connect', () => (clearTimeout(t), resolve(s)));
       s.once('error', (err) => (clearTimeout(t), reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`))));
     });
+    // The coordinator may answer before it reads a byte (a refusal at its admission cap): read from the start.
     const conn = new FrameConnection(socket, { role: 'client' });
     const client = new ClusterClient(conn);
-    await writeFrame(socket, makeMessage('HelloClient', { clientName: options.name ?? `clink-cli-${process.pid}`, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible }), timeoutMs);
     conn.start({ onMessage: (m) => client.onMessage(m) });
-    void conn.closed.then((c) => client.onClosed(c.error ?? new ClinkError('CLINK_ERR_CONNECTOR', 'the coordinator closed the connection')));
+    void conn.closed.then((c) => client.onClosed(c.error ? lostCoordinator(host, port, c.error) : new ClinkError('CLINK_ERR_CONNECTOR', `the coordinator at ${host}:${port} closed the connection`)));
+    const hello = makeMessage('HelloClient', { clientName: options.name ?? `clink-cli-${process.pid}`, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible });
+    await writeFrame(socket, hello, timeoutMs).catch((err: unknown) => {
+      // A refusal read meanwhile says more than the broken pipe it caused.
+      throw client.closedError ?? lostCoordinator(host, port, err as Error);
+    });
     return client;
   }
 
@@ -114,12 +119,23 @@ export class ClusterClient {
       this.completionWaiters.delete(m.jobId);
       return;
     }
-    // A refused HelloClient is answered with a SubmitJobAck nack.
     const i = this.waiting.findIndex((w) => w.type === m.type);
-    if (i >= 0) this.waiting.splice(i, 1)[0]!.resolve(m);
+    if (i >= 0) {
+      this.waiting.splice(i, 1)[0]!.resolve(m);
+      return;
+    }
+    // Nobody asked: a refusal of the session itself. A connection turned away at the admission cap is
+    // answered with a RegisterAck nack (the coordinator did not know it was a client), a refused
+    // HelloClient with a SubmitJobAck nack.
+    if ((m.type === 'RegisterAck' || m.type === 'SubmitJobAck') && !m.ok) {
+      const busy = m.message.startsWith('coordinator busy');
+      this.onClosed(new ClinkError(busy ? 'CLINK_ERR_BUSY' : 'CLINK_ERR_REGISTRATION_REFUSED', busy ? m.message : `the coordinator refused this client: ${m.message}`));
+      this.conn.close();
+    }
   }
 
   private onClosed(err: Error): void {
+    if (this.closedError) return;
     this.closedError = err;
     for (const w of this.waiting.splice(0)) w.reject(err);
     for (const [, ws] of this.completionWaiters) for (const w of ws) w({ jobId: '', ok: false, state: 'UNKNOWN', error: `lost the coordinator: ${err.message}`, durationMs: 0, collected: {} });
@@ -174,6 +190,7 @@ export class ClusterClient {
     const compat = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: ack.protocolVersion, minCompatible: ack.minCompatibleProtocolVersion }, { local: 'this client', remote: 'the coordinator' });
     if (!compat.ok) throw new ProtocolVersionError(compat.message);
     if (!ack.ok) {
+      if (ack.message.startsWith('coordinator busy')) throw new ClinkError('CLINK_ERR_BUSY', ack.message);
       const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
       throw new ClinkError(code, `submit refused: ${ack.message}`);
     }
@@ -207,4 +224,9 @@ export class ClusterClient {
   close(): void {
     this.conn.close();
   }
+}
+
+/** A broken connection to the coordinator, as one line a user can act on. */
+function lostCoordinator(host: string, port: number, err: Error): ClinkError {
+  return new ClinkError('CLINK_ERR_CONNECTOR', `lost the connection to the coordinator at ${host}:${port}: ${err.message}; is it running and reachable?`, { cause: err });
 }

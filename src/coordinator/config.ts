@@ -1,5 +1,6 @@
 /** The coordinator's settings, with the reference's defaults. */
 import { DEFAULT_OUTBOX_LIMITS } from '../net/index.js';
+import { DEFAULT_CLIENT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CLIENT_OUTBOUND_BYTES, DEFAULT_MAX_CLIENT_SESSIONS } from './client-sessions.js';
 
 export const DEFAULT_COORDINATOR_PORT = 6123;
 export const DEFAULT_BIND_HOST = '127.0.0.1';
@@ -34,7 +35,7 @@ export interface CoordinatorConfig {
   watchdogIntervalMs: number;
   /** Added to heartbeatTimeoutMs, the deadline for a new connection's first frame. @default 5,000 */
   handshakeTimeoutMs: number;
-  /** Connections being admitted at once; more are refused. @default 64 */
+  /** Connections being admitted at once; past it the least advanced of the busiest address is evicted, or the newcomer refused (admission.ts). @default 64 */
   maxPendingConnections: number;
   /** A worker whose frames make no progress for this long is lost; 0 or less turns it off. @default 10,000 */
   outboundStallTimeoutMs: number;
@@ -61,7 +62,17 @@ export interface CoordinatorConfig {
   maxRestarts: number;
   /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
   epoch: number;
+  /** Client sessions open at once; a HelloClient past it is refused ("coordinator busy"). @default 256 */
+  maxClientSessions: number;
+  /** A client session with no request for this long, and no job of its own running, is closed. @default 300,000 */
+  clientIdleTimeoutMs: number;
+  /** Unread reply bytes a client may have queued before it is dropped. @default 16 MiB */
+  maxClientOutboundBytes: number;
+  /** A frame begun on an admitted session must be complete within this long of its first byte. @default 30,000 */
+  frameBodyTimeoutMs: number;
 }
+
+export const DEFAULT_FRAME_BODY_TIMEOUT_MS = 30_000;
 
 export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.freeze({
   port: DEFAULT_COORDINATOR_PORT,
@@ -82,4 +93,8 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,
   maxRestarts: DEFAULT_MAX_RESTARTS,
   epoch: 0,
+  maxClientSessions: DEFAULT_MAX_CLIENT_SESSIONS,
+  clientIdleTimeoutMs: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
+  maxClientOutboundBytes: DEFAULT_MAX_CLIENT_OUTBOUND_BYTES,
+  frameBodyTimeoutMs: DEFAULT_FRAME_BODY_TIMEOUT_MS,
 });

@@ -32,6 +32,8 @@ import {
 import { failoverRegions, networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
+import { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission } from './admission.js';
+import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, ClientSessions } from './client-sessions.js';
 import {
   checkCheckpointConfig,
   claimCheckpointId,
@@ -127,10 +129,6 @@ interface SubtaskState {
   recordsOut: number;
 }
 
-interface ClientSession {
-  conn: FrameConnection;
-  name: string;
-}
 
 export interface JobState {
   id: string;
@@ -252,12 +250,15 @@ export class Coordinator {
   readonly config: CoordinatorConfig;
   private readonly server: Server;
   private readonly sessions = new Map<string, WorkerSession>();
-  private readonly clients = new Set<ClientSession>();
-  private readonly admitting = new Set<FrameConnection>();
+  private readonly clients: ClientSessions;
+  /** Connections being admitted (accept to first frame), with how far each has got. */
+  private readonly admitting = new Map<FrameConnection, PendingAdmission>();
   private readonly jobs = new Map<string, JobState>();
   private readonly history: JobState[] = [];
   private readonly log: Logger;
   private readonly watchdogLog: Logger;
+  /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
+  private readonly admissionLog: AdmissionLogLimiter;
   private admissionSeq = 0;
   private sessionSeq = 0;
   /** When a worker last registered (a restart waiting for slots starts its clock again then). */
@@ -277,7 +278,13 @@ export class Coordinator {
     this.config = Object.freeze({ ...DEFAULT_COORDINATOR_CONFIG, ...config });
     this.log = deps.log.child({ component: 'coordinator' });
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
+    this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
     this.server = createServer((s) => this.admit(s));
+    this.clients = new ClientSessions(
+      { maxSessions: this.config.maxClientSessions, idleTimeoutMs: this.config.clientIdleTimeoutMs, maxOutboundBytes: this.config.maxClientOutboundBytes },
+      this.log,
+      deps.metrics,
+    );
   }
 
   static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
@@ -304,13 +311,23 @@ export class Coordinator {
       socket.destroy();
       return;
     }
-    if (this.admitting.size >= this.config.maxPendingConnections) {
-      this.deps.metrics.handshakeFailures.inc();
-      this.log.warn({ peer: `${socket.remoteAddress}:${socket.remotePort}` }, `connection refused: ${this.admitting.size} connections are being admitted (max_pending_connections)`);
-      socket.destroy();
+    socket.setNoDelay(true);
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+    const address = addressKey(socket.remoteAddress);
+    const verdict = admissionVerdict([...this.admitting.values()], address, this.config.maxPendingConnections);
+    if (verdict.kind === 'refuse') {
+      this.refuseBusy(socket, peer, verdict.reason);
       return;
     }
-    socket.setNoDelay(true);
+    if (verdict.kind === 'evict') {
+      const victim = [...this.admitting].find(([, p]) => p === verdict.victim)?.[0];
+      this.deps.metrics.admissionsEvicted.inc();
+      this.admissionLog.warn(`connection ${victim?.peer ?? '?'} evicted from admission: it had sent nothing, and ${peer} came while ${this.admitting.size} connections were being admitted`);
+      if (victim) {
+        this.admitting.delete(victim);
+        victim.close();
+      }
+    }
     const admissionId = ++this.admissionSeq;
     const conn = new FrameConnection(socket, {
       role: 'coordinator',
@@ -322,13 +339,16 @@ export class Coordinator {
       readTimeoutMs: this.config.heartbeatTimeoutMs,
       frameDeadlineMs: this.config.handshakeTimeoutMs + this.config.heartbeatTimeoutMs,
     });
-    this.admitting.add(conn);
+    const pending: PendingAdmission = { id: admissionId, address, stage: 0, acceptedAt: Date.now() };
+    socket.once('data', () => (pending.stage = 1));
+    this.admitting.set(conn, pending);
     conn
       .readOne()
       .then(
         (first) => {
           this.admitting.delete(conn);
-          conn.reader.configure({ readTimeoutMs: undefined, frameDeadlineMs: undefined });
+          // Sessions may be idle between frames, but a frame begun must end in time.
+          conn.reader.configure({ readTimeoutMs: undefined, frameDeadlineMs: undefined, bodyDeadlineMs: this.config.frameBodyTimeoutMs });
           return this.route(conn, first, admissionId);
         },
         (err: unknown) => {
@@ -340,6 +360,24 @@ export class Coordinator {
         this.log.error({ err, peer: conn.peer }, `admission of ${conn.peer} failed: ${(err as Error).message}`);
         conn.close();
       });
+  }
+
+  /**
+   * Refuse a connection at the admission cap with a frame both kinds of peer read as a refusal (a
+   * worker retries a retryable RegisterAck; a client prints its message), then close it.
+   */
+  private refuseBusy(socket: Socket, peer: string, reason: string): void {
+    this.deps.metrics.handshakeFailures.inc();
+    this.admissionLog.warn(`connection ${peer} refused: ${reason}`);
+    const message = `coordinator busy: ${reason}; retry`;
+    socket.on('error', () => undefined);
+    writeFrame(
+      socket,
+      makeMessage('RegisterAck', { ok: false, message, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible, retryable: true, session: 0, epoch: this.config.epoch }),
+    ).then(
+      () => socket.end(),
+      () => socket.destroy(),
+    );
   }
 
   private refuseAdmission(conn: FrameConnection, err: Error): void {
@@ -489,13 +527,22 @@ export class Coordinator {
       conn.close();
       return;
     }
-    const client: ClientSession = { conn, name: m.clientName };
-    this.clients.add(client);
-    void conn.closed.then(() => {
-      this.clients.delete(client);
-      for (const j of this.jobs.values()) if (j.client === client) delete j.client;
+    const client = this.clients.open(conn, m.clientName, (c) => {
+      for (const j of this.jobs.values()) if (j.client === c) delete j.client;
     });
-    conn.start({ onMessage: (msg) => this.dispatchClient(client, msg) });
+    if (typeof client === 'string') {
+      this.admissionLog.warn(`client ${m.clientName} (${conn.peer}) refused: ${client}`);
+      await writeFrame(conn.socket, makeMessage('SubmitJobAck', { ok: false, jobId: '', message: client, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible })).catch(() => undefined);
+      conn.close();
+      return;
+    }
+    conn.limitBacklog(CLIENT_DISPATCH_BACKLOG_FRAMES);
+    conn.start({
+      onMessage: (msg) => {
+        this.clients.touch(client);
+        return this.dispatchClient(client, msg);
+      },
+    });
   }
 
   // ---------------------------------------------------------------- frames to workers
@@ -862,7 +909,8 @@ export class Coordinator {
     this.log.info({ jobId: job.id, state: job.state }, `job ${job.id} (${job.name}) ${job.state.toLowerCase()} in ${job.finishedAt - job.startedAt} ms`);
     if (job.client) {
       const collected = this.collectedOf(job);
-      job.client.conn.send(
+      void this.clients.send(
+        job.client,
         makeMessage('JobCompleted', {
           jobId: job.id,
           ok: job.state === 'FINISHED',
@@ -906,6 +954,7 @@ export class Coordinator {
       }
     }
     this.triggerCheckpoints(now);
+    this.clients.sweep(now, (c) => [...this.jobs.values()].some((j) => j.client === c));
     for (const s of [...this.sessions.values()]) {
       if (s.state !== 'active') continue;
       const stopped = s.outbox.stopped;
@@ -950,26 +999,25 @@ export class Coordinator {
 
   // ---------------------------------------------------------------- clients
 
-  private dispatchClient(c: ClientSession, m: Message): Promise<void> | void {
+  private async dispatchClient(c: ClientSession, m: Message): Promise<void> {
+    // Each reply waits for the client to read (see ClientSessions.send) before the next request is handled.
+    const reply = async (r: Message): Promise<void> => void (await this.clients.send(c, r));
     switch (m.type) {
       case 'SubmitJob':
         return this.onSubmit(c, m);
       case 'ListJobs':
-        c.conn.send(makeMessage('ListJobsReply', { jobs: this.listJobs(m.includeCompleted).map(toSummary) }));
-        return;
+        return reply(makeMessage('ListJobsReply', { jobs: this.listJobs(m.includeCompleted).map(toSummary) }));
       case 'CancelJob': {
         const r = this.cancel(m.jobId, m.reason || `cancelled by client ${c.name}`);
-        c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind.CancelJob, ok: r.ok, jobId: m.jobId, message: r.message }));
-        return;
+        return reply(makeMessage('ClientReply', { requestKind: MessageKind.CancelJob, ok: r.ok, jobId: m.jobId, message: r.message }));
       }
-      case 'Savepoint':
-        return this.savepoint(m.jobId, m.targetDir, m.cancelAfter).then((r) =>
-          void c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind.Savepoint, ok: r.ok, jobId: m.jobId, message: r.message, savepointPath: r.path })),
-        );
+      case 'Savepoint': {
+        const r = await this.savepoint(m.jobId, m.targetDir, m.cancelAfter);
+        return reply(makeMessage('ClientReply', { requestKind: MessageKind.Savepoint, ok: r.ok, jobId: m.jobId, message: r.message, savepointPath: r.path }));
+      }
       case 'RescaleJob':
       case 'RescaleOperator':
-        c.conn.send(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: false, jobId: m.jobId, message: `${m.type} is not supported by this coordinator yet` }));
-        return;
+        return reply(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: false, jobId: m.jobId, message: `${m.type} is not supported by this coordinator yet` }));
       default:
         throw new FrameDecodeError(`a client may not send ${m.type}`);
     }
@@ -977,7 +1025,8 @@ export class Coordinator {
 
   private async onSubmit(c: ClientSession, m: MessageOf<'SubmitJob'>): Promise<void> {
     const ack = (ok: boolean, jobId: string, message: string, missingModuleHashes: string[] = []): void =>
-      void c.conn.send(
+      void this.clients.send(
+        c,
         makeMessage('SubmitJobAck', {
           ok,
           jobId,
@@ -1477,12 +1526,12 @@ export class Coordinator {
     this.stopping = true;
     if (this.watchdog) clearInterval(this.watchdog);
     const closed = new Promise<void>((r) => this.server.close(() => r()));
-    for (const c of this.admitting) c.close();
+    for (const c of this.admitting.keys()) c.close();
     const deadline = Date.now() + this.config.outboundFlushTimeoutMs;
     await Promise.all([...this.sessions.values()].filter((s) => s.state === 'active').map((s) => s.outbox.flush(Math.max(0, deadline - Date.now()))));
     for (const s of this.sessions.values()) s.conn.close();
     for (const s of this.retired) s.conn.close();
-    for (const c of this.clients) c.conn.close();
+    this.clients.closeAll();
     await closed;
     this.log.info('coordinator stopped');
   }

@@ -11,3 +11,4 @@ export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';
+export { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission, type AdmissionVerdict } from './admission.js';

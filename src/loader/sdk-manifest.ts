@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "94e3ee34f2239991841f31a8bd3271e5ab6e4c6b783acf9b83624f2b13fd7eba",
+  "fingerprint": "659cb530f1a17078aed405ae25cd1e283ed4878979c22a6d46612448ecf5bf7d",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -13,7 +13,7 @@ export const SDK_MANIFEST = {
     "connectors/options.d.ts": "faf859eb99e9d7c605d80d1d4bc0c1626bd7ade03bee07d5ef3f45b2bb0cde1d",
     "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "5d54daf7894c6605a8f76d81d22321fc2b002338f1b6d960dfd07cb671363e12",
+    "errors.d.ts": "aab05cd30d75e9d8ee3f327befe050eeeb00766f7842338ac62987a6c123983a",
     "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",

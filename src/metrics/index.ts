@@ -50,6 +50,25 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly admissionsEvicted = new Counter({
+    name: 'clink_coordinator_admissions_evicted_total',
+    help: 'Connections being admitted that a newcomer evicted at the pending-connection cap (the least advanced of the busiest address)',
+    registers: [this.registry],
+  });
+
+  readonly clientSessionsRefused = new Counter({
+    name: 'clink_coordinator_client_sessions_refused_total',
+    help: 'HelloClients refused at --max-client-sessions',
+    registers: [this.registry],
+  });
+
+  readonly clientSessionsDropped = new Counter({
+    name: 'clink_coordinator_client_sessions_dropped_total',
+    help: 'Client sessions the coordinator closed, by reason (idle, slow_reader)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly workersLost = new Counter({
     name: 'clink_coordinator_workers_lost_total',
     help: 'Workers declared lost, by verdict (silence, stall, overflow)',

@@ -15,7 +15,10 @@ import { FrameReader, FrameTimeoutError, type FrameReaderOptions } from './frame
 export const DEFAULT_MAX_DISPATCH_BACKLOG_FRAMES = 10_000;
 export const DEFAULT_MAX_DISPATCH_BACKLOG_BYTES = 64 * 1024 * 1024;
 
-export type CloseReason = 'eof' | 'malformed' | 'timeout' | 'error' | 'closed';
+export type CloseReason = 'eof' | 'malformed' | 'backlog' | 'timeout' | 'error' | 'closed';
+
+/** The peer sent requests faster than they were handled (a client that never reads its replies). */
+export class DispatchBacklogError extends FrameDecodeError {}
 
 export interface ConnectionClosed {
   reason: CloseReason;
@@ -62,7 +65,7 @@ export class FrameConnection {
 
   constructor(
     readonly socket: Socket,
-    private readonly options: FrameConnectionOptions,
+    private options: FrameConnectionOptions,
   ) {
     this.peer = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     this.reader = new FrameReader(socket, options);
@@ -105,7 +108,7 @@ export class FrameConnection {
     const maxBytes = this.options.maxDispatchBacklogBytes ?? DEFAULT_MAX_DISPATCH_BACKLOG_BYTES;
     // One frame is always admitted to an empty backlog, whatever its size.
     if (this.backlogFrames > 0 && (this.backlogFrames + 1 > maxFrames || this.backlogBytes + bytes > maxBytes)) {
-      this.dropPeer(new FrameDecodeError(`dispatch backlog over its bound (${this.backlogFrames} frames, ${this.backlogBytes} bytes)`));
+      this.dropPeer(new DispatchBacklogError(`dispatch backlog over its bound (${this.backlogFrames} frames, ${this.backlogBytes} bytes)`));
       return;
     }
     this.backlogFrames++;
@@ -128,6 +131,11 @@ export class FrameConnection {
     return !c || (this.options.dispatchAfterClose === true && (c.reason === 'eof' || c.reason === 'closed'));
   }
 
+  /** Lower the dispatch backlog's bounds once the peer's role is known (a client's requests). */
+  limitBacklog(frames: number, bytes = this.options.maxDispatchBacklogBytes ?? DEFAULT_MAX_DISPATCH_BACKLOG_BYTES): void {
+    this.options = { ...this.options, maxDispatchBacklogFrames: frames, maxDispatchBacklogBytes: bytes };
+  }
+
   /** Write one frame directly (clients, and replies to a peer not yet admitted). */
   send(message: Message): boolean {
     if (this.socket.destroyed) return false;
@@ -141,11 +149,13 @@ export class FrameConnection {
     const reason: CloseReason =
       err instanceof FrameTimeoutError
         ? 'timeout'
-        : err instanceof FrameDecodeError || err instanceof FrameTooLargeError || context !== undefined
-          ? 'malformed'
-          : 'error';
+        : err instanceof DispatchBacklogError
+          ? 'backlog'
+          : err instanceof FrameDecodeError || err instanceof FrameTooLargeError || context !== undefined
+            ? 'malformed'
+            : 'error';
     const what = context ? `${context}: ${err.message}` : err.message;
-    if (reason === 'malformed') {
+    if (reason === 'malformed' || reason === 'backlog') {
       this.options.metrics?.malformedFrames.inc({ role: this.options.role });
       this.options.log?.warn({ peer: this.peer, err }, `malformed frame from ${this.peer}, closing its connection: ${what}`);
     } else if (reason === 'timeout') {

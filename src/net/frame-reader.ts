@@ -2,8 +2,9 @@
  * FrameReader: yields frame payloads from a socket (TCP or TLS), trusting nothing the peer claims.
  * The header is checked against the cap before anything is allocated; the body is held as the chunks
  * that actually arrived, joined only once complete, so memory follows the bytes received, never the
- * length claimed. Reads are bounded by an idle timeout (no bytes) and a whole-frame deadline (a peer
- * trickling one byte at a time). The socket is paused while a frame waits to be taken (backpressure).
+ * length claimed. Reads are bounded by an idle timeout (no bytes), a whole-frame deadline (a peer
+ * trickling one byte at a time) and a body deadline (a frame begun must end in time, even on a session
+ * that may be idle between frames). The socket is paused while a frame waits to be taken (backpressure).
  */
 import type { Duplex } from 'node:stream';
 import { ClinkError } from '../errors.js';
@@ -25,6 +26,11 @@ export interface FrameReaderOptions {
   readTimeoutMs?: number;
   /** A frame must be complete within this long of being asked for. @default none */
   frameDeadlineMs?: number;
+  /**
+   * A frame must be complete within this long of its first byte: a peer that starts a frame and stalls
+   * holds what it sent only this long, however idle it may otherwise be between frames. @default none
+   */
+  bodyDeadlineMs?: number;
 }
 
 export class FrameReader {
@@ -39,6 +45,7 @@ export class FrameReader {
   private framesRead = 0;
   private readTimer: NodeJS.Timeout | null = null;
   private deadlineTimer: NodeJS.Timeout | null = null;
+  private bodyTimer: NodeJS.Timeout | null = null;
   private readonly maxFrameBytes: number;
 
   constructor(
@@ -53,9 +60,9 @@ export class FrameReader {
   }
 
   /** Change the bounds for later reads: admission lifts the first frame's deadlines once it is in. */
-  configure(options: Partial<Pick<FrameReaderOptions, 'readTimeoutMs' | 'frameDeadlineMs'>>): void {
+  configure(options: Partial<Pick<FrameReaderOptions, 'readTimeoutMs' | 'frameDeadlineMs' | 'bodyDeadlineMs'>>): void {
     const next = { ...this.options };
-    for (const k of ['readTimeoutMs', 'frameDeadlineMs'] as const) {
+    for (const k of ['readTimeoutMs', 'frameDeadlineMs', 'bodyDeadlineMs'] as const) {
       if (k in options) {
         if (options[k] === undefined) delete next[k];
         else next[k] = options[k];
@@ -84,8 +91,22 @@ export class FrameReader {
       this.fail(err as Error);
       return;
     }
+    this.armBodyTimer();
     this.deliver();
   };
+
+  /** A partial frame is held: it must complete within bodyDeadlineMs of its first byte. */
+  private armBodyTimer(): void {
+    if (this.buffered === 0) {
+      if (this.bodyTimer) clearTimeout(this.bodyTimer);
+      this.bodyTimer = null;
+      return;
+    }
+    const ms = this.options.bodyDeadlineMs;
+    if (this.bodyTimer || ms === undefined) return;
+    this.bodyTimer =
+      setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${ms} ms of its first byte (${this.buffered} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`)), ms) ?? null;
+  }
 
   private extract(): void {
     for (;;) {
@@ -166,6 +187,8 @@ export class FrameReader {
     this.chunks = [];
     this.buffered = 0;
     this.clearTimers();
+    if (this.bodyTimer) clearTimeout(this.bodyTimer);
+    this.bodyTimer = null;
     const w = this.waiter;
     this.waiter = null;
     w?.reject(err);

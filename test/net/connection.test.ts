@@ -104,7 +104,7 @@ describe('frame connection', () => {
     conn.start({ onMessage: () => new Promise<void>(() => undefined) }); // a handler that never returns
     for (let seq = 1; seq <= 6; seq++) p.client.write(encodeFrame(makeMessage('Heartbeat', { seq })));
     const closed = await conn.closed;
-    assert.equal(closed.reason, 'malformed');
+    assert.equal(closed.reason, 'backlog');
     assert.match(closed.error!.message, /dispatch backlog over its bound \(3 frames/);
     assert.equal(await metrics.value('clink_malformed_frames_total'), 1);
     await p.close();
