@@ -66,6 +66,8 @@ export async function startBenchCluster(jobFile: string, parallelism: number, op
     slotsPerWorker: Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / 2)),
     log: createLogger({ level: 'error' }),
     batchLingerMs: options.lingerMs ?? 0,
+    // Side by side: CLINK_BENCH_TASK_ISOLATION=none measures the workers without job threads.
+    ...(process.env.CLINK_BENCH_TASK_ISOLATION === 'none' ? { taskIsolation: 'none' as const } : {}),
     cliCommand: {
       execPath: process.execPath,
       args: [...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []), '--import', 'tsx', join(root, 'src/cli/bin.ts')],

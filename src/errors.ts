@@ -127,3 +127,19 @@ export class UserCodeError extends ClinkError {
     this.subtaskIndex = subtaskIndex;
   }
 }
+
+const FATAL = Symbol.for('clink.fatal');
+
+/**
+ * Mark `err` as deterministic: it happened while a subtask started (its connectors validated, its
+ * operators built and opened, its state restored), so running the subtask again would fail the same
+ * way. The job fails with it instead of restarting. Returns `err`.
+ */
+export function markFatal<T>(err: T): T {
+  if (typeof err === 'object' && err !== null) Object.defineProperty(err, FATAL, { value: true });
+  return err;
+}
+
+export function isFatal(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[FATAL] === true;
+}

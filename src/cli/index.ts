@@ -192,6 +192,8 @@ export async function main(argv: string[]): Promise<number> {
     .option('--restart-capacity-timeout-ms <ms>', 'coordinator: how long a restart waits for free slots', nonNegativeInt, 180_000)
     .option('--restart-budget-reset-after-ms <ms>', 'coordinator: a checkpoint this long after the last restart forgives the restarts spent', positiveInt, 600_000)
     .option('--max-restarts <n>', "coordinator: default retries of each failed subtask of a job without checkpoints (its failover region re-runs from the beginning)", nonNegativeInt, 0)
+    .option('--restart-backoff-initial-ms <ms>', "coordinator: a job's second restart (or retry) waits this long, each later one twice as long", nonNegativeInt, 1_000)
+    .option('--restart-backoff-max-ms <ms>', 'coordinator: the longest wait between restarts of a job', nonNegativeInt, 60_000)
     .option('--max-client-sessions <n>', 'coordinator: client sessions open at once; more are refused as busy', positiveInt, 256)
     .option('--client-idle-timeout-ms <ms>', 'coordinator: a client session with no request (and no job of its own running) is closed after this long', positiveInt, 300_000)
     .option('--max-client-outbound-bytes <n>', "coordinator: unread reply bytes a client may have queued before it is dropped", positiveInt, 16 * 1024 * 1024)
@@ -209,6 +211,9 @@ export async function main(argv: string[]): Promise<number> {
     .option('--reconnect-max-backoff-ms <ms>', 'worker: longest wait between registration attempts (full jitter below it)', positiveInt, 5_000)
     .option('--batch-size <n>', 'worker: records per batch between tasks', positiveInt, 1_000)
     .option('--batch-linger-ms <ms>', 'worker: how long a partly filled batch may wait to fill', nonNegativeInt, 0)
+    .addOption(new Option('--task-isolation <mode>', "worker: where user code runs: a thread per job (its heartbeats never wait on it), or none (the session's event loop)").choices(['thread', 'none']).default('thread'))
+    .option('--task-stall-timeout-ms <ms>', "worker: a job's thread that makes no progress this long is terminated and its subtasks fail", positiveInt, 30_000)
+    .option('--task-heap-mb <mb>', "worker: heap limit of each job's thread; past it its subtasks fail with 'out of memory'", positiveInt, 1_024)
     .action(async (o: Record<string, unknown>) => {
       const n = (k: string): number => o[k] as number;
       const { nodeCommand } = await import('./node.js');
@@ -238,6 +243,8 @@ export async function main(argv: string[]): Promise<number> {
           clientIdleTimeoutMs: n('clientIdleTimeoutMs'),
           maxClientOutboundBytes: n('maxClientOutboundBytes'),
           frameBodyTimeoutMs: n('frameBodyTimeoutMs'),
+          restartBackoffInitialMs: n('restartBackoffInitialMs'),
+          restartBackoffMaxMs: n('restartBackoffMaxMs'),
         },
         worker: {
           ...(o.id ? { id: o.id as string } : {}),
@@ -250,6 +257,9 @@ export async function main(argv: string[]): Promise<number> {
           batchSize: n('batchSize'),
           batchLingerMs: n('batchLingerMs'),
           coordinatorHeartbeatTimeoutMs: n('coordinatorHeartbeatTimeoutMs'),
+          taskIsolation: o.taskIsolation as 'thread' | 'none',
+          taskStallTimeoutMs: n('taskStallTimeoutMs'),
+          taskHeapMb: n('taskHeapMb'),
         },
         reconnect: { initialBackoffMs: n('reconnectInitialBackoffMs'), maxBackoffMs: n('reconnectMaxBackoffMs') },
       });

@@ -72,6 +72,9 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     batchSize: flags.worker.batchSize ?? 1_000,
     batchLingerMs: flags.worker.batchLingerMs ?? 0,
     coordinatorHeartbeatTimeoutMs: flags.worker.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS,
+    ...(flags.worker.taskIsolation ? { taskIsolation: flags.worker.taskIsolation } : {}),
+    ...(flags.worker.taskStallTimeoutMs ? { taskStallTimeoutMs: flags.worker.taskStallTimeoutMs } : {}),
+    ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
     ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
   };
   let supervisor: WorkerSupervisor | undefined;

@@ -70,6 +70,22 @@ export interface CoordinatorConfig {
   maxClientOutboundBytes: number;
   /** A frame begun on an admitted session must be complete within this long of its first byte. @default 30,000 */
   frameBodyTimeoutMs: number;
+  /**
+   * Exponential backoff between restarts (and retries) of one job: the first is immediate, the second
+   * waits this long, each later one twice the one before, up to restartBackoffMaxMs. @default 1,000
+   */
+  restartBackoffInitialMs: number;
+  /** @default 60,000 */
+  restartBackoffMaxMs: number;
+}
+
+export const DEFAULT_RESTART_BACKOFF_INITIAL_MS = 1_000;
+export const DEFAULT_RESTART_BACKOFF_MAX_MS = 60_000;
+
+/** How long the `n`th restart (or retry) of one job waits: 0 for the first, then doubling from `initialMs`, capped. */
+export function restartBackoffMs(n: number, initialMs: number, maxMs: number): number {
+  if (n <= 1) return 0;
+  return Math.min(maxMs, initialMs * 2 ** Math.min(n - 2, 30));
 }
 
 export const DEFAULT_FRAME_BODY_TIMEOUT_MS = 30_000;
@@ -97,4 +113,6 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   clientIdleTimeoutMs: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
   maxClientOutboundBytes: DEFAULT_MAX_CLIENT_OUTBOUND_BYTES,
   frameBodyTimeoutMs: DEFAULT_FRAME_BODY_TIMEOUT_MS,
+  restartBackoffInitialMs: DEFAULT_RESTART_BACKOFF_INITIAL_MS,
+  restartBackoffMaxMs: DEFAULT_RESTART_BACKOFF_MAX_MS,
 });

@@ -30,7 +30,7 @@ import {
   type MessageOf,
 } from '../protocol/index.js';
 import { failoverRegions, networkEdges, taskOf } from '../runtime/index.js';
-import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
+import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, restartBackoffMs, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
 import { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission } from './admission.js';
 import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, ClientSessions } from './client-sessions.js';
@@ -184,8 +184,8 @@ export interface JobState {
   restarts: JobRestart[];
   /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
   restartsSpent: number;
-  /** While RESTARTING: the loss being healed and when the drain began. */
-  restarting?: { cause: string; since: number };
+  /** While RESTARTING: the loss being healed, when the drain began, and the backoff before the redeploy. */
+  restarting?: { cause: string; since: number; backoffMs?: number };
   /** The job's failover regions (`<task>#<index>` lists), and each subtask's. */
   regions: string[][];
   regionOf: Map<string, number>;
@@ -269,6 +269,8 @@ export class Coordinator {
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly retired = new Set<WorkerSession>();
   private readonly modules = new Map<string, CachedModule>();
+  /** Waits (restart backoffs) that stop() cuts short. */
+  private readonly stopWaiters = new Set<() => void>();
   port = 0;
 
   private constructor(
@@ -1264,9 +1266,11 @@ export class Coordinator {
     delete job.finalCheckpointId;
     delete job.peerFailure;
     this.deps.metrics.jobRestarts.inc();
+    const backoffMs = restartBackoffMs(job.restartsSpent, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);
+    job.restarting.backoffMs = backoffMs;
     this.log.warn(
-      { jobId: job.id, attempt: job.attempt, restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job) },
-      `job ${job.id} (${job.name}) restarting after ${cause} (restart ${job.restartsSpent} of ${this.maxRestarts(job)})`,
+      { jobId: job.id, attempt: job.attempt, restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job), backoffMs },
+      `job ${job.id} (${job.name}) restarting after ${cause} (restart ${job.restartsSpent} of ${this.maxRestarts(job)}${backoffMs > 0 ? `, in ${backoffMs} ms` : ''})`,
     );
     this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: `restarting after ${cause}` }));
     this.maybeRedeploy(job);
@@ -1275,7 +1279,8 @@ export class Coordinator {
   /** A survivor that neither drains nor dies within restartDrainTimeoutMs fails the job, named. */
   private checkDrain(job: JobState, now: number): void {
     const r = job.restarting;
-    if (!r || now - r.since < this.config.restartDrainTimeoutMs) return;
+    // Once every subtask has drained, the restart waits on its backoff and on slots, not on a drain.
+    if (!r || now - r.since < this.config.restartDrainTimeoutMs || job.subtasks.every((t) => t.finished)) return;
     this.failUndrained(job, `restart after ${r.cause}`, job.subtasks.filter((t) => !t.finished));
   }
 
@@ -1304,7 +1309,10 @@ export class Coordinator {
   }
 
   private async redeploy(job: JobState): Promise<void> {
-    const { cause, since } = job.restarting!;
+    const { cause, since, backoffMs = 0 } = job.restarting!;
+    // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
+    if (backoffMs > 0) await this.wait(backoffMs);
+    if (job.state !== 'RESTARTING' || this.stopping) return;
     const restore = await this.restorePoint(job);
     if (restore && job.checkpoint.checkpointDir) await this.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
     const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
@@ -1408,7 +1416,9 @@ export class Coordinator {
     r.deploying = true;
     const subtasks = job.plan.subtasks.filter(inRegion).map((s) => ({ taskId: s.taskId, index: s.index }));
     const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
-    this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true)
+    const backoffMs = restartBackoffMs(r.retry, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);
+    this.wait(backoffMs)
+      .then(() => this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true))
       .then((placement) => {
         if (!current()) return;
         job.attempt++;
@@ -1426,6 +1436,19 @@ export class Coordinator {
         this.failJob(job, `retry of subtask ${r.subtask} after ${firstLine(r.cause)} failed: ${(err as Error).message}`);
         this.maybeComplete(job);
       });
+  }
+
+  /** Wait `ms` (cut short by stop()). */
+  private wait(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(t);
+        this.stopWaiters.delete(done);
+        resolve();
+      };
+      const t = setTimer(done, ms);
+      this.stopWaiters.add(done);
+    });
   }
 
   /** `registrationRestartsClock`: a worker registering while this waits gives it `waitMs` again. */
@@ -1525,6 +1548,7 @@ export class Coordinator {
     if (this.stopping) return;
     this.stopping = true;
     if (this.watchdog) clearInterval(this.watchdog);
+    for (const w of this.stopWaiters) w();
     const closed = new Promise<void>((r) => this.server.close(() => r()));
     for (const c of this.admitting.keys()) c.close();
     const deadline = Date.now() + this.config.outboundFlushTimeoutMs;

@@ -13,7 +13,7 @@ import { Coordinator } from '../coordinator/index.js';
 import { ClusterClient } from '../client/index.js';
 import type { Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
-import { Worker } from '../worker/index.js';
+import { Worker, type TaskIsolation } from '../worker/index.js';
 import { ClinkError } from '../errors.js';
 
 export interface EmbeddedClusterOptions {
@@ -29,6 +29,8 @@ export interface EmbeddedClusterOptions {
   batchSize?: number;
   /** @default 0 */
   batchLingerMs?: number;
+  /** Where the workers run user code (see WorkerConfig.taskIsolation). @default 'thread' */
+  taskIsolation?: TaskIsolation;
 }
 
 export class EmbeddedCluster {
@@ -68,6 +70,7 @@ export class EmbeddedCluster {
           peerUpdateTimeoutMs: 30_000,
           batchSize: this.options.batchSize ?? 1_000,
           batchLingerMs: this.options.batchLingerMs ?? 0,
+          ...(this.options.taskIsolation ? { taskIsolation: this.options.taskIsolation } : {}),
         },
         { log, metrics: new ClinkMetrics() },
       );
@@ -86,6 +89,7 @@ export class EmbeddedCluster {
           `--slots=${slotsPerWorker}`,
           `--batch-size=${this.options.batchSize ?? 1_000}`,
           `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
+          ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
         ],
         // The IPC channel ends the worker when this process dies, however it dies.
         { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },

@@ -24,7 +24,7 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
   const app = Fastify({ logger: false });
   app.get('/metrics', async (_req, reply) => {
     void reply.header('content-type', deps.metrics.registry.contentType);
-    return deps.metrics.registry.metrics();
+    return deps.metrics.exposition();
   });
   app.get('/api/v1/health', async (_req, reply) => {
     const h = deps.health?.() ?? { ok: true, status: 'ok' };

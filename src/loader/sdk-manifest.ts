@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "659cb530f1a17078aed405ae25cd1e283ed4878979c22a6d46612448ecf5bf7d",
+  "fingerprint": "d5e85c823525d325a6bb0a1dc68067eb2a5a015567d4bf7411a0e89caf41deb2",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -13,7 +13,7 @@ export const SDK_MANIFEST = {
     "connectors/options.d.ts": "faf859eb99e9d7c605d80d1d4bc0c1626bd7ade03bee07d5ef3f45b2bb0cde1d",
     "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "aab05cd30d75e9d8ee3f327befe050eeeb00766f7842338ac62987a6c123983a",
+    "errors.d.ts": "cce0427ec3757096a2c0789db6f8f06be6f076408471738f870be5509f624ac8",
     "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
     "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
@@ -22,12 +22,12 @@ export const SDK_MANIFEST = {
     "runtime/aligner.d.ts": "b7b3e63d2d912f83c1702c27f27b8d9c985723b2973dba502d90a5873b8230f4",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
-    "runtime/index.d.ts": "c71a9e299f6a9f0442267aa4a263980d5cbf42dc61b654c6b841339cb2ebd78a",
+    "runtime/index.d.ts": "207e116d40d5affcec1aaae812537a841758e3d7d045aabb6b5cbb0c393f1508",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
     "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
-    "runtime/subtask.d.ts": "41d4bda64ee01e81d621a78122913771cf878ce2ec322e7f5ddb26cfe47b4c3b",
-    "runtime/task.d.ts": "ba9de85e65fb008e01d516a534eccdf842bb52cecd3118e6b6c273981e3c1b18",
+    "runtime/subtask.d.ts": "fb8e98010531333bd701137e753359a728fc61922a189a2319b0e210d2757d8e",
+    "runtime/task.d.ts": "c31f7a246b16e77187c3f702499162f12dc1ccbf0d204bf09f8124d810b0768b",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",

@@ -7,7 +7,7 @@
  * metrics.malformedFrames.inc({ role: 'coordinator' });
  * await metrics.registry.metrics(); // Prometheus text
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 
 export type OutboundClass = 'control' | 'bulk';
 export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flush_deadline' | 'aborted';
@@ -196,6 +196,17 @@ export class ClinkMetrics {
     help: 'The longest barrier alignment of any subtask in the newest completed checkpoint',
     registers: [this.registry],
   });
+
+  /** More registries' metrics (prom-client JSON) to merge into the exposition: a worker's job threads. */
+  readonly sources = new Set<() => Promise<object[][]>>();
+
+  /** The text exposition: this registry, with each source's metrics summed in. */
+  async exposition(): Promise<string> {
+    if (this.sources.size === 0) return this.registry.metrics();
+    const parts: object[][] = [await this.registry.getMetricsAsJSON()];
+    for (const source of this.sources) parts.push(...(await source()));
+    return AggregatorRegistry.aggregate(parts).metrics();
+  }
 
   /** A gauge whose value is read when metrics are scraped. */
   gauge(name: string, help: string, read: () => number): void {

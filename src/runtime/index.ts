@@ -30,7 +30,7 @@ export {
   type InputChannel,
   type SubtaskEnvironment,
 } from './subtask.js';
-export { SubtaskRunner, type SubtaskState, type SubtaskSnapshot } from './task.js';
+export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
 export type { RuntimeServices } from './operator.js';
 export { StreamOperator, type Output, type OperatorContext } from './operator.js';

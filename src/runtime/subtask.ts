@@ -10,7 +10,7 @@ import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import type { InputQueue } from './queue.js';
-import { SubtaskRunner, type SubtaskSetup } from './task.js';
+import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './task.js';
 import { SinkOperator } from './operators/basic.js';
 import { ProcessingTimeService } from './timers.js';
 import { RecordWriter, type EdgeOutput } from './writer.js';
@@ -114,6 +114,8 @@ export interface SubtaskEnvironment {
    * final checkpoint id, and sinks commit their tail when that checkpoint completes.
    */
   finalCheckpoint?: (taskId: string, subtaskIndex: number) => Promise<number>;
+  /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
+  onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
 }
 
 /**
@@ -157,7 +159,18 @@ export function buildSubtask(
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
-  const common = { task, index, operators, writer, time, signal: env.signal, batchSize: env.batchSize, ...checkpoints };
+  const onPhase = env.onPhase;
+  const common = {
+    task,
+    index,
+    operators,
+    writer,
+    time,
+    signal: env.signal,
+    batchSize: env.batchSize,
+    ...checkpoints,
+    ...(onPhase ? { onPhase: (p: SubtaskPhaseCode) => onPhase(task.id, index, p) } : {}),
+  };
   const finalCheckpoint = env.finalCheckpoint;
   if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
   if (head.type === 'source') {

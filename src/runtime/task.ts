@@ -8,6 +8,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
 import { abortable } from '../util/index.js';
+import { markFatal } from '../errors.js';
 import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
 import { SinkOperator } from './operators/basic.js';
@@ -20,6 +21,30 @@ import type { RecordWriter } from './writer.js';
 export const YIELD_INTERVAL_MS = 10;
 
 export type SubtaskState = 'CREATED' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+
+/**
+ * What a subtask is doing, reported as it changes (per batch, never per record), so a watchdog that
+ * finds the thread stuck can say where: the code running is the user's inside that phase.
+ */
+export const SubtaskPhase = {
+  STARTING: 1,
+  READING: 2,
+  PROCESSING: 3,
+  SNAPSHOTTING: 4,
+  COMMITTING: 5,
+  FINISHING: 6,
+  IDLE: 7,
+} as const;
+export type SubtaskPhaseCode = (typeof SubtaskPhase)[keyof typeof SubtaskPhase];
+export const PHASE_DESCRIPTIONS: Readonly<Record<number, string>> = {
+  [SubtaskPhase.STARTING]: 'opening its operators',
+  [SubtaskPhase.READING]: 'reading its source and processing what it read',
+  [SubtaskPhase.PROCESSING]: 'processing a batch of records',
+  [SubtaskPhase.SNAPSHOTTING]: 'taking a checkpoint snapshot',
+  [SubtaskPhase.COMMITTING]: 'committing a checkpoint',
+  [SubtaskPhase.FINISHING]: 'finishing (end of input)',
+  [SubtaskPhase.IDLE]: 'waiting for input',
+};
 
 export interface SubtaskSetup {
   task: TaskSpec;
@@ -41,6 +66,8 @@ export interface SubtaskSetup {
   onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
   /** A newer barrier cancelled the alignment of `checkpointId` (that checkpoint was given up upstream). */
   onAlignmentCancelled?: (checkpointId: number, by: number) => void;
+  /** Told what the subtask starts doing (see SubtaskPhase). */
+  onPhase?: (phase: SubtaskPhaseCode) => void;
   /**
    * For a job whose checkpoints are durable: a source at the end of its input asks for the job-wide
    * final checkpoint, whose barrier it sends before its end, so the tail after the last periodic
@@ -87,14 +114,21 @@ export class SubtaskRunner {
     this.state = 'RUNNING';
     this.lastYield = performance.now();
     try {
-      for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
-      const restore = this.setup.restore;
-      if (restore) {
-        operators.forEach((op, i) => op.restoreState(restore.operators[i]));
-        for (const op of operators) await this.bounded(op.afterRestore());
+      // A failure while starting (open, restore) would recur on every restart: it is fatal.
+      this.setup.onPhase?.(SubtaskPhase.STARTING);
+      try {
+        for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
+        const restore = this.setup.restore;
+        if (restore) {
+          operators.forEach((op, i) => op.restoreState(restore.operators[i]));
+          for (const op of operators) await this.bounded(op.afterRestore());
+        }
+      } catch (err) {
+        throw this.setup.signal.aborted ? err : markFatal(err);
       }
       if (this.setup.createReader) await this.runSource();
       else await this.runInput();
+      this.setup.onPhase?.(SubtaskPhase.FINISHING);
       for (const op of operators) await this.bounded(op.finish());
       this.setup.writer.end();
       this.state = 'FINISHED';
@@ -138,6 +172,7 @@ export class SubtaskRunner {
 
   /** The checkpoint completed everywhere: operators run their second commit phase, in order. */
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    this.setup.onPhase?.(SubtaskPhase.COMMITTING);
     for (const op of this.setup.operators) await op.notifyCheckpointComplete(checkpointId);
   }
 
@@ -152,6 +187,7 @@ export class SubtaskRunner {
    * that encode asynchronously (keyed state) are done, while records flow on.
    */
   private snapshot(checkpointId: number, alignmentMs = 0): void {
+    this.setup.onPhase?.(SubtaskPhase.SNAPSHOTTING);
     const parts = this.setup.operators.map((op) => op.snapshotState());
     const source = this.reader?.snapshot?.();
     const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, { alignmentMs });
@@ -216,6 +252,7 @@ export class SubtaskRunner {
     try {
       for (;;) {
         if (this.pendingBarriers.length > 0) await this.injectPendingBarriers();
+        this.setup.onPhase?.(SubtaskPhase.READING);
         let status = reader.read(out, this.setup.batchSize);
         if (typeof status !== 'string') status = await this.bounded(status);
         await this.afterBatch();
@@ -300,12 +337,17 @@ export class SubtaskRunner {
     };
 
     while (open > 0) {
-      const e = aligner.nextReplayed() ?? queue.poll() ?? (await queue.take());
+      let e = aligner.nextReplayed() ?? queue.poll();
+      if (e === undefined) {
+        this.setup.onPhase?.(SubtaskPhase.IDLE);
+        e = await queue.take();
+      }
       if (aligner.hold(e)) continue;
       switch (e.kind) {
         case BATCH: {
           const { values, timestamps } = e;
           e.onTaken?.();
+          this.setup.onPhase?.(SubtaskPhase.PROCESSING);
           this.recordsIn += values.length;
           if (channelInputs[e.channel] === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
           else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);

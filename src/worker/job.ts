@@ -6,7 +6,7 @@ import { setMaxListeners } from 'node:events';
 import { Packr } from 'msgpackr';
 import { decodeStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
-import { ClinkError, JobCancelledError, PeerLostError } from '../errors.js';
+import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { RemoteChannel } from '../dataplane/index.js';
 import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
@@ -20,6 +20,7 @@ import {
   validateConnectors,
   type ChannelSink,
   type SubtaskEnvironment,
+  type SubtaskPhaseCode,
   type SubtaskRunner,
   type SubtaskSnapshot,
 } from '../runtime/index.js';
@@ -46,6 +47,8 @@ export interface SubtaskReport {
   recordsOut: number;
   collected: Uint8Array;
   peerLost: boolean;
+  /** It failed while starting (connectors, operators, open, restore): restarting would repeat it. */
+  fatal: boolean;
 }
 
 interface DeployedSubtask {
@@ -160,7 +163,14 @@ export class WorkerJob {
     clearTimeout(this.peerTimer);
     this.started = true;
     const registry = builtinConnectors(this.stdout);
-    const validated = validateConnectors(this.plan.spec.operators, this.built.functions, registry);
+    let validated: ReturnType<typeof validateConnectors>;
+    try {
+      validated = validateConnectors(this.plan.spec.operators, this.built.functions, registry);
+    } catch (err) {
+      // An unknown connector or bad options: every subtask here fails with it, fatally; the session is untouched.
+      this.stop(this.subtasks, markFatal(err as Error));
+      return;
+    }
     const local = (taskId: string, index: number): DeployedSubtask | undefined =>
       this.subtasks.find((s) => s.task.id === taskId && s.index === index);
     for (const st of this.subtasks) {
@@ -174,6 +184,7 @@ export class WorkerJob {
         batchSize: this.batching.batchSize,
         lingerMs: this.batching.lingerMs,
         onAsyncError: (err) => this.fail(st, err as Error),
+        ...(this.onPhase ? { onPhase: this.onPhase } : {}),
         ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint ? { finalCheckpoint: (taskId, index) => this.requestFinalCheckpoint(taskId, index) } : {}),
         services: {
           stdout: this.stdout,
@@ -221,7 +232,7 @@ export class WorkerJob {
           },
         });
       } catch (err) {
-        this.fail(st, err as Error);
+        this.fail(st, markFatal(err as Error));
         this.finish(st);
         continue;
       }
@@ -278,6 +289,7 @@ export class WorkerJob {
       recordsOut: st.runner?.recordsOut ?? 0,
       collected,
       peerLost: st.error instanceof PeerLostError,
+      fatal: isFatal(st.error),
     });
     if (this.subtasks.every((s) => s.done)) this.close();
   }
@@ -289,6 +301,8 @@ export class WorkerJob {
   onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, alignmentMs: number) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
+  /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
+  onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
   /** A newer barrier cancelled a subtask's alignment of checkpoint `id` (the worker logs it). */
   onAlignmentCancelled?: (checkpointId: number, by: number, taskId: string, index: number) => void;
   /** A source subtask here reached its end: the worker sends RequestFinalCheckpoint. */

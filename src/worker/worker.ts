@@ -3,12 +3,9 @@
  * deployed. Frames from the coordinator are handled one at a time in order (FIFO), so a Deploy that
  * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
  */
-import { mkdir } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { ClinkError } from '../errors.js';
 import { DataServer } from '../dataplane/index.js';
-import { loadJobBundle } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { FrameConnection, writeFrame } from '../net/index.js';
@@ -21,10 +18,12 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import { buildJob } from '../sdk/index.js';
-import { WorkerJob, type SubtaskReport } from './job.js';
-import { jobStateDir, writeStateFile, type WrittenStateFile } from '../state/index.js';
-import type { SubtaskSnapshot } from '../runtime/index.js';
+import { JOB_FRAME_TYPES, type JobFrame } from './job-host.js';
+import { InProcessJob, type JobRunner } from './job-runner.js';
+import { JobThread } from './job-thread.js';
+
+/** How long a closing session lets a job's subtasks end before their thread is terminated. */
+const JOB_CLOSE_GRACE_MS = 5_000;
 import { setRepeating, setTimer } from '../util/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
@@ -56,7 +55,20 @@ export interface WorkerConfig {
    * heartbeat), catching partitions that leave the socket writable. 0 turns it off. @default 3,000
    */
   coordinatorHeartbeatTimeoutMs?: number;
+  /**
+   * Where user code runs: `thread`, a worker thread per job (the session's event loop only forwards
+   * frames and heartbeats); `none`, on the session's own event loop. @default 'thread'
+   */
+  taskIsolation?: TaskIsolation;
+  /** A job thread whose event loop makes no progress this long is terminated; its subtasks fail fatally. @default 30,000 */
+  taskStallTimeoutMs?: number;
+  /** A job thread's heap limit; past it its subtasks fail with "out of memory". @default 1,024 */
+  taskHeapMb?: number;
 }
+
+export type TaskIsolation = 'thread' | 'none';
+export const DEFAULT_TASK_STALL_TIMEOUT_MS = 30_000;
+export const DEFAULT_TASK_HEAP_MB = 1_024;
 
 export const DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS = 3_000;
 
@@ -73,8 +85,12 @@ export type WorkerEnd = { reason: 'closed' } | { reason: 'disconnected'; detail:
 export class Worker {
   private conn!: FrameConnection;
   private data!: DataServer;
-  /** Each Deploy received, by job: a retry deploys part of a job again beside the rest of it. */
-  private readonly jobs = new Map<string, WorkerJob[]>();
+  /** Where each job deployed here runs (and takes frames): a job thread, or an in-process host. */
+  private readonly jobs = new Map<string, JobRunner>();
+  /** Every runner not yet ended, detached (closing) ones too. */
+  private readonly runners = new Set<JobRunner>();
+  private stallWatch: NodeJS.Timeout | undefined;
+  private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners].map((j) => j.metrics()));
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
   private readonly modules = new Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>();
   private heartbeat: NodeJS.Timeout | undefined;
@@ -174,6 +190,12 @@ export class Worker {
       if (!this.closing) this.end({ reason: 'disconnected', detail: c.error?.message ?? c.reason });
     });
     this.heartbeat = setRepeating(() => this.sendHeartbeat(), this.config.heartbeatIntervalMs);
+    const stallMs = this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS;
+    this.stallWatch = setRepeating(() => {
+      const now = Date.now();
+      for (const j of this.runners) j.check(now);
+    }, Math.max(50, Math.min(1_000, stallMs / 4)));
+    this.deps.metrics.sources.add(this.metricsSource);
   }
 
   private sendHeartbeat(): void {
@@ -185,7 +207,7 @@ export class Worker {
       this.conn.close();
       return;
     }
-    const jobs = [...this.jobs.values()].filter((parts) => parts.some((j) => !j.finished)).map((parts) => ({ jobId: parts[0]!.jobId, ...sumProgress(parts) }));
+    const jobs = [...this.runners].filter((j) => j.running).map((j) => ({ jobId: j.jobId, ...j.progress() }));
     this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs }));
   }
 
@@ -209,153 +231,77 @@ export class Worker {
 
   private async handle(m: Message): Promise<void> {
     if (!this.admitEpoch(m)) return;
-    switch (m.type) {
-      case 'Deploy':
-        await this.deploy(m);
-        return;
-      case 'PeerUpdate': {
-        const parts = this.partsOf(m.jobId);
-        // A coordinator before PeerUpdate.attempt sends 0 for every attempt: then the one not started.
-        (parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? parts.find((j) => !j.isStarted))?.start(m);
-        return;
-      }
-      case 'CancelJob':
-        // Test hook: a worker whose subtasks never drain.
-        if (process.env.CLINK_TEST_IGNORE_CANCEL === '1') return;
-        for (const j of this.partsOf(m.jobId)) j.cancel(m.reason || 'cancelled by the coordinator', m.subtasks);
-        return;
-      case 'TriggerCheckpoint': {
-        // A job that checkpoints is never retried in part: its newest deploy here is all of it.
-        const job = this.partsOf(m.jobId).at(-1);
-        if (job && m.savepointDir) job.savepointDirs.set(m.checkpointId, m.savepointDir);
-        if (job && !job.triggerCheckpoint(m.checkpointId)) {
-          // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
-          const why = `worker ${this.config.id} declined it: not every subtask of the job here is running`;
-          this.log.info({ jobId: m.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${m.jobId} declined: not every subtask here is running`);
-          const first = job.subtasks[0];
-          if (first) this.ackSnapshot(job, m.checkpointId, first.task.id, first.index, new Error(why));
-        }
-        return;
-      }
-      case 'CommitCheckpoint':
-        // On the FIFO dispatch chain, not the reader: a slow commit never holds up frames' reading.
-        for (const j of this.partsOf(m.jobId)) await j.notifyCheckpointComplete(m.checkpointId);
-        return;
-      case 'AbortCheckpoint':
-        for (const j of this.partsOf(m.jobId)) j.notifyCheckpointAborted(m.checkpointId, m.reason);
-        return;
-      case 'FinalCheckpointAssigned':
-        for (const j of this.partsOf(m.jobId)) j.assignFinalCheckpoint(m.checkpointId);
-        return;
-      case 'HeartbeatAck':
-      case 'StartJob':
-        return;
-      default:
-        this.log.debug({ type: m.type }, `ignoring ${m.type}: not handled by this worker yet`);
+    if (m.type === 'HeartbeatAck' || m.type === 'StartJob') return;
+    if (!JOB_FRAME_TYPES.has(m.type)) {
+      this.log.debug({ type: m.type }, `ignoring ${m.type}: not handled by this worker yet`);
+      return;
     }
+    const frame = m as JobFrame;
+    if (frame.type === 'Deploy') {
+      const deploy = this.withModule(frame);
+      if (!deploy) return;
+      this.runnerFor(frame.jobId).post(deploy);
+      return;
+    }
+    this.jobs.get(frame.jobId)?.post(frame);
   }
 
-  private async deploy(m: MessageOf<'Deploy'>): Promise<void> {
-    const fail = (error: string, fatal: boolean): void => {
-      for (const t of m.tasks) {
-        this.send(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error, fatal }));
-      }
-    };
-    let job: WorkerJob;
-    try {
-      const ref = m.modules[0];
-      if (!ref) throw new ClinkError('CLINK_ERR_JOB_LOAD', 'Deploy carries no job module');
+  /**
+   * The Deploy with its module's bytes: the coordinator sends them to a session once and refers to
+   * them by hash after. A reference this session cannot resolve fails the deploy, loudly.
+   */
+  private withModule(m: MessageOf<'Deploy'>): MessageOf<'Deploy'> | undefined {
+    const ref = m.modules[0];
+    let error: string | undefined;
+    if (!ref) error = 'Deploy carries no job module';
+    else {
       if (ref.bytes.length > 0) this.modules.set(ref.sha256, { bytes: ref.bytes, sourceMap: ref.sourceMap });
-      const module = this.modules.get(ref.sha256);
-      if (!module) {
-        throw new ClinkError('CLINK_ERR_MODULE_MISSING', `Deploy of ${m.jobName} refers to job module ${ref.sha256}, which worker ${this.config.id} does not hold; refusing to run without it`);
-      }
-      const loaded = await loadJobBundle(module.bytes, {
-        expectedSha256: ref.sha256,
-        sourceMap: module.sourceMap,
-        label: `job module of ${m.jobName}`,
-        ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
-      });
-      // Test hook: forget modules once loaded, so the next reference to one cannot resolve.
+      const held = this.modules.get(ref.sha256);
+      // Test hook: forget modules once received, so the next reference to one cannot resolve.
       if (process.env.CLINK_TEST_FORGET_MODULES === '1') this.modules.clear();
-      const spec = JSON.parse(m.specJson) as { defaultParallelism: number };
-      const params = JSON.parse(m.params) as Record<string, string>;
-      const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params });
-      if (JSON.stringify(built.spec) !== m.specJson) {
-        throw new ClinkError(
-          'CLINK_ERR_JOB_DEFINITION',
-          `job module of ${m.jobName} built a different plan on worker ${this.config.id} than the one submitted; a build function must declare the same operators in the same order every time`,
-        );
-      }
-      job = new WorkerJob(m, built, this.data, this.deps.stdout ?? writeStdout, (r) => this.reportFinished(job, r), this.deps.metrics, {
-        batchSize: this.config.batchSize ?? 1_000,
-        lingerMs: this.config.batchLingerMs ?? 0,
-      });
-      // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
-      // deploy (other failover regions, after a retry) runs on.
-      const keys = new Set(m.tasks.map((t) => `${t.taskId}#${t.subtaskIndex}`));
-      const parts = this.partsOf(m.jobId).filter((j) => {
-        if (!j.holdsAny(keys)) return true;
-        j.cancel('redeployed', [...keys]);
-        return !j.finished;
-      });
-      this.jobs.set(m.jobId, [...parts, job]);
-      job.onSnapshot = (id, taskId, index, snap, alignmentMs) => void this.writeSnapshot(job, id, taskId, index, snap, alignmentMs);
-      job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
-      job.onAlignmentCancelled = (id, by, taskId, index) =>
-        this.log.warn({ jobId: m.jobId, checkpointId: id, by }, `subtask ${taskId}#${index} of job ${m.jobId}: barrier ${by} cancelled the alignment of checkpoint ${id}, which was given up upstream`);
-      job.onRequestFinalCheckpoint = (taskId, subtaskIndex) => this.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
-      const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
-      await job.loadRestoreState();
-      for (const l of listenings) this.send(makeMessage('SubtaskListening', l));
-    } catch (err) {
-      this.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
-      fail((err as Error).message, true);
+      if (held) return { ...m, modules: [{ sha256: ref.sha256, bytes: held.bytes, sourceMap: held.sourceMap }] };
+      error = `Deploy of ${m.jobName} refers to job module ${ref.sha256}, which worker ${this.config.id} does not hold; refusing to run without it`;
     }
+    this.log.error({ jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${error}`);
+    for (const t of m.tasks) this.send(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error, fatal: true }));
+    return undefined;
   }
 
-  /** Write a subtask's snapshot under the job's checkpoint directory, then ack it. */
-  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot, alignmentMs: number): Promise<void> {
-    try {
-      const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
-      const dir = join(base, `chk-${checkpointId}`);
-      await mkdir(dir, { recursive: true });
-      const written = await writeStateFile(join(dir, `${taskId}#${index}.state`), snap);
-      this.ackSnapshot(job, checkpointId, taskId, index, undefined, written, alignmentMs);
-    } catch (err) {
-      this.ackSnapshot(job, checkpointId, taskId, index, err);
-    }
-  }
-
-  /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
-  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, alignmentMs = 0): void {
-    const ok = error === undefined;
-    const message = ok ? '' : ((error as Error)?.message ?? String(error));
-    this.send(
-      makeMessage('SubtaskCheckpointed', {
-        jobId: job.jobId,
-        checkpointId,
-        taskId,
-        subtaskIndex: index,
-        ok,
-        error: message,
-        stateBytes: written?.bytes ?? 0,
-        alignmentMs: Math.round(alignmentMs),
-        stateSha256: written?.sha256 ?? '',
-      }),
-    );
-  }
-
-  private partsOf(jobId: string): readonly WorkerJob[] {
-    return this.jobs.get(jobId) ?? [];
-  }
-
-  private reportFinished(job: WorkerJob, r: SubtaskReport): void {
-    this.send(makeMessage('SubtaskFinished', { jobId: job.jobId, ...r, fatal: false }));
-    if (!job.finished) return;
-    const rest = this.partsOf(job.jobId).filter((j) => j !== job);
-    if (rest.length > 0) this.jobs.set(job.jobId, rest);
-    else this.jobs.delete(job.jobId);
+  /** The runner of a job's frames here, started on its first Deploy (again after its last ended). */
+  private runnerFor(jobId: string): JobRunner {
+    const current = this.jobs.get(jobId);
+    if (current) return current;
+    const config = {
+      workerId: this.config.id,
+      peerUpdateTimeoutMs: this.config.peerUpdateTimeoutMs,
+      batchSize: this.config.batchSize ?? 1_000,
+      batchLingerMs: this.config.batchLingerMs ?? 0,
+      ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
+    };
+    const onDetach = (r: JobRunner): void => {
+      if (this.jobs.get(jobId) === r) this.jobs.delete(jobId);
+    };
+    const onExit = (r: JobRunner): void => {
+      onDetach(r);
+      this.runners.delete(r);
+    };
+    const runner: JobRunner =
+      (this.config.taskIsolation ?? 'thread') === 'thread'
+        ? new JobThread({
+            jobId,
+            config,
+            dataHost: this.config.dataHost,
+            stallTimeoutMs: this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS,
+            heapMb: this.config.taskHeapMb ?? DEFAULT_TASK_HEAP_MB,
+            log: this.log,
+            send: (m) => this.send(m),
+            onDetach,
+            onExit,
+          })
+        : new InProcessJob(jobId, config, { data: this.data, log: this.log, metrics: this.deps.metrics, stdout: this.deps.stdout ?? writeStdout, send: (m: Message) => this.send(m) }, onExit);
+    this.jobs.set(jobId, runner);
+    this.runners.add(runner);
+    return runner;
   }
 
   private end(e: WorkerEnd): void {
@@ -363,7 +309,7 @@ export class Worker {
     this.endedWith = e;
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
-    for (const parts of this.jobs.values()) for (const job of parts) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
+    for (const job of this.runners) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
     this.resolveEnded(e);
   }
 
@@ -373,6 +319,10 @@ export class Worker {
     this.closing = true;
     this.end({ reason: 'closed' });
     this.conn.close();
+    if (this.stallWatch) clearInterval(this.stallWatch);
+    // Subtasks were told to stop; a thread that has not ended within its grace is terminated.
+    await Promise.all([...this.runners].map((j) => j.close('the worker is stopping', JOB_CLOSE_GRACE_MS)));
+    this.deps.metrics.sources.delete(this.metricsSource);
     await this.data.close();
   }
 }
@@ -406,15 +356,4 @@ function connectWithin(host: string, port: number, timeoutMs: number): Promise<S
       reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`, { cause: err }));
     });
   });
-}
-
-function sumProgress(parts: readonly WorkerJob[]): { sourceRecords: number; sinkRecords: number } {
-  let sourceRecords = 0;
-  let sinkRecords = 0;
-  for (const j of parts) {
-    const p = j.progress();
-    sourceRecords += p.sourceRecords;
-    sinkRecords += p.sinkRecords;
-  }
-  return { sourceRecords, sinkRecords };
 }

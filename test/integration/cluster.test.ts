@@ -119,3 +119,27 @@ test('timeouts above the timer limit (~24.8 days) mean never: with --heartbeat-t
     await h.close();
   }
 });
+
+test('a job that cannot start (an unknown connector, a throw in open()) fails at once with its message; the worker keeps its session and its other job', async () => {
+  const h = await ClusterHarness.start({ workers: 1, slots: 6, coordinatorArgs: ['--max-restarts=3'] });
+  try {
+    const { jobId: other, client } = await h.submit(job('unbounded'), { parallelism: 2 });
+    await h.waitForJob(other, ['RUNNING']);
+    const bad = await h.submit(job('bad-start'), { parallelism: 1, client, checkpoint: { checkpointDir: join(h.dir, 'ckpt') } });
+    const outcome = await client.waitForCompletion(bad.jobId);
+    assert.equal(outcome.state, 'FAILED');
+    assert.match(outcome.error, /unknown connector 'datagn'/);
+    const opened = await h.submit(job('bad-start'), { parallelism: 1, client, params: { mode: 'open' }, checkpoint: { checkpointDir: join(h.dir, 'ckpt') } });
+    const failed = await client.waitForCompletion(opened.jobId);
+    assert.equal(failed.state, 'FAILED');
+    assert.match(failed.error, /cannot reach the lookup service/);
+    const view = (await h.http<{ restarts: unknown[] }>(`/api/v1/jobs/${opened.jobId}`)).body;
+    assert.equal(view.restarts.length, 0, 'a failure at start is not restarted: it would recur');
+    assert.equal((await h.http<{ state: string }>(`/api/v1/jobs/${other}`)).body.state, 'RUNNING', 'the other job runs on');
+    const workers = (await h.http<{ workers: { session: number }[] }>('/api/v1/workers')).body.workers;
+    assert.deepEqual(workers.map((w) => w.session), [1], 'the same session: never lost');
+    await client.cancel(other);
+  } finally {
+    await h.close();
+  }
+});

@@ -69,9 +69,11 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.equal(local.collected.default!.length, 30_000);
     assert.deepEqual(sortBy(done.collected.default!), sortBy(local.collected.default!));
     const v = await view(jobId);
-    assert.equal(v.retries.length, 2, 'each failing record cost one retry');
+    // Each failing record failed once; when the second fails while the first's retry drains the region
+    // (both subtasks are in it), one retry covers both.
+    assert.ok(v.retries.length >= 1 && v.retries.length <= 2, `one retry per failure, or one for both: ${JSON.stringify(v.retries)}`);
     for (const r of v.retries) assert.equal(r.subtasks, 4);
-    assert.ok(v.subtasks.every((t) => t.attempt === 2), JSON.stringify(v.subtasks));
+    assert.ok(v.subtasks.every((t) => t.attempt === v.retries.length), JSON.stringify(v.subtasks));
   });
 
   test('a sink that publishes as it goes (file parts that roll) gets what the failed attempt wrote again: at-least-once', async () => {

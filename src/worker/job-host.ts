@@ -1,0 +1,220 @@
+/**
+ * JobHost: everything a worker does for one job, apart from its control session. It takes the job's
+ * frames from the coordinator (Deploy, PeerUpdate, CancelJob, the checkpoint frames) in order, runs
+ * the deployed subtasks (one WorkerJob per Deploy: a retry deploys part of a job again beside the rest
+ * of it) on a DataServer of its own, writes their checkpoint state, and hands every frame it sends
+ * back (SubtaskListening, SubtaskFinished, SubtaskCheckpointed, RequestFinalCheckpoint) to `send`.
+ *
+ * It runs in a job thread (job-thread.ts), so user code that spins or allocates without bound can
+ * never hold the worker's heartbeats: the session only forwards frames. With task isolation off it
+ * runs on the session's own event loop.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ClinkError } from '../errors.js';
+import type { DataServer } from '../dataplane/index.js';
+import { loadJobBundle } from '../loader/index.js';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
+import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
+import { buildJob } from '../sdk/index.js';
+import { jobStateDir, writeStateFile, type WrittenStateFile } from '../state/index.js';
+import { WorkerJob, type SubtaskReport } from './job.js';
+
+/** The frames a JobHost handles: those of one job. */
+export type JobFrame = MessageOf<'Deploy' | 'PeerUpdate' | 'CancelJob' | 'TriggerCheckpoint' | 'CommitCheckpoint' | 'AbortCheckpoint' | 'FinalCheckpointAssigned'>;
+
+export const JOB_FRAME_TYPES: ReadonlySet<string> = new Set(['Deploy', 'PeerUpdate', 'CancelJob', 'TriggerCheckpoint', 'CommitCheckpoint', 'AbortCheckpoint', 'FinalCheckpointAssigned']);
+
+export interface JobHostConfig {
+  workerId: string;
+  peerUpdateTimeoutMs: number;
+  batchSize: number;
+  batchLingerMs: number;
+  cacheDir?: string;
+}
+
+export interface JobHostDeps {
+  data: DataServer;
+  log: Logger;
+  metrics: ClinkMetrics;
+  stdout: (text: string) => void | Promise<void>;
+  send: (m: Message) => void;
+  /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
+  onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
+}
+
+export class JobHost {
+  /** Each Deploy received for the job, oldest first. */
+  private parts: WorkerJob[] = [];
+  private deployed = false;
+  /** State files being written: a subtask reports its end before its last snapshot is durable. */
+  private pendingWrites = 0;
+
+  constructor(
+    readonly jobId: string,
+    private readonly config: JobHostConfig,
+    private readonly deps: JobHostDeps,
+  ) {}
+
+  /** Every deploy has ended (at least one came) and every state file is written and acked. */
+  get finished(): boolean {
+    return this.deployed && this.pendingWrites === 0 && this.parts.every((j) => j.finished);
+  }
+
+  async handle(m: JobFrame): Promise<void> {
+    switch (m.type) {
+      case 'Deploy':
+        await this.deploy(m);
+        return;
+      case 'PeerUpdate':
+        // A coordinator before PeerUpdate.attempt sends 0 for every attempt: then the one not started.
+        (this.parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? this.parts.find((j) => !j.isStarted))?.start(m);
+        return;
+      case 'CancelJob':
+        // Test hook: a worker whose subtasks never drain.
+        if (process.env.CLINK_TEST_IGNORE_CANCEL === '1') return;
+        for (const j of this.parts) j.cancel(m.reason || 'cancelled by the coordinator', m.subtasks);
+        return;
+      case 'TriggerCheckpoint':
+        this.triggerCheckpoint(m);
+        return;
+      case 'CommitCheckpoint':
+        for (const j of this.parts) await j.notifyCheckpointComplete(m.checkpointId);
+        return;
+      case 'AbortCheckpoint':
+        for (const j of this.parts) j.notifyCheckpointAborted(m.checkpointId, m.reason);
+        return;
+      case 'FinalCheckpointAssigned':
+        for (const j of this.parts) j.assignFinalCheckpoint(m.checkpointId);
+        return;
+    }
+  }
+
+  private triggerCheckpoint(m: MessageOf<'TriggerCheckpoint'>): void {
+    // A job that checkpoints is never retried in part: its newest deploy here is all of it.
+    const job = this.parts.at(-1);
+    if (!job) return;
+    if (m.savepointDir) job.savepointDirs.set(m.checkpointId, m.savepointDir);
+    if (job.triggerCheckpoint(m.checkpointId)) return;
+    // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
+    this.deps.log.info({ jobId: this.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${this.jobId} declined: not every subtask here is running`);
+    const first = job.subtasks[0];
+    if (first) this.ackSnapshot(job, m.checkpointId, first.task.id, first.index, new Error(`worker ${this.config.workerId} declined it: not every subtask of the job here is running`));
+  }
+
+  private async deploy(m: MessageOf<'Deploy'>): Promise<void> {
+    this.deployed = true;
+    let job: WorkerJob;
+    try {
+      const module = m.modules[0];
+      if (!module || module.bytes.length === 0) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `Deploy of ${m.jobName} reached the job without its module`);
+      const loaded = await loadJobBundle(module.bytes, {
+        expectedSha256: module.sha256,
+        sourceMap: module.sourceMap,
+        label: `job module of ${m.jobName}`,
+        ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
+      });
+      const spec = JSON.parse(m.specJson) as { defaultParallelism: number };
+      const params = JSON.parse(m.params) as Record<string, string>;
+      const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params });
+      if (JSON.stringify(built.spec) !== m.specJson) {
+        throw new ClinkError(
+          'CLINK_ERR_JOB_DEFINITION',
+          `job module of ${m.jobName} built a different plan on worker ${this.config.workerId} than the one submitted; a build function must declare the same operators in the same order every time`,
+        );
+      }
+      job = new WorkerJob(m, built, this.deps.data, this.deps.stdout, (r) => this.reportFinished(job, r), this.deps.metrics, {
+        batchSize: this.config.batchSize,
+        lingerMs: this.config.batchLingerMs,
+      });
+      if (this.deps.onPhase) job.onPhase = this.deps.onPhase;
+      // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
+      // deploy (other failover regions, after a retry) runs on.
+      const keys = new Set(m.tasks.map((t) => `${t.taskId}#${t.subtaskIndex}`));
+      this.parts = this.parts.filter((j) => {
+        if (!j.holdsAny(keys)) return true;
+        j.cancel('redeployed', [...keys]);
+        return !j.finished;
+      });
+      this.parts.push(job);
+      job.onSnapshot = (id, taskId, index, snap, alignmentMs) => void this.writeSnapshot(job, id, taskId, index, snap, alignmentMs);
+      job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
+      job.onAlignmentCancelled = (id, by, taskId, index) =>
+        this.deps.log.warn({ jobId: m.jobId, checkpointId: id, by }, `subtask ${taskId}#${index} of job ${m.jobId}: barrier ${by} cancelled the alignment of checkpoint ${id}, which was given up upstream`);
+      job.onRequestFinalCheckpoint = (taskId, subtaskIndex) => this.deps.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
+      const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
+      await job.loadRestoreState();
+      for (const l of listenings) this.deps.send(makeMessage('SubtaskListening', l));
+    } catch (err) {
+      this.deps.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
+      for (const t of m.tasks) {
+        this.deps.send(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error: (err as Error).message, fatal: true }));
+      }
+    }
+  }
+
+  /** Write a subtask's snapshot under the job's checkpoint directory, then ack it. */
+  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot, alignmentMs: number): Promise<void> {
+    this.pendingWrites++;
+    let written: WrittenStateFile | undefined;
+    let error: unknown;
+    try {
+      const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
+      const dir = join(base, `chk-${checkpointId}`);
+      await mkdir(dir, { recursive: true });
+      written = await writeStateFile(join(dir, `${taskId}#${index}.state`), snap);
+    } catch (err) {
+      error = err ?? new Error('state file write failed');
+    } finally {
+      this.pendingWrites--;
+    }
+    this.ackSnapshot(job, checkpointId, taskId, index, error, written, alignmentMs);
+  }
+
+  /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
+  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, alignmentMs = 0): void {
+    const ok = error === undefined;
+    this.deps.send(
+      makeMessage('SubtaskCheckpointed', {
+        jobId: job.jobId,
+        checkpointId,
+        taskId,
+        subtaskIndex: index,
+        ok,
+        error: ok ? '' : ((error as Error)?.message ?? String(error)),
+        stateBytes: written?.bytes ?? 0,
+        alignmentMs: Math.round(alignmentMs),
+        stateSha256: written?.sha256 ?? '',
+      }),
+    );
+  }
+
+  private reportFinished(job: WorkerJob, r: SubtaskReport): void {
+    this.deps.send(makeMessage('SubtaskFinished', { jobId: job.jobId, ...r }));
+    if (job.finished) this.parts = this.parts.filter((j) => j !== job || !j.finished);
+  }
+
+  /** Records read by this job's source subtasks here and written by its sink subtasks, so far. */
+  progress(): { sourceRecords: number; sinkRecords: number } {
+    let sourceRecords = 0;
+    let sinkRecords = 0;
+    for (const j of this.parts) {
+      const p = j.progress();
+      sourceRecords += p.sourceRecords;
+      sinkRecords += p.sinkRecords;
+    }
+    return { sourceRecords, sinkRecords };
+  }
+
+  /** Whether any subtask here is still running. */
+  get running(): boolean {
+    return this.parts.some((j) => !j.finished);
+  }
+
+  /** Stop every subtask (the session ended). */
+  cancelAll(reason: string): void {
+    for (const j of this.parts) j.cancel(reason);
+  }
+}

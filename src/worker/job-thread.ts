@@ -1,0 +1,204 @@
+/**
+ * JobThread: the session's handle on one job's thread (design record 011). The session posts it the
+ * job's frames and sends what it posts back; user code runs there, never on the session's event loop.
+ *
+ * A watchdog reads the thread's liveness tick from shared memory: a thread whose tick has not moved
+ * for the stall timeout (user code that never returns to the event loop) is terminated, and every
+ * subtask it ran is reported as a fatal failure naming it and what it was doing. A thread that dies
+ * (out of its heap limit, or any uncaught error) has its subtasks reported failed the same way, with
+ * the cause; the worker process and its other jobs run on.
+ */
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker as Thread } from 'node:worker_threads';
+import type { Logger } from '../log/index.js';
+import { makeMessage, type Message } from '../protocol/index.js';
+import { PHASE_DESCRIPTIONS } from '../runtime/index.js';
+import { setTimer } from '../util/index.js';
+import type { JobHostConfig } from './job-host.js';
+import type { JobThreadData } from './thread-entry.js';
+import { STATUS_PHASE, STATUS_SLOTS, STATUS_SUBTASK, STATUS_TICKS, type FromThread, type ToThread } from './thread-protocol.js';
+
+/** The entry file beside this one, with this file's extension (.js built, .ts under tsx). */
+const EXT = extname(fileURLToPath(import.meta.url));
+const ENTRY = new URL(`./thread-entry${EXT}`, import.meta.url);
+
+/**
+ * How a thread starts: the built entry directly; from sources (tests, run through tsx) a bootstrap
+ * that registers tsx in the thread first, since a thread does not inherit the parent's loader hooks.
+ */
+function spawnThread(options: ConstructorParameters<typeof Thread>[1]): Thread {
+  if (EXT !== '.ts') return new Thread(ENTRY, options);
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => m.register()).then(() => import(${JSON.stringify(ENTRY.href)}))`;
+  return new Thread(bootstrap, { ...options, eval: true });
+}
+
+export interface JobThreadOptions {
+  jobId: string;
+  config: JobHostConfig;
+  dataHost: string;
+  /** A thread whose tick stalls this long is terminated; its subtasks fail fatally. */
+  stallTimeoutMs: number;
+  /** The thread's V8 old-generation heap limit (resourceLimits.maxOldGenerationSizeMb). */
+  heapMb: number;
+  log: Logger;
+  /** Sends a frame to the coordinator. */
+  send: (m: Message) => void;
+  /** The thread takes no more frames (its job is done here and it is closing): a new Deploy starts another. */
+  onDetach: (t: JobThread) => void;
+  /** The thread has ended (its job done here, or it failed). */
+  onExit: (t: JobThread) => void;
+}
+
+export class JobThread {
+  private readonly thread: Thread;
+  private readonly status = new Int32Array(new SharedArrayBuffer(STATUS_SLOTS * 4));
+  private readonly progressView = new Float64Array(new SharedArrayBuffer(16));
+  /** Subtasks deployed to the thread and not yet reported finished (`<task>#<index>`). */
+  private readonly open = new Set<string>();
+  /** The subtask behind each ordinal the thread reports its phase under. */
+  private readonly ordinals = new Map<number, string>();
+  private readonly metricsWaiters = new Map<number, (json: object[]) => void>();
+  private metricsSeq = 0;
+  private lastTicks = -1;
+  private lastTickAt = Date.now();
+  private ended = false;
+  private failure: string | undefined;
+  /** The failure is the stall watchdog's: deterministic enough to fail the job rather than restart it. */
+  private stalled = false;
+  private closeTimer: NodeJS.Timeout | undefined;
+  readonly exited: Promise<void>;
+
+  constructor(private readonly o: JobThreadOptions) {
+    const workerData: JobThreadData = {
+      jobId: o.jobId,
+      config: o.config,
+      dataHost: o.dataHost,
+      logLevel: o.log.level,
+      status: this.status.buffer as SharedArrayBuffer,
+      progress: this.progressView.buffer as SharedArrayBuffer,
+    };
+    this.thread = spawnThread({ workerData, resourceLimits: { maxOldGenerationSizeMb: o.heapMb } });
+    this.thread.on('message', (m: FromThread) => this.onMessage(m));
+    this.thread.on('error', (err: Error & { code?: string }) => {
+      this.failure =
+        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? `out of memory (limit ${o.heapMb} MB, --task-heap-mb): the job's thread on worker ${o.config.workerId} exhausted its heap`
+          : `the job's thread on worker ${o.config.workerId} failed: ${err.message}`;
+    });
+    this.exited = new Promise((resolve) => this.thread.once('exit', () => resolve()));
+    void this.exited.then(() => this.onThreadExit());
+  }
+
+  get jobId(): string {
+    return this.o.jobId;
+  }
+
+  /** Records read by its sources and written by its sinks so far (written by the thread at each tick). */
+  progress(): { sourceRecords: number; sinkRecords: number } {
+    return { sourceRecords: this.progressView[0]!, sinkRecords: this.progressView[1]! };
+  }
+
+  get running(): boolean {
+    return !this.ended && this.open.size > 0;
+  }
+
+  post(frame: Message): void {
+    if (this.ended) return;
+    if (frame.type === 'Deploy') for (const t of frame.tasks) this.open.add(`${t.taskId}#${t.subtaskIndex}`);
+    this.postToThread({ kind: 'frame', frame });
+  }
+
+  cancel(reason: string): void {
+    this.postToThread({ kind: 'cancel', reason });
+  }
+
+  /** The thread's metrics (prom-client JSON), or none if it does not answer within a second. */
+  metrics(): Promise<object[]> {
+    if (this.ended) return Promise.resolve([]);
+    const id = ++this.metricsSeq;
+    return new Promise((resolve) => {
+      const t = setTimer(() => {
+        this.metricsWaiters.delete(id);
+        resolve([]);
+      }, 1_000);
+      this.metricsWaiters.set(id, (json) => {
+        clearTimeout(t);
+        resolve(json);
+      });
+      this.postToThread({ kind: 'metrics', id });
+    });
+  }
+
+  /** The watchdog's look: terminate the thread if its tick has not moved for the stall timeout. */
+  check(now: number): void {
+    if (this.ended) return;
+    const ticks = Atomics.load(this.status, STATUS_TICKS);
+    if (ticks !== this.lastTicks) {
+      this.lastTicks = ticks;
+      this.lastTickAt = now;
+      return;
+    }
+    const stalled = now - this.lastTickAt;
+    if (stalled < this.o.stallTimeoutMs) return;
+    const subtask = this.ordinals.get(Atomics.load(this.status, STATUS_SUBTASK)) ?? 'a subtask';
+    const doing = PHASE_DESCRIPTIONS[Atomics.load(this.status, STATUS_PHASE)] ?? 'starting';
+    this.failure = `subtask ${subtask} made no progress for ${stalled} ms while ${doing} (user code that never returns?); its thread on worker ${this.o.config.workerId} was terminated (--task-stall-timeout-ms ${this.o.stallTimeoutMs})`;
+    this.stalled = true;
+    this.o.log.error({ jobId: this.o.jobId, subtask }, `job ${this.o.jobId}: ${this.failure}`);
+    void this.thread.terminate();
+  }
+
+  /** Cancel what runs and end the thread once it has reported (or after `graceMs`). */
+  async close(reason: string, graceMs: number): Promise<void> {
+    if (!this.ended && this.open.size > 0) {
+      this.cancel(reason);
+      this.closeTimer = setTimer(() => void this.thread.terminate(), graceMs);
+    } else this.postToThread({ kind: 'close' });
+    await this.exited;
+  }
+
+  private postToThread(m: ToThread): void {
+    if (!this.ended) this.thread.postMessage(m);
+  }
+
+  private onMessage(m: FromThread): void {
+    switch (m.kind) {
+      case 'send':
+        if (m.message.type === 'SubtaskFinished') this.open.delete(`${m.message.taskId}#${m.message.subtaskIndex}`);
+        this.o.send(m.message);
+        return;
+      case 'subtask':
+        this.ordinals.set(m.ordinal, m.key);
+        return;
+      case 'metrics':
+        this.metricsWaiters.get(m.id)?.(m.json);
+        this.metricsWaiters.delete(m.id);
+        return;
+      case 'done':
+        // Sent after the last report and the last state file: nothing the thread does is left.
+        if (this.open.size > 0) return;
+        this.o.onDetach(this);
+        this.postToThread({ kind: 'close' });
+        return;
+    }
+  }
+
+  /** The thread ended: whatever it had not reported fails with the cause (fatal when it stalled). */
+  private onThreadExit(): void {
+    this.ended = true;
+    clearTimeout(this.closeTimer);
+    for (const w of this.metricsWaiters.values()) w([]);
+    this.metricsWaiters.clear();
+    const fatal = this.stalled;
+    const error = this.failure ?? `the job's thread on worker ${this.o.config.workerId} ended before its subtasks reported`;
+    for (const key of this.open) {
+      const at = key.lastIndexOf('#');
+      this.o.send(makeMessage('SubtaskFinished', { jobId: this.o.jobId, taskId: key.slice(0, at), subtaskIndex: Number(key.slice(at + 1)), ok: false, error, fatal }));
+    }
+    this.open.clear();
+    this.o.onDetach(this);
+    this.o.onExit(this);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The entry of a job thread (see job-thread.ts): one JobHost, with a DataServer and metrics of its
+ * own, fed the job's frames by the worker's session over the thread's port. It proves it is alive by
+ * a tick in shared memory that the session's watchdog reads, and says there what each subtask is
+ * doing, so a thread stuck in user code is found, named and terminated without its cooperation.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { DataServer } from '../dataplane/index.js';
+import { createLogger } from '../log/index.js';
+import { ClinkMetrics } from '../metrics/index.js';
+import type { Message } from '../protocol/index.js';
+import { JobHost, type JobFrame, type JobHostConfig } from './job-host.js';
+import { STATUS_PHASE, STATUS_SUBTASK, STATUS_TICKS, THREAD_TICK_MS, type FromThread, type ToThread } from './thread-protocol.js';
+
+export interface JobThreadData {
+  jobId: string;
+  config: JobHostConfig;
+  dataHost: string;
+  logLevel: string;
+  /** Int32: ticks, phase, subtask ordinal (see thread-protocol.ts). */
+  status: SharedArrayBuffer;
+  /** Float64: source records, sink records. */
+  progress: SharedArrayBuffer;
+}
+
+const data = workerData as JobThreadData;
+const port = parentPort!;
+const status = new Int32Array(data.status);
+const progress = new Float64Array(data.progress);
+const post = (m: FromThread): void => port.postMessage(m);
+
+const log = createLogger({ name: 'worker', level: data.logLevel }).child({ component: 'worker.job', workerId: data.config.workerId, jobId: data.jobId });
+const metrics = new ClinkMetrics();
+const server = await DataServer.start({ host: data.dataHost, log, metrics });
+const ordinals = new Map<string, number>();
+
+const host = new JobHost(data.jobId, data.config, {
+  data: server,
+  log,
+  metrics,
+  stdout: (text) => void process.stdout.write(text),
+  send: (message: Message) => {
+    post({ kind: 'send', message });
+    if ((message.type === 'SubtaskFinished' || message.type === 'SubtaskCheckpointed') && host.finished) post({ kind: 'done' });
+  },
+  onPhase: (taskId, index, phase) => {
+    const key = `${taskId}#${index}`;
+    let ordinal = ordinals.get(key);
+    if (ordinal === undefined) {
+      ordinals.set(key, (ordinal = ordinals.size));
+      post({ kind: 'subtask', ordinal, key });
+    }
+    Atomics.store(status, STATUS_SUBTASK, ordinal);
+    Atomics.store(status, STATUS_PHASE, phase);
+  },
+});
+
+// The liveness tick: it stops only when the thread's event loop does (user code spinning in a batch).
+const tick = setInterval(() => {
+  Atomics.add(status, STATUS_TICKS, 1);
+  const p = host.progress();
+  progress[0] = p.sourceRecords;
+  progress[1] = p.sinkRecords;
+}, THREAD_TICK_MS);
+
+// One frame at a time, in order, as the session's FIFO dispatch would.
+let chain: Promise<void> = Promise.resolve();
+port.on('message', (m: ToThread) => {
+  switch (m.kind) {
+    case 'frame':
+      chain = chain.then(() => host.handle(m.frame as JobFrame)).catch((err: unknown) => log.error({ err }, `job thread: handling ${m.frame.type} failed: ${(err as Error).message}`));
+      return;
+    case 'cancel':
+      host.cancelAll(m.reason);
+      return;
+    case 'metrics':
+      void metrics.registry.getMetricsAsJSON().then((json) => post({ kind: 'metrics', id: m.id, json }));
+      return;
+    case 'close':
+      // Ends this thread only: its job is done here.
+      clearInterval(tick);
+      void server.close().finally(() => process.exit(0));
+      return;
+  }
+});

@@ -1,0 +1,24 @@
+/** What a worker's session and its job threads say to each other (structured clone, plus shared memory). */
+import type { Message } from '../protocol/index.js';
+
+/** Int32 slots of a job thread's status buffer. */
+export const STATUS_TICKS = 0;
+export const STATUS_PHASE = 1;
+export const STATUS_SUBTASK = 2;
+export const STATUS_SLOTS = 3;
+/** How often a live job thread ticks. */
+export const THREAD_TICK_MS = 100;
+
+export type ToThread =
+  | { kind: 'frame'; frame: Message }
+  | { kind: 'cancel'; reason: string }
+  | { kind: 'metrics'; id: number }
+  | { kind: 'close' };
+
+export type FromThread =
+  | { kind: 'send'; message: Message }
+  /** The subtask `key` reports its phase under `ordinal` from now on. */
+  | { kind: 'subtask'; ordinal: number; key: string }
+  | { kind: 'metrics'; id: number; json: object[] }
+  /** Every subtask deployed to the thread has ended and reported. */
+  | { kind: 'done' };
