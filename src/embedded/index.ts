@@ -33,9 +33,18 @@ export interface EmbeddedClusterOptions {
   taskIsolation?: TaskIsolation;
 }
 
+/** A local worker process that dies is started again after this long, doubling while it keeps dying, up to 5 s. */
+const RESPAWN_INITIAL_BACKOFF_MS = 250;
+const RESPAWN_MAX_BACKOFF_MS = 5_000;
+
 export class EmbeddedCluster {
+  /** The current process of each local worker, by index. */
   private readonly children: ChildProcess[] = [];
   private inProcess: Worker | undefined;
+  private stopping = false;
+  private readonly respawns: { count: number; timer?: NodeJS.Timeout }[] = [];
+  /** Local worker processes started again after they died. */
+  restarts = 0;
   private readonly clients: ClusterClient[] = [];
 
   private constructor(
@@ -76,26 +85,7 @@ export class EmbeddedCluster {
       );
       return;
     }
-    const cli = this.options.cliCommand ?? { execPath: process.execPath, args: [...process.execArgv, process.argv[1]!] };
-    for (let i = 0; i < workers; i++) {
-      const child = spawn(
-        cli.execPath,
-        [
-          ...cli.args,
-          'node',
-          '--role=worker',
-          `--id=local-${i}`,
-          `--coordinator-port=${this.coordinator.port}`,
-          `--slots=${slotsPerWorker}`,
-          `--batch-size=${this.options.batchSize ?? 1_000}`,
-          `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
-          ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
-        ],
-        // The IPC channel ends the worker when this process dies, however it dies.
-        { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
-      );
-      this.children.push(child);
-    }
+    for (let i = 0; i < workers; i++) this.spawnWorker(i);
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 20_000);
     while (this.coordinator.workers().length < workers) {
       const dead = this.children.find((c) => c.exitCode !== null || c.signalCode !== null);
@@ -103,6 +93,46 @@ export class EmbeddedCluster {
       if (Date.now() > deadline) throw new ClinkError('CLINK_ERR_WORKER_LOST', `${workers} local workers did not register within ${this.options.startTimeoutMs ?? 20_000} ms`);
       await new Promise((r) => setTimeout(r, 20));
     }
+  }
+
+  /**
+   * Start local worker `i` (again). A worker process that dies while the cluster runs is this cluster's
+   * to restart, as a process supervisor would: it registers again under the same id.
+   */
+  private spawnWorker(i: number): void {
+    const { slotsPerWorker } = this.options;
+    const cli = this.options.cliCommand ?? { execPath: process.execPath, args: [...process.execArgv, process.argv[1]!] };
+    const child = spawn(
+      cli.execPath,
+      [
+        ...cli.args,
+        'node',
+        '--role=worker',
+        `--id=local-${i}`,
+        `--coordinator-port=${this.coordinator.port}`,
+        `--slots=${slotsPerWorker}`,
+        `--batch-size=${this.options.batchSize ?? 1_000}`,
+        `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
+        ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
+      ],
+      // The IPC channel ends the worker when this process dies, however it dies.
+      { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
+    );
+    this.children[i] = child;
+    const state = (this.respawns[i] ??= { count: 0 });
+    const startedAt = Date.now();
+    child.once('exit', (code, signal) => {
+      if (this.stopping || this.children[i] !== child) return;
+      // Dying again soon after a start doubles the wait; a worker that ran a while starts from the first.
+      state.count = Date.now() - startedAt > 10 * RESPAWN_MAX_BACKOFF_MS ? 1 : state.count + 1;
+      const delay = Math.min(RESPAWN_MAX_BACKOFF_MS, RESPAWN_INITIAL_BACKOFF_MS * 2 ** (state.count - 1));
+      this.options.log.warn({ workerId: `local-${i}`, code, signal, delayMs: delay }, `local worker local-${i} exited (${signal ?? `code ${code}`}); starting it again in ${delay} ms`);
+      state.timer = setTimeout(() => {
+        if (this.stopping) return;
+        this.restarts++;
+        this.spawnWorker(i);
+      }, delay);
+    });
   }
 
   /** The process ids of the worker processes (none with an in-process worker). */
@@ -118,6 +148,8 @@ export class EmbeddedCluster {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
+    for (const r of this.respawns) clearTimeout(r.timer);
     for (const c of this.clients) c.close();
     // A child killed by a signal has a null exitCode but a signalCode: it has exited too.
     const exits = this.children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
