@@ -20,4 +20,5 @@ export {
   type WorkerEnd,
 } from './worker.js';
 export { MAX_COLLECTED_BYTES } from './job.js';
+export { JobHost, type JobHostConfig, type JobHostDeps } from './job-host.js';
 export { WorkerSupervisor, DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, type SupervisorEnd } from './supervisor.js';
