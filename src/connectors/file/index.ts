@@ -219,9 +219,12 @@ export const file: Connector<unknown, unknown> = {
           await closePart();
         },
         async close() {
-          // An unfinished part stays hidden: a failed job never publishes a partial file.
-          await fh?.close();
+          // An unfinished part is never published: a failed job removes it (no checkpoint holds it; a
+          // parked .pending part is a checkpoint's committable and stays for the restore to commit).
+          if (!fh) return;
+          await fh.close().catch(() => undefined);
           fh = null;
+          await rm(current, { force: true });
         },
         // Exactly-once: at a barrier, the part being written is synced and parked under a hidden
         // pending name; it becomes visible only when its checkpoint completes.
