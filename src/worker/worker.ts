@@ -62,13 +62,13 @@ export interface WorkerConfig {
   taskIsolation?: TaskIsolation;
   /** A job thread whose event loop makes no progress this long is terminated; its subtasks fail fatally. @default 30,000 */
   taskStallTimeoutMs?: number;
-  /** A job thread's heap limit; past it its subtasks fail with "out of memory". @default 1,024 */
+  /** A job thread's heap limit; past it its subtasks fail with "out of memory". @default 2,048 */
   taskHeapMb?: number;
 }
 
 export type TaskIsolation = 'thread' | 'none';
 export const DEFAULT_TASK_STALL_TIMEOUT_MS = 30_000;
-export const DEFAULT_TASK_HEAP_MB = 1_024;
+export const DEFAULT_TASK_HEAP_MB = 2_048;
 
 export const DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS = 3_000;
 
