@@ -35,7 +35,6 @@ function spawnThread(options: ConstructorParameters<typeof Thread>[1]): Thread {
 }
 
 export interface JobThreadOptions {
-  jobId: string;
   config: JobHostConfig;
   dataHost: string;
   /** A thread whose tick stalls this long is terminated; its subtasks fail fatally. */
@@ -68,11 +67,12 @@ export class JobThread {
   /** The failure is the stall watchdog's: deterministic enough to fail the job rather than restart it. */
   private stalled = false;
   private closeTimer: NodeJS.Timeout | undefined;
+  /** The job it runs, once assigned; a warm thread waits for one with the engine already loaded. */
+  private job = '';
   readonly exited: Promise<void>;
 
   constructor(private readonly o: JobThreadOptions) {
     const workerData: JobThreadData = {
-      jobId: o.jobId,
       config: o.config,
       dataHost: o.dataHost,
       logLevel: o.log.level,
@@ -92,7 +92,14 @@ export class JobThread {
   }
 
   get jobId(): string {
-    return this.o.jobId;
+    return this.job;
+  }
+
+  /** Give this (warm) thread its job; its frames follow. */
+  assign(jobId: string): this {
+    this.job = jobId;
+    this.postToThread({ kind: 'assign', jobId });
+    return this;
   }
 
   /** Records read by its sources and written by its sinks so far (written by the thread at each tick). */
@@ -146,7 +153,7 @@ export class JobThread {
     const doing = PHASE_DESCRIPTIONS[Atomics.load(this.status, STATUS_PHASE)] ?? 'starting';
     this.failure = `subtask ${subtask} made no progress for ${stalled} ms while ${doing} (user code that never returns?); its thread on worker ${this.o.config.workerId} was terminated (--task-stall-timeout-ms ${this.o.stallTimeoutMs})`;
     this.stalled = true;
-    this.o.log.error({ jobId: this.o.jobId, subtask }, `job ${this.o.jobId}: ${this.failure}`);
+    this.o.log.error({ jobId: this.job, subtask }, `job ${this.job}: ${this.failure}`);
     void this.thread.terminate();
   }
 
@@ -195,7 +202,7 @@ export class JobThread {
     const error = this.failure ?? `the job's thread on worker ${this.o.config.workerId} ended before its subtasks reported`;
     for (const key of this.open) {
       const at = key.lastIndexOf('#');
-      this.o.send(makeMessage('SubtaskFinished', { jobId: this.o.jobId, taskId: key.slice(0, at), subtaskIndex: Number(key.slice(at + 1)), ok: false, error, fatal }));
+      this.o.send(makeMessage('SubtaskFinished', { jobId: this.job, taskId: key.slice(0, at), subtaskIndex: Number(key.slice(at + 1)), ok: false, error, fatal }));
     }
     this.open.clear();
     this.o.onDetach(this);

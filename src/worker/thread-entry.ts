@@ -13,7 +13,6 @@ import { JobHost, type JobFrame, type JobHostConfig } from './job-host.js';
 import { STATUS_PHASE, STATUS_SUBTASK, STATUS_TICKS, THREAD_TICK_MS, type FromThread, type ToThread } from './thread-protocol.js';
 
 export interface JobThreadData {
-  jobId: string;
   config: JobHostConfig;
   dataHost: string;
   logLevel: string;
@@ -29,35 +28,43 @@ const status = new Int32Array(data.status);
 const progress = new Float64Array(data.progress);
 const post = (m: FromThread): void => port.postMessage(m);
 
-const log = createLogger({ name: 'worker', level: data.logLevel }).child({ component: 'worker.job', workerId: data.config.workerId, jobId: data.jobId });
+const root = createLogger({ name: 'worker', level: data.logLevel }).child({ component: 'worker.job', workerId: data.config.workerId });
 const metrics = new ClinkMetrics();
-const server = await DataServer.start({ host: data.dataHost, log, metrics });
+const server = await DataServer.start({ host: data.dataHost, log: root, metrics });
 const ordinals = new Map<string, number>();
 
-const host = new JobHost(data.jobId, data.config, {
-  data: server,
-  log,
-  metrics,
-  stdout: (text) => void process.stdout.write(text),
-  send: (message: Message) => {
-    post({ kind: 'send', message });
-    if ((message.type === 'SubtaskFinished' || message.type === 'SubtaskCheckpointed') && host.finished) post({ kind: 'done' });
-  },
-  onPhase: (taskId, index, phase) => {
-    const key = `${taskId}#${index}`;
-    let ordinal = ordinals.get(key);
-    if (ordinal === undefined) {
-      ordinals.set(key, (ordinal = ordinals.size));
-      post({ kind: 'subtask', ordinal, key });
-    }
-    Atomics.store(status, STATUS_SUBTASK, ordinal);
-    Atomics.store(status, STATUS_PHASE, phase);
-  },
-});
+/** What each subtask is doing, in shared memory, for the session's stall watchdog. */
+function reportPhase(taskId: string, index: number, phase: number): void {
+  const key = `${taskId}#${index}`;
+  let ordinal = ordinals.get(key);
+  if (ordinal === undefined) {
+    ordinals.set(key, (ordinal = ordinals.size));
+    post({ kind: 'subtask', ordinal, key });
+  }
+  Atomics.store(status, STATUS_SUBTASK, ordinal);
+  Atomics.store(status, STATUS_PHASE, phase);
+}
+
+/** The job this thread runs: a thread starts warm, with none, and is given one (`assign`) before its first Deploy. */
+let host: JobHost | undefined;
+function assign(jobId: string): JobHost {
+  return new JobHost(jobId, data.config, {
+    data: server,
+    log: root.child({ jobId }),
+    metrics,
+    stdout: (text) => void process.stdout.write(text),
+    send: (message: Message) => {
+      post({ kind: 'send', message });
+      if ((message.type === 'SubtaskFinished' || message.type === 'SubtaskCheckpointed') && host?.finished) post({ kind: 'done' });
+    },
+    onPhase: reportPhase,
+  });
+}
 
 // The liveness tick: it stops only when the thread's event loop does (user code spinning in a batch).
 const tick = setInterval(() => {
   Atomics.add(status, STATUS_TICKS, 1);
+  if (!host) return;
   const p = host.progress();
   progress[0] = p.sourceRecords;
   progress[1] = p.sinkRecords;
@@ -67,11 +74,16 @@ const tick = setInterval(() => {
 let chain: Promise<void> = Promise.resolve();
 port.on('message', (m: ToThread) => {
   switch (m.kind) {
-    case 'frame':
-      chain = chain.then(() => host.handle(m.frame as JobFrame)).catch((err: unknown) => log.error({ err }, `job thread: handling ${m.frame.type} failed: ${(err as Error).message}`));
+    case 'assign':
+      host = assign(m.jobId);
       return;
+    case 'frame': {
+      const h = host!;
+      chain = chain.then(() => h.handle(m.frame as JobFrame)).catch((err: unknown) => root.error({ err }, `job thread: handling ${m.frame.type} failed: ${(err as Error).message}`));
+      return;
+    }
     case 'cancel':
-      host.cancelAll(m.reason);
+      host?.cancelAll(m.reason);
       return;
     case 'metrics':
       void metrics.registry.getMetricsAsJSON().then((json) => post({ kind: 'metrics', id: m.id, json }));

@@ -10,6 +10,8 @@ export const STATUS_SLOTS = 3;
 export const THREAD_TICK_MS = 100;
 
 export type ToThread =
+  /** A warm thread is given its job (before the job's first frame). */
+  | { kind: 'assign'; jobId: string }
   | { kind: 'frame'; frame: Message }
   | { kind: 'cancel'; reason: string }
   | { kind: 'metrics'; id: number }

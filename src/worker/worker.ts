@@ -18,7 +18,7 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import { JOB_FRAME_TYPES, type JobFrame } from './job-host.js';
+import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig } from './job-host.js';
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
 
@@ -89,6 +89,8 @@ export class Worker {
   private readonly jobs = new Map<string, JobRunner>();
   /** Every runner not yet ended, detached (closing) ones too. */
   private readonly runners = new Set<JobRunner>();
+  /** A warm job thread waiting for the next job (task isolation on). */
+  private spare: JobThread | undefined;
   private stallWatch: NodeJS.Timeout | undefined;
   private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners].map((j) => j.metrics()));
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
@@ -196,6 +198,7 @@ export class Worker {
       for (const j of this.runners) j.check(now);
     }, Math.max(50, Math.min(1_000, stallMs / 4)));
     this.deps.metrics.sources.add(this.metricsSource);
+    if (this.isolated) this.spare = this.newThread();
   }
 
   private sendHeartbeat(): void {
@@ -271,37 +274,57 @@ export class Worker {
   private runnerFor(jobId: string): JobRunner {
     const current = this.jobs.get(jobId);
     if (current) return current;
-    const config = {
+    let runner: JobRunner;
+    if (this.isolated) {
+      // The warm thread takes the job; another warms up for the next.
+      runner = (this.spare ?? this.newThread()).assign(jobId);
+      this.spare = this.closing ? undefined : this.newThread();
+    } else runner = new InProcessJob(jobId, this.hostConfig(), { data: this.data, log: this.log, metrics: this.deps.metrics, stdout: this.deps.stdout ?? writeStdout, send: (m: Message) => this.send(m) }, (r) => this.forget(r));
+    this.jobs.set(jobId, runner);
+    this.runners.add(runner);
+    return runner;
+  }
+
+  private get isolated(): boolean {
+    return (this.config.taskIsolation ?? 'thread') === 'thread';
+  }
+
+  private hostConfig(): JobHostConfig {
+    return {
       workerId: this.config.id,
       peerUpdateTimeoutMs: this.config.peerUpdateTimeoutMs,
       batchSize: this.config.batchSize ?? 1_000,
       batchLingerMs: this.config.batchLingerMs ?? 0,
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
     };
-    const onDetach = (r: JobRunner): void => {
-      if (this.jobs.get(jobId) === r) this.jobs.delete(jobId);
-    };
-    const onExit = (r: JobRunner): void => {
-      onDetach(r);
-      this.runners.delete(r);
-    };
-    const runner: JobRunner =
-      (this.config.taskIsolation ?? 'thread') === 'thread'
-        ? new JobThread({
-            jobId,
-            config,
-            dataHost: this.config.dataHost,
-            stallTimeoutMs: this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS,
-            heapMb: this.config.taskHeapMb ?? DEFAULT_TASK_HEAP_MB,
-            log: this.log,
-            send: (m) => this.send(m),
-            onDetach,
-            onExit,
-          })
-        : new InProcessJob(jobId, config, { data: this.data, log: this.log, metrics: this.deps.metrics, stdout: this.deps.stdout ?? writeStdout, send: (m: Message) => this.send(m) }, onExit);
-    this.jobs.set(jobId, runner);
-    this.runners.add(runner);
-    return runner;
+  }
+
+  /** A job thread, started warm (the engine loaded, no job yet), so a Deploy does not wait for one to boot. */
+  private newThread(): JobThread {
+    const t = new JobThread({
+      config: this.hostConfig(),
+      dataHost: this.config.dataHost,
+      stallTimeoutMs: this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS,
+      heapMb: this.config.taskHeapMb ?? DEFAULT_TASK_HEAP_MB,
+      log: this.log,
+      send: (m) => this.send(m),
+      onDetach: (r) => this.detach(r),
+      onExit: (r) => {
+        if (this.spare === r) this.spare = undefined;
+        this.forget(r);
+      },
+    });
+    return t;
+  }
+
+  /** A runner takes no more frames (its job is done here): a later Deploy of the job starts another. */
+  private detach(r: JobRunner): void {
+    if (r.jobId && this.jobs.get(r.jobId) === r) this.jobs.delete(r.jobId);
+  }
+
+  private forget(r: JobRunner): void {
+    this.detach(r);
+    this.runners.delete(r);
   }
 
   private end(e: WorkerEnd): void {
@@ -321,7 +344,9 @@ export class Worker {
     this.conn.close();
     if (this.stallWatch) clearInterval(this.stallWatch);
     // Subtasks were told to stop; a thread that has not ended within its grace is terminated.
-    await Promise.all([...this.runners].map((j) => j.close('the worker is stopping', JOB_CLOSE_GRACE_MS)));
+    const spare = this.spare;
+    this.spare = undefined;
+    await Promise.all([...this.runners, ...(spare ? [spare] : [])].map((j) => j.close('the worker is stopping', JOB_CLOSE_GRACE_MS)));
     this.deps.metrics.sources.delete(this.metricsSource);
     await this.data.close();
   }

@@ -42,3 +42,32 @@ test('a local worker process killed -9 is started again under its id, and jobs r
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('--task-isolation none runs the job on the session loop with the same results as a job thread', async () => {
+  const { log } = memoryLogger('warn');
+  const dir = await mkdtemp(join(tmpdir(), 'clink-embedded-'));
+  const outcomes: Record<string, unknown[]>[] = [];
+  try {
+    const loaded = await loadJobModule(join(ROOT, 'test/fixtures/jobs/keyed-windows.ts'), { cacheDir: dir });
+    const params = { count: '20000' };
+    for (const taskIsolation of ['none', 'thread'] as const) {
+      const cluster = await EmbeddedCluster.start({ workers: 0, slotsPerWorker: 8, log, taskIsolation });
+      try {
+        const client = await cluster.client();
+        const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2 });
+        const outcome = await client.waitForCompletion(jobId);
+        assert.equal(outcome.ok, true, outcome.error);
+        outcomes.push(outcome.collected);
+      } finally {
+        await cluster.stop();
+      }
+    }
+    const sorted = (rows: unknown[] = []): string[] => rows.map((r) => JSON.stringify(r)).sort();
+    for (const name of ['windows', 'totals']) {
+      assert.ok(sorted(outcomes[0]![name]).length > 0, name);
+      assert.deepEqual(sorted(outcomes[0]![name]), sorted(outcomes[1]![name]), name);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
