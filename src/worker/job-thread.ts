@@ -159,10 +159,12 @@ export class JobThread {
 
   /** Cancel what runs and end the thread once it has reported (or after `graceMs`). */
   async close(reason: string, graceMs: number): Promise<void> {
-    if (!this.ended && this.open.size > 0) {
-      this.cancel(reason);
+    if (!this.ended) {
+      if (this.open.size > 0) this.cancel(reason);
+      else this.postToThread({ kind: 'close' });
+      // Whatever holds it (subtasks that do not stop, a boot that never finishes), it ends by then.
       this.closeTimer = setTimer(() => void this.thread.terminate(), graceMs);
-    } else this.postToThread({ kind: 'close' });
+    }
     await this.exited;
   }
 
