@@ -44,8 +44,11 @@ export interface JobThreadOptions {
   log: Logger;
   /** Sends a frame to the coordinator. */
   send: (m: Message) => void;
-  /** The thread takes no more frames (its job is done here and it is closing): a new Deploy starts another. */
-  onDetach: (t: JobThread) => void;
+  /**
+   * Its job is done here: the session forgets the job's runner, and says whether it keeps this thread
+   * warm for the next job (true) or lets it end.
+   */
+  onIdle: (t: JobThread) => boolean;
   /** The thread has ended (its job done here, or it failed). */
   onExit: (t: JobThread) => void;
 }
@@ -186,10 +189,13 @@ export class JobThread {
         this.metricsWaiters.delete(m.id);
         return;
       case 'done':
-        // Sent after the last report and the last state file: nothing the thread does is left.
-        if (this.open.size > 0) return;
-        this.o.onDetach(this);
-        this.postToThread({ kind: 'close' });
+        // Sent after the last report and the last state file: nothing the thread does for the job is left.
+        if (m.jobId !== this.job || this.open.size > 0) return;
+        if (this.o.onIdle(this)) {
+          this.job = '';
+          this.ordinals.clear();
+          this.postToThread({ kind: 'release' });
+        } else this.postToThread({ kind: 'close' });
         return;
     }
   }
@@ -207,7 +213,6 @@ export class JobThread {
       this.o.send(makeMessage('SubtaskFinished', { jobId: this.job, taskId: key.slice(0, at), subtaskIndex: Number(key.slice(at + 1)), ok: false, error, fatal }));
     }
     this.open.clear();
-    this.o.onDetach(this);
     this.o.onExit(this);
   }
 }

@@ -55,7 +55,7 @@ function assign(jobId: string): JobHost {
     stdout: (text) => void process.stdout.write(text),
     send: (message: Message) => {
       post({ kind: 'send', message });
-      if ((message.type === 'SubtaskFinished' || message.type === 'SubtaskCheckpointed') && host?.finished) post({ kind: 'done' });
+      if ((message.type === 'SubtaskFinished' || message.type === 'SubtaskCheckpointed') && host?.finished) post({ kind: 'done', jobId });
     },
     onPhase: reportPhase,
   });
@@ -76,6 +76,11 @@ port.on('message', (m: ToThread) => {
   switch (m.kind) {
     case 'assign':
       host = assign(m.jobId);
+      return;
+    case 'release':
+      // Kept warm for the next job (its JIT-compiled engine code with it); this job's frames are over.
+      host = undefined;
+      ordinals.clear();
       return;
     case 'frame': {
       const h = host!;

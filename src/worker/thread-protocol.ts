@@ -12,6 +12,8 @@ export const THREAD_TICK_MS = 100;
 export type ToThread =
   /** A warm thread is given its job (before the job's first frame). */
   | { kind: 'assign'; jobId: string }
+  /** Its job is done here: it waits, warm, for the next one. */
+  | { kind: 'release' }
   | { kind: 'frame'; frame: Message }
   | { kind: 'cancel'; reason: string }
   | { kind: 'metrics'; id: number }
@@ -22,5 +24,5 @@ export type FromThread =
   /** The subtask `key` reports its phase under `ordinal` from now on. */
   | { kind: 'subtask'; ordinal: number; key: string }
   | { kind: 'metrics'; id: number; json: object[] }
-  /** Every subtask deployed to the thread has ended and reported. */
-  | { kind: 'done' };
+  /** Every subtask of `jobId` deployed to the thread has ended and reported. */
+  | { kind: 'done'; jobId: string };

@@ -308,7 +308,15 @@ export class Worker {
       heapMb: this.config.taskHeapMb ?? DEFAULT_TASK_HEAP_MB,
       log: this.log,
       send: (m) => this.send(m),
-      onDetach: (r) => this.detach(r),
+      onIdle: (r) => {
+        this.forget(r);
+        if (this.closing) return false;
+        // Kept for the next job instead of the spare: its engine code is compiled already, the spare's is not.
+        const cold = this.spare;
+        this.spare = r;
+        void cold?.close('replaced by a thread whose job ended', JOB_CLOSE_GRACE_MS);
+        return true;
+      },
       onExit: (r) => {
         if (this.spare === r) this.spare = undefined;
         this.forget(r);
