@@ -276,9 +276,11 @@ export class Worker {
     if (current) return current;
     let runner: JobRunner;
     if (this.isolated) {
-      // The warm thread takes the job; another warms up for the next.
+      // The warm thread takes the job. No other warms up meanwhile (booting one would take CPU from
+      // the job): a thread whose job ends becomes the next spare, and a job beside a running one
+      // starts a thread of its own.
       runner = (this.spare ?? this.newThread()).assign(jobId);
-      this.spare = this.closing ? undefined : this.newThread();
+      this.spare = undefined;
     } else runner = new InProcessJob(jobId, this.hostConfig(), { data: this.data, log: this.log, metrics: this.deps.metrics, stdout: this.deps.stdout ?? writeStdout, send: (m: Message) => this.send(m) }, (r) => this.forget(r));
     this.jobs.set(jobId, runner);
     this.runners.add(runner);
