@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "d5e85c823525d325a6bb0a1dc68067eb2a5a015567d4bf7411a0e89caf41deb2",
+  "fingerprint": "c6e1ad73e7e71c38fe9c356c6cdd8eedc5f2ca49164e02c433e94eed3a18da5d",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -19,14 +19,14 @@ export const SDK_MANIFEST = {
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
     "plan/planner.d.ts": "38dc3210fdfceb6f1af148a06a05ff820a7f768a472763a0abb72f4237b66f27",
     "plan/spec.d.ts": "5c935d78944bc7b5b3f55ca27771c409c7c2a6e1c4d8ea839059cd44e0c53c78",
-    "runtime/aligner.d.ts": "b7b3e63d2d912f83c1702c27f27b8d9c985723b2973dba502d90a5873b8230f4",
+    "runtime/aligner.d.ts": "2cb3429cc0068bd571d8f023ec1bd9a576cdfa6f57548e422383d75bf77148e4",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
     "runtime/index.d.ts": "207e116d40d5affcec1aaae812537a841758e3d7d045aabb6b5cbb0c393f1508",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
-    "runtime/queue.d.ts": "215987a4fb4bd0c6528eb949dc8503454eb3d2e1a8036d996532540aedfb17b2",
-    "runtime/subtask.d.ts": "fb8e98010531333bd701137e753359a728fc61922a189a2319b0e210d2757d8e",
+    "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
+    "runtime/subtask.d.ts": "e07dc9b37fd02ead2e75f8135a230a60c7a74f54a599735bbefbcbdabdbff21e",
     "runtime/task.d.ts": "c31f7a246b16e77187c3f702499162f12dc1ccbf0d204bf09f8124d810b0768b",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",

@@ -36,6 +36,8 @@ export class BarrierAligner {
   constructor(
     private readonly channels: number,
     private readonly now: () => number = () => performance.now(),
+    /** Told of each element it holds back, and of each it lets go (the queue bounds a held channel). */
+    private readonly onHold: (e: StreamElement, held: boolean) => void = () => undefined,
   ) {
     this.ended = new Uint8Array(channels);
   }
@@ -58,6 +60,7 @@ export class BarrierAligner {
   hold(e: StreamElement): boolean {
     if (!this.aligning || !this.aligning.got.has(e.channel)) return false;
     this.held.push(e);
+    this.onHold(e, true);
     return true;
   }
 
@@ -105,7 +108,10 @@ export class BarrierAligner {
   private reset(id: number): void {
     this.settled = Math.max(this.settled, id);
     this.aligning = null;
-    for (const e of this.held) this.replay.push(e);
+    for (const e of this.held) {
+      this.onHold(e, false);
+      this.replay.push(e);
+    }
     this.held.length = 0;
   }
 }

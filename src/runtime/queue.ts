@@ -7,11 +7,14 @@
  */
 import { deferred, type Deferred } from '../util/index.js';
 import { BATCH, type StreamElement } from './elements.js';
+import type { ChannelSink } from './subtask.js';
 
 export class InputQueue {
   private buf: (StreamElement | undefined)[] = [];
   private head = 0;
   private batches = 0;
+  /** Batches of each channel taken but held back by barrier alignment (not yet processed). */
+  private readonly held: number[] = [];
   private consumer: Deferred<void> | null = null;
   private producers: Deferred<void>[] = [];
   private failure: unknown = undefined;
@@ -46,11 +49,7 @@ export class InputQueue {
       this.buf = this.buf.slice(this.head);
       this.head = 0;
     }
-    if (e.kind === BATCH && --this.batches < this.capacity && this.producers.length > 0) {
-      const ps = this.producers;
-      this.producers = [];
-      for (const p of ps) p.resolve();
-    }
+    if (e.kind === BATCH && --this.batches < this.capacity) this.wakeProducers();
     return e;
   }
 
@@ -72,6 +71,49 @@ export class InputQueue {
     const d = deferred<void>();
     this.producers.push(d);
     return d.promise;
+  }
+
+  /**
+   * The producer side of one channel: full when the queue is, or when this channel has a queue's worth
+   * of batches held back by barrier alignment. So a channel that delivered the barrier stops at that
+   * bound while the channels still owing it go on, and alignment cannot deadlock: a producer emits a
+   * barrier to every target at once, so it is held only after every target has it.
+   */
+  channel(channel: number): ChannelSink {
+    const q = this;
+    return {
+      push: (e) => q.push(e),
+      get isFull() {
+        return q.isFull || (q.held[channel] ?? 0) >= q.capacity;
+      },
+      waitNotFull: () => q.waitNotFullFor(channel),
+    };
+  }
+
+  private waitNotFullFor(channel: number): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (!this.isFull && (this.held[channel] ?? 0) < this.capacity) return Promise.resolve();
+    const d = deferred<void>();
+    this.producers.push(d);
+    return d.promise;
+  }
+
+  /** The consumer holds a batch of `channel` back (barrier alignment). */
+  hold(channel: number): void {
+    this.held[channel] = (this.held[channel] ?? 0) + 1;
+  }
+
+  /** A held batch of `channel` is released for processing: its producer may go on. */
+  release(channel: number): void {
+    this.held[channel] = Math.max(0, (this.held[channel] ?? 0) - 1);
+    this.wakeProducers();
+  }
+
+  private wakeProducers(): void {
+    if (this.producers.length === 0) return;
+    const ps = this.producers;
+    this.producers = [];
+    for (const p of ps) p.resolve();
   }
 
   /** Wake every waiter with `err` and drop what is queued. */

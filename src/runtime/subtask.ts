@@ -9,7 +9,7 @@ import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
 import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
-import type { InputQueue } from './queue.js';
+import { InputQueue } from './queue.js';
 import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './task.js';
 import { SinkOperator } from './operators/basic.js';
 import { ProcessingTimeService } from './timers.js';
@@ -150,7 +150,11 @@ export function buildSubtask(
     const channel = channelNumber(plan, edgeIndex, index);
     return {
       kind: edge.kind,
-      targets: Array.from({ length: down.parallelism }, (_, d) => ({ queue: sinkFor(edgeIndex, d), channel })),
+      targets: Array.from({ length: down.parallelism }, (_, d) => {
+        const sink = sinkFor(edgeIndex, d);
+        // A queue in this process is written through this channel's view of it (its alignment bound).
+        return { queue: sink instanceof InputQueue ? sink.channel(channel) : sink, channel };
+      }),
       target: plan.spec.operators.find((o) => o.id === edge.target)!,
       maxParallelism: plan.spec.maxParallelism,
       ...(edge.kind === 'HASH' ? { keySelector: functions.get(edge.target)!.keySelectors![edge.inputIndex]! } : {}),

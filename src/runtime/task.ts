@@ -328,9 +328,14 @@ export class SubtaskRunner {
     };
 
     // Aligned checkpoints (aligner.ts): a channel that has delivered the barrier is held back until
-    // every channel still open has; a held batch's credit goes back only when it is processed, so a
-    // remote channel that is held stops sending once its credits are spent.
-    const aligner = (this.aligner = new BarrierAligner(n));
+    // every channel still open has. A held batch's credit goes back only when it is processed, so a
+    // remote channel that is held stops sending once its credits are spent; a local one stops when a
+    // queue's worth of its batches is held (InputQueue.channel).
+    const aligner = (this.aligner = new BarrierAligner(n, undefined, (e, held) => {
+      if (e.kind !== BATCH) return;
+      if (held) queue.hold(e.channel);
+      else queue.release(e.channel);
+    }));
     const onAlignment = async (ev: AlignerEvent): Promise<void> => {
       if (ev.kind === 'complete') await this.checkpoint(ev.checkpointId, ev.alignmentMs);
       else if (ev.kind === 'cancelled') this.setup.onAlignmentCancelled?.(ev.checkpointId, ev.by);

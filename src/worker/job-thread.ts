@@ -101,6 +101,8 @@ export class JobThread {
   /** Give this (warm) thread its job; its frames follow. */
   assign(jobId: string): this {
     this.job = jobId;
+    // A reused thread's counts were its last job's.
+    this.progressView.fill(0);
     this.postToThread({ kind: 'assign', jobId });
     return this;
   }

@@ -63,3 +63,34 @@ describe('barrier alignment', () => {
     assert.deepEqual(log, ['checkpoint 1 (30 ms)', '0:1']);
   });
 });
+
+describe('a held local channel is bounded', () => {
+  test("a channel with a queue's worth of held batches is full to its producer; the others are not; a release lets it go on", async () => {
+    const { InputQueue } = await import('../../src/runtime/index.js');
+    const q = new InputQueue(2);
+    const held = q.channel(0);
+    const other = q.channel(1);
+    q.hold(0);
+    assert.equal(held.isFull, false);
+    q.hold(0);
+    assert.equal(held.isFull, true, 'two held batches of channel 0: its producer waits');
+    assert.equal(other.isFull, false, 'channel 1 still owes the barrier: it goes on');
+    let woken = false;
+    const waiting = held.waitNotFull().then(() => (woken = true));
+    await Promise.resolve();
+    assert.equal(woken, false);
+    q.release(0);
+    await waiting;
+    assert.equal(held.isFull, false);
+  });
+
+  test('the aligner tells the queue what it holds and what it lets go', () => {
+    const events: string[] = [];
+    const a = new BarrierAligner(2, () => 0, (e, held) => events.push(`${held ? 'hold' : 'release'} ${e.channel}`));
+    a.onBarrier(0, 1);
+    assert.equal(a.hold(batch(0, 1)), true);
+    assert.equal(a.hold(batch(1, 2)), false);
+    a.onBarrier(1, 1);
+    assert.deepEqual(events, ['hold 0', 'release 0']);
+  });
+});
