@@ -208,6 +208,12 @@ export class JobHost {
     return { sourceRecords, sinkRecords };
   }
 
+  /** How a report names a subtask: its chain of operators, its index, and its key. */
+  describeSubtask(taskId: string, index: number): string {
+    const task = this.parts.map((j) => j.plan.tasks.find((t) => t.id === taskId)).find((t) => t !== undefined);
+    return task ? `'${task.name}' (${index + 1}/${task.parallelism}, ${taskId}#${index})` : `${taskId}#${index}`;
+  }
+
   /** Whether any subtask here is still running. */
   get running(): boolean {
     return this.parts.some((j) => !j.finished);

@@ -39,7 +39,7 @@ function reportPhase(taskId: string, index: number, phase: number): void {
   let ordinal = ordinals.get(key);
   if (ordinal === undefined) {
     ordinals.set(key, (ordinal = ordinals.size));
-    post({ kind: 'subtask', ordinal, key });
+    post({ kind: 'subtask', ordinal, key: host?.describeSubtask(taskId, index) ?? key });
   }
   Atomics.store(status, STATUS_SUBTASK, ordinal);
   Atomics.store(status, STATUS_PHASE, phase);

@@ -21,7 +21,7 @@ export type ToThread =
 
 export type FromThread =
   | { kind: 'send'; message: Message }
-  /** The subtask `key` reports its phase under `ordinal` from now on. */
+  /** The subtask named `key` (its chain, index and key) reports its phase under `ordinal` from now on. */
   | { kind: 'subtask'; ordinal: number; key: string }
   | { kind: 'metrics'; id: number; json: object[] }
   /** Every subtask of `jobId` deployed to the thread has ended and reported. */

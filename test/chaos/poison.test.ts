@@ -41,7 +41,7 @@ test('poison jobs (an endless loop, then an allocation bomb) fail with their rea
     const spin = await h.submit(join(FIXTURES, 'poison.ts'), { parallelism: 2, client, params: { mode: 'spin' }, checkpoint: { checkpointDir: join(h.dir, 'ckpt') } });
     const spun = await client.waitForCompletion(spin.jobId);
     assert.equal(spun.state, 'FAILED');
-    assert.match(spun.error, /^subtask _inline_source_0#\d made no progress for \d+ ms while reading its source and processing what it read \(user code that never returns\?\); its thread on worker w\d was terminated \(--task-stall-timeout-ms 2000\)$/);
+    assert.match(spun.error, /^subtask '_inline_source_0 -> poisoned-map -> _inline_collect_0' \(\d\/2, _inline_source_0#\d\) made no progress for \d+ ms while reading its source and processing what it read \(user code that never returns\?\); its thread on worker w\d was terminated \(--task-stall-timeout-ms 2000\)$/);
     assert.equal((await h.http<JobView>(`/api/v1/jobs/${spin.jobId}`)).body.restarts.length, 0, 'a stall is not restarted: it would stall again');
 
     const bomb = await h.submit(join(FIXTURES, 'poison.ts'), { parallelism: 2, client, params: { mode: 'alloc' }, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), maxRestartsOnWorkerLoss: 2 } });
