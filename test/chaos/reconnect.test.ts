@@ -72,7 +72,13 @@ describe('workers that reconnect by themselves', () => {
       assert.equal(outcome.error, 'worker lost: w2 (heartbeat timeout)');
       const view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
       assert.ok(view.subtasks.every((t) => t.finished));
-      assert.equal(await workerMetric(w2, 'clink_worker_control_reconnects_total'), 1);
+      // The worker counts the reconnect once it has the RegisterAck, a moment after the coordinator logs the registration.
+      let reconnects = 0;
+      for (let i = 0; i < 200 && reconnects === 0; i++) {
+        reconnects = await workerMetric(w2, 'clink_worker_control_reconnects_total');
+        if (reconnects === 0) await sleep(25);
+      }
+      assert.equal(reconnects, 1);
     } finally {
       await h.close();
     }
