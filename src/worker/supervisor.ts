@@ -81,18 +81,17 @@ export class WorkerSupervisor {
       // The next session never starts before the old one has drained.
       await w.close();
       try {
-        w = await this.connect();
+        w = await this.connect(true);
       } catch (err) {
         this.resolveEnded({ reason: 'incompatible', detail: (err as Error).message });
         return;
       }
-      if (w) this.deps.metrics.workerControlReconnects.inc();
     }
     this.resolveEnded({ reason: 'closed' });
   }
 
   /** Register a session, retrying with backoff; undefined when closed meanwhile. Throws on an incompatible protocol. */
-  private async connect(): Promise<Worker | undefined> {
+  private async connect(reconnect = false): Promise<Worker | undefined> {
     for (let attempt = 0; !this.closing; attempt++) {
       this.deps.metrics.workerControlAttempts.inc();
       try {
@@ -103,6 +102,8 @@ export class WorkerSupervisor {
         }
         this.current = w;
         this.deps.metrics.workerControlConnected.set(1);
+        // Counted with the session, before anything else can observe it connected.
+        if (reconnect) this.deps.metrics.workerControlReconnects.inc();
         // A failing callback (the ready file cannot be written) costs a log line, not the session.
         await (async () => this.onSession?.(w))().catch((err: unknown) => this.log.error({ err }, `after registering: ${(err as Error).message}`));
         return w;
