@@ -1227,7 +1227,7 @@ export class Coordinator {
     this.log.info(fields, `restored job ${job.id} from ${restore.stateDir} (checkpoint ${restore.checkpointId}, ${d.restoredOperators} operators)`);
     if (d.dropped.length > 0) this.log.warn(fields, `job ${job.id}: the state of operators ${d.dropped.join(', ')} in checkpoint ${restore.checkpointId} is dropped (--allow-non-restored-state): the job no longer has them`);
     if (d.fresh.length > 0) this.log.info(fields, `job ${job.id}: tasks ${d.fresh.join(', ')} have no state in checkpoint ${restore.checkpointId} and start empty`);
-    if (d.graphChanged) this.log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${identityOf(job.plan, job.name).graphHash.slice(0, 12)})`);
+    if (d.graphChanged) this.log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`);
     return d.restoredTasks;
   }
 

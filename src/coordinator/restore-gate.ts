@@ -46,7 +46,8 @@ export interface RestoreDecision {
   dropped: string[];
   /** Tasks of the plan with no state in the checkpoint: they start empty. */
   fresh: string[];
-  /** The graph changed (its hash differs) in ways the rules above accept. */
+  /** The plan's graph hash, and whether it differs from the checkpoint's in ways the rules above accept. */
+  graphHash: string;
   graphChanged: boolean;
 }
 
@@ -56,7 +57,7 @@ const chainOf = (t: CheckpointIdentity['tasks'][number]): string => t.operators.
 export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName: string, allowNonRestoredState: boolean): RestoreDecision {
   const id = source.checkpointId;
   const mine = identityOf(plan, jobName);
-  if (!source.identity) return legacyLayout(source, plan);
+  if (!source.identity) return legacyLayout(source, plan, mine.graphHash);
   const theirs = source.identity;
   if (theirs.jobName !== jobName) {
     throw new ClinkError('CLINK_ERR_PLAN', `restore refused: checkpoint ${id} was taken of job '${theirs.jobName}', this job is '${jobName}'; restore it into the job it was taken of`);
@@ -105,12 +106,13 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
     restoredOperators,
     dropped,
     fresh: mine.tasks.filter((t) => !restoredTasks.has(t.id)).map((t) => t.id),
+    graphHash: mine.graphHash,
     graphChanged: theirs.graphHash !== mine.graphHash,
   };
 }
 
 /** A marker without identities: only the subtask sets can be compared, and they must be equal. */
-function legacyLayout(source: RestoreSource, plan: PhysicalPlan): RestoreDecision {
+function legacyLayout(source: RestoreSource, plan: PhysicalPlan, graphHash: string): RestoreDecision {
   const planned = plan.subtasks.map((s) => `${s.taskId}#${s.index}`).sort();
   const held = [...source.subtasks].sort();
   if (JSON.stringify(planned) !== JSON.stringify(held)) {
@@ -124,5 +126,5 @@ function legacyLayout(source: RestoreSource, plan: PhysicalPlan): RestoreDecisio
         '; submit with the parallelism the checkpoint was taken at',
     );
   }
-  return { restoredTasks: new Set(plan.tasks.map((t) => t.id)), restoredOperators: plan.spec.operators.length, dropped: [], fresh: [], graphChanged: false };
+  return { restoredTasks: new Set(plan.tasks.map((t) => t.id)), restoredOperators: plan.spec.operators.length, dropped: [], fresh: [], graphHash, graphChanged: false };
 }

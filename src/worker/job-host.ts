@@ -43,6 +43,8 @@ export interface JobHostDeps {
   send: (m: Message) => void;
   /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
   onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
+  /** Told when the job is done here: after the last subtask's end and the last state file's ack are sent. */
+  onFinished?: () => void;
 }
 
 export class JobHost {
@@ -150,7 +152,7 @@ export class JobHost {
     } catch (err) {
       this.deps.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
       for (const t of m.tasks) {
-        this.deps.send(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error: (err as Error).message, fatal: true }));
+        this.report(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error: (err as Error).message, fatal: true }));
       }
     }
   }
@@ -176,7 +178,7 @@ export class JobHost {
   /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
   private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, alignmentMs = 0): void {
     const ok = error === undefined;
-    this.deps.send(
+    this.report(
       makeMessage('SubtaskCheckpointed', {
         jobId: job.jobId,
         checkpointId,
@@ -192,8 +194,14 @@ export class JobHost {
   }
 
   private reportFinished(job: WorkerJob, r: SubtaskReport): void {
-    this.deps.send(makeMessage('SubtaskFinished', { jobId: job.jobId, ...r }));
-    if (job.finished) this.parts = this.parts.filter((j) => j !== job || !j.finished);
+    if (job.finished) this.parts = this.parts.filter((j) => j !== job);
+    this.report(makeMessage('SubtaskFinished', { jobId: job.jobId, ...r }));
+  }
+
+  /** Send a subtask's end or a checkpoint ack; the last of them says the job is done here. */
+  private report(m: Message): void {
+    this.deps.send(m);
+    if (this.finished) this.deps.onFinished?.();
   }
 
   /** Records read by this job's source subtasks here and written by its sink subtasks, so far. */

@@ -31,13 +31,7 @@ export class InProcessJob implements JobRunner {
     deps: JobHostDeps,
     private readonly onExit: (r: JobRunner) => void,
   ) {
-    this.host = new JobHost(jobId, config, {
-      ...deps,
-      send: (m) => {
-        deps.send(m);
-        if ((m.type === 'SubtaskFinished' || m.type === 'SubtaskCheckpointed') && this.host.finished) this.end();
-      },
-    });
+    this.host = new JobHost(jobId, config, { ...deps, onFinished: () => this.end() });
   }
 
   get running(): boolean {

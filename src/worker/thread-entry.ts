@@ -53,10 +53,8 @@ function assign(jobId: string): JobHost {
     log: root.child({ jobId }),
     metrics,
     stdout: (text) => void process.stdout.write(text),
-    send: (message: Message) => {
-      post({ kind: 'send', message });
-      if ((message.type === 'SubtaskFinished' || message.type === 'SubtaskCheckpointed') && host?.finished) post({ kind: 'done', jobId });
-    },
+    send: (message: Message) => post({ kind: 'send', message }),
+    onFinished: () => post({ kind: 'done', jobId }),
     onPhase: reportPhase,
   });
 }

@@ -21,10 +21,10 @@ import {
 import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig } from './job-host.js';
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
+import { setRepeating, setTimer } from '../util/index.js';
 
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
 const JOB_CLOSE_GRACE_MS = 5_000;
-import { setRepeating, setTimer } from '../util/index.js';
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
 export const DEFAULT_PEER_UPDATE_TIMEOUT_MS = 30_000;
@@ -232,7 +232,7 @@ export class Worker {
     return true;
   }
 
-  private async handle(m: Message): Promise<void> {
+  private handle(m: Message): void {
     if (!this.admitEpoch(m)) return;
     if (m.type === 'HeartbeatAck' || m.type === 'StartJob') return;
     if (!JOB_FRAME_TYPES.has(m.type)) {
@@ -303,7 +303,7 @@ export class Worker {
 
   /** A job thread, started warm (the engine loaded, no job yet), so a Deploy does not wait for one to boot. */
   private newThread(): JobThread {
-    const t = new JobThread({
+    return new JobThread({
       config: this.hostConfig(),
       dataHost: this.config.dataHost,
       stallTimeoutMs: this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS,
@@ -324,7 +324,6 @@ export class Worker {
         this.forget(r);
       },
     });
-    return t;
   }
 
   /** A runner takes no more frames (its job is done here): a later Deploy of the job starts another. */
