@@ -27,6 +27,9 @@ export const ERROR_CODES = {
   CLINK_ERR_MODULE_MISSING: 'a reference to a job module that the receiver does not hold',
   CLINK_ERR_STORAGE: 'a file could not be written durably (a short write, a full or read-only disk); names the file',
   CLINK_ERR_BUSY: 'the coordinator turned a connection away for now (its admission or client-session cap); retry',
+  CLINK_ERR_WRONG_PROTOCOL: 'a peer spoke another protocol (HTTP, TLS) on a clink port, or a clink port was pointed at one that does',
+  CLINK_ERR_ENVIRONMENT: 'the machine refused what a flag asked for (a port in use, an address not here); names the flag to change',
+  CLINK_ERR_INTERRUPTED: 'the command was interrupted (Ctrl-C or SIGTERM)',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -95,6 +98,27 @@ export class StorageError extends ClinkError {
   ) {
     super('CLINK_ERR_STORAGE', message, options);
   }
+}
+
+/** The machine refused what a setting asked for: the message names the flag to change. */
+export class EnvironmentError extends ClinkError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CLINK_ERR_ENVIRONMENT', message, options);
+  }
+}
+
+/**
+ * A socket could not listen: which address, which flag chose it, and what to do. Other errors pass
+ * through unchanged.
+ */
+export function listenError(err: unknown, host: string, port: number, flags: { port: string; host: string }): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE') return new EnvironmentError(`cannot listen on ${where}: the port is in use (${flags.port}); stop what holds it or choose another port (0 picks a free one)`, { cause: err });
+  if (code === 'EACCES') return new EnvironmentError(`cannot listen on ${where}: permission denied (${flags.port}); choose a port above 1023`, { cause: err });
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new EnvironmentError(`cannot listen on ${where}: ${host} is not an address of this machine (${flags.host}); choose one it has, such as 127.0.0.1 or 0.0.0.0`, { cause: err });
+  return err;
 }
 
 export class JobCancelledError extends ClinkError {

@@ -2,6 +2,7 @@
 import { ClusterClient, type CheckpointSettings, type JobOutcome } from '../client/index.js';
 import { ClinkError } from '../errors.js';
 import { prepareSubmission } from '../loader/index.js';
+import { exitOnInterrupt } from './interrupt.js';
 import { formatTable } from './table.js';
 
 export type { Endpoint } from './endpoint.js';
@@ -50,11 +51,16 @@ export async function submitCommand(
       ...(o.name ? { name: o.name } : {}),
       ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}),
     });
-    process.stdout.write(`${jobId}\n`);
+    // With --output json, standard output is one JSON document and nothing else.
+    if (o.output === 'json' && !o.wait) process.stdout.write(JSON.stringify({ jobId }) + '\n');
+    if (o.output === 'table') process.stdout.write(`${jobId}\n`);
     if (!o.wait) return;
+    // Ctrl-C stops waiting, not the job: it runs on the cluster.
+    exitOnInterrupt(`stopped waiting; job ${jobId} runs on (clink cancel ${jobId} stops it)`);
     const outcome = await client.waitForCompletion(jobId);
     if (!outcome.ok) throw jobFailed(outcome);
-    printCollected(outcome.collected, o.output, o.maxRows);
+    if (o.output === 'json') process.stdout.write(JSON.stringify({ jobId, state: outcome.state, durationMs: outcome.durationMs, collected: outcome.collected }) + '\n');
+    else printCollected(outcome.collected, o.output, o.maxRows);
     process.stderr.write(`job ${jobId} (${spec.job.name}) finished in ${(outcome.durationMs / 1000).toFixed(2)} s\n`);
   } finally {
     client.close();
@@ -76,7 +82,8 @@ export async function jobsCommand(o: { coordinator: Endpoint; json: boolean }): 
     process.stdout.write(
       formatTable(
         jobs.map((j) => ({ id: j.jobId, name: j.name, state: j.state, parallelism: j.parallelism, 'records in': j.sourceRecords, 'records out': j.sinkRecords, error: j.error.split('\n')[0] })),
-        1_000,
+        0,
+        { sort: false },
       ) + '\n',
     );
   } finally {

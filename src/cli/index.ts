@@ -7,17 +7,26 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
 import { parseCoordinator, type Endpoint } from './endpoint.js';
+import { installInterrupts } from './interrupt.js';
 import type { CheckpointSettings } from '../client/index.js';
 
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
 
-/** Exit codes: 0 success, 1 the job failed or could not be loaded, 2 bad usage, 70 an engine bug, 75 try again (the coordinator is busy). */
+/**
+ * Exit codes: 0 success, 1 the job failed, could not be loaded, or the machine refused what was asked
+ * (a port in use), 2 bad usage, 70 an engine bug, 75 try again (the coordinator is busy), 130
+ * interrupted (Ctrl-C or SIGTERM).
+ */
 export const EXIT_OK = 0;
 export const EXIT_JOB_FAILED = 1;
 export const EXIT_USAGE = 2;
 export const EXIT_INTERNAL = 70;
 export const EXIT_TEMPFAIL = 75;
+export const EXIT_INTERRUPTED = 130;
+
+/** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
+export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
 
 function intArg(min: number): (v: string) => number {
   return (v) => {
@@ -35,13 +44,24 @@ function collectParam(v: string, acc: Record<string, string>): Record<string, st
   return { ...acc, [v.slice(0, i)]: v.slice(i + 1) };
 }
 
+/** A Node system error (EACCES, ENOSPC, ECONNREFUSED, ...): the machine said no, not a bug in clink. */
+function isSystemError(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+}
+
 function describeError(err: unknown): string {
   if (err instanceof UserCodeError) {
     const cause = err.cause instanceof Error ? (err.cause.stack ?? String(err.cause)) : String(err.cause);
     return `error: job failed: ${err.message}\n\ncaused by: ${cause}`;
   }
-  if (err instanceof ClinkError) return `error: ${err.message}`;
+  if (err instanceof ClinkError) return err.code === 'CLINK_ERR_INTERRUPTED' ? err.message : `error: ${err.message}`;
+  if (isSystemError(err)) return `error: ${err.message}`;
   return `internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
+}
+
+export function exitCodeOf(err: unknown): number {
+  if (err instanceof ClinkError) return err.code === 'CLINK_ERR_BUSY' ? EXIT_TEMPFAIL : err.code === 'CLINK_ERR_INTERRUPTED' ? EXIT_INTERRUPTED : EXIT_JOB_FAILED;
+  return isSystemError(err) ? EXIT_JOB_FAILED : EXIT_INTERNAL;
 }
 
 type JobFlags = { parallelism?: number; param: Record<string, string> };
@@ -79,8 +99,19 @@ export async function main(argv: string[]): Promise<number> {
     .name('clink')
     .description('A distributed, stateful, exactly-once stream-processing engine for Node.js')
     .exitOverride()
-    .showHelpAfterError();
+    // One line saying what is wrong, then where the rest is: never the whole help after a typo.
+    .showHelpAfterError('(add --help for usage)')
+    .addOption(new Option('--log-format <format>', 'log lines as pretty text or JSON [default: pretty on a terminal, json otherwise]').choices(['pretty', 'json']).env('CLINK_LOG_FORMAT'))
+    .addOption(new Option('--log-level <level>', "least severe log lines shown [default: info; 'error' for clink run]").choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).env('CLINK_LOG_LEVEL'))
+    .hook('preAction', (cmd, action) => {
+      if (action.name() !== 'node') uninstallInterrupts = installInterrupts();
+      // Through the environment, so local worker processes and job threads log the same way.
+      const o = cmd.opts<{ logFormat?: string; logLevel?: string }>();
+      if (o.logFormat) process.env.CLINK_LOG_FORMAT = o.logFormat;
+      if (o.logLevel) process.env.CLINK_LOG_LEVEL = o.logLevel;
+    });
   let exitCode = EXIT_OK;
+  let uninstallInterrupts: (() => void) | undefined;
 
   const jobOptions = (cmd: Command): Command =>
     cmd
@@ -89,7 +120,7 @@ export async function main(argv: string[]): Promise<number> {
   const outputOptions = (cmd: Command): Command =>
     cmd
       .addOption(new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'))
-      .option('--max-rows <n>', 'rows of each collected result to print', positiveInt, 20);
+      .option('--max-rows <n>', 'rows of each collected result to print (0: all)', nonNegativeInt, 20);
   const checkpointOptions = (cmd: Command): Command =>
     cmd
       .option('--checkpoint-dir <dir>', 'take checkpoints into this directory (none without it)')
@@ -108,7 +139,12 @@ export async function main(argv: string[]): Promise<number> {
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
       .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false);
   const coordinatorOption = (cmd: Command): Command =>
-    cmd.requiredOption('--coordinator <host:port>', 'the coordinator to talk to', parseCoordinator);
+    cmd.addOption(
+      new Option('--coordinator <host:port>', "the coordinator's control port (clink node --port)")
+        .env('CLINK_COORDINATOR')
+        .argParser(parseCoordinator)
+        .default(parseCoordinator(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
+    );
 
   checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)'))))
     .option('--no-progress', 'do not show progress on standard error')
@@ -273,8 +309,10 @@ export async function main(argv: string[]): Promise<number> {
       exitCode = err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
     } else {
       process.stderr.write(describeError(err) + '\n');
-      exitCode = err instanceof ClinkError ? (err.code === 'CLINK_ERR_BUSY' ? EXIT_TEMPFAIL : EXIT_JOB_FAILED) : EXIT_INTERNAL;
+      exitCode = exitCodeOf(err);
     }
+  } finally {
+    uninstallInterrupts?.();
   }
   return exitCode;
 }

@@ -6,6 +6,7 @@ import { createLogger, type Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
 import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type ReconnectPolicy, type WorkerConfig } from '../worker/index.js';
 import { writeFileAtomic } from './files.js';
+import { EnvironmentError, listenError } from '../errors.js';
 
 export interface NodeFlags {
   role: 'coordinator' | 'worker';
@@ -38,13 +39,25 @@ function terminationSignal(): Promise<string> {
   });
 }
 
-async function startHttp(port: number | undefined, log: Logger, deps: Parameters<typeof buildHttpApp>[0], host: string): Promise<{ port: number; close: () => Promise<void> } | undefined> {
+async function startHttp(
+  port: number | undefined,
+  log: Logger,
+  deps: Parameters<typeof buildHttpApp>[0],
+  host: string,
+  hostFlag: string,
+): Promise<{ port: number; url: string; close: () => Promise<void> } | undefined> {
   if (port === undefined) return undefined;
   const app = buildHttpApp(deps);
-  await app.listen({ port, host });
+  try {
+    await app.listen({ port, host });
+  } catch (err) {
+    await app.close();
+    throw listenError(err, host, port, { port: '--http-port', host: hostFlag });
+  }
   const actual = (app.server.address() as { port: number }).port;
-  log.info(`HTTP API on http://${host}:${actual}`);
-  return { port: actual, close: () => app.close() };
+  const url = `http://${host}:${actual}`;
+  log.info(`HTTP API on ${url}`);
+  return { port: actual, url, close: () => app.close() };
 }
 
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
@@ -53,7 +66,14 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const signal = terminationSignal();
   if (flags.role === 'coordinator') {
     const coordinator = await Coordinator.start(flags.coordinator, { log, metrics });
-    const http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator }, coordinator.config.bindHost);
+    let http: Awaited<ReturnType<typeof startHttp>>;
+    try {
+      http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator }, coordinator.config.bindHost, '--bind-host');
+    } catch (err) {
+      await coordinator.stop();
+      throw err;
+    }
+    coordinator.httpUrl = http?.url;
     if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ controlPort: coordinator.port, httpPort: http?.port ?? 0 }));
     const sig = await signal;
     log.info(`${sig}: stopping`);
@@ -80,23 +100,18 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   let supervisor: WorkerSupervisor | undefined;
   // The HTTP port outlives sessions; health is 503 while the worker has none.
   const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
-  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health }, config.dataHost);
+  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health }, config.dataHost, '--data-host');
   if (http) config.httpPort = http.port;
   // Each session listens on a data port of its own: the ready file follows the current one.
   const writeReady = async (w: { dataPort: number }): Promise<void> => {
     if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: w.dataPort, httpPort: http?.port ?? 0 }));
   };
-  try {
-    supervisor = await WorkerSupervisor.start(config, { log, metrics }, flags.reconnect ?? {}, writeReady);
-  } catch (err) {
-    log.error({ err }, `worker ${config.id} cannot join the coordinator: ${(err as Error).message}`);
-    await http?.close();
-    return 2;
-  }
+  // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
+  supervisor = WorkerSupervisor.launch(config, { log, metrics }, flags.reconnect ?? {}, writeReady);
   const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
   if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
-  else if (outcome.end.reason === 'incompatible') log.error(`the coordinator cannot be joined: ${outcome.end.detail}`);
   await supervisor.close();
   await http?.close();
-  return 'sig' in outcome ? 0 : 2;
+  if ('end' in outcome && outcome.end.reason === 'incompatible') throw new EnvironmentError(`worker ${config.id} cannot join the coordinator: ${outcome.end.detail}`);
+  return 0;
 }

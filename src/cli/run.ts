@@ -10,6 +10,7 @@ import { createLogger } from '../log/index.js';
 import { createPhysicalPlan } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import { jobFailed, printCollected } from './client.js';
+import { InterruptedError, onInterrupt } from './interrupt.js';
 
 export interface RunCommandOptions {
   parallelism?: number;
@@ -39,7 +40,8 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, log, batchSize: o.batchSize ?? 1_000, batchLingerMs: o.batchLingerMs ?? 0 });
   const tty = o.progress && process.stderr.isTTY;
   let timer: NodeJS.Timeout | undefined;
-  let onSigint: (() => void) | undefined;
+  let interrupted = false;
+  let undoInterrupt: (() => void) | undefined;
   try {
     const client = await cluster.client();
     const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
@@ -51,19 +53,24 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
       else if (final && o.progress) process.stderr.write(line + '\n');
     };
     if (tty) timer = setInterval(() => progress(false), 250);
-    onSigint = () => void client.cancel(jobId).catch(() => undefined);
-    process.once('SIGINT', onSigint);
+    // Ctrl-C cancels the job and stops the local cluster cleanly (a second one exits at once).
+    undoInterrupt = onInterrupt(() => {
+      interrupted = true;
+      if (tty) process.stderr.write('\n');
+      void client.cancel(jobId).catch(() => undefined);
+    });
     const outcome = await client.waitForCompletion(jobId);
     if (timer) clearInterval(timer);
     timer = undefined;
     progress(true);
+    if (interrupted && outcome.state === 'CANCELED') throw new InterruptedError('the job was cancelled');
     if (!outcome.ok) throw jobFailed(outcome);
     printCollected(outcome.collected, o.output, o.maxRows);
     const where = workers === 0 ? 'in this process' : `on ${workers} local worker${workers > 1 ? 's' : ''}`;
     process.stderr.write(`job '${built.spec.job.name}' finished in ${(outcome.durationMs / 1000).toFixed(2)} s (parallelism ${built.spec.defaultParallelism}, ${where})\n`);
   } finally {
     if (timer) clearInterval(timer);
-    if (onSigint) process.off('SIGINT', onSigint);
+    undoInterrupt?.();
     await cluster.stop();
   }
 }

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import type * as Msgpackr from 'msgpackr';
 import type { Unpackr } from 'msgpackr';
 import { ClinkError } from '../errors.js';
-import { FrameConnection, writeFrame } from '../net/index.js';
+import { FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
 import {
   checkProtocolCompatibility,
   LOCAL_PROTOCOL,
@@ -89,7 +89,7 @@ export class ClusterClient {
         reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
       }, timeoutMs);
       s.once('connect', () => (clearTimeout(t), resolve(s)));
-      s.once('error', (err) => (clearTimeout(t), reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`))));
+      s.once('error', (err) => (clearTimeout(t), reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}${(err as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? '; is one running there? (clink node --role=coordinator; --coordinator or CLINK_COORDINATOR point elsewhere)' : ''}`))));
     });
     // The coordinator may answer before it reads a byte (a refusal at its admission cap): read from the start.
     const conn = new FrameConnection(socket, { role: 'client' });
@@ -228,5 +228,6 @@ export class ClusterClient {
 
 /** A broken connection to the coordinator, as one line a user can act on. */
 function lostCoordinator(host: string, port: number, err: Error): ClinkError {
+  if (err instanceof WrongProtocolError) return new WrongProtocolError(err.protocol, wrongPortMessage(host, port, err.protocol, '--coordinator'));
   return new ClinkError('CLINK_ERR_CONNECTOR', `lost the connection to the coordinator at ${host}:${port}: ${err.message}; is it running and reachable?`, { cause: err });
 }

@@ -1,11 +1,12 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConnectorError } from '../errors.js';
+import { describeIssues, formatPath } from '../util/index.js';
 
 /** Parse connector options with a zod schema; a failure names the connector and each bad option. */
 export function parseOptions<S extends z.ZodType>(connector: string, schema: S, options: unknown): z.infer<S> {
   const { connector: _name, ...rest } = (options ?? {}) as Record<string, unknown>;
   const r = schema.safeParse(rest);
-  if (!r.success) throw new ConnectorError(`${connector}: invalid options:\n${z.prettifyError(r.error)}`);
+  if (!r.success) throw new ConnectorError(`${connector}: invalid options:\n${describeIssues(r.error.issues, rest, (path) => `option ${formatPath(path)}`)}`);
   return r.data;
 }
 

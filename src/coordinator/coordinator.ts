@@ -11,11 +11,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Unpackr, Packr } from 'msgpackr';
-import { ClinkError } from '../errors.js';
+import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
-import { FrameConnection, FrameTimeoutError, Outbox, writeFrame } from '../net/index.js';
+import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, Outbox, writeFrame, WrongProtocolError } from '../net/index.js';
 import { createPhysicalPlan, KeyGroupRange, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import {
   checkProtocolCompatibility,
@@ -292,7 +292,7 @@ export class Coordinator {
   static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
     const c = new Coordinator(config, deps);
     await new Promise<void>((resolve, reject) => {
-      c.server.once('error', reject);
+      c.server.once('error', (err) => reject(listenError(err, c.config.bindHost, c.config.port, { port: '--port', host: '--bind-host' })));
       c.server.listen(c.config.port, c.config.bindHost, () => resolve());
     });
     c.port = (c.server.address() as { port: number }).port;
@@ -382,7 +382,28 @@ export class Coordinator {
     );
   }
 
+  /** Where the HTTP API listens, once it does: named to a peer that speaks HTTP to the control port. */
+  httpUrl: string | undefined;
+
   private refuseAdmission(conn: FrameConnection, err: Error): void {
+    if (err instanceof WrongProtocolError) {
+      this.deps.metrics.handshakeFailures.inc();
+      const http = this.httpUrl ? `the HTTP API is at ${this.httpUrl}` : 'this coordinator serves no HTTP API (clink node --http-port)';
+      if (err.protocol === 'http-request') {
+        const body = `this is clink's control port, which speaks its binary protocol, not HTTP; ${http}\n`;
+        this.admissionLog.warn(`connection ${conn.peer} refused: it sent an HTTP request to the control port; ${http}`);
+        // Answered in its own protocol, so curl or a browser shows the user the mistake; closed once sent.
+        const done = setTimer(() => conn.close(), ADMISSION_REPLY_SEND_BOUND_MS);
+        conn.socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`, () => {
+          if (done) clearTimeout(done);
+          conn.close();
+        });
+        return;
+      }
+      this.admissionLog.warn(`connection ${conn.peer} refused: it ${err.protocol === 'tls' ? 'began a TLS handshake; the control port does not speak TLS' : 'spoke HTTP'}`);
+      conn.close();
+      return;
+    }
     if (err instanceof FrameDecodeError || err instanceof FrameTooLargeError) {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
       this.log.warn({ peer: conn.peer, err }, `malformed first frame from ${conn.peer}, closing its connection: ${err.message}`);
@@ -491,6 +512,11 @@ export class Coordinator {
       onRead: (msg) => {
         session.lastSeen = Date.now();
         if (msg.type !== 'Heartbeat') return false;
+        if (msg.leaving) {
+          this.log.info({ workerId: session.id, session: session.session }, `worker retired: ${session.id} (shutdown)`);
+          this.retire(session, 'shutdown');
+          return true;
+        }
         for (const p of msg.jobs) this.jobs.get(p.jobId)?.progress.set(session.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
         this.post(session, makeMessage('HeartbeatAck', { seq: msg.seq }));
         return true;
@@ -982,12 +1008,12 @@ export class Coordinator {
       this.watchdogLog.warn({ workerId: s.id, session: s.session }, `worker lost: ${s.id} (${cause})`);
       if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
     }
-    s.outbox.abort(`worker lost: ${s.id} (${cause})`);
+    s.outbox.abort(`worker ${state}: ${s.id} (${cause})`);
     s.conn.close();
     for (const job of [...this.jobs.values()]) {
       const mine = job.subtasks.filter((t) => t.session === s && !t.finished);
       if (mine.length === 0) continue;
-      const error = `worker lost: ${s.id} (${cause})`;
+      const error = `worker ${state}: ${s.id} (${cause})`;
       for (const st of mine) this.finishSubtask(job, st, error);
       // Lost while draining for a restart: those subtasks are gone either way; the restart goes on.
       if (job.state === 'RESTARTING') this.maybeRedeploy(job);

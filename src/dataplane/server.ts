@@ -13,6 +13,7 @@ import { BATCH, END, type InputQueue } from '../runtime/index.js';
 import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { frameElement } from './frames.js';
 import { setTimer } from '../util/index.js';
+import { listenError } from '../errors.js';
 
 /** Record batches a channel may have in flight or queued at its receiver. @default 4 */
 export const DEFAULT_CHANNEL_CREDITS = 4;
@@ -51,7 +52,7 @@ export class DataServer {
   static async start(options: DataServerOptions): Promise<DataServer> {
     const ds = new DataServer(options);
     await new Promise<void>((resolve, reject) => {
-      ds.server.once('error', reject);
+      ds.server.once('error', (err) => reject(listenError(err, options.host, options.port ?? 0, { port: 'the data port', host: '--data-host' })));
       ds.server.listen(options.port ?? 0, options.host, () => resolve());
     });
     ds.port = (ds.server.address() as { port: number }).port;

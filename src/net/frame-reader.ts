@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import { ClinkError } from '../errors.js';
 import { FRAME_HEADER_BYTES, FrameDecodeError, FrameTooLargeError, MAX_FRAME_BYTES } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
+import { sniffForeignProtocol, WrongProtocolError } from './sniff.js';
 
 export class FrameTimeoutError extends ClinkError {
   constructor(message: string) {
@@ -114,6 +115,8 @@ export class FrameReader {
         if (this.buffered < FRAME_HEADER_BYTES) return;
         const header = this.take(FRAME_HEADER_BYTES);
         const n = header.readUInt32BE(0);
+        const foreign = this.framesRead === 0 ? sniffForeignProtocol(header) : undefined;
+        if (foreign) throw new WrongProtocolError(foreign);
         const cap = this.cap();
         if (n > cap) throw new FrameTooLargeError(n, cap);
         if (n === 0) throw new FrameDecodeError('empty frame: no message kind');

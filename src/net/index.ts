@@ -29,3 +29,4 @@ export {
   type PostResult,
 } from './outbox.js';
 export { writeFrame, ADMISSION_REPLY_SEND_BOUND_MS } from './write-frame.js';
+export { sniffForeignProtocol, WrongProtocolError, wrongPortMessage, type ForeignProtocol } from './sniff.js';

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type * as ZodModule from 'zod';
 import type { ZodType } from 'zod';
 import { MAX_PARALLELISM } from './keygroups.js';
+import { describeIssues, formatPath } from '../util/index.js';
 
 export const EDGE_KINDS = ['FORWARD', 'HASH', 'REBALANCE', 'BROADCAST'] as const;
 export type EdgeKind = (typeof EDGE_KINDS)[number];
@@ -112,6 +113,17 @@ export function jobGraphSpecSchema(): ZodType<JobGraphSpec> {
 export function specProblems(input: unknown): string | undefined {
   const r = jobGraphSpecSchema().safeParse(input);
   if (r.success) return undefined;
-  const { z } = createRequire(import.meta.url)('zod') as Zod;
-  return z.prettifyError(r.error);
+  return describeIssues(r.error.issues, input, (path) => {
+    // operators[i].options.x reads as the operator's name and its option, the way the job wrote it.
+    const ops = (input as { operators?: { name?: unknown; type?: unknown; options?: { connector?: unknown } }[] } | undefined)?.operators;
+    const op = path[0] === 'operators' && typeof path[1] === 'number' ? ops?.[path[1]] : undefined;
+    if (op && typeof path[1] === 'number') {
+      const connector = typeof op.options?.connector === 'string' ? ` (the ${op.options.connector} ${String(op.type)})` : '';
+      const name = typeof op.name === 'string' ? `operator '${op.name}'${connector}` : `operators[${path[1]}]`;
+      const rest = path.slice(2);
+      if (rest[0] === 'options' && rest.length > 1) return `${name} option ${formatPath(rest.slice(1))}`;
+      return rest.length > 0 ? `${name} ${formatPath(rest)}` : name;
+    }
+    return path.length > 0 ? formatPath(path) : 'the job graph';
+  });
 }

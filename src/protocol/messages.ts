@@ -147,6 +147,7 @@ export const MESSAGES = {
     sentAtMs: tail(u64, 0),
     runningSubtasks: tail(u32, 0),
     jobs: tail(list(JobProgress), [], 'records read and written by the jobs running on this worker'),
+    leaving: tail(bool, false, 'the worker is shutting down: the last frame of its session; the coordinator retires the session at once (worker retired: <id> (shutdown)) instead of waiting for the heartbeat timeout'),
   }),
   SubtaskCheckpointed: message(5, 'worker->coordinator', "a subtask's snapshot for a checkpoint is done (or failed)", {
     jobId: field(string),

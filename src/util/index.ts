@@ -4,3 +4,4 @@ export { deferred, type Deferred } from './deferred.js';
 export { abortable } from './abortable.js';
 export { writeFileDurably, syncDirectory, nodeFs, type DurableFs, type DurableHandle } from './durable.js';
 export { MAX_TIMER_DELAY_MS, isNeverDelay, setTimer, setRepeating, setTimerUntil } from './timers.js';
+export { describeIssues, formatPath } from './validation.js';

@@ -6,6 +6,8 @@
  * again; an incompatible protocol is not.
  */
 import type { Logger } from '../log/index.js';
+import { EnvironmentError } from '../errors.js';
+import { WrongProtocolError } from '../net/index.js';
 import { ProtocolVersionError } from '../protocol/index.js';
 import { RegistrationRefusedError, Worker, type WorkerConfig, type WorkerDeps } from './worker.js';
 
@@ -53,6 +55,21 @@ export class WorkerSupervisor {
     const first = await s.connect();
     if (!first) throw new Error('closed before the first session registered');
     void s.supervise(first);
+    return s;
+  }
+
+  /**
+   * Start supervising without waiting for the first session: a node that has never reached its
+   * coordinator must still stop on a signal. `ended` settles 'incompatible' when the first attempt
+   * meets a peer it can never join (another protocol version, a port that speaks HTTP).
+   */
+  static launch(config: WorkerConfig, deps: WorkerDeps, policy: Partial<ReconnectPolicy> = {}, onSession?: (w: Worker) => void | Promise<void>): WorkerSupervisor {
+    const s = new WorkerSupervisor(config, deps, { ...DEFAULT_RECONNECT_POLICY, ...policy });
+    s.onSession = onSession;
+    void s.connect().then(
+      (first) => (first ? s.supervise(first) : s.resolveEnded({ reason: 'closed' })),
+      (err: unknown) => s.resolveEnded({ reason: 'incompatible', detail: (err as Error).message }),
+    );
     return s;
   }
 
@@ -108,7 +125,8 @@ export class WorkerSupervisor {
         await (async () => this.onSession?.(w))().catch((err: unknown) => this.log.error({ err }, `after registering: ${(err as Error).message}`));
         return w;
       } catch (err) {
-        if (err instanceof ProtocolVersionError) throw err;
+        // Retrying cannot help: another protocol, a port that speaks HTTP, an address not on this machine.
+        if (err instanceof ProtocolVersionError || err instanceof WrongProtocolError || err instanceof EnvironmentError) throw err;
         if (err instanceof RegistrationRefusedError && !err.retryable) throw err;
         // Full jitter: anywhere from 0 to the capped exponential.
         const cap = Math.min(this.policy.maxBackoffMs, this.policy.initialBackoffMs * 2 ** Math.min(attempt, 30));
@@ -135,7 +153,7 @@ export class WorkerSupervisor {
     const w = this.current;
     this.current = undefined;
     this.deps.metrics.workerControlConnected.set(0);
-    await w?.close();
+    await w?.close({ leaving: true });
     this.resolveEnded({ reason: 'closed' });
   }
 }

@@ -8,7 +8,7 @@ import { ClinkError } from '../errors.js';
 import { DataServer } from '../dataplane/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameConnection, writeFrame } from '../net/index.js';
+import { FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
 import {
   checkProtocolCompatibility,
   HEARTBEAT_ACK_PROTOCOL_VERSION,
@@ -153,6 +153,7 @@ export class Worker {
     );
     const ack = await this.conn.readOne().catch((err: unknown) => {
       socket.destroy();
+      if (err instanceof WrongProtocolError) throw new WrongProtocolError(err.protocol, wrongPortMessage(this.config.coordinatorHost, this.config.coordinatorPort, err.protocol, '--coordinator-host/--coordinator-port')); // fatal: retrying cannot help
       throw err;
     });
     if (!ack || ack.type !== 'RegisterAck') {
@@ -345,10 +346,18 @@ export class Worker {
     this.resolveEnded(e);
   }
 
-  /** Cancel every task, close the coordinator connection and the data listener. */
-  async close(): Promise<void> {
+  /**
+   * Cancel every task, close the coordinator connection and the data listener. `leaving`: the worker
+   * is shutting down, and says so first, so the coordinator retires the session at once instead of
+   * declaring it lost a heartbeat timeout later (bounded: a coordinator that does not read is not waited for).
+   */
+  async close(options: { leaving?: boolean } = {}): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    if (options.leaving && !this.endedWith && !this.conn.socket.destroyed) {
+      const bye = makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: 0, jobs: [], leaving: true });
+      await writeFrame(this.conn.socket, bye, LEAVING_SEND_BOUND_MS).catch(() => undefined);
+    }
     this.end({ reason: 'closed' });
     this.conn.close();
     if (this.stallWatch) clearInterval(this.stallWatch);
@@ -360,6 +369,9 @@ export class Worker {
     await this.data.close();
   }
 }
+
+/** How long a stopping worker waits for its goodbye to reach the socket. */
+const LEAVING_SEND_BOUND_MS = 500;
 
 export class RegistrationRefusedError extends ClinkError {
   constructor(

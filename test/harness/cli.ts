@@ -12,9 +12,9 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(args: string[], cwd: string, timeoutMs = 60_000): Promise<CliRun> {
+export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Record<string, string | undefined> = {}): Promise<CliRun> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache') } });
+    const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

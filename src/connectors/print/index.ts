@@ -15,6 +15,31 @@ export function formatRecord(v: unknown): string {
   }
 }
 
+/**
+ * A write of at most PIPE_BUF bytes to a pipe is atomic, so chunks of whole lines that size never have
+ * another writer's line (a log record, when standard error shares the pipe) land inside one of theirs.
+ */
+const ATOMIC_WRITE_BYTES = 4096;
+
+export function wholeLineChunks(lines: readonly string[]): string[] {
+  const chunks: string[] = [];
+  let current = '';
+  let bytes = 0;
+  for (const l of lines) {
+    const line = l + '\n';
+    const n = Buffer.byteLength(line);
+    if (bytes > 0 && bytes + n > ATOMIC_WRITE_BYTES) {
+      chunks.push(current);
+      current = '';
+      bytes = 0;
+    }
+    current += line;
+    bytes += n;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
 export function printConnector(stdout: (text: string) => void | Promise<void>): Connector<never, unknown> {
   return {
     name: 'print',
@@ -29,9 +54,10 @@ export function printConnector(stdout: (text: string) => void | Promise<void>): 
           },
           flush() {
             if (lines.length === 0) return;
-            const text = lines.join('\n') + '\n';
+            const chunks = wholeLineChunks(lines);
             lines = [];
-            return stdout(text);
+            if (chunks.length === 1) return stdout(chunks[0]!);
+            return chunks.reduce<Promise<void>>((p, c) => p.then(() => stdout(c)), Promise.resolve());
           },
         };
       },
