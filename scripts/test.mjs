@@ -15,11 +15,16 @@ function find(dir, out = []) {
 }
 
 // `--services`: the tests under test/services, which need external servers (etcd, PostgreSQL, NATS,
-// Kafka, Chromium) that .ci/services starts. Everything else needs only Node and node_modules.
+// Kafka, Chromium) that .ci/services starts. `--slow`: the chaos suites under test/chaos (kill -9,
+// SIGSTOP, restarts, seeded exactly-once runs: minutes of real processes), which `npm test` leaves out
+// to stay within five minutes on two cores; .ci/run runs both. Everything needs only Node and node_modules.
 const services = process.argv.includes('--services');
-const filter = process.argv.slice(2).filter((a) => a !== '--services');
-const isService = (f) => f.split(/[\\/]/).includes('services');
-let files = [...find('test'), ...find('src')].sort().filter((f) => isService(f) === services);
+const slow = process.argv.includes('--slow');
+const filter = process.argv.slice(2).filter((a) => a !== '--services' && a !== '--slow');
+const inDir = (f, d) => f.split(/[\\/]/).includes(d);
+const suite = (f) => (inDir(f, 'services') ? 'services' : inDir(f, 'chaos') ? 'slow' : 'default');
+const wanted = services ? 'services' : slow ? 'slow' : 'default';
+let files = [...find('test'), ...find('src')].sort().filter((f) => filter.length > 0 || suite(f) === wanted);
 if (filter.length > 0) files = files.filter((f) => filter.some((x) => f.includes(x)));
 if (files.length === 0) {
   if (services && filter.length === 0) {

@@ -1,7 +1,7 @@
 /** `clink submit`, `clink jobs`, `clink cancel`: a client of a running coordinator. */
 import { ClusterClient, type CheckpointSettings, type JobOutcome } from '../client/index.js';
 import { ClinkError } from '../errors.js';
-import { prepareSubmission } from '../loader/index.js';
+import { prepareSubmission, typecheckJob } from '../loader/index.js';
 import { exitOnInterrupt } from './interrupt.js';
 import { formatTable } from './table.js';
 
@@ -37,8 +37,10 @@ export async function submitCommand(
     output: 'table' | 'json';
     maxRows: number;
     checkpoint?: Partial<CheckpointSettings>;
+    typecheck?: boolean;
   },
 ): Promise<void> {
+  if (o.typecheck !== false) await typecheckJob(jobPath);
   // The coordinator validates the plan; checking it here too would cost start-up time for nothing.
   const { compiled, spec } = await prepareSubmission(jobPath, { parallelism: o.parallelism ?? 1, params: o.params });
   const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);

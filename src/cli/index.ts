@@ -64,6 +64,14 @@ export function exitCodeOf(err: unknown): number {
   return isSystemError(err) ? EXIT_JOB_FAILED : EXIT_INTERNAL;
 }
 
+const slotSharingOption = (prefix = ''): Option =>
+  new Option(
+    '--slot-sharing <mode>',
+    `${prefix}on: a slot holds one subtask of each task of a slot sharing group (parallelism p needs p slots a group, as in Flink); off: one slot per subtask`,
+  )
+    .choices(['on', 'off'])
+    .default('on');
+
 type JobFlags = { parallelism?: number; param: Record<string, string> };
 type CheckpointFlags = {
   checkpointDir?: string;
@@ -117,6 +125,7 @@ export async function main(argv: string[]): Promise<number> {
     cmd
       .addOption(new Option('-p, --parallelism <n>', 'default parallelism of operators').argParser(positiveInt))
       .option('--param <key=value>', 'a job parameter, read as env.params.key (repeatable)', collectParam, {});
+  const typecheckOption = (cmd: Command): Command => cmd.option('--no-typecheck', 'run without type-checking the job first (it is checked when TypeScript is installed)');
   const outputOptions = (cmd: Command): Command =>
     cmd
       .addOption(new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'))
@@ -146,12 +155,13 @@ export async function main(argv: string[]): Promise<number> {
         .default(parseCoordinator(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
     );
 
-  checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)'))))
+  typecheckOption(checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))))
     .option('--no-progress', 'do not show progress on standard error')
     .option('--workers <n>', 'local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt)
     .option('--batch-size <n>', 'records per batch between tasks', positiveInt, 1_000)
     .option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill', nonNegativeInt, 0)
-    .action(async (job: string, o: JobFlags & CheckpointFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number }) => {
+    .addOption(slotSharingOption())
+    .action(async (job: string, o: JobFlags & CheckpointFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number; slotSharing: 'on' | 'off'; typecheck: boolean }) => {
       const { runCommand } = await import('./run.js');
       await runCommand(job, {
         checkpoint: checkpointSettings(o),
@@ -163,6 +173,8 @@ export async function main(argv: string[]): Promise<number> {
         ...(o.workers !== undefined ? { workers: o.workers } : {}),
         batchSize: o.batchSize,
         batchLingerMs: o.batchLingerMs,
+        slotSharing: o.slotSharing === 'on',
+        typecheck: o.typecheck,
       });
     });
 
@@ -173,10 +185,10 @@ export async function main(argv: string[]): Promise<number> {
       await planCommand(job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.param, json: o.json === true });
     });
 
-  checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file')))))
+  typecheckOption(checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file'))))))
     .option('--name <name>', "the job's name [default: its defineJob name]")
     .option('--wait', 'wait for the job to end; exit non-zero with its error if it fails')
-    .action(async (job: string, o: JobFlags & CheckpointFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number }) => {
+    .action(async (job: string, o: JobFlags & CheckpointFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number; typecheck: boolean }) => {
       const { submitCommand } = await import('./client.js');
       await submitCommand(job, {
         checkpoint: checkpointSettings(o),
@@ -187,6 +199,7 @@ export async function main(argv: string[]): Promise<number> {
         wait: o.wait === true,
         output: o.output,
         maxRows: o.maxRows,
+        typecheck: o.typecheck,
       });
     });
 
@@ -223,6 +236,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--max-outbound-control-frames <n>', 'coordinator: control frames queued per worker', positiveInt, 10_000)
     .option('--max-outbound-control-bytes <n>', 'coordinator: bytes of control frames queued per worker', positiveInt, 64 * 1024 * 1024)
     .option('--max-outbound-bulk-bytes <n>', 'coordinator: bytes of Deploy frames queued per worker', positiveInt, 1024 * 1024 * 1024)
+    .addOption(slotSharingOption('coordinator: '))
     .option('--submit-wait-for-slots-ms <ms>', 'coordinator: how long a submit waits for free slots', nonNegativeInt, 0)
     .option('--restart-drain-timeout-ms <ms>', "coordinator: a restart fails the job when a survivor has not drained by then", positiveInt, 120_000)
     .option('--restart-capacity-timeout-ms <ms>', 'coordinator: how long a restart waits for free slots', nonNegativeInt, 180_000)
@@ -271,6 +285,7 @@ export async function main(argv: string[]): Promise<number> {
           maxOutboundControlBytes: n('maxOutboundControlBytes'),
           maxOutboundBulkBytes: n('maxOutboundBulkBytes'),
           submitWaitForSlotsMs: n('submitWaitForSlotsMs'),
+          slotSharing: o.slotSharing === 'on',
           restartDrainTimeoutMs: n('restartDrainTimeoutMs'),
           restartCapacityTimeoutMs: n('restartCapacityTimeoutMs'),
           restartBudgetResetAfterMs: n('restartBudgetResetAfterMs'),

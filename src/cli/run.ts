@@ -4,8 +4,9 @@
  */
 import { availableParallelism } from 'node:os';
 import type { CheckpointSettings } from '../client/index.js';
+import { slotNeed } from '../coordinator/index.js';
 import { EmbeddedCluster } from '../embedded/index.js';
-import { loadJobModule } from '../loader/index.js';
+import { loadJobModule, typecheckJob } from '../loader/index.js';
 import { createLogger } from '../log/index.js';
 import { createPhysicalPlan } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
@@ -24,20 +25,27 @@ export interface RunCommandOptions {
   batchLingerMs?: number;
   /** Checkpointing and restore (none by default). */
   checkpoint?: Partial<CheckpointSettings>;
+  /** @default true */
+  slotSharing?: boolean;
+  /** Type-check the job first, when TypeScript is installed. @default true */
+  typecheck?: boolean;
 }
 
 const fmt = new Intl.NumberFormat('en-US');
 
 export async function runCommand(jobPath: string, o: RunCommandOptions): Promise<void> {
+  if (o.typecheck !== false) await typecheckJob(jobPath);
   const loaded = await loadJobModule(jobPath);
   const parallelism = o.parallelism ?? 1;
   const built = buildJob(loaded.job, { parallelism, params: o.params });
   const plan = createPhysicalPlan(built.spec);
-  const workers = Math.min(o.workers ?? availableParallelism(), plan.subtasks.length);
-  const slotsPerWorker = workers === 0 ? plan.subtasks.length : Math.ceil(plan.subtasks.length / workers);
+  const slotSharing = o.slotSharing ?? true;
+  const { slots } = slotNeed(plan, slotSharing);
+  const workers = Math.min(o.workers ?? availableParallelism(), slots);
+  const slotsPerWorker = workers === 0 ? slots : Math.ceil(slots / workers);
   const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'error' });
   const t0 = performance.now();
-  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, log, batchSize: o.batchSize ?? 1_000, batchLingerMs: o.batchLingerMs ?? 0 });
+  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, slotSharing, log, batchSize: o.batchSize ?? 1_000, batchLingerMs: o.batchLingerMs ?? 0 });
   const tty = o.progress && process.stderr.isTTY;
   let timer: NodeJS.Timeout | undefined;
   let interrupted = false;

@@ -6,7 +6,7 @@ import { describeIssues, formatPath } from '../util/index.js';
 export function parseOptions<S extends z.ZodType>(connector: string, schema: S, options: unknown): z.infer<S> {
   const { connector: _name, ...rest } = (options ?? {}) as Record<string, unknown>;
   const r = schema.safeParse(rest);
-  if (!r.success) throw new ConnectorError(`${connector}: invalid options:\n${describeIssues(r.error.issues, rest, (path) => `option ${formatPath(path)}`)}`);
+  if (!r.success) throw new ConnectorError(`${connector}: invalid options:\n${describeIssues(r.error.issues, rest, (path) => (path.length > 0 ? `option ${formatPath(path)}` : 'options'))}`);
   return r.data;
 }
 

@@ -49,6 +49,11 @@ export interface CoordinatorConfig {
   maxOutboundBulkBytes: number;
   /** How long a submit waits for free slots; 0 refuses at once. @default 0 */
   submitWaitForSlotsMs: number;
+  /**
+   * Slot sharing as in Flink: a slot holds one subtask of each task of a slot sharing group, so a job
+   * needs, per group, as many slots as its widest task. false: one slot per subtask.
+   */
+  slotSharing: boolean;
   /** A restart fails the job when a surviving subtask has neither drained nor died by then. @default 120,000 */
   restartDrainTimeoutMs: number;
   /** How long a restart waits for enough free slots. @default 180,000 */
@@ -104,6 +109,7 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   maxOutboundControlBytes: DEFAULT_OUTBOX_LIMITS.maxControlBytes,
   maxOutboundBulkBytes: DEFAULT_OUTBOX_LIMITS.maxBulkBytes,
   submitWaitForSlotsMs: DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS,
+  slotSharing: true,
   restartDrainTimeoutMs: DEFAULT_RESTART_DRAIN_TIMEOUT_MS,
   restartCapacityTimeoutMs: DEFAULT_RESTART_CAPACITY_TIMEOUT_MS,
   restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,

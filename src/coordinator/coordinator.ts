@@ -31,7 +31,7 @@ import {
 } from '../protocol/index.js';
 import { failoverRegions, networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, restartBackoffMs, type CoordinatorConfig } from './config.js';
-import { assignTaskPlacement, NotEnoughSlotsError } from './placement.js';
+import { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, slotOf, type PlacementSubtask } from './placement.js';
 import { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission } from './admission.js';
 import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, ClientSessions } from './client-sessions.js';
 import {
@@ -101,7 +101,8 @@ interface WorkerSession {
   conn: FrameConnection;
   outbox: Outbox;
   slots: number;
-  used: number;
+  /** The slots charged, `<jobId>/<slot>` -> subtasks sharing it here; its size is the slots in use. */
+  slotShares: Map<string, number>;
   dataHost: string;
   httpPort: number;
   runtime: string;
@@ -112,10 +113,22 @@ interface WorkerSession {
   lostCause?: string;
 }
 
+function freeSlots(s: WorkerSession): number {
+  return Math.max(0, s.slots - s.slotShares.size);
+}
+
+function releaseSlot(s: WorkerSession, key: string): void {
+  const n = (s.slotShares.get(key) ?? 0) - 1;
+  if (n > 0) s.slotShares.set(key, n);
+  else s.slotShares.delete(key);
+}
+
 interface SubtaskState {
   taskId: string;
   index: number;
   session: WorkerSession;
+  /** The slot it shares within its job (see placement). */
+  slot: string;
   /** The deploy attempt it runs as (a retry redeploys part of a job under a new one). */
   attempt: number;
   listening?: MessageOf<'SubtaskListening'>['edgePorts'];
@@ -300,7 +313,7 @@ export class Coordinator {
     const active = (): WorkerSession[] => [...c.sessions.values()].filter((s) => s.state === 'active');
     deps.metrics.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => active().length);
     deps.metrics.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => active().reduce((n, s) => n + s.slots, 0));
-    deps.metrics.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => active().reduce((n, s) => n + Math.max(0, s.slots - s.used), 0));
+    deps.metrics.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => active().reduce((n, s) => n + freeSlots(s), 0));
     deps.metrics.gauge('clink_coordinator_jobs_running', 'Jobs deploying or running', () => c.jobs.size);
     c.log.info({ port: c.port, bindHost: c.config.bindHost }, `coordinator listening on ${c.config.bindHost}:${c.port}`);
     return c;
@@ -477,7 +490,7 @@ export class Coordinator {
       conn,
       outbox: undefined as unknown as Outbox,
       slots: m.slotCount,
-      used: 0,
+      slotShares: new Map(),
       dataHost: m.dataHost,
       httpPort: m.httpPort,
       runtime: m.runtime,
@@ -911,7 +924,7 @@ export class Coordinator {
   private finishSubtask(job: JobState, st: SubtaskState, error: string | undefined): void {
     st.finished = true;
     if (error) st.error = error;
-    if (st.session.used > 0) st.session.used--;
+    releaseSlot(st.session, `${job.id}/${st.slot}`);
   }
 
   /** The job fails (or is cancelled): every subtask still running is told to stop. */
@@ -1133,7 +1146,7 @@ export class Coordinator {
     const plan = createPhysicalPlan(spec);
     const module = m.modules[0] && this.modules.get(m.modules[0].sha256);
     if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
-    const subtasks = plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
+    const subtasks = placementSubtasks(plan, this.config.slotSharing);
     const jobName = m.jobName || spec.job.name;
     // The restore gate (identity and layout) runs before any slot is waited for.
     const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
@@ -1144,7 +1157,7 @@ export class Coordinator {
     if (restore && m.checkpoint.checkpointDir) await this.recordRestore(m.checkpoint.checkpointDir, id, restore);
     // From the placement to the deploy nothing awaits: the slots it found are still free when charged,
     // and every worker it names is still registered.
-    const placement = await this.placeWithin(subtasks, this.config.submitWaitForSlotsMs);
+    const placement = await this.placeWithin(id, subtasks, this.config.submitWaitForSlotsMs, undefined, false, slotNeed(plan, this.config.slotSharing).detail);
     const regions = failoverRegions(plan);
     const job: JobState = {
       id,
@@ -1204,8 +1217,11 @@ export class Coordinator {
     });
     for (const [workerId, sts] of placement) {
       const s = this.sessions.get(workerId)!;
-      s.used += sts.length;
-      for (const st of sts) job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
+      for (const st of sts) {
+        const slot = slotOf(st);
+        s.slotShares.set(`${job.id}/${slot}`, (s.slotShares.get(`${job.id}/${slot}`) ?? 0) + 1);
+        job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, slot, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
+      }
     }
     const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s), i]));
     job.subtasks.sort((a, b) => order.get(subtaskKey(a))! - order.get(subtaskKey(b))!);
@@ -1341,9 +1357,9 @@ export class Coordinator {
     if (job.state !== 'RESTARTING' || this.stopping) return;
     const restore = await this.restorePoint(job);
     if (restore && job.checkpoint.checkpointDir) await this.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
-    const subtasks = job.plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index }));
+    const subtasks = placementSubtasks(job.plan, this.config.slotSharing);
     // From the placement to the deploy nothing awaits (see submit).
-    const placement = await this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true);
+    const placement = await this.placeWithin(job.id, subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true, slotNeed(job.plan, this.config.slotSharing).detail);
     if (job.state !== 'RESTARTING') return;
     job.attempt++;
     job.restarting = undefined;
@@ -1440,11 +1456,11 @@ export class Coordinator {
     const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t)) === region;
     if (!r || r.deploying || job.subtasks.some((t) => !t.finished && inRegion(t))) return;
     r.deploying = true;
-    const subtasks = job.plan.subtasks.filter(inRegion).map((s) => ({ taskId: s.taskId, index: s.index }));
+    const subtasks = placementSubtasks(job.plan, this.config.slotSharing, inRegion);
     const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
     const backoffMs = restartBackoffMs(r.retry, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);
     this.wait(backoffMs)
-      .then(() => this.placeWithin(subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true))
+      .then(() => this.placeWithin(job.id, subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true))
       .then((placement) => {
         if (!current()) return;
         job.attempt++;
@@ -1479,18 +1495,23 @@ export class Coordinator {
 
   /** `registrationRestartsClock`: a worker registering while this waits gives it `waitMs` again. */
   private async placeWithin(
-    subtasks: { taskId: string; index: number }[],
+    jobId: string,
+    subtasks: PlacementSubtask[],
     waitMs: number,
     giveUp = (): boolean => false,
     registrationRestartsClock = false,
+    detail = '',
   ): Promise<ReturnType<typeof assignTaskPlacement>> {
     const started = Date.now();
+    const prefix = `${jobId}/`;
     for (;;) {
       const deadline = (registrationRestartsClock ? Math.max(started, this.lastRegistrationAt) : started) + waitMs;
       const active = [...this.sessions.values()].filter((s) => s.state === 'active');
       const total = active.reduce((n, s) => n + s.slots, 0);
+      // Slots this job still holds on a worker (survivors of a retried region) take its subtasks for free.
+      const holds = (s: WorkerSession): Set<string> => new Set([...s.slotShares.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
       try {
-        return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: Math.max(0, s.slots - s.used) })), total);
+        return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: freeSlots(s), holds: holds(s) })), total, detail);
       } catch (err) {
         if (!(err instanceof NotEnoughSlotsError) || Date.now() >= deadline || this.stopping || giveUp()) throw err;
         await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
@@ -1555,7 +1576,7 @@ export class Coordinator {
         workerId: s.id,
         session: s.session,
         slotsTotal: s.slots,
-        slotsFree: Math.max(0, s.slots - s.used),
+        slotsFree: freeSlots(s),
         dataHost: s.dataHost,
         httpPort: s.httpPort,
         runtime: s.runtime,

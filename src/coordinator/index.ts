@@ -8,7 +8,7 @@
  */
 export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type JobStateName, type CoordinatorDeps } from './coordinator.js';
 export * from './config.js';
-export { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
+export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';
 export { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission, type AdmissionVerdict } from './admission.js';

@@ -31,6 +31,8 @@ export interface EmbeddedClusterOptions {
   batchLingerMs?: number;
   /** Where the workers run user code (see WorkerConfig.taskIsolation). @default 'thread' */
   taskIsolation?: TaskIsolation;
+  /** Slot sharing (see CoordinatorConfig.slotSharing). @default true */
+  slotSharing?: boolean;
 }
 
 /** A local worker process that dies is started again after this long, doubling while it keeps dying, up to 5 s. */
@@ -54,7 +56,7 @@ export class EmbeddedCluster {
 
   static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
     const metrics = new ClinkMetrics();
-    const coordinator = await Coordinator.start({ port: 0 }, { log: options.log, metrics });
+    const coordinator = await Coordinator.start({ port: 0, slotSharing: options.slotSharing ?? true }, { log: options.log, metrics });
     const cluster = new EmbeddedCluster(coordinator, options);
     try {
       await cluster.startWorkers();

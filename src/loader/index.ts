@@ -28,3 +28,4 @@ export {
   sdkVersion,
   type SdkIdentity,
 } from './gate.js';
+export { typecheckJob, type TypecheckResult } from './typecheck.js';

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "c6e1ad73e7e71c38fe9c356c6cdd8eedc5f2ca49164e02c433e94eed3a18da5d",
+  "fingerprint": "283cffc9cf4bafc33128163e82566c1c1fdd7eeb973d0fd9e3e367d8b37a7e5c",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -10,15 +10,15 @@ export const SDK_MANIFEST = {
     "connectors/index.d.ts": "d8aa6b1d94969ebab92b0951592736b3b3bd745defc7115fec60793d7096eae7",
     "connectors/nexmark/generator.d.ts": "94a86593d35728cb8bbea863db53a561509d46cc7cadf6edd784193e67cc5fa8",
     "connectors/nexmark/index.d.ts": "fea8897c6cd6feb6723209ad56f4db448d80ec6955150c38d9d9c6395171691e",
-    "connectors/options.d.ts": "faf859eb99e9d7c605d80d1d4bc0c1626bd7ade03bee07d5ef3f45b2bb0cde1d",
-    "connectors/print/index.d.ts": "0a6b7939803ef7d0e1e8baad7776f20329e155277405eca8e6c280f9bd8df7c9",
+    "connectors/options.d.ts": "5a6f49e65931fde3df133e7687ff6bed3dd70d2091160c9a915809797ad3b62d",
+    "connectors/print/index.d.ts": "0a1baa4909308c1ad35310aa4aa7ca1c64047feede0f43fa0cac59ed2ed40411",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "cce0427ec3757096a2c0789db6f8f06be6f076408471738f870be5509f624ac8",
+    "errors.d.ts": "1e94c66250d5bf1afdd8617112ed633d77496adda8f521ca99b1973e0371cfd0",
     "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
-    "plan/index.d.ts": "5aac3939f2bc786861c9d1a7c191eb0a6337fc3bcf867f3501eb0498f11b204f",
+    "plan/index.d.ts": "3f86b2f145a6508af6f2ea126eb20ff3e965dd6737102956083985c7490c3f7f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
-    "plan/planner.d.ts": "38dc3210fdfceb6f1af148a06a05ff820a7f768a472763a0abb72f4237b66f27",
-    "plan/spec.d.ts": "5c935d78944bc7b5b3f55ca27771c409c7c2a6e1c4d8ea839059cd44e0c53c78",
+    "plan/planner.d.ts": "b9bd493416476cd2094a74fbd17c2fb66df12b5131566535bad77898d41ca3a7",
+    "plan/spec.d.ts": "0e51aef0df99e4f1d980cbbd489b43f2f7b8df7ea3af310b9948cb949ae8645b",
     "runtime/aligner.d.ts": "2cb3429cc0068bd571d8f023ec1bd9a576cdfa6f57548e422383d75bf77148e4",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
@@ -32,10 +32,10 @@ export const SDK_MANIFEST = {
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
-    "sdk/graph.d.ts": "81c8ffd2a558a5ab6de3c51512da12261e87949e1e426020216f9608f0bb5f0a",
+    "sdk/graph.d.ts": "58b944bf8dfce354b6ad52cba547d81514f7b3be3a5571242d7f00c9d3ee2c47",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",
     "sdk/job.d.ts": "442087018a93b29b66de5cf8b6a571cead0e8a64df164d31336f0dfd4397a789",
-    "sdk/stream.d.ts": "8a08fe321b38834a48e02745b87228185cfeb56bceb46b457c3b7e0fe750201c",
+    "sdk/stream.d.ts": "f640001b61cc0eb7f3e7c02ad7647a1cf3df2aeb9a46762ac16c6788db11255f",
     "sdk/types.d.ts": "d81f0ef6197517b6a2e59a50cebdc8c1e1b0a410f0115c4a54b8514595d4e98a",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "eb3bdadf0fb4887cd2eaf9cd64122e63c32d077ca8318f3fda857336c1652735",
@@ -46,7 +46,8 @@ export const SDK_MANIFEST = {
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "26da70d1f59ccb786dd03105dbf5fd9020af342043bb38124c82c89ed123b751",
-    "util/timers.d.ts": "89f5ac30e804df72643c5567762624b885c325b9b5dbc09e9190c54dd0966c26"
+    "util/index.d.ts": "02f3f07ba4e86657dfad1f84bb17cdc8652d56d16d6f0f2b7a50e93f3ed3dd4d",
+    "util/timers.d.ts": "89f5ac30e804df72643c5567762624b885c325b9b5dbc09e9190c54dd0966c26",
+    "util/validation.d.ts": "fd4839ba6956abfbdabb661fe3755a6d6a16b3c93901f269475b6418a4644bfd"
   }
 } as const;

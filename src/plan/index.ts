@@ -27,4 +27,4 @@ export {
   type EdgeSpec,
   type JobGraphSpec,
 } from './spec.js';
-export { createPhysicalPlan, validateSpec, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
+export { createPhysicalPlan, validateSpec, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';

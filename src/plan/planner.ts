@@ -19,7 +19,11 @@ export interface TaskSpec {
   inputs: EdgeSpec[];
   /** Network edges out of the tail. */
   outputs: EdgeSpec[];
+  /** The slot sharing group of its operators (chains never cross groups). */
+  slotSharingGroup: string;
 }
+
+export const DEFAULT_SLOT_SHARING_GROUP = 'default';
 
 export interface SubtaskId {
   taskId: string;
@@ -51,11 +55,19 @@ export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
   }
 
   const order = topologicalOrder(spec, outEdges, inEdges);
+  // As Flink: an operator's own group, else its inputs' when they agree, else the default.
+  const groupOf = new Map<string, string>();
+  for (const id of order) {
+    const op = ops.get(id)!;
+    const inputs = new Set(inEdges.get(id)!.map((e) => groupOf.get(e.source)!));
+    groupOf.set(id, op.slotSharingGroup ?? (inputs.size === 1 ? [...inputs][0]! : DEFAULT_SLOT_SHARING_GROUP));
+  }
   const chainable = (e: EdgeSpec): boolean => {
     const up = ops.get(e.source)!;
     const down = ops.get(e.target)!;
     return (
       e.kind === 'FORWARD' &&
+      groupOf.get(up.id) === groupOf.get(down.id) &&
       up.parallelism === down.parallelism &&
       outEdges.get(up.id)!.length === 1 &&
       inEdges.get(down.id)!.length === 1 &&
@@ -85,6 +97,7 @@ export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
       parallelism: head.parallelism,
       inputs: inEdges.get(head.id)!,
       outputs: outEdges.get(tail.id)!,
+      slotSharingGroup: groupOf.get(head.id)!,
     });
   }
   const subtasks = tasks.flatMap((t) => Array.from({ length: t.parallelism }, (_, index) => ({ taskId: t.id, index })));

@@ -42,6 +42,8 @@ export interface OperatorSpec {
   keyed: boolean;
   inputs: number;
   chaining: ChainingStrategy;
+  /** Given by slotSharingGroup(); absent: inherited from the inputs (see the planner). */
+  slotSharingGroup?: string;
   options: Record<string, unknown>;
 }
 
@@ -84,6 +86,7 @@ export function jobGraphSpecSchema(): ZodType<JobGraphSpec> {
       keyed: z.boolean(),
       inputs: z.number().int().min(0).max(2),
       chaining: z.enum(CHAINING_STRATEGIES),
+      slotSharingGroup: z.string().min(1).max(128).optional(),
       options: z.record(z.string(), JsonValue),
     })
     .strict();

@@ -28,6 +28,8 @@ export interface OpNode {
   keyed: boolean;
   inputs: number;
   chaining: ChainingStrategy;
+  /** Set by slotSharingGroup(); otherwise the planner inherits it from the inputs. */
+  slotSharingGroup?: string;
   options: Record<string, unknown>;
   fns: OperatorFunctions;
   /** Runs at this node's parallelism unless given its own (an operator the engine inserts after it). */
@@ -90,6 +92,7 @@ export class GraphBuilder {
       keyed: n.keyed,
       inputs: n.inputs,
       chaining: n.chaining,
+      ...(n.slotSharingGroup === undefined ? {} : { slotSharingGroup: n.slotSharingGroup }),
       options: n.options,
     }));
     const edges: EdgeSpec[] = pending.map((e) => ({

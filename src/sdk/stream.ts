@@ -65,6 +65,19 @@ abstract class OperatorHandle {
     return this;
   }
 
+  /**
+   * Put this operator in a slot sharing group of its own name. A slot holds one subtask of each task
+   * of a group, so a job needs, per group, as many slots as its widest task; operators that do not say
+   * take their inputs' group (all inputs in one group), else 'default'. Operators chain only within a group.
+   */
+  slotSharingGroup(name: string): this {
+    if (typeof name !== 'string' || name.length === 0 || name.length > 128) {
+      throw new InvalidArgumentError(`slotSharingGroup() expects a name of 1 to 128 characters, got ${JSON.stringify(name)}`);
+    }
+    this.node.slotSharingGroup = name;
+    return this;
+  }
+
   /** @internal */
   get operatorId(): string {
     return this.node.id;

@@ -44,6 +44,11 @@ before(async () => {
         env.fromSource<{ n: number }>('datagen', { rowsPerSecond: 200, seed: 1, fields: { n: { kind: 'sequence' } } })
           .map((r) => { if (r.n === 0) writeFileSync(marker, 'running'); return r; }).collect('rows');
       });`,
+    'mistyped.ts': `
+      import { defineJob } from 'clink';
+      export default defineJob({ name: 'mistyped', version: '1' }, (env) => {
+        env.fromSequence(1, 3).map((x) => x.toUpperCase()).collect('xs');
+      });`,
     'printer.ts': `
       import { defineJob } from 'clink';
       export default defineJob({ name: 'printer', version: '1' }, (env) => {
@@ -112,6 +117,18 @@ describe('the command line, without a cluster', () => {
     assert.match(t, /^1\s+\| 0\s+\| 3$/m);
     assert.match(t, /^2\s+\| 2026-01-01T00:00:00\.000Z \| 1767225600000$/m);
     assert.match(formatTable(['b', 'a'], 0), /value\n-+\na\nb/);
+  });
+
+  test('clink run type-checks the job first and reports file:line (exit 1); --no-typecheck runs it anyway', async () => {
+    const r = await clink(['run', 'mistyped.ts', '--workers', '0'], dir);
+    assert.equal(r.code, 1);
+    assert.equal(
+      r.stderr,
+      "error: job module mistyped.ts does not type-check (--no-typecheck runs it anyway):\nmistyped.ts:4:45: error TS2339: Property 'toUpperCase' does not exist on type 'number'.\n",
+    );
+    const anyway = await clink(['run', 'mistyped.ts', '--workers', '0', '--no-typecheck'], dir);
+    assert.equal(anyway.code, 1);
+    assert.match(anyway.stderr, /^error: job failed: operator '_inline_map_0' \(map, subtask 1\/1\) failed: TypeError: x\.toUpperCase is not a function$/m);
   });
 
   test('a port in use is a user error naming the flag (exit 1, one line), never an internal error', async () => {

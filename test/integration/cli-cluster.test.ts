@@ -46,6 +46,18 @@ describe('clink submit, jobs and cancel against a running cluster', () => {
     assert.match(again.stderr, /already ended \(CANCELED\)/);
   });
 
+  test("slot sharing: the README's two workers of 4 slots run -p 8; a second slot sharing group is refused, naming the groups", async () => {
+    const r = await clink(['submit', join(FIXTURES, 'shared-slots.ts'), at, '-p', '8', '--wait', '--output', 'json'], h.dir);
+    assert.equal(r.code, 0, r.stderr);
+    const { collected } = JSON.parse(r.stdout) as { collected: { counts: { key: number; count: number }[] } };
+    const finals = new Map<number, number>();
+    for (const c of collected.counts) finals.set(c.key, Math.max(finals.get(c.key) ?? 0, c.count));
+    assert.deepEqual([...finals.values()], Array<number>(16).fill(250));
+    const split = await clink(['submit', join(FIXTURES, 'shared-slots.ts'), at, '-p', '8', '--param', 'sinkGroup=sinks'], h.dir);
+    assert.equal(split.code, 1);
+    assert.equal(split.stderr, "error: submit refused: not enough free slots: the job needs 16 (slot sharing group 'default': 8, 'sinks': 8), 8 of the cluster's 8 are free\n");
+  });
+
   test('submit --wait of a failing job exits 1 with the job’s error', async () => {
     const r = await clink(['submit', join(FIXTURES, 'failing.ts'), at, '--wait'], h.dir);
     assert.equal(r.code, 1);

@@ -112,7 +112,7 @@ describe('the plan', () => {
   test('a malformed spec is refused with the path of each problem', () => {
     const spec = buildJob(job(pipeline)).spec;
     const bad = { ...spec, operators: [{ ...spec.operators[0]!, parallelism: 0 }, ...spec.operators.slice(1)] } as JobGraphSpec;
-    assert.throws(() => createPhysicalPlan(bad), /at operators\[0\]\.parallelism/);
+    assert.throws(() => createPhysicalPlan(bad), /operator '_inline_source_0' \(the sequence source\) parallelism: expected >= 1, got 0/);
     const badEdge = { ...spec, edges: [...spec.edges, { source: 'nope', target: spec.operators[1]!.id, kind: 'FORWARD', inputIndex: 0 }] } as JobGraphSpec;
     assert.throws(() => createPhysicalPlan(badEdge), /unknown operator 'nope'/);
   });
@@ -176,5 +176,27 @@ describe('the plan', () => {
     ]) {
       assert.equal(plan(build).spec.operators.some((o) => o.type === 'localWindowAggregate'), false);
     }
+  });
+});
+
+describe('slot sharing groups', () => {
+  test('an operator takes its inputs’ group unless it names one; chains never cross groups', () => {
+    const plan = createPhysicalPlan(
+      buildJob(
+        job((env) => {
+          const a = env.fromSequence(1, 10).map((x) => x).slotSharingGroup('heavy').filter(() => true);
+          a.print().slotSharingGroup('sinks');
+        }),
+      ).spec,
+    );
+    assert.deepEqual(
+      plan.tasks.map((t) => [t.name, t.slotSharingGroup]),
+      [
+        ['_inline_source_0', 'default'],
+        ['_inline_map_0 -> _inline_filter_0', 'heavy'],
+        ['_inline_print_0', 'sinks'],
+      ],
+    );
+    assert.throws(() => buildJob(job((env) => void env.fromSequence(1, 2).slotSharingGroup('').print())), /slotSharingGroup\(\) expects a name of 1 to 128 characters, got ""/);
   });
 });
