@@ -4,6 +4,7 @@
  * @example
  * process.exitCode = await main(process.argv);
  */
+import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
 import { parseCoordinator, type Endpoint } from './endpoint.js';
@@ -72,6 +73,11 @@ const slotSharingOption = (prefix = ''): Option =>
     .choices(['on', 'off'])
     .default('on');
 
+function clinkVersion(): string {
+  const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
+  return pkg.version;
+}
+
 type JobFlags = { parallelism?: number; param: Record<string, string> };
 type CheckpointFlags = {
   checkpointDir?: string;
@@ -106,6 +112,7 @@ export async function main(argv: string[]): Promise<number> {
   const program = new Command()
     .name('clink')
     .description('A distributed, stateful, exactly-once stream-processing engine for Node.js')
+    .version(clinkVersion(), '-V, --version', 'print the version of clink')
     .exitOverride()
     // One line saying what is wrong, then where the rest is: never the whole help after a typo.
     .showHelpAfterError('(add --help for usage)')
@@ -177,6 +184,17 @@ export async function main(argv: string[]): Promise<number> {
         typecheck: o.typecheck,
       });
     });
+
+  program
+    .command('init')
+    .description('create a job project: package.json depending on this clink, tsconfig, an example job and its test')
+    .argument('<dir>', 'a new or empty directory')
+    .option('--name <name>', "the project's package name [default: the directory's name]")
+    .option('--clink <spec>', 'how package.json depends on clink [default: this checkout by path, or its version when installed]')
+    .option('--no-install', 'do not run npm install in it')
+    .action(async (dir: string, o: { name?: string; clink?: string; install: boolean }) =>
+      (await import('./init.js')).initCommand(dir, { ...(o.name ? { name: o.name } : {}), ...(o.clink ? { clink: o.clink } : {}), install: o.install }),
+    );
 
   jobOptions(program.command('plan').description("print a job's plan: operators, edges and chained tasks").argument('<job>', 'job file'))
     .option('--json', 'print the JobGraphSpec as JSON')
