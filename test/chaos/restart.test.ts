@@ -70,6 +70,11 @@ async function runningJob(options: HarnessOptions, maxRestarts = -1, rate = 3000
   }
 }
 
+/** Resolve once the wall clock passes `at` (a deadline the test measures against, not a guess at how long something takes). */
+async function untilTime(at: number): Promise<void> {
+  while (Date.now() < at) await sleep(Math.min(50, at - Date.now()));
+}
+
 describe('restart from the last checkpoint on worker loss', () => {
   test('kill -9 of a worker mid-stream: the job restarts on the survivors from its checkpoint and writes the uninterrupted output, every record once', async () => {
     const r = await runningJob({ workers: 3, slots: 4 });
@@ -107,15 +112,21 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
+  // One slot per subtask (--slot-sharing off), so the job needs 4 and a 1-slot worker is not enough.
+  // The timings are margins, not guesses: the worker added registers between 2 s and 8 s into the
+  // restart (a spawn takes well under 6 s even on a loaded machine), so its registration moves the
+  // deadline past the check at 8.5 s by at least 1.5 s.
   test('a restart waits for slots the survivors lack; a worker registering meanwhile starts the capacity clock again; a replacement brings them; exact output', async () => {
-    const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: ['--restart-capacity-timeout-ms=4000'] });
+    const capacityMs = 8_000;
+    const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: [`--restart-capacity-timeout-ms=${capacityMs}`, '--slot-sharing=off'] });
     try {
       await r.killAWorker();
       await r.h.waitForJob(r.jobId, ['RESTARTING']);
       const restartAt = Date.now();
-      await sleep(1_500);
+      await untilTime(restartAt + 2_000);
       await r.h.addWorker(['--slots=1']); // 3 free slots of the 4 needed: not enough, but the clock starts again
-      await sleep(Math.max(0, restartAt + 4_500 - Date.now()));
+      assert.ok(Date.now() < restartAt + capacityMs, `the worker registered ${Date.now() - restartAt} ms into the restart, before its first deadline`);
+      await untilTime(restartAt + capacityMs + 500);
       assert.equal((await r.view()).state, 'RESTARTING', 'still waiting, past the first deadline');
       await r.h.addWorker();
       const done = await r.client.waitForCompletion(r.jobId);
@@ -127,12 +138,15 @@ describe('restart from the last checkpoint on worker loss', () => {
   });
 
   test('a restart that finds no slots within --restart-capacity-timeout-ms fails the job, saying so', async () => {
-    const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: ['--restart-capacity-timeout-ms=800'] });
+    const r = await runningJob({ workers: 2, slots: 1, coordinatorArgs: ['--restart-capacity-timeout-ms=800'] });
     try {
       const victim = await r.killAWorker();
       const done = await r.client.waitForCompletion(r.jobId);
       assert.equal(done.state, 'FAILED');
-      assert.equal(done.error, `restart after worker lost: ${victim} (heartbeat timeout) failed: not enough free slots: the job needs 4, 2 of the cluster's 2 are free`);
+      assert.equal(
+        done.error,
+        `restart after worker lost: ${victim} (heartbeat timeout) failed: not enough free slots: the job needs 2 (slot sharing group 'default': 2), 1 of the cluster's 1 are free`,
+      );
     } finally {
       await r.h.close();
     }

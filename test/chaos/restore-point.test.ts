@@ -113,9 +113,9 @@ describe('the restore point a job was submitted with', () => {
   });
 
   test('two restore submits racing for the same slots: one deploys, the other is refused; no slot is booked twice', async () => {
-    // One worker of 4 slots; each run needs all 4. Before, both placed on the same free slots while
-    // writing their RESTORED records, and both deployed.
-    const h = await ClusterHarness.start({ workers: 1, slots: 4 });
+    // One worker of 2 slots; each run needs both (two pipeline instances, slots shared). Before, both
+    // placed on the same free slots while writing their RESTORED records, and both deployed.
+    const h = await ClusterHarness.start({ workers: 1, slots: 2 });
     try {
       const r = await cancelledMidStream(h);
       const other = await h.client();
@@ -126,7 +126,7 @@ describe('the restore point a job was submitted with', () => {
       const accepted = results.filter((x) => x.status === 'fulfilled');
       const refused = results.filter((x): x is PromiseRejectedResult => x.status === 'rejected');
       assert.equal(accepted.length, 1, JSON.stringify(results.map((x) => x.status)));
-      assert.match(String(refused[0]!.reason), /not enough free slots: the job needs 4, 0 of the cluster's 4 are free/);
+      assert.match(String(refused[0]!.reason), /not enough free slots: the job needs 2 \(slot sharing group 'default': 2\), 0 of the cluster's 2 are free/);
       const workers = (await h.http<{ workers: { slotsFree: number }[] }>('/api/v1/workers')).body.workers;
       assert.equal(workers[0]!.slotsFree, 0);
       const jobs = (await h.http<{ jobs: { state: string }[] }>('/api/v1/jobs')).body.jobs.filter((j) => j.state === 'DEPLOYING' || j.state === 'RUNNING');
