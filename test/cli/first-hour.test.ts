@@ -145,6 +145,28 @@ describe('the command line, without a cluster', () => {
     }
   });
 
+  test('--log-format pretty|json and --log-level choose how a node logs (JSON lines when not on a terminal)', async () => {
+    let n = 0;
+    const lines = async (flags: string[]): Promise<string[]> => {
+      const ready = join(dir, `log-format-${++n}.json`);
+      const { CLINK_LOG_LEVEL: _l, CLINK_LOG_FORMAT: _f, ...env } = process.env;
+      const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', '--role=coordinator', '--port=0', `--ready-file=${ready}`, ...flags], { cwd: dir, env });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise((r) => child.on('exit', r));
+      await waitFor('the coordinator to listen', () => existsSync(ready));
+      child.kill('SIGTERM');
+      await exited;
+      return stderr.trim().split('\n');
+    };
+    const json = await lines([]);
+    assert.ok(json.every((l) => typeof (JSON.parse(l) as { msg: string }).msg === 'string'), json.join('\n'));
+    const pretty = await lines(['--log-format', 'pretty']);
+    assert.match(pretty[0]!, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(coordinator\): coordinator listening on 127\.0\.0\.1:\d+$/);
+    const quiet = await lines(['--log-level', 'warn']);
+    assert.ok(json.some((l) => l.includes('"level":30')) && !quiet.some((l) => l.includes('"level":30')), quiet.join('\n'));
+  });
+
   test('--coordinator defaults to 127.0.0.1:6123, and CLINK_COORDINATOR sets it', async () => {
     const held = await freePortHeld();
     await held.close(); // a port nothing listens on
