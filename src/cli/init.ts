@@ -140,9 +140,11 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
     },
     dependencies: { clink: o.clink ?? (installed ? `^${clink.version}` : `file:${clink.root}`) },
     devDependencies: devDependencies(clink),
-    // npm 11 runs only the install scripts a project allows: clink's build (a checkout) and esbuild's.
-    allowScripts: { clink: true, esbuild: true },
   };
+  // npm 11 runs only the install scripts a project allows, and lists the rest. esbuild and msgpackr's
+  // native part need theirs; a checkout of clink is built already (its prepare would rebuild it each time).
+  const spec = pkg.dependencies.clink;
+  Object.assign(pkg, { allowScripts: { ...(spec.startsWith('file:') ? { [spec]: false } : {}), esbuild: true, 'msgpackr-extract': true } });
   await mkdir(join(dir, 'src'), { recursive: true });
   await mkdir(join(dir, 'test'), { recursive: true });
   const files: Record<string, string> = {
