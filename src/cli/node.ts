@@ -60,6 +60,14 @@ async function startHttp(
   return { port: actual, url, close: () => app.close() };
 }
 
+async function writeReadyFile(path: string, ports: Record<string, number>): Promise<void> {
+  try {
+    await writeFileAtomic(path, JSON.stringify(ports));
+  } catch (err) {
+    throw new EnvironmentError(`cannot write the ready file ${path} (--ready-file): ${(err as Error).message}`, { cause: err });
+  }
+}
+
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const log = createLogger({ name: flags.role });
   const metrics = new ClinkMetrics();
@@ -74,7 +82,13 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
       throw err;
     }
     coordinator.httpUrl = http?.url;
-    if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ controlPort: coordinator.port, httpPort: http?.port ?? 0 }));
+    try {
+      if (flags.readyFile) await writeReadyFile(flags.readyFile, { controlPort: coordinator.port, httpPort: http?.port ?? 0 });
+    } catch (err) {
+      await coordinator.stop();
+      await http?.close();
+      throw err;
+    }
     const sig = await signal;
     log.info(`${sig}: stopping`);
     await coordinator.stop();
@@ -104,7 +118,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   if (http) config.httpPort = http.port;
   // Each session listens on a data port of its own: the ready file follows the current one.
   const writeReady = async (w: { dataPort: number }): Promise<void> => {
-    if (flags.readyFile) await writeFileAtomic(flags.readyFile, JSON.stringify({ dataPort: w.dataPort, httpPort: http?.port ?? 0 }));
+    if (flags.readyFile) await writeReadyFile(flags.readyFile, { dataPort: w.dataPort, httpPort: http?.port ?? 0 });
   };
   // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
   supervisor = WorkerSupervisor.launch(config, { log, metrics }, flags.reconnect ?? {}, writeReady);
