@@ -143,6 +143,9 @@ describe('the command line, without a cluster', () => {
     } finally {
       await held.close();
     }
+    const ready = await clink(['node', '--role=coordinator', '--port=0', '--ready-file=/nonexistent-dir/ready.json'], dir, 60_000, { CLINK_LOG_LEVEL: 'error' });
+    assert.equal(ready.code, 1);
+    assert.match(ready.stderr, /^error: cannot write the ready file \/nonexistent-dir\/ready\.json \(--ready-file\): ENOENT: no such file or directory/);
   });
 
   test('--log-format pretty|json and --log-level choose how a node logs (JSON lines when not on a terminal)', async () => {
