@@ -114,6 +114,8 @@ export async function main(argv: string[]): Promise<number> {
     .description('A distributed, stateful, exactly-once stream-processing engine for Node.js')
     .version(clinkVersion(), '-V, --version', 'print the version of clink')
     .exitOverride()
+    // --log-format and --log-level are the program's, but every command takes them: its help says so.
+    .configureHelp({ showGlobalOptions: true })
     // One line saying what is wrong, then where the rest is: never the whole help after a typo.
     .showHelpAfterError('(add --help for usage)')
     .addOption(new Option('--log-format <format>', 'log lines as pretty text or JSON [default: pretty on a terminal, json otherwise]').choices(['pretty', 'json']).env('CLINK_LOG_FORMAT'))
