@@ -16,7 +16,7 @@ import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, Outbox, writeFrame, WrongProtocolError } from '../net/index.js';
-import { createPhysicalPlan, KeyGroupRange, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
+import { createPhysicalPlan, failoverRegions, KeyGroupRange, networkEdges, subtaskKey, taskOf, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import {
   checkProtocolCompatibility,
   encodeFrame,
@@ -29,7 +29,6 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import { failoverRegions, networkEdges, taskOf } from '../runtime/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, restartBackoffMs, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, slotOf, type PlacementSubtask } from './placement.js';
 import { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission } from './admission.js';
@@ -54,7 +53,6 @@ import { setRepeating, setTimer } from '../util/index.js';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 /** A subtask as checkpoints, markers and regions name it: `<task>#<index>`. */
-const subtaskKey = (t: { taskId: string; index: number }): string => `${t.taskId}#${t.index}`;
 /** The first line of an error (a user error carries its stack after it). */
 const firstLine = (text: string): string => text.split('\n')[0]!;
 const packr = new Packr({ useRecords: true, moreTypes: true });
@@ -667,7 +665,7 @@ export class Coordinator {
       this.maybeRedeploy(job);
       return;
     }
-    const key = subtaskKey(st);
+    const key = subtaskKey(st.taskId, st.index);
     const region = job.regionOf.get(key)!;
     if (job.retrying.has(region)) {
       // Its region is being retried: what it did belongs to the abandoned attempt.
@@ -758,7 +756,7 @@ export class Coordinator {
   private beginCheckpoint(job: JobState, id: number, savepoint?: NonNullable<JobState['pendingCheckpoint']>['savepoint'], final = false): void {
     job.pendingCheckpoint = {
       id,
-      pending: new Set(job.subtasks.map(subtaskKey)),
+      pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
       startedAt: Date.now(),
       bytes: 0,
       files: {},
@@ -783,7 +781,7 @@ export class Coordinator {
   private onRequestFinalCheckpoint(s: WorkerSession, m: MessageOf<'RequestFinalCheckpoint'>): void {
     const job = this.jobs.get(m.jobId);
     if (!job || !this.subtaskOf(job, m.taskId, m.subtaskIndex, s)) return;
-    (job.finalRequests ??= new Set()).add(`${m.taskId}#${m.subtaskIndex}`);
+    (job.finalRequests ??= new Set()).add(subtaskKey(m.taskId, m.subtaskIndex));
     this.maybeBeginFinalCheckpoint(job);
   }
 
@@ -828,8 +826,8 @@ export class Coordinator {
       this.abortCheckpoint(job, `subtask ${m.taskId}#${m.subtaskIndex} could not snapshot: ${m.error}`);
       return;
     }
-    p.pending.delete(`${m.taskId}#${m.subtaskIndex}`);
-    p.files[`${m.taskId}#${m.subtaskIndex}`] = { bytes: m.stateBytes, sha256: m.stateSha256 };
+    p.pending.delete(subtaskKey(m.taskId, m.subtaskIndex));
+    p.files[subtaskKey(m.taskId, m.subtaskIndex)] = { bytes: m.stateBytes, sha256: m.stateSha256 };
     p.bytes += m.stateBytes;
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
     if (p.pending.size > 0) return;
@@ -838,7 +836,7 @@ export class Coordinator {
       checkpointId: p.id,
       jobId: job.id,
       jobName: job.name,
-      subtasks: job.subtasks.map(subtaskKey),
+      subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
       stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
       completedAtMs: Date.now(),
       stateBytes: p.bytes,
@@ -987,7 +985,7 @@ export class Coordinator {
       if (job.peerFailure && job.state === 'RUNNING' && now - job.peerFailure.at > hb + interval) {
         // A peer connection broke and no worker was declared lost: heal it the same way.
         const { error, subtask } = job.peerFailure;
-        const st = job.subtasks.find((t) => subtaskKey(t) === subtask);
+        const st = job.subtasks.find((t) => subtaskKey(t.taskId, t.index) === subtask);
         if (this.mayRestart(job)) this.beginRestart(job, error);
         else if (st && this.mayRetry(job, subtask)) this.beginRetry(job, st, error);
         else this.failJob(job, this.retryRefusal(job, subtask, error));
@@ -1209,9 +1207,9 @@ export class Coordinator {
    * job, or a retried region), and send each worker its Deploy as attempt `job.attempt`.
    */
   private deployAttempt(job: JobState, placement: ReturnType<typeof assignTaskPlacement>, restore: CompletedMarker | undefined): void {
-    const placed = new Set([...placement.values()].flatMap((sts) => sts.map(subtaskKey)));
+    const placed = new Set([...placement.values()].flatMap((sts) => sts.map((t) => subtaskKey(t.taskId, t.index))));
     job.subtasks = job.subtasks.filter((t) => {
-      if (!placed.has(subtaskKey(t))) return true;
+      if (!placed.has(subtaskKey(t.taskId, t.index))) return true;
       job.collectedBytes -= t.collected?.length ?? 0;
       return false;
     });
@@ -1223,8 +1221,8 @@ export class Coordinator {
         job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, slot, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
       }
     }
-    const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s), i]));
-    job.subtasks.sort((a, b) => order.get(subtaskKey(a))! - order.get(subtaskKey(b))!);
+    const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s.taskId, s.index), i]));
+    job.subtasks.sort((a, b) => order.get(subtaskKey(a.taskId, a.index))! - order.get(subtaskKey(b.taskId, b.index))!);
     const byWorker = new Map<string, SubtaskState[]>();
     for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
     job.edges = countChannels(job.plan, byWorker);
@@ -1328,7 +1326,7 @@ export class Coordinator {
 
   /** Fail the job naming each subtask that did not drain and its worker; those count as finished. */
   private failUndrained(job: JobState, what: string, stuck: SubtaskState[]): void {
-    this.failJob(job, `${what}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t)} on worker ${t.session.id}`).join(', ')}`);
+    this.failJob(job, `${what}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t.taskId, t.index)} on worker ${t.session.id}`).join(', ')}`);
     for (const t of stuck) this.finishSubtask(job, t, 'did not drain');
     this.maybeComplete(job);
   }
@@ -1337,7 +1335,7 @@ export class Coordinator {
   private checkRetryDrain(job: JobState, now: number): void {
     for (const [region, r] of job.retrying) {
       if (r.deploying || now - r.at < this.config.restartDrainTimeoutMs) continue;
-      this.failUndrained(job, `retry of subtask ${r.subtask}`, job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t)) === region));
+      this.failUndrained(job, `retry of subtask ${r.subtask}`, job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t.taskId, t.index)) === region));
       return;
     }
   }
@@ -1428,7 +1426,7 @@ export class Coordinator {
    * reaches the region's sinks at least once; the job's other regions run on untouched.
    */
   private beginRetry(job: JobState, st: SubtaskState, cause: string): void {
-    const key = subtaskKey(st);
+    const key = subtaskKey(st.taskId, st.index);
     const region = job.regionOf.get(key)!;
     const size = job.regions[region]!.length;
     const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
@@ -1442,7 +1440,7 @@ export class Coordinator {
     );
     const bySession = new Map<WorkerSession, string[]>();
     for (const t of job.subtasks) {
-      const k = subtaskKey(t);
+      const k = subtaskKey(t.taskId, t.index);
       if (t.finished || job.regionOf.get(k) !== region) continue;
       (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
     }
@@ -1453,7 +1451,7 @@ export class Coordinator {
   /** Once every subtask of a retried region has drained, deploy the region again as the next attempt. */
   private maybeRetryRegion(job: JobState, region: number): void {
     const r = job.retrying.get(region);
-    const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t)) === region;
+    const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t.taskId, t.index)) === region;
     if (!r || r.deploying || job.subtasks.some((t) => !t.finished && inRegion(t))) return;
     r.deploying = true;
     const subtasks = placementSubtasks(job.plan, this.config.slotSharing, inRegion);
@@ -1614,14 +1612,14 @@ export class Coordinator {
  */
 export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>): { local: number; socket: number } {
   const workerOf = new Map<string, string>();
-  for (const [worker, sts] of placement) for (const st of sts) workerOf.set(subtaskKey(st), worker);
+  for (const [worker, sts] of placement) for (const st of sts) workerOf.set(subtaskKey(st.taskId, st.index), worker);
   let local = 0;
   let socket = 0;
   for (const { edge, up, down } of networkEdges(plan)) {
     for (let u = 0; u < up.parallelism; u++) {
       for (let d = 0; d < down.parallelism; d++) {
         if (edge.kind === 'FORWARD' && u !== d) continue;
-        if (workerOf.get(`${up.id}#${u}`) === workerOf.get(`${down.id}#${d}`)) local++;
+        if (workerOf.get(subtaskKey(up.id, u)) === workerOf.get(subtaskKey(down.id, d))) local++;
         else socket++;
       }
     }

@@ -12,7 +12,7 @@
  * altogether is a refusal, never a partial placement.
  */
 import { ClinkError } from '../errors.js';
-import type { PhysicalPlan } from '../plan/index.js';
+import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
 
 export interface PlacementSubtask {
   taskId: string;
@@ -43,7 +43,7 @@ export class NotEnoughSlotsError extends ClinkError {
 /** A PlacementPlan: worker id -> the subtasks it runs. */
 export type PlacementPlan = Map<string, PlacementSubtask[]>;
 
-export const slotOf = (s: PlacementSubtask): string => s.slot ?? `${s.taskId}#${s.index}`;
+export const slotOf = (s: PlacementSubtask): string => s.slot ?? subtaskKey(s.taskId, s.index);
 
 /** The slot sharing group of each task: its operators' (the planner chains only within a group). */
 export function slotSharingGroupOf(plan: PhysicalPlan, taskId: string): string {
@@ -53,7 +53,7 @@ export function slotSharingGroupOf(plan: PhysicalPlan, taskId: string): string {
 /** The subtasks of `plan` (or those `keep` selects) as placement units, each naming its slot. */
 export function placementSubtasks(plan: PhysicalPlan, slotSharing: boolean, keep: (s: { taskId: string; index: number }) => boolean = () => true): PlacementSubtask[] {
   const group = new Map(plan.tasks.map((t) => [t.id, t.slotSharingGroup]));
-  return plan.subtasks.filter(keep).map((s) => ({ taskId: s.taskId, index: s.index, slot: slotSharing ? `${group.get(s.taskId)}#${s.index}` : `${s.taskId}#${s.index}` }));
+  return plan.subtasks.filter(keep).map((s) => ({ taskId: s.taskId, index: s.index, slot: slotSharing ? `${group.get(s.taskId)}#${s.index}` : subtaskKey(s.taskId, s.index) }));
 }
 
 /** Slots a whole job needs, and what they are made of (for the refusal message). */

@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ClinkError } from '../errors.js';
-import type { PhysicalPlan } from '../plan/index.js';
+import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
 
 /** What a checkpoint records of its job's shape. */
 export interface CheckpointIdentity {
@@ -113,7 +113,7 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
 
 /** A marker without identities: only the subtask sets can be compared, and they must be equal. */
 function legacyLayout(source: RestoreSource, plan: PhysicalPlan, graphHash: string): RestoreDecision {
-  const planned = plan.subtasks.map((s) => `${s.taskId}#${s.index}`).sort();
+  const planned = plan.subtasks.map((s) => subtaskKey(s.taskId, s.index)).sort();
   const held = [...source.subtasks].sort();
   if (JSON.stringify(planned) !== JSON.stringify(held)) {
     const missing = planned.filter((k) => !held.includes(k));

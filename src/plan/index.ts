@@ -28,3 +28,4 @@ export {
   type JobGraphSpec,
 } from './spec.js';
 export { createPhysicalPlan, validateSpec, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
+export { subtaskKey, taskOf, networkEdges, inputChannels, channelNumber, failoverRegions, type InputChannel } from './topology.js';

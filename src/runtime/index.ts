@@ -19,17 +19,7 @@ export {
 export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, BARRIER, type StreamElement, type RecordBatch } from './elements.js';
 export { InputQueue } from './queue.js';
 export { BarrierAligner, type AlignerEvent } from './aligner.js';
-export {
-  buildSubtask,
-  inputChannels,
-  channelNumber,
-  networkEdges,
-  failoverRegions,
-  taskOf,
-  type ChannelSink,
-  type InputChannel,
-  type SubtaskEnvironment,
-} from './subtask.js';
+export { buildSubtask, type ChannelSink, type SubtaskEnvironment } from './subtask.js';
 export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
 export type { RuntimeServices } from './operator.js';

@@ -4,13 +4,13 @@
  */
 import { once } from 'node:events';
 import { ClinkError, JobCancelledError } from '../errors.js';
-import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import { createPhysicalPlan, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { buildJob, type BuildOptions, type BuiltJob, type Connector, type JobDefinition } from '../sdk/index.js';
 import { validateConnectors } from './factory.js';
 import type { RuntimeServices } from './operator.js';
 import { InputQueue } from './queue.js';
-import { buildSubtask, taskOf, type SubtaskEnvironment } from './subtask.js';
+import { buildSubtask, type SubtaskEnvironment } from './subtask.js';
 import type { SubtaskRunner, SubtaskSnapshot } from './task.js';
 
 /** Records per batch between tasks. @default 1000 */
@@ -107,7 +107,7 @@ export class LocalExecution {
     for (const task of this.plan.tasks) {
       for (let index = 0; index < task.parallelism; index++) {
         const queue = task.inputs.length > 0 ? queues.get(task.id)![index]! : undefined;
-        const key = `${task.id}#${index}`;
+        const key = subtaskKey(task.id, index);
         const restored = options.restore?.subtasks[key];
         if (options.restore && !restored) {
           throw new ClinkError('CLINK_ERR_PLAN', `checkpoint ${options.restore.checkpointId} has no state for subtask ${key}; it was taken with another layout`);

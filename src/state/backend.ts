@@ -170,6 +170,8 @@ export class KeyedStateBackend implements KeyedStateStore {
     readonly keyGroupRange: KeyGroupRange,
     readonly operatorName: string,
     readonly maxParallelism = MAX_PARALLELISM,
+    /** The clock that times encoding slices (tests drive it). */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Set the key that state handles and timers act on. Returns the key group. */
@@ -240,13 +242,13 @@ export class KeyedStateBackend implements KeyedStateStore {
   }
 
   private async encodeCaptured(parts: { name: string; kind: string; table: StateTable<unknown>; capture: TableCapture; keyGroups: number[] }[]): Promise<BackendSnapshot> {
-    let sliceStart = performance.now();
+    let sliceStart = this.now();
     for (const { table, capture, keyGroups } of parts) {
       for (const kg of keyGroups) {
         table.encodeCaptured(capture, kg);
-        if (performance.now() - sliceStart >= SNAPSHOT_SLICE_MS) {
+        if (this.now() - sliceStart >= SNAPSHOT_SLICE_MS) {
           await yieldToEventLoop();
-          sliceStart = performance.now();
+          sliceStart = this.now();
         }
       }
       table.endSnapshot(capture);

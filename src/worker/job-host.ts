@@ -21,6 +21,7 @@ import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
 import { jobStateDir, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
+import { subtaskKey } from '../plan/index.js';
 
 /** The frames a JobHost handles: those of one job. */
 export type JobFrame = MessageOf<'Deploy' | 'PeerUpdate' | 'CancelJob' | 'TriggerCheckpoint' | 'CommitCheckpoint' | 'AbortCheckpoint' | 'FinalCheckpointAssigned'>;
@@ -134,7 +135,7 @@ export class JobHost {
       if (this.deps.onPhase) job.onPhase = this.deps.onPhase;
       // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
       // deploy (other failover regions, after a retry) runs on.
-      const keys = new Set(m.tasks.map((t) => `${t.taskId}#${t.subtaskIndex}`));
+      const keys = new Set(m.tasks.map((t) => subtaskKey(t.taskId, t.subtaskIndex)));
       this.parts = this.parts.filter((j) => {
         if (!j.holdsAny(keys)) return true;
         j.cancel('redeployed', [...keys]);
@@ -219,7 +220,7 @@ export class JobHost {
   /** How a report names a subtask: its chain of operators, its index, and its key. */
   describeSubtask(taskId: string, index: number): string {
     const task = this.parts.map((j) => j.plan.tasks.find((t) => t.id === taskId)).find((t) => t !== undefined);
-    return task ? `'${task.name}' (${index + 1}/${task.parallelism}, ${taskId}#${index})` : `${taskId}#${index}`;
+    return task ? `'${task.name}' (${index + 1}/${task.parallelism}, ${taskId}#${index})` : subtaskKey(taskId, index);
   }
 
   /** Whether any subtask here is still running. */

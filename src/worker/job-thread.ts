@@ -18,6 +18,7 @@ import { setTimer } from '../util/index.js';
 import type { JobHostConfig } from './job-host.js';
 import type { JobThreadData } from './thread-entry.js';
 import { STATUS_PHASE, STATUS_SLOTS, STATUS_SUBTASK, STATUS_TICKS, type FromThread, type ToThread } from './thread-protocol.js';
+import { subtaskKey } from '../plan/index.js';
 
 /** The entry file beside this one, with this file's extension (.js built, .ts under tsx). */
 const EXT = extname(fileURLToPath(import.meta.url));
@@ -118,7 +119,7 @@ export class JobThread {
 
   post(frame: Message): void {
     if (this.ended) return;
-    if (frame.type === 'Deploy') for (const t of frame.tasks) this.open.add(`${t.taskId}#${t.subtaskIndex}`);
+    if (frame.type === 'Deploy') for (const t of frame.tasks) this.open.add(subtaskKey(t.taskId, t.subtaskIndex));
     this.postToThread({ kind: 'frame', frame });
   }
 
@@ -180,7 +181,7 @@ export class JobThread {
   private onMessage(m: FromThread): void {
     switch (m.kind) {
       case 'send':
-        if (m.message.type === 'SubtaskFinished') this.open.delete(`${m.message.taskId}#${m.message.subtaskIndex}`);
+        if (m.message.type === 'SubtaskFinished') this.open.delete(subtaskKey(m.message.taskId, m.message.subtaskIndex));
         this.o.send(m.message);
         return;
       case 'subtask':

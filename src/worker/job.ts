@@ -9,14 +9,11 @@ import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { RemoteChannel } from '../dataplane/index.js';
-import { createPhysicalPlan, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import {
   buildSubtask,
-  failoverRegions,
-  inputChannels,
   InputQueue,
-  taskOf,
   validateConnectors,
   type ChannelSink,
   type SubtaskEnvironment,
@@ -93,7 +90,7 @@ export class WorkerJob {
   }
 
   private regionController(taskId: string, index: number): AbortController {
-    const r = this.regionOf.get(`${taskId}#${index}`)!;
+    const r = this.regionOf.get(subtaskKey(taskId, index))!;
     let c = this.regions.get(r);
     if (!c) {
       c = new AbortController();
@@ -111,7 +108,7 @@ export class WorkerJob {
 
   /** Whether it runs any of these subtasks (`<task>#<index>`). */
   holdsAny(keys: ReadonlySet<string>): boolean {
-    return this.subtasks.some((s) => keys.has(`${s.task.id}#${s.index}`));
+    return this.subtasks.some((s) => keys.has(subtaskKey(s.task.id, s.index)));
   }
 
   get jobId(): string {
@@ -213,7 +210,7 @@ export class WorkerJob {
             { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id },
             (err) => this.fail(st, err),
             this.metrics,
-            { job: this.jobId, edge: String(edgeIndex), from: `${st.task.id}#${st.index}`, to: `${down.id}#${d}` },
+            { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
           );
           st.channels.push(ch);
           sink = ch;
@@ -364,7 +361,7 @@ export class WorkerJob {
    */
   cancel(reason: string, only: readonly string[] = []): void {
     const regions = new Set(only.map((k) => this.regionOf.get(k)));
-    const targets = only.length === 0 ? this.subtasks : this.subtasks.filter((s) => regions.has(this.regionOf.get(`${s.task.id}#${s.index}`)));
+    const targets = only.length === 0 ? this.subtasks : this.subtasks.filter((s) => regions.has(this.regionOf.get(subtaskKey(s.task.id, s.index))));
     this.stop(targets, new JobCancelledError(`job ${this.jobId} cancelled: ${reason}`), true);
   }
 

@@ -11,6 +11,7 @@ import { ClinkMetrics } from '../metrics/index.js';
 import type { Message } from '../protocol/index.js';
 import { JobHost, type JobFrame, type JobHostConfig } from './job-host.js';
 import { STATUS_PHASE, STATUS_SUBTASK, STATUS_TICKS, THREAD_TICK_MS, type FromThread, type ToThread } from './thread-protocol.js';
+import { subtaskKey } from '../plan/index.js';
 
 export interface JobThreadData {
   config: JobHostConfig;
@@ -35,7 +36,7 @@ const ordinals = new Map<string, number>();
 
 /** What each subtask is doing, in shared memory, for the session's stall watchdog. */
 function reportPhase(taskId: string, index: number, phase: number): void {
-  const key = `${taskId}#${index}`;
+  const key = subtaskKey(taskId, index);
   let ordinal = ordinals.get(key);
   if (ordinal === undefined) {
     ordinals.set(key, (ordinal = ordinals.size));

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { buildJob, defineJob } from '../../src/index.js';
-import { createPhysicalPlan } from '../../src/plan/index.js';
-import { failoverRegions } from '../../src/runtime/index.js';
+import { createPhysicalPlan, failoverRegions } from '../../src/plan/index.js';
 import type { JobEnvironment } from '../../src/sdk/index.js';
 
 const regionsOf = (build: (env: JobEnvironment) => void, parallelism: number): string[][] =>

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { KeyGroupRange } from '../../src/plan/index.js';
-import { KeyedStateBackend, type BackendSnapshot } from '../../src/state/index.js';
+import { KeyedStateBackend, SNAPSHOT_SLICE_MS, type BackendSnapshot } from '../../src/state/index.js';
 
 const all = KeyGroupRange.forSubtask(0, 1);
 
@@ -54,18 +54,27 @@ describe('copy-on-write snapshots', () => {
     assert.deepEqual(contents(restored(await b.snapshot()), [...keys, 'new']), afterBarrier, 'the next snapshot has the changes');
   });
 
-  test('the encoding yields to the event loop: timers run while 200,000 keys are snapshotted', async () => {
-    const b = new KeyedStateBackend(all, 'op');
+  test('the encoding yields to the event loop once a slice of time is spent: other work runs while 200,000 keys are snapshotted', async () => {
+    // A clock that advances 1 ms each time it is read: a slice ends every SNAPSHOT_SLICE_MS reads, on
+    // any machine (real time made this depend on how fast the encoding happened to be).
+    let t = 0;
+    const b = new KeyedStateBackend(all, 'op', undefined, () => t++);
     const v = b.value<number>('v');
     for (let i = 0; i < 200_000; i++) {
       b.setCurrentKey(i);
       v.update(i);
     }
     let turns = 0;
-    const ticker = setInterval(() => turns++, 0);
+    let ticking = true;
+    const tick = (): void => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
     const snapshot = await b.snapshot();
-    clearInterval(ticker);
-    assert.ok(turns > 1, `the event loop got ${turns} turns during the snapshot`);
+    ticking = false;
+    // One turn of the loop per slice: 128 key groups, one clock read each, a slice every 8 reads.
+    assert.ok(turns >= Math.floor(128 / SNAPSHOT_SLICE_MS) - 1, `the event loop got ${turns} turns during the snapshot`);
     const r = restored(snapshot);
     r.setCurrentKey(123_456);
     assert.equal(r.value<number>('v').value(), 123_456);
