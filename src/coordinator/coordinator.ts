@@ -48,6 +48,7 @@ import {
 } from './checkpoints.js';
 import { jobStateDir } from '../state/index.js';
 import { checkRestore, identityOf } from './restore-gate.js';
+import { isTerminal, transition, type JobStateName } from './job-lifecycle.js';
 import { join, resolve as resolvePath } from 'node:path';
 import { setRepeating, setTimer } from '../util/index.js';
 
@@ -57,7 +58,6 @@ const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 const firstLine = (text: string): string => text.split('\n')[0]!;
 const packr = new Packr({ useRecords: true, moreTypes: true });
 
-export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'FINISHED' | 'FAILED' | 'CANCELED';
 
 /** One restart of a job after a worker loss. */
 export interface JobRestart {
@@ -650,7 +650,7 @@ export class Coordinator {
       this.log.info({ jobId: job.id, attempt }, `job ${job.id} (${job.name}): ${group.length} retried subtasks running again as attempt ${attempt}`);
       return;
     }
-    job.state = 'RUNNING';
+    job.state = transition(job.state, 'RUNNING', `job ${job.id}`);
     job.runningAt = Date.now();
     this.log.info({ jobId: job.id }, `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${bySession.size} workers`);
   }
@@ -926,9 +926,9 @@ export class Coordinator {
   }
 
   /** The job fails (or is cancelled): every subtask still running is told to stop. */
-  private failJob(job: JobState, error: string, state: JobStateName = 'FAILED'): void {
-    if (job.state === 'FAILED' || job.state === 'CANCELED' || job.state === 'FINISHED') return;
-    job.state = state;
+  private failJob(job: JobState, error: string, state: 'FAILED' | 'CANCELED' = 'FAILED'): void {
+    if (isTerminal(job.state)) return;
+    job.state = transition(job.state, state, `job ${job.id}`);
     job.error = error;
     job.retrying.clear();
     this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: error }));
@@ -939,7 +939,7 @@ export class Coordinator {
     if (job.finishedAt !== undefined || job.state === 'RESTARTING' || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
     if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.finalWanted(job)))) return;
-    if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = 'FINISHED';
+    if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = transition(job.state, 'FINISHED', `job ${job.id}`);
     job.finishedAt = Date.now();
     this.deps.metrics.jobsEnded.inc({ state: job.state });
     this.jobs.delete(job.id);
@@ -1297,7 +1297,7 @@ export class Coordinator {
    * whole job again from its last completed checkpoint on the workers with free slots.
    */
   private beginRestart(job: JobState, cause: string): void {
-    job.state = 'RESTARTING';
+    job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
     job.restartsSpent++;
     job.restarting = { cause, since: Date.now() };
     job.pendingCheckpoint?.savepoint?.done({ ok: false, message: `savepoint ${job.pendingCheckpoint.id} of job ${job.id} failed: ${cause}`, path: '' });
@@ -1361,7 +1361,7 @@ export class Coordinator {
     if (job.state !== 'RESTARTING') return;
     job.attempt++;
     job.restarting = undefined;
-    job.state = 'DEPLOYING';
+    job.state = transition(job.state, 'DEPLOYING', `job ${job.id}`);
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
     job.lastCheckpointAt = Date.now();
     job.restarts.push({ at: since, deployedAt: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });

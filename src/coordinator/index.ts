@@ -6,7 +6,8 @@
  * // ... workers register, clients submit ...
  * await coordinator.stop();
  */
-export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type JobStateName, type CoordinatorDeps } from './coordinator.js';
+export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type CoordinatorDeps } from './coordinator.js';
+export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';
