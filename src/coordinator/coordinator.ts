@@ -49,6 +49,7 @@ import {
 import { jobStateDir } from '../state/index.js';
 import { checkRestore, identityOf } from './restore-gate.js';
 import { isTerminal, transition, type JobStateName } from './job-lifecycle.js';
+import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
 import { join, resolve as resolvePath } from 'node:path';
 import { setRepeating, setTimer } from '../util/index.js';
 
@@ -682,10 +683,7 @@ export class Coordinator {
       // A failure that is not deterministic (fatal: the deploy itself failed) heals like a worker loss:
       // from the last checkpoint, or by retrying the subtask's region in a job without one.
       const error = m.error || `subtask ${key} failed`;
-      if (!m.fatal && this.mayRestart(job)) this.beginRestart(job, `subtask ${key} failed on worker ${s.id}: ${firstLine(error)}`);
-      else if (!m.fatal && this.mayRetry(job, key)) this.beginRetry(job, st, error);
-      else if (m.fatal) this.failJob(job, error);
-      else this.failJob(job, job.checkpoint.checkpointDir ? this.restartRefusal(job, error) : this.retryRefusal(job, key, error));
+      this.handleFailure(job, { error, subtask: key, restartCause: `subtask ${key} failed on worker ${s.id}: ${firstLine(error)}`, fatal: m.fatal }, st);
     }
     this.maybeComplete(job);
   }
@@ -986,9 +984,7 @@ export class Coordinator {
         // A peer connection broke and no worker was declared lost: heal it the same way.
         const { error, subtask } = job.peerFailure;
         const st = job.subtasks.find((t) => subtaskKey(t.taskId, t.index) === subtask);
-        if (this.mayRestart(job)) this.beginRestart(job, error);
-        else if (st && this.mayRetry(job, subtask)) this.beginRetry(job, st, error);
-        else this.failJob(job, this.retryRefusal(job, subtask, error));
+        this.handleFailure(job, { error, ...(st ? { subtask } : {}) }, st);
         this.maybeComplete(job);
       }
     }
@@ -1028,11 +1024,7 @@ export class Coordinator {
       for (const st of mine) this.finishSubtask(job, st, error);
       // Lost while draining for a restart: those subtasks are gone either way; the restart goes on.
       if (job.state === 'RESTARTING') this.maybeRedeploy(job);
-      else if (this.mayRestart(job)) this.beginRestart(job, error);
-      else {
-        this.failJob(job, this.restartRefusal(job, error));
-        this.maybeComplete(job);
-      }
+      else if (this.handleFailure(job, { error }) === 'fail') this.maybeComplete(job);
     }
   }
 
@@ -1280,16 +1272,24 @@ export class Coordinator {
     return n >= 0 ? n : DEFAULT_SELF_HEAL_RESTARTS;
   }
 
-  private mayRestart(job: JobState): boolean {
-    return (job.state === 'RUNNING' || job.state === 'DEPLOYING') && !this.stopping && job.restartsSpent < this.maxRestarts(job);
-  }
-
-  /** Why a loss fails the job instead of restarting it. */
-  private restartRefusal(job: JobState, error: string): string {
-    if (job.state !== 'RUNNING' && job.state !== 'DEPLOYING') return error;
-    if (!job.checkpoint.checkpointDir) return error;
-    const max = this.maxRestarts(job);
-    return max === 0 ? `${error}; restarts are off (--max-restarts-on-worker-loss 0)` : `${error}; the ${max} restarts allowed are spent`;
+  /** Heal a failure as decideFailure says (restart, retry a region, or fail); returns what it did. */
+  private handleFailure(job: JobState, failure: Failure, st?: SubtaskState): FailureDecision['action'] {
+    const decision = decideFailure(
+      {
+        state: job.state,
+        checkpointed: job.checkpoint.checkpointDir !== '',
+        stopping: this.stopping,
+        restartsSpent: job.restartsSpent,
+        maxRestarts: this.maxRestarts(job),
+        retriesSpent: (k) => job.retriesBySubtask.get(k) ?? 0,
+        maxRetries: this.maxRetries(job),
+      },
+      failure,
+    );
+    if (decision.action === 'restart') this.beginRestart(job, decision.cause);
+    else if (decision.action === 'retry' && st) this.beginRetry(job, st, failure.error);
+    else if (decision.action === 'fail') this.failJob(job, decision.reason);
+    return decision.action;
   }
 
   /**
@@ -1406,17 +1406,6 @@ export class Coordinator {
   /** Retries each subtask of a job without checkpoints may spend: the job's own setting, else the coordinator's. */
   private maxRetries(job: JobState): number {
     return job.checkpoint.maxRestarts >= 0 ? job.checkpoint.maxRestarts : this.config.maxRestarts;
-  }
-
-  private mayRetry(job: JobState, key: string): boolean {
-    return !job.checkpoint.checkpointDir && job.state === 'RUNNING' && !this.stopping && (job.retriesBySubtask.get(key) ?? 0) < this.maxRetries(job);
-  }
-
-  /** Why a subtask's failure fails the job instead of being retried. */
-  private retryRefusal(job: JobState, key: string, error: string): string {
-    const max = this.maxRetries(job);
-    if (job.checkpoint.checkpointDir || job.state !== 'RUNNING' || max === 0) return error;
-    return `${error}; subtask ${key} failed ${max + 1} times and the ${max} retries allowed (--max-restarts ${max}) are spent`;
   }
 
   /**

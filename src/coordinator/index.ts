@@ -8,6 +8,7 @@
  */
 export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type CoordinatorDeps } from './coordinator.js';
 export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
+export { decideFailure, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';

@@ -1,0 +1,68 @@
+/**
+ * What a failure does to a job, decided in one place: a worker lost, a subtask that failed, or a broken
+ * peer connection no loss verdict explained. One of three outcomes, as Flink's ExecutionFailureHandler:
+ *
+ * - restart: a job with checkpoints restarts whole from its last completed one, while its restart
+ *   budget lasts (`--max-restarts-on-worker-loss`, default 10);
+ * - retry: a job without checkpoints re-runs the failed subtask's failover region from the beginning,
+ *   while that subtask's retries last (`--max-restarts`, default 0); only a failure that names a
+ *   subtask can be retried, and only while the job runs;
+ * - fail: otherwise, with a reason that says why it was not healed (budget spent, healing off), and at
+ *   once for a fatal failure (a deploy that cannot work: healing would fail the same way).
+ *
+ * The function is pure: the coordinator hands it the job's facts and carries the decision out.
+ */
+import type { JobStateName } from './job-lifecycle.js';
+
+export interface Failure {
+  /** What happened, as the job's error would read. */
+  error: string;
+  /** The subtask that failed (`<task>#<index>`), when one did; a worker loss names none. */
+  subtask?: string;
+  /** The restart cause to record, when it differs from `error` (a subtask's failure names its worker). */
+  restartCause?: string;
+  /** Cannot be healed: fail at once. */
+  fatal?: boolean;
+}
+
+export interface FailureContext {
+  state: JobStateName;
+  /** The job takes checkpoints (it restarts from them; it never retries regions). */
+  checkpointed: boolean;
+  /** The coordinator is shutting down: nothing is healed. */
+  stopping: boolean;
+  restartsSpent: number;
+  /** Restarts the job may spend (0 without checkpoints). */
+  maxRestarts: number;
+  /** Retries `subtask` has spent. */
+  retriesSpent: (subtask: string) => number;
+  /** Retries each subtask of a job without checkpoints may spend. */
+  maxRetries: number;
+}
+
+export type FailureDecision = { action: 'restart'; cause: string } | { action: 'retry'; subtask: string } | { action: 'fail'; reason: string };
+
+const live = (s: JobStateName): boolean => s === 'RUNNING' || s === 'DEPLOYING';
+
+export function decideFailure(ctx: FailureContext, failure: Failure): FailureDecision {
+  if (failure.fatal) return { action: 'fail', reason: failure.error };
+  if (!ctx.stopping && live(ctx.state) && ctx.checkpointed && ctx.restartsSpent < ctx.maxRestarts) {
+    return { action: 'restart', cause: failure.restartCause ?? failure.error };
+  }
+  const s = failure.subtask;
+  if (s !== undefined && !ctx.stopping && ctx.state === 'RUNNING' && !ctx.checkpointed && ctx.retriesSpent(s) < ctx.maxRetries) {
+    return { action: 'retry', subtask: s };
+  }
+  return { action: 'fail', reason: refusal(ctx, failure) };
+}
+
+/** Why a failure fails the job instead of being healed. */
+function refusal(ctx: FailureContext, failure: Failure): string {
+  const { error, subtask } = failure;
+  if (!live(ctx.state) || ctx.stopping) return error;
+  if (ctx.checkpointed) {
+    return ctx.maxRestarts === 0 ? `${error}; restarts are off (--max-restarts-on-worker-loss 0)` : `${error}; the ${ctx.maxRestarts} restarts allowed are spent`;
+  }
+  if (subtask === undefined || ctx.state !== 'RUNNING' || ctx.maxRetries === 0) return error;
+  return `${error}; subtask ${subtask} failed ${ctx.maxRetries + 1} times and the ${ctx.maxRetries} retries allowed (--max-restarts ${ctx.maxRetries}) are spent`;
+}

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { decideFailure, type FailureContext } from '../../src/coordinator/index.js';
+
+const checkpointed = (over: Partial<FailureContext> = {}): FailureContext => ({
+  state: 'RUNNING',
+  checkpointed: true,
+  stopping: false,
+  restartsSpent: 0,
+  maxRestarts: 10,
+  retriesSpent: () => 0,
+  maxRetries: 0,
+  ...over,
+});
+const plain = (over: Partial<FailureContext> = {}): FailureContext => checkpointed({ checkpointed: false, maxRestarts: 0, maxRetries: 2, ...over });
+const lost = { error: 'worker lost: w1 (heartbeat timeout)' };
+const failed = { error: 'boom', subtask: 'map#1', restartCause: 'subtask map#1 failed on worker w2: boom' };
+
+describe('the failure handler: restart, retry a region, or fail, decided once', () => {
+  test('a checkpointed job restarts while its budget lasts, from RUNNING or DEPLOYING, recording the cause', () => {
+    assert.deepEqual(decideFailure(checkpointed(), lost), { action: 'restart', cause: lost.error });
+    assert.deepEqual(decideFailure(checkpointed({ state: 'DEPLOYING', restartsSpent: 9 }), failed), { action: 'restart', cause: failed.restartCause });
+  });
+
+  test('a spent budget, or restarts off, fail the job saying which, whatever kind of failure it was', () => {
+    for (const f of [lost, failed, { error: 'peer lost', subtask: 'map#0' }]) {
+      assert.deepEqual(decideFailure(checkpointed({ restartsSpent: 10 }), f), { action: 'fail', reason: `${f.error}; the 10 restarts allowed are spent` });
+      assert.deepEqual(decideFailure(checkpointed({ maxRestarts: 0 }), f), { action: 'fail', reason: `${f.error}; restarts are off (--max-restarts-on-worker-loss 0)` });
+    }
+  });
+
+  test('a fatal failure fails at once, budget or not', () => {
+    assert.deepEqual(decideFailure(checkpointed(), { ...failed, fatal: true }), { action: 'fail', reason: 'boom' });
+    assert.deepEqual(decideFailure(plain(), { ...failed, fatal: true }), { action: 'fail', reason: 'boom' });
+  });
+
+  test('a job without checkpoints retries the failed subtask’s region while that subtask’s retries last, only while RUNNING', () => {
+    assert.deepEqual(decideFailure(plain(), failed), { action: 'retry', subtask: 'map#1' });
+    assert.deepEqual(decideFailure(plain({ retriesSpent: (s) => (s === 'map#1' ? 1 : 0) }), failed), { action: 'retry', subtask: 'map#1' });
+    assert.deepEqual(decideFailure(plain({ retriesSpent: () => 2 }), failed), {
+      action: 'fail',
+      reason: 'boom; subtask map#1 failed 3 times and the 2 retries allowed (--max-restarts 2) are spent',
+    });
+    assert.deepEqual(decideFailure(plain({ state: 'DEPLOYING' }), failed), { action: 'fail', reason: 'boom' });
+    assert.deepEqual(decideFailure(plain({ maxRetries: 0 }), failed), { action: 'fail', reason: 'boom' });
+  });
+
+  test('a worker loss names no subtask: a job without checkpoints fails with the loss as it is', () => {
+    assert.deepEqual(decideFailure(plain(), lost), { action: 'fail', reason: lost.error });
+  });
+
+  test('nothing is healed while the coordinator stops, and a job no longer live fails with the bare error', () => {
+    assert.deepEqual(decideFailure(checkpointed({ stopping: true }), lost), { action: 'fail', reason: lost.error });
+    assert.deepEqual(decideFailure(plain({ stopping: true }), failed), { action: 'fail', reason: 'boom' });
+    assert.deepEqual(decideFailure(checkpointed({ state: 'RESTARTING' }), failed), { action: 'fail', reason: 'boom' });
+  });
+});
