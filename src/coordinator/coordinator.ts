@@ -8,7 +8,7 @@
  * worker can hold the coordinator up. A watchdog sweep declares workers lost on silence, stall or
  * overflow.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Unpackr, Packr } from 'msgpackr';
 import { ClinkError, listenError } from '../errors.js';
@@ -16,7 +16,7 @@ import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, Outbox, writeFrame, WrongProtocolError } from '../net/index.js';
-import { createPhysicalPlan, failoverRegions, KeyGroupRange, networkEdges, subtaskKey, taskOf, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
+import { createPhysicalPlan, failoverRegions, KeyGroupRange, networkEdges, subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import {
   checkProtocolCompatibility,
   encodeFrame,
@@ -48,210 +48,20 @@ import {
 } from './checkpoints.js';
 import { jobStateDir } from '../state/index.js';
 import { checkRestore, identityOf } from './restore-gate.js';
-import { isTerminal, transition, type JobStateName } from './job-lifecycle.js';
+import { isTerminal, transition } from './job-lifecycle.js';
 import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
+import { countChannels, jobView, toSummary, workerView } from './job-views.js';
+import { ModuleCache } from './module-cache.js';
+import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
 import { join, resolve as resolvePath } from 'node:path';
 import { setRepeating, setTimer } from '../util/index.js';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
-/** A subtask as checkpoints, markers and regions name it: `<task>#<index>`. */
 /** The first line of an error (a user error carries its stack after it). */
 const firstLine = (text: string): string => text.split('\n')[0]!;
 const packr = new Packr({ useRecords: true, moreTypes: true });
 
 
-/** One restart of a job after a worker loss. */
-export interface JobRestart {
-  /** When the loss was acted on (the survivors told to stop). */
-  at: number;
-  /** When the next attempt was deployed. */
-  deployedAt: number;
-  cause: string;
-  /** The checkpoint the restarted run resumed from; 0 when none had completed (it started over). */
-  restoredFrom: number;
-  /** The deploy attempt it started. */
-  attempt: number;
-}
-
-/** One retry of a failed subtask's failover region, in a job without checkpoints. */
-export interface JobRetry {
-  /** When the failure was acted on (the region told to stop). */
-  at: number;
-  /** When the region was deployed again. */
-  deployedAt: number;
-  /** The subtask whose failure started it (`<task>#<index>`), and the worker it ran on. */
-  subtask: string;
-  workerId: string;
-  cause: string;
-  /** This subtask's retries so far, this one included. */
-  retry: number;
-  /** The subtasks re-run from the beginning (the failover region). */
-  subtasks: number;
-  /** The deploy attempt the region runs as. */
-  attempt: number;
-}
-
-interface WorkerSession {
-  id: string;
-  session: number;
-  /** Job modules this session has been sent; later Deploys refer to them by hash. */
-  shippedModules: Set<string>;
-  admissionId: number;
-  conn: FrameConnection;
-  outbox: Outbox;
-  slots: number;
-  /** The slots charged, `<jobId>/<slot>` -> subtasks sharing it here; its size is the slots in use. */
-  slotShares: Map<string, number>;
-  dataHost: string;
-  httpPort: number;
-  runtime: string;
-  registeredAt: number;
-  lastSeen: number;
-  /** retiring: replaced by a new registration, its connection read to the end before it is retired. */
-  state: 'active' | 'retiring' | 'lost' | 'retired';
-  lostCause?: string;
-}
-
-function freeSlots(s: WorkerSession): number {
-  return Math.max(0, s.slots - s.slotShares.size);
-}
-
-function releaseSlot(s: WorkerSession, key: string): void {
-  const n = (s.slotShares.get(key) ?? 0) - 1;
-  if (n > 0) s.slotShares.set(key, n);
-  else s.slotShares.delete(key);
-}
-
-interface SubtaskState {
-  taskId: string;
-  index: number;
-  session: WorkerSession;
-  /** The slot it shares within its job (see placement). */
-  slot: string;
-  /** The deploy attempt it runs as (a retry redeploys part of a job under a new one). */
-  attempt: number;
-  listening?: MessageOf<'SubtaskListening'>['edgePorts'];
-  /** Its PeerUpdate has gone: it is running. */
-  started?: boolean;
-  /** What its collect() sinks gathered (msgpack), kept until the job completes. */
-  collected?: Uint8Array;
-  finished: boolean;
-  error?: string;
-  recordsIn: number;
-  recordsOut: number;
-}
-
-
-export interface JobState {
-  id: string;
-  name: string;
-  spec: JobGraphSpec;
-  plan: PhysicalPlan;
-  specJson: string;
-  module: CachedModule;
-  params: string;
-  buildParallelism: number;
-  state: JobStateName;
-  startedAt: number;
-  runningAt?: number;
-  finishedAt?: number;
-  error?: string;
-  subtasks: SubtaskState[];
-  client?: ClientSession;
-  collectedBytes: number;
-  progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
-  /** A subtask failed because a peer went away; held briefly for the verdict on that peer. */
-  peerFailure?: { error: string; at: number; subtask: string };
-  /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
-  edges: { local: number; socket: number };
-  checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
-  /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
-  checkpointFloor: number;
-  /**
-   * The restore point the job was submitted with (a savepoint, or a predecessor's checkpoint). Until the
-   * job completes a checkpoint of its own, every restart and retry resumes from it, never from nothing.
-   */
-  submittedRestore?: CompletedMarker;
-  pendingCheckpoint?: {
-    id: number;
-    pending: Set<string>;
-    startedAt: number;
-    bytes: number;
-    /** Each acked subtask's state file: size and SHA-256, recorded in the marker. */
-    files: Record<string, { bytes: number; sha256: string }>;
-    /** The longest barrier alignment any subtask reported. */
-    alignmentMs: number;
-    /** For a savepoint: where it goes, and who waits for it. */
-    savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
-    final?: boolean;
-  };
-  startingCheckpoint?: boolean;
-  /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
-  finalRequests?: Set<string>;
-  /** The final checkpoint's id, once claimed. */
-  finalCheckpointId?: number;
-  lastCheckpointAt: number;
-  /** The deploy attempt running: 0 at submit, one more at each restart. */
-  attempt: number;
-  restarts: JobRestart[];
-  /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
-  restartsSpent: number;
-  /** While RESTARTING: the loss being healed, when the drain began, and the backoff before the redeploy. */
-  restarting?: { cause: string; since: number; backoffMs?: number };
-  /** The job's failover regions (`<task>#<index>` lists), and each subtask's. */
-  regions: string[][];
-  regionOf: Map<string, number>;
-  /** Retries spent by each subtask (`<task>#<index>`). */
-  retriesBySubtask: Map<string, number>;
-  /** Regions draining for a retry, by region. */
-  retrying: Map<number, Omit<JobRetry, 'deployedAt' | 'attempt'> & { deploying?: boolean }>;
-  retries: JobRetry[];
-  checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
-}
-
-/** A job as the API shows it. */
-export interface JobView {
-  jobId: string;
-  name: string;
-  state: JobStateName;
-  startedAt: number;
-  runningAt?: number;
-  finishedAt?: number;
-  durationMs: number;
-  error?: string;
-  parallelism: number;
-  sourceRecords: number;
-  sinkRecords: number;
-  /** Channels that are pointer passes inside a worker (local) and that cross processes (socket). */
-  edges: { local: number; socket: number };
-  subtasks: { taskId: string; index: number; workerId: string; attempt: number; finished: boolean; error?: string }[];
-  /** Each restart after a worker loss: when, why, and the checkpoint it resumed from. */
-  restarts: JobRestart[];
-  /** Each retry of a failed subtask's failover region (jobs without checkpoints). */
-  retries: JobRetry[];
-}
-
-export interface WorkerView {
-  workerId: string;
-  session: number;
-  slotsTotal: number;
-  slotsFree: number;
-  dataHost: string;
-  httpPort: number;
-  runtime: string;
-  registeredAt: number;
-  lastSeenMsAgo: number;
-}
-
-/** A job module the coordinator holds, by hash. */
-interface CachedModule {
-  sha256: string;
-  bytes: Uint8Array;
-  sourceMap: Uint8Array;
-}
-
-/** Job modules held; the oldest not in use is dropped past this many. */
-const MODULE_CACHE_ENTRIES = 64;
 
 export interface CoordinatorDeps {
   log: Logger;
@@ -280,7 +90,7 @@ export class Coordinator {
   private stopping = false;
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly retired = new Set<WorkerSession>();
-  private readonly modules = new Map<string, CachedModule>();
+  private readonly modules: ModuleCache;
   /** Waits (restart backoffs) that stop() cuts short. */
   private readonly stopWaiters = new Set<() => void>();
   port = 0;
@@ -294,6 +104,7 @@ export class Coordinator {
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
     this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
     this.server = createServer((s) => this.admit(s));
+    this.modules = new ModuleCache(deps.metrics);
     this.clients = new ClientSessions(
       { maxSessions: this.config.maxClientSessions, idleTimeoutMs: this.config.clientIdleTimeoutMs, maxOutboundBytes: this.config.maxClientOutboundBytes },
       this.log,
@@ -1090,42 +901,7 @@ export class Coordinator {
 
   /** Store modules that came with bytes; return the hashes referred to but not held. */
   private resolveModules(m: MessageOf<'SubmitJob'>): string[] {
-    const missing: string[] = [];
-    for (const mod of m.modules) {
-      if (mod.bytes.length > 0) {
-        const sha = createHash('sha256').update(mod.bytes).digest('hex');
-        if (sha !== mod.sha256) throw new ClinkError('CLINK_ERR_JOB_LOAD', `job module bytes hash to ${sha}, not the ${mod.sha256} they were sent as`);
-        this.deps.metrics.submitPluginBytesReceived.inc(mod.bytes.length + mod.sourceMap.length);
-        this.cacheModule({ sha256: mod.sha256, bytes: mod.bytes, sourceMap: mod.sourceMap });
-      } else if (this.modules.has(mod.sha256)) {
-        this.deps.metrics.submitPluginCacheHits.inc();
-        const held = this.modules.get(mod.sha256)!;
-        this.modules.delete(mod.sha256);
-        this.modules.set(mod.sha256, held); // most recently used last
-      } else missing.push(mod.sha256);
-    }
-    return missing;
-  }
-
-  private cacheModule(mod: CachedModule): void {
-    this.modules.delete(mod.sha256);
-    this.modules.set(mod.sha256, mod);
-    const inUse = new Set([...this.jobs.values()].map((j) => j.module.sha256));
-    for (const sha of this.modules.keys()) {
-      if (this.modules.size <= MODULE_CACHE_ENTRIES) break;
-      if (!inUse.has(sha)) this.modules.delete(sha);
-    }
-  }
-
-  /** The module entry of a Deploy to `s`: the bytes the first time this session gets them, a reference after. */
-  private moduleFor(s: WorkerSession, mod: CachedModule): MessageOf<'Deploy'>['modules'][number] {
-    if (s.shippedModules.has(mod.sha256)) {
-      this.deps.metrics.pluginShipsDeduped.inc();
-      return { sha256: mod.sha256, bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) };
-    }
-    s.shippedModules.add(mod.sha256);
-    this.deps.metrics.pluginBytesShipped.inc(mod.bytes.length + mod.sourceMap.length);
-    return { sha256: mod.sha256, bytes: mod.bytes, sourceMap: mod.sourceMap };
+    return this.modules.resolve(m.modules, () => new Set([...this.jobs.values()].map((j) => j.module.sha256)));
   }
 
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
@@ -1242,7 +1018,7 @@ export class Coordinator {
           jobName: job.name,
           specJson: job.specJson,
           tasks,
-          modules: [this.moduleFor(s, job.module)],
+          modules: [this.modules.forDeploy(s, job.module)],
           checkpoint: restore ? { ...job.checkpoint, restoreFromDir: restore.stateDir } : job.checkpoint,
           params: job.params,
           buildParallelism: job.buildParallelism,
@@ -1531,27 +1307,7 @@ export class Coordinator {
   }
 
   private view(j: JobState): JobView {
-    const progress = [...j.progress.values()];
-    const finishedIn = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).inputs.length === 0).reduce((n, t) => n + t.recordsIn, 0);
-    const finishedOut = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).outputs.length === 0).reduce((n, t) => n + t.recordsOut, 0);
-    const done = j.finishedAt !== undefined;
-    return {
-      jobId: j.id,
-      name: j.name,
-      state: j.state,
-      startedAt: j.startedAt,
-      ...(j.runningAt !== undefined ? { runningAt: j.runningAt } : {}),
-      ...(j.finishedAt !== undefined ? { finishedAt: j.finishedAt } : {}),
-      durationMs: (j.finishedAt ?? Date.now()) - j.startedAt,
-      ...(j.error !== undefined ? { error: j.error } : {}),
-      parallelism: j.spec.defaultParallelism,
-      sourceRecords: done ? finishedIn : Math.max(finishedIn, progress.reduce((n, p) => n + p.sourceRecords, 0)),
-      sinkRecords: done ? finishedOut : Math.max(finishedOut, progress.reduce((n, p) => n + p.sinkRecords, 0)),
-      edges: j.edges,
-      subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, attempt: t.attempt, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
-      restarts: j.restarts,
-      retries: j.retries,
-    };
+    return jobView(j, Date.now());
   }
 
   workers(): WorkerView[] {
@@ -1559,17 +1315,7 @@ export class Coordinator {
     return [...this.sessions.values()]
       .filter((s) => s.state === 'active')
       .sort((a, b) => (a.id < b.id ? -1 : 1))
-      .map((s) => ({
-        workerId: s.id,
-        session: s.session,
-        slotsTotal: s.slots,
-        slotsFree: freeSlots(s),
-        dataHost: s.dataHost,
-        httpPort: s.httpPort,
-        runtime: s.runtime,
-        registeredAt: s.registeredAt,
-        lastSeenMsAgo: now - s.lastSeen,
-      }));
+      .map((s) => workerView(s, now));
   }
 
   // ---------------------------------------------------------------- shutdown
@@ -1595,27 +1341,6 @@ export class Coordinator {
   }
 }
 
-/**
- * Count a placed job's channels: a forward edge joins subtask i to subtask i, any other edge every
- * upstream subtask to every downstream one. A channel is local when both ends share a worker.
- */
-export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>): { local: number; socket: number } {
-  const workerOf = new Map<string, string>();
-  for (const [worker, sts] of placement) for (const st of sts) workerOf.set(subtaskKey(st.taskId, st.index), worker);
-  let local = 0;
-  let socket = 0;
-  for (const { edge, up, down } of networkEdges(plan)) {
-    for (let u = 0; u < up.parallelism; u++) {
-      for (let d = 0; d < down.parallelism; d++) {
-        if (edge.kind === 'FORWARD' && u !== d) continue;
-        if (workerOf.get(subtaskKey(up.id, u)) === workerOf.get(subtaskKey(down.id, d))) local++;
-        else socket++;
-      }
-    }
-  }
-  return { local, socket };
-}
-
 /** Wait for `p`, but no longer than `ms`. */
 async function boundedWait(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -1628,18 +1353,4 @@ function describeRestorePoint(job: JobState, restore: CompletedMarker | undefine
   if (!restore) return 'the beginning (submitted without a restore point; no checkpoint had completed)';
   if (restore === job.submittedRestore) return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
   return `checkpoint ${restore.checkpointId}`;
-}
-
-function toSummary(v: JobView): MessageOf<'ListJobsReply'>['jobs'][number] {
-  return {
-    jobId: v.jobId,
-    name: v.name,
-    state: v.state,
-    startedAtMs: v.startedAt,
-    completed: v.finishedAt !== undefined,
-    error: v.error ?? '',
-    sourceRecords: v.sourceRecords,
-    sinkRecords: v.sinkRecords,
-    parallelism: v.parallelism,
-  };
 }

@@ -6,7 +6,9 @@
  * // ... workers register, clients submit ...
  * await coordinator.stop();
  */
-export { Coordinator, countChannels, type JobView, type JobRestart, type JobRetry, type WorkerView, type CoordinatorDeps } from './coordinator.js';
+export { Coordinator, type CoordinatorDeps } from './coordinator.js';
+export { countChannels } from './job-views.js';
+export type { JobView, JobRestart, JobRetry, WorkerView } from './job-state.js';
 export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
 export { decideFailure, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
 export * from './config.js';

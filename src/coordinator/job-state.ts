@@ -1,0 +1,200 @@
+/**
+ * What the coordinator knows of workers and jobs: a worker's session and its slots, a job's state (its
+ * subtasks, checkpoints, restarts and retries), and the views the API shows of them.
+ */
+import type { FrameConnection, Outbox } from '../net/index.js';
+import type { JobGraphSpec, PhysicalPlan } from '../plan/index.js';
+import type { MessageOf } from '../protocol/index.js';
+import type { CompletedMarker } from './checkpoints.js';
+import type { ClientSession } from './client-sessions.js';
+import type { JobStateName } from './job-lifecycle.js';
+
+/** One restart of a job after a worker loss. */
+export interface JobRestart {
+  /** When the loss was acted on (the survivors told to stop). */
+  at: number;
+  /** When the next attempt was deployed. */
+  deployedAt: number;
+  cause: string;
+  /** The checkpoint the restarted run resumed from; 0 when none had completed (it started over). */
+  restoredFrom: number;
+  /** The deploy attempt it started. */
+  attempt: number;
+}
+
+/** One retry of a failed subtask's failover region, in a job without checkpoints. */
+export interface JobRetry {
+  /** When the failure was acted on (the region told to stop). */
+  at: number;
+  /** When the region was deployed again. */
+  deployedAt: number;
+  /** The subtask whose failure started it (`<task>#<index>`), and the worker it ran on. */
+  subtask: string;
+  workerId: string;
+  cause: string;
+  /** This subtask's retries so far, this one included. */
+  retry: number;
+  /** The subtasks re-run from the beginning (the failover region). */
+  subtasks: number;
+  /** The deploy attempt the region runs as. */
+  attempt: number;
+}
+
+export interface WorkerSession {
+  id: string;
+  session: number;
+  /** Job modules this session has been sent; later Deploys refer to them by hash. */
+  shippedModules: Set<string>;
+  admissionId: number;
+  conn: FrameConnection;
+  outbox: Outbox;
+  slots: number;
+  /** The slots charged, `<jobId>/<slot>` -> subtasks sharing it here; its size is the slots in use. */
+  slotShares: Map<string, number>;
+  dataHost: string;
+  httpPort: number;
+  runtime: string;
+  registeredAt: number;
+  lastSeen: number;
+  /** retiring: replaced by a new registration, its connection read to the end before it is retired. */
+  state: 'active' | 'retiring' | 'lost' | 'retired';
+  lostCause?: string;
+}
+
+export function freeSlots(s: WorkerSession): number {
+  return Math.max(0, s.slots - s.slotShares.size);
+}
+
+export function releaseSlot(s: WorkerSession, key: string): void {
+  const n = (s.slotShares.get(key) ?? 0) - 1;
+  if (n > 0) s.slotShares.set(key, n);
+  else s.slotShares.delete(key);
+}
+
+export interface SubtaskState {
+  taskId: string;
+  index: number;
+  session: WorkerSession;
+  /** The slot it shares within its job (see placement). */
+  slot: string;
+  /** The deploy attempt it runs as (a retry redeploys part of a job under a new one). */
+  attempt: number;
+  listening?: MessageOf<'SubtaskListening'>['edgePorts'];
+  /** Its PeerUpdate has gone: it is running. */
+  started?: boolean;
+  /** What its collect() sinks gathered (msgpack), kept until the job completes. */
+  collected?: Uint8Array;
+  finished: boolean;
+  error?: string;
+  recordsIn: number;
+  recordsOut: number;
+}
+
+
+export interface JobState {
+  id: string;
+  name: string;
+  spec: JobGraphSpec;
+  plan: PhysicalPlan;
+  specJson: string;
+  module: CachedModule;
+  params: string;
+  buildParallelism: number;
+  state: JobStateName;
+  startedAt: number;
+  runningAt?: number;
+  finishedAt?: number;
+  error?: string;
+  subtasks: SubtaskState[];
+  client?: ClientSession;
+  collectedBytes: number;
+  progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
+  /** A subtask failed because a peer went away; held briefly for the verdict on that peer. */
+  peerFailure?: { error: string; at: number; subtask: string };
+  /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
+  edges: { local: number; socket: number };
+  checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
+  /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
+  checkpointFloor: number;
+  /**
+   * The restore point the job was submitted with (a savepoint, or a predecessor's checkpoint). Until the
+   * job completes a checkpoint of its own, every restart and retry resumes from it, never from nothing.
+   */
+  submittedRestore?: CompletedMarker;
+  pendingCheckpoint?: {
+    id: number;
+    pending: Set<string>;
+    startedAt: number;
+    bytes: number;
+    /** Each acked subtask's state file: size and SHA-256, recorded in the marker. */
+    files: Record<string, { bytes: number; sha256: string }>;
+    /** The longest barrier alignment any subtask reported. */
+    alignmentMs: number;
+    /** For a savepoint: where it goes, and who waits for it. */
+    savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
+    final?: boolean;
+  };
+  startingCheckpoint?: boolean;
+  /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
+  finalRequests?: Set<string>;
+  /** The final checkpoint's id, once claimed. */
+  finalCheckpointId?: number;
+  lastCheckpointAt: number;
+  /** The deploy attempt running: 0 at submit, one more at each restart. */
+  attempt: number;
+  restarts: JobRestart[];
+  /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
+  restartsSpent: number;
+  /** While RESTARTING: the loss being healed, when the drain began, and the backoff before the redeploy. */
+  restarting?: { cause: string; since: number; backoffMs?: number };
+  /** The job's failover regions (`<task>#<index>` lists), and each subtask's. */
+  regions: string[][];
+  regionOf: Map<string, number>;
+  /** Retries spent by each subtask (`<task>#<index>`). */
+  retriesBySubtask: Map<string, number>;
+  /** Regions draining for a retry, by region. */
+  retrying: Map<number, Omit<JobRetry, 'deployedAt' | 'attempt'> & { deploying?: boolean }>;
+  retries: JobRetry[];
+  checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
+}
+
+/** A job as the API shows it. */
+export interface JobView {
+  jobId: string;
+  name: string;
+  state: JobStateName;
+  startedAt: number;
+  runningAt?: number;
+  finishedAt?: number;
+  durationMs: number;
+  error?: string;
+  parallelism: number;
+  sourceRecords: number;
+  sinkRecords: number;
+  /** Channels that are pointer passes inside a worker (local) and that cross processes (socket). */
+  edges: { local: number; socket: number };
+  subtasks: { taskId: string; index: number; workerId: string; attempt: number; finished: boolean; error?: string }[];
+  /** Each restart after a worker loss: when, why, and the checkpoint it resumed from. */
+  restarts: JobRestart[];
+  /** Each retry of a failed subtask's failover region (jobs without checkpoints). */
+  retries: JobRetry[];
+}
+
+export interface WorkerView {
+  workerId: string;
+  session: number;
+  slotsTotal: number;
+  slotsFree: number;
+  dataHost: string;
+  httpPort: number;
+  runtime: string;
+  registeredAt: number;
+  lastSeenMsAgo: number;
+}
+
+/** A job module the coordinator holds, by hash. */
+export interface CachedModule {
+  sha256: string;
+  bytes: Uint8Array;
+  sourceMap: Uint8Array;
+}
