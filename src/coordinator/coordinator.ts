@@ -46,14 +46,13 @@ import {
   writeCompletedMarker,
   writeRestoredRecord,
 } from './checkpoints.js';
-import { jobStateDir } from '../state/index.js';
-import { checkRestore, identityOf } from './restore-gate.js';
+import { checkRestore } from './restore-gate.js';
 import { isTerminal, transition } from './job-lifecycle.js';
 import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
 import { countChannels, jobView, toSummary, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
+import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
-import { join, resolve as resolvePath } from 'node:path';
 import { setRepeating, setTimer } from '../util/index.js';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
@@ -91,6 +90,7 @@ export class Coordinator {
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly retired = new Set<WorkerSession>();
   private readonly modules: ModuleCache;
+  private readonly checkpoints: CheckpointCoordinator;
   /** Waits (restart backoffs) that stop() cuts short. */
   private readonly stopWaiters = new Set<() => void>();
   port = 0;
@@ -105,6 +105,21 @@ export class Coordinator {
     this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
     this.server = createServer((s) => this.admit(s));
     this.modules = new ModuleCache(deps.metrics);
+    this.checkpoints = new CheckpointCoordinator({
+      now: () => Date.now(),
+      after: (ms, fn) => {
+        const t = setTimer(fn, ms);
+        return () => t && clearTimeout(t);
+      },
+      storage: { claimId: claimCheckpointId, writeMarker: writeCompletedMarker, retain: retainCheckpoints, removeState: removeCheckpointState },
+      postToJob: (job, m) => this.postToJob(job, m),
+      failJob: (job, reason) => this.failJob(job, reason),
+      maybeComplete: (job) => this.maybeComplete(job),
+      cancel: (jobId, reason) => void this.cancel(jobId, reason),
+      log: this.log,
+      metrics: deps.metrics,
+      restartBudgetResetAfterMs: this.config.restartBudgetResetAfterMs,
+    });
     this.clients = new ClientSessions(
       { maxSessions: this.config.maxClientSessions, idleTimeoutMs: this.config.clientIdleTimeoutMs, maxOutboundBytes: this.config.maxClientOutboundBytes },
       this.log,
@@ -501,203 +516,30 @@ export class Coordinator {
 
   // ---------------------------------------------------------------- checkpoints
 
-  /** On the watchdog's tick: start a checkpoint of every running job whose interval has passed. */
-  private triggerCheckpoints(now: number): void {
-    for (const job of this.jobs.values()) {
-      const c = job.checkpoint;
-      if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || job.startingCheckpoint) continue;
-      const p = job.pendingCheckpoint;
-      if (p) {
-        const timeout = Math.max(10_000, 10 * c.intervalMs);
-        if (now - p.startedAt > timeout) this.abortCheckpoint(job, `not complete within ${timeout} ms`);
-        continue;
-      }
-      if (now - job.lastCheckpointAt < c.intervalMs) continue;
-      // Periodic checkpoints run while every subtask runs and the sources have not all ended.
-      if (job.subtasks.some((t) => t.finished) || this.finalWanted(job)) continue;
-      job.startingCheckpoint = true;
-      void this.claimNextCheckpointId(job, jobDir(c.checkpointDir, job.id))
-        .then((id) => {
-          job.startingCheckpoint = false;
-          if (job.state !== 'RUNNING') return;
-          this.beginCheckpoint(job, id);
-        })
-        .catch((err: unknown) => {
-          job.startingCheckpoint = false;
-          job.lastCheckpointAt = Date.now();
-          this.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
-        });
-    }
-  }
-
   /**
-   * Take a savepoint into `dir`: a checkpoint the client asked for, kept where it says. Resolves once
-   * its marker is durable; with `cancelAfter` the job is then cancelled.
+   * Take a savepoint into `dir` (see CheckpointCoordinator.savepoint). Resolves once its marker is
+   * durable; with `cancelAfter` the job is then cancelled.
    */
   async savepoint(jobId: string, dir: string, cancelAfter: boolean): Promise<{ ok: boolean; message: string; path: string }> {
     const job = this.jobs.get(jobId);
     if (!job) return { ok: false, message: `no running job ${jobId}`, path: '' };
-    if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
-    for (let i = 0; i < 200 && (job.pendingCheckpoint || job.startingCheckpoint); i++) await new Promise((r) => setTimeout(r, 50));
-    if (job.state !== 'RUNNING') return { ok: false, message: `job ${jobId} is ${job.state}, not RUNNING`, path: '' };
-    if (job.pendingCheckpoint || job.startingCheckpoint) return { ok: false, message: `job ${jobId} has a checkpoint in progress; try again`, path: '' };
-    if (job.subtasks.some((t) => t.finished)) return { ok: false, message: `a savepoint needs every subtask of job ${jobId} running`, path: '' };
-    const target = resolvePath(dir);
-    job.startingCheckpoint = true;
-    const recordDir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target;
-    let id: number;
-    try {
-      id = await this.claimNextCheckpointId(job, recordDir);
-    } finally {
-      job.startingCheckpoint = false;
-    }
-    const result = await new Promise<{ ok: boolean; message: string; path: string }>((done) => this.beginCheckpoint(job, id, { dir: target, done }));
-    if (result.ok && cancelAfter) this.cancel(jobId, `cancelled after savepoint ${id}`);
-    return result;
-  }
-
-  /** Claim the job's next checkpoint id on the record in `dir`: above its restore point and its last checkpoint. */
-  private claimNextCheckpointId(job: JobState, dir: string): Promise<number> {
-    return claimCheckpointId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
-  }
-
-  /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
-  private beginCheckpoint(job: JobState, id: number, savepoint?: NonNullable<JobState['pendingCheckpoint']>['savepoint'], final = false): void {
-    job.pendingCheckpoint = {
-      id,
-      pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
-      startedAt: Date.now(),
-      bytes: 0,
-      files: {},
-      alignmentMs: 0,
-      ...(savepoint ? { savepoint } : {}),
-      ...(final ? { final } : {}),
-    };
-    this.postToJob(
-      job,
-      final
-        ? makeMessage('FinalCheckpointAssigned', { jobId: job.id, checkpointId: id })
-        : makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: Date.now(), savepointDir: savepoint?.dir ?? '' }),
-    );
-  }
-
-  /** Every source subtask of the job has reached the end of its input and waits for the final checkpoint. */
-  private finalWanted(job: JobState): boolean {
-    const sources = job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
-    return (job.finalRequests?.size ?? 0) >= sources;
+    return this.checkpoints.savepoint(job, dir, cancelAfter);
   }
 
   private onRequestFinalCheckpoint(s: WorkerSession, m: MessageOf<'RequestFinalCheckpoint'>): void {
     const job = this.jobs.get(m.jobId);
     if (!job || !this.subtaskOf(job, m.taskId, m.subtaskIndex, s)) return;
-    (job.finalRequests ??= new Set()).add(subtaskKey(m.taskId, m.subtaskIndex));
-    this.maybeBeginFinalCheckpoint(job);
+    this.checkpoints.onFinalRequested(job, m.taskId, m.subtaskIndex);
   }
 
-  /**
-   * Once every source has ended (and no other checkpoint is in flight), claim one id and assign it to
-   * every source as the final checkpoint: its barrier follows their last record, and the sinks commit
-   * the job's tail when it completes.
-   */
-  private maybeBeginFinalCheckpoint(job: JobState): void {
-    if (job.state !== 'RUNNING' || job.finalCheckpointId !== undefined || job.pendingCheckpoint || job.startingCheckpoint || !this.finalWanted(job)) return;
-    job.startingCheckpoint = true;
-    void this.claimNextCheckpointId(job, jobDir(job.checkpoint.checkpointDir, job.id))
-      .then((id) => {
-        job.startingCheckpoint = false;
-        if (job.state !== 'RUNNING') return;
-        job.finalCheckpointId = id;
-        this.beginCheckpoint(job, id, undefined, true);
-      })
-      .catch((err: unknown) => {
-        job.startingCheckpoint = false;
-        this.failJobOnFinalCheckpoint(job, `no id could be claimed for it: ${(err as Error).message}`);
-      });
-  }
-
-  /** Without its final checkpoint a job's tail cannot be committed exactly once: it fails instead. */
-  private failJobOnFinalCheckpoint(job: JobState, reason: string): void {
-    this.log.error({ jobId: job.id }, `the final checkpoint of job ${job.id} failed: ${reason}`);
-    this.failJob(job, `its final checkpoint failed: ${reason}`);
-    this.maybeComplete(job);
+  private onSubtaskCheckpointed(m: MessageOf<'SubtaskCheckpointed'>): void {
+    const job = this.jobs.get(m.jobId);
+    if (job) this.checkpoints.onAck(job, m);
   }
 
   /** Post `m` once to each live session that runs an unfinished subtask of `job`. */
   private postToJob(job: JobState, m: Message): void {
     for (const s of new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session))) this.post(s, m);
-  }
-
-  private onSubtaskCheckpointed(m: MessageOf<'SubtaskCheckpointed'>): void {
-    const job = this.jobs.get(m.jobId);
-    const p = job?.pendingCheckpoint;
-    if (!job || !p || p.id !== m.checkpointId) return;
-    if (!m.ok) {
-      this.abortCheckpoint(job, `subtask ${m.taskId}#${m.subtaskIndex} could not snapshot: ${m.error}`);
-      return;
-    }
-    p.pending.delete(subtaskKey(m.taskId, m.subtaskIndex));
-    p.files[subtaskKey(m.taskId, m.subtaskIndex)] = { bytes: m.stateBytes, sha256: m.stateSha256 };
-    p.bytes += m.stateBytes;
-    p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
-    if (p.pending.size > 0) return;
-    const dir = p.savepoint?.dir ?? jobDir(job.checkpoint.checkpointDir, job.id);
-    const marker = {
-      checkpointId: p.id,
-      jobId: job.id,
-      jobName: job.name,
-      subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
-      stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
-      completedAtMs: Date.now(),
-      stateBytes: p.bytes,
-      files: p.files,
-      identity: identityOf(job.plan, job.name),
-    };
-    void writeCompletedMarker(dir, marker)
-      .then(async () => {
-        const durationMs = marker.completedAtMs - p.startedAt;
-        const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
-        job.checkpoints.push({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
-        if (job.checkpoints.length > 100) job.checkpoints.shift();
-        job.pendingCheckpoint = undefined;
-        job.lastCheckpointAt = Date.now();
-        this.deps.metrics.checkpointsCompleted.inc();
-        this.deps.metrics.lastCheckpointDurationMs.set(durationMs);
-        this.deps.metrics.lastCheckpointBytes.set(p.bytes);
-        this.deps.metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
-        const lastRestart = job.restarts.at(-1);
-        if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.deployedAt >= this.config.restartBudgetResetAfterMs) job.restartsSpent = 0;
-        this.log.info(
-          { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
-          `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
-        );
-        this.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
-        if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
-        else {
-          await retainCheckpoints(dir, jobStateDir(job.checkpoint, job.id), job.checkpoint.checkpointsRetained).catch((err: unknown) =>
-            this.log.warn({ err, jobId: job.id }, `could not delete checkpoints of job ${job.id} beyond the ${job.checkpoint.checkpointsRetained} retained: ${(err as Error).message}`),
-          );
-        }
-        this.maybeBeginFinalCheckpoint(job);
-        this.maybeComplete(job);
-      })
-      .catch((err: unknown) => this.abortCheckpoint(job, `its COMPLETED marker could not be written: ${(err as Error).message}`));
-  }
-
-  private abortCheckpoint(job: JobState, reason: string): void {
-    const p = job.pendingCheckpoint;
-    if (!p) return;
-    job.pendingCheckpoint = undefined;
-    job.lastCheckpointAt = Date.now();
-    p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
-    this.deps.metrics.checkpointsAborted.inc();
-    this.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
-    this.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
-    // Whatever state the subtasks wrote for it is never read: remove it (a write still in flight is swept at retention).
-    const stateDir = p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
-    if (stateDir) void removeCheckpointState(stateDir, p.id).catch((err: unknown) => this.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
-    if (p.final) this.failJobOnFinalCheckpoint(job, reason);
-    else this.maybeBeginFinalCheckpoint(job);
-    this.maybeComplete(job);
   }
 
   /** Completed checkpoints of a job (newest last). */
@@ -747,7 +589,7 @@ export class Coordinator {
   private maybeComplete(job: JobState): void {
     if (job.finishedAt !== undefined || job.state === 'RESTARTING' || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
-    if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.finalWanted(job)))) return;
+    if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.checkpoints.finalWanted(job)))) return;
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = transition(job.state, 'FINISHED', `job ${job.id}`);
     job.finishedAt = Date.now();
     this.deps.metrics.jobsEnded.inc({ state: job.state });
@@ -799,7 +641,7 @@ export class Coordinator {
         this.maybeComplete(job);
       }
     }
-    this.triggerCheckpoints(now);
+    this.checkpoints.tick(this.jobs.values());
     this.clients.sweep(now, (c) => [...this.jobs.values()].some((j) => j.client === c));
     for (const s of [...this.sessions.values()]) {
       if (s.state !== 'active') continue;
@@ -1076,10 +918,7 @@ export class Coordinator {
     job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
     job.restartsSpent++;
     job.restarting = { cause, since: Date.now() };
-    job.pendingCheckpoint?.savepoint?.done({ ok: false, message: `savepoint ${job.pendingCheckpoint.id} of job ${job.id} failed: ${cause}`, path: '' });
-    job.pendingCheckpoint = undefined;
-    delete job.finalRequests;
-    delete job.finalCheckpointId;
+    this.checkpoints.forget(job, cause);
     delete job.peerFailure;
     this.deps.metrics.jobRestarts.inc();
     const backoffMs = restartBackoffMs(job.restartsSpent, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);

@@ -1,0 +1,315 @@
+/**
+ * The checkpoint coordinator: for every job with a checkpoint directory it triggers periodic
+ * checkpoints, collects each subtask's ack, writes the COMPLETED marker once all are in, tells the
+ * workers to commit (or abort), takes savepoints on request and the final checkpoint once every source
+ * has ended. A checkpoint not complete within max(10 s, 10 intervals) is aborted.
+ *
+ * Everything it reaches outside the job's state is injected (the clock, the posts to workers, the
+ * storage of ids and markers, what the job does on a failure), so its decisions are unit-tested
+ * in-process on a fake clock; the coordinator wires the real ones.
+ */
+import { join, resolve as resolvePath } from 'node:path';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { subtaskKey } from '../plan/index.js';
+import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
+import { jobStateDir } from '../state/index.js';
+import { jobDir, type CompletedMarker } from './checkpoints.js';
+import type { JobState } from './job-state.js';
+import { identityOf } from './restore-gate.js';
+
+type SavepointResult = { ok: boolean; message: string; path: string };
+type Pending = NonNullable<JobState['pendingCheckpoint']>;
+
+/** Checkpoint storage: ids claimed on a record, markers, retention, removal of aborted state. */
+export interface CheckpointStorage {
+  claimId(dir: string, floor: number): Promise<number>;
+  writeMarker(dir: string, marker: CompletedMarker): Promise<void>;
+  retain(markerDir: string, stateDir: string, retained: number): Promise<void>;
+  removeState(stateDir: string, checkpointId: number): Promise<void>;
+}
+
+export interface CheckpointCoordinatorDeps {
+  now: () => number;
+  /** Call `fn` after `ms`; returns the cancel. */
+  after: (ms: number, fn: () => void) => () => void;
+  storage: CheckpointStorage;
+  /** Send `m` to every live worker running an unfinished subtask of `job`. */
+  postToJob: (job: JobState, m: Message) => void;
+  /** Fail the job with `reason` (its tail cannot be committed without its final checkpoint). */
+  failJob: (job: JobState, reason: string) => void;
+  /** The job may be complete now (a checkpoint it waited for ended). */
+  maybeComplete: (job: JobState) => void;
+  cancel: (jobId: string, reason: string) => void;
+  log: Logger;
+  metrics: ClinkMetrics;
+  /** A checkpoint completing this long after the last restart forgives the restarts spent. */
+  restartBudgetResetAfterMs: number;
+}
+
+/** How long a savepoint waits for a checkpoint already in flight before it is refused as busy. */
+export const SAVEPOINT_WAIT_FOR_IDLE_MS = 10_000;
+/** Completed checkpoints listed per job (the API's history). */
+const CHECKPOINTS_LISTED = 100;
+
+export class CheckpointCoordinator {
+  /** Who waits for a job's in-flight checkpoint to end (a savepoint). */
+  private readonly idleWaiters = new Map<JobState, (() => void)[]>();
+
+  constructor(private readonly deps: CheckpointCoordinatorDeps) {}
+
+  /** A checkpoint is in flight for `job`, or an id is being claimed for one. */
+  busy(job: JobState): boolean {
+    return job.pendingCheckpoint !== undefined || job.startingCheckpoint === true;
+  }
+
+  /** On the watchdog's tick: time out overdue checkpoints, start those whose interval has passed. */
+  tick(jobs: Iterable<JobState>): void {
+    const now = this.deps.now();
+    for (const job of jobs) {
+      const c = job.checkpoint;
+      if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || job.startingCheckpoint) continue;
+      const p = job.pendingCheckpoint;
+      if (p) {
+        const timeout = Math.max(10_000, 10 * c.intervalMs);
+        if (now - p.startedAt > timeout) this.abort(job, `not complete within ${timeout} ms`);
+        continue;
+      }
+      if (now - job.lastCheckpointAt < c.intervalMs) continue;
+      // Periodic checkpoints run while every subtask runs and the sources have not all ended.
+      if (job.subtasks.some((t) => t.finished) || this.finalWanted(job)) continue;
+      this.claim(job, jobDir(c.checkpointDir, job.id)).then(
+        (id) => {
+          if (job.state === 'RUNNING') this.begin(job, id);
+          else this.claimed(job);
+        },
+        (err: unknown) => {
+          this.claimed(job);
+          job.lastCheckpointAt = this.deps.now();
+          this.deps.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
+        },
+      );
+    }
+  }
+
+  /**
+   * Take a savepoint into `dir`: a checkpoint the client asked for, kept where it says. Waits (up to
+   * SAVEPOINT_WAIT_FOR_IDLE_MS) for a checkpoint in flight to end; resolves once its marker is durable;
+   * with `cancelAfter` the job is then cancelled.
+   */
+  async savepoint(job: JobState, dir: string, cancelAfter: boolean): Promise<SavepointResult> {
+    if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
+    if (this.busy(job)) await this.whenIdle(job, SAVEPOINT_WAIT_FOR_IDLE_MS);
+    if (job.state !== 'RUNNING') return { ok: false, message: `job ${job.id} is ${job.state}, not RUNNING`, path: '' };
+    if (this.busy(job)) return { ok: false, message: `job ${job.id} has a checkpoint in progress; try again`, path: '' };
+    if (job.subtasks.some((t) => t.finished)) return { ok: false, message: `a savepoint needs every subtask of job ${job.id} running`, path: '' };
+    const target = resolvePath(dir);
+    let id: number;
+    try {
+      id = await this.claim(job, job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target);
+    } catch (err) {
+      this.claimed(job);
+      throw err;
+    }
+    const result = await new Promise<SavepointResult>((done) => this.begin(job, id, { dir: target, done }));
+    if (result.ok && cancelAfter) this.deps.cancel(job.id, `cancelled after savepoint ${id}`);
+    return result;
+  }
+
+  /** A source subtask reached the end of its input and asks for the final checkpoint. */
+  onFinalRequested(job: JobState, taskId: string, index: number): void {
+    (job.finalRequests ??= new Set()).add(subtaskKey(taskId, index));
+    this.maybeBeginFinal(job);
+  }
+
+  /** Every source subtask of the job has reached the end of its input and waits for the final checkpoint. */
+  finalWanted(job: JobState): boolean {
+    const sources = job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
+    return (job.finalRequests?.size ?? 0) >= sources;
+  }
+
+  /** A subtask's ack. One for a checkpoint no longer pending (aborted, superseded) is dropped. */
+  onAck(job: JobState, m: MessageOf<'SubtaskCheckpointed'>): void {
+    const p = job.pendingCheckpoint;
+    if (!p || p.id !== m.checkpointId) return;
+    const key = subtaskKey(m.taskId, m.subtaskIndex);
+    if (!m.ok) {
+      this.abort(job, `subtask ${key} could not snapshot: ${m.error}`);
+      return;
+    }
+    p.pending.delete(key);
+    p.files[key] = { bytes: m.stateBytes, sha256: m.stateSha256 };
+    p.bytes += m.stateBytes;
+    p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
+    if (p.pending.size === 0) void this.complete(job, p);
+  }
+
+  /** Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one fails the job. */
+  abort(job: JobState, reason: string): void {
+    const p = job.pendingCheckpoint;
+    if (!p) return;
+    job.pendingCheckpoint = undefined;
+    job.lastCheckpointAt = this.deps.now();
+    this.notifyIdle(job);
+    p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
+    this.deps.metrics.checkpointsAborted.inc();
+    this.deps.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
+    this.deps.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
+    // Whatever state the subtasks wrote for it is never read: remove it (a write still in flight is swept at retention).
+    const stateDir = p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
+    if (stateDir) {
+      void this.deps.storage
+        .removeState(stateDir, p.id)
+        .catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
+    }
+    if (p.final) this.failOnFinal(job, reason);
+    else this.maybeBeginFinal(job);
+    this.deps.maybeComplete(job);
+  }
+
+  /**
+   * The job restarts: its checkpoint in flight (a savepoint's caller hears why) and its final
+   * checkpoint's requests belong to the abandoned attempt. No abort is posted: the subtasks are cancelled.
+   */
+  forget(job: JobState, cause: string): void {
+    const p = job.pendingCheckpoint;
+    p?.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${cause}`, path: '' });
+    job.pendingCheckpoint = undefined;
+    delete job.finalRequests;
+    delete job.finalCheckpointId;
+    if (!job.startingCheckpoint) this.notifyIdle(job);
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  /**
+   * Claim the job's next id on the record in `dir`, above its restore point and its last checkpoint.
+   * The job is busy from here until begin() (synchronously after the claim) or claimed().
+   */
+  private claim(job: JobState, dir: string): Promise<number> {
+    job.startingCheckpoint = true;
+    return this.deps.storage.claimId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
+  }
+
+  /** A claim that begins nothing (it failed, or the job stopped running meanwhile). */
+  private claimed(job: JobState): void {
+    job.startingCheckpoint = false;
+    if (!job.pendingCheckpoint) this.notifyIdle(job);
+  }
+
+  /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
+  private begin(job: JobState, id: number, savepoint?: Pending['savepoint'], final = false): void {
+    job.startingCheckpoint = false;
+    const now = this.deps.now();
+    job.pendingCheckpoint = {
+      id,
+      pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
+      startedAt: now,
+      bytes: 0,
+      files: {},
+      alignmentMs: 0,
+      ...(savepoint ? { savepoint } : {}),
+      ...(final ? { final } : {}),
+    };
+    this.deps.postToJob(
+      job,
+      final
+        ? makeMessage('FinalCheckpointAssigned', { jobId: job.id, checkpointId: id })
+        : makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: now, savepointDir: savepoint?.dir ?? '' }),
+    );
+  }
+
+  /** Every ack is in: write the marker, then commit (or, if it cannot be written, abort). */
+  private async complete(job: JobState, p: Pending): Promise<void> {
+    const dir = p.savepoint?.dir ?? jobDir(job.checkpoint.checkpointDir, job.id);
+    const marker: CompletedMarker = {
+      checkpointId: p.id,
+      jobId: job.id,
+      jobName: job.name,
+      subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
+      stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
+      completedAtMs: this.deps.now(),
+      stateBytes: p.bytes,
+      files: p.files,
+      identity: identityOf(job.plan, job.name),
+    };
+    try {
+      await this.deps.storage.writeMarker(dir, marker);
+    } catch (err) {
+      this.abort(job, `its COMPLETED marker could not be written: ${(err as Error).message}`);
+      return;
+    }
+    const { metrics, log } = this.deps;
+    const durationMs = marker.completedAtMs - p.startedAt;
+    const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
+    job.checkpoints.push({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
+    if (job.checkpoints.length > CHECKPOINTS_LISTED) job.checkpoints.shift();
+    job.pendingCheckpoint = undefined;
+    job.lastCheckpointAt = this.deps.now();
+    this.notifyIdle(job);
+    metrics.checkpointsCompleted.inc();
+    metrics.lastCheckpointDurationMs.set(durationMs);
+    metrics.lastCheckpointBytes.set(p.bytes);
+    metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
+    const lastRestart = job.restarts.at(-1);
+    if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.deployedAt >= this.deps.restartBudgetResetAfterMs) job.restartsSpent = 0;
+    log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
+    this.deps.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
+    if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
+    else {
+      const retained = job.checkpoint.checkpointsRetained;
+      await this.deps.storage
+        .retain(dir, jobStateDir(job.checkpoint, job.id), retained)
+        .catch((err: unknown) => log.warn({ err, jobId: job.id }, `could not delete checkpoints of job ${job.id} beyond the ${retained} retained: ${(err as Error).message}`));
+    }
+    this.maybeBeginFinal(job);
+    this.deps.maybeComplete(job);
+  }
+
+  /**
+   * Once every source has ended (and no other checkpoint is in flight), claim one id and assign it to
+   * every source as the final checkpoint: its barrier follows their last record, and the sinks commit
+   * the job's tail when it completes.
+   */
+  private maybeBeginFinal(job: JobState): void {
+    if (job.state !== 'RUNNING' || job.finalCheckpointId !== undefined || this.busy(job) || !this.finalWanted(job)) return;
+    this.claim(job, jobDir(job.checkpoint.checkpointDir, job.id)).then(
+      (id) => {
+        if (job.state !== 'RUNNING') return this.claimed(job);
+        job.finalCheckpointId = id;
+        this.begin(job, id, undefined, true);
+      },
+      (err: unknown) => {
+        this.claimed(job);
+        this.failOnFinal(job, `no id could be claimed for it: ${(err as Error).message}`);
+      },
+    );
+  }
+
+  /** Without its final checkpoint a job's tail cannot be committed exactly once: it fails instead. */
+  private failOnFinal(job: JobState, reason: string): void {
+    this.deps.log.error({ jobId: job.id }, `the final checkpoint of job ${job.id} failed: ${reason}`);
+    this.deps.failJob(job, `its final checkpoint failed: ${reason}`);
+    this.deps.maybeComplete(job);
+  }
+
+  /** Resolves when no checkpoint of `job` is in flight, or after `ms`. */
+  private whenIdle(job: JobState, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const cancel = this.deps.after(ms, () => done());
+      const done = (): void => {
+        cancel();
+        const list = this.idleWaiters.get(job);
+        const i = list?.indexOf(done) ?? -1;
+        if (i >= 0) list!.splice(i, 1);
+        if (list?.length === 0) this.idleWaiters.delete(job);
+        resolve();
+      };
+      (this.idleWaiters.get(job) ?? this.idleWaiters.set(job, []).get(job)!).push(done);
+    });
+  }
+
+  private notifyIdle(job: JobState): void {
+    for (const w of [...(this.idleWaiters.get(job) ?? [])]) w();
+  }
+}

@@ -1,0 +1,226 @@
+// The checkpoint coordinator in-process: a fake clock, fake storage and a recorder of what it posts,
+// over a job state built from a real plan. Milliseconds, no processes.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CheckpointCoordinator, SAVEPOINT_WAIT_FOR_IDLE_MS, type CheckpointStorage } from '../../src/coordinator/checkpoint-coordinator.js';
+import type { CompletedMarker } from '../../src/coordinator/index.js';
+import type { JobState, WorkerSession } from '../../src/coordinator/job-state.js';
+import { buildJob, defineJob } from '../../src/index.js';
+import { memoryLogger } from '../../src/log/index.js';
+import { ClinkMetrics } from '../../src/metrics/index.js';
+import { createPhysicalPlan } from '../../src/plan/index.js';
+import type { Message, MessageOf } from '../../src/protocol/index.js';
+
+/** Settle pending promise callbacks (the fake storage answers at once). */
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+};
+
+function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean } = {}) {
+  let now = 1_000_000;
+  const timers: { at: number; fn: () => void; cancelled: boolean }[] = [];
+  const posted: Message[] = [];
+  const markers: CompletedMarker[] = [];
+  const removed: number[] = [];
+  const failed: string[] = [];
+  const cancelled: string[] = [];
+  let completeChecks = 0;
+  let nextId = 0;
+  const storage: CheckpointStorage = {
+    claimId: async (_dir, floor) => {
+      if (options.failClaim) throw new Error('read-only record');
+      nextId = Math.max(nextId, floor) + 1;
+      return nextId;
+    },
+    writeMarker: async (_dir, marker) => {
+      if (options.failMarker) throw new Error('ENOSPC');
+      markers.push(marker);
+    },
+    retain: async () => undefined,
+    removeState: async (_dir, id) => void removed.push(id),
+  };
+  const { log, lines } = memoryLogger();
+  const plan = createPhysicalPlan(buildJob(defineJob({ name: 'ck', version: '1' }, (env) => void env.fromSequence(1, 10).map((x) => x).collect()), { parallelism: 2 }).spec);
+  const session = { id: 'w1', state: 'active' } as WorkerSession;
+  const job = {
+    id: 'job1',
+    name: 'ck',
+    plan,
+    state: 'RUNNING',
+    checkpoint: { checkpointDir: '/ckpt', intervalMs: options.intervalMs ?? 1_000, checkpointsRetained: 1, stateBackendUri: '' },
+    checkpointFloor: 0,
+    checkpoints: [],
+    lastCheckpointAt: now,
+    restarts: [],
+    restartsSpent: 0,
+    subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
+  } as unknown as JobState;
+  const cc = new CheckpointCoordinator({
+    now: () => now,
+    after: (ms, fn) => {
+      const t = { at: now + ms, fn, cancelled: false };
+      timers.push(t);
+      return () => void (t.cancelled = true);
+    },
+    storage,
+    postToJob: (_job, m) => void posted.push(m),
+    failJob: (_job, reason) => void failed.push(reason),
+    maybeComplete: () => void completeChecks++,
+    cancel: (_id, reason) => void cancelled.push(reason),
+    log,
+    metrics: new ClinkMetrics(),
+    restartBudgetResetAfterMs: 600_000,
+  });
+  const advance = (ms: number): void => {
+    now += ms;
+    for (const t of timers.filter((x) => !x.cancelled && x.at <= now)) {
+      t.cancelled = true;
+      t.fn();
+    }
+  };
+  const ack = (id: number, ok = true, which = job.subtasks): void => {
+    for (const t of which) {
+      const m = { type: 'SubtaskCheckpointed', jobId: job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok, error: ok ? '' : 'disk full', stateBytes: 10, alignmentMs: 3, stateSha256: 'ab' } as MessageOf<'SubtaskCheckpointed'>;
+      cc.onAck(job, m);
+    }
+  };
+  const types = (): string[] => posted.map((m) => m.type);
+  return { cc, job, posted, types, markers, removed, failed, cancelled, advance, ack, lines, completeChecks: () => completeChecks };
+}
+
+describe('the checkpoint coordinator', () => {
+  test('a checkpoint starts once its interval has passed, completes with every ack, writes its marker, then commits', async () => {
+    const h = harness();
+    h.cc.tick([h.job]);
+    await settle();
+    assert.deepEqual(h.types(), [], 'not before the interval');
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    await settle();
+    assert.deepEqual(h.types(), ['TriggerCheckpoint']);
+    assert.equal(h.job.pendingCheckpoint?.id, 1);
+    h.ack(1, true, h.job.subtasks.slice(0, 1));
+    await settle();
+    assert.equal(h.markers.length, 0, 'not while an ack is missing');
+    h.ack(1, true, h.job.subtasks.slice(1));
+    await settle();
+    assert.equal(h.markers.length, 1);
+    assert.deepEqual(h.markers[0]!.subtasks, h.job.subtasks.map((t) => `${t.taskId}#${t.index}`));
+    assert.equal(h.markers[0]!.stateBytes, 10 * h.job.subtasks.length);
+    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint']);
+    assert.equal(h.job.pendingCheckpoint, undefined);
+    assert.deepEqual(h.job.checkpoints.map((c) => [c.checkpointId, c.kind]), [[1, 'periodic']]);
+  });
+
+  test('a failed ack aborts the checkpoint; the late acks of it are dropped; the next one numbers above it', async () => {
+    const h = harness();
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    await settle();
+    h.ack(1, false, h.job.subtasks.slice(0, 1));
+    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
+    await settle();
+    assert.deepEqual(h.removed, [1], 'its state is removed');
+    h.ack(1, true);
+    await settle();
+    assert.equal(h.markers.length, 0, 'a late ack of an aborted checkpoint completes nothing');
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    await settle();
+    assert.equal(h.job.pendingCheckpoint?.id, 2);
+  });
+
+  test('a checkpoint not complete within max(10 s, 10 intervals) is aborted on the tick after', async () => {
+    const h = harness({ intervalMs: 2_000 });
+    h.advance(2_000);
+    h.cc.tick([h.job]);
+    await settle();
+    h.advance(20_000);
+    h.cc.tick([h.job]);
+    assert.equal(h.job.pendingCheckpoint?.id, 1, 'at exactly the timeout it still waits');
+    h.advance(1);
+    h.cc.tick([h.job]);
+    assert.equal(h.job.pendingCheckpoint, undefined);
+    assert.ok(h.lines().some((l) => l.msg === 'checkpoint 1 of job job1 aborted: not complete within 20000 ms'));
+  });
+
+  test('a marker that cannot be written aborts the checkpoint instead of committing it', async () => {
+    const h = harness({ failMarker: true });
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    await settle();
+    h.ack(1);
+    await settle();
+    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
+    assert.ok(h.lines().some((l) => String(l.msg).includes('its COMPLETED marker could not be written: ENOSPC')));
+  });
+
+  test('a savepoint waits for the checkpoint in flight (an event, not a poll), then runs; with cancel the job is cancelled after', async () => {
+    const h = harness();
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    await settle();
+    let result: { ok: boolean; message: string } | undefined;
+    void h.cc.savepoint(h.job, '/sp', true).then((r) => (result = r));
+    await settle();
+    assert.deepEqual(h.types(), ['TriggerCheckpoint'], 'it waits');
+    h.ack(1);
+    await settle();
+    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint', 'TriggerCheckpoint']);
+    assert.equal((h.posted[2] as MessageOf<'TriggerCheckpoint'>).savepointDir, '/sp');
+    h.ack(2);
+    await settle();
+    assert.deepEqual(result, { ok: true, message: 'savepoint 2 of job job1 written to /sp', path: '/sp' });
+    assert.deepEqual(h.cancelled, ['cancelled after savepoint 2']);
+  });
+
+  test('a savepoint behind a checkpoint that never ends is refused as busy after its wait; a restart fails a pending savepoint with its cause', async () => {
+    const h = harness({ intervalMs: 100_000 });
+    h.advance(100_000);
+    h.cc.tick([h.job]);
+    await settle();
+    let busy: { ok: boolean; message: string } | undefined;
+    void h.cc.savepoint(h.job, '/sp', false).then((r) => (busy = r));
+    await settle();
+    h.advance(SAVEPOINT_WAIT_FOR_IDLE_MS);
+    await settle();
+    assert.deepEqual(busy, { ok: false, message: 'job job1 has a checkpoint in progress; try again', path: '' });
+    h.ack(1);
+    await settle();
+    let lost: { ok: boolean; message: string } | undefined;
+    void h.cc.savepoint(h.job, '/sp', false).then((r) => (lost = r));
+    await settle();
+    h.cc.forget(h.job, 'worker lost: w1 (heartbeat timeout)');
+    await settle();
+    assert.deepEqual(lost, { ok: false, message: 'savepoint 2 of job job1 failed: worker lost: w1 (heartbeat timeout)', path: '' });
+  });
+
+  test('the final checkpoint starts once every source asked for it; its failure fails the job', async () => {
+    const h = harness();
+    const sources = h.job.subtasks.filter((t) => h.job.plan.tasks.find((x) => x.id === t.taskId)!.inputs.length === 0);
+    h.cc.onFinalRequested(h.job, sources[0]!.taskId, sources[0]!.index);
+    await settle();
+    assert.deepEqual(h.types(), [], 'one source of two has ended');
+    h.cc.onFinalRequested(h.job, sources[1]!.taskId, sources[1]!.index);
+    await settle();
+    assert.deepEqual(h.types(), ['FinalCheckpointAssigned']);
+    assert.equal(h.job.pendingCheckpoint?.final, true);
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    assert.deepEqual(h.types(), ['FinalCheckpointAssigned'], 'no periodic checkpoint once the sources have ended');
+    h.ack(1, false, h.job.subtasks.slice(0, 1));
+    assert.deepEqual(h.failed, ['its final checkpoint failed: subtask ' + `${h.job.subtasks[0]!.taskId}#0` + ' could not snapshot: disk full']);
+  });
+
+  test('an id that cannot be claimed: a periodic checkpoint is skipped until the next interval; a final one fails the job', async () => {
+    const h = harness({ failClaim: true });
+    h.advance(1_000);
+    h.cc.tick([h.job]);
+    await settle();
+    assert.equal(h.cc.busy(h.job), false);
+    assert.deepEqual(h.types(), []);
+    for (const t of h.job.subtasks) h.cc.onFinalRequested(h.job, t.taskId, t.index);
+    await settle();
+    assert.deepEqual(h.failed, ['its final checkpoint failed: no id could be claimed for it: read-only record']);
+  });
+});
