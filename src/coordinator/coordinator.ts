@@ -53,7 +53,7 @@ import { countChannels, jobView, toSummary, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
-import { setRepeating, setTimer } from '../util/index.js';
+import { systemClock, type Clock } from '../util/index.js';
 
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 /** The first line of an error (a user error carries its stack after it). */
@@ -65,6 +65,8 @@ const packr = new Packr({ useRecords: true, moreTypes: true });
 export interface CoordinatorDeps {
   log: Logger;
   metrics: ClinkMetrics;
+  /** Time and timers. @default systemClock */
+  clock?: Clock;
 }
 
 export class Coordinator {
@@ -84,8 +86,9 @@ export class Coordinator {
   private sessionSeq = 0;
   /** When a worker last registered (a restart waiting for slots starts its clock again then). */
   private lastRegistrationAt = 0;
-  private watchdog: NodeJS.Timeout | undefined;
-  private lastSweep = Date.now();
+  private stopWatchdog: (() => void) | undefined;
+  private readonly clock: Clock;
+  private lastSweep = 0;
   private stopping = false;
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly retired = new Set<WorkerSession>();
@@ -93,6 +96,8 @@ export class Coordinator {
   private readonly checkpoints: CheckpointCoordinator;
   /** Waits (restart backoffs) that stop() cuts short. */
   private readonly stopWaiters = new Set<() => void>();
+  /** Placements waiting for slots (see capacityChangeOrTimeout). */
+  private readonly capacityWaiters = new Set<() => void>();
   port = 0;
 
   private constructor(
@@ -100,17 +105,16 @@ export class Coordinator {
     private readonly deps: CoordinatorDeps,
   ) {
     this.config = Object.freeze({ ...DEFAULT_COORDINATOR_CONFIG, ...config });
+    this.clock = deps.clock ?? systemClock;
+    this.lastSweep = this.clock.now();
     this.log = deps.log.child({ component: 'coordinator' });
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
     this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
     this.server = createServer((s) => this.admit(s));
     this.modules = new ModuleCache(deps.metrics);
     this.checkpoints = new CheckpointCoordinator({
-      now: () => Date.now(),
-      after: (ms, fn) => {
-        const t = setTimer(fn, ms);
-        return () => t && clearTimeout(t);
-      },
+      now: () => this.clock.now(),
+      after: (ms, fn) => this.clock.after(ms, fn),
       storage: { claimId: claimCheckpointId, writeMarker: writeCompletedMarker, retain: retainCheckpoints, removeState: removeCheckpointState },
       postToJob: (job, m) => this.postToJob(job, m),
       failJob: (job, reason) => this.failJob(job, reason),
@@ -134,7 +138,7 @@ export class Coordinator {
       c.server.listen(c.config.port, c.config.bindHost, () => resolve());
     });
     c.port = (c.server.address() as { port: number }).port;
-    c.watchdog = setRepeating(() => c.sweep(), c.config.watchdogIntervalMs);
+    c.stopWatchdog = c.clock.every(c.config.watchdogIntervalMs, () => c.sweep());
     const active = (): WorkerSession[] => [...c.sessions.values()].filter((s) => s.state === 'active');
     deps.metrics.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => active().length);
     deps.metrics.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => active().reduce((n, s) => n + s.slots, 0));
@@ -179,7 +183,7 @@ export class Coordinator {
       readTimeoutMs: this.config.heartbeatTimeoutMs,
       frameDeadlineMs: this.config.handshakeTimeoutMs + this.config.heartbeatTimeoutMs,
     });
-    const pending: PendingAdmission = { id: admissionId, address, stage: 0, acceptedAt: Date.now() };
+    const pending: PendingAdmission = { id: admissionId, address, stage: 0, acceptedAt: this.clock.now() };
     socket.once('data', () => (pending.stage = 1));
     this.admitting.set(conn, pending);
     conn
@@ -231,9 +235,9 @@ export class Coordinator {
         const body = `this is clink's control port, which speaks its binary protocol, not HTTP; ${http}\n`;
         this.admissionLog.warn(`connection ${conn.peer} refused: it sent an HTTP request to the control port; ${http}`);
         // Answered in its own protocol, so curl or a browser shows the user the mistake; closed once sent.
-        const done = setTimer(() => conn.close(), ADMISSION_REPLY_SEND_BOUND_MS);
+        const cancel = this.clock.after(ADMISSION_REPLY_SEND_BOUND_MS, () => conn.close());
         conn.socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`, () => {
-          if (done) clearTimeout(done);
+          cancel();
           conn.close();
         });
         return;
@@ -319,8 +323,8 @@ export class Coordinator {
       dataHost: m.dataHost,
       httpPort: m.httpPort,
       runtime: m.runtime,
-      registeredAt: Date.now(),
-      lastSeen: Date.now(),
+      registeredAt: this.clock.now(),
+      lastSeen: this.clock.now(),
       state: 'active',
       shippedModules: new Set(),
     };
@@ -344,11 +348,12 @@ export class Coordinator {
       peer: m.workerId,
     });
     this.sessions.set(m.workerId, session);
-    this.lastRegistrationAt = Date.now();
+    this.lastRegistrationAt = this.clock.now();
+    this.capacityChanged();
     this.log.info({ workerId: m.workerId, session: session.session, slots: m.slotCount }, `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`);
     conn.start({
       onRead: (msg) => {
-        session.lastSeen = Date.now();
+        session.lastSeen = this.clock.now();
         if (msg.type !== 'Heartbeat') return false;
         if (msg.leaving) {
           this.log.info({ workerId: session.id, session: session.session }, `worker retired: ${session.id} (shutdown)`);
@@ -374,7 +379,7 @@ export class Coordinator {
     this.retired.add(s);
     if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
     const ended = s.conn.closed.then(() => s.conn.drained());
-    void boundedWait(ended, this.config.heartbeatTimeoutMs).then(() => this.loseSession(s, why, 'retired'));
+    void boundedWait(ended, this.config.heartbeatTimeoutMs, this.clock).then(() => this.loseSession(s, why, 'retired'));
   }
 
   private async helloClient(conn: FrameConnection, m: MessageOf<'HelloClient'>): Promise<void> {
@@ -478,7 +483,7 @@ export class Coordinator {
       return;
     }
     job.state = transition(job.state, 'RUNNING', `job ${job.id}`);
-    job.runningAt = Date.now();
+    job.runningAt = this.clock.now();
     this.log.info({ jobId: job.id }, `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${bySession.size} workers`);
   }
 
@@ -504,7 +509,7 @@ export class Coordinator {
     if (m.collected.length > 0) this.addCollected(job, st, m.collected);
     if (!m.ok && m.peerLost) {
       // A consequence of another worker's loss or of a failure in its region, most likely: wait for the cause.
-      job.peerFailure ??= { error: m.error, at: Date.now(), subtask: key };
+      job.peerFailure ??= { error: m.error, at: this.clock.now(), subtask: key };
     } else if (!m.ok && job.state !== 'CANCELED') {
       // A failure that is not deterministic (fatal: the deploy itself failed) heals like a worker loss:
       // from the last checkpoint, or by retrying the subtask's region in a job without one.
@@ -574,6 +579,7 @@ export class Coordinator {
     st.finished = true;
     if (error) st.error = error;
     releaseSlot(st.session, `${job.id}/${st.slot}`);
+    this.capacityChanged();
   }
 
   /** The job fails (or is cancelled): every subtask still running is told to stop. */
@@ -584,6 +590,8 @@ export class Coordinator {
     job.retrying.clear();
     this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: error }));
     this.log.warn({ jobId: job.id, state }, `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`);
+    // A restart or retry of this job waiting for slots gives up now.
+    this.capacityChanged();
   }
 
   private maybeComplete(job: JobState): void {
@@ -591,7 +599,7 @@ export class Coordinator {
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
     if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.checkpoints.finalWanted(job)))) return;
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = transition(job.state, 'FINISHED', `job ${job.id}`);
-    job.finishedAt = Date.now();
+    job.finishedAt = this.clock.now();
     this.deps.metrics.jobsEnded.inc({ state: job.state });
     this.jobs.delete(job.id);
     this.history.push(job);
@@ -616,7 +624,7 @@ export class Coordinator {
   // ---------------------------------------------------------------- liveness
 
   private sweep(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     const { heartbeatTimeoutMs: hb, outboundStallTimeoutMs: stall, watchdogIntervalMs: interval } = this.config;
     const stallOn = stall > 0 && Number.isFinite(stall);
     const gap = now - this.lastSweep;
@@ -777,7 +785,7 @@ export class Coordinator {
       params: m.params,
       buildParallelism: m.buildParallelism,
       state: 'DEPLOYING',
-      startedAt: Date.now(),
+      startedAt: this.clock.now(),
       subtasks: [],
       ...(client ? { client } : {}),
       collectedBytes: 0,
@@ -786,7 +794,7 @@ export class Coordinator {
       checkpoint: m.checkpoint,
       checkpointFloor: restore?.checkpointId ?? 0,
       ...(restore ? { submittedRestore: restore } : {}),
-      lastCheckpointAt: Date.now(),
+      lastCheckpointAt: this.clock.now(),
       attempt: 0,
       restarts: [],
       restartsSpent: 0,
@@ -917,9 +925,10 @@ export class Coordinator {
   private beginRestart(job: JobState, cause: string): void {
     job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
     job.restartsSpent++;
-    job.restarting = { cause, since: Date.now() };
+    job.restarting = { cause, since: this.clock.now() };
     this.checkpoints.forget(job, cause);
     delete job.peerFailure;
+    this.capacityChanged(); // a retry of this job waiting for slots gives up
     this.deps.metrics.jobRestarts.inc();
     const backoffMs = restartBackoffMs(job.restartsSpent, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);
     job.restarting.backoffMs = backoffMs;
@@ -978,8 +987,8 @@ export class Coordinator {
     job.restarting = undefined;
     job.state = transition(job.state, 'DEPLOYING', `job ${job.id}`);
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
-    job.lastCheckpointAt = Date.now();
-    job.restarts.push({ at: since, deployedAt: Date.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
+    job.lastCheckpointAt = this.clock.now();
+    job.restarts.push({ at: since, deployedAt: this.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
     this.deployAttempt(job, placement, restore);
     this.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
@@ -1035,7 +1044,7 @@ export class Coordinator {
     const size = job.regions[region]!.length;
     const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
     job.retriesBySubtask.set(key, retry);
-    job.retrying.set(region, { at: Date.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size });
+    job.retrying.set(region, { at: this.clock.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size });
     if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
     this.deps.metrics.subtaskRetries.inc();
     this.log.warn(
@@ -1068,7 +1077,7 @@ export class Coordinator {
         job.attempt++;
         job.retrying.delete(region);
         const { deploying: _, ...retry } = r;
-        job.retries.push({ ...retry, deployedAt: Date.now(), attempt: job.attempt });
+        job.retries.push({ ...retry, deployedAt: this.clock.now(), attempt: job.attempt });
         // A job without checkpoints of its own resumes its region from the restore point it was submitted with.
         this.deployAttempt(job, placement, job.submittedRestore);
         this.log.info(
@@ -1086,13 +1095,34 @@ export class Coordinator {
   private wait(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = (): void => {
-        clearTimeout(t);
+        cancel();
         this.stopWaiters.delete(done);
         resolve();
       };
-      const t = setTimer(done, ms);
+      const cancel = this.clock.after(ms, done);
       this.stopWaiters.add(done);
     });
+  }
+
+  /**
+   * Resolves when capacity may have changed (a worker registered, a slot came free), a job ended or
+   * failed (a waiter's give-up condition), the coordinator stops, or after `ms`: placement waits on
+   * events, not a poll.
+   */
+  private capacityChangeOrTimeout(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        cancel();
+        this.capacityWaiters.delete(done);
+        resolve();
+      };
+      const cancel = this.clock.after(Math.max(1, ms), done);
+      this.capacityWaiters.add(done);
+    });
+  }
+
+  private capacityChanged(): void {
+    for (const w of [...this.capacityWaiters]) w();
   }
 
   /** `registrationRestartsClock`: a worker registering while this waits gives it `waitMs` again. */
@@ -1104,7 +1134,7 @@ export class Coordinator {
     registrationRestartsClock = false,
     detail = '',
   ): Promise<ReturnType<typeof assignTaskPlacement>> {
-    const started = Date.now();
+    const started = this.clock.now();
     const prefix = `${jobId}/`;
     for (;;) {
       const deadline = (registrationRestartsClock ? Math.max(started, this.lastRegistrationAt) : started) + waitMs;
@@ -1115,8 +1145,8 @@ export class Coordinator {
       try {
         return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: freeSlots(s), holds: holds(s) })), total, detail);
       } catch (err) {
-        if (!(err instanceof NotEnoughSlotsError) || Date.now() >= deadline || this.stopping || giveUp()) throw err;
-        await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
+        if (!(err instanceof NotEnoughSlotsError) || this.clock.now() >= deadline || this.stopping || giveUp()) throw err;
+        await this.capacityChangeOrTimeout(deadline - this.clock.now());
       }
     }
   }
@@ -1146,11 +1176,11 @@ export class Coordinator {
   }
 
   private view(j: JobState): JobView {
-    return jobView(j, Date.now());
+    return jobView(j, this.clock.now());
   }
 
   workers(): WorkerView[] {
-    const now = Date.now();
+    const now = this.clock.now();
     return [...this.sessions.values()]
       .filter((s) => s.state === 'active')
       .sort((a, b) => (a.id < b.id ? -1 : 1))
@@ -1166,12 +1196,13 @@ export class Coordinator {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    if (this.watchdog) clearInterval(this.watchdog);
+    this.stopWatchdog?.();
     for (const w of this.stopWaiters) w();
+    this.capacityChanged();
     const closed = new Promise<void>((r) => this.server.close(() => r()));
     for (const c of this.admitting.keys()) c.close();
-    const deadline = Date.now() + this.config.outboundFlushTimeoutMs;
-    await Promise.all([...this.sessions.values()].filter((s) => s.state === 'active').map((s) => s.outbox.flush(Math.max(0, deadline - Date.now()))));
+    const deadline = this.clock.now() + this.config.outboundFlushTimeoutMs;
+    await Promise.all([...this.sessions.values()].filter((s) => s.state === 'active').map((s) => s.outbox.flush(Math.max(0, deadline - this.clock.now()))));
     for (const s of this.sessions.values()) s.conn.close();
     for (const s of this.retired) s.conn.close();
     this.clients.closeAll();
@@ -1181,10 +1212,10 @@ export class Coordinator {
 }
 
 /** Wait for `p`, but no longer than `ms`. */
-async function boundedWait(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((r) => (timer = setTimer(r, ms)))]);
-  clearTimeout(timer);
+async function boundedWait(p: Promise<unknown>, ms: number, clock: Clock): Promise<void> {
+  let cancel: (() => void) | undefined;
+  await Promise.race([p, new Promise<void>((r) => (cancel = clock.after(ms, r)))]);
+  cancel?.();
 }
 
 /** How a log line names where a deploy resumes. */

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "e21c3edf962174d39b64b929b0f45d42a08d604973cd7308ca7fff411db474ec",
+  "fingerprint": "7fa3ed7e408ca65b1dd82a36ff9ed24125fda6ba98b1aec8d91d56f06e0418ea",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -47,8 +47,8 @@ export const SDK_MANIFEST = {
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "02f3f07ba4e86657dfad1f84bb17cdc8652d56d16d6f0f2b7a50e93f3ed3dd4d",
-    "util/timers.d.ts": "89f5ac30e804df72643c5567762624b885c325b9b5dbc09e9190c54dd0966c26",
+    "util/index.d.ts": "69a4201537ad6ebdc17220e49aeb71e12f864830c146b2bf6860f7e779f0e5f3",
+    "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",
     "util/validation.d.ts": "fd4839ba6956abfbdabb661fe3755a6d6a16b3c93901f269475b6418a4644bfd"
   }
 } as const;

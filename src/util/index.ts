@@ -3,5 +3,5 @@ export { BinaryHeap } from './heap.js';
 export { deferred, type Deferred } from './deferred.js';
 export { abortable } from './abortable.js';
 export { writeFileDurably, syncDirectory, nodeFs, type DurableFs, type DurableHandle } from './durable.js';
-export { MAX_TIMER_DELAY_MS, isNeverDelay, setTimer, setRepeating, setTimerUntil } from './timers.js';
+export { MAX_TIMER_DELAY_MS, isNeverDelay, setTimer, setRepeating, setTimerUntil, systemClock, type Clock } from './timers.js';
 export { describeIssues, formatPath } from './validation.js';

@@ -29,3 +29,28 @@ export function setRepeating(fn: () => void, ms: number): NodeJS.Timeout | undef
 export function setTimerUntil(fn: () => void, atMs: number, now = Date.now()): NodeJS.Timeout {
   return setTimeout(fn, Math.min(MAX_TIMER_DELAY_MS, Math.max(0, atMs - now)));
 }
+
+/**
+ * Time as a component sees it: injected, so logic that decides on time (liveness, checkpoints,
+ * placement deadlines) is unit-tested on a fake clock. `after` and `every` follow setTimer's rule: a
+ * delay above the timer limit never fires.
+ */
+export interface Clock {
+  now(): number;
+  /** Call `fn` once after `ms`; returns the cancel. */
+  after(ms: number, fn: () => void): () => void;
+  /** Call `fn` every `ms`; returns the cancel. */
+  every(ms: number, fn: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  after(ms, fn) {
+    const t = setTimer(fn, ms);
+    return () => t && clearTimeout(t);
+  },
+  every(ms, fn) {
+    const t = setRepeating(fn, ms);
+    return () => t && clearInterval(t);
+  },
+};
