@@ -1093,15 +1093,7 @@ export class Coordinator {
 
   /** Wait `ms` (cut short by stop()). */
   private wait(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        cancel();
-        this.stopWaiters.delete(done);
-        resolve();
-      };
-      const cancel = this.clock.after(ms, done);
-      this.stopWaiters.add(done);
-    });
+    return this.waitUnlessWoken(this.stopWaiters, ms);
   }
 
   /**
@@ -1110,14 +1102,19 @@ export class Coordinator {
    * events, not a poll.
    */
   private capacityChangeOrTimeout(ms: number): Promise<void> {
+    return this.waitUnlessWoken(this.capacityWaiters, Math.max(1, ms));
+  }
+
+  /** Resolves after `ms`, or sooner when a waker in `wakers` is called. */
+  private waitUnlessWoken(wakers: Set<() => void>, ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = (): void => {
         cancel();
-        this.capacityWaiters.delete(done);
+        wakers.delete(done);
         resolve();
       };
-      const cancel = this.clock.after(Math.max(1, ms), done);
-      this.capacityWaiters.add(done);
+      const cancel = this.clock.after(ms, done);
+      wakers.add(done);
     });
   }
 
