@@ -9,29 +9,28 @@
  * overflow.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { Unpackr, Packr } from 'msgpackr';
 import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
-import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, Outbox, writeFrame, WrongProtocolError } from '../net/index.js';
+import type { FrameConnection} from '../net/index.js';
+import { Outbox, writeFrame } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, KeyGroupRange, networkEdges, subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import {
   checkProtocolCompatibility,
   encodeFrame,
   FrameDecodeError,
-  FrameTooLargeError,
   LOCAL_PROTOCOL,
   makeMessage,
-  MAX_FIRST_FRAME_BYTES,
   MessageKind,
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, restartBackoffMs, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, slotOf, type PlacementSubtask } from './placement.js';
-import { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission } from './admission.js';
+import { AdmissionLogLimiter } from './admission.js';
 import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, ClientSessions } from './client-sessions.js';
 import {
   checkCheckpointConfig,
@@ -51,6 +50,7 @@ import { isTerminal, transition } from './job-lifecycle.js';
 import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
 import { countChannels, jobView, toSummary, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
+import { AdmissionGate } from './admission-gate.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
 import { systemClock, type Clock } from '../util/index.js';
@@ -75,14 +75,13 @@ export class Coordinator {
   private readonly sessions = new Map<string, WorkerSession>();
   private readonly clients: ClientSessions;
   /** Connections being admitted (accept to first frame), with how far each has got. */
-  private readonly admitting = new Map<FrameConnection, PendingAdmission>();
+  private readonly admission: AdmissionGate;
   private readonly jobs = new Map<string, JobState>();
   private readonly history: JobState[] = [];
   private readonly log: Logger;
   private readonly watchdogLog: Logger;
   /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
   private readonly admissionLog: AdmissionLogLimiter;
-  private admissionSeq = 0;
   private sessionSeq = 0;
   /** When a worker last registered (a restart waiting for slots starts its clock again then). */
   private lastRegistrationAt = 0;
@@ -110,7 +109,15 @@ export class Coordinator {
     this.log = deps.log.child({ component: 'coordinator' });
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
     this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
-    this.server = createServer((s) => this.admit(s));
+    this.admission = new AdmissionGate(this.config, {
+      clock: this.clock,
+      log: this.log,
+      metrics: deps.metrics,
+      admissionLog: this.admissionLog,
+      stopping: () => this.stopping,
+      route: (conn, first, admissionId) => this.route(conn, first, admissionId),
+    });
+    this.server = createServer((s) => this.admission.admit(s));
     this.modules = new ModuleCache(deps.metrics);
     this.checkpoints = new CheckpointCoordinator({
       now: () => this.clock.now(),
@@ -150,110 +157,9 @@ export class Coordinator {
 
   // ---------------------------------------------------------------- admission
 
-  private admit(socket: Socket): void {
-    if (this.stopping) {
-      socket.destroy();
-      return;
-    }
-    socket.setNoDelay(true);
-    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
-    const address = addressKey(socket.remoteAddress);
-    const verdict = admissionVerdict([...this.admitting.values()], address, this.config.maxPendingConnections);
-    if (verdict.kind === 'refuse') {
-      this.refuseBusy(socket, peer, verdict.reason);
-      return;
-    }
-    if (verdict.kind === 'evict') {
-      const victim = [...this.admitting].find(([, p]) => p === verdict.victim)?.[0];
-      this.deps.metrics.admissionsEvicted.inc();
-      this.admissionLog.warn(`connection ${victim?.peer ?? '?'} evicted from admission: it had sent nothing, and ${peer} came while ${this.admitting.size} connections were being admitted`);
-      if (victim) {
-        this.admitting.delete(victim);
-        victim.close();
-      }
-    }
-    const admissionId = ++this.admissionSeq;
-    const conn = new FrameConnection(socket, {
-      role: 'coordinator',
-      log: this.log,
-      metrics: this.deps.metrics,
-      firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
-      // A worker's frames read before its connection ended are handled (a session's dispatch checks it is current).
-      dispatchAfterClose: true,
-      readTimeoutMs: this.config.heartbeatTimeoutMs,
-      frameDeadlineMs: this.config.handshakeTimeoutMs + this.config.heartbeatTimeoutMs,
-    });
-    const pending: PendingAdmission = { id: admissionId, address, stage: 0, acceptedAt: this.clock.now() };
-    socket.once('data', () => (pending.stage = 1));
-    this.admitting.set(conn, pending);
-    conn
-      .readOne()
-      .then(
-        (first) => {
-          this.admitting.delete(conn);
-          // Sessions may be idle between frames, but a frame begun must end in time.
-          conn.reader.configure({ readTimeoutMs: undefined, frameDeadlineMs: undefined, bodyDeadlineMs: this.config.frameBodyTimeoutMs });
-          return this.route(conn, first, admissionId);
-        },
-        (err: unknown) => {
-          this.admitting.delete(conn);
-          this.refuseAdmission(conn, err as Error);
-        },
-      )
-      .catch((err: unknown) => {
-        this.log.error({ err, peer: conn.peer }, `admission of ${conn.peer} failed: ${(err as Error).message}`);
-        conn.close();
-      });
-  }
-
-  /**
-   * Refuse a connection at the admission cap with a frame both kinds of peer read as a refusal (a
-   * worker retries a retryable RegisterAck; a client prints its message), then close it.
-   */
-  private refuseBusy(socket: Socket, peer: string, reason: string): void {
-    this.deps.metrics.handshakeFailures.inc();
-    this.admissionLog.warn(`connection ${peer} refused: ${reason}`);
-    const message = `coordinator busy: ${reason}; retry`;
-    socket.on('error', () => undefined);
-    writeFrame(
-      socket,
-      makeMessage('RegisterAck', { ok: false, message, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible, retryable: true, session: 0, epoch: this.config.epoch }),
-    ).then(
-      () => socket.end(),
-      () => socket.destroy(),
-    );
-  }
-
   /** Where the HTTP API listens, once it does: named to a peer that speaks HTTP to the control port. */
-  httpUrl: string | undefined;
-
-  private refuseAdmission(conn: FrameConnection, err: Error): void {
-    if (err instanceof WrongProtocolError) {
-      this.deps.metrics.handshakeFailures.inc();
-      const http = this.httpUrl ? `the HTTP API is at ${this.httpUrl}` : 'this coordinator serves no HTTP API (clink node --http-port)';
-      if (err.protocol === 'http-request') {
-        const body = `this is clink's control port, which speaks its binary protocol, not HTTP; ${http}\n`;
-        this.admissionLog.warn(`connection ${conn.peer} refused: it sent an HTTP request to the control port; ${http}`);
-        // Answered in its own protocol, so curl or a browser shows the user the mistake; closed once sent.
-        const cancel = this.clock.after(ADMISSION_REPLY_SEND_BOUND_MS, () => conn.close());
-        conn.socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`, () => {
-          cancel();
-          conn.close();
-        });
-        return;
-      }
-      this.admissionLog.warn(`connection ${conn.peer} refused: it ${err.protocol === 'tls' ? 'began a TLS handshake; the control port does not speak TLS' : 'spoke HTTP'}`);
-      conn.close();
-      return;
-    }
-    if (err instanceof FrameDecodeError || err instanceof FrameTooLargeError) {
-      this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
-      this.log.warn({ peer: conn.peer, err }, `malformed first frame from ${conn.peer}, closing its connection: ${err.message}`);
-    } else if (err instanceof FrameTimeoutError) {
-      this.deps.metrics.handshakeFailures.inc();
-      this.log.warn({ peer: conn.peer }, `connection rejected: ${conn.peer} sent no complete first frame (${err.message})`);
-    }
-    conn.close();
+  set httpUrl(url: string | undefined) {
+    this.admission.httpUrl = url;
   }
 
   private async route(conn: FrameConnection, first: Message | null, admissionId: number): Promise<void> {
@@ -1197,7 +1103,7 @@ export class Coordinator {
     for (const w of this.stopWaiters) w();
     this.capacityChanged();
     const closed = new Promise<void>((r) => this.server.close(() => r()));
-    for (const c of this.admitting.keys()) c.close();
+    this.admission.closeAll();
     const deadline = this.clock.now() + this.config.outboundFlushTimeoutMs;
     await Promise.all([...this.sessions.values()].filter((s) => s.state === 'active').map((s) => s.outbox.flush(Math.max(0, deadline - this.clock.now()))));
     for (const s of this.sessions.values()) s.conn.close();
