@@ -15,12 +15,10 @@ import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
-import type { FrameConnection} from '../net/index.js';
-import { Outbox, writeFrame } from '../net/index.js';
+import { writeFrame, type FrameConnection } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, KeyGroupRange, networkEdges, subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import {
   checkProtocolCompatibility,
-  encodeFrame,
   FrameDecodeError,
   LOCAL_PROTOCOL,
   makeMessage,
@@ -51,6 +49,7 @@ import { decideFailure, type Failure, type FailureDecision } from './failure-han
 import { countChannels, jobView, toSummary, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
 import { AdmissionGate } from './admission-gate.js';
+import { WorkerRegistry } from './worker-registry.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
 import { systemClock, type Clock } from '../util/index.js';
@@ -72,7 +71,7 @@ export interface CoordinatorDeps {
 export class Coordinator {
   readonly config: CoordinatorConfig;
   private readonly server: Server;
-  private readonly sessions = new Map<string, WorkerSession>();
+  private readonly registry: WorkerRegistry;
   private readonly clients: ClientSessions;
   /** Connections being admitted (accept to first frame), with how far each has got. */
   private readonly admission: AdmissionGate;
@@ -82,15 +81,12 @@ export class Coordinator {
   private readonly watchdogLog: Logger;
   /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
   private readonly admissionLog: AdmissionLogLimiter;
-  private sessionSeq = 0;
   /** When a worker last registered (a restart waiting for slots starts its clock again then). */
-  private lastRegistrationAt = 0;
   private stopWatchdog: (() => void) | undefined;
   private readonly clock: Clock;
   private lastSweep = 0;
   private stopping = false;
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
-  private readonly retired = new Set<WorkerSession>();
   private readonly modules: ModuleCache;
   private readonly checkpoints: CheckpointCoordinator;
   /** Waits (restart backoffs) that stop() cuts short. */
@@ -118,6 +114,19 @@ export class Coordinator {
       route: (conn, first, admissionId) => this.route(conn, first, admissionId),
     });
     this.server = createServer((s) => this.admission.admit(s));
+    this.registry = new WorkerRegistry({
+      config: this.config,
+      clock: this.clock,
+      log: this.log,
+      watchdogLog: this.watchdogLog,
+      metrics: deps.metrics,
+      onRegistered: () => this.capacityChanged(),
+      onProgress: (s, jobs) => {
+        for (const p of jobs) this.jobs.get(p.jobId)?.progress.set(s.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
+      },
+      dispatch: (s, m) => this.dispatchWorker(s, m),
+      onGone: (s, error) => this.onSessionGone(s, error),
+    });
     this.modules = new ModuleCache(deps.metrics);
     this.checkpoints = new CheckpointCoordinator({
       now: () => this.clock.now(),
@@ -146,7 +155,7 @@ export class Coordinator {
     });
     c.port = (c.server.address() as { port: number }).port;
     c.stopWatchdog = c.clock.every(c.config.watchdogIntervalMs, () => c.sweep());
-    const active = (): WorkerSession[] => [...c.sessions.values()].filter((s) => s.state === 'active');
+    const active = (): WorkerSession[] => c.registry.active();
     deps.metrics.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => active().length);
     deps.metrics.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => active().reduce((n, s) => n + s.slots, 0));
     deps.metrics.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => active().reduce((n, s) => n + freeSlots(s), 0));
@@ -167,7 +176,7 @@ export class Coordinator {
       conn.close();
       return;
     }
-    if (first.type === 'Register') await this.register(conn, first, admissionId);
+    if (first.type === 'Register') await this.registry.register(conn, first, admissionId, this.protocolRefusal(first, `worker ${first.workerId}`));
     else if (first.type === 'HelloClient') await this.helloClient(conn, first);
     else {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
@@ -182,110 +191,6 @@ export class Coordinator {
     this.deps.metrics.protocolMismatches.inc();
     this.log.warn(c.message);
     return c.message;
-  }
-
-  private async register(conn: FrameConnection, m: MessageOf<'Register'>, admissionId: number): Promise<void> {
-    const ack = (ok: boolean, message: string, extra: { retryable?: boolean; session?: number } = {}): Promise<void> =>
-      writeFrame(
-        conn.socket,
-        makeMessage('RegisterAck', {
-          ok,
-          message,
-          protocolVersion: LOCAL_PROTOCOL.version,
-          minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
-          retryable: extra.retryable ?? false,
-          session: extra.session ?? 0,
-          epoch: this.config.epoch,
-        }),
-      );
-    const refusal = this.protocolRefusal(m, `worker ${m.workerId}`);
-    if (refusal) {
-      await ack(false, refusal).catch(() => undefined);
-      conn.close();
-      return;
-    }
-    const current = this.sessions.get(m.workerId);
-    if (current && current.state === 'active' && current.admissionId > admissionId) {
-      this.log.warn({ workerId: m.workerId }, `stale registration of worker ${m.workerId} refused: its connection is older than session ${current.session}`);
-      await ack(false, `stale registration: an older connection than the worker's session ${current.session}`).catch(() => undefined);
-      conn.close();
-      return;
-    }
-    if (current && current.state === 'active' && current.outbox.stopped?.byItself) {
-      // Its outbox stopped by itself (overflow): the watchdog's verdict (with the real cause) comes at its
-      // next tick. An outbox stopped because the connection closed awaits no verdict: the new session retires it.
-      await ack(false, `worker ${m.workerId}'s session ${current.session} is still being retired; register again shortly`, { retryable: true }).catch(() => undefined);
-      conn.close();
-      return;
-    }
-    const session: WorkerSession = {
-      id: m.workerId,
-      session: ++this.sessionSeq,
-      admissionId,
-      conn,
-      outbox: undefined as unknown as Outbox,
-      slots: m.slotCount,
-      slotShares: new Map(),
-      dataHost: m.dataHost,
-      httpPort: m.httpPort,
-      runtime: m.runtime,
-      registeredAt: this.clock.now(),
-      lastSeen: this.clock.now(),
-      state: 'active',
-      shippedModules: new Set(),
-    };
-    // The RegisterAck is the first frame on the connection, sent before the session's outbox exists.
-    try {
-      await ack(true, 'registered', { session: session.session });
-    } catch (err) {
-      this.log.warn({ workerId: m.workerId, err }, `RegisterAck to worker ${m.workerId} failed: ${(err as Error).message}`);
-      conn.close();
-      return;
-    }
-    if (current && current.state === 'active') this.retire(current, `worker ${m.workerId} registered again (session ${session.session})`);
-    session.outbox = new Outbox(conn.socket, {
-      limits: {
-        maxControlFrames: this.config.maxOutboundControlFrames,
-        maxControlBytes: this.config.maxOutboundControlBytes,
-        maxBulkBytes: this.config.maxOutboundBulkBytes,
-      },
-      metrics: this.deps.metrics,
-      log: this.log,
-      peer: m.workerId,
-    });
-    this.sessions.set(m.workerId, session);
-    this.lastRegistrationAt = this.clock.now();
-    this.capacityChanged();
-    this.log.info({ workerId: m.workerId, session: session.session, slots: m.slotCount }, `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`);
-    conn.start({
-      onRead: (msg) => {
-        session.lastSeen = this.clock.now();
-        if (msg.type !== 'Heartbeat') return false;
-        if (msg.leaving) {
-          this.log.info({ workerId: session.id, session: session.session }, `worker retired: ${session.id} (shutdown)`);
-          this.retire(session, 'shutdown');
-          return true;
-        }
-        for (const p of msg.jobs) this.jobs.get(p.jobId)?.progress.set(session.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
-        this.post(session, makeMessage('HeartbeatAck', { seq: msg.seq }));
-        return true;
-      },
-      onMessage: (msg) => this.dispatchWorker(session, msg),
-    });
-  }
-
-  /**
-   * Set a replaced session aside. Its connection is read to its end first (bounded by the heartbeat
-   * timeout): what the worker sent on it before it registered again (a clean SubtaskFinished, a
-   * checkpoint ack) may still be in flight, and counts. Then its outbox is aborted and its unfinished
-   * subtasks fold like a lost worker's.
-   */
-  private retire(s: WorkerSession, why: string): void {
-    s.state = 'retiring';
-    this.retired.add(s);
-    if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
-    const ended = s.conn.closed.then(() => s.conn.drained());
-    void boundedWait(ended, this.config.heartbeatTimeoutMs, this.clock).then(() => this.loseSession(s, why, 'retired'));
   }
 
   private async helloClient(conn: FrameConnection, m: MessageOf<'HelloClient'>): Promise<void> {
@@ -323,13 +228,6 @@ export class Coordinator {
   }
 
   // ---------------------------------------------------------------- frames to workers
-
-  /** Post a frame to a worker, stamped with this coordinator's epoch. Never waits on the worker. */
-  private post(s: WorkerSession, m: Message, cls: 'control' | 'bulk' = 'control'): void {
-    const stamped = 'epoch' in m ? ({ ...m, epoch: this.config.epoch } as Message) : m;
-    const r = s.outbox.postEncoded(() => encodeFrame(stamped), cls);
-    if (r === 'refused') this.log.warn({ workerId: s.id, type: m.type }, `${m.type} to worker ${s.id} refused: its outbox is ${s.outbox.state}`);
-  }
 
   // ---------------------------------------------------------------- worker frames
 
@@ -383,7 +281,7 @@ export class Coordinator {
       }
       (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers });
     }
-    for (const [s, subtasks] of bySession) this.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
+    for (const [s, subtasks] of bySession) this.registry.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
     if (job.state === 'RUNNING') {
       this.log.info({ jobId: job.id, attempt }, `job ${job.id} (${job.name}): ${group.length} retried subtasks running again as attempt ${attempt}`);
       return;
@@ -450,7 +348,7 @@ export class Coordinator {
 
   /** Post `m` once to each live session that runs an unfinished subtask of `job`. */
   private postToJob(job: JobState, m: Message): void {
-    for (const s of new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session))) this.post(s, m);
+    for (const s of new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session))) this.registry.post(s, m);
   }
 
   /** Completed checkpoints of a job (newest last). */
@@ -538,10 +436,7 @@ export class Coordinator {
     if (gap > interval + Math.min(hb, stallOn ? stall : Infinity)) {
       // This sweep itself is late (the process was paused): nothing could be read or written meanwhile.
       this.watchdogLog.warn(`watchdog sweep came ${gap} ms after the last; judging nothing and restarting every worker's clocks`);
-      for (const s of this.sessions.values()) {
-        s.lastSeen = now;
-        s.outbox.restartStallClock();
-      }
+      this.registry.restartClocks(now);
       return;
     }
     for (const job of [...this.jobs.values()]) {
@@ -557,43 +452,21 @@ export class Coordinator {
     }
     this.checkpoints.tick(this.jobs.values());
     this.clients.sweep(now, (c) => [...this.jobs.values()].some((j) => j.client === c));
-    for (const s of [...this.sessions.values()]) {
-      if (s.state !== 'active') continue;
-      const stopped = s.outbox.stopped;
-      if (stopped?.byItself) {
-        this.deps.metrics.workersLost.inc({ verdict: 'overflow' });
-        this.loseSession(s, `outbound queue stopped (${stopped.reason}): ${stopped.detail}`);
-      } else if (now - s.lastSeen > hb) {
-        this.deps.metrics.workersLost.inc({ verdict: 'silence' });
-        this.loseSession(s, 'heartbeat timeout');
-      } else if (stallOn && s.outbox.stalledForMs(now) > stall) {
-        this.deps.metrics.workersLost.inc({ verdict: 'stall' });
-        this.loseSession(s, `no outbound progress for ${s.outbox.stalledForMs(now)} ms with ${s.outbox.queuedFrames + 1} frames pending`);
-      }
-    }
+    this.registry.judge(now);
   }
 
-  /** Declare a session lost: abort its outbox, close it, and fail its jobs' subtasks with the cause. */
-  private loseSession(s: WorkerSession, cause: string, state: 'lost' | 'retired' = 'lost'): void {
-    if (s.state !== 'active' && s.state !== 'retiring') return;
-    s.state = state;
-    s.lostCause = cause;
-    if (state === 'lost') {
-      this.watchdogLog.warn({ workerId: s.id, session: s.session }, `worker lost: ${s.id} (${cause})`);
-      if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);
-    }
-    s.outbox.abort(`worker ${state}: ${s.id} (${cause})`);
-    s.conn.close();
+  /** A worker session is gone (lost, or its retirement done): its unfinished subtasks fail with `error`, and each job heals or fails. */
+  private onSessionGone(s: WorkerSession, error: string): void {
     for (const job of [...this.jobs.values()]) {
       const mine = job.subtasks.filter((t) => t.session === s && !t.finished);
       if (mine.length === 0) continue;
-      const error = `worker ${state}: ${s.id} (${cause})`;
       for (const st of mine) this.finishSubtask(job, st, error);
       // Lost while draining for a restart: those subtasks are gone either way; the restart goes on.
       if (job.state === 'RESTARTING') this.maybeRedeploy(job);
       else if (this.handleFailure(job, { error }) === 'fail') this.maybeComplete(job);
     }
   }
+
 
   // ---------------------------------------------------------------- clients
 
@@ -738,7 +611,7 @@ export class Coordinator {
       return false;
     });
     for (const [workerId, sts] of placement) {
-      const s = this.sessions.get(workerId)!;
+      const s = this.registry.sessions.get(workerId)!;
       for (const st of sts) {
         const slot = slotOf(st);
         s.slotShares.set(`${job.id}/${slot}`, (s.slotShares.get(`${job.id}/${slot}`) ?? 0) + 1);
@@ -752,7 +625,7 @@ export class Coordinator {
     job.edges = countChannels(job.plan, byWorker);
     const restored = restore ? this.logRestore(job, restore) : new Set<string>();
     for (const [workerId, sts] of placement) {
-      const s = this.sessions.get(workerId)!;
+      const s = this.registry.sessions.get(workerId)!;
       const tasks = sts.map((st) => {
         const task = job.plan.tasks.find((t) => t.id === st.taskId)!;
         const range = KeyGroupRange.forSubtask(st.index, task.parallelism, job.spec.maxParallelism);
@@ -767,7 +640,7 @@ export class Coordinator {
           attempt: job.attempt,
         };
       });
-      this.post(
+      this.registry.post(
         s,
         makeMessage('Deploy', {
           jobId: job.id,
@@ -963,7 +836,7 @@ export class Coordinator {
       if (t.finished || job.regionOf.get(k) !== region) continue;
       (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
     }
-    for (const [s, subtasks] of bySession) this.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
+    for (const [s, subtasks] of bySession) this.registry.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
     this.maybeRetryRegion(job, region);
   }
 
@@ -1040,8 +913,8 @@ export class Coordinator {
     const started = this.clock.now();
     const prefix = `${jobId}/`;
     for (;;) {
-      const deadline = (registrationRestartsClock ? Math.max(started, this.lastRegistrationAt) : started) + waitMs;
-      const active = [...this.sessions.values()].filter((s) => s.state === 'active');
+      const deadline = (registrationRestartsClock ? Math.max(started, this.registry.lastRegistrationAt) : started) + waitMs;
+      const active = this.registry.active();
       const total = active.reduce((n, s) => n + s.slots, 0);
       // Slots this job still holds on a worker (survivors of a retried region) take its subtasks for free.
       const holds = (s: WorkerSession): Set<string> => new Set([...s.slotShares.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
@@ -1084,7 +957,7 @@ export class Coordinator {
 
   workers(): WorkerView[] {
     const now = this.clock.now();
-    return [...this.sessions.values()]
+    return [...this.registry.sessions.values()]
       .filter((s) => s.state === 'active')
       .sort((a, b) => (a.id < b.id ? -1 : 1))
       .map((s) => workerView(s, now));
@@ -1104,21 +977,11 @@ export class Coordinator {
     this.capacityChanged();
     const closed = new Promise<void>((r) => this.server.close(() => r()));
     this.admission.closeAll();
-    const deadline = this.clock.now() + this.config.outboundFlushTimeoutMs;
-    await Promise.all([...this.sessions.values()].filter((s) => s.state === 'active').map((s) => s.outbox.flush(Math.max(0, deadline - this.clock.now()))));
-    for (const s of this.sessions.values()) s.conn.close();
-    for (const s of this.retired) s.conn.close();
+    await this.registry.flushAndClose(this.config.outboundFlushTimeoutMs);
     this.clients.closeAll();
     await closed;
     this.log.info('coordinator stopped');
   }
-}
-
-/** Wait for `p`, but no longer than `ms`. */
-async function boundedWait(p: Promise<unknown>, ms: number, clock: Clock): Promise<void> {
-  let cancel: (() => void) | undefined;
-  await Promise.race([p, new Promise<void>((r) => (cancel = clock.after(ms, r)))]);
-  cancel?.();
 }
 
 /** How a log line names where a deploy resumes. */
