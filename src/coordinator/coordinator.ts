@@ -26,7 +26,7 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, DEFAULT_SELF_HEAL_RESTARTS, MAX_JOB_COLLECTED_BYTES, restartBackoffMs, type CoordinatorConfig } from './config.js';
+import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, MAX_JOB_COLLECTED_BYTES, type CoordinatorConfig } from './config.js';
 import { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, slotOf, type PlacementSubtask } from './placement.js';
 import { AdmissionLogLimiter } from './admission.js';
 import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, ClientSessions } from './client-sessions.js';
@@ -34,21 +34,20 @@ import {
   checkCheckpointConfig,
   claimCheckpointId,
   type CompletedMarker,
-  hasCompletedCheckpoint,
   jobDir,
   removeCheckpointState,
   resolveRestore,
-  type RestorePoint,
   retainCheckpoints,
   writeCompletedMarker,
   writeRestoredRecord,
 } from './checkpoints.js';
 import { checkRestore } from './restore-gate.js';
 import { isTerminal, transition } from './job-lifecycle.js';
-import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
+import type { Failure, FailureDecision } from './failure-handler.js';
 import { countChannels, jobView, toSummary, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
 import { AdmissionGate } from './admission-gate.js';
+import { JobRecovery } from './job-recovery.js';
 import { WorkerRegistry } from './worker-registry.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
@@ -89,6 +88,7 @@ export class Coordinator {
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly modules: ModuleCache;
   private readonly checkpoints: CheckpointCoordinator;
+  private readonly recovery: JobRecovery;
   /** Waits (restart backoffs) that stop() cuts short. */
   private readonly stopWaiters = new Set<() => void>();
   /** Placements waiting for slots (see capacityChangeOrTimeout). */
@@ -139,6 +139,24 @@ export class Coordinator {
       log: this.log,
       metrics: deps.metrics,
       restartBudgetResetAfterMs: this.config.restartBudgetResetAfterMs,
+    });
+    this.recovery = new JobRecovery({
+      config: this.config,
+      clock: this.clock,
+      log: this.log,
+      metrics: deps.metrics,
+      checkpoints: this.checkpoints,
+      stopping: () => this.stopping,
+      capacityChanged: () => this.capacityChanged(),
+      post: (s, m) => this.registry.post(s, m),
+      postToJob: (job, m) => this.postToJob(job, m),
+      failJob: (job, reason) => this.failJob(job, reason),
+      finishSubtask: (job, st, error) => this.finishSubtask(job, st, error),
+      maybeComplete: (job) => this.maybeComplete(job),
+      wait: (ms) => this.wait(ms),
+      recordRestore: (dir, jobId, restore) => this.recordRestore(dir, jobId, restore),
+      placeWithin: (jobId, subtasks, waitMs, giveUp, clock, detail) => this.placeWithin(jobId, subtasks, waitMs, giveUp, clock, detail),
+      deployAttempt: (job, placement, restore) => this.deployAttempt(job, placement, restore),
     });
     this.clients = new ClientSessions(
       { maxSessions: this.config.maxClientSessions, idleTimeoutMs: this.config.clientIdleTimeoutMs, maxOutboundBytes: this.config.maxClientOutboundBytes },
@@ -305,7 +323,7 @@ export class Coordinator {
     const region = job.regionOf.get(key)!;
     if (job.retrying.has(region)) {
       // Its region is being retried: what it did belongs to the abandoned attempt.
-      this.maybeRetryRegion(job, region);
+      this.recovery.maybeRetryRegion(job, region);
       return;
     }
     st.recordsIn = m.recordsIn;
@@ -440,8 +458,8 @@ export class Coordinator {
       return;
     }
     for (const job of [...this.jobs.values()]) {
-      if (job.state === 'RESTARTING') this.checkDrain(job, now);
-      else if (job.retrying.size > 0) this.checkRetryDrain(job, now);
+      if (job.state === 'RESTARTING') this.recovery.checkDrain(job, now);
+      else if (job.retrying.size > 0) this.recovery.checkRetryDrain(job, now);
       if (job.peerFailure && job.state === 'RUNNING' && now - job.peerFailure.at > hb + interval) {
         // A peer connection broke and no worker was declared lost: heal it the same way.
         const { error, subtask } = job.peerFailure;
@@ -546,7 +564,7 @@ export class Coordinator {
     // The restore gate (identity and layout) runs before any slot is waited for.
     const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
     const restore = point?.marker;
-    if (point) this.logSkipped(`the restore of ${jobName}`, point);
+    if (point) this.recovery.logSkipped(`the restore of ${jobName}`, point);
     if (restore) checkRestore(restore, plan, jobName, m.checkpoint.allowNonRestoredState);
     const id = randomUUID().slice(0, 8);
     if (restore && m.checkpoint.checkpointDir) await this.recordRestore(m.checkpoint.checkpointDir, id, restore);
@@ -668,206 +686,13 @@ export class Coordinator {
     return d.restoredTasks;
   }
 
-  // ---------------------------------------------------------------- restarts
-
-  /** The restarts a job may spend on worker losses: none without durable checkpoints. */
-  private maxRestarts(job: JobState): number {
-    if (!job.checkpoint.checkpointDir) return 0;
-    const n = job.checkpoint.maxRestartsOnWorkerLoss;
-    return n >= 0 ? n : DEFAULT_SELF_HEAL_RESTARTS;
-  }
-
   /** Heal a failure as decideFailure says (restart, retry a region, or fail); returns what it did. */
   private handleFailure(job: JobState, failure: Failure, st?: SubtaskState): FailureDecision['action'] {
-    const decision = decideFailure(
-      {
-        state: job.state,
-        checkpointed: job.checkpoint.checkpointDir !== '',
-        stopping: this.stopping,
-        restartsSpent: job.restartsSpent,
-        maxRestarts: this.maxRestarts(job),
-        retriesSpent: (k) => job.retriesBySubtask.get(k) ?? 0,
-        maxRetries: this.maxRetries(job),
-      },
-      failure,
-    );
-    if (decision.action === 'restart') this.beginRestart(job, decision.cause);
-    else if (decision.action === 'retry' && st) this.beginRetry(job, st, failure.error);
-    else if (decision.action === 'fail') this.failJob(job, decision.reason);
-    return decision.action;
-  }
-
-  /**
-   * A worker was lost: cancel the job's surviving subtasks and, once they have drained, deploy the
-   * whole job again from its last completed checkpoint on the workers with free slots.
-   */
-  private beginRestart(job: JobState, cause: string): void {
-    job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
-    job.restartsSpent++;
-    job.restarting = { cause, since: this.clock.now() };
-    this.checkpoints.forget(job, cause);
-    delete job.peerFailure;
-    this.capacityChanged(); // a retry of this job waiting for slots gives up
-    this.deps.metrics.jobRestarts.inc();
-    const backoffMs = restartBackoffMs(job.restartsSpent, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);
-    job.restarting.backoffMs = backoffMs;
-    this.log.warn(
-      { jobId: job.id, attempt: job.attempt, restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job), backoffMs },
-      `job ${job.id} (${job.name}) restarting after ${cause} (restart ${job.restartsSpent} of ${this.maxRestarts(job)}${backoffMs > 0 ? `, in ${backoffMs} ms` : ''})`,
-    );
-    this.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: `restarting after ${cause}` }));
-    this.maybeRedeploy(job);
-  }
-
-  /** A survivor that neither drains nor dies within restartDrainTimeoutMs fails the job, named. */
-  private checkDrain(job: JobState, now: number): void {
-    const r = job.restarting;
-    // Once every subtask has drained, the restart waits on its backoff and on slots, not on a drain.
-    if (!r || now - r.since < this.config.restartDrainTimeoutMs || job.subtasks.every((t) => t.finished)) return;
-    this.failUndrained(job, `restart after ${r.cause}`, job.subtasks.filter((t) => !t.finished));
-  }
-
-  /** Fail the job naming each subtask that did not drain and its worker; those count as finished. */
-  private failUndrained(job: JobState, what: string, stuck: SubtaskState[]): void {
-    this.failJob(job, `${what}: not drained within ${this.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t.taskId, t.index)} on worker ${t.session.id}`).join(', ')}`);
-    for (const t of stuck) this.finishSubtask(job, t, 'did not drain');
-    this.maybeComplete(job);
-  }
-
-  /** A retried region whose subtasks neither drain nor die within restartDrainTimeoutMs fails the job, named. */
-  private checkRetryDrain(job: JobState, now: number): void {
-    for (const [region, r] of job.retrying) {
-      if (r.deploying || now - r.at < this.config.restartDrainTimeoutMs) continue;
-      this.failUndrained(job, `retry of subtask ${r.subtask}`, job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t.taskId, t.index)) === region));
-      return;
-    }
+    return this.recovery.handleFailure(job, failure, st);
   }
 
   private maybeRedeploy(job: JobState): void {
-    if (job.state !== 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
-    this.redeploy(job).catch((err: unknown) => {
-      this.failJob(job, `restart after ${job.restarting?.cause ?? 'a worker loss'} failed: ${(err as Error).message}`);
-      this.maybeComplete(job);
-    });
-  }
-
-  private async redeploy(job: JobState): Promise<void> {
-    const { cause, since, backoffMs = 0 } = job.restarting!;
-    // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
-    if (backoffMs > 0) await this.wait(backoffMs);
-    if (job.state !== 'RESTARTING' || this.stopping) return;
-    const restore = await this.restorePoint(job);
-    if (restore && job.checkpoint.checkpointDir) await this.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
-    const subtasks = placementSubtasks(job.plan, this.config.slotSharing);
-    // From the placement to the deploy nothing awaits (see submit).
-    const placement = await this.placeWithin(job.id, subtasks, this.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true, slotNeed(job.plan, this.config.slotSharing).detail);
-    if (job.state !== 'RESTARTING') return;
-    job.attempt++;
-    job.restarting = undefined;
-    job.state = transition(job.state, 'DEPLOYING', `job ${job.id}`);
-    job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
-    job.lastCheckpointAt = this.clock.now();
-    job.restarts.push({ at: since, deployedAt: this.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
-    this.deployAttempt(job, placement, restore);
-    this.log.info(
-      { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
-      `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,
-    );
-  }
-
-  /**
-   * Where a restart or retry resumes: the job's newest completed checkpoint, else the restore point it
-   * was submitted with, else (a job submitted fresh that never completed one) the beginning.
-   */
-  private async restorePoint(job: JobState): Promise<CompletedMarker | undefined> {
-    const dir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : undefined;
-    if (!dir || !(await hasCompletedCheckpoint(dir))) return job.submittedRestore;
-    try {
-      const point = await resolveRestore(dir, 0);
-      this.logSkipped(`job ${job.id}`, point);
-      return point.marker;
-    } catch (err) {
-      // Every checkpoint of its own is damaged: the restore point it was submitted with is the next older one.
-      if (!job.submittedRestore) throw err;
-      this.log.warn({ jobId: job.id }, `${(err as Error).message}; restoring job ${job.id} from checkpoint ${job.submittedRestore.checkpointId} it was submitted with instead`);
-      return job.submittedRestore;
-    }
-  }
-
-  /** Say which newer checkpoints a restore passed over, and why: what they had committed may be written again. */
-  private logSkipped(what: string, point: RestorePoint): void {
-    for (const s of point.skipped) {
-      this.log.warn(
-        { checkpointId: s.checkpointId, restoredFrom: point.marker.checkpointId },
-        `checkpoint ${s.checkpointId} is unusable (${s.reason}); ${what} falls back to checkpoint ${point.marker.checkpointId} (what a non-transactional sink wrote after it may be written again)`,
-      );
-    }
-  }
-
-  // ---------------------------------------------------------------- retries (jobs without checkpoints)
-
-  /** Retries each subtask of a job without checkpoints may spend: the job's own setting, else the coordinator's. */
-  private maxRetries(job: JobState): number {
-    return job.checkpoint.maxRestarts >= 0 ? job.checkpoint.maxRestarts : this.config.maxRestarts;
-  }
-
-  /**
-   * A subtask of a job without checkpoints failed: stop the rest of its failover region (the subtasks it
-   * shares channels with, directly or not) and, once they have drained, run the region again from the
-   * beginning. Its sources re-read their input from the start and its state starts empty, so each record
-   * reaches the region's sinks at least once; the job's other regions run on untouched.
-   */
-  private beginRetry(job: JobState, st: SubtaskState, cause: string): void {
-    const key = subtaskKey(st.taskId, st.index);
-    const region = job.regionOf.get(key)!;
-    const size = job.regions[region]!.length;
-    const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
-    job.retriesBySubtask.set(key, retry);
-    job.retrying.set(region, { at: this.clock.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size });
-    if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
-    this.deps.metrics.subtaskRetries.inc();
-    this.log.warn(
-      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: size },
-      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${size} subtasks from ${job.submittedRestore ? `checkpoint ${job.submittedRestore.checkpointId}` : 'the beginning'} (retry ${retry} of ${this.maxRetries(job)}): ${firstLine(cause)}`,
-    );
-    const bySession = new Map<WorkerSession, string[]>();
-    for (const t of job.subtasks) {
-      const k = subtaskKey(t.taskId, t.index);
-      if (t.finished || job.regionOf.get(k) !== region) continue;
-      (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
-    }
-    for (const [s, subtasks] of bySession) this.registry.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
-    this.maybeRetryRegion(job, region);
-  }
-
-  /** Once every subtask of a retried region has drained, deploy the region again as the next attempt. */
-  private maybeRetryRegion(job: JobState, region: number): void {
-    const r = job.retrying.get(region);
-    const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t.taskId, t.index)) === region;
-    if (!r || r.deploying || job.subtasks.some((t) => !t.finished && inRegion(t))) return;
-    r.deploying = true;
-    const subtasks = placementSubtasks(job.plan, this.config.slotSharing, inRegion);
-    const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
-    const backoffMs = restartBackoffMs(r.retry, this.config.restartBackoffInitialMs, this.config.restartBackoffMaxMs);
-    this.wait(backoffMs)
-      .then(() => this.placeWithin(job.id, subtasks, this.config.restartCapacityTimeoutMs, () => !current(), true))
-      .then((placement) => {
-        if (!current()) return;
-        job.attempt++;
-        job.retrying.delete(region);
-        const { deploying: _, ...retry } = r;
-        job.retries.push({ ...retry, deployedAt: this.clock.now(), attempt: job.attempt });
-        // A job without checkpoints of its own resumes its region from the restore point it was submitted with.
-        this.deployAttempt(job, placement, job.submittedRestore);
-        this.log.info(
-          { jobId: job.id, attempt: job.attempt, subtask: r.subtask },
-          `job ${job.id} (${job.name}): failover region of subtask ${r.subtask} (${subtasks.length} subtasks) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, job.submittedRestore)}`,
-        );
-      })
-      .catch((err: unknown) => {
-        this.failJob(job, `retry of subtask ${r.subtask} after ${firstLine(r.cause)} failed: ${(err as Error).message}`);
-        this.maybeComplete(job);
-      });
+    this.recovery.maybeRedeploy(job);
   }
 
   /** Wait `ms` (cut short by stop()). */
@@ -984,9 +809,3 @@ export class Coordinator {
   }
 }
 
-/** How a log line names where a deploy resumes. */
-function describeRestorePoint(job: JobState, restore: CompletedMarker | undefined): string {
-  if (!restore) return 'the beginning (submitted without a restore point; no checkpoint had completed)';
-  if (restore === job.submittedRestore) return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
-  return `checkpoint ${restore.checkpointId}`;
-}

@@ -1,0 +1,254 @@
+/**
+ * Recovery: what the coordinator does once the failure handler has decided. A restart drains the job's
+ * surviving subtasks, waits its backoff, and deploys the whole job again from its restore point (its
+ * newest completed checkpoint, else the one it was submitted with) on the workers with free slots; a
+ * retry drains one failover region and deploys it again as the next attempt. A survivor that does not
+ * drain within --restart-drain-timeout-ms fails the job, named.
+ */
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { subtaskKey } from '../plan/index.js';
+import { makeMessage, type Message } from '../protocol/index.js';
+import type { Clock } from '../util/index.js';
+import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
+import { hasCompletedCheckpoint, jobDir, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } from './config.js';
+import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
+import { transition } from './job-lifecycle.js';
+import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
+import { placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask } from './placement.js';
+
+/** The first line of an error (a user error carries its stack after it). */
+const firstLine = (text: string): string => text.split('\n')[0]!;
+
+/** How a log line names where a deploy resumes. */
+export function describeRestorePoint(job: JobState, restore: CompletedMarker | undefined): string {
+  if (!restore) return 'the beginning (submitted without a restore point; no checkpoint had completed)';
+  if (restore === job.submittedRestore) return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
+  return `checkpoint ${restore.checkpointId}`;
+}
+
+export interface JobRecoveryDeps {
+  config: CoordinatorConfig;
+  clock: Clock;
+  log: Logger;
+  metrics: ClinkMetrics;
+  checkpoints: CheckpointCoordinator;
+  stopping: () => boolean;
+  capacityChanged: () => void;
+  post: (s: WorkerSession, m: Message) => void;
+  postToJob: (job: JobState, m: Message) => void;
+  failJob: (job: JobState, reason: string) => void;
+  finishSubtask: (job: JobState, st: SubtaskState, error: string) => void;
+  maybeComplete: (job: JobState) => void;
+  /** Wait `ms`, cut short by stop(). */
+  wait: (ms: number) => Promise<void>;
+  recordRestore: (checkpointDir: string, jobId: string, restore: CompletedMarker) => Promise<void>;
+  placeWithin: (jobId: string, subtasks: PlacementSubtask[], waitMs: number, giveUp: () => boolean, registrationRestartsClock: boolean, detail?: string) => Promise<PlacementPlan>;
+  deployAttempt: (job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined) => void;
+}
+
+export class JobRecovery {
+  constructor(private readonly deps: JobRecoveryDeps) {}
+
+
+  /** The restarts a job may spend on worker losses: none without durable checkpoints. */
+  maxRestarts(job: JobState): number {
+    if (!job.checkpoint.checkpointDir) return 0;
+    const n = job.checkpoint.maxRestartsOnWorkerLoss;
+    return n >= 0 ? n : DEFAULT_SELF_HEAL_RESTARTS;
+  }
+
+  /** Heal a failure as decideFailure says (restart, retry a region, or fail); returns what it did. */
+  handleFailure(job: JobState, failure: Failure, st?: SubtaskState): FailureDecision['action'] {
+    const decision = decideFailure(
+      {
+        state: job.state,
+        checkpointed: job.checkpoint.checkpointDir !== '',
+        stopping: this.deps.stopping(),
+        restartsSpent: job.restartsSpent,
+        maxRestarts: this.maxRestarts(job),
+        retriesSpent: (k) => job.retriesBySubtask.get(k) ?? 0,
+        maxRetries: this.maxRetries(job),
+      },
+      failure,
+    );
+    if (decision.action === 'restart') this.beginRestart(job, decision.cause);
+    else if (decision.action === 'retry' && st) this.beginRetry(job, st, failure.error);
+    else if (decision.action === 'fail') this.deps.failJob(job, decision.reason);
+    return decision.action;
+  }
+
+  /**
+   * A worker was lost: cancel the job's surviving subtasks and, once they have drained, deploy the
+   * whole job again from its last completed checkpoint on the workers with free slots.
+   */
+  private beginRestart(job: JobState, cause: string): void {
+    job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
+    job.restartsSpent++;
+    job.restarting = { cause, since: this.deps.clock.now() };
+    this.deps.checkpoints.forget(job, cause);
+    delete job.peerFailure;
+    this.deps.capacityChanged(); // a retry of this job waiting for slots gives up
+    this.deps.metrics.jobRestarts.inc();
+    const backoffMs = restartBackoffMs(job.restartsSpent, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
+    job.restarting.backoffMs = backoffMs;
+    this.deps.log.warn(
+      { jobId: job.id, attempt: job.attempt, restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job), backoffMs },
+      `job ${job.id} (${job.name}) restarting after ${cause} (restart ${job.restartsSpent} of ${this.maxRestarts(job)}${backoffMs > 0 ? `, in ${backoffMs} ms` : ''})`,
+    );
+    this.deps.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: `restarting after ${cause}` }));
+    this.maybeRedeploy(job);
+  }
+
+  /** A survivor that neither drains nor dies within restartDrainTimeoutMs fails the job, named. */
+  checkDrain(job: JobState, now: number): void {
+    const r = job.restarting;
+    // Once every subtask has drained, the restart waits on its backoff and on slots, not on a drain.
+    if (!r || now - r.since < this.deps.config.restartDrainTimeoutMs || job.subtasks.every((t) => t.finished)) return;
+    this.failUndrained(job, `restart after ${r.cause}`, job.subtasks.filter((t) => !t.finished));
+  }
+
+  /** Fail the job naming each subtask that did not drain and its worker; those count as finished. */
+  private failUndrained(job: JobState, what: string, stuck: SubtaskState[]): void {
+    this.deps.failJob(job, `${what}: not drained within ${this.deps.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t.taskId, t.index)} on worker ${t.session.id}`).join(', ')}`);
+    for (const t of stuck) this.deps.finishSubtask(job, t, 'did not drain');
+    this.deps.maybeComplete(job);
+  }
+
+  /** A retried region whose subtasks neither drain nor die within restartDrainTimeoutMs fails the job, named. */
+  checkRetryDrain(job: JobState, now: number): void {
+    for (const [region, r] of job.retrying) {
+      if (r.deploying || now - r.at < this.deps.config.restartDrainTimeoutMs) continue;
+      this.failUndrained(job, `retry of subtask ${r.subtask}`, job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t.taskId, t.index)) === region));
+      return;
+    }
+  }
+
+  maybeRedeploy(job: JobState): void {
+    if (job.state !== 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
+    this.redeploy(job).catch((err: unknown) => {
+      this.deps.failJob(job, `restart after ${job.restarting?.cause ?? 'a worker loss'} failed: ${(err as Error).message}`);
+      this.deps.maybeComplete(job);
+    });
+  }
+
+  private async redeploy(job: JobState): Promise<void> {
+    const { cause, since, backoffMs = 0 } = job.restarting!;
+    // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
+    if (backoffMs > 0) await this.deps.wait(backoffMs);
+    if (job.state !== 'RESTARTING' || this.deps.stopping()) return;
+    const restore = await this.restorePoint(job);
+    if (restore && job.checkpoint.checkpointDir) await this.deps.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
+    const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing);
+    // From the placement to the deploy nothing awaits (see submit).
+    const placement = await this.deps.placeWithin(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true, slotNeed(job.plan, this.deps.config.slotSharing).detail);
+    if (job.state !== 'RESTARTING') return;
+    job.attempt++;
+    job.restarting = undefined;
+    job.state = transition(job.state, 'DEPLOYING', `job ${job.id}`);
+    job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
+    job.lastCheckpointAt = this.deps.clock.now();
+    job.restarts.push({ at: since, deployedAt: this.deps.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
+    this.deps.deployAttempt(job, placement, restore);
+    this.deps.log.info(
+      { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
+      `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,
+    );
+  }
+
+  /**
+   * Where a restart or retry resumes: the job's newest completed checkpoint, else the restore point it
+   * was submitted with, else (a job submitted fresh that never completed one) the beginning.
+   */
+  private async restorePoint(job: JobState): Promise<CompletedMarker | undefined> {
+    const dir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : undefined;
+    if (!dir || !(await hasCompletedCheckpoint(dir))) return job.submittedRestore;
+    try {
+      const point = await resolveRestore(dir, 0);
+      this.logSkipped(`job ${job.id}`, point);
+      return point.marker;
+    } catch (err) {
+      // Every checkpoint of its own is damaged: the restore point it was submitted with is the next older one.
+      if (!job.submittedRestore) throw err;
+      this.deps.log.warn({ jobId: job.id }, `${(err as Error).message}; restoring job ${job.id} from checkpoint ${job.submittedRestore.checkpointId} it was submitted with instead`);
+      return job.submittedRestore;
+    }
+  }
+
+  /** Say which newer checkpoints a restore passed over, and why: what they had committed may be written again. */
+  logSkipped(what: string, point: RestorePoint): void {
+    for (const s of point.skipped) {
+      this.deps.log.warn(
+        { checkpointId: s.checkpointId, restoredFrom: point.marker.checkpointId },
+        `checkpoint ${s.checkpointId} is unusable (${s.reason}); ${what} falls back to checkpoint ${point.marker.checkpointId} (what a non-transactional sink wrote after it may be written again)`,
+      );
+    }
+  }
+
+  // ---------------------------------------------------------------- retries (jobs without checkpoints)
+
+  /** Retries each subtask of a job without checkpoints may spend: the job's own setting, else the coordinator's. */
+  maxRetries(job: JobState): number {
+    return job.checkpoint.maxRestarts >= 0 ? job.checkpoint.maxRestarts : this.deps.config.maxRestarts;
+  }
+
+  /**
+   * A subtask of a job without checkpoints failed: stop the rest of its failover region (the subtasks it
+   * shares channels with, directly or not) and, once they have drained, run the region again from the
+   * beginning. Its sources re-read their input from the start and its state starts empty, so each record
+   * reaches the region's sinks at least once; the job's other regions run on untouched.
+   */
+  private beginRetry(job: JobState, st: SubtaskState, cause: string): void {
+    const key = subtaskKey(st.taskId, st.index);
+    const region = job.regionOf.get(key)!;
+    const size = job.regions[region]!.length;
+    const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
+    job.retriesBySubtask.set(key, retry);
+    job.retrying.set(region, { at: this.deps.clock.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size });
+    if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
+    this.deps.metrics.subtaskRetries.inc();
+    this.deps.log.warn(
+      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: size },
+      `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${size} subtasks from ${job.submittedRestore ? `checkpoint ${job.submittedRestore.checkpointId}` : 'the beginning'} (retry ${retry} of ${this.maxRetries(job)}): ${firstLine(cause)}`,
+    );
+    const bySession = new Map<WorkerSession, string[]>();
+    for (const t of job.subtasks) {
+      const k = subtaskKey(t.taskId, t.index);
+      if (t.finished || job.regionOf.get(k) !== region) continue;
+      (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
+    }
+    for (const [s, subtasks] of bySession) this.deps.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
+    this.maybeRetryRegion(job, region);
+  }
+
+  /** Once every subtask of a retried region has drained, deploy the region again as the next attempt. */
+  maybeRetryRegion(job: JobState, region: number): void {
+    const r = job.retrying.get(region);
+    const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t.taskId, t.index)) === region;
+    if (!r || r.deploying || job.subtasks.some((t) => !t.finished && inRegion(t))) return;
+    r.deploying = true;
+    const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing, inRegion);
+    const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
+    const backoffMs = restartBackoffMs(r.retry, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
+    this.deps.wait(backoffMs)
+      .then(() => this.deps.placeWithin(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, () => !current(), true))
+      .then((placement) => {
+        if (!current()) return;
+        job.attempt++;
+        job.retrying.delete(region);
+        const { deploying: _, ...retry } = r;
+        job.retries.push({ ...retry, deployedAt: this.deps.clock.now(), attempt: job.attempt });
+        // A job without checkpoints of its own resumes its region from the restore point it was submitted with.
+        this.deps.deployAttempt(job, placement, job.submittedRestore);
+        this.deps.log.info(
+          { jobId: job.id, attempt: job.attempt, subtask: r.subtask },
+          `job ${job.id} (${job.name}): failover region of subtask ${r.subtask} (${subtasks.length} subtasks) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, job.submittedRestore)}`,
+        );
+      })
+      .catch((err: unknown) => {
+        this.deps.failJob(job, `retry of subtask ${r.subtask} after ${firstLine(r.cause)} failed: ${(err as Error).message}`);
+        this.deps.maybeComplete(job);
+      });
+  }
+}
