@@ -7,6 +7,7 @@ import { ClinkMetrics } from '../metrics/index.js';
 import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type ReconnectPolicy, type WorkerConfig } from '../worker/index.js';
 import { writeFileAtomic } from './files.js';
 import { EnvironmentError, listenError } from '../errors.js';
+import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface NodeFlags {
   role: 'coordinator' | 'worker';
@@ -103,7 +104,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     dataHost: flags.worker.dataHost ?? '127.0.0.1',
     heartbeatIntervalMs: flags.worker.heartbeatIntervalMs ?? 500,
     peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
-    batchSize: flags.worker.batchSize ?? 1_000,
+    batchSize: flags.worker.batchSize ?? DEFAULT_BATCH_SIZE,
     batchLingerMs: flags.worker.batchLingerMs ?? 0,
     coordinatorHeartbeatTimeoutMs: flags.worker.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS,
     ...(flags.worker.taskIsolation ? { taskIsolation: flags.worker.taskIsolation } : {}),

@@ -12,6 +12,7 @@ import { createPhysicalPlan } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import { jobFailed, printCollected } from './client.js';
 import { InterruptedError, onInterrupt } from './interrupt.js';
+import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface RunCommandOptions {
   parallelism?: number;
@@ -45,7 +46,7 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const slotsPerWorker = workers === 0 ? slots : Math.ceil(slots / workers);
   const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'error' });
   const t0 = performance.now();
-  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, slotSharing, log, batchSize: o.batchSize ?? 1_000, batchLingerMs: o.batchLingerMs ?? 0 });
+  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, slotSharing, log, batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE, batchLingerMs: o.batchLingerMs ?? 0 });
   const tty = o.progress && process.stderr.isTTY;
   let timer: NodeJS.Timeout | undefined;
   let interrupted = false;

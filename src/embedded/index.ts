@@ -15,6 +15,7 @@ import type { Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
 import { Worker, type TaskIsolation } from '../worker/index.js';
 import { ClinkError } from '../errors.js';
+import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface EmbeddedClusterOptions {
   /** Worker processes to start; 0 runs one worker in this process. */
@@ -79,7 +80,7 @@ export class EmbeddedCluster {
           dataHost: '127.0.0.1',
           heartbeatIntervalMs: 500,
           peerUpdateTimeoutMs: 30_000,
-          batchSize: this.options.batchSize ?? 1_000,
+          batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
           batchLingerMs: this.options.batchLingerMs ?? 0,
           ...(this.options.taskIsolation ? { taskIsolation: this.options.taskIsolation } : {}),
         },
@@ -113,7 +114,7 @@ export class EmbeddedCluster {
         `--id=local-${i}`,
         `--coordinator-port=${this.coordinator.port}`,
         `--slots=${slotsPerWorker}`,
-        `--batch-size=${this.options.batchSize ?? 1_000}`,
+        `--batch-size=${this.options.batchSize ?? DEFAULT_BATCH_SIZE}`,
         `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
       ],

@@ -13,6 +13,7 @@ import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf,
 import type { MessageOf } from '../protocol/index.js';
 import {
   buildSubtask,
+  DEFAULT_QUEUE_CAPACITY_BATCHES,
   InputQueue,
   validateConnectors,
   type ChannelSink,
@@ -28,7 +29,6 @@ import type { ClinkMetrics } from '../metrics/index.js';
 import { setTimer } from '../util/index.js';
 
 /** Batches a subtask's input queue holds. */
-const QUEUE_CAPACITY_BATCHES = 8;
 const BATCH_SIZE = 1_000;
 /** The most a subtask's collect() sinks may gather (they travel back in one frame). */
 export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
@@ -126,7 +126,7 @@ export class WorkerJob {
       const task = this.plan.tasks.find((x) => x.id === t.taskId);
       if (!task) throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
       const channels = inputChannels(this.plan, task);
-      const queue = channels.length > 0 ? new InputQueue(QUEUE_CAPACITY_BATCHES) : undefined;
+      const queue = channels.length > 0 ? new InputQueue(DEFAULT_QUEUE_CAPACITY_BATCHES) : undefined;
       this.subtasks.push({ task, index: t.subtaskIndex, queue, collected: {}, cancelled: false, region: this.regionController(task.id, t.subtaskIndex), channels: [], done: false });
       if (queue) {
         this.data.register(this.jobId, this.attempt, task.id, t.subtaskIndex, {

@@ -22,6 +22,7 @@ import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig } from './job-host.j
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
 import { setRepeating, setTimer } from '../util/index.js';
+import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
 const JOB_CLOSE_GRACE_MS = 5_000;
@@ -296,7 +297,7 @@ export class Worker {
     return {
       workerId: this.config.id,
       peerUpdateTimeoutMs: this.config.peerUpdateTimeoutMs,
-      batchSize: this.config.batchSize ?? 1_000,
+      batchSize: this.config.batchSize ?? DEFAULT_BATCH_SIZE,
       batchLingerMs: this.config.batchLingerMs ?? 0,
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
     };
