@@ -76,8 +76,6 @@ export class JobHost {
         (this.parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? this.parts.find((j) => !j.isStarted))?.start(m);
         return;
       case 'CancelJob':
-        // Test hook: a worker whose subtasks never drain.
-        if (process.env.CLINK_TEST_IGNORE_CANCEL === '1') return;
         for (const j of this.parts) j.cancel(m.reason || 'cancelled by the coordinator', m.subtasks);
         return;
       case 'TriggerCheckpoint':

@@ -78,6 +78,8 @@ export interface WorkerDeps {
   metrics: ClinkMetrics;
   /** Where print() writes. @default process.stdout */
   stdout?: (text: string) => void | Promise<void>;
+  /** Where this session keeps the job modules it received, by hash. @default a Map */
+  moduleStore?: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
 }
 
 /** Why a worker session ended. */
@@ -95,7 +97,7 @@ export class Worker {
   private stallWatch: NodeJS.Timeout | undefined;
   private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners].map((j) => j.metrics()));
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
-  private readonly modules = new Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>();
+  private readonly modules: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
   private heartbeat: NodeJS.Timeout | undefined;
   private lastCoordinatorFrameAt = 0;
   private endedWith: WorkerEnd | undefined;
@@ -115,6 +117,7 @@ export class Worker {
     private readonly deps: WorkerDeps,
   ) {
     this.log = deps.log.child({ component: 'worker', workerId: config.id });
+    this.modules = deps.moduleStore ?? new Map();
     this.ended = new Promise((r) => (this.resolveEnded = r));
   }
 
@@ -262,8 +265,6 @@ export class Worker {
     else {
       if (ref.bytes.length > 0) this.modules.set(ref.sha256, { bytes: ref.bytes, sourceMap: ref.sourceMap });
       const held = this.modules.get(ref.sha256);
-      // Test hook: forget modules once received, so the next reference to one cannot resolve.
-      if (process.env.CLINK_TEST_FORGET_MODULES === '1') this.modules.clear();
       if (held) return { ...m, modules: [{ sha256: ref.sha256, bytes: held.bytes, sourceMap: held.sourceMap }] };
       error = `Deploy of ${m.jobName} refers to job module ${ref.sha256}, which worker ${this.config.id} does not hold; refusing to run without it`;
     }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,33 +9,10 @@ import { FrameReader } from '../../src/net/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type Message, type MessageOf } from '../../src/protocol/index.js';
 import { ClusterHarness, isRunning } from '../harness/cluster.js';
+import { fakeWorker } from '../harness/fake-worker.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 const job = (name: string): string => join(FIXTURES, `${name}.ts`);
-
-/** A worker driven by hand over a raw socket: registers, heartbeats, and reads only when told. */
-async function fakeWorker(port: number, id: string, o: { protocolVersion?: number; minCompatible?: number; slots?: number } = {}): Promise<{ socket: Socket; ack: Message; stopHeartbeats: () => void }> {
-  const socket = connect(port, '127.0.0.1');
-  await new Promise((r) => socket.once('connect', r));
-  socket.write(
-    encodeFrame(
-      makeMessage('Register', {
-        workerId: id,
-        dataHost: '127.0.0.1',
-        slotCount: o.slots ?? 4,
-        protocolVersion: o.protocolVersion ?? 1,
-        minCompatibleProtocolVersion: o.minCompatible ?? 1,
-      }),
-    ),
-  );
-  const reader = new FrameReader(socket);
-  const ack = decodeMessage((await reader.next())!);
-  reader.close();
-  let seq = 0;
-  const hb = setInterval(() => !socket.destroyed && socket.write(encodeFrame(makeMessage('Heartbeat', { seq: ++seq }))), 200);
-  socket.on('error', () => undefined);
-  return { socket, ack, stopHeartbeats: () => clearInterval(hb) };
-}
 
 describe('losing workers', () => {
   test('kill -9 of a worker: "worker lost: <id> (heartbeat timeout)" within heartbeat_timeout + watchdog_interval, and the job fails with that cause', async () => {

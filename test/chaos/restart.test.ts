@@ -8,6 +8,8 @@ import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { runJob } from '../../src/index.js';
 import { ClusterHarness, type HarnessOptions } from '../harness/cluster.js';
+import { fakeWorker } from '../harness/fake-worker.js';
+import { makeMessage } from '../../src/protocol/index.js';
 import { visibleLines } from '../helpers.js';
 
 const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
@@ -179,22 +181,32 @@ describe('restart from the last checkpoint on worker loss', () => {
 });
 
 test('a survivor that never drains fails the job at --restart-drain-timeout-ms, naming the subtask and its worker', async () => {
-  const h = await ClusterHarness.start({ workers: 2, slots: 1, coordinatorArgs: ['--restart-drain-timeout-ms=1500'], workerEnv: { CLINK_TEST_IGNORE_CANCEL: '1' } });
+  // One real worker and one that runs nothing: it says its subtasks listen, then ignores every
+  // CancelJob, as a worker whose cancellation is broken would.
+  const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: ['--restart-drain-timeout-ms=1500'] });
+  const deaf = await fakeWorker(h.controlPort, 'deaf', {
+    slots: 1,
+    onMessage: (m, w) => {
+      if (m.type === 'Deploy') for (const t of m.tasks) w.send(makeMessage('SubtaskListening', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, edgePorts: [] }));
+    },
+  });
   try {
+    await h.waitForWorkers(2);
     const loaded = await loadJobModule(resolve(import.meta.dirname, '../fixtures/jobs/unbounded-forward.ts'), { cacheDir: join(h.dir, 'c') });
     const client = await h.client();
     const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2 }).spec, params: {}, buildParallelism: 2, checkpoint: { checkpointDir: join(h.dir, 'ckpt') } });
     const running = await h.waitForJob<JobView>(jobId, ['RUNNING']);
-    const [victim, survivor] = [running.subtasks[0]!, running.subtasks[1]!];
-    assert.notEqual(victim.workerId, survivor.workerId);
+    const survivor = running.subtasks.find((t) => t.workerId === 'deaf')!;
+    const victim = running.subtasks.find((t) => t.workerId !== 'deaf')!;
     h.worker(victim.workerId).child.kill('SIGKILL');
     const done = await client.waitForCompletion(jobId);
     assert.equal(done.state, 'FAILED');
     assert.equal(
       done.error,
-      `restart after worker lost: ${victim.workerId} (heartbeat timeout): not drained within 1500 ms: ${survivor.taskId}#${survivor.index} on worker ${survivor.workerId}`,
+      `restart after worker lost: ${victim.workerId} (heartbeat timeout): not drained within 1500 ms: ${survivor.taskId}#${survivor.index} on worker deaf`,
     );
   } finally {
+    deaf.socket.destroy();
     await h.close();
   }
 });

@@ -6,6 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { compileJobModule, localSdk, localSdkManifest, loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
+import { ClusterClient } from '../../src/client/index.js';
+import { Coordinator } from '../../src/coordinator/index.js';
+import { memoryLogger } from '../../src/log/index.js';
+import { ClinkMetrics } from '../../src/metrics/index.js';
+import { Worker } from '../../src/worker/index.js';
+import { tmpdir } from 'node:os';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 const job = (name: string): string => join(FIXTURES, `${name}.ts`);
@@ -45,16 +51,34 @@ describe('job modules travel by reference', () => {
   });
 
   test('a worker that cannot resolve a reference fails the deploy loudly', async () => {
-    const h = await ClusterHarness.start({ workers: 1, slots: 2, workerEnv: { CLINK_TEST_FORGET_MODULES: '1' } });
+    // In-process, so the worker's module store can be one that forgets a module once it has been used:
+    // the coordinator's next Deploy to the session refers to a module the worker no longer holds.
+    const { log } = memoryLogger('error');
+    const coordinator = await Coordinator.start({ port: 0 }, { log, metrics: new ClinkMetrics() });
+    const forgetful = new (class extends Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }> {
+      override get(sha256: string): { bytes: Uint8Array; sourceMap: Uint8Array } | undefined {
+        const held = super.get(sha256);
+        this.delete(sha256);
+        return held;
+      }
+    })();
+    const worker = await Worker.start(
+      { id: 'w1', coordinatorHost: '127.0.0.1', coordinatorPort: coordinator.port, slots: 2, dataHost: '127.0.0.1', heartbeatIntervalMs: 500, peerUpdateTimeoutMs: 30_000, batchSize: 1_000, batchLingerMs: 0, taskIsolation: 'none' },
+      { log, metrics: new ClinkMetrics(), moduleStore: forgetful },
+    );
+    const client = await ClusterClient.connect('127.0.0.1', coordinator.port);
     try {
-      const first = await h.submit(job('trivial'));
-      assert.equal((await first.client.waitForCompletion(first.jobId)).ok, true);
-      const second = await h.submit(job('trivial'));
-      const outcome = await second.client.waitForCompletion(second.jobId);
+      const loaded = await loadJobModule(job('trivial'), { cacheDir: join(tmpdir(), `clink-forgetful-${process.pid}`) });
+      const submit = () => client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1 }).spec, params: {}, buildParallelism: 1 });
+      const first = await client.waitForCompletion((await submit()).jobId);
+      assert.equal(first.ok, true, first.error);
+      const outcome = await client.waitForCompletion((await submit()).jobId);
       assert.equal(outcome.state, 'FAILED');
       assert.match(outcome.error, /refers to job module [0-9a-f]{64}, which worker w1 does not hold; refusing to run without it/);
     } finally {
-      await h.close();
+      client.close();
+      await worker.close();
+      await coordinator.stop();
     }
   });
 
