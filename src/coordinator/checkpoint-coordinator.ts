@@ -8,12 +8,12 @@
  * storage of ids and markers, what the job does on a failure), so its decisions are unit-tested
  * in-process on a fake clock; the coordinator wires the real ones.
  */
-import { join, resolve as resolvePath } from 'node:path';
+import { resolve as resolvePath } from 'node:path';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
-import { jobStateDir } from '../state/index.js';
+import { checkpointStateDir, jobStateDir } from '../state/index.js';
 import { jobDir, type CompletedMarker } from './checkpoints.js';
 import type { JobState } from './job-state.js';
 import { identityOf } from './restore-gate.js';
@@ -227,7 +227,7 @@ export class CheckpointCoordinator {
       jobId: job.id,
       jobName: job.name,
       subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
-      stateDir: join(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), `chk-${p.id}`),
+      stateDir: checkpointStateDir(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), p.id),
       completedAtMs: this.deps.now(),
       stateBytes: p.bytes,
       files: p.files,

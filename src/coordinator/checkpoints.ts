@@ -13,7 +13,7 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ClinkError, InvalidArgumentError, StateError } from '../errors.js';
 import type { MessageOf } from '../protocol/index.js';
-import { stateBackendDir } from '../state/index.js';
+import { checkpointIdOfStateDir, checkpointStateDir, stateBackendDir, subtaskStateFile } from '../state/index.js';
 import { writeFileDurably } from '../util/index.js';
 import type { CheckpointIdentity } from './restore-gate.js';
 
@@ -95,15 +95,15 @@ export async function retainCheckpoints(dir: string, stateDir: string, retained:
   const newest = ids[0] ?? 0;
   const kept = new Set(ids.slice(0, Math.max(1, retained)));
   for (const name of await readdir(stateDir).catch(() => [] as string[])) {
-    const m = /^chk-(\d+)$/.exec(name);
-    if (m && Number(m[1]) < newest && !kept.has(Number(m[1]))) await removeCheckpointState(stateDir, Number(m[1]));
+    const id = checkpointIdOfStateDir(name);
+    if (id !== undefined && id < newest && !kept.has(id)) await removeCheckpointState(stateDir, id);
   }
   for (const name of await readdir(dir)) if (/^COMPLETED-\d+\.\d+\.tmp$/.test(name)) await rm(join(dir, name), { force: true });
 }
 
 /** Remove one checkpoint's state directory (after an abort, or past retention). */
 export async function removeCheckpointState(stateDir: string, checkpointId: number): Promise<void> {
-  await rm(join(stateDir, `chk-${checkpointId}`), { recursive: true, force: true });
+  await rm(checkpointStateDir(stateDir, checkpointId), { recursive: true, force: true });
 }
 
 const completedIds = (names: string[]): number[] => names.map((n) => /^COMPLETED-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
@@ -161,7 +161,7 @@ export async function resolveRestore(dir: string, checkpointId: number): Promise
 /** Why a completed checkpoint cannot be restored (a state file missing, of another size, or changed), or undefined. */
 export async function verifyCheckpoint(marker: CompletedMarker): Promise<string | undefined> {
   for (const key of marker.subtasks) {
-    const file = join(marker.stateDir, `${key}.state`);
+    const file = subtaskStateFile(marker.stateDir, key);
     const expected = marker.files?.[key];
     let size: number;
     try {

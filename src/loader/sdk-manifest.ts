@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "7fa3ed7e408ca65b1dd82a36ff9ed24125fda6ba98b1aec8d91d56f06e0418ea",
+  "fingerprint": "1cb10b3e3fe118927e92b6682ae151856b25c5c72df48d1aafd1452835891fc4",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -41,8 +41,8 @@ export const SDK_MANIFEST = {
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "6e7052e322f90bb50e6b63acf3626b926d2b0cd1e8be3775a878a77b7e59c91f",
     "state/file.d.ts": "b2ee73b9a0df58dcea9fcee6f55dc28e19e0dd0be6d603c7b8ef00c16065d579",
-    "state/index.d.ts": "9a9eb08f5123d77cee8ac820adc024b0bd537fd12c211dac66d642ae164397eb",
-    "state/location.d.ts": "deccf3f3a66bd55bb1f5630d71412f3630c07bbe28d29e5a06d83057cb416d91",
+    "state/index.d.ts": "4a11d7dfd275fd71179ed01146949c69e3d28629bfa13c023a70227e50c2bc84",
+    "state/location.d.ts": "b07fe0127cc4ebbb77dd765d933e877c2b9ddd1eb177f34e4ec20404d20db330",
     "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",

@@ -7,5 +7,5 @@
  * backend.value<number>('count').update(1);
  */
 export { KeyedStateBackend, SNAPSHOT_SLICE_MS, StateTable, statePackr, type BackendSnapshot, type EncodedGroup } from './backend.js';
-export { jobStateDir, stateBackendDir } from './location.js';
+export { jobStateDir, stateBackendDir, checkpointStateDir, checkpointIdOfStateDir, subtaskStateFile } from './location.js';
 export { decodeStateFile, encodeStateFile, writeStateFile, type WrittenStateFile } from './file.js';

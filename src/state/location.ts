@@ -1,4 +1,8 @@
-/** Where a job's checkpoint state lives on disk. */
+/**
+ * Where a job's checkpoint state lives on disk, spelled once:
+ *   <state root>/_jobs/<job>/chk-<id>/<task>#<index>.state
+ * (the markers, `COMPLETED-<id>` and `RESTORED`, are the coordinator's: coordinator/checkpoints.ts).
+ */
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StateError } from '../errors.js';
@@ -26,4 +30,20 @@ export function stateBackendDir(uri: string): string {
  */
 export function jobStateDir(c: { checkpointDir: string; stateBackendUri: string }, jobId: string): string {
   return join(c.stateBackendUri ? stateBackendDir(c.stateBackendUri) : resolve(c.checkpointDir), '_jobs', jobId);
+}
+
+/** The directory of one checkpoint's state under a job's state directory (or a savepoint's). */
+export function checkpointStateDir(jobStateRoot: string, checkpointId: number): string {
+  return join(jobStateRoot, `chk-${checkpointId}`);
+}
+
+/** The checkpoint id a `chk-<id>` directory name holds, or undefined. */
+export function checkpointIdOfStateDir(name: string): number | undefined {
+  const m = /^chk-(\d+)$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** One subtask's state file in a checkpoint's state directory, by its key (`subtaskKey(task, index)`). */
+export function subtaskStateFile(checkpointDir: string, key: string): string {
+  return join(checkpointDir, `${key}.state`);
 }

@@ -10,7 +10,6 @@
  * runs on the session's own event loop.
  */
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ClinkError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { loadJobBundle } from '../loader/index.js';
@@ -19,7 +18,7 @@ import type { ClinkMetrics } from '../metrics/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
-import { jobStateDir, writeStateFile, type WrittenStateFile } from '../state/index.js';
+import { checkpointStateDir, jobStateDir, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
 import { subtaskKey } from '../plan/index.js';
 
@@ -163,9 +162,9 @@ export class JobHost {
     let error: unknown;
     try {
       const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
-      const dir = join(base, `chk-${checkpointId}`);
+      const dir = checkpointStateDir(base, checkpointId);
       await mkdir(dir, { recursive: true });
-      written = await writeStateFile(join(dir, `${taskId}#${index}.state`), snap);
+      written = await writeStateFile(subtaskStateFile(dir, subtaskKey(taskId, index)), snap);
     } catch (err) {
       error = err ?? new Error('state file write failed');
     } finally {

@@ -4,7 +4,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { Packr } from 'msgpackr';
-import { decodeStateFile } from '../state/index.js';
+import { decodeStateFile, subtaskStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
@@ -23,7 +23,6 @@ import {
   type SubtaskSnapshot,
 } from '../runtime/index.js';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { setTimer } from '../util/index.js';
@@ -338,7 +337,7 @@ export class WorkerJob {
     for (const st of this.subtasks) {
       const t = this.deploy.tasks.find((x) => x.taskId === st.task.id && x.subtaskIndex === st.index);
       if (!t || t.restoreCheckpointId === 0) continue;
-      const file = join(dir, `${st.task.id}#${st.index}.state`);
+      const file = subtaskStateFile(dir, subtaskKey(st.task.id, st.index));
       st.restore = decodeStateFile(await readFile(file), file) as SubtaskSnapshot;
     }
   }
