@@ -7,13 +7,11 @@
  * const done = await client.waitForCompletion(jobId);
  */
 import { connect, type Socket } from 'node:net';
-import { createRequire } from 'node:module';
-import type * as Msgpackr from 'msgpackr';
-import type { Unpackr } from 'msgpackr';
 import { ClinkError } from '../errors.js';
 import { FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
 import {
   checkProtocolCompatibility,
+  decodeCollected,
   LOCAL_PROTOCOL,
   makeMessage,
   MessageKind,
@@ -24,13 +22,6 @@ import {
 import { localSdkManifest, type CompiledJob } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 import { setTimer } from '../util/index.js';
-
-let unpackr: Unpackr | undefined;
-/** msgpackr loads when the first results arrive, not at client start-up. */
-function unpack(bytes: Uint8Array): Record<string, unknown[]> {
-  unpackr ??= new (createRequire(import.meta.url)('msgpackr') as typeof Msgpackr).Unpackr({ useRecords: true, moreTypes: true });
-  return unpackr.unpack(bytes) as Record<string, unknown[]>;
-}
 
 export interface SubmitOptions {
   module: CompiledJob;
@@ -112,7 +103,7 @@ export class ClusterClient {
         state: m.state,
         error: m.error,
         durationMs: m.durationMs,
-        collected: m.collected.length > 0 ? unpack(m.collected) : {},
+        collected: m.collected.length > 0 ? decodeCollected(m.collected) : {},
       };
       this.completions.set(m.jobId, outcome);
       for (const w of this.completionWaiters.get(m.jobId) ?? []) w(outcome);

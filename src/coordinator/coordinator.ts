@@ -10,7 +10,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
-import { Unpackr, Packr } from 'msgpackr';
 import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
@@ -19,6 +18,8 @@ import { writeFrame, type FrameConnection } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, KeyGroupRange, networkEdges, subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import {
   checkProtocolCompatibility,
+  decodeCollected,
+  encodeCollected,
   FrameDecodeError,
   LOCAL_PROTOCOL,
   makeMessage,
@@ -53,10 +54,8 @@ import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
 import { systemClock, type Clock } from '../util/index.js';
 
-const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 /** The first line of an error (a user error carries its stack after it). */
 const firstLine = (text: string): string => text.split('\n')[0]!;
-const packr = new Packr({ useRecords: true, moreTypes: true });
 
 
 
@@ -389,7 +388,7 @@ export class Coordinator {
     const out: Record<string, unknown[]> = {};
     for (const st of job.subtasks) {
       if (!st.collected) continue;
-      for (const [name, values] of Object.entries(unpackr.unpack(st.collected) as Record<string, unknown[]>)) {
+      for (const [name, values] of Object.entries(decodeCollected(st.collected))) {
         const arr = (out[name] ??= []);
         for (const v of values) arr.push(v);
       }
@@ -437,7 +436,7 @@ export class Coordinator {
           error: job.error ?? '',
           state: job.state,
           durationMs: job.finishedAt - job.startedAt,
-          collected: Object.keys(collected).length > 0 ? packr.pack(collected) : new Uint8Array(0),
+          collected: Object.keys(collected).length > 0 ? encodeCollected(collected) : new Uint8Array(0),
         }),
       );
     }

@@ -50,3 +50,4 @@ export {
 } from './version.js';
 export type { Codec, Descriptor, FieldSpec, Fields } from './schema.js';
 export { encodeRecordBatch, decodeRecordBatch, type EncodedBatch } from './batch.js';
+export { encodeCollected, decodeCollected } from './collected.js';

@@ -3,14 +3,13 @@
  * on Deploy (inputs registered, ports reported) and started on PeerUpdate, when every peer is known.
  */
 import { setMaxListeners } from 'node:events';
-import { Packr } from 'msgpackr';
 import { decodeStateFile, subtaskStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { RemoteChannel } from '../dataplane/index.js';
 import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
-import type { MessageOf } from '../protocol/index.js';
+import { encodeCollected, type MessageOf } from '../protocol/index.js';
 import {
   buildSubtask,
   DEFAULT_QUEUE_CAPACITY_BATCHES,
@@ -32,7 +31,6 @@ const BATCH_SIZE = 1_000;
 /** The most a subtask's collect() sinks may gather (they travel back in one frame). */
 export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
 
-const packr = new Packr({ useRecords: true, moreTypes: true });
 
 export interface SubtaskReport {
   taskId: string;
@@ -269,7 +267,7 @@ export class WorkerJob {
     if (st.error || st.cancelled) for (const ch of st.channels) ch.destroy();
     let collected: Uint8Array = new Uint8Array(0);
     if (Object.keys(st.collected).length > 0) {
-      collected = packr.pack(st.collected);
+      collected = encodeCollected(st.collected);
       if (collected.length > MAX_COLLECTED_BYTES) {
         st.error ??= new ClinkError('CLINK_ERR_CONNECTOR', `collect() gathered ${collected.length} bytes in one subtask, above the ${MAX_COLLECTED_BYTES}-byte cap; write large results to a sink`);
         collected = new Uint8Array(0);
