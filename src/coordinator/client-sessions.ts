@@ -39,6 +39,8 @@ export class ClientSessions {
     private readonly limits: ClientSessionLimits,
     private readonly log: Logger,
     private readonly metrics: ClinkMetrics,
+    /** The clock idle sessions are judged by (the coordinator's). */
+    private readonly now: () => number = Date.now,
   ) {
     metrics.gauge('clink_coordinator_client_sessions', 'Client sessions open', () => this.sessions.size);
   }
@@ -53,7 +55,7 @@ export class ClientSessions {
       this.metrics.clientSessionsRefused.inc();
       return `coordinator busy: ${this.sessions.size} client sessions are open (--max-client-sessions ${this.limits.maxSessions}); retry`;
     }
-    const c: ClientSession = { conn, name, lastActivityAt: Date.now() };
+    const c: ClientSession = { conn, name, lastActivityAt: this.now() };
     this.sessions.add(c);
     void conn.closed.then((closed) => {
       this.sessions.delete(c);
@@ -66,7 +68,7 @@ export class ClientSessions {
 
   /** A request came in: the session is not idle. */
   touch(c: ClientSession): void {
-    c.lastActivityAt = Date.now();
+    c.lastActivityAt = this.now();
   }
 
   /**

@@ -161,6 +161,7 @@ export class Coordinator {
       { maxSessions: this.config.maxClientSessions, idleTimeoutMs: this.config.clientIdleTimeoutMs, maxOutboundBytes: this.config.maxClientOutboundBytes },
       this.log,
       deps.metrics,
+      () => this.clock.now(),
     );
   }
 
