@@ -6,9 +6,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { basename, join, relative, resolve, sep } from 'node:path';
 import { ClinkError, EnvironmentError } from '../errors.js';
+import { clinkPackageRoot } from '../loader/index.js';
 
 export interface InitOptions {
   /** The project's package name. @default the directory's name */
@@ -26,7 +26,7 @@ interface ClinkPackage {
 }
 
 function thisClink(): ClinkPackage {
-  const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+  const root = clinkPackageRoot();
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; devDependencies?: Record<string, string> };
   return { root, version: pkg.version, devDependencies: pkg.devDependencies ?? {} };
 }
@@ -125,6 +125,7 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
   const clink = thisClink();
   const installed = clink.root.split(sep).includes('node_modules');
   const name = o.name ?? (basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'clink-job');
+  const clinkSpec = o.clink ?? (installed ? `^${clink.version}` : `file:${clink.root}`);
   const pkg = {
     name,
     version: '0.1.0',
@@ -138,13 +139,12 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
       typecheck: 'tsc --noEmit',
       test: 'node --import tsx --test test/*.test.ts',
     },
-    dependencies: { clink: o.clink ?? (installed ? `^${clink.version}` : `file:${clink.root}`) },
+    dependencies: { clink: clinkSpec },
     devDependencies: devDependencies(clink),
+    // npm 11 runs only the install scripts a project allows, and lists the rest. esbuild and msgpackr's
+    // native part need theirs; a checkout of clink is built already (its prepare would rebuild it each time).
+    allowScripts: { ...(clinkSpec.startsWith('file:') ? { [clinkSpec]: false } : {}), esbuild: true, 'msgpackr-extract': true },
   };
-  // npm 11 runs only the install scripts a project allows, and lists the rest. esbuild and msgpackr's
-  // native part need theirs; a checkout of clink is built already (its prepare would rebuild it each time).
-  const spec = pkg.dependencies.clink;
-  Object.assign(pkg, { allowScripts: { ...(spec.startsWith('file:') ? { [spec]: false } : {}), esbuild: true, 'msgpackr-extract': true } });
   await mkdir(join(dir, 'src'), { recursive: true });
   await mkdir(join(dir, 'test'), { recursive: true });
   const files: Record<string, string> = {

@@ -29,3 +29,4 @@ export {
   type SdkIdentity,
 } from './gate.js';
 export { typecheckJob, type TypecheckResult } from './typecheck.js';
+export { clinkPackageRoot } from './input-record.js';

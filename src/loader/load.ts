@@ -9,6 +9,7 @@ import { ClinkError, JobDefinitionError, JobLoadError } from '../errors.js';
 import { buildJob, isJobDefinition, type JobDefinition } from '../sdk/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 import { banner, bundleSdk, checkSdkCompatibility, localSdk, type SdkIdentity } from './gate.js';
+import { statInputs, unchangedInputs, writeRecord, type FileInputs } from './input-record.js';
 
 export interface CompiledJob {
   /** The bundled ESM module. Its SHA-256 (over the code alone) is its identity. */
@@ -59,19 +60,11 @@ interface CompileRecord {
   fingerprint: string;
   sha256: string;
   /** Every file esbuild read, with the size and mtime it had. */
-  inputs: Record<string, { size: number; mtimeMs: number }>;
+  inputs: FileInputs;
 }
 
 const compileRecordPath = (cacheDir: string, sourcePath: string): string =>
   join(cacheDir, `compile-${createHash('sha256').update(sourcePath).digest('hex').slice(0, 32)}.json`);
-
-async function unchanged(inputs: CompileRecord['inputs']): Promise<boolean> {
-  for (const [file, want] of Object.entries(inputs)) {
-    const st = await stat(file).catch(() => undefined);
-    if (!st || st.size !== want.size || st.mtimeMs !== want.mtimeMs) return false;
-  }
-  return true;
-}
 
 /**
  * Bundle a job file, reusing the last bundle of it while every file esbuild read is unchanged (same
@@ -82,7 +75,7 @@ export async function compileJobModule(path: string, options: { cacheDir?: strin
   const cacheDir = options.cacheDir ?? defaultCacheDir();
   const recordPath = compileRecordPath(cacheDir, sourcePath);
   const record = await readFile(recordPath, 'utf8').then((t) => JSON.parse(t) as CompileRecord).catch(() => undefined);
-  if (record && record.fingerprint === localSdk().fingerprint && (await unchanged(record.inputs))) {
+  if (record && record.fingerprint === localSdk().fingerprint && (await unchangedInputs(record.inputs))) {
     const [code, sourceMap] = await Promise.all([readFile(join(cacheDir, `${record.sha256}.code`)), readFile(join(cacheDir, `${record.sha256}.map`))]).catch(() => [undefined, undefined]);
     if (code && sourceMap && createHash('sha256').update(code).digest('hex') === record.sha256) {
       return { code, sha256: record.sha256, sourceMap, sdk: localSdk() };
@@ -94,14 +87,8 @@ export async function compileJobModule(path: string, options: { cacheDir?: strin
     writeFile(join(cacheDir, `${compiled.sha256}.code`), compiled.code),
     writeFile(join(cacheDir, `${compiled.sha256}.map`), compiled.sourceMap),
   ]);
-  const inputs: CompileRecord['inputs'] = {};
-  for (const f of compiled.inputs) {
-    const st = await stat(f).catch(() => undefined);
-    if (st) inputs[f] = { size: st.size, mtimeMs: st.mtimeMs };
-  }
-  const tmp = `${recordPath}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify({ fingerprint: compiled.sdk.fingerprint, sha256: compiled.sha256, inputs } satisfies CompileRecord));
-  await rename(tmp, recordPath);
+  const inputs = await statInputs(compiled.inputs);
+  await writeRecord(recordPath, { fingerprint: compiled.sdk.fingerprint, sha256: compiled.sha256, inputs } satisfies CompileRecord);
   const { inputs: _, ...job } = compiled;
   return job;
 }

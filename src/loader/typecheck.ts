@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,7 @@ import type * as TS from 'typescript';
 import { JobLoadError } from '../errors.js';
 import { defaultCacheDir } from './load.js';
 import { localSdk } from './gate.js';
+import { clinkPackageRoot, statInputs, unchangedInputs, writeRecord, type FileInputs } from './input-record.js';
 
 export type TypecheckResult = { checked: true; cached: boolean; ms: number } | { checked: false; reason: string };
 
@@ -37,15 +38,10 @@ function loadTypescript(jobPath: string): typeof TS | undefined {
   return undefined;
 }
 
-/** The package root of this clink (from src/loader or dist/loader). */
-function clinkRoot(): string {
-  return resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-}
-
 /** This clink's public declarations: what `import 'clink'` means for a job without a clink of its own. */
 function clinkTypes(): string {
   // The declarations of the code that runs: built ones for dist/, the sources when run from src/ (tsx).
-  return fileURLToPath(import.meta.url).endsWith('.ts') ? join(clinkRoot(), 'src/index.ts') : join(clinkRoot(), 'dist/index.d.ts');
+  return fileURLToPath(import.meta.url).endsWith('.ts') ? join(clinkPackageRoot(), 'src/index.ts') : join(clinkPackageRoot(), 'dist/index.d.ts');
 }
 
 function hasModule(ts: typeof TS, name: string, from: string, options: TS.CompilerOptions): boolean {
@@ -81,7 +77,7 @@ function compilerOptions(ts: typeof TS, jobPath: string): TS.CompilerOptions {
       roots.push(join(d, 'node_modules/@types'));
       if (dirname(d) === d) break;
     }
-    roots.push(join(clinkRoot(), 'node_modules/@types'));
+    roots.push(join(clinkPackageRoot(), 'node_modules/@types'));
     options.typeRoots = [...new Set(roots.filter((r) => existsSync(r)))];
     options.types = options.typeRoots.some((r) => existsSync(join(r, 'node'))) ? ['node'] : [];
   }
@@ -90,15 +86,7 @@ function compilerOptions(ts: typeof TS, jobPath: string): TS.CompilerOptions {
 
 interface TypecheckRecord {
   key: string;
-  inputs: Record<string, { size: number; mtimeMs: number }>;
-}
-
-async function unchanged(inputs: TypecheckRecord['inputs']): Promise<boolean> {
-  for (const [file, want] of Object.entries(inputs)) {
-    const st = await stat(file).catch(() => undefined);
-    if (!st || st.size !== want.size || st.mtimeMs !== want.mtimeMs) return false;
-  }
-  return true;
+  inputs: FileInputs;
 }
 
 function format(ts: typeof TS, d: TS.Diagnostic): string {
@@ -126,7 +114,7 @@ export async function typecheckJob(path: string, options: { cacheDir?: string } 
   const record = await readFile(recordPath, 'utf8')
     .then((t) => JSON.parse(t) as TypecheckRecord)
     .catch(() => undefined);
-  if (record?.key === key && (await unchanged(record.inputs))) return { checked: true, cached: true, ms: performance.now() - t0 };
+  if (record?.key === key && (await unchangedInputs(record.inputs))) return { checked: true, cached: true, ms: performance.now() - t0 };
 
   const program = ts.createProgram({ rootNames: [jobPath], options: compilerOptions(ts, jobPath) });
   // A syntax error is the bundler's to report, with its own excerpt of the line.
@@ -138,16 +126,9 @@ export async function typecheckJob(path: string, options: { cacheDir?: string } 
     throw new JobLoadError(`job module ${path} does not type-check (--no-typecheck runs it anyway):\n${shown.join('\n')}${more}`);
   }
   // The files that can change the verdict: the job's own, not declarations of installed packages.
-  const inputs: TypecheckRecord['inputs'] = {};
-  for (const f of program.getSourceFiles()) {
-    if (f.isDeclarationFile && f.fileName.includes('/node_modules/')) continue;
-    if (program.isSourceFileDefaultLibrary(f)) continue;
-    const st = await stat(f.fileName).catch(() => undefined);
-    if (st) inputs[f.fileName] = { size: st.size, mtimeMs: st.mtimeMs };
-  }
+  const read = program.getSourceFiles().filter((f) => !(f.isDeclarationFile && f.fileName.includes('/node_modules/')) && !program.isSourceFileDefaultLibrary(f));
+  const inputs = await statInputs(read.map((f) => f.fileName));
   await mkdir(cacheDir, { recursive: true });
-  const tmp = `${recordPath}.${process.pid}.tmp`;
-  await writeFile(tmp, JSON.stringify({ key, inputs } satisfies TypecheckRecord));
-  await rename(tmp, recordPath);
+  await writeRecord(recordPath, { key, inputs } satisfies TypecheckRecord);
   return { checked: true, cached: false, ms: performance.now() - t0 };
 }
