@@ -10,6 +10,7 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import type { Logger } from '../log/index.js';
+import type { Clock } from '../util/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
@@ -30,9 +31,7 @@ export interface CheckpointStorage {
 }
 
 export interface CheckpointCoordinatorDeps {
-  now: () => number;
-  /** Call `fn` after `ms`; returns the cancel. */
-  after: (ms: number, fn: () => void) => () => void;
+  clock: Clock;
   storage: CheckpointStorage;
   /** Send `m` to every live worker running an unfinished subtask of `job`. */
   postToJob: (job: JobState, m: Message) => void;
@@ -65,7 +64,7 @@ export class CheckpointCoordinator {
 
   /** On the watchdog's tick: time out overdue checkpoints, start those whose interval has passed. */
   tick(jobs: Iterable<JobState>): void {
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     for (const job of jobs) {
       const c = job.checkpoint;
       if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || job.startingCheckpoint) continue;
@@ -85,7 +84,7 @@ export class CheckpointCoordinator {
         },
         (err: unknown) => {
           this.claimed(job);
-          job.lastCheckpointAt = this.deps.now();
+          job.lastCheckpointAt = this.deps.clock.now();
           this.deps.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
         },
       );
@@ -149,7 +148,7 @@ export class CheckpointCoordinator {
     const p = job.pendingCheckpoint;
     if (!p) return;
     job.pendingCheckpoint = undefined;
-    job.lastCheckpointAt = this.deps.now();
+    job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
     this.deps.metrics.checkpointsAborted.inc();
@@ -200,7 +199,7 @@ export class CheckpointCoordinator {
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
   private begin(job: JobState, id: number, savepoint?: Pending['savepoint'], final = false): void {
     job.startingCheckpoint = false;
-    const now = this.deps.now();
+    const now = this.deps.clock.now();
     job.pendingCheckpoint = {
       id,
       pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
@@ -228,7 +227,7 @@ export class CheckpointCoordinator {
       jobName: job.name,
       subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
       stateDir: checkpointStateDir(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), p.id),
-      completedAtMs: this.deps.now(),
+      completedAtMs: this.deps.clock.now(),
       stateBytes: p.bytes,
       files: p.files,
       identity: identityOf(job.plan, job.name),
@@ -245,7 +244,7 @@ export class CheckpointCoordinator {
     job.checkpoints.push({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
     if (job.checkpoints.length > CHECKPOINTS_LISTED) job.checkpoints.shift();
     job.pendingCheckpoint = undefined;
-    job.lastCheckpointAt = this.deps.now();
+    job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);
     metrics.checkpointsCompleted.inc();
     metrics.lastCheckpointDurationMs.set(durationMs);
@@ -296,7 +295,7 @@ export class CheckpointCoordinator {
   /** Resolves when no checkpoint of `job` is in flight, or after `ms`. */
   private whenIdle(job: JobState, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const cancel = this.deps.after(ms, () => done());
+      const cancel = this.deps.clock.after(ms, () => done());
       const done = (): void => {
         cancel();
         const list = this.idleWaiters.get(job);

@@ -44,7 +44,7 @@ import {
 } from './checkpoints.js';
 import { checkRestore } from './restore-gate.js';
 import { isTerminal, transition } from './job-lifecycle.js';
-import type { Failure, FailureDecision } from './failure-handler.js';
+import { firstLine, type Failure, type FailureDecision } from './failure-handler.js';
 import { countChannels, jobView, toSummary, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
 import { AdmissionGate } from './admission-gate.js';
@@ -54,8 +54,6 @@ import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { freeSlots, releaseSlot, type JobState, type JobView, type SubtaskState, type WorkerSession, type WorkerView } from './job-state.js';
 import { systemClock, type Clock } from '../util/index.js';
 
-/** The first line of an error (a user error carries its stack after it). */
-const firstLine = (text: string): string => text.split('\n')[0]!;
 
 
 
@@ -128,8 +126,7 @@ export class Coordinator {
     });
     this.modules = new ModuleCache(deps.metrics);
     this.checkpoints = new CheckpointCoordinator({
-      now: () => this.clock.now(),
-      after: (ms, fn) => this.clock.after(ms, fn),
+      clock: this.clock,
       storage: { claimId: claimCheckpointId, writeMarker: writeCompletedMarker, retain: retainCheckpoints, removeState: removeCheckpointState },
       postToJob: (job, m) => this.postToJob(job, m),
       failJob: (job, reason) => this.failJob(job, reason),

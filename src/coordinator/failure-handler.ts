@@ -40,6 +40,9 @@ export interface FailureContext {
   maxRetries: number;
 }
 
+/** The first line of an error (a user error carries its stack after it): how a failure is named in one line. */
+export const firstLine = (text: string): string => text.split('\n')[0]!;
+
 export type FailureDecision = { action: 'restart'; cause: string } | { action: 'retry'; subtask: string } | { action: 'fail'; reason: string };
 
 const live = (s: JobStateName): boolean => s === 'RUNNING' || s === 'DEPLOYING';

@@ -13,13 +13,10 @@ import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { hasCompletedCheckpoint, jobDir, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } from './config.js';
-import { decideFailure, type Failure, type FailureDecision } from './failure-handler.js';
+import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
 import { transition } from './job-lifecycle.js';
 import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
 import { placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask } from './placement.js';
-
-/** The first line of an error (a user error carries its stack after it). */
-const firstLine = (text: string): string => text.split('\n')[0]!;
 
 /** How a log line names where a deploy resumes. */
 export function describeRestorePoint(job: JobState, restore: CompletedMarker | undefined): string {

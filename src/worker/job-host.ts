@@ -217,7 +217,7 @@ export class JobHost {
   /** How a report names a subtask: its chain of operators, its index, and its key. */
   describeSubtask(taskId: string, index: number): string {
     const task = this.parts.map((j) => j.plan.tasks.find((t) => t.id === taskId)).find((t) => t !== undefined);
-    return task ? `'${task.name}' (${index + 1}/${task.parallelism}, ${taskId}#${index})` : subtaskKey(taskId, index);
+    return task ? `'${task.name}' (${index + 1}/${task.parallelism}, ${subtaskKey(taskId, index)})` : subtaskKey(taskId, index);
   }
 
   /** Whether any subtask here is still running. */

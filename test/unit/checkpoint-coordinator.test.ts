@@ -56,11 +56,14 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
   } as unknown as JobState;
   const cc = new CheckpointCoordinator({
-    now: () => now,
-    after: (ms, fn) => {
-      const t = { at: now + ms, fn, cancelled: false };
-      timers.push(t);
-      return () => void (t.cancelled = true);
+    clock: {
+      now: () => now,
+      after: (ms, fn) => {
+        const t = { at: now + ms, fn, cancelled: false };
+        timers.push(t);
+        return () => void (t.cancelled = true);
+      },
+      every: () => () => undefined,
     },
     storage,
     postToJob: (_job, m) => void posted.push(m),
@@ -85,7 +88,13 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     }
   };
   const types = (): string[] => posted.map((m) => m.type);
-  return { cc, job, posted, types, markers, removed, failed, cancelled, advance, ack, lines, completeChecks: () => completeChecks };
+  /** `ms` pass, the watchdog ticks, and what the tick started settles. */
+  const tickAfter = async (ms: number): Promise<void> => {
+    advance(ms);
+    cc.tick([job]);
+    await settle();
+  };
+  return { cc, job, posted, types, markers, removed, failed, cancelled, advance, tickAfter, ack, lines, completeChecks: () => completeChecks };
 }
 
 describe('the checkpoint coordinator', () => {
@@ -94,9 +103,7 @@ describe('the checkpoint coordinator', () => {
     h.cc.tick([h.job]);
     await settle();
     assert.deepEqual(h.types(), [], 'not before the interval');
-    h.advance(1_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(1_000);
     assert.deepEqual(h.types(), ['TriggerCheckpoint']);
     assert.equal(h.job.pendingCheckpoint?.id, 1);
     h.ack(1, true, h.job.subtasks.slice(0, 1));
@@ -114,9 +121,7 @@ describe('the checkpoint coordinator', () => {
 
   test('a failed ack aborts the checkpoint; the late acks of it are dropped; the next one numbers above it', async () => {
     const h = harness();
-    h.advance(1_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(1_000);
     h.ack(1, false, h.job.subtasks.slice(0, 1));
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
     await settle();
@@ -124,17 +129,13 @@ describe('the checkpoint coordinator', () => {
     h.ack(1, true);
     await settle();
     assert.equal(h.markers.length, 0, 'a late ack of an aborted checkpoint completes nothing');
-    h.advance(1_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(1_000);
     assert.equal(h.job.pendingCheckpoint?.id, 2);
   });
 
   test('a checkpoint not complete within max(10 s, 10 intervals) is aborted on the tick after', async () => {
     const h = harness({ intervalMs: 2_000 });
-    h.advance(2_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(2_000);
     h.advance(20_000);
     h.cc.tick([h.job]);
     assert.equal(h.job.pendingCheckpoint?.id, 1, 'at exactly the timeout it still waits');
@@ -146,9 +147,7 @@ describe('the checkpoint coordinator', () => {
 
   test('a marker that cannot be written aborts the checkpoint instead of committing it', async () => {
     const h = harness({ failMarker: true });
-    h.advance(1_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(1_000);
     h.ack(1);
     await settle();
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
@@ -157,9 +156,7 @@ describe('the checkpoint coordinator', () => {
 
   test('a savepoint waits for the checkpoint in flight (an event, not a poll), then runs; with cancel the job is cancelled after', async () => {
     const h = harness();
-    h.advance(1_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(1_000);
     let result: { ok: boolean; message: string } | undefined;
     void h.cc.savepoint(h.job, '/sp', true).then((r) => (result = r));
     await settle();
@@ -176,9 +173,7 @@ describe('the checkpoint coordinator', () => {
 
   test('a savepoint behind a checkpoint that never ends is refused as busy after its wait; a restart fails a pending savepoint with its cause', async () => {
     const h = harness({ intervalMs: 100_000 });
-    h.advance(100_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(100_000);
     let busy: { ok: boolean; message: string } | undefined;
     void h.cc.savepoint(h.job, '/sp', false).then((r) => (busy = r));
     await settle();
@@ -214,9 +209,7 @@ describe('the checkpoint coordinator', () => {
 
   test('an id that cannot be claimed: a periodic checkpoint is skipped until the next interval; a final one fails the job', async () => {
     const h = harness({ failClaim: true });
-    h.advance(1_000);
-    h.cc.tick([h.job]);
-    await settle();
+    await h.tickAfter(1_000);
     assert.equal(h.cc.busy(h.job), false);
     assert.deepEqual(h.types(), []);
     for (const t of h.job.subtasks) h.cc.onFinalRequested(h.job, t.taskId, t.index);
