@@ -85,12 +85,26 @@ type CheckpointFlags = {
   checkpointsRetained: number;
   stateBackend?: string;
   alignment: 'aligned' | 'unaligned';
-  maxRestartsOnWorkerLoss: number;
-  maxRestarts: number;
+  maxRestartsFromCheckpoint: number;
+  maxRestartsOnWorkerLoss?: number;
+  maxRegionRetries: number;
+  maxRestarts?: number;
   restoreFromDir?: string;
   restoreFromCheckpointId: number;
   allowNonRestoredState: boolean;
 };
+
+/**
+ * An old spelling of a renamed flag: accepted, hidden from help, and refused beside the new one.
+ * `renamed` reads whichever was given.
+ */
+function renamedFlag(flags: string, newAttribute: string, parse: (v: string) => number): Option {
+  return new Option(flags).hideHelp().argParser(parse).conflicts(newAttribute);
+}
+
+function renamed<T extends object>(o: T, newAttribute: keyof T & string, oldAttribute: keyof T & string): number {
+  return (o[oldAttribute] ?? o[newAttribute]) as number;
+}
 
 function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
   return {
@@ -99,8 +113,8 @@ function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     checkpointsRetained: o.checkpointsRetained,
     stateBackendUri: o.stateBackend ?? '',
     alignment: o.alignment,
-    maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss,
-    maxRestarts: o.maxRestarts,
+    maxRestartsOnWorkerLoss: renamed(o, 'maxRestartsFromCheckpoint', 'maxRestartsOnWorkerLoss'),
+    maxRestarts: renamed(o, 'maxRegionRetries', 'maxRestarts'),
     restoreFromDir: o.restoreFromDir ?? '',
     restoreFromCheckpointId: o.restoreFromCheckpointId,
     allowNonRestoredState: o.allowNonRestoredState,
@@ -146,13 +160,20 @@ export async function main(argv: string[]): Promise<number> {
       .option('--checkpoints-retained <n>', 'completed checkpoints to keep (older ones are deleted)', positiveInt, 1)
       .option('--state-backend <uri>', 'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]')
       .addOption(new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)').choices(['aligned', 'unaligned']).default('aligned'))
-      .option('--max-restarts-on-worker-loss <n>', 'restarts from the last checkpoint after a worker is lost or a subtask fails (-1: automatic)', intArg(-1), -1)
       .option(
-        '--max-restarts <n>',
+        '--max-restarts-from-checkpoint <n>',
+        'with checkpoints: how often the whole job restarts from its last checkpoint after a worker is lost or a subtask fails (-1: automatic, 10)',
+        intArg(-1),
+        -1,
+      )
+      .addOption(renamedFlag('--max-restarts-on-worker-loss <n>', 'maxRestartsFromCheckpoint', intArg(-1)))
+      .option(
+        '--max-region-retries <n>',
         "without checkpoints: how often each failed subtask is retried, re-running its failover region from the beginning (at-least-once) (-1: the coordinator's default, 0 unless set)",
         intArg(-1),
         -1,
       )
+      .addOption(renamedFlag('--max-restarts <n>', 'maxRegionRetries', intArg(-1)))
       .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
       .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false);
@@ -261,7 +282,8 @@ export async function main(argv: string[]): Promise<number> {
     .option('--restart-drain-timeout-ms <ms>', "coordinator: a restart fails the job when a survivor has not drained by then", positiveInt, 120_000)
     .option('--restart-capacity-timeout-ms <ms>', 'coordinator: how long a restart waits for free slots', nonNegativeInt, 180_000)
     .option('--restart-budget-reset-after-ms <ms>', 'coordinator: a checkpoint this long after the last restart forgives the restarts spent', positiveInt, 600_000)
-    .option('--max-restarts <n>', "coordinator: default retries of each failed subtask of a job without checkpoints (its failover region re-runs from the beginning)", nonNegativeInt, 0)
+    .option('--max-region-retries <n>', "coordinator: default retries of each failed subtask of a job without checkpoints (its failover region re-runs from the beginning)", nonNegativeInt, 0)
+    .addOption(renamedFlag('--max-restarts <n>', 'maxRegionRetries', nonNegativeInt))
     .option('--restart-backoff-initial-ms <ms>', "coordinator: a job's second restart (or retry) waits this long, each later one twice as long", nonNegativeInt, 1_000)
     .option('--restart-backoff-max-ms <ms>', 'coordinator: the longest wait between restarts of a job', nonNegativeInt, 60_000)
     .option('--max-client-sessions <n>', 'coordinator: client sessions open at once; more are refused as busy', positiveInt, 256)
@@ -309,7 +331,7 @@ export async function main(argv: string[]): Promise<number> {
           restartDrainTimeoutMs: n('restartDrainTimeoutMs'),
           restartCapacityTimeoutMs: n('restartCapacityTimeoutMs'),
           restartBudgetResetAfterMs: n('restartBudgetResetAfterMs'),
-          maxRestarts: n('maxRestarts'),
+          maxRegionRetries: renamed(o, 'maxRegionRetries', 'maxRestarts'),
           maxClientSessions: n('maxClientSessions'),
           clientIdleTimeoutMs: n('clientIdleTimeoutMs'),
           maxClientOutboundBytes: n('maxClientOutboundBytes'),

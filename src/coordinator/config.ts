@@ -12,13 +12,13 @@ export const DEFAULT_OUTBOUND_STALL_TIMEOUT_MS = 10_000;
 export const DEFAULT_OUTBOUND_FLUSH_TIMEOUT_MS = 1_000;
 export const DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS = 0;
 export const COORDINATOR_HISTORY_CAP = 128;
-/** Self-heal attempts of a checkpointing job that sets no --max-restarts-on-worker-loss. */
+/** Self-heal attempts of a checkpointing job that sets no --max-restarts-from-checkpoint. */
 export const DEFAULT_SELF_HEAL_RESTARTS = 10;
 export const DEFAULT_RESTART_DRAIN_TIMEOUT_MS = 120_000;
 export const DEFAULT_RESTART_CAPACITY_TIMEOUT_MS = 180_000;
 export const DEFAULT_RESTART_BUDGET_RESET_AFTER_MS = 10 * 60_000;
 /** Retries of each failed subtask of a job without checkpoints, unless the job sets its own. */
-export const DEFAULT_MAX_RESTARTS = 0;
+export const DEFAULT_MAX_REGION_RETRIES = 0;
 /** The most collect() results a job may return through the coordinator. */
 export const MAX_JOB_COLLECTED_BYTES = 64 * 1024 * 1024;
 
@@ -62,9 +62,9 @@ export interface CoordinatorConfig {
   restartBudgetResetAfterMs: number;
   /**
    * In a job without checkpoints, how often each subtask may fail and be retried (its failover region
-   * re-run from the beginning) before the job fails; a job's own `maxRestarts` overrides it. @default 0
+   * re-run from the beginning) before the job fails; a job's own (`--max-region-retries` on submit) overrides it. @default 0
    */
-  maxRestarts: number;
+  maxRegionRetries: number;
   /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
   epoch: number;
   /** Client sessions open at once; a HelloClient past it is refused ("coordinator busy"). @default 256 */
@@ -113,7 +113,7 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   restartDrainTimeoutMs: DEFAULT_RESTART_DRAIN_TIMEOUT_MS,
   restartCapacityTimeoutMs: DEFAULT_RESTART_CAPACITY_TIMEOUT_MS,
   restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,
-  maxRestarts: DEFAULT_MAX_RESTARTS,
+  maxRegionRetries: DEFAULT_MAX_REGION_RETRIES,
   epoch: 0,
   maxClientSessions: DEFAULT_MAX_CLIENT_SESSIONS,
   clientIdleTimeoutMs: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,

@@ -3,9 +3,9 @@
  * peer connection no loss verdict explained. One of three outcomes, as Flink's ExecutionFailureHandler:
  *
  * - restart: a job with checkpoints restarts whole from its last completed one, while its restart
- *   budget lasts (`--max-restarts-on-worker-loss`, default 10);
+ *   budget lasts (`--max-restarts-from-checkpoint`, default 10);
  * - retry: a job without checkpoints re-runs the failed subtask's failover region from the beginning,
- *   while that subtask's retries last (`--max-restarts`, default 0); only a failure that names a
+ *   while that subtask's retries last (`--max-region-retries`, default 0); only a failure that names a
  *   subtask can be retried, and only while the job runs;
  * - fail: otherwise, with a reason that says why it was not healed (budget spent, healing off), and at
  *   once for a fatal failure (a deploy that cannot work: healing would fail the same way).
@@ -64,8 +64,8 @@ function refusal(ctx: FailureContext, failure: Failure): string {
   const { error, subtask } = failure;
   if (!live(ctx.state) || ctx.stopping) return error;
   if (ctx.checkpointed) {
-    return ctx.maxRestarts === 0 ? `${error}; restarts are off (--max-restarts-on-worker-loss 0)` : `${error}; the ${ctx.maxRestarts} restarts allowed are spent`;
+    return ctx.maxRestarts === 0 ? `${error}; restarts are off (--max-restarts-from-checkpoint 0)` : `${error}; the ${ctx.maxRestarts} restarts allowed are spent`;
   }
   if (subtask === undefined || ctx.state !== 'RUNNING' || ctx.maxRetries === 0) return error;
-  return `${error}; subtask ${subtask} failed ${ctx.maxRetries + 1} times and the ${ctx.maxRetries} retries allowed (--max-restarts ${ctx.maxRetries}) are spent`;
+  return `${error}; subtask ${subtask} failed ${ctx.maxRetries + 1} times and the ${ctx.maxRetries} retries allowed (--max-region-retries ${ctx.maxRetries}) are spent`;
 }

@@ -16,7 +16,9 @@ import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } 
 import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
 import { transition } from './job-lifecycle.js';
 import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
-import { placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask } from './placement.js';
+import { placementSubtasks, slotNeed, type PlacementPlan } from './placement.js';
+import { recordRestore } from './deployer.js';
+import type { SlotWaiter } from './slot-waiter.js';
 
 /** How a log line names where a deploy resumes. */
 export function describeRestorePoint(job: JobState, restore: CompletedMarker | undefined): string {
@@ -32,21 +34,37 @@ export interface JobRecoveryDeps {
   metrics: ClinkMetrics;
   checkpoints: CheckpointCoordinator;
   stopping: () => boolean;
-  capacityChanged: () => void;
+  /** Slot waits and backoffs. */
+  slots: SlotWaiter;
   post: (s: WorkerSession, m: Message) => void;
   postToJob: (job: JobState, m: Message) => void;
   failJob: (job: JobState, reason: string) => void;
   finishSubtask: (job: JobState, st: SubtaskState, error: string) => void;
   maybeComplete: (job: JobState) => void;
-  /** Wait `ms`, cut short by stop(). */
-  wait: (ms: number) => Promise<void>;
-  recordRestore: (checkpointDir: string, jobId: string, restore: CompletedMarker) => Promise<void>;
-  placeWithin: (jobId: string, subtasks: PlacementSubtask[], waitMs: number, giveUp: () => boolean, registrationRestartsClock: boolean, detail?: string) => Promise<PlacementPlan>;
-  deployAttempt: (job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined) => void;
+  deploy: (job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined) => void;
+  /** Where checkpoints are read and restores recorded. @default the checkpoint directory on disk */
+  restoreStore?: RestoreStore;
+}
+
+/** A job's checkpoints as a restart sees them. */
+export interface RestoreStore {
+  /** The newest usable checkpoint in a job's marker directory, or undefined when it has completed none (throws when every one is damaged). */
+  newest(jobDir: string): Promise<RestorePoint | undefined>;
+  /** Write `RESTORED` for a deploy that continues a run. */
+  recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker): Promise<void>;
+}
+
+const diskRestoreStore: RestoreStore = {
+  newest: async (dir) => ((await hasCompletedCheckpoint(dir)) ? resolveRestore(dir, 0) : undefined),
+  recordRestore,
 }
 
 export class JobRecovery {
-  constructor(private readonly deps: JobRecoveryDeps) {}
+  private readonly store: RestoreStore;
+
+  constructor(private readonly deps: JobRecoveryDeps) {
+    this.store = deps.restoreStore ?? diskRestoreStore;
+  }
 
 
   /** The restarts a job may spend on worker losses: none without durable checkpoints. */
@@ -86,7 +104,7 @@ export class JobRecovery {
     job.restarting = { cause, since: this.deps.clock.now() };
     this.deps.checkpoints.forget(job, cause);
     delete job.peerFailure;
-    this.deps.capacityChanged(); // a retry of this job waiting for slots gives up
+    this.deps.slots.capacityChanged(); // a retry of this job waiting for slots gives up
     this.deps.metrics.jobRestarts.inc();
     const backoffMs = restartBackoffMs(job.restartsSpent, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
     job.restarting.backoffMs = backoffMs;
@@ -133,13 +151,17 @@ export class JobRecovery {
   private async redeploy(job: JobState): Promise<void> {
     const { cause, since, backoffMs = 0 } = job.restarting!;
     // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
-    if (backoffMs > 0) await this.deps.wait(backoffMs);
+    if (backoffMs > 0) await this.deps.slots.wait(backoffMs);
     if (job.state !== 'RESTARTING' || this.deps.stopping()) return;
     const restore = await this.restorePoint(job);
-    if (restore && job.checkpoint.checkpointDir) await this.deps.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
+    if (restore && job.checkpoint.checkpointDir) await this.store.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
     const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing);
     // From the placement to the deploy nothing awaits (see submit).
-    const placement = await this.deps.placeWithin(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, () => job.state !== 'RESTARTING', true, slotNeed(job.plan, this.deps.config.slotSharing).detail);
+    const placement = await this.deps.slots.place(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, {
+      giveUp: () => job.state !== 'RESTARTING',
+      registrationRestartsClock: true,
+      detail: slotNeed(job.plan, this.deps.config.slotSharing).detail,
+    });
     if (job.state !== 'RESTARTING') return;
     job.attempt++;
     job.restarting = undefined;
@@ -147,7 +169,7 @@ export class JobRecovery {
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
     job.lastCheckpointAt = this.deps.clock.now();
     job.restarts.push({ at: since, deployedAt: this.deps.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
-    this.deps.deployAttempt(job, placement, restore);
+    this.deps.deploy(job, placement, restore);
     this.deps.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
       `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,
@@ -160,9 +182,9 @@ export class JobRecovery {
    */
   private async restorePoint(job: JobState): Promise<CompletedMarker | undefined> {
     const dir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : undefined;
-    if (!dir || !(await hasCompletedCheckpoint(dir))) return job.submittedRestore;
     try {
-      const point = await resolveRestore(dir, 0);
+      const point = dir ? await this.store.newest(dir) : undefined;
+      if (!point) return job.submittedRestore;
       this.logSkipped(`job ${job.id}`, point);
       return point.marker;
     } catch (err) {
@@ -187,7 +209,7 @@ export class JobRecovery {
 
   /** Retries each subtask of a job without checkpoints may spend: the job's own setting, else the coordinator's. */
   maxRetries(job: JobState): number {
-    return job.checkpoint.maxRestarts >= 0 ? job.checkpoint.maxRestarts : this.deps.config.maxRestarts;
+    return job.checkpoint.maxRestarts >= 0 ? job.checkpoint.maxRestarts : this.deps.config.maxRegionRetries;
   }
 
   /**
@@ -206,7 +228,7 @@ export class JobRecovery {
     if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
     this.deps.metrics.subtaskRetries.inc();
     this.deps.log.warn(
-      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRestarts: this.maxRetries(job), regionSubtasks: size },
+      { jobId: job.id, subtask: key, workerId: st.session.id, retry, maxRegionRetries: this.maxRetries(job), regionSubtasks: size },
       `job ${job.id} (${job.name}): subtask ${key} failed on worker ${st.session.id}; retrying it with its failover region of ${size} subtasks from ${job.submittedRestore ? `checkpoint ${job.submittedRestore.checkpointId}` : 'the beginning'} (retry ${retry} of ${this.maxRetries(job)}): ${firstLine(cause)}`,
     );
     const bySession = new Map<WorkerSession, string[]>();
@@ -228,8 +250,9 @@ export class JobRecovery {
     const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing, inRegion);
     const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
     const backoffMs = restartBackoffMs(r.retry, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
-    this.deps.wait(backoffMs)
-      .then(() => this.deps.placeWithin(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, () => !current(), true))
+    this.deps.slots
+      .wait(backoffMs)
+      .then(() => this.deps.slots.place(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, { giveUp: () => !current(), registrationRestartsClock: true }))
       .then((placement) => {
         if (!current()) return;
         job.attempt++;
@@ -237,7 +260,7 @@ export class JobRecovery {
         const { deploying: _, ...retry } = r;
         job.retries.push({ ...retry, deployedAt: this.deps.clock.now(), attempt: job.attempt });
         // A job without checkpoints of its own resumes its region from the restore point it was submitted with.
-        this.deps.deployAttempt(job, placement, job.submittedRestore);
+        this.deps.deploy(job, placement, job.submittedRestore);
         this.deps.log.info(
           { jobId: job.id, attempt: job.attempt, subtask: r.subtask },
           `job ${job.id} (${job.name}): failover region of subtask ${r.subtask} (${subtasks.length} subtasks) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, job.submittedRestore)}`,

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "1cb10b3e3fe118927e92b6682ae151856b25c5c72df48d1aafd1452835891fc4",
+  "fingerprint": "8a6ce020ea16faf9d26606c6880c8a2d3cd52ed4b22203707bc3d5cdace55dab",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -15,9 +15,10 @@ export const SDK_MANIFEST = {
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "1e94c66250d5bf1afdd8617112ed633d77496adda8f521ca99b1973e0371cfd0",
     "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
-    "plan/index.d.ts": "2241e0f18699d6b27a1b904cc1232fa17d55e4b15fc571b5cf09b258b9a983c7",
+    "plan/index.d.ts": "4e7c227371ad8982f861ff0d89bce75ceefb865cda1af197c6fb075649d928cb",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
-    "plan/planner.d.ts": "b9bd493416476cd2094a74fbd17c2fb66df12b5131566535bad77898d41ca3a7",
+    "plan/planner.d.ts": "932781b31a64779fbdf8a081681b488cb977c174fb67799e2ddfe507e99654b5",
+    "plan/pre-aggregation.d.ts": "738cd48c58d4ab7fc75486b5485c4e6f2816f977bb205cef5ee842e711954938",
     "plan/spec.d.ts": "0e51aef0df99e4f1d980cbbd489b43f2f7b8df7ea3af310b9948cb949ae8645b",
     "plan/topology.d.ts": "abda10fea25ce3e662c509bb3f8e5f78aed53af6dd14422df77aa92a5ac1de1a",
     "runtime/aligner.d.ts": "2cb3429cc0068bd571d8f023ec1bd9a576cdfa6f57548e422383d75bf77148e4",
@@ -33,7 +34,7 @@ export const SDK_MANIFEST = {
     "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
     "sdk/connector.d.ts": "3502c0954db44f5d0ac2831340bb335f593a52d55315c944f1fbdf5a2f1ec22a",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
-    "sdk/graph.d.ts": "58b944bf8dfce354b6ad52cba547d81514f7b3be3a5571242d7f00c9d3ee2c47",
+    "sdk/graph.d.ts": "d41c022198f044b1cf2d1c4bfd65f5d986e54d8b973297b8232424ad8144a459",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",
     "sdk/job.d.ts": "442087018a93b29b66de5cf8b6a571cead0e8a64df164d31336f0dfd4397a789",
     "sdk/stream.d.ts": "f640001b61cc0eb7f3e7c02ad7647a1cf3df2aeb9a46762ac16c6788db11255f",

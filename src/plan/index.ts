@@ -27,5 +27,6 @@ export {
   type EdgeSpec,
   type JobGraphSpec,
 } from './spec.js';
-export { createPhysicalPlan, validateSpec, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
+export { createPhysicalPlan, validateSpec, chainingRule, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
 export { subtaskKey, taskOf, networkEdges, inputChannels, channelNumber, failoverRegions, type InputChannel } from './topology.js';
+export { withoutUnchainablePreAggregation, type PrunedSpec } from './pre-aggregation.js';

@@ -39,9 +39,17 @@ export interface PhysicalPlan {
   subtasks: SubtaskId[];
 }
 
-/** Validate and chain a spec. Throws PlanError naming the offending operator. */
-export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
-  const spec = validateSpec(input);
+/** A spec's operators and edges, indexed: every edge into and out of each operator, in topological order. */
+interface GraphIndex {
+  ops: Map<string, OperatorSpec>;
+  outEdges: Map<string, EdgeSpec[]>;
+  inEdges: Map<string, EdgeSpec[]>;
+  order: string[];
+  /** Each operator's slot sharing group. */
+  groupOf: Map<string, string>;
+}
+
+function indexGraph(spec: JobGraphSpec): GraphIndex {
   const ops = new Map(spec.operators.map((o) => [o.id, o]));
   const outEdges = new Map<string, EdgeSpec[]>();
   const inEdges = new Map<string, EdgeSpec[]>();
@@ -53,7 +61,6 @@ export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
     outEdges.get(e.source)!.push(e);
     inEdges.get(e.target)!.push(e);
   }
-
   const order = topologicalOrder(spec, outEdges, inEdges);
   // As Flink: an operator's own group, else its inputs' when they agree, else the default.
   const groupOf = new Map<string, string>();
@@ -62,19 +69,41 @@ export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
     const inputs = new Set(inEdges.get(id)!.map((e) => groupOf.get(e.source)!));
     groupOf.set(id, op.slotSharingGroup ?? (inputs.size === 1 ? [...inputs][0]! : DEFAULT_SLOT_SHARING_GROUP));
   }
-  const chainable = (e: EdgeSpec): boolean => {
-    const up = ops.get(e.source)!;
-    const down = ops.get(e.target)!;
+  return { ops, outEdges, inEdges, order, groupOf };
+}
+
+/**
+ * The chaining rule, the one place it is written: an edge chains (its target runs in its source's task,
+ * by a direct call) when it is a forward edge between operators of equal parallelism in one slot
+ * sharing group, the source's only output and the target's only input, and neither operator refuses.
+ */
+function chainsWith(g: GraphIndex): (e: EdgeSpec) => boolean {
+  return (e) => {
+    const up = g.ops.get(e.source)!;
+    const down = g.ops.get(e.target)!;
     return (
       e.kind === 'FORWARD' &&
-      groupOf.get(up.id) === groupOf.get(down.id) &&
+      g.groupOf.get(up.id) === g.groupOf.get(down.id) &&
       up.parallelism === down.parallelism &&
-      outEdges.get(up.id)!.length === 1 &&
-      inEdges.get(down.id)!.length === 1 &&
+      g.outEdges.get(up.id)!.length === 1 &&
+      g.inEdges.get(down.id)!.length === 1 &&
       up.chaining !== 'NEVER' &&
       down.chaining === 'ALWAYS'
     );
   };
+}
+
+/** The chaining rule for `spec`'s edges (see chainsWith), for a spec not yet validated (it must be acyclic). */
+export function chainingRule(spec: JobGraphSpec): (e: EdgeSpec) => boolean {
+  return chainsWith(indexGraph(spec));
+}
+
+/** Validate and chain a spec. Throws PlanError naming the offending operator. */
+export function createPhysicalPlan(input: JobGraphSpec): PhysicalPlan {
+  const spec = validateSpec(input);
+  const g = indexGraph(spec);
+  const { ops, outEdges, inEdges, order, groupOf } = g;
+  const chainable = chainsWith(g);
 
   const tasks: TaskSpec[] = [];
   const taskOfOperator = new Map<string, string>();

@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { ChainingStrategy, EdgeKind, EdgeSpec, JobGraphSpec, OperatorSpec, OperatorType } from '../plan/index.js';
-import { MAX_PARALLELISM } from '../plan/index.js';
+import { MAX_PARALLELISM, withoutUnchainablePreAggregation } from '../plan/index.js';
 import type { Connector } from './connector.js';
 
 /** Everything a runtime needs to run an operator that is not JSON: user functions and connector objects. */
@@ -83,8 +83,7 @@ export class GraphBuilder {
   ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
     const parallelismOf = (n: OpNode): number =>
       n.parallelism ?? (n.sameParallelismAs ? parallelismOf(n.sameParallelismAs) : n.options.nonParallel === true ? 1 : defaultParallelism);
-    const { nodes, pending } = this.withoutUnchainablePreAggregation();
-    const operators: OperatorSpec[] = nodes.map((n) => ({
+    const operators: OperatorSpec[] = this.nodes.map((n) => ({
       id: n.id,
       name: n.name,
       type: n.type,
@@ -95,13 +94,13 @@ export class GraphBuilder {
       ...(n.slotSharingGroup === undefined ? {} : { slotSharingGroup: n.slotSharingGroup }),
       options: n.options,
     }));
-    const edges: EdgeSpec[] = pending.map((e) => ({
+    const edges: EdgeSpec[] = this.edges.map((e) => ({
       source: e.source.id,
       target: e.target.id,
       kind: e.kind !== 'AUTO' ? e.kind : parallelismOf(e.source) === parallelismOf(e.target) ? 'FORWARD' : 'REBALANCE',
       inputIndex: e.inputIndex,
     }));
-    const spec: JobGraphSpec = {
+    const declared: JobGraphSpec = {
       specVersion: 1,
       job: { name: job.name, version: job.version, ...(job.description === undefined ? {} : { description: job.description }) },
       maxParallelism: MAX_PARALLELISM,
@@ -110,40 +109,18 @@ export class GraphBuilder {
       operators,
       edges,
     };
-    return { spec, functions: new Map(nodes.map((n) => [n.id, n.fns])) };
-  }
-
-  /**
-   * A window's pre-aggregation pays only chained to the operator before it. Where that operator feeds
-   * others too (or refuses chaining), it would be a task of its own, costing slots and channels: the
-   * window is fed directly instead, keyed by its own key again.
-   */
-  private withoutUnchainablePreAggregation(): { nodes: OpNode[]; pending: PendingEdge[] } {
-    const outs = new Map<OpNode, number>();
-    for (const e of this.edges) outs.set(e.source, (outs.get(e.source) ?? 0) + 1);
-    const dropped = new Map<OpNode, OpNode>(); // pre-aggregation -> its input
-    for (const e of this.edges) {
-      if (e.target.type === 'localWindowAggregate' && (outs.get(e.source) !== 1 || e.source.chaining === 'NEVER')) dropped.set(e.target, e.source);
-    }
-    if (dropped.size === 0) return { nodes: this.nodes, pending: this.edges };
-    const windows = new Map<OpNode, OpNode>(); // window -> the dropped pre-aggregation that fed it
-    const pending = this.edges
-      .filter((e) => !dropped.has(e.target))
-      .map((e) => {
-        const local = dropped.get(e.source) === undefined ? undefined : e.source;
-        if (!local) return e;
-        windows.set(e.target, local);
-        return { ...e, source: dropped.get(local)! };
-      });
-    const nodes = this.nodes
-      .filter((n) => !dropped.has(n))
-      .map((n) => {
-        const local = windows.get(n);
-        if (!local) return n;
-        const { preAggregated: _, ...options } = n.options;
-        return { ...n, options, fns: { ...n.fns, keySelectors: local.fns.keySelectors! } };
-      });
-    return { nodes, pending };
+    // The planner's chaining rule decides which pre-aggregations stay; a window fed directly keys raw
+    // records again, with the key selector its pre-aggregation had.
+    const { spec, fedDirectly } = withoutUnchainablePreAggregation(declared);
+    const byId = new Map(this.nodes.map((n) => [n.id, n]));
+    const functions = new Map(
+      spec.operators.map((o) => {
+        const fns = byId.get(o.id)!.fns;
+        const local = fedDirectly.get(o.id);
+        return [o.id, local === undefined ? fns : { ...fns, keySelectors: byId.get(local)!.fns.keySelectors! }] as const;
+      }),
+    );
+    return { spec, functions };
   }
 }
 

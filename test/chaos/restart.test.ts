@@ -154,7 +154,7 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
-  test('the restart budget: with --max-restarts-on-worker-loss 1 a second loss fails the job; 0 fails fast', async () => {
+  test('the restart budget: with --max-restarts-from-checkpoint 1 a second loss fails the job; 0 fails fast', async () => {
     const r = await runningJob({ workers: 3, slots: 4 }, 1, 1500);
     try {
       await r.killAWorker();
@@ -173,7 +173,7 @@ describe('restart from the last checkpoint on worker loss', () => {
       const victim = await z.killAWorker();
       const done = await z.client.waitForCompletion(z.jobId);
       assert.equal(done.state, 'FAILED');
-      assert.equal(done.error, `worker lost: ${victim} (heartbeat timeout); restarts are off (--max-restarts-on-worker-loss 0)`);
+      assert.equal(done.error, `worker lost: ${victim} (heartbeat timeout); restarts are off (--max-restarts-from-checkpoint 0)`);
     } finally {
       await z.h.close();
     }

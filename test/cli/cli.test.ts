@@ -126,6 +126,23 @@ describe('clink run', () => {
     assert.match(refused.stderr, /--max-restarts.*expected a whole number >= -1, got '-2'/);
   });
 
+  test('the retry and restart budgets go by names that say what they count; the old spellings stay as hidden aliases', async () => {
+    const r = await clink(['run', 'flaky.ts', '-p', '2', '--workers', '0', '--max-region-retries', '1', '--output', 'json', '--no-progress'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as { xs: number[] }).xs.length, 50);
+    await rm(join(dir, 'failed-once'));
+    const help = await clink(['run', '--help'], dir);
+    assert.match(help.stdout, /--max-region-retries <n>\s+without checkpoints: how often each failed subtask is retried/);
+    assert.match(help.stdout, /--max-restarts-from-checkpoint <n>\s+with checkpoints: how often the whole job restarts from its last checkpoint/);
+    assert.doesNotMatch(help.stdout, /--max-restarts <n>|--max-restarts-on-worker-loss/);
+    const nodeHelp = await clink(['node', '--help'], dir);
+    assert.match(nodeHelp.stdout, /--max-region-retries <n>/);
+    assert.doesNotMatch(nodeHelp.stdout, /--max-restarts <n>/);
+    const both = await clink(['run', 'flaky.ts', '--max-restarts', '1', '--max-region-retries', '2'], dir);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /option '--max-restarts <n>' cannot be used with option '--max-region-retries <n>'/);
+  });
+
   test('--checkpoint-dir: the run ends with a final checkpoint; --state-backend puts its state elsewhere', async () => {
     const r = await clink(['run', 'ok.ts', '-p', '2', '--workers', '0', '--checkpoint-dir', 'ck', '--state-backend', `file://${join(dir, 'state')}`], dir);
     assert.equal(r.code, 0, r.stderr);

@@ -100,7 +100,7 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     const done = await client.waitForCompletion(jobId);
     assert.equal(done.ok, false);
     assert.match(done.error, /record 3000 fails/);
-    assert.match(done.error, /failed 3 times and the 2 retries allowed \(--max-restarts 2\) are spent/);
+    assert.match(done.error, /failed 3 times and the 2 retries allowed \(--max-region-retries 2\) are spent/);
     const v = await view(jobId);
     assert.deepEqual(v.retries.map((r: JobRetry) => r.retry), [1, 2]);
     assert.equal(v.state, 'FAILED');
@@ -116,7 +116,7 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.deepEqual((await view(jobId)).retries, []);
   });
 
-  test('a job with checkpoints is not retried in part: a subtask error restarts the whole job from its checkpoint, within --max-restarts-on-worker-loss', async () => {
+  test('a job with checkpoints is not retried in part: a subtask error restarts the whole job from its checkpoint, within --max-restarts-from-checkpoint', async () => {
     const params = { count: '10000', failAt: '3000', markers: await markers() };
     const { jobId, client } = await h.submit(FLAKY, { parallelism: 2, params, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 0, maxRestarts: 3 } });
     const done = await client.waitForCompletion(jobId);
@@ -132,7 +132,7 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     const off = await h.submit(FLAKY, { parallelism: 2, params: again, checkpoint: { checkpointDir: join(h.dir, 'ckpt2'), maxRestartsOnWorkerLoss: 0 } });
     const failed = await off.client.waitForCompletion(off.jobId);
     assert.equal(failed.ok, false);
-    assert.match(failed.error, /record 3000 fails.*restarts are off \(--max-restarts-on-worker-loss 0\)/s);
+    assert.match(failed.error, /record 3000 fails.*restarts are off \(--max-restarts-from-checkpoint 0\)/s);
   });
 
   test('after every retry the slots are all free again', async () => {

@@ -10,6 +10,7 @@ import { memoryLogger } from '../../src/log/index.js';
 import { ClinkMetrics } from '../../src/metrics/index.js';
 import { createPhysicalPlan } from '../../src/plan/index.js';
 import type { Message, MessageOf } from '../../src/protocol/index.js';
+import { FakeClock } from '../harness/fake-clock.js';
 
 /** Settle pending promise callbacks (the fake storage answers at once). */
 const settle = async (): Promise<void> => {
@@ -17,8 +18,7 @@ const settle = async (): Promise<void> => {
 };
 
 function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean } = {}) {
-  let now = 1_000_000;
-  const timers: { at: number; fn: () => void; cancelled: boolean }[] = [];
+  const clock = new FakeClock();
   const posted: Message[] = [];
   const markers: CompletedMarker[] = [];
   const removed: number[] = [];
@@ -50,21 +50,13 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     checkpoint: { checkpointDir: '/ckpt', intervalMs: options.intervalMs ?? 1_000, checkpointsRetained: 1, stateBackendUri: '' },
     checkpointFloor: 0,
     checkpoints: [],
-    lastCheckpointAt: now,
+    lastCheckpointAt: clock.now(),
     restarts: [],
     restartsSpent: 0,
     subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
   } as unknown as JobState;
   const cc = new CheckpointCoordinator({
-    clock: {
-      now: () => now,
-      after: (ms, fn) => {
-        const t = { at: now + ms, fn, cancelled: false };
-        timers.push(t);
-        return () => void (t.cancelled = true);
-      },
-      every: () => () => undefined,
-    },
+    clock,
     storage,
     postToJob: (_job, m) => void posted.push(m),
     failJob: (_job, reason) => void failed.push(reason),
@@ -74,13 +66,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     metrics: new ClinkMetrics(),
     restartBudgetResetAfterMs: 600_000,
   });
-  const advance = (ms: number): void => {
-    now += ms;
-    for (const t of timers.filter((x) => !x.cancelled && x.at <= now)) {
-      t.cancelled = true;
-      t.fn();
-    }
-  };
+  const advance = (ms: number): void => clock.advance(ms);
   const ack = (id: number, ok = true, which = job.subtasks): void => {
     for (const t of which) {
       const m = { type: 'SubtaskCheckpointed', jobId: job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok, error: ok ? '' : 'disk full', stateBytes: 10, alignmentMs: 3, stateSha256: 'ab' } as MessageOf<'SubtaskCheckpointed'>;

@@ -25,7 +25,7 @@ describe('the failure handler: restart, retry a region, or fail, decided once', 
   test('a spent budget, or restarts off, fail the job saying which, whatever kind of failure it was', () => {
     for (const f of [lost, failed, { error: 'peer lost', subtask: 'map#0' }]) {
       assert.deepEqual(decideFailure(checkpointed({ restartsSpent: 10 }), f), { action: 'fail', reason: `${f.error}; the 10 restarts allowed are spent` });
-      assert.deepEqual(decideFailure(checkpointed({ maxRestarts: 0 }), f), { action: 'fail', reason: `${f.error}; restarts are off (--max-restarts-on-worker-loss 0)` });
+      assert.deepEqual(decideFailure(checkpointed({ maxRestarts: 0 }), f), { action: 'fail', reason: `${f.error}; restarts are off (--max-restarts-from-checkpoint 0)` });
     }
   });
 
@@ -39,7 +39,7 @@ describe('the failure handler: restart, retry a region, or fail, decided once', 
     assert.deepEqual(decideFailure(plain({ retriesSpent: (s) => (s === 'map#1' ? 1 : 0) }), failed), { action: 'retry', subtask: 'map#1' });
     assert.deepEqual(decideFailure(plain({ retriesSpent: () => 2 }), failed), {
       action: 'fail',
-      reason: 'boom; subtask map#1 failed 3 times and the 2 retries allowed (--max-restarts 2) are spent',
+      reason: 'boom; subtask map#1 failed 3 times and the 2 retries allowed (--max-region-retries 2) are spent',
     });
     assert.deepEqual(decideFailure(plain({ state: 'DEPLOYING' }), failed), { action: 'fail', reason: 'boom' });
     assert.deepEqual(decideFailure(plain({ maxRetries: 0 }), failed), { action: 'fail', reason: 'boom' });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { buildJob, defineJob, PlanError, Windows } from '../../src/index.js';
-import { createPhysicalPlan, type JobGraphSpec } from '../../src/plan/index.js';
+import { buildJob, defineJob, PlanError, runJob, Windows } from '../../src/index.js';
+import { createPhysicalPlan, withoutUnchainablePreAggregation, type JobGraphSpec } from '../../src/plan/index.js';
 import type { JobEnvironment } from '../../src/sdk/index.js';
 
 const job = (build: (env: JobEnvironment) => void) => defineJob({ name: 'plan-test', version: '1' }, build);
@@ -176,6 +176,35 @@ describe('the plan', () => {
     ]) {
       assert.equal(plan(build).spec.operators.some((o) => o.type === 'localWindowAggregate'), false);
     }
+  });
+});
+
+describe('pre-aggregation pruning follows the planner\'s chaining rule', () => {
+  test('a pre-aggregation whose edge would not chain is dropped, its window fed directly with its own key again', () => {
+    const { spec } = buildJob(job((env) => env.fromSequence(1, 10).map((x) => x).keyBy((x) => x % 3).window(Windows.tumbling(10)).count().collect()), { parallelism: 2 });
+    const local = spec.operators.find((o) => o.type === 'localWindowAggregate')!;
+    const window = spec.operators.find((o) => o.type === 'window')!;
+    assert.deepEqual(withoutUnchainablePreAggregation(spec), { spec, fedDirectly: new Map() }, 'it chains: kept');
+    const map = spec.edges.find((e) => e.target === local.id)!.source;
+    const refusing = { ...spec, operators: spec.operators.map((o) => (o.id === map ? { ...o, chaining: 'NEVER' as const } : o)) };
+    const pruned = withoutUnchainablePreAggregation(refusing);
+    assert.deepEqual(pruned.fedDirectly, new Map([[window.id, local.id]]));
+    assert.equal(pruned.spec.operators.some((o) => o.id === local.id), false);
+    assert.deepEqual(pruned.spec.edges.find((e) => e.target === window.id), { source: map, target: window.id, kind: 'HASH', inputIndex: 0 });
+    assert.equal(pruned.spec.operators.find((o) => o.id === window.id)!.options.preAggregated, undefined);
+    assert.doesNotThrow(() => createPhysicalPlan(pruned.spec));
+  });
+
+  test('a window whose pre-aggregation was dropped counts the raw records by the key the job gave', async () => {
+    const shared = job((env) => {
+      const xs = env.fromSequence(0, 29).assignTimestamps((x) => x);
+      xs.keyBy((x) => x % 3).window(Windows.tumbling(1_000)).count().collect('counts');
+      xs.collect('all');
+    });
+    assert.equal(buildJob(shared, { parallelism: 2 }).spec.operators.some((o) => o.type === 'localWindowAggregate'), false);
+    const result = await runJob(shared, { parallelism: 2 });
+    assert.deepEqual((result.collected.counts as { key: number; count: number }[]).map((c) => [c.key, c.count]).sort(), [[0, 10], [1, 10], [2, 10]]);
+    assert.equal(result.collected.all!.length, 30);
   });
 });
 

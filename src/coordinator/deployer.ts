@@ -1,0 +1,127 @@
+/**
+ * Deploying: charge a placement's slots, record its subtasks, send each worker its Deploy, and once
+ * every subtask of the attempt reports its ports, tell each worker where its subtasks send their
+ * output (PeerUpdate).
+ */
+import type { Logger } from '../log/index.js';
+import { KeyGroupRange, networkEdges, subtaskKey } from '../plan/index.js';
+import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
+import { jobDir, writeRestoredRecord, type CompletedMarker } from './checkpoints.js';
+import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
+import { countChannels } from './job-views.js';
+import type { ModuleCache } from './module-cache.js';
+import { slotOf, type PlacementPlan } from './placement.js';
+import { checkRestore } from './restore-gate.js';
+
+export interface DeployerDeps {
+  log: Logger;
+  sessions: ReadonlyMap<string, WorkerSession>;
+  modules: ModuleCache;
+  post: (s: WorkerSession, m: Message, lane?: 'bulk') => void;
+}
+
+/** A deploy that continues a run writes `RESTORED`: what it restored, and the first id it numbers. */
+export async function recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker): Promise<void> {
+  await writeRestoredRecord(jobDir(checkpointDir, jobId), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
+}
+
+export class Deployer {
+  constructor(private readonly deps: DeployerDeps) {}
+
+  /**
+   * Charge the placement's slots, record its subtasks (replacing those of an earlier attempt: the whole
+   * job, or a retried region), and send each worker its Deploy as attempt `job.attempt`. Placing and
+   * deploying happen with no await between, so the slots placed are still free when charged.
+   */
+  deploy(job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined): void {
+    const placed = new Set([...placement.values()].flatMap((sts) => sts.map((t) => subtaskKey(t.taskId, t.index))));
+    job.subtasks = job.subtasks.filter((t) => {
+      if (!placed.has(subtaskKey(t.taskId, t.index))) return true;
+      job.collectedBytes -= t.collected?.length ?? 0;
+      return false;
+    });
+    for (const [workerId, sts] of placement) {
+      const s = this.deps.sessions.get(workerId)!;
+      for (const st of sts) {
+        const slot = slotOf(st);
+        s.slotShares.set(`${job.id}/${slot}`, (s.slotShares.get(`${job.id}/${slot}`) ?? 0) + 1);
+        job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, slot, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
+      }
+    }
+    const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s.taskId, s.index), i]));
+    job.subtasks.sort((a, b) => order.get(subtaskKey(a.taskId, a.index))! - order.get(subtaskKey(b.taskId, b.index))!);
+    const byWorker = new Map<string, SubtaskState[]>();
+    for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
+    job.edges = countChannels(job.plan, byWorker);
+    const restored = restore ? this.logRestore(job, restore) : new Set<string>();
+    for (const [workerId, sts] of placement) {
+      const s = this.deps.sessions.get(workerId)!;
+      const tasks = sts.map((st) => {
+        const task = job.plan.tasks.find((t) => t.id === st.taskId)!;
+        const range = KeyGroupRange.forSubtask(st.index, task.parallelism, job.spec.maxParallelism);
+        return {
+          taskId: st.taskId,
+          subtaskIndex: st.index,
+          parallelism: task.parallelism,
+          chainJson: JSON.stringify(task.operators.map((o) => o.id)),
+          keyGroupStart: range.start,
+          keyGroupEnd: range.end,
+          restoreCheckpointId: restore && restored.has(st.taskId) ? restore.checkpointId : 0,
+          attempt: job.attempt,
+        };
+      });
+      this.deps.post(
+        s,
+        makeMessage('Deploy', {
+          jobId: job.id,
+          jobName: job.name,
+          specJson: job.specJson,
+          tasks,
+          modules: [this.deps.modules.forDeploy(s, job.module)],
+          checkpoint: restore ? { ...job.checkpoint, restoreFromDir: restore.stateDir } : job.checkpoint,
+          params: job.params,
+          buildParallelism: job.buildParallelism,
+        }),
+        'bulk',
+      );
+    }
+  }
+
+  /**
+   * Every subtask of an attempt (`group`) has reported its ports: mark them started and tell each worker
+   * where they send their output. Returns how many workers run the group.
+   */
+  connect(job: JobState, group: SubtaskState[], attempt: number): number {
+    const edges = networkEdges(job.plan);
+    const find = (taskId: string, index: number): SubtaskState => job.subtasks.find((t) => t.taskId === taskId && t.index === index)!;
+    const bySession = new Map<WorkerSession, MessageOf<'PeerUpdate'>['subtasks']>();
+    for (const st of group) {
+      st.started = true;
+      const peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] = [];
+      for (const { edge, up, down } of edges) {
+        if (up.id !== st.taskId) continue;
+        for (let d = 0; d < down.parallelism; d++) {
+          const target = find(down.id, d);
+          const port = target.listening!.find((p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex)?.port;
+          if (port === undefined) continue;
+          peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port });
+        }
+      }
+      (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers });
+    }
+    for (const [s, subtasks] of bySession) this.deps.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
+    return bySession.size;
+  }
+
+  /** Say what a deploy restores (the gate passed at submit); returns the tasks whose state it loads. */
+  private logRestore(job: JobState, restore: CompletedMarker): Set<string> {
+    const log = this.deps.log;
+    const d = checkRestore(restore, job.plan, job.name, job.checkpoint.allowNonRestoredState);
+    const fields = { jobId: job.id, checkpointId: restore.checkpointId, attempt: job.attempt };
+    log.info(fields, `restored job ${job.id} from ${restore.stateDir} (checkpoint ${restore.checkpointId}, ${d.restoredOperators} operators)`);
+    if (d.dropped.length > 0) log.warn(fields, `job ${job.id}: the state of operators ${d.dropped.join(', ')} in checkpoint ${restore.checkpointId} is dropped (--allow-non-restored-state): the job no longer has them`);
+    if (d.fresh.length > 0) log.info(fields, `job ${job.id}: tasks ${d.fresh.join(', ')} have no state in checkpoint ${restore.checkpointId} and start empty`);
+    if (d.graphChanged) log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`);
+    return d.restoredTasks;
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * Submission: from a SubmitJob frame to a placed job ready to deploy. The SDK gate runs on the advert;
+ * then the plan, the checkpoint settings and the restore gate (identity and layout) are checked before
+ * any slot is waited for; then the job is placed, waiting up to --submit-wait-for-slots-ms.
+ */
+import { randomUUID } from 'node:crypto';
+import { ClinkError } from '../errors.js';
+import { checkSdkCompatibility } from '../loader/index.js';
+import type { Logger } from '../log/index.js';
+import { createPhysicalPlan, failoverRegions, type JobGraphSpec } from '../plan/index.js';
+import type { MessageOf } from '../protocol/index.js';
+import type { Clock } from '../util/index.js';
+import { checkCheckpointConfig, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+import type { ClientSession } from './client-sessions.js';
+import type { CoordinatorConfig } from './config.js';
+import { recordRestore } from './deployer.js';
+import type { CachedModule, JobState } from './job-state.js';
+import { countChannels } from './job-views.js';
+import { placementSubtasks, slotNeed, type PlacementPlan } from './placement.js';
+import { checkRestore } from './restore-gate.js';
+import type { SlotWaiter } from './slot-waiter.js';
+
+export interface SubmissionDeps {
+  config: CoordinatorConfig;
+  clock: Clock;
+  log: Logger;
+  slots: SlotWaiter;
+  module: (sha256: string) => CachedModule | undefined;
+  logSkipped: (what: string, point: RestorePoint) => void;
+}
+
+/** A job placed and ready to deploy (nothing awaits between this and the deploy: its slots are free). */
+export interface PlacedJob {
+  job: JobState;
+  placement: PlacementPlan;
+  restore: CompletedMarker | undefined;
+}
+
+/** Refuse a submit whose SDK this coordinator cannot run, before anything else is looked at. */
+export function checkSubmitSdk(m: MessageOf<'SubmitJob'>): void {
+  let theirs: Record<string, string> = {};
+  try {
+    theirs = JSON.parse(m.sdkManifest) as Record<string, string>;
+  } catch {
+    /* an unreadable manifest only costs the refusal its file names */
+  }
+  checkSdkCompatibility({ fingerprint: m.sdkFingerprint, version: m.sdkVersion || 'unknown' }, `submit of ${m.jobName}`, theirs);
+}
+
+/** Plan, check and place a submitted job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs), a plan error or a restore refusal. */
+export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: ClientSession | undefined, deps: SubmissionDeps): Promise<PlacedJob> {
+  const { config, clock } = deps;
+  checkCheckpointConfig(m.checkpoint);
+  const spec = JSON.parse(m.specJson) as JobGraphSpec;
+  const plan = createPhysicalPlan(spec);
+  const module = m.modules[0] && deps.module(m.modules[0].sha256);
+  if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
+  const subtasks = placementSubtasks(plan, config.slotSharing);
+  const jobName = m.jobName || spec.job.name;
+  // The restore gate (identity and layout) runs before any slot is waited for.
+  const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
+  const restore = point?.marker;
+  if (point) deps.logSkipped(`the restore of ${jobName}`, point);
+  if (restore) checkRestore(restore, plan, jobName, m.checkpoint.allowNonRestoredState);
+  const id = randomUUID().slice(0, 8);
+  if (restore && m.checkpoint.checkpointDir) await recordRestore(m.checkpoint.checkpointDir, id, restore);
+  const placement = await deps.slots.place(id, subtasks, config.submitWaitForSlotsMs, { detail: slotNeed(plan, config.slotSharing).detail });
+  const regions = failoverRegions(plan);
+  const job: JobState = {
+    id,
+    name: jobName,
+    spec,
+    plan,
+    specJson: m.specJson,
+    module,
+    params: m.params,
+    buildParallelism: m.buildParallelism,
+    state: 'DEPLOYING',
+    startedAt: clock.now(),
+    subtasks: [],
+    ...(client ? { client } : {}),
+    collectedBytes: 0,
+    progress: new Map(),
+    edges: countChannels(plan, placement),
+    checkpoint: m.checkpoint,
+    checkpointFloor: restore?.checkpointId ?? 0,
+    ...(restore ? { submittedRestore: restore } : {}),
+    lastCheckpointAt: clock.now(),
+    attempt: 0,
+    restarts: [],
+    restartsSpent: 0,
+    checkpoints: [],
+    regions,
+    regionOf: new Map(regions.flatMap((keys, i) => keys.map((k) => [k, i] as const))),
+    retriesBySubtask: new Map(),
+    retrying: new Map(),
+    retries: [],
+  };
+  return { job, placement, restore };
+}

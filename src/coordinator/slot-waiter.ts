@@ -1,0 +1,88 @@
+/**
+ * Waiting for slots: a placement that does not fit waits for capacity to change (a worker registers,
+ * a slot comes free), for its give-up condition, or for its deadline, on events rather than a poll; a
+ * backoff wait is cut short when the coordinator stops.
+ */
+import type { Clock } from '../util/index.js';
+import { freeSlots, type WorkerSession } from './job-state.js';
+import { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask } from './placement.js';
+
+export interface SlotWaiterDeps {
+  clock: Clock;
+  /** Workers with a live session. */
+  active: () => WorkerSession[];
+  /** When a worker last registered. */
+  lastRegistrationAt: () => number;
+}
+
+export interface PlaceOptions {
+  /** Give up (throwing the refusal) as soon as this says so. */
+  giveUp?: () => boolean;
+  /** A worker registering while this waits gives it `waitMs` again (a restart waiting for its workers). */
+  registrationRestartsClock?: boolean;
+  /** What the job's need is made of, for the refusal. */
+  detail?: string;
+}
+
+export class SlotWaiter {
+  /** Backoff waits that stop() cuts short. */
+  private readonly stopWaiters = new Set<() => void>();
+  /** Placements waiting for slots. */
+  private readonly capacityWaiters = new Set<() => void>();
+  private stopped = false;
+
+  constructor(private readonly deps: SlotWaiterDeps) {}
+
+  /** Wait `ms`, cut short by stop(). */
+  wait(ms: number): Promise<void> {
+    return this.waitUnlessWoken(this.stopWaiters, ms);
+  }
+
+  /**
+   * Capacity may have changed, or a waiter's give-up condition may now hold (a job ended or failed):
+   * every waiting placement looks again.
+   */
+  capacityChanged(): void {
+    for (const w of [...this.capacityWaiters]) w();
+  }
+
+  /** Place `subtasks` of job `jobId`, waiting up to `waitMs` for slots; throws NotEnoughSlotsError after. */
+  async place(jobId: string, subtasks: PlacementSubtask[], waitMs: number, options: PlaceOptions = {}): Promise<PlacementPlan> {
+    const { clock } = this.deps;
+    const started = clock.now();
+    const prefix = `${jobId}/`;
+    // Slots this job still holds on a worker (survivors of a retried region) take its subtasks for free.
+    const holds = (s: WorkerSession): Set<string> => new Set([...s.slotShares.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
+    for (;;) {
+      const deadline = (options.registrationRestartsClock ? Math.max(started, this.deps.lastRegistrationAt()) : started) + waitMs;
+      const active = this.deps.active();
+      const total = active.reduce((n, s) => n + s.slots, 0);
+      try {
+        return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: freeSlots(s), holds: holds(s) })), total, options.detail ?? '');
+      } catch (err) {
+        if (!(err instanceof NotEnoughSlotsError) || clock.now() >= deadline || this.stopped || options.giveUp?.()) throw err;
+        await this.waitUnlessWoken(this.capacityWaiters, Math.max(1, deadline - clock.now()));
+      }
+    }
+  }
+
+  /** Every wait ends now, and placements give up. */
+  stop(): void {
+    this.stopped = true;
+    for (const w of [...this.stopWaiters]) w();
+    this.capacityChanged();
+  }
+
+  /** Resolves after `ms`, or sooner when a waker in `wakers` is called. */
+  private waitUnlessWoken(wakers: Set<() => void>, ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        cancel();
+        wakers.delete(done);
+        resolve();
+      };
+      const cancel = this.deps.clock.after(ms, done);
+      wakers.add(done);
+    });
+  }
+}
