@@ -132,8 +132,10 @@ describe('clink run', () => {
     assert.equal((JSON.parse(r.stdout) as { xs: number[] }).xs.length, 50);
     await rm(join(dir, 'failed-once'));
     const help = await clink(['run', '--help'], dir);
-    assert.match(help.stdout, /--max-region-retries <n>\s+without checkpoints: how often each failed subtask is retried/);
-    assert.match(help.stdout, /--max-restarts-from-checkpoint <n>\s+with checkpoints: how often the whole job restarts from its last checkpoint/);
+    // Help wraps its text where the terminal width says: match the words, not the line breaks.
+    const described = (flag: string, text: string): RegExp => new RegExp(`${flag} <n>\\s+${text.split(' ').join('\\s+')}`);
+    assert.match(help.stdout, described('--max-region-retries', 'without checkpoints: how often each failed subtask is retried'));
+    assert.match(help.stdout, described('--max-restarts-from-checkpoint', 'with checkpoints: how often the whole job restarts from its last checkpoint'));
     assert.doesNotMatch(help.stdout, /--max-restarts <n>|--max-restarts-on-worker-loss/);
     const nodeHelp = await clink(['node', '--help'], dir);
     assert.match(nodeHelp.stdout, /--max-region-retries <n>/);
