@@ -268,6 +268,11 @@ export async function main(argv: string[]): Promise<number> {
     .option('--port <n>', 'coordinator: control port (0 picks one)', nonNegativeInt, 6123)
     .option('--bind-host <host>', 'coordinator: address to listen on', '127.0.0.1')
     .option('--advertise-host <host>', 'coordinator: the host it publishes [default: bind host]')
+    .option('--ha-dir <dir>', 'high availability: a coordinator stands for leadership by a lock in this directory and persists its jobs there; a worker finds the leader there')
+    .option('--ha-allow-unsafe-locks', 'coordinator: stand for leadership even where the lock probe finds the directory grants one lock to two processes (warns)', false)
+    .option('--etcd-endpoints <urls>', 'high availability through etcd: leader election (coordinator) or leader discovery (worker), comma-separated', (v: string) => v.split(',').filter(Boolean))
+    .option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys', 'default')
+    .option('--etcd-lease-ttl-s <s>', 'coordinator: the etcd lease; a leader frozen this long loses leadership', positiveInt, 10)
     .option('--heartbeat-timeout-ms <ms>', 'coordinator: a worker is lost after this long without a frame', positiveInt, 2_000)
     .option('--watchdog-interval-ms <ms>', 'coordinator: how often liveness is judged', positiveInt, 100)
     .option('--handshake-timeout-ms <ms>', 'coordinator: added to the heartbeat timeout, the deadline for a first frame', nonNegativeInt, 5_000)
@@ -311,6 +316,13 @@ export async function main(argv: string[]): Promise<number> {
       const { nodeCommand } = await import('./node.js');
       exitCode = await nodeCommand({
         role: o.role as 'coordinator' | 'worker',
+        ha: {
+          ...(o.haDir ? { haDir: o.haDir as string } : {}),
+          allowUnsafeLocks: o.haAllowUnsafeLocks === true,
+          ...(o.etcdEndpoints ? { etcdEndpoints: o.etcdEndpoints as string[] } : {}),
+          etcdCluster: o.etcdCluster as string,
+          etcdLeaseTtlS: n('etcdLeaseTtlS'),
+        },
         ...(o.readyFile ? { readyFile: o.readyFile as string } : {}),
         ...(o.httpPort !== undefined ? { httpPort: n('httpPort') } : {}),
         coordinator: {

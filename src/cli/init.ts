@@ -143,7 +143,7 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
     devDependencies: devDependencies(clink),
     // npm 11 runs only the install scripts a project allows, and lists the rest. esbuild and msgpackr's
     // native part need theirs; a checkout of clink is built already (its prepare would rebuild it each time).
-    allowScripts: { ...(clinkSpec.startsWith('file:') ? { [clinkSpec]: false } : {}), esbuild: true, 'msgpackr-extract': true },
+    allowScripts: { ...(clinkSpec.startsWith('file:') ? { [clinkSpec]: false } : {}), esbuild: true, 'msgpackr-extract': true, 'fs-ext': true, protobufjs: true },
   };
   await mkdir(join(dir, 'src'), { recursive: true });
   await mkdir(join(dir, 'test'), { recursive: true });

@@ -1,78 +1,21 @@
 /** `clink node --role=coordinator|worker`: a long-lived cluster node. */
 import { hostname } from 'node:os';
-import { Coordinator, DEFAULT_COORDINATOR_CONFIG, type CoordinatorConfig } from '../coordinator/index.js';
-import { buildHttpApp } from '../http/index.js';
-import { createLogger, type Logger } from '../log/index.js';
+import { Coordinator, DEFAULT_COORDINATOR_CONFIG } from '../coordinator/index.js';
+import { createLogger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
-import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type ReconnectPolicy, type WorkerConfig } from '../worker/index.js';
-import { writeFileAtomic } from './files.js';
-import { EnvironmentError, listenError } from '../errors.js';
+import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type WorkerConfig } from '../worker/index.js';
+import { haCoordinator } from './ha-node.js';
+import { startHttp, terminationSignal, writeReadyFile, type NodeFlags } from './node-support.js';
+export type { NodeFlags, HaFlags } from './node-support.js';
+import { EnvironmentError } from '../errors.js';
+import { leaderSource } from '../ha/index.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
-
-export interface NodeFlags {
-  role: 'coordinator' | 'worker';
-  readyFile?: string;
-  httpPort?: number;
-  coordinator: Partial<CoordinatorConfig>;
-  worker: Partial<WorkerConfig>;
-  /** How a worker reconnects after losing the coordinator. */
-  reconnect?: Partial<ReconnectPolicy>;
-}
-
-/**
- * Resolves on SIGTERM or SIGINT, or, for a node started by a parent over an IPC channel (a test
- * harness, `clink run`), when that parent goes away however it ended: a node never outlives it.
- */
-function terminationSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const on = (why: string): void => {
-      process.off('SIGTERM', onTerm);
-      process.off('SIGINT', onInt);
-      process.off('disconnect', onParentGone);
-      resolve(why);
-    };
-    const onTerm = (): void => on('SIGTERM');
-    const onInt = (): void => on('SIGINT');
-    const onParentGone = (): void => on('the parent process exited');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
-    if (process.connected) process.once('disconnect', onParentGone);
-  });
-}
-
-async function startHttp(
-  port: number | undefined,
-  log: Logger,
-  deps: Parameters<typeof buildHttpApp>[0],
-  host: string,
-  hostFlag: string,
-): Promise<{ port: number; url: string; close: () => Promise<void> } | undefined> {
-  if (port === undefined) return undefined;
-  const app = buildHttpApp(deps);
-  try {
-    await app.listen({ port, host });
-  } catch (err) {
-    await app.close();
-    throw listenError(err, host, port, { port: '--http-port', host: hostFlag });
-  }
-  const actual = (app.server.address() as { port: number }).port;
-  const url = `http://${host}:${actual}`;
-  log.info(`HTTP API on ${url}`);
-  return { port: actual, url, close: () => app.close() };
-}
-
-async function writeReadyFile(path: string, ports: Record<string, number>): Promise<void> {
-  try {
-    await writeFileAtomic(path, JSON.stringify(ports));
-  } catch (err) {
-    throw new EnvironmentError(`cannot write the ready file ${path} (--ready-file): ${(err as Error).message}`, { cause: err });
-  }
-}
 
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const log = createLogger({ name: flags.role });
   const metrics = new ClinkMetrics();
   const signal = terminationSignal();
+  if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal);
   if (flags.role === 'coordinator') {
     const coordinator = await Coordinator.start(flags.coordinator, { log, metrics });
     let http: Awaited<ReturnType<typeof startHttp>>;
@@ -122,10 +65,13 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     if (flags.readyFile) await writeReadyFile(flags.readyFile, { dataPort: w.dataPort, httpPort: http?.port ?? 0 });
   };
   // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
-  supervisor = WorkerSupervisor.launch(config, { log, metrics }, flags.reconnect ?? {}, writeReady);
+  const leader = leaderSource({ ...(flags.ha?.haDir ? { haDir: flags.ha.haDir } : {}), ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), ...(flags.ha?.etcdCluster ? { etcdCluster: flags.ha.etcdCluster } : {}) });
+  if (leader) log.info(`finding the coordinator through ${leader.describe} before every session`);
+  supervisor = WorkerSupervisor.launch(config, { log, metrics }, flags.reconnect ?? {}, writeReady, leader);
   const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
   if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
   await supervisor.close();
+  leader?.close();
   await http?.close();
   if ('end' in outcome && outcome.end.reason === 'incompatible') throw new EnvironmentError(`worker ${config.id} cannot join the coordinator: ${outcome.end.detail}`);
   return 0;

@@ -28,7 +28,12 @@ import { Deployer } from './deployer.js';
 import { JobMaster, postToJob, type JobMasterDeps } from './job-master.js';
 import { JobRecovery } from './job-recovery.js';
 import { freeSlots, type JobState, type JobView, type WorkerSession, type WorkerView } from './job-state.js';
-import { placeSubmittedJob } from './job-submission.js';
+import { placeSubmittedJob, type SubmissionDeps } from './job-submission.js';
+import { Takeover } from './takeover.js';
+import type { CompletedMarker } from './checkpoints.js';
+import { describeRestorePoint } from './job-recovery.js';
+import type { PlacementPlan } from './placement.js';
+import type { HaJobStore, HistoryRecord, JobManifest } from '../ha/index.js';
 import { jobView, workerView } from './job-views.js';
 import { ModuleCache } from './module-cache.js';
 import { SlotWaiter } from './slot-waiter.js';
@@ -39,6 +44,8 @@ export interface CoordinatorDeps {
   metrics: ClinkMetrics;
   /** Time and timers. @default systemClock */
   clock?: Clock;
+  /** HA: where submitted jobs are persisted (at `config.epoch`) for a successor to take over. */
+  jobStore?: HaJobStore;
 }
 
 export class Coordinator {
@@ -67,6 +74,9 @@ export class Coordinator {
   private readonly recovery: JobRecovery;
   /** What every JobMaster is built with. */
   private readonly jobDeps: JobMasterDeps;
+  /** HA: ended jobs reloaded from the job store at takeover (newest last). */
+  private reloadedHistory: JobView[] = [];
+  private readonly takeover: Takeover | undefined;
   port = 0;
 
   private constructor(
@@ -95,7 +105,10 @@ export class Coordinator {
       log,
       watchdogLog: this.watchdogLog,
       metrics,
-      onRegistered: () => this.slots.capacityChanged(),
+      onRegistered: () => {
+        this.slots.capacityChanged();
+        void this.takeover?.capacityChanged();
+      },
       onProgress: (s, jobs) => {
         for (const p of jobs) this.jobs.get(p.jobId)?.job.progress.set(s.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
       },
@@ -166,6 +179,16 @@ export class Coordinator {
       },
       (line) => this.admissionLog.warn(line),
     );
+    const store = deps.jobStore;
+    this.takeover = store && new Takeover({
+      store,
+      log,
+      metrics,
+      settle: (stableMs, maxMs) => this.slots.settle(stableMs, maxMs),
+      running: (jobId) => this.jobs.has(jobId),
+      ownRestore: (m) => (m.checkpoint.checkpointDir ? this.recovery.newestOwnRestore(m.checkpoint.checkpointDir, m.jobId) : Promise.resolve(undefined)),
+      resubmit: (m, ownRestore) => this.resubmit(m, ownRestore),
+    });
   }
 
   static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
@@ -260,6 +283,7 @@ export class Coordinator {
     this.history.push(job);
     if (this.history.length > COORDINATOR_HISTORY_CAP) this.history.shift();
     if (job.client) void this.clients.send(job.client, master.completion());
+    this.deps.jobStore?.ended(jobView(job, this.clock.now()) as unknown as HistoryRecord).catch((err: unknown) => this.log.error({ err, jobId: job.id }, `could not record the end of job ${job.id} in the HA job store: ${(err as Error).message}`));
   }
 
   // ---------------------------------------------------------------- liveness
@@ -296,25 +320,74 @@ export class Coordinator {
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
     if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
-    const { job, placement, restore } = await placeSubmittedJob(m, client, {
-      config: this.config,
-      clock: this.clock,
-      log: this.log,
-      slots: this.slots,
-      module: (sha256) => this.modules.get(sha256),
-      logSkipped: (what, point) => this.recovery.logSkipped(what, point),
-    });
+    const { job, placement, restore } = await placeSubmittedJob(m, client, this.submissionDeps());
+    this.start(job, placement, restore);
+    this.deps.metrics.jobsSubmitted.inc();
+    await this.persist(job, m);
+    return job;
+  }
+
+  /** Deploy a placed job under a new JobMaster. */
+  private start(job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined): void {
     // From the placement to the deploy nothing awaits: the slots it found are still free when charged,
     // and every worker it names is still registered.
     this.jobs.set(job.id, new JobMaster(job, this.jobDeps));
-    this.deps.metrics.jobsSubmitted.inc();
     this.deployer.deploy(job, placement, restore);
     const subtasks = job.subtasks.length;
     this.log.info(
       { jobId: job.id, subtasks, workers: placement.size, edges: job.edges },
       `job ${job.id} placed: edges local=${job.edges.local} socket=${job.edges.socket} (${subtasks} subtasks of ${job.name} on ${placement.size} workers)`,
     );
-    return job;
+  }
+
+  /** HA: persist a running job for a successor; a job that cannot be persisted is cancelled (it could not be taken over). */
+  private async persist(job: JobState, m: Pick<MessageOf<'SubmitJob'>, 'specJson' | 'params' | 'buildParallelism' | 'checkpoint'>, submittedAt = job.startedAt): Promise<void> {
+    const store = this.deps.jobStore;
+    if (!store) return;
+    const manifest: JobManifest = { jobId: job.id, jobName: job.name, specJson: m.specJson, params: m.params, buildParallelism: m.buildParallelism, checkpoint: m.checkpoint, moduleSha256: job.module.sha256, submittedAt };
+    try {
+      await store.persist(manifest, job.module);
+    } catch (err) {
+      const why = `could not persist job ${job.id} for high availability: ${(err as Error).message}`;
+      this.jobs.get(job.id)?.cancel(why);
+      throw new ClinkError('CLINK_ERR_STORAGE', why, { cause: err });
+    }
+  }
+
+  // ---------------------------------------------------------------- HA takeover
+
+  /**
+   * HA: take over the jobs the previous leader persisted (see Takeover). Called once the control port
+   * listens, so the workers can register meanwhile.
+   */
+  async takeOver(): Promise<void> {
+    if (!this.takeover) return;
+    this.reloadedHistory = await this.takeover.history(COORDINATOR_HISTORY_CAP);
+    await this.takeover.run();
+  }
+
+  private async resubmit(manifest: JobManifest, ownRestore: CompletedMarker | undefined): Promise<void> {
+    if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
+    const module = await this.deps.jobStore!.module(manifest.moduleSha256);
+    this.modules.resolve([module], () => new Set(this.runningJobs().map((j) => j.module.sha256)));
+    const m = { jobName: manifest.jobName, specJson: manifest.specJson, params: manifest.params, buildParallelism: manifest.buildParallelism, checkpoint: manifest.checkpoint, modules: [module] } as unknown as MessageOf<'SubmitJob'>;
+    const { job, placement, restore } = await placeSubmittedJob(m, undefined, this.submissionDeps(), { jobId: manifest.jobId, ownRestore, waitForSlotsMs: 0 });
+    if (this.jobs.has(job.id)) return;
+    this.start(job, placement, restore);
+    this.log.info({ jobId: job.id, epoch: this.config.epoch, restoredFrom: restore?.checkpointId ?? 0 }, `job ${job.id} (${job.name}) taken over at epoch ${this.config.epoch} from ${describeRestorePoint(job, restore)}`);
+    // The manifest is written again at this leader's epoch: the superseded one can no longer touch it.
+    await this.persist(job, m, manifest.submittedAt);
+  }
+
+  private submissionDeps(): SubmissionDeps {
+    return {
+      config: this.config,
+      clock: this.clock,
+      log: this.log,
+      slots: this.slots,
+      module: (sha256) => this.modules.get(sha256),
+      logSkipped: (what, point) => this.recovery.logSkipped(what, point),
+    };
   }
 
   /** Cancel a running job. Its subtasks stop; it ends CANCELED once they have. */
@@ -332,12 +405,15 @@ export class Coordinator {
 
   listJobs(includeCompleted = true): JobView[] {
     const all = [...this.runningJobs(), ...(includeCompleted ? [...this.history].reverse() : [])];
-    return all.map((j) => jobView(j, this.clock.now()));
+    const views = all.map((j) => jobView(j, this.clock.now()));
+    if (!includeCompleted) return views;
+    const seen = new Set(views.map((v) => v.jobId));
+    return [...views, ...[...this.reloadedHistory].reverse().filter((v) => !seen.has(v.jobId))];
   }
 
   job(jobId: string): JobView | undefined {
     const j = this.findJob(jobId);
-    return j && jobView(j, this.clock.now());
+    return j ? jobView(j, this.clock.now()) : this.reloadedHistory.find((v) => v.jobId === jobId);
   }
 
   /** A running or ended job. */

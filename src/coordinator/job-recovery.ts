@@ -195,6 +195,13 @@ export class JobRecovery {
     }
   }
 
+  /** A job's newest completed checkpoint of its own (undefined when it has none; throws when every one is damaged). */
+  async newestOwnRestore(checkpointDir: string, jobId: string): Promise<CompletedMarker | undefined> {
+    const point = await this.store.newest(jobDir(checkpointDir, jobId));
+    if (point) this.logSkipped(`job ${jobId}`, point);
+    return point?.marker;
+  }
+
   /** Say which newer checkpoints a restore passed over, and why: what they had committed may be written again. */
   logSkipped(what: string, point: RestorePoint): void {
     for (const s of point.skipped) {

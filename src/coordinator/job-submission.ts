@@ -47,8 +47,21 @@ export function checkSubmitSdk(m: MessageOf<'SubmitJob'>): void {
   checkSdkCompatibility({ fingerprint: m.sdkFingerprint, version: m.sdkVersion || 'unknown' }, `submit of ${m.jobName}`, theirs);
 }
 
-/** Plan, check and place a submitted job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs), a plan error or a restore refusal. */
-export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: ClientSession | undefined, deps: SubmissionDeps): Promise<PlacedJob> {
+/** A job taken over by a new leader: submitted again under its id, from its own newest checkpoint. */
+export interface Resubmission {
+  jobId: string;
+  /** Its newest completed checkpoint, when it has one; else it resumes from what it was submitted with. */
+  ownRestore: CompletedMarker | undefined;
+  /** How long it may wait for slots (a takeover does not wait: a job without them is parked). */
+  waitForSlotsMs: number;
+}
+
+/**
+ * Plan, check and place a submitted job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs), a plan
+ * error or a restore refusal. A resubmission keeps the job's id and its submitted restore point (for
+ * restarts before a checkpoint of its own), and resumes from its own newest checkpoint when it has one.
+ */
+export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: ClientSession | undefined, deps: SubmissionDeps, resubmission?: Resubmission): Promise<PlacedJob> {
   const { config, clock } = deps;
   checkCheckpointConfig(m.checkpoint);
   const spec = JSON.parse(m.specJson) as JobGraphSpec;
@@ -59,12 +72,14 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   const jobName = m.jobName || spec.job.name;
   // The restore gate (identity and layout) runs before any slot is waited for.
   const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
-  const restore = point?.marker;
+  const submittedRestore = point?.marker;
   if (point) deps.logSkipped(`the restore of ${jobName}`, point);
+  const restore = resubmission?.ownRestore ?? submittedRestore;
   if (restore) checkRestore(restore, plan, jobName, m.checkpoint.allowNonRestoredState);
-  const id = randomUUID().slice(0, 8);
+  const id = resubmission?.jobId ?? randomUUID().slice(0, 8);
   if (restore && m.checkpoint.checkpointDir) await recordRestore(m.checkpoint.checkpointDir, id, restore);
-  const placement = await deps.slots.place(id, subtasks, config.submitWaitForSlotsMs, { detail: slotNeed(plan, config.slotSharing).detail });
+  const waitMs = resubmission?.waitForSlotsMs ?? config.submitWaitForSlotsMs;
+  const placement = await deps.slots.place(id, subtasks, waitMs, { detail: slotNeed(plan, config.slotSharing).detail });
   const regions = failoverRegions(plan);
   const job: JobState = {
     id,
@@ -84,7 +99,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     edges: countChannels(plan, placement),
     checkpoint: m.checkpoint,
     checkpointFloor: restore?.checkpointId ?? 0,
-    ...(restore ? { submittedRestore: restore } : {}),
+    ...(submittedRestore ? { submittedRestore } : {}),
     lastCheckpointAt: clock.now(),
     attempt: 0,
     restarts: [],

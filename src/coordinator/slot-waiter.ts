@@ -66,6 +66,22 @@ export class SlotWaiter {
     }
   }
 
+  /**
+   * Resolves once no worker has registered for `stableMs` (counted from now at the earliest), or after
+   * `maxMs`, or on stop: a takeover lets the reconnecting workers arrive before it places anything.
+   */
+  async settle(stableMs: number, maxMs: number): Promise<void> {
+    const { clock } = this.deps;
+    const started = clock.now();
+    const deadline = started + maxMs;
+    for (;;) {
+      const quietAt = Math.max(started, this.deps.lastRegistrationAt()) + stableMs;
+      const now = clock.now();
+      if (now >= quietAt || now >= deadline || this.stopped) return;
+      await this.waitUnlessWoken(this.capacityWaiters, Math.min(quietAt, deadline) - now);
+    }
+  }
+
   /** Every wait ends now, and placements give up. */
   stop(): void {
     this.stopped = true;

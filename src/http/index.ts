@@ -15,9 +15,10 @@ export interface HttpDeps {
   metrics: ClinkMetrics;
   /** The settings in effect, served at /api/v1/config. */
   config: Readonly<Record<string, unknown>>;
-  coordinator?: Coordinator;
-  /** Whether the node can serve (a worker without a coordinator session cannot). @default always ok */
-  health?: () => { ok: boolean; status: string };
+  /** The coordinator, or a getter for it: a standby has none until it is elected (its job routes answer 503). */
+  coordinator?: Coordinator | (() => Coordinator | undefined);
+  /** Whether the node can serve (a worker without a coordinator session cannot), and any detail (a standby's leader). @default always ok */
+  health?: () => { ok: boolean; status: string } & Record<string, unknown>;
 }
 
 export function buildHttpApp(deps: HttpDeps): FastifyInstance {
@@ -27,25 +28,34 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
     return deps.metrics.exposition();
   });
   app.get('/api/v1/health', async (_req, reply) => {
-    const h = deps.health?.() ?? { ok: true, status: 'ok' };
-    return reply.code(h.ok ? 200 : 503).send({ status: h.status, role: deps.role });
+    const { ok, status, ...detail } = deps.health?.() ?? { ok: true, status: 'ok' };
+    return reply.code(ok ? 200 : 503).send({ status, role: deps.role, ...detail });
   });
   app.get('/api/v1/config', async () => ({ role: deps.role, ...deps.config }));
-  const coordinator = deps.coordinator;
-  if (coordinator) {
-    app.get('/api/v1/jobs', async () => ({ jobs: coordinator.listJobs() }));
+  const given = deps.coordinator;
+  if (given) {
+    const current = typeof given === 'function' ? given : () => given;
+    // A standby answers its job routes with where the leader is (see health).
+    app.addHook('preHandler', async (req, reply) => {
+      if (!req.url.startsWith('/api/v1/jobs') && !req.url.startsWith('/api/v1/workers')) return;
+      if (current()) return;
+      const { ok: _, status, ...detail } = deps.health?.() ?? { ok: false, status: 'standby' };
+      return reply.code(503).send({ error: `this coordinator is a ${status}: ask the leader`, status, ...detail });
+    });
+    const coordinator = (): Coordinator => current()!;
+    app.get('/api/v1/jobs', async () => ({ jobs: coordinator().listJobs() }));
     app.get<{ Params: { id: string } }>('/api/v1/jobs/:id', async (req, reply) => {
-      const job = coordinator.job(req.params.id);
+      const job = coordinator().job(req.params.id);
       if (!job) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
       return job;
     });
     app.get<{ Params: { id: string } }>('/api/v1/jobs/:id/checkpoints', async (req, reply) => {
-      const checkpoints = coordinator.checkpointsOf(req.params.id);
+      const checkpoints = coordinator().checkpointsOf(req.params.id);
       if (!checkpoints) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
       return { checkpoints };
     });
     app.get('/api/v1/workers', async () => {
-      const workers = coordinator.workers();
+      const workers = coordinator().workers();
       return {
         workers,
         slotsTotal: workers.reduce((n, w) => n + w.slotsTotal, 0),

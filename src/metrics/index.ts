@@ -82,6 +82,18 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly haJobsRecovered = new Counter({
+    name: 'clink_ha_jobs_recovered_total',
+    help: 'Jobs a newly elected leader took over from the job store and deployed again',
+    registers: [this.registry],
+  });
+
+  readonly haRecoveryFailed = new Counter({
+    name: 'clink_ha_recovery_failed_total',
+    help: 'Jobs a newly elected leader could not take over (dropped: each needs a resubmit)',
+    registers: [this.registry],
+  });
+
   readonly jobsEnded = new Counter({
     name: 'clink_coordinator_jobs_ended_total',
     help: 'Jobs that reached a terminal state, by state',

@@ -18,6 +18,16 @@ export interface ReconnectPolicy {
   maxBackoffMs: number;
 }
 
+/**
+ * HA: where the leader is, read before every session (a file election's leader record, or etcd). A
+ * session is then opened with the leader it names, and one whose epoch is below the highest this
+ * worker has admitted (a superseded leader, or an unfenced epoch-0 coordinator) is refused and retried.
+ */
+export interface LeaderDiscovery {
+  readonly describe: string;
+  current(): Promise<{ host: string; port: number; epoch: number } | undefined>;
+}
+
 export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = Object.freeze({ initialBackoffMs: 100, maxBackoffMs: 5_000 });
 
 /** Why the supervisor stopped for good. */
@@ -28,6 +38,8 @@ export class WorkerSupervisor {
   private closing = false;
   private wake: (() => void) | undefined;
   private readonly log: Logger;
+  /** The highest coordinator epoch any session of this worker has admitted. */
+  private highestEpoch = 0;
   readonly ended: Promise<SupervisorEnd>;
   private resolveEnded!: (e: SupervisorEnd) => void;
 
@@ -35,6 +47,7 @@ export class WorkerSupervisor {
     readonly config: WorkerConfig,
     private readonly deps: WorkerDeps,
     private readonly policy: ReconnectPolicy,
+    private readonly leader?: LeaderDiscovery,
   ) {
     this.log = deps.log.child({ component: 'worker.supervisor', workerId: config.id });
     this.ended = new Promise((r) => (this.resolveEnded = r));
@@ -63,8 +76,8 @@ export class WorkerSupervisor {
    * coordinator must still stop on a signal. `ended` settles 'incompatible' when the first attempt
    * meets a peer it can never join (another protocol version, a port that speaks HTTP).
    */
-  static launch(config: WorkerConfig, deps: WorkerDeps, policy: Partial<ReconnectPolicy> = {}, onSession?: (w: Worker) => void | Promise<void>): WorkerSupervisor {
-    const s = new WorkerSupervisor(config, deps, { ...DEFAULT_RECONNECT_POLICY, ...policy });
+  static launch(config: WorkerConfig, deps: WorkerDeps, policy: Partial<ReconnectPolicy> = {}, onSession?: (w: Worker) => void | Promise<void>, leader?: LeaderDiscovery): WorkerSupervisor {
+    const s = new WorkerSupervisor(config, deps, { ...DEFAULT_RECONNECT_POLICY, ...policy }, leader);
     s.onSession = onSession;
     void s.connect().then(
       (first) => (first ? s.supervise(first) : s.resolveEnded({ reason: 'closed' })),
@@ -90,6 +103,8 @@ export class WorkerSupervisor {
     let w: Worker | undefined = first;
     while (w && !this.closing) {
       const end = await w.ended;
+      // The session may have re-bound to a higher epoch (a failover that kept the connection).
+      this.highestEpoch = Math.max(this.highestEpoch, w.epoch);
       if (this.closing) break;
       this.current = undefined;
       this.deps.metrics.workerControlConnected.set(0);
@@ -112,11 +127,16 @@ export class WorkerSupervisor {
     for (let attempt = 0; !this.closing; attempt++) {
       this.deps.metrics.workerControlAttempts.inc();
       try {
-        const w = await Worker.start(this.config, this.deps);
+        const w = await Worker.start(await this.sessionConfig(), this.deps);
         if (this.closing) {
           await w.close();
           return undefined;
         }
+        if (w.epoch < this.highestEpoch) {
+          await w.close();
+          throw new Error(`the coordinator at ${w.config.coordinatorHost}:${w.config.coordinatorPort} answered with epoch ${w.epoch}, below epoch ${this.highestEpoch} this worker has admitted (a superseded${w.epoch === 0 ? ' or unfenced' : ''} coordinator)`);
+        }
+        this.highestEpoch = w.epoch;
         this.current = w;
         this.deps.metrics.workerControlConnected.set(1);
         // Counted with the session, before anything else can observe it connected.
@@ -143,6 +163,15 @@ export class WorkerSupervisor {
       }
     }
     return undefined;
+  }
+
+  /** The config of the next session: with HA, pointed at the leader now announced (never one below the highest epoch admitted). */
+  private async sessionConfig(): Promise<WorkerConfig> {
+    if (!this.leader) return this.config;
+    const l = await this.leader.current();
+    if (!l) throw new Error(`no leader is announced in ${this.leader.describe} yet`);
+    if (l.epoch < this.highestEpoch) throw new Error(`the leader announced in ${this.leader.describe} (${l.host}:${l.port}) has epoch ${l.epoch}, below epoch ${this.highestEpoch} this worker has admitted`);
+    return { ...this.config, coordinatorHost: l.host, coordinatorPort: l.port };
   }
 
   /** Stop reconnecting, and close the current session (cancelling its tasks). */

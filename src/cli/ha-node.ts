@@ -1,0 +1,88 @@
+/**
+ * `clink node --role=coordinator --ha-dir DIR` (or `--etcd-endpoints`): a coordinator that stands for
+ * leadership. As a standby it serves its HTTP API (health says `standby` and names the leader) with
+ * its control port closed. Elected, it sets its epoch before the listener opens, announces where it
+ * listens, and takes over the jobs its predecessor persisted. If it loses leadership it stops the
+ * coordinator at once (a successor may already lead) and stands again as a standby.
+ */
+import { hostname } from 'node:os';
+import { Coordinator } from '../coordinator/index.js';
+import { EnvironmentError } from '../errors.js';
+import { EtcdElection, FileElection, HaJobStore, type LeaderElection, type LeaderInfo } from '../ha/index.js';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import { startHttp, writeReadyFile, type NodeFlags } from './node-support.js';
+
+function makeElection(flags: NodeFlags, log: Logger, host: string): LeaderElection {
+  const ha = flags.ha!;
+  if (ha.etcdEndpoints?.length) {
+    return new EtcdElection({ endpoints: ha.etcdEndpoints, cluster: ha.etcdCluster ?? 'default', ...(ha.etcdLeaseTtlS ? { leaseTtlS: ha.etcdLeaseTtlS } : {}), host, log });
+  }
+  return new FileElection({ dir: ha.haDir!, host, log, ...(ha.allowUnsafeLocks ? { allowUnsafeLocks: true } : {}) });
+}
+
+export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>): Promise<number> {
+  const haDir = flags.ha?.haDir;
+  if (!haDir) throw new EnvironmentError('--etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor');
+  const bindHost = flags.coordinator.bindHost ?? '127.0.0.1';
+  const host = flags.coordinator.advertiseHost || bindHost;
+  let coordinator: Coordinator | undefined;
+  let election: LeaderElection | undefined;
+  let leader: LeaderInfo | undefined;
+  const http = await startHttp(
+    flags.httpPort,
+    log,
+    {
+      role: 'coordinator',
+      metrics,
+      config: { ...flags.coordinator, haDir, ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}) },
+      coordinator: () => coordinator,
+      health: () => (coordinator ? { ok: true, status: 'ok', leader: true } : { ok: true, status: 'standby', ...(leader ? { leader: { host: leader.host, port: leader.port, epoch: leader.epoch } } : {}) }),
+    },
+    bindHost,
+    '--bind-host',
+  );
+  const ready = (state: string, controlPort: number, epoch: number): Promise<void> =>
+    flags.readyFile ? writeReadyFile(flags.readyFile, { controlPort, httpPort: http?.port ?? 0, state, epoch }) : Promise.resolve();
+
+  // Stand, lead, lose, stand again: until a signal.
+  let stopped = false;
+  let lost: ((why: string) => void) | undefined;
+  const stand = async (): Promise<void> => {
+    const e = (election = makeElection(flags, log, `${host}-${hostname()}`));
+    const lostLeadership = new Promise<string>((resolve) => (lost = resolve));
+    e.onLoseLeadership((why) => lost?.(why));
+    e.onBecomeLeader(async (epoch) => {
+      if (stopped) return;
+      // The epoch is set before the listener opens: no frame of this leader goes out without it.
+      coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch) });
+      coordinator.httpUrl = http?.url;
+      await e.announce({ host, port: coordinator.port, ...(http ? { httpUrl: http.url } : {}) });
+      await ready('leader', coordinator.port, epoch);
+      log.info({ epoch, port: coordinator.port }, `leading at epoch ${epoch} on ${host}:${coordinator.port}`);
+      await coordinator.takeOver();
+    });
+    await e.start();
+    leader = await e.currentLeader().catch(() => undefined);
+    await ready('standby', 0, 0);
+    if (!e.isLeader) log.info(leader ? `standby: following the leader at ${leader.host}:${leader.port} (epoch ${leader.epoch})` : 'standby: no leader announced yet');
+    const why = await lostLeadership;
+    if (stopped) return;
+    log.error(`lost leadership: ${why}; stopping this coordinator (a successor may already lead) and standing again`);
+    const c = coordinator;
+    coordinator = undefined;
+    await c?.stop();
+    await e.close();
+  };
+  const loop = (async () => {
+    while (!stopped) await stand();
+  })();
+  const sig = await Promise.race([signal, loop.then(() => 'stopped')]);
+  stopped = true;
+  log.info(`${sig}: stopping`);
+  lost?.('stopping');
+  await coordinator?.stop();
+  await election?.close();
+  await http?.close();
+  return 0;
+}
