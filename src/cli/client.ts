@@ -1,12 +1,13 @@
 /** `clink submit`, `clink jobs`, `clink cancel`: a client of a running coordinator. */
-import { ClusterClient, type CheckpointSettings, type JobOutcome } from '../client/index.js';
+import type { CheckpointSettings, JobOutcome } from '../client/index.js';
 import { ClinkError } from '../errors.js';
 import { prepareSubmission, typecheckJob } from '../loader/index.js';
 import { exitOnInterrupt } from './interrupt.js';
 import { formatTable } from './table.js';
 
-export type { Endpoint } from './endpoint.js';
-import type { Endpoint } from './endpoint.js';
+export type { Endpoint, CoordinatorTarget } from './endpoint.js';
+import type { CoordinatorTarget } from './endpoint.js';
+import { connectToLeader, followJob, followsLeader } from './leader.js';
 
 /** Print a finished job's collected results as tables, or as one JSON line. */
 export function printCollected(collected: Record<string, unknown[]>, output: 'table' | 'json', maxRows: number): void {
@@ -29,7 +30,7 @@ export function jobFailed(outcome: JobOutcome): ClinkError {
 export async function submitCommand(
   jobPath: string,
   o: {
-    coordinator: Endpoint;
+    coordinator: CoordinatorTarget;
     parallelism?: number;
     params: Record<string, string>;
     name?: string;
@@ -43,7 +44,7 @@ export async function submitCommand(
   if (o.typecheck !== false) await typecheckJob(jobPath);
   // The coordinator validates the plan; checking it here too would cost start-up time for nothing.
   const { compiled, spec } = await prepareSubmission(jobPath, { parallelism: o.parallelism ?? 1, params: o.params });
-  const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
+  const client = await connectToLeader(o.coordinator);
   try {
     const { jobId } = await client.submit({
       module: compiled,
@@ -59,7 +60,9 @@ export async function submitCommand(
     if (!o.wait) return;
     // Ctrl-C stops waiting, not the job: it runs on the cluster.
     exitOnInterrupt(`stopped waiting; job ${jobId} runs on (clink cancel ${jobId} stops it)`);
-    const outcome = await client.waitForCompletion(jobId);
+    let outcome = await client.waitForCompletion(jobId);
+    // The coordinator was lost: with HA, its successor has the job.
+    if (outcome.state === 'UNKNOWN' && followsLeader(o.coordinator)) outcome = await followJob(o.coordinator, jobId, outcome.error);
     if (!outcome.ok) throw jobFailed(outcome);
     if (o.output === 'json') process.stdout.write(JSON.stringify({ jobId, state: outcome.state, durationMs: outcome.durationMs, collected: outcome.collected }) + '\n');
     else printCollected(outcome.collected, o.output, o.maxRows);
@@ -69,8 +72,8 @@ export async function submitCommand(
   }
 }
 
-export async function jobsCommand(o: { coordinator: Endpoint; json: boolean }): Promise<void> {
-  const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
+export async function jobsCommand(o: { coordinator: CoordinatorTarget; json: boolean }): Promise<void> {
+  const client = await connectToLeader(o.coordinator);
   try {
     const jobs = await client.listJobs(true);
     if (o.json) {
@@ -93,8 +96,8 @@ export async function jobsCommand(o: { coordinator: Endpoint; json: boolean }): 
   }
 }
 
-export async function cancelCommand(jobId: string, o: { coordinator: Endpoint }): Promise<void> {
-  const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
+export async function cancelCommand(jobId: string, o: { coordinator: CoordinatorTarget }): Promise<void> {
+  const client = await connectToLeader(o.coordinator);
   try {
     const r = await client.cancel(jobId);
     if (!r.ok) throw new ClinkError('CLINK_ERR_NOT_FOUND', r.message);
@@ -104,8 +107,8 @@ export async function cancelCommand(jobId: string, o: { coordinator: Endpoint })
   }
 }
 
-export async function savepointCommand(jobId: string, o: { coordinator: Endpoint; dir: string; cancel: boolean }): Promise<void> {
-  const client = await ClusterClient.connect(o.coordinator.host, o.coordinator.port);
+export async function savepointCommand(jobId: string, o: { coordinator: CoordinatorTarget; dir: string; cancel: boolean }): Promise<void> {
+  const client = await connectToLeader(o.coordinator);
   try {
     const r = await client.savepoint(jobId, o.dir, o.cancel);
     if (!r.ok) throw new ClinkError('CLINK_ERR_JOB_FAILED', r.message);

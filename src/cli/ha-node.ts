@@ -66,7 +66,10 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
     leader = await e.currentLeader().catch(() => undefined);
     await ready('standby', 0, 0);
     if (!e.isLeader) log.info(leader ? `standby: following the leader at ${leader.host}:${leader.port} (epoch ${leader.epoch})` : 'standby: no leader announced yet');
-    const why = await lostLeadership;
+    // What health reports of the leader is read again every second while this node stands by.
+    const refresh = setInterval(() => void e.currentLeader().then((l) => (leader = l), () => undefined), 1_000);
+    refresh.unref();
+    const why = await lostLeadership.finally(() => clearInterval(refresh));
     if (stopped) return;
     log.error(`lost leadership: ${why}; stopping this coordinator (a successor may already lead) and standing again`);
     const c = coordinator;

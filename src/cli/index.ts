@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
-import { parseCoordinator, type Endpoint } from './endpoint.js';
+import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
 import { installInterrupts } from './interrupt.js';
 import type { CheckpointSettings } from '../client/index.js';
 
@@ -106,6 +106,13 @@ function renamed<T extends object>(o: T, newAttribute: keyof T & string, oldAttr
   return (o[oldAttribute] ?? o[newAttribute]) as number;
 }
 
+type TargetFlags = { coordinator: Endpoint[]; haDir?: string; etcdEndpoints?: string[]; etcdCluster: string };
+
+/** Where a client command finds its coordinator. */
+function target(o: TargetFlags): CoordinatorTarget {
+  return { endpoints: o.coordinator, ...(o.haDir ? { haDir: o.haDir } : {}), ...(o.etcdEndpoints ? { etcdEndpoints: o.etcdEndpoints, etcdCluster: o.etcdCluster } : {}) };
+}
+
 function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
   return {
     checkpointDir: o.checkpointDir ?? '',
@@ -178,12 +185,16 @@ export async function main(argv: string[]): Promise<number> {
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
       .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false);
   const coordinatorOption = (cmd: Command): Command =>
-    cmd.addOption(
-      new Option('--coordinator <host:port>', "the coordinator's control port (clink node --port)")
-        .env('CLINK_COORDINATOR')
-        .argParser(parseCoordinator)
-        .default(parseCoordinator(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
-    );
+    cmd
+      .addOption(
+        new Option('--coordinator <host:port,...>', "the coordinator's control port (clink node --port); several: the HA coordinators, the first that answers leads")
+          .env('CLINK_COORDINATOR')
+          .argParser(parseCoordinators)
+          .default(parseCoordinators(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
+      )
+      .option('--ha-dir <dir>', 'find the leading coordinator in this HA directory (instead of --coordinator)')
+      .option('--etcd-endpoints <urls>', 'find the leading coordinator in etcd (comma-separated; instead of --coordinator)', (v: string) => v.split(',').filter(Boolean))
+      .option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys', 'default');
 
   typecheckOption(checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))))
     .option('--no-progress', 'do not show progress on standard error')
@@ -229,11 +240,11 @@ export async function main(argv: string[]): Promise<number> {
   typecheckOption(checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file'))))))
     .option('--name <name>', "the job's name [default: its defineJob name]")
     .option('--wait', 'wait for the job to end; exit non-zero with its error if it fails')
-    .action(async (job: string, o: JobFlags & CheckpointFlags & { coordinator: Endpoint; name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number; typecheck: boolean }) => {
+    .action(async (job: string, o: JobFlags & CheckpointFlags & TargetFlags & { name?: string; wait?: boolean; output: 'table' | 'json'; maxRows: number; typecheck: boolean }) => {
       const { submitCommand } = await import('./client.js');
       await submitCommand(job, {
         checkpoint: checkpointSettings(o),
-        coordinator: o.coordinator,
+        coordinator: target(o),
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,
         ...(o.name ? { name: o.name } : {}),
@@ -246,17 +257,17 @@ export async function main(argv: string[]): Promise<number> {
 
   coordinatorOption(program.command('jobs').description('list running and recent jobs'))
     .option('--json', 'print JSON')
-    .action(async (o: { coordinator: Endpoint; json?: boolean }) => (await import('./client.js')).jobsCommand({ coordinator: o.coordinator, json: o.json === true }));
+    .action(async (o: TargetFlags & { json?: boolean }) => (await import('./client.js')).jobsCommand({ coordinator: target(o), json: o.json === true }));
 
   coordinatorOption(program.command('savepoint').description('take a savepoint of a running job into a directory and print its path').argument('<jobId>', 'the job id'))
     .requiredOption('--dir <dir>', 'where the savepoint goes')
     .option('--cancel', 'end the job once the savepoint is durable')
-    .action(async (jobId: string, o: { coordinator: Endpoint; dir: string; cancel?: boolean }) =>
-      (await import('./client.js')).savepointCommand(jobId, { coordinator: o.coordinator, dir: o.dir, cancel: o.cancel === true }),
+    .action(async (jobId: string, o: TargetFlags & { dir: string; cancel?: boolean }) =>
+      (await import('./client.js')).savepointCommand(jobId, { coordinator: target(o), dir: o.dir, cancel: o.cancel === true }),
     );
 
   coordinatorOption(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'))
-    .action(async (jobId: string, o: { coordinator: Endpoint }) => (await import('./client.js')).cancelCommand(jobId, o));
+    .action(async (jobId: string, o: TargetFlags) => (await import('./client.js')).cancelCommand(jobId, { coordinator: target(o) }));
 
   program
     .command('node')

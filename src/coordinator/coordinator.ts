@@ -27,14 +27,12 @@ import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, type CoordinatorCo
 import { Deployer } from './deployer.js';
 import { JobMaster, postToJob, type JobMasterDeps } from './job-master.js';
 import { JobRecovery } from './job-recovery.js';
-import { freeSlots, type JobState, type JobView, type WorkerSession, type WorkerView } from './job-state.js';
-import { placeSubmittedJob, type SubmissionDeps } from './job-submission.js';
-import { Takeover } from './takeover.js';
-import type { CompletedMarker } from './checkpoints.js';
-import { describeRestorePoint } from './job-recovery.js';
-import type { PlacementPlan } from './placement.js';
-import type { HaJobStore, HistoryRecord, JobManifest } from '../ha/index.js';
+import { type JobState, type JobView, type WorkerSession, type WorkerView } from './job-state.js';
+import { placeSubmittedJob, type PlacedJob, type SubmissionDeps } from './job-submission.js';
+import { HaJobs } from './ha-jobs.js';
+import type { HaJobStore } from '../ha/index.js';
 import { jobView, workerView } from './job-views.js';
+import { JobBook } from './job-book.js';
 import { ModuleCache } from './module-cache.js';
 import { SlotWaiter } from './slot-waiter.js';
 import { WorkerRegistry } from './worker-registry.js';
@@ -56,9 +54,8 @@ export class Coordinator {
   private readonly clientFront: ClientFront;
   /** Connections being admitted (accept to first frame), with how far each has got. */
   private readonly admission: AdmissionGate;
-  /** Running jobs, each with its JobMaster; ended ones move to `history`. */
-  private readonly jobs = new Map<string, JobMaster>();
-  private readonly history: JobState[] = [];
+  /** Running jobs (each with its JobMaster) and ended ones. */
+  private readonly jobs = new JobBook();
   private readonly log: Logger;
   private readonly watchdogLog: Logger;
   /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
@@ -74,9 +71,7 @@ export class Coordinator {
   private readonly recovery: JobRecovery;
   /** What every JobMaster is built with. */
   private readonly jobDeps: JobMasterDeps;
-  /** HA: ended jobs reloaded from the job store at takeover (newest last). */
-  private reloadedHistory: JobView[] = [];
-  private readonly takeover: Takeover | undefined;
+  private readonly ha: HaJobs | undefined;
   port = 0;
 
   private constructor(
@@ -107,10 +102,10 @@ export class Coordinator {
       metrics,
       onRegistered: () => {
         this.slots.capacityChanged();
-        void this.takeover?.capacityChanged();
+        void this.ha?.capacityChanged();
       },
       onProgress: (s, jobs) => {
-        for (const p of jobs) this.jobs.get(p.jobId)?.job.progress.set(s.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
+        for (const p of jobs) this.jobs.master(p.jobId)?.job.progress.set(s.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
       },
       dispatch: (s, m) => this.dispatchWorker(s, m),
       onGone: (s, error) => this.onSessionGone(s, error),
@@ -168,27 +163,36 @@ export class Coordinator {
     this.clientFront = new ClientFront(
       this.clients,
       {
-        resolveModules: (m) => this.modules.resolve(m.modules, () => new Set(this.runningJobs().map((j) => j.module.sha256))),
+        resolveModules: (m) => this.modules.resolve(m.modules, () => new Set(this.jobs.runningJobs().map((j) => j.module.sha256))),
         submit: (m, c) => this.submit(m, c),
         listJobs: (all) => this.listJobs(all),
         cancel: (jobId, reason) => this.cancel(jobId, reason),
         savepoint: (jobId, dir, cancelAfter) => this.savepoint(jobId, dir, cancelAfter),
         forget: (c) => {
-          for (const j of this.runningJobs()) if (j.client === c) delete j.client;
+          for (const j of this.jobs.runningJobs()) if (j.client === c) delete j.client;
         },
       },
       (line) => this.admissionLog.warn(line),
     );
     const store = deps.jobStore;
-    this.takeover = store && new Takeover({
-      store,
-      log,
-      metrics,
-      settle: (stableMs, maxMs) => this.slots.settle(stableMs, maxMs),
-      running: (jobId) => this.jobs.has(jobId),
-      ownRestore: (m) => (m.checkpoint.checkpointDir ? this.recovery.newestOwnRestore(m.checkpoint.checkpointDir, m.jobId) : Promise.resolve(undefined)),
-      resubmit: (m, ownRestore) => this.resubmit(m, ownRestore),
-    });
+    this.ha =
+      store &&
+      new HaJobs({
+        store,
+        epoch: this.config.epoch,
+        log,
+        metrics,
+        settle: (stableMs, maxMs) => this.slots.settle(stableMs, maxMs),
+        running: (jobId) => this.jobs.has(jobId),
+        ownRestore: (dir, jobId) => this.recovery.newestOwnRestore(dir, jobId),
+        holdModule: (module) => void this.modules.resolve([module], () => new Set(this.jobs.runningJobs().map((j) => j.module.sha256))),
+        place: (m, resubmission) => {
+          if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
+          return placeSubmittedJob(m, undefined, this.submissionDeps(), resubmission);
+        },
+        start: (placed) => this.start(placed),
+        cancel: (jobId, reason) => void this.cancel(jobId, reason),
+      });
   }
 
   static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
@@ -199,10 +203,6 @@ export class Coordinator {
     });
     c.port = (c.server.address() as { port: number }).port;
     c.stopWatchdog = c.clock.every(c.config.watchdogIntervalMs, () => c.sweep());
-    const active = (): WorkerSession[] => c.registry.active();
-    deps.metrics.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => active().length);
-    deps.metrics.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => active().reduce((n, s) => n + s.slots, 0));
-    deps.metrics.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => active().reduce((n, s) => n + freeSlots(s), 0));
     deps.metrics.gauge('clink_coordinator_jobs_running', 'Jobs deploying or running', () => c.jobs.size);
     c.log.info({ port: c.port, bindHost: c.config.bindHost }, `coordinator listening on ${c.config.bindHost}:${c.port}`);
     return c;
@@ -247,7 +247,7 @@ export class Coordinator {
       case 'SubtaskFinished':
       case 'SubtaskCheckpointed':
       case 'RequestFinalCheckpoint':
-        return this.jobs.get(m.jobId)?.onFrame(s, m);
+        return this.jobs.master(m.jobId)?.onFrame(s, m);
       default:
         this.log.debug({ workerId: s.id, type: m.type }, `ignoring ${m.type} from worker ${s.id}`);
     }
@@ -260,30 +260,28 @@ export class Coordinator {
    * durable; with `cancelAfter` the job is then cancelled.
    */
   async savepoint(jobId: string, dir: string, cancelAfter: boolean): Promise<{ ok: boolean; message: string; path: string }> {
-    const master = this.jobs.get(jobId);
+    const master = this.jobs.master(jobId);
     if (!master) return { ok: false, message: `no running job ${jobId}`, path: '' };
     return this.checkpoints.savepoint(master.job, dir, cancelAfter);
   }
 
   /** Completed checkpoints of a job (newest last). */
   checkpointsOf(jobId: string): JobState['checkpoints'] | undefined {
-    return this.findJob(jobId)?.checkpoints;
+    return this.jobs.find(jobId)?.checkpoints;
   }
 
   /** The JobMaster's action on `job`, or nothing once the job has ended. */
   private onJob(job: JobState, action: (master: JobMaster) => void): void {
-    const master = this.jobs.get(job.id);
+    const master = this.jobs.master(job.id);
     if (master?.job === job) action(master);
   }
 
   /** A job has ended: it leaves the running set for the history, and its client is told. */
   private ended(master: JobMaster): void {
     const job = master.job;
-    this.jobs.delete(job.id);
-    this.history.push(job);
-    if (this.history.length > COORDINATOR_HISTORY_CAP) this.history.shift();
+    this.jobs.end(job);
     if (job.client) void this.clients.send(job.client, master.completion());
-    this.deps.jobStore?.ended(jobView(job, this.clock.now()) as unknown as HistoryRecord).catch((err: unknown) => this.log.error({ err, jobId: job.id }, `could not record the end of job ${job.id} in the HA job store: ${(err as Error).message}`));
+    this.ha?.ended(jobView(job, this.clock.now()));
   }
 
   // ---------------------------------------------------------------- liveness
@@ -300,58 +298,41 @@ export class Coordinator {
       this.registry.restartClocks(now);
       return;
     }
-    for (const master of [...this.jobs.values()]) master.tick(now);
-    this.checkpoints.tick(this.runningJobs());
-    this.clients.sweep(now, (c) => this.runningJobs().some((j) => j.client === c));
+    for (const master of this.jobs.masters()) master.tick(now);
+    this.checkpoints.tick(this.jobs.runningJobs());
+    this.clients.sweep(now, (c) => this.jobs.runningJobs().some((j) => j.client === c));
     this.registry.judge(now);
   }
 
   /** A worker session is gone (lost, or its retirement done): its unfinished subtasks fail with `error`, and each job heals or fails. */
   private onSessionGone(s: WorkerSession, error: string): void {
-    for (const master of [...this.jobs.values()]) master.onSessionGone(s, error);
+    for (const master of this.jobs.masters()) master.onSessionGone(s, error);
   }
 
-  private runningJobs(): JobState[] {
-    return [...this.jobs.values()].map((m) => m.job);
-  }
 
   // ---------------------------------------------------------------- client requests
 
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
     if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
-    const { job, placement, restore } = await placeSubmittedJob(m, client, this.submissionDeps());
-    this.start(job, placement, restore);
+    const placed = await placeSubmittedJob(m, client, this.submissionDeps());
+    this.start(placed);
     this.deps.metrics.jobsSubmitted.inc();
-    await this.persist(job, m);
-    return job;
+    await this.ha?.persist(placed.job, m);
+    return placed.job;
   }
 
   /** Deploy a placed job under a new JobMaster. */
-  private start(job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined): void {
+  private start({ job, placement, restore }: PlacedJob): void {
     // From the placement to the deploy nothing awaits: the slots it found are still free when charged,
     // and every worker it names is still registered.
-    this.jobs.set(job.id, new JobMaster(job, this.jobDeps));
+    this.jobs.add(new JobMaster(job, this.jobDeps));
     this.deployer.deploy(job, placement, restore);
     const subtasks = job.subtasks.length;
     this.log.info(
       { jobId: job.id, subtasks, workers: placement.size, edges: job.edges },
       `job ${job.id} placed: edges local=${job.edges.local} socket=${job.edges.socket} (${subtasks} subtasks of ${job.name} on ${placement.size} workers)`,
     );
-  }
-
-  /** HA: persist a running job for a successor; a job that cannot be persisted is cancelled (it could not be taken over). */
-  private async persist(job: JobState, m: Pick<MessageOf<'SubmitJob'>, 'specJson' | 'params' | 'buildParallelism' | 'checkpoint'>, submittedAt = job.startedAt): Promise<void> {
-    const store = this.deps.jobStore;
-    if (!store) return;
-    const manifest: JobManifest = { jobId: job.id, jobName: job.name, specJson: m.specJson, params: m.params, buildParallelism: m.buildParallelism, checkpoint: m.checkpoint, moduleSha256: job.module.sha256, submittedAt };
-    try {
-      await store.persist(manifest, job.module);
-    } catch (err) {
-      const why = `could not persist job ${job.id} for high availability: ${(err as Error).message}`;
-      this.jobs.get(job.id)?.cancel(why);
-      throw new ClinkError('CLINK_ERR_STORAGE', why, { cause: err });
-    }
   }
 
   // ---------------------------------------------------------------- HA takeover
@@ -361,22 +342,9 @@ export class Coordinator {
    * listens, so the workers can register meanwhile.
    */
   async takeOver(): Promise<void> {
-    if (!this.takeover) return;
-    this.reloadedHistory = await this.takeover.history(COORDINATOR_HISTORY_CAP);
-    await this.takeover.run();
-  }
-
-  private async resubmit(manifest: JobManifest, ownRestore: CompletedMarker | undefined): Promise<void> {
-    if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
-    const module = await this.deps.jobStore!.module(manifest.moduleSha256);
-    this.modules.resolve([module], () => new Set(this.runningJobs().map((j) => j.module.sha256)));
-    const m = { jobName: manifest.jobName, specJson: manifest.specJson, params: manifest.params, buildParallelism: manifest.buildParallelism, checkpoint: manifest.checkpoint, modules: [module] } as unknown as MessageOf<'SubmitJob'>;
-    const { job, placement, restore } = await placeSubmittedJob(m, undefined, this.submissionDeps(), { jobId: manifest.jobId, ownRestore, waitForSlotsMs: 0 });
-    if (this.jobs.has(job.id)) return;
-    this.start(job, placement, restore);
-    this.log.info({ jobId: job.id, epoch: this.config.epoch, restoredFrom: restore?.checkpointId ?? 0 }, `job ${job.id} (${job.name}) taken over at epoch ${this.config.epoch} from ${describeRestorePoint(job, restore)}`);
-    // The manifest is written again at this leader's epoch: the superseded one can no longer touch it.
-    await this.persist(job, m, manifest.submittedAt);
+    if (!this.ha) return;
+    this.jobs.reload(await this.ha.history(COORDINATOR_HISTORY_CAP));
+    await this.ha.run();
   }
 
   private submissionDeps(): SubmissionDeps {
@@ -392,9 +360,9 @@ export class Coordinator {
 
   /** Cancel a running job. Its subtasks stop; it ends CANCELED once they have. */
   cancel(jobId: string, reason = 'cancelled'): { ok: boolean; message: string } {
-    const master = this.jobs.get(jobId);
+    const master = this.jobs.master(jobId);
     if (!master) {
-      const done = this.history.find((j) => j.id === jobId);
+      const done = this.jobs.ended(jobId);
       return { ok: false, message: done ? `job ${jobId} already ended (${done.state})` : `no job ${jobId}` };
     }
     master.cancel(reason);
@@ -404,21 +372,11 @@ export class Coordinator {
   // ---------------------------------------------------------------- views
 
   listJobs(includeCompleted = true): JobView[] {
-    const all = [...this.runningJobs(), ...(includeCompleted ? [...this.history].reverse() : [])];
-    const views = all.map((j) => jobView(j, this.clock.now()));
-    if (!includeCompleted) return views;
-    const seen = new Set(views.map((v) => v.jobId));
-    return [...views, ...[...this.reloadedHistory].reverse().filter((v) => !seen.has(v.jobId))];
+    return this.jobs.list(includeCompleted, this.clock.now());
   }
 
   job(jobId: string): JobView | undefined {
-    const j = this.findJob(jobId);
-    return j ? jobView(j, this.clock.now()) : this.reloadedHistory.find((v) => v.jobId === jobId);
-  }
-
-  /** A running or ended job. */
-  private findJob(jobId: string): JobState | undefined {
-    return this.jobs.get(jobId)?.job ?? this.history.find((h) => h.id === jobId);
+    return this.jobs.view(jobId, this.clock.now());
   }
 
   workers(): WorkerView[] {

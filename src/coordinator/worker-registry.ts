@@ -10,7 +10,7 @@ import { type FrameConnection, Outbox, writeFrame } from '../net/index.js';
 import { encodeFrame, LOCAL_PROTOCOL, makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CoordinatorConfig } from './config.js';
-import type { WorkerSession } from './job-state.js';
+import { freeSlots, type WorkerSession } from './job-state.js';
 
 export interface WorkerRegistryDeps {
   config: CoordinatorConfig;
@@ -44,7 +44,12 @@ export class WorkerRegistry {
   /** When a worker last registered: a restart waiting for slots gives a newcomer its full wait. */
   lastRegistrationAt = 0;
 
-  constructor(private readonly deps: WorkerRegistryDeps) {}
+  constructor(private readonly deps: WorkerRegistryDeps) {
+    const m = deps.metrics;
+    m.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => this.active().length);
+    m.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => this.active().reduce((n, s) => n + s.slots, 0));
+    m.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => this.active().reduce((n, s) => n + freeSlots(s), 0));
+  }
 
   private get config(): CoordinatorConfig {
     return this.deps.config;

@@ -222,6 +222,8 @@ export class ClinkMetrics {
 
   /** A gauge whose value is read when metrics are scraped. */
   gauge(name: string, help: string, read: () => number): void {
+    // The newest reader wins: a coordinator started again in one process (HA re-election) reads its own state.
+    this.registry.removeSingleMetric(name);
     new Gauge({
       name,
       help,

@@ -6,13 +6,11 @@ import type { ClusterClient } from '../../src/client/index.js';
 import type { JobView } from '../../src/coordinator/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
-import { runJob } from '../../src/index.js';
 import { ClusterHarness, type HarnessOptions } from '../harness/cluster.js';
+import { submitSinkJob } from '../harness/file-sink-job.js';
 import { fakeWorker } from '../harness/fake-worker.js';
 import { makeMessage } from '../../src/protocol/index.js';
 import { visibleLines } from '../helpers.js';
-
-const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
 
 interface Running {
   h: ClusterHarness;
@@ -33,19 +31,7 @@ interface Running {
 async function runningJob(options: HarnessOptions, maxRestarts = -1, rate = 3000): Promise<Running> {
   const h = await ClusterHarness.start(options);
   try {
-    const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
-    const expectedDir = join(h.dir, 'expected');
-    await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
-    const out = join(h.dir, 'out');
-    const client = await h.client();
-    const params = { out, rate: String(rate) };
-    const { jobId } = await client.submit({
-      module: loaded,
-      spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
-      params,
-      buildParallelism: 2,
-      checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 500, maxRestartsOnWorkerLoss: maxRestarts },
-    });
+    const { jobId, client, out, expected } = await submitSinkJob(h, { rate, maxRestartsOnWorkerLoss: maxRestarts });
     let checkpoints = 0;
     for (let i = 0; i < 200 && checkpoints === 0; i++) {
       await sleep(25);
@@ -58,7 +44,7 @@ async function runningJob(options: HarnessOptions, maxRestarts = -1, rate = 3000
       client,
       jobId,
       out,
-      expected: await visibleLines(expectedDir),
+      expected,
       view,
       killAWorker: async () => {
         const victim = (await view()).subtasks.find((t) => !t.finished)!.workerId;

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterClient, type CheckpointSettings } from '../../src/client/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
@@ -37,6 +37,11 @@ export interface HarnessOptions {
   workerArgs?: string[];
   /** Extra environment for worker processes (test hooks). */
   workerEnv?: Record<string, string>;
+  /**
+   * High availability: this many coordinators stand for leadership (file lock in `<dir>/ha`, or etcd at
+   * `etcd` under a cluster name of its own); workers find the leader the same way.
+   */
+  ha?: { coordinators: number; etcd?: string; leaseTtlS?: number };
 }
 
 export class ClusterHarness {
@@ -52,10 +57,16 @@ export class ClusterHarness {
     private readonly options: HarnessOptions,
   ) {}
 
+  /** Every coordinator started (HA: the leader and its standbys). */
+  readonly coordinators: NodeProcess[] = [];
+
   static async start(options: HarnessOptions): Promise<ClusterHarness> {
     const h = new ClusterHarness(await mkdtemp(join(tmpdir(), 'clink-cluster-')), options);
     try {
-      await h.startCoordinator(0);
+      if (options.ha) {
+        for (let i = 0; i < options.ha.coordinators; i++) h.standCoordinator();
+        await h.waitForLeader();
+      } else await h.startCoordinator(0);
       for (let i = 0; i < options.workers; i++) await h.addWorker();
       await h.waitForWorkers(options.workers);
     } catch (err) {
@@ -71,6 +82,44 @@ export class ClusterHarness {
     const r = JSON.parse(await this.waitForFile(ready)) as { controlPort: number; httpPort: number };
     this.controlPort = r.controlPort;
     this.httpPort = r.httpPort;
+  }
+
+  /** The flags that point a node at the HA election (a coordinator stands in it, a worker follows it). */
+  haArgs(): string[] {
+    const ha = this.options.ha!;
+    return ha.etcd ? [`--etcd-endpoints=${ha.etcd}`, `--etcd-cluster=${basename(this.dir)}`, `--ha-dir=${join(this.dir, 'ha')}`] : [`--ha-dir=${join(this.dir, 'ha')}`];
+  }
+
+  /** Start one more HA coordinator (it stands by until elected). */
+  standCoordinator(): NodeProcess {
+    const ready = join(this.dir, `coordinator-${this.nodes.length}.json`);
+    const leaseTtl = this.options.ha?.leaseTtlS ? [`--etcd-lease-ttl-s=${this.options.ha.leaseTtlS}`] : [];
+    const node = this.spawnNode(`coordinator-${this.coordinators.length}`, ['--role=coordinator', '--port=0', '--http-port=0', `--ready-file=${ready}`, ...this.haArgs(), ...leaseTtl, ...(this.options.coordinatorArgs ?? [])]);
+    node.readyFile = ready;
+    this.coordinators.push(node);
+    return node;
+  }
+
+  /**
+   * Wait until a coordinator (other than `not`) says it leads in its ready file; it becomes the one this
+   * harness talks to. Returns it and its epoch.
+   */
+  async waitForLeader(not?: NodeProcess, timeoutMs = 30_000): Promise<{ leader: NodeProcess; epoch: number }> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const c of this.coordinators) {
+        if (c === not || c.child.exitCode !== null || !c.readyFile || !existsSync(c.readyFile)) continue;
+        const r = JSON.parse(await readFile(c.readyFile, 'utf8').catch(() => '{}')) as { state?: string; controlPort?: number; httpPort?: number; epoch?: number };
+        if (r.state !== 'leader' || !r.controlPort) continue;
+        this.coordinator = c;
+        this.controlPort = r.controlPort;
+        this.httpPort = r.httpPort ?? 0;
+        c.httpPort = this.httpPort;
+        return { leader: c, epoch: r.epoch ?? 0 };
+      }
+      if (Date.now() > deadline) throw new Error(`no coordinator led within ${timeoutMs} ms: ${JSON.stringify(this.coordinators.map((c) => c.logs.slice(-3).map((l) => l.msg)))}`);
+      await sleep(20);
+    }
   }
 
   /** kill -9 the coordinator, then start a new one on the same control port (workers are left alone). */
@@ -113,7 +162,7 @@ export class ClusterHarness {
     const node = this.spawnNode(id, [
       '--role=worker',
       `--id=${id}`,
-      `--coordinator-port=${this.controlPort}`,
+      ...(this.options.ha ? this.haArgs() : [`--coordinator-port=${this.controlPort}`]),
       `--slots=${this.options.slots ?? 2}`,
       `--ready-file=${ready}`,
       '--http-port=0',

@@ -1,0 +1,94 @@
+// The external servers the service tests run against, each installed through apt when missing (as root,
+// as CI runs; otherwise the message says what to install) and started on free ports in a temp dir.
+// startServices() resolves to the environment that tells the tests where each one is, and a stop().
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const has = (bin) => spawnSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' }).status === 0;
+
+function aptInstall(pkg, bin) {
+  if (has(bin)) return;
+  if (process.getuid?.() !== 0) throw new Error(`${bin} is not installed: install the Debian package ${pkg} (apt-get install ${pkg}) or run as root to have it installed`);
+  console.log(`installing ${pkg} (apt-get)`);
+  for (const args of [['update', '-qq'], ['install', '-y', '-qq', pkg]]) {
+    const r = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (${r.status})`);
+  }
+  if (!has(bin)) throw new Error(`${pkg} installed, but ${bin} is not on the PATH`);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHttp(url, timeoutMs, proc, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode} before it was ready`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`${what} did not answer ${url} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function startEtcd(dir) {
+  aptInstall('etcd-server', 'etcd');
+  const [client, peer] = [await freePort(), await freePort()];
+  const etcd = spawn(
+    'etcd',
+    [
+      '--name=clink-test',
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${client}`,
+      `--advertise-client-urls=http://127.0.0.1:${client}`,
+      `--listen-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peer}`,
+      `--initial-cluster=clink-test=http://127.0.0.1:${peer}`,
+      '--log-level=error',
+    ],
+    { stdio: ['ignore', 'ignore', 'ignore'] },
+  );
+  await waitForHttp(`http://127.0.0.1:${client}/health`, 30_000, etcd, 'etcd');
+  console.log(`etcd on 127.0.0.1:${client}`);
+  return {
+    env: { CLINK_TEST_ETCD: `http://127.0.0.1:${client}` },
+    stop: async () => {
+      etcd.kill('SIGTERM');
+      await new Promise((r) => (etcd.exitCode !== null ? r() : etcd.once('exit', r)));
+    },
+  };
+}
+
+export async function startServices() {
+  const dir = mkdtempSync(join(tmpdir(), 'clink-services-'));
+  const started = [];
+  try {
+    started.push(await startEtcd(dir));
+  } catch (err) {
+    for (const s of started) await s.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    env: Object.assign({}, ...started.map((s) => s.env)),
+    stop: async () => {
+      for (const s of started) await s.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
