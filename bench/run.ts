@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, submit, latency, protocol.
+ * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, takeover, submit, latency, protocol.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import type { LatencyResult } from './cluster.js';
 import { CLUSTER_QUERIES, QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
 import type { RecoveryBench } from './recovery.js';
+import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
 import { writeResults, type BenchResult } from './results.js';
 import type { SubmitLatency } from './submit.js';
 
@@ -25,7 +26,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'submit', 'latency', 'protocol'];
+const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'submit', 'latency', 'protocol'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -108,6 +109,18 @@ if (wantsGroup('recovery')) {
       `kill -9 of 1 of ${r.workers} workers (median of ${r.runs}): lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, ` +
         `first checkpoint after the restart at ${r.recoveredMs} ms (${r.recoveredMsRange[0]}-${r.recoveredMsRange[1]} ms)`,
     );
+  }
+}
+if (wantsGroup('takeover')) {
+  for (const t of runScript<TakeoverBench[]>('takeover bench', script('takeover.ts'))) {
+    const name = `takeover ${t.election}`;
+    if ('skipped' in t) report({ name, group: 'takeover', election: t.election }, `not measured: ${t.skipped}`);
+    else
+      report(
+        { name, group: 'takeover', ...t },
+        `kill -9 of the leader (median of ${t.runs}${t.election === 'etcd' ? `, lease ${ETCD_LEASE_TTL_S} s` : ''}): standby elected after ${t.electedMs} ms, ` +
+          `first checkpoint under it at ${t.recoveredMs} ms (${t.recoveredMsRange[0]}-${t.recoveredMsRange[1]} ms), restored from checkpoint ${t.restoredFrom}`,
+      );
   }
 }
 if (wantsGroup('submit')) {

@@ -62,10 +62,16 @@ export async function followJob(t: CoordinatorTarget, jobId: string, lost: strin
   process.stderr.write(`${lost}; following the new leader for job ${jobId}\n`);
   for (;;) {
     const client = await connectToLeader(t, LEADER_WAIT_MS);
+    // A new leader takes jobs over once worker registrations settle: it may not list this one at once.
+    const knownBy = Date.now() + LEADER_WAIT_MS;
     try {
       for (;;) {
         const job: JobSummary | undefined = (await client.listJobs(true)).find((j) => j.jobId === jobId);
-        if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `the new leader does not know job ${jobId}: it was not taken over (see the leader's log)`);
+        if (!job && Date.now() < knownBy) {
+          await sleep(500);
+          continue;
+        }
+        if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `the new leader does not know job ${jobId} after ${LEADER_WAIT_MS / 1000} s: it was not taken over (see the leader's log)`);
         if (TERMINAL.has(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
         await sleep(500);
       }

@@ -28,6 +28,9 @@ export interface LeaderDiscovery {
   current(): Promise<{ host: string; port: number; epoch: number } | undefined>;
 }
 
+/** How often a worker between sessions looks for a newly announced leader (HA). */
+export const LEADER_WATCH_MS = 100;
+
 export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = Object.freeze({ initialBackoffMs: 100, maxBackoffMs: 5_000 });
 
 /** Why the supervisor stopped for good. */
@@ -152,10 +155,13 @@ export class WorkerSupervisor {
         const cap = Math.min(this.policy.maxBackoffMs, this.policy.initialBackoffMs * 2 ** Math.min(attempt, 30));
         const delay = Math.random() * cap;
         this.log.info({ attempt: attempt + 1, delayMs: Math.round(delay) }, `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`);
+        const seen = await this.announced();
         await new Promise<void>((r) => {
           const t = setTimeout(r, delay);
+          const watch = this.watchLeader(seen, () => this.wake?.());
           this.wake = () => {
             clearTimeout(t);
+            watch();
             r();
           };
         });
@@ -163,6 +169,27 @@ export class WorkerSupervisor {
       }
     }
     return undefined;
+  }
+
+  /** The leader announced now, as a key (`host:port@epoch`); '' without HA or when none is. */
+  private async announced(): Promise<string> {
+    const l = await this.leader?.current().catch(() => undefined);
+    return l ? `${l.host}:${l.port}@${l.epoch}` : '';
+  }
+
+  /**
+   * HA: while backing off, look at the announced leader every LEADER_WATCH_MS and cut the wait short
+   * when another is announced, so a takeover is joined as soon as it is announced, not a backoff later.
+   * Returns the stop.
+   */
+  private watchLeader(seen: string, changed: () => void): () => void {
+    if (!this.leader) return () => undefined;
+    const timer = setInterval(() => {
+      void this.announced().then((now) => {
+        if (now !== '' && now !== seen) changed();
+      });
+    }, LEADER_WATCH_MS);
+    return () => clearInterval(timer);
   }
 
   /** The config of the next session: with HA, pointed at the leader now announced (never one below the highest epoch admitted). */

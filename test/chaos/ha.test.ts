@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterHarness, type NodeProcess } from '../harness/cluster.js';
-import { haJob } from '../harness/file-sink-job.js';
+import { haJob, SINK_JOB } from '../harness/file-sink-job.js';
+import { runCli } from '../harness/cli.js';
 import { visibleLines } from '../helpers.js';
 
 /** The line a new leader logs when it takes the job over: the checkpoint it restored from. */
@@ -78,6 +79,34 @@ describe('high availability with the file lock', () => {
       assert.deepEqual(await visibleLines(r.out), r.expected);
     } finally {
       await r.h.close();
+    }
+  });
+
+  test('clink submit --wait --ha-dir follows the new leader across a takeover; clink jobs with both coordinators\' addresses finds the leader', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 2, ha: { coordinators: 2 } });
+    try {
+      const { leader: old } = await h.waitForLeader();
+      const oldPort = h.controlPort;
+      const out = join(h.dir, 'out');
+      const ha = `--ha-dir=${join(h.dir, 'ha')}`;
+      const submit = runCli(['submit', SINK_JOB, '-p', '2', '--param', `out=${out}`, '--param', 'rate=3000', '--checkpoint-dir', join(h.dir, 'ckpt'), '--checkpoint-interval-ms', '500', '--wait', '--no-typecheck', ha], h.dir, 120_000);
+      let running: { jobId: string; state: string } | undefined;
+      while (!running) {
+        running = (await h.http<{ jobs: { jobId: string; state: string }[] }>('/api/v1/jobs')).body.jobs.find((j) => j.state === 'RUNNING');
+        await sleep(50);
+      }
+      old.child.kill('SIGKILL');
+      const { leader } = await h.waitForLeader(old);
+      await takenOverFrom(h, leader, running.jobId);
+      const r = await submit;
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, new RegExp(`following the new leader for job ${running.jobId}`));
+      assert.match(r.stderr, new RegExp(`job ${running.jobId} \\(ckpt-file-sink\\) finished in`));
+      const jobs = await runCli(['jobs', '--json', `--coordinator=127.0.0.1:${oldPort},127.0.0.1:${h.controlPort}`], h.dir);
+      assert.equal(jobs.code, 0, jobs.stderr);
+      assert.deepEqual((JSON.parse(jobs.stdout) as { jobId: string; state: string }[]).map((j) => [j.jobId, j.state]), [[running.jobId, 'FINISHED']]);
+    } finally {
+      await h.close();
     }
   });
 
