@@ -3,6 +3,7 @@
  * count, mean and maximum reading. Readings arrive up to 2 s out of order; watermarks allow for that.
  *
  *   clink run examples/window-aggregation.ts --parallelism 2 --param count=1000000
+ *   clink run examples/window-aggregation.ts --param count=300000 --param rate=10000   (30 s)
  */
 import { defineJob, Windows } from 'clink';
 
@@ -24,6 +25,8 @@ export default defineJob({ name: 'sensor-stats', version: '1', description: 'per
   env
     .fromSource<Reading>('datagen', {
       count: Number(env.params.count ?? 100_000),
+      // rate=N paces the readings (N a second), for a job that runs long enough to watch.
+      ...(env.params.rate ? { rowsPerSecond: Number(env.params.rate) } : {}),
       seed: 42,
       fields: {
         sensor: { kind: 'oneOf', values: ['boiler', 'chiller', 'intake', 'exhaust'] },

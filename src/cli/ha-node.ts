@@ -7,7 +7,6 @@
  */
 import { hostname } from 'node:os';
 import { Coordinator } from '../coordinator/index.js';
-import { EnvironmentError } from '../errors.js';
 import { EtcdElection, FileElection, HaJobStore, type LeaderElection, type LeaderInfo } from '../ha/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
@@ -22,8 +21,8 @@ function makeElection(flags: NodeFlags, log: Logger, host: string): LeaderElecti
 }
 
 export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>): Promise<number> {
-  const haDir = flags.ha?.haDir;
-  if (!haDir) throw new EnvironmentError('--etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor');
+  // The CLI refuses --etcd-endpoints without --ha-dir: the job store lives in the HA directory.
+  const haDir = flags.ha!.haDir!;
   const bindHost = flags.coordinator.bindHost ?? '127.0.0.1';
   const host = flags.coordinator.advertiseHost || bindHost;
   let coordinator: Coordinator | undefined;

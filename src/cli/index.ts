@@ -322,8 +322,11 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--task-isolation <mode>', "worker: where user code runs: a thread per job (its heartbeats never wait on it), or none (the session's event loop)").choices(['thread', 'none']).default('thread'))
     .option('--task-stall-timeout-ms <ms>', "worker: a job's thread that makes no progress this long is terminated and its subtasks fail", positiveInt, 30_000)
     .option('--task-heap-mb <mb>', "worker: heap limit of each job's thread; past it its subtasks fail with 'out of memory'", positiveInt, 2_048)
-    .action(async (o: Record<string, unknown>) => {
+    .action(async (o: Record<string, unknown>, cmd: Command) => {
       const n = (k: string): number => o[k] as number;
+      if (o.role === 'coordinator' && o.etcdEndpoints && !o.haDir) {
+        cmd.error("error: --etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor");
+      }
       const { nodeCommand } = await import('./node.js');
       exitCode = await nodeCommand({
         role: o.role as 'coordinator' | 'worker',

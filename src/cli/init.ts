@@ -5,10 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import { ClinkError, EnvironmentError } from '../errors.js';
 import { clinkPackageRoot } from '../loader/index.js';
+import { makeDirectory } from '../util/index.js';
 
 export interface InitOptions {
   /** The project's package name. @default the directory's name */
@@ -145,8 +146,8 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
     // native part need theirs; a checkout of clink is built already (its prepare would rebuild it each time).
     allowScripts: { ...(clinkSpec.startsWith('file:') ? { [clinkSpec]: false } : {}), esbuild: true, 'msgpackr-extract': true, 'fs-ext': true, protobufjs: true },
   };
-  await mkdir(join(dir, 'src'), { recursive: true });
-  await mkdir(join(dir, 'test'), { recursive: true });
+  await makeDirectory(join(dir, 'src'));
+  await makeDirectory(join(dir, 'test'));
   const files: Record<string, string> = {
     'package.json': JSON.stringify(pkg, null, 2) + '\n',
     'tsconfig.json': JSON.stringify(TSCONFIG, null, 2) + '\n',

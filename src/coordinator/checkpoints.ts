@@ -9,12 +9,12 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ClinkError, InvalidArgumentError, StateError } from '../errors.js';
 import type { MessageOf } from '../protocol/index.js';
 import { checkpointIdOfStateDir, checkpointStateDir, stateBackendDir, subtaskStateFile } from '../state/index.js';
-import { writeFileDurably } from '../util/index.js';
+import { writeFileDurably, makeDirectory } from '../util/index.js';
 import type { CheckpointIdentity } from './restore-gate.js';
 
 /** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change. */
@@ -64,7 +64,7 @@ async function writeDurably(path: string, text: string): Promise<void> {
 
 /** Claim the next checkpoint id above `floor` and anything already recorded. */
 export async function claimCheckpointId(dir: string, floor: number): Promise<number> {
-  await mkdir(dir, { recursive: true });
+  await makeDirectory(dir);
   const recorded = Number((await readFile(join(dir, 'checkpoint-id'), 'utf8').catch(() => '0')).trim()) || 0;
   const id = Math.max(recorded, floor) + 1;
   await writeDurably(join(dir, 'checkpoint-id'), `${id}\n`);
@@ -76,7 +76,7 @@ export async function writeCompletedMarker(dir: string, marker: CompletedMarker)
 }
 
 export async function writeRestoredRecord(dir: string, record: { restoredFrom: string; checkpointId: number; firstId: number }): Promise<void> {
-  await mkdir(dir, { recursive: true });
+  await makeDirectory(dir);
   await writeDurably(join(dir, 'RESTORED'), JSON.stringify(record, null, 2));
 }
 

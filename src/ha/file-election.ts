@@ -11,7 +11,7 @@
  * process; a directory that grants it twice (a bind mount, 9p or virtiofs, NFS mounted nolock) would
  * let two coordinators lead at once, and is refused unless --ha-allow-unsafe-locks.
  */
-import { mkdir, open } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import type { Logger } from '../log/index.js';
@@ -19,6 +19,7 @@ import { nodeName, type LeaderElection, type LeaderInfo } from './election.js';
 import { tryLock } from './file-lock.js';
 import { fencedWrite, readRecord } from './fenced-store.js';
 import { LockHolder, lockGrantedToAnotherProcess } from './lock-holder.js';
+import { makeDirectory } from '../util/index.js';
 
 export const DEFAULT_LOCK_POLL_MS = 200;
 
@@ -83,7 +84,7 @@ export class FileElection implements LeaderElection {
   async start(): Promise<void> {
     const { dir, log } = this.options;
     try {
-      await mkdir(dir, { recursive: true });
+      await makeDirectory(dir);
     } catch (err) {
       throw new EnvironmentError(`cannot use the HA directory ${dir} (--ha-dir): ${(err as Error).message}`, { cause: err });
     }

@@ -8,10 +8,10 @@
  * Every record carries the epoch of the leader that wrote it, and a write or removal from a lower epoch
  * than the one stored is refused (fenced-store.ts).
  */
-import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { MessageOf } from '../protocol/index.js';
-import { writeFileDurably } from '../util/index.js';
+import { writeFileDurably, makeDirectory } from '../util/index.js';
 import { fencedRemove, fencedWrite, readRecord } from './fenced-store.js';
 
 /** A running job as its submit asked for it: enough to submit it again. */
@@ -46,7 +46,7 @@ export class HaJobStore {
 
   /** Persist a submitted job: its module first (if not already there), then its manifest. */
   async persist(manifest: JobManifest, module: { bytes: Uint8Array; sourceMap: Uint8Array }): Promise<void> {
-    await mkdir(join(this.dir, 'modules'), { recursive: true });
+    await makeDirectory(join(this.dir, 'modules'));
     const mjs = this.modulePath(manifest.moduleSha256, 'mjs');
     const present = await stat(mjs).then(
       (s) => s.size === module.bytes.length,
@@ -56,13 +56,13 @@ export class HaJobStore {
       await writeFileDurably(this.modulePath(manifest.moduleSha256, 'map'), [module.sourceMap]);
       await writeFileDurably(mjs, [module.bytes]);
     }
-    await mkdir(join(this.dir, 'jobs', manifest.jobId), { recursive: true });
+    await makeDirectory(join(this.dir, 'jobs', manifest.jobId));
     await fencedWrite(this.manifestPath(manifest.jobId), this.epoch, manifest);
   }
 
   /** A job ended: its history record goes in, its manifest goes (it is no longer to be taken over). */
   async ended(record: HistoryRecord): Promise<void> {
-    await mkdir(join(this.dir, 'history'), { recursive: true });
+    await makeDirectory(join(this.dir, 'history'));
     await fencedWrite(join(this.dir, 'history', `${record.jobId}.json`), this.epoch, record);
     await fencedRemove(this.manifestPath(record.jobId), this.epoch);
   }

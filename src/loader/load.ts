@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -10,6 +10,7 @@ import { buildJob, isJobDefinition, type JobDefinition } from '../sdk/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 import { banner, bundleSdk, checkSdkCompatibility, localSdk, type SdkIdentity } from './gate.js';
 import { statInputs, unchangedInputs, writeRecord, type FileInputs } from './input-record.js';
+import { makeDirectory } from '../util/index.js';
 
 export interface CompiledJob {
   /** The bundled ESM module. Its SHA-256 (over the code alone) is its identity. */
@@ -82,7 +83,7 @@ export async function compileJobModule(path: string, options: { cacheDir?: strin
     }
   }
   const compiled = await compileFresh(sourcePath, path);
-  await mkdir(cacheDir, { recursive: true });
+  await makeDirectory(cacheDir);
   await Promise.all([
     writeFile(join(cacheDir, `${compiled.sha256}.code`), compiled.code),
     writeFile(join(cacheDir, `${compiled.sha256}.map`), compiled.sourceMap),
@@ -169,7 +170,7 @@ export async function loadJobBundle(
   }
   checkSdkCompatibility(bundleSdk(code), label);
   const cacheDir = options.cacheDir ?? defaultCacheDir();
-  await mkdir(cacheDir, { recursive: true });
+  await makeDirectory(cacheDir);
   // The bound file names the engine it is bound to: a cache outliving one checkout of clink (or shared by
   // two) must never hand a bundle to an engine whose SDK lives elsewhere.
   const sdkUrl = pathToFileURL(options.sdkEntry ?? sdkEntryPath()).href;

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { JobLoadError } from '../errors.js';
 import { defaultCacheDir } from './load.js';
 import { localSdk } from './gate.js';
 import { clinkPackageRoot, statInputs, unchangedInputs, writeRecord, type FileInputs } from './input-record.js';
+import { makeDirectory } from '../util/index.js';
 
 export type TypecheckResult = { checked: true; cached: boolean; ms: number } | { checked: false; reason: string };
 
@@ -128,7 +129,7 @@ export async function typecheckJob(path: string, options: { cacheDir?: string } 
   // The files that can change the verdict: the job's own, not declarations of installed packages.
   const read = program.getSourceFiles().filter((f) => !(f.isDeclarationFile && f.fileName.includes('/node_modules/')) && !program.isSourceFileDefaultLibrary(f));
   const inputs = await statInputs(read.map((f) => f.fileName));
-  await mkdir(cacheDir, { recursive: true });
+  await makeDirectory(cacheDir);
   await writeRecord(recordPath, { key, inputs } satisfies TypecheckRecord);
   return { checked: true, cached: false, ms: performance.now() - t0 };
 }

@@ -3,5 +3,6 @@ export { BinaryHeap } from './heap.js';
 export { deferred, type Deferred } from './deferred.js';
 export { abortable } from './abortable.js';
 export { writeFileDurably, syncDirectory, nodeFs, type DurableFs, type DurableHandle } from './durable.js';
+export { makeDirectory } from './directory.js';
 export { MAX_TIMER_DELAY_MS, isNeverDelay, setTimer, setRepeating, setTimerUntil, systemClock, type Clock } from './timers.js';
 export { describeIssues, formatPath } from './validation.js';

@@ -9,7 +9,6 @@
  * never hold the worker's heartbeats: the session only forwards frames. With task isolation off it
  * runs on the session's own event loop.
  */
-import { mkdir } from 'node:fs/promises';
 import { ClinkError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { loadJobBundle } from '../loader/index.js';
@@ -21,6 +20,7 @@ import { buildJob } from '../sdk/index.js';
 import { checkpointStateDir, jobStateDir, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
 import { subtaskKey } from '../plan/index.js';
+import { makeDirectory } from '../util/index.js';
 
 /** The frames a JobHost handles: those of one job. */
 export type JobFrame = MessageOf<'Deploy' | 'PeerUpdate' | 'CancelJob' | 'TriggerCheckpoint' | 'CommitCheckpoint' | 'AbortCheckpoint' | 'FinalCheckpointAssigned'>;
@@ -163,7 +163,7 @@ export class JobHost {
     try {
       const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
       const dir = checkpointStateDir(base, checkpointId);
-      await mkdir(dir, { recursive: true });
+      await makeDirectory(dir);
       written = await writeStateFile(subtaskStateFile(dir, subtaskKey(taskId, index)), snap);
     } catch (err) {
       error = err ?? new Error('state file write failed');

@@ -4,12 +4,13 @@
  * directory. A part file is written under a hidden in-progress name and renamed when finished, so a
  * reader never sees a partial file.
  */
-import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
 import type { Connector, SourceOutput } from '../../sdk/index.js';
 import { parseOptions } from '../options.js';
+import { makeDirectory } from '../../util/index.js';
 
 const SourceOptions = z
   .object({
@@ -160,7 +161,7 @@ export const file: Connector<unknown, unknown> = {
     validate: (o) => parseOptions('file sink', SinkOptions, o),
     async createWriter(o: z.infer<typeof SinkOptions>, ctx) {
       try {
-        await mkdir(o.path, { recursive: true });
+        await makeDirectory(o.path);
       } catch (err) {
         throw new ConnectorError(`file sink: cannot create directory '${o.path}': ${(err as Error).message}`, { cause: err });
       }
