@@ -12,6 +12,9 @@ import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { startHttp, writeReadyFile, type NodeFlags } from './node-support.js';
 
+/** How long a node that lost leadership waits before it stands again. */
+const RESTAND_DELAY_MS = 1_000;
+
 function makeElection(flags: NodeFlags, log: Logger, host: string): LeaderElection {
   const ha = flags.ha!;
   if (ha.etcdEndpoints?.length) {
@@ -44,37 +47,56 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
   const ready = (state: string, controlPort: number, epoch: number): Promise<void> =>
     flags.readyFile ? writeReadyFile(flags.readyFile, { controlPort, httpPort: http?.port ?? 0, state, epoch }) : Promise.resolve();
 
-  // Stand, lead, lose, stand again: until a signal.
+  // Stand, lead, lose, stand again: until a signal, or a failure no new election can mend (the
+  // control port cannot be listened on, say), which ends the node.
   let stopped = false;
   let lost: ((why: string) => void) | undefined;
+  let failed: ((err: unknown) => void) | undefined;
   const stand = async (): Promise<void> => {
     const e = (election = makeElection(flags, log, `${host}-${hostname()}`));
     const lostLeadership = new Promise<string>((resolve) => (lost = resolve));
+    const fatal = new Promise<never>((_, reject) => (failed = reject));
+    fatal.catch(() => undefined);
     e.onLoseLeadership((why) => lost?.(why));
     e.onBecomeLeader(async (epoch) => {
       if (stopped) return;
-      // The epoch is set before the listener opens: no frame of this leader goes out without it.
-      coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch) });
-      coordinator.httpUrl = http?.url;
-      await e.announce({ host, port: coordinator.port, ...(http ? { httpUrl: http.url } : {}) });
-      await ready('leader', coordinator.port, epoch);
-      log.info({ epoch, port: coordinator.port }, `leading at epoch ${epoch} on ${host}:${coordinator.port}`);
+      try {
+        // The epoch is set before the listener opens: no frame of this leader goes out without it.
+        coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch) });
+        coordinator.httpUrl = http?.url;
+        await e.announce({ host, port: coordinator.port, ...(http ? { httpUrl: http.url } : {}) });
+        await ready('leader', coordinator.port, epoch);
+        log.info({ epoch, port: coordinator.port }, `leading at epoch ${epoch} on ${host}:${coordinator.port}`);
+      } catch (err) {
+        failed?.(err);
+        return;
+      }
       await coordinator.takeOver();
     });
+    await ready('standby', 0, 0);
     await e.start();
     leader = await e.currentLeader().catch(() => undefined);
-    await ready('standby', 0, 0);
     if (!e.isLeader) log.info(leader ? `standby: following the leader at ${leader.host}:${leader.port} (epoch ${leader.epoch})` : 'standby: no leader announced yet');
     // What health reports of the leader is read again every second while this node stands by.
     const refresh = setInterval(() => void e.currentLeader().then((l) => (leader = l), () => undefined), 1_000);
     refresh.unref();
-    const why = await lostLeadership.finally(() => clearInterval(refresh));
+    let why: string;
+    try {
+      why = await Promise.race([lostLeadership, fatal]).finally(() => clearInterval(refresh));
+    } catch (err) {
+      await coordinator?.stop();
+      coordinator = undefined;
+      await e.close();
+      throw err;
+    }
     if (stopped) return;
     log.error(`lost leadership: ${why}; stopping this coordinator (a successor may already lead) and standing again`);
     const c = coordinator;
     coordinator = undefined;
     await c?.stop();
     await e.close();
+    // Standing again at once after a failure to take leadership (a full disk) would spin.
+    await new Promise((r) => setTimeout(r, RESTAND_DELAY_MS));
   };
   const loop = (async () => {
     while (!stopped) await stand();

@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { ClinkError, InvalidArgumentError, StateError } from '../errors.js';
 import type { MessageOf } from '../protocol/index.js';
 import { checkpointIdOfStateDir, checkpointStateDir, stateBackendDir, subtaskStateFile } from '../state/index.js';
+import { fencedWrite } from '../ha/index.js';
 import { writeFileDurably, makeDirectory } from '../util/index.js';
 import type { CheckpointIdentity } from './restore-gate.js';
 
@@ -75,9 +76,14 @@ export async function writeCompletedMarker(dir: string, marker: CompletedMarker)
   await writeDurably(join(dir, `COMPLETED-${marker.checkpointId}`), JSON.stringify(marker, null, 2));
 }
 
-export async function writeRestoredRecord(dir: string, record: { restoredFrom: string; checkpointId: number; firstId: number }): Promise<void> {
+/**
+ * Write `RESTORED`. Under HA (`epoch` > 0) it is a fenced record: a superseded coordinator cannot put
+ * an older range over its successor's (FencedError).
+ */
+export async function writeRestoredRecord(dir: string, record: { restoredFrom: string; checkpointId: number; firstId: number }, epoch = 0): Promise<void> {
   await makeDirectory(dir);
-  await writeDurably(join(dir, 'RESTORED'), JSON.stringify(record, null, 2));
+  if (epoch > 0) await fencedWrite(join(dir, 'RESTORED'), epoch, record);
+  else await writeDurably(join(dir, 'RESTORED'), JSON.stringify(record, null, 2));
 }
 
 /**

@@ -21,8 +21,8 @@ export interface DeployerDeps {
 }
 
 /** A deploy that continues a run writes `RESTORED`: what it restored, and the first id it numbers. */
-export async function recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker): Promise<void> {
-  await writeRestoredRecord(jobDir(checkpointDir, jobId), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 });
+export async function recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker, epoch = 0): Promise<void> {
+  await writeRestoredRecord(jobDir(checkpointDir, jobId), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 }, epoch);
 }
 
 export class Deployer {

@@ -51,7 +51,7 @@ export interface RestoreStore {
   /** The newest usable checkpoint in a job's marker directory, or undefined when it has completed none (throws when every one is damaged). */
   newest(jobDir: string): Promise<RestorePoint | undefined>;
   /** Write `RESTORED` for a deploy that continues a run. */
-  recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker): Promise<void>;
+  recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker, epoch: number): Promise<void>;
 }
 
 const diskRestoreStore: RestoreStore = {
@@ -154,7 +154,7 @@ export class JobRecovery {
     if (backoffMs > 0) await this.deps.slots.wait(backoffMs);
     if (job.state !== 'RESTARTING' || this.deps.stopping()) return;
     const restore = await this.restorePoint(job);
-    if (restore && job.checkpoint.checkpointDir) await this.store.recordRestore(job.checkpoint.checkpointDir, job.id, restore);
+    if (restore && job.checkpoint.checkpointDir) await this.store.recordRestore(job.checkpoint.checkpointDir, job.id, restore, this.deps.config.epoch);
     const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing);
     // From the placement to the deploy nothing awaits (see submit).
     const placement = await this.deps.slots.place(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, {

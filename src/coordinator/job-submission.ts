@@ -77,7 +77,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   const restore = resubmission?.ownRestore ?? submittedRestore;
   if (restore) checkRestore(restore, plan, jobName, m.checkpoint.allowNonRestoredState);
   const id = resubmission?.jobId ?? randomUUID().slice(0, 8);
-  if (restore && m.checkpoint.checkpointDir) await recordRestore(m.checkpoint.checkpointDir, id, restore);
+  if (restore && m.checkpoint.checkpointDir) await recordRestore(m.checkpoint.checkpointDir, id, restore, config.epoch);
   const waitMs = resubmission?.waitForSlotsMs ?? config.submitWaitForSlotsMs;
   const placement = await deps.slots.place(id, subtasks, waitMs, { detail: slotNeed(plan, config.slotSharing).detail });
   const regions = failoverRegions(plan);

@@ -32,6 +32,8 @@ export interface FileElectionOptions {
   pollMs?: number;
   /** Stand even where the lock probe says two processes can hold one lock (warns). */
   allowUnsafeLocks?: boolean;
+  /** How the directory's locks are proved. @default probeLocks (this host's filesystems all honour them: tests inject a failing one) */
+  probe?: (dir: string) => Promise<string | undefined>;
 }
 
 export const leaderFile = (dir: string): string => join(dir, 'active-leader.json');
@@ -88,13 +90,19 @@ export class FileElection implements LeaderElection {
     } catch (err) {
       throw new EnvironmentError(`cannot use the HA directory ${dir} (--ha-dir): ${(err as Error).message}`, { cause: err });
     }
-    const unsafe = await probeLocks(dir);
+    const unsafe = await (this.options.probe ?? probeLocks)(dir);
     if (unsafe && !this.options.allowUnsafeLocks) throw new EnvironmentError(`${unsafe}; put --ha-dir on a filesystem that honours locks, or pass --ha-allow-unsafe-locks to stand anyway`);
     if (unsafe) log.warn(`${unsafe}; standing anyway (--ha-allow-unsafe-locks)`);
     const holder = (this.holder = LockHolder.spawn(join(dir, 'leader.lock'), this.options.pollMs ?? DEFAULT_LOCK_POLL_MS));
     log.info({ lockHolderPid: holder.pid }, `standing for leadership in ${dir} (lock holder process ${holder.pid})`);
     void holder.acquired.then(
-      () => this.elected(),
+      () =>
+        this.elected().catch((err: unknown) => {
+          // Elected, but the epoch could not be recorded (a full or read-only disk): not a leader.
+          log.error({ err }, `could not take leadership in ${dir}: ${(err as Error).message}`);
+          this.leading = false;
+          for (const fn of this.loseLeadership) fn(`could not take leadership: ${(err as Error).message}`);
+        }),
       () => undefined,
     );
     void holder.ended.then((end) => {

@@ -9,6 +9,8 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterHarness, type NodeProcess } from '../harness/cluster.js';
 import { haJob, SINK_JOB } from '../harness/file-sink-job.js';
+import { FencedError, fencedWrite } from '../../src/ha/index.js';
+import type { JobView } from '../../src/coordinator/index.js';
 import { runCli } from '../harness/cli.js';
 import { visibleLines } from '../helpers.js';
 
@@ -44,6 +46,12 @@ describe('high availability with the file lock', () => {
       // The ended job's record is the new leader's, and a third coordinator would list it.
       const history = JSON.parse(await readFile(join(r.h.dir, 'ha', 'history', `${r.jobId}.json`), 'utf8')) as { state: string; epoch: number };
       assert.deepEqual([history.state, history.epoch], ['FINISHED', 2]);
+      // A third coordinator, leading after the second, lists the ended job from that record.
+      r.h.standCoordinator();
+      leader.child.kill('SIGKILL');
+      await r.h.waitForLeader(leader);
+      const listed = await r.h.waitForJob<JobView>(r.jobId, ['FINISHED']);
+      assert.equal(listed.sinkRecords, done.sinkRecords);
     } finally {
       await r.h.close();
     }
@@ -142,6 +150,11 @@ describe('high availability with the file lock', () => {
       const { leader, epoch } = await r.h.waitForLeader(old);
       assert.equal(epoch, 2);
       await takenOverFrom(r.h, leader, r.jobId);
+      // What the old leader would write at its epoch over the records its successor now owns is refused.
+      const ha = join(r.h.dir, 'ha');
+      for (const record of [join(ha, 'active-leader.json'), join(ha, 'jobs', r.jobId, 'manifest.json'), join(r.h.dir, 'ckpt', '_jobs', r.jobId, 'RESTORED')]) {
+        await assert.rejects(fencedWrite(record, 1, { stale: true }), FencedError, record);
+      }
       old.child.kill('SIGCONT');
       await r.h.waitForLog(old, /^lost leadership: the lock holder process \d+ was killed \(SIGKILL\); stopping this coordinator/);
       while (!(await portClosed(oldPort))) await sleep(20);

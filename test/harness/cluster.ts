@@ -108,7 +108,7 @@ export class ClusterHarness {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       for (const c of this.coordinators) {
-        if (c === not || c.child.exitCode !== null || !c.readyFile || !existsSync(c.readyFile)) continue;
+        if (c === not || c.child.exitCode !== null || c.child.signalCode !== null || !c.readyFile || !existsSync(c.readyFile)) continue;
         const r = JSON.parse(await readFile(c.readyFile, 'utf8').catch(() => '{}')) as { state?: string; controlPort?: number; httpPort?: number; epoch?: number };
         if (r.state !== 'leader' || !r.controlPort) continue;
         this.coordinator = c;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { FencedError, FileElection, fencedRemove, fencedWrite, LockHolder, probeLocks, readLeader, readRecord } from '../../src/ha/index.js';
 import { memoryLogger } from '../../src/log/index.js';
+import { EnvironmentError } from '../../src/errors.js';
 import { deferred } from '../../src/util/index.js';
 
 const dirs: string[] = [];
@@ -59,6 +60,22 @@ describe('fenced metadata', () => {
 describe('file locks and the file election', () => {
   test('a local directory honours locks between processes: the probe passes', async () => {
     assert.equal(await probeLocks(await tempDir()), undefined);
+  });
+
+  test('a directory whose locks a second process is granted too is refused, naming the cause and the override; the override stands with a warning', async () => {
+    const dir = await tempDir();
+    const { log, lines } = memoryLogger();
+    const probe = async (d: string): Promise<string> => `the HA directory ${d} granted one lock to two processes: its filesystem does not honour POSIX locks`;
+    const refused = new FileElection({ dir, host: '127.0.0.1', log, probe });
+    await assert.rejects(refused.start(), (err: unknown) => err instanceof EnvironmentError && /granted one lock to two processes.*; put --ha-dir on a filesystem that honours locks, or pass --ha-allow-unsafe-locks to stand anyway$/.test(err.message));
+    await refused.close();
+    const unsafe = new FileElection({ dir, host: '127.0.0.1', log, probe, allowUnsafeLocks: true, pollMs: 20 });
+    let epoch = 0;
+    unsafe.onBecomeLeader((e) => void (epoch = e));
+    await unsafe.start();
+    while (epoch === 0) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(lines().some((l) => l.level === 40 && /granted one lock to two processes.*; standing anyway \(--ha-allow-unsafe-locks\)$/.test(String(l.msg))));
+    await unsafe.close();
   });
 
   test('one lock holder at a time; a holder killed with -9 lets the next one in', async () => {
