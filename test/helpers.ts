@@ -51,3 +51,9 @@ export async function visibleLines(dir: string): Promise<string[]> {
   const names = (await readdir(dir)).filter((n) => /^part-\d+-\d+\.jsonl$/.test(n));
   return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
 }
+
+/** A flag's line in --help, matched word by word: help wraps its text where the terminal width says. */
+export function helpLine(flag: string, text: string): RegExp {
+  const words = (t: string): string => t.split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('\\s+');
+  return new RegExp(`${words(flag)}\\s+${words(text)}`);
+}

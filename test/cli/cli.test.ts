@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { BIN, runCli, TSX, type CliRun } from '../harness/cli.js';
+import { helpLine } from '../helpers.js';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,10 +133,8 @@ describe('clink run', () => {
     assert.equal((JSON.parse(r.stdout) as { xs: number[] }).xs.length, 50);
     await rm(join(dir, 'failed-once'));
     const help = await clink(['run', '--help'], dir);
-    // Help wraps its text where the terminal width says: match the words, not the line breaks.
-    const described = (flag: string, text: string): RegExp => new RegExp(`${flag} <n>\\s+${text.split(' ').join('\\s+')}`);
-    assert.match(help.stdout, described('--max-region-retries', 'without checkpoints: how often each failed subtask is retried'));
-    assert.match(help.stdout, described('--max-restarts-from-checkpoint', 'with checkpoints: how often the whole job restarts from its last checkpoint'));
+    assert.match(help.stdout, helpLine('--max-region-retries <n>', 'without checkpoints: how often each failed subtask is retried'));
+    assert.match(help.stdout, helpLine('--max-restarts-from-checkpoint <n>', 'with checkpoints: how often the whole job restarts from its last checkpoint'));
     assert.doesNotMatch(help.stdout, /--max-restarts <n>|--max-restarts-on-worker-loss/);
     const nodeHelp = await clink(['node', '--help'], dir);
     assert.match(nodeHelp.stdout, /--max-region-retries <n>/);

@@ -12,6 +12,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import { BIN, runCli, TSX } from '../harness/cli.js';
 import { ClusterHarness } from '../harness/cluster.js';
+import { helpLine } from '../helpers.js';
 import { formatTable } from '../../src/cli/table.js';
 
 const clink = runCli;
@@ -177,7 +178,7 @@ describe('the command line, without a cluster', () => {
     assert.equal(viaEnv.code, 1);
     assert.match(viaEnv.stderr, new RegExp(`^error: could not connect to the coordinator at 127\\.0\\.0\\.1:${held.port}: connect ECONNREFUSED .*; is one running there\\?`));
     const help = await clink(['jobs', '--help'], dir);
-    assert.match(help.stdout, /--coordinator <host:port>\s+the coordinator's control port \(clink node --port\)\s+\(default: 127\.0\.0\.1:6123, env: CLINK_COORDINATOR\)/);
+    assert.match(help.stdout, helpLine('--coordinator <host:port,...>', "the coordinator's control port (clink node --port); several: the HA coordinators, the first that answers leads (default: 127.0.0.1:6123, env: CLINK_COORDINATOR)"));
   });
 
   test('Ctrl-C of clink run cancels the job, stops its local workers and exits 130 saying "interrupted"', async () => {
