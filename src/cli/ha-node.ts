@@ -71,7 +71,8 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
         failed?.(err);
         return;
       }
-      await coordinator.takeOver();
+      // A takeover that fails as a whole (the job store unreadable) leaves this node leading an empty cluster: say so.
+      await coordinator.takeOver().catch((err: unknown) => log.error({ err }, `could not take over the persisted jobs: ${(err as Error).message}; they are not running`));
     });
     await ready('standby', 0, 0);
     await e.start();
