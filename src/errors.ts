@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   CLINK_ERR_WRONG_PROTOCOL: 'a peer spoke another protocol (HTTP, TLS) on a clink port, or a clink port was pointed at one that does',
   CLINK_ERR_ENVIRONMENT: 'the machine refused what a flag asked for (a port in use, an address not here); names the flag to change',
   CLINK_ERR_INTERRUPTED: 'the command was interrupted (Ctrl-C or SIGTERM)',
+  CLINK_ERR_UNAUTHORIZED: 'a request or connection without the cluster token (CLINK_AUTH_TOKEN), or with a wrong one',
   CLINK_ERR_FENCED: 'a superseded leader tried to write metadata a newer leader owns (its epoch is lower)',
 } as const;
 

@@ -23,7 +23,7 @@ function makeElection(flags: NodeFlags, log: Logger, host: string): LeaderElecti
   return new FileElection({ dir: ha.haDir!, host, log, ...(ha.allowUnsafeLocks ? { allowUnsafeLocks: true } : {}) });
 }
 
-export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>): Promise<number> {
+export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>, authToken: string | undefined): Promise<number> {
   // The CLI refuses --etcd-endpoints without --ha-dir: the job store lives in the HA directory.
   const haDir = flags.ha!.haDir!;
   const bindHost = flags.coordinator.bindHost ?? '127.0.0.1';
@@ -39,6 +39,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
       metrics,
       config: { ...flags.coordinator, haDir, ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}) },
       coordinator: () => coordinator,
+      ...(authToken ? { authToken } : {}),
       health: () => (coordinator ? { ok: true, status: 'ok', leader: true } : { ok: true, status: 'standby', ...(leader ? { leader: { host: leader.host, port: leader.port, epoch: leader.epoch } } : {}) }),
     },
     bindHost,
@@ -62,7 +63,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
       if (stopped) return;
       try {
         // The epoch is set before the listener opens: no frame of this leader goes out without it.
-        coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch) });
+        coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch), ...(authToken ? { authToken } : {}) });
         coordinator.httpUrl = http?.url;
         await e.announce({ host, port: coordinator.port, ...(http ? { httpUrl: http.url } : {}) });
         await ready('leader', coordinator.port, epoch);

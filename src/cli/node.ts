@@ -9,18 +9,21 @@ import { startHttp, terminationSignal, writeReadyFile, type NodeFlags } from './
 export type { NodeFlags, HaFlags } from './node-support.js';
 import { EnvironmentError } from '../errors.js';
 import { leaderSource } from '../ha/index.js';
+import { authTokenFromEnv } from '../util/index.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const log = createLogger({ name: flags.role });
   const metrics = new ClinkMetrics();
   const signal = terminationSignal();
-  if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal);
+  // Read once, from the environment only: a flag would show it in ps.
+  const authToken = authTokenFromEnv();
+  if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, authToken);
   if (flags.role === 'coordinator') {
-    const coordinator = await Coordinator.start(flags.coordinator, { log, metrics });
+    const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...(authToken ? { authToken } : {}) });
     let http: Awaited<ReturnType<typeof startHttp>>;
     try {
-      http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator }, coordinator.config.bindHost, '--bind-host');
+      http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}) }, coordinator.config.bindHost, '--bind-host');
     } catch (err) {
       await coordinator.stop();
       throw err;
@@ -58,7 +61,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   let supervisor: WorkerSupervisor | undefined;
   // The HTTP port outlives sessions; health is 503 while the worker has none.
   const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
-  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health }, config.dataHost, '--data-host');
+  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health, ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
   if (http) config.httpPort = http.port;
   // Each session listens on a data port of its own: the ready file follows the current one.
   const writeReady = async (w: { dataPort: number }): Promise<void> => {
@@ -67,7 +70,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
   const leader = leaderSource({ ...(flags.ha?.haDir ? { haDir: flags.ha.haDir } : {}), ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), ...(flags.ha?.etcdCluster ? { etcdCluster: flags.ha.etcdCluster } : {}) });
   if (leader) log.info(`finding the coordinator through ${leader.describe} before every session`);
-  supervisor = WorkerSupervisor.launch(config, { log, metrics }, flags.reconnect ?? {}, writeReady, leader);
+  supervisor = WorkerSupervisor.launch(config, { log, metrics, ...(authToken ? { authToken } : {}) }, flags.reconnect ?? {}, writeReady, leader);
   const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
   if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
   await supervisor.close();

@@ -21,7 +21,7 @@ import {
 } from '../protocol/index.js';
 import { localSdkManifest, type CompiledJob } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
-import { setTimer } from '../util/index.js';
+import { authTokenFromEnv, setTimer } from '../util/index.js';
 
 export interface SubmitOptions {
   module: CompiledJob;
@@ -71,7 +71,8 @@ export class ClusterClient {
 
   private constructor(private readonly conn: FrameConnection) {}
 
-  static async connect(host: string, port: number, options: { name?: string; timeoutMs?: number } = {}): Promise<ClusterClient> {
+  /** `authToken`: the cluster's token, presented in HelloClient. @default CLINK_AUTH_TOKEN from the environment */
+  static async connect(host: string, port: number, options: { name?: string; timeoutMs?: number; authToken?: string } = {}): Promise<ClusterClient> {
     const timeoutMs = options.timeoutMs ?? 5_000;
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect({ host, port, noDelay: true });
@@ -87,7 +88,12 @@ export class ClusterClient {
     const client = new ClusterClient(conn);
     conn.start({ onMessage: (m) => client.onMessage(m) });
     void conn.closed.then((c) => client.onClosed(c.error ? lostCoordinator(host, port, c.error) : new ClinkError('CLINK_ERR_CONNECTOR', `the coordinator at ${host}:${port} closed the connection`)));
-    const hello = makeMessage('HelloClient', { clientName: options.name ?? `clink-cli-${process.pid}`, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible });
+    const hello = makeMessage('HelloClient', {
+      clientName: options.name ?? `clink-cli-${process.pid}`,
+      protocolVersion: LOCAL_PROTOCOL.version,
+      minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+      authToken: options.authToken ?? authTokenFromEnv() ?? '',
+    });
     await writeFrame(socket, hello, timeoutMs).catch((err: unknown) => {
       // A refusal read meanwhile says more than the broken pipe it caused.
       throw client.closedError ?? lostCoordinator(host, port, err as Error);
@@ -120,7 +126,8 @@ export class ClusterClient {
     // HelloClient with a SubmitJobAck nack.
     if ((m.type === 'RegisterAck' || m.type === 'SubmitJobAck') && !m.ok) {
       const busy = m.message.startsWith('coordinator busy');
-      this.onClosed(new ClinkError(busy ? 'CLINK_ERR_BUSY' : 'CLINK_ERR_REGISTRATION_REFUSED', busy ? m.message : `the coordinator refused this client: ${m.message}`));
+      const code = busy ? 'CLINK_ERR_BUSY' : m.message.startsWith('authentication failed') ? 'CLINK_ERR_UNAUTHORIZED' : 'CLINK_ERR_REGISTRATION_REFUSED';
+      this.onClosed(new ClinkError(code, busy ? m.message : `the coordinator refused this client: ${m.message}`));
       this.conn.close();
     }
   }

@@ -16,7 +16,7 @@ import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import type { FrameConnection } from '../net/index.js';
 import { checkProtocolCompatibility, LOCAL_PROTOCOL, type Message, type MessageOf } from '../protocol/index.js';
-import { systemClock, type Clock } from '../util/index.js';
+import { systemClock, tokensEqual, type Clock } from '../util/index.js';
 import { AdmissionLogLimiter } from './admission.js';
 import { AdmissionGate } from './admission-gate.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
@@ -44,6 +44,8 @@ export interface CoordinatorDeps {
   clock?: Clock;
   /** HA: where submitted jobs are persisted (at `config.epoch`) for a successor to take over. */
   jobStore?: HaJobStore;
+  /** The cluster's token (CLINK_AUTH_TOKEN): every Register and HelloClient must carry it. Kept out of the config, which the API serves. */
+  authToken?: string;
 }
 
 export class Coordinator {
@@ -220,8 +222,13 @@ export class Coordinator {
       conn.close();
       return;
     }
-    if (first.type === 'Register') await this.registry.register(conn, first, admissionId, this.protocolRefusal(first, `worker ${first.workerId}`));
-    else if (first.type === 'HelloClient') await this.clientFront.hello(conn, first, this.protocolRefusal(first, `client ${first.clientName}`));
+    if (first.type === 'Register') {
+      const who = `worker ${first.workerId}`;
+      await this.registry.register(conn, first, admissionId, this.protocolRefusal(first, who) ?? this.authRefusal(first.authToken, who, 'worker', conn.peer));
+    } else if (first.type === 'HelloClient') {
+      const who = `client ${first.clientName}`;
+      await this.clientFront.hello(conn, first, this.protocolRefusal(first, who) ?? this.authRefusal(first.authToken, who, 'client', conn.peer));
+    }
     else {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
       this.log.warn({ peer: conn.peer }, `connection from ${conn.peer} opened with ${first.type}; expected Register or HelloClient`);
@@ -235,6 +242,15 @@ export class Coordinator {
     this.deps.metrics.protocolMismatches.inc();
     this.log.warn(c.message);
     return c.message;
+  }
+
+  /** Why a peer is refused for its token, when the coordinator requires one and the peer's is missing or wrong. */
+  private authRefusal(given: string, who: string, role: 'worker' | 'client', peer: string): string | undefined {
+    const token = this.deps.authToken;
+    if (!token || tokensEqual(given, token)) return undefined;
+    this.deps.metrics.authRefusals.inc({ role });
+    this.admissionLog.warn(`${who} (${peer}) refused: ${given ? 'wrong' : 'no'} CLINK_AUTH_TOKEN`);
+    return `authentication failed: this coordinator requires the cluster's token and the ${role}'s is ${given ? 'wrong' : 'missing'}; set CLINK_AUTH_TOKEN to it`;
   }
 
   // ---------------------------------------------------------------- worker frames

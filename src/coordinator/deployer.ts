@@ -3,6 +3,7 @@
  * every subtask of the attempt reports its ports, tell each worker where its subtasks send their
  * output (PeerUpdate).
  */
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/index.js';
 import { KeyGroupRange, networkEdges, subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
@@ -26,7 +27,16 @@ export async function recordRestore(checkpointDir: string, jobId: string, restor
 }
 
 export class Deployer {
+  /** Each job's data secret per deploy attempt: kept here, out of the job state the API projects. */
+  private readonly secrets = new WeakMap<JobState, Map<number, string>>();
+
   constructor(private readonly deps: DeployerDeps) {}
+
+  /** The secret of `attempt` of `job`, made on first use: its data connections prove they know it. */
+  private dataSecret(job: JobState, attempt: number): string {
+    const byAttempt = this.secrets.get(job) ?? this.secrets.set(job, new Map()).get(job)!;
+    return byAttempt.get(attempt) ?? byAttempt.set(attempt, randomBytes(32).toString('hex')).get(attempt)!;
+  }
 
   /**
    * Charge the placement's slots, record its subtasks (replacing those of an earlier attempt: the whole
@@ -81,6 +91,7 @@ export class Deployer {
           checkpoint: restore ? { ...job.checkpoint, restoreFromDir: restore.stateDir } : job.checkpoint,
           params: job.params,
           buildParallelism: job.buildParallelism,
+          dataSecret: this.dataSecret(job, job.attempt),
         }),
         'bulk',
       );

@@ -10,3 +10,4 @@
 export { DataServer, DEFAULT_CHANNEL_CREDITS, type DataServerOptions, type InboundTarget } from './server.js';
 export { RemoteChannel, type ChannelLabels } from './remote-channel.js';
 export { elementFrame, frameElement } from './frames.js';
+export { helloMac, helloMacValid } from './hello-mac.js';

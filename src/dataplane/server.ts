@@ -12,6 +12,7 @@ import { FrameConnection } from '../net/index.js';
 import { BATCH, END, type InputQueue } from '../runtime/index.js';
 import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { frameElement } from './frames.js';
+import { helloMacValid } from './hello-mac.js';
 import { setTimer } from '../util/index.js';
 import { listenError } from '../errors.js';
 
@@ -21,6 +22,8 @@ export const DEFAULT_CHANNEL_CREDITS = 4;
 /** A subtask's input, as the data server sees it. */
 export interface InboundTarget {
   queue: InputQueue;
+  /** Its deploy attempt's data secret: a connection whose DataHello MAC does not verify under it is refused. */
+  secret?: string;
   /** The channel number of (edge, upstream subtask) at this subtask, or undefined if it has none. */
   channelOf(edgeIndex: number, upstreamSubtask: number): number | undefined;
 }
@@ -92,11 +95,14 @@ export class DataServer {
       clearTimeout(timer);
     }
     if (!hello) return;
-    if (hello.type !== 'DataHello') throw new Error(`expected DataHello, got ${hello.type}`);
+    if (hello.type !== 'DataHello') throw this.refused('not_hello', `expected DataHello, got ${hello.type}`);
     const target = this.targets.get(key(hello.jobId, hello.attempt, hello.downstreamTaskId, hello.downstreamSubtask));
-    if (!target) throw new Error(`no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
+    if (!target) throw this.refused('unknown_subtask', `no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
     const channel = target.channelOf(hello.edgeIndex, hello.upstreamSubtask);
-    if (channel === undefined) throw new Error(`subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
+    if (channel === undefined) throw this.refused('unknown_channel', `subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
+    if (target.secret !== undefined && !helloMacValid(target.secret, hello)) {
+      throw this.refused('bad_secret', `its DataHello for ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} does not prove the attempt's secret`);
+    }
     const labels = {
       job: hello.jobId,
       edge: String(hello.edgeIndex),
@@ -130,6 +136,11 @@ export class DataServer {
         return;
       }
     }
+  }
+
+  private refused(reason: string, why: string): Error {
+    this.options.metrics?.dataConnectionsRefused.inc({ reason });
+    return new Error(`refused: ${why}`);
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Coordinator } from '../coordinator/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
+import { tokensEqual } from '../util/index.js';
 
 export interface HttpDeps {
   role: 'coordinator' | 'worker';
@@ -19,10 +20,26 @@ export interface HttpDeps {
   coordinator?: Coordinator | (() => Coordinator | undefined);
   /** Whether the node can serve (a worker without a coordinator session cannot), and any detail (a standby's leader). @default always ok */
   health?: () => { ok: boolean; status: string } & Record<string, unknown>;
+  /** The cluster's token (CLINK_AUTH_TOKEN): every request but a CORS preflight must carry `Authorization: Bearer <token>`. */
+  authToken?: string;
 }
 
 export function buildHttpApp(deps: HttpDeps): FastifyInstance {
   const app = Fastify({ logger: false });
+  const token = deps.authToken;
+  if (token) {
+    // Before any handler, the 404 one included: without the token nothing about the node is told.
+    app.addHook('onRequest', async (req, reply) => {
+      if (req.method === 'OPTIONS') return;
+      const header = req.headers.authorization ?? '';
+      const given = header.startsWith('Bearer ') ? header.slice(7) : '';
+      if (given && tokensEqual(given, token)) return;
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Bearer realm="clink"')
+        .send({ error: `${given ? 'wrong' : 'missing'} bearer token: send Authorization: Bearer <CLINK_AUTH_TOKEN>`, code: 'CLINK_ERR_UNAUTHORIZED' });
+    });
+  }
   app.get('/metrics', async (_req, reply) => {
     void reply.header('content-type', deps.metrics.registry.contentType);
     return deps.metrics.exposition();

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "9b5b04b79bfc4d2a6a733397352a60f820d3139acdf3c1696cb283372a6968c5",
+  "fingerprint": "415397930db5fc9cac6fefd304a1d6bbe12e3de9d22cc39d75d4e3291ba45220",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
@@ -13,7 +13,7 @@ export const SDK_MANIFEST = {
     "connectors/options.d.ts": "5a6f49e65931fde3df133e7687ff6bed3dd70d2091160c9a915809797ad3b62d",
     "connectors/print/index.d.ts": "0a1baa4909308c1ad35310aa4aa7ca1c64047feede0f43fa0cac59ed2ed40411",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "bcae970c47f1ed4e124f7c2c498897c8ddc8ee7fe6a2b22af0b4968f7ceb07ce",
+    "errors.d.ts": "4fa5b9f34316b4fd4ad99d94ba19189c6e1c92e544cd389876e21aaf46e80a08",
     "index.d.ts": "228997cc2ac2bf7ca33392cbd8ea756998659efe9bc3021d2a3f7b48a5dc08df",
     "plan/index.d.ts": "4e7c227371ad8982f861ff0d89bce75ceefb865cda1af197c6fb075649d928cb",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
@@ -49,7 +49,8 @@ export const SDK_MANIFEST = {
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "ebcb9e5b31df2249c6a1ffb803821803c71d38ec2b87d398829dd07ee499d280",
+    "util/index.d.ts": "df00b911a0952d675d821bc9a77ad005050f5f02be235a62d6767a898e60a1a5",
+    "util/secret.d.ts": "74382bfda34bb2a585205bb59143c7b29b891ffad507e93ef914be4457a134b9",
     "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",
     "util/validation.d.ts": "fd4839ba6956abfbdabb661fe3755a6d6a16b3c93901f269475b6418a4644bfd"
   }

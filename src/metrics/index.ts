@@ -82,6 +82,13 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly authRefusals = new Counter({
+    name: 'clink_coordinator_auth_refusals_total',
+    help: 'Connections refused for a missing or wrong CLINK_AUTH_TOKEN, by the role they claimed',
+    labelNames: ['role'] as const,
+    registers: [this.registry],
+  });
+
   readonly haJobsRecovered = new Counter({
     name: 'clink_ha_jobs_recovered_total',
     help: 'Jobs a newly elected leader took over from the job store and deployed again',
@@ -107,6 +114,12 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly dataConnectionsRefused = new Counter({
+    name: 'clink_data_connections_refused_total',
+    help: 'Data connections refused: for no subtask or channel here, or without the attempt\'s secret',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly channelRecordsSent = channelCounter(this.registry, 'clink_channel_records_sent_total', 'Records a channel sent to another process');
   readonly channelBytesSent = channelCounter(this.registry, 'clink_channel_bytes_sent_total', 'Bytes a channel sent to another process');
   readonly channelRecordsReceived = channelCounter(this.registry, 'clink_channel_records_received_total', 'Records a channel received from another process');

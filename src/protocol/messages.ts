@@ -123,6 +123,7 @@ export const MESSAGES = {
     protocolVersion,
     minCompatibleProtocolVersion: minCompatible,
     runtime: tail(string, '', 'Node major and module ABI, e.g. "node20/abi115"'),
+    authToken: tail(str(MAX_REGISTER_STRING_BYTES), '', "the cluster's CLINK_AUTH_TOKEN, when the coordinator requires one; empty = none"),
   }),
   SubtaskListening: message(2, 'worker->coordinator', 'a subtask bound its inbound ports (sources send none: a ready tick)', {
     jobId: field(string),
@@ -179,6 +180,7 @@ export const MESSAGES = {
     clientName: field(str(MAX_REGISTER_STRING_BYTES)),
     protocolVersion,
     minCompatibleProtocolVersion: minCompatible,
+    authToken: tail(str(MAX_REGISTER_STRING_BYTES), '', "the cluster's CLINK_AUTH_TOKEN, when the coordinator requires one; empty = none"),
   }),
   SubmitJob: message(11, 'client->coordinator', 'submit a job: its plan, its module (or a reference to it) and its settings', {
     jobName: field(string),
@@ -257,6 +259,7 @@ export const MESSAGES = {
     params: tail(string, '{}'),
     epoch,
     buildParallelism: tail(u32, 0, 'the parallelism to give the build function; 0 = the spec\'s default'),
+    dataSecret: tail(string, '', "this deploy attempt's secret: its data connections prove they know it (DataHello.mac); empty = none"),
   }),
   PeerUpdate: message(102, 'coordinator->worker', "where each of a job's subtasks sends its output; also the go signal", {
     jobId: field(string),
@@ -331,6 +334,7 @@ export const MESSAGES = {
     downstreamTaskId: field(string),
     downstreamSubtask: field(u32),
     upstreamTaskId: tail(string, '', 'the sending task, for metrics labels'),
+    mac: tail(string, '', "HMAC-SHA256 (hex) of the fields above under the attempt's data secret (Deploy.dataSecret)"),
   }),
   DataBatch: message(201, 'worker->worker', 'records, as a record batch (see Data-plane record batches)', {
     batch: field(bytes),

@@ -7,7 +7,7 @@ import { decodeStateFile, subtaskStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
-import { RemoteChannel } from '../dataplane/index.js';
+import { helloMac, RemoteChannel } from '../dataplane/index.js';
 import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { encodeCollected, type MessageOf } from '../protocol/index.js';
 import {
@@ -128,6 +128,7 @@ export class WorkerJob {
       if (queue) {
         this.data.register(this.jobId, this.attempt, task.id, t.subtaskIndex, {
           queue,
+          ...(this.deploy.dataSecret ? { secret: this.deploy.dataSecret } : {}),
           channelOf: (edgeIndex, u) => {
             const i = channels.findIndex((c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === u);
             return i < 0 ? undefined : i;
@@ -201,10 +202,11 @@ export class WorkerJob {
         else {
           const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
           if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
+          const fields = { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id };
           const ch = new RemoteChannel(
             peer.host,
             peer.port,
-            { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id },
+            { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },
             (err) => this.fail(st, err),
             this.metrics,
             { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },

@@ -80,6 +80,8 @@ export interface WorkerDeps {
   stdout?: (text: string) => void | Promise<void>;
   /** Where this session keeps the job modules it received, by hash. @default a Map */
   moduleStore?: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
+  /** The cluster's token (CLINK_AUTH_TOKEN), presented in Register. Not in the config, which the API serves. */
+  authToken?: string;
 }
 
 /** Why a worker session ended. */
@@ -152,6 +154,7 @@ export class Worker {
         protocolVersion: LOCAL_PROTOCOL.version,
         minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
         runtime: `node${process.versions.node.split('.')[0]}/abi${process.versions.modules}`,
+        authToken: this.deps.authToken ?? '',
       }),
       timeoutMs,
     );
