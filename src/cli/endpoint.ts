@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import type { TlsFlags } from './tls-flags.js';
 
 export interface Endpoint {
   host: string;
@@ -12,6 +13,10 @@ export interface CoordinatorTarget {
   haDir?: string;
   etcdEndpoints?: string[];
   etcdCluster?: string;
+  /** TLS flags (coherent: checked when parsed), loaded when connecting. */
+  tls?: TlsFlags;
+  /** TCP connect and TLS handshake together. @default 5,000 */
+  handshakeTimeoutMs?: number;
 }
 
 /** `host:port`, for --coordinator. */

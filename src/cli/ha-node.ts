@@ -10,6 +10,7 @@ import { Coordinator } from '../coordinator/index.js';
 import { EtcdElection, FileElection, HaJobStore, type LeaderElection, type LeaderInfo } from '../ha/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
+import type { TlsServerConfig } from '../net/index.js';
 import { startHttp, writeReadyFile, type NodeFlags } from './node-support.js';
 
 /** How long a node that lost leadership waits before it stands again. */
@@ -23,7 +24,8 @@ function makeElection(flags: NodeFlags, log: Logger, host: string): LeaderElecti
   return new FileElection({ dir: ha.haDir!, host, log, ...(ha.allowUnsafeLocks ? { allowUnsafeLocks: true } : {}) });
 }
 
-export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>, authToken: string | undefined): Promise<number> {
+export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>, security: { authToken?: string; tls?: TlsServerConfig }): Promise<number> {
+  const { authToken } = security;
   // The CLI refuses --etcd-endpoints without --ha-dir: the job store lives in the HA directory.
   const haDir = flags.ha!.haDir!;
   const bindHost = flags.coordinator.bindHost ?? '127.0.0.1';
@@ -63,7 +65,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
       if (stopped) return;
       try {
         // The epoch is set before the listener opens: no frame of this leader goes out without it.
-        coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch), ...(authToken ? { authToken } : {}) });
+        coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch), ...security });
         coordinator.httpUrl = http?.url;
         await e.announce({ host, port: coordinator.port, ...(http ? { httpUrl: http.url } : {}) });
         await ready('leader', coordinator.port, epoch);

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
 import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
+import { tlsFlagProblems, type TlsFlags, type TlsRole } from './tls-flags.js';
 import { installInterrupts } from './interrupt.js';
 import type { CheckpointSettings } from '../client/index.js';
 
@@ -106,11 +107,24 @@ function renamed<T extends object>(o: T, newAttribute: keyof T & string, oldAttr
   return (o[oldAttribute] ?? o[newAttribute]) as number;
 }
 
-type TargetFlags = { coordinator: Endpoint[]; haDir?: string; etcdEndpoints?: string[]; etcdCluster: string };
+type TargetFlags = TlsFlags & { coordinator: Endpoint[]; haDir?: string; etcdEndpoints?: string[]; etcdCluster: string; handshakeTimeoutMs: number };
 
-/** Where a client command finds its coordinator. */
+/** Where a client command finds its coordinator, and how it connects. */
 function target(o: TargetFlags): CoordinatorTarget {
-  return { endpoints: o.coordinator, ...(o.haDir ? { haDir: o.haDir } : {}), ...(o.etcdEndpoints ? { etcdEndpoints: o.etcdEndpoints, etcdCluster: o.etcdCluster } : {}) };
+  const tls: TlsFlags = { ...(o.tlsCa ? { tlsCa: o.tlsCa } : {}), ...(o.tlsClientCert ? { tlsClientCert: o.tlsClientCert } : {}), ...(o.tlsClientKey ? { tlsClientKey: o.tlsClientKey } : {}), ...(o.tlsNoVerifyHostname ? { tlsNoVerifyHostname: true } : {}) };
+  return {
+    endpoints: o.coordinator,
+    ...(o.haDir ? { haDir: o.haDir } : {}),
+    ...(o.etcdEndpoints ? { etcdEndpoints: o.etcdEndpoints, etcdCluster: o.etcdCluster } : {}),
+    ...(o.tlsCa ? { tls } : {}),
+    handshakeTimeoutMs: o.handshakeTimeoutMs,
+  };
+}
+
+/** Refuse an incoherent set of TLS flags: one line each, exit 2. */
+function checkTlsFlags(cmd: Command, o: TlsFlags, role: TlsRole): void {
+  const problems = tlsFlagProblems(o, role);
+  if (problems.length > 0) cmd.error(problems.map((p) => `error: ${p}`).join('\n'));
 }
 
 function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
@@ -142,6 +156,7 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--log-format <format>', 'log lines as pretty text or JSON [default: pretty on a terminal, json otherwise]').choices(['pretty', 'json']).env('CLINK_LOG_FORMAT'))
     .addOption(new Option('--log-level <level>', "least severe log lines shown [default: info; 'error' for clink run]").choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).env('CLINK_LOG_LEVEL'))
     .hook('preAction', (cmd, action) => {
+      if (['submit', 'jobs', 'cancel', 'savepoint'].includes(action.name())) checkTlsFlags(action, action.opts<TlsFlags>(), 'client');
       if (action.name() !== 'node') uninstallInterrupts = installInterrupts();
       // Through the environment, so local worker processes and job threads log the same way.
       const o = cmd.opts<{ logFormat?: string; logLevel?: string }>();
@@ -194,7 +209,12 @@ export async function main(argv: string[]): Promise<number> {
       )
       .option('--ha-dir <dir>', 'find the leading coordinator in this HA directory (instead of --coordinator)')
       .option('--etcd-endpoints <urls>', 'find the leading coordinator in etcd (comma-separated; instead of --coordinator)', (v: string) => v.split(',').filter(Boolean))
-      .option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys', 'default');
+      .option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys', 'default')
+      .option('--tls-ca <file>', "connect over TLS, verifying the coordinator's certificate against this CA (PEM)")
+      .option('--tls-client-cert <file>', 'under mTLS: this client\'s certificate (PEM)')
+      .option('--tls-client-key <file>', 'under mTLS: its private key (PEM)')
+      .option('--tls-no-verify-hostname', "check the coordinator's certificate chain but not that it names the host (needs --tls-ca)")
+      .option('--handshake-timeout-ms <ms>', 'TCP connect and TLS handshake must finish within this', positiveInt, 5_000);
 
   typecheckOption(checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))))
     .option('--no-progress', 'do not show progress on standard error')
@@ -286,7 +306,14 @@ export async function main(argv: string[]): Promise<number> {
     .option('--etcd-lease-ttl-s <s>', 'coordinator: the etcd lease; a leader frozen this long loses leadership', positiveInt, 10)
     .option('--heartbeat-timeout-ms <ms>', 'coordinator: a worker is lost after this long without a frame', positiveInt, 2_000)
     .option('--watchdog-interval-ms <ms>', 'coordinator: how often liveness is judged', positiveInt, 100)
-    .option('--handshake-timeout-ms <ms>', 'coordinator: added to the heartbeat timeout, the deadline for a first frame', nonNegativeInt, 5_000)
+    .option('--handshake-timeout-ms <ms>', 'coordinator: added to the heartbeat timeout, the deadline for a TLS handshake and a first frame; worker: its TCP connect and TLS handshake must finish within this', nonNegativeInt, 5_000)
+    .option('--tls-cert <file>', 'TLS: the certificate (PEM) of the coordinator\'s control port, or of a worker\'s data port')
+    .option('--tls-key <file>', 'TLS: its private key (PEM)')
+    .option('--tls-client-ca <file>', 'coordinator: mTLS: require client certificates this CA signed (PEM); a worker id belongs to the certificate that registered it')
+    .option('--tls-ca <file>', 'worker: verify the coordinator and data peers against this CA (PEM)')
+    .option('--tls-client-cert <file>', 'worker: under mTLS, its certificate (PEM)')
+    .option('--tls-client-key <file>', 'worker: under mTLS, its private key (PEM)')
+    .option('--tls-no-verify-hostname', "worker: check certificate chains but not that they name the host (needs --tls-ca)")
     .option('--max-pending-connections <n>', 'coordinator: connections admitted at once', nonNegativeInt, 64)
     .option('--outbound-stall-timeout-ms <ms>', 'coordinator: a worker whose frames make no progress this long is lost (0 = off)', nonNegativeInt, 10_000)
     .option('--outbound-flush-timeout-ms <ms>', 'coordinator: how long shutdown lets queued frames be written', nonNegativeInt, 1_000)
@@ -324,12 +351,14 @@ export async function main(argv: string[]): Promise<number> {
     .option('--task-heap-mb <mb>', "worker: heap limit of each job's thread; past it its subtasks fail with 'out of memory'", positiveInt, 2_048)
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const n = (k: string): number => o[k] as number;
+      checkTlsFlags(cmd, o as TlsFlags, o.role as TlsRole);
       if (o.role === 'coordinator' && o.etcdEndpoints && !o.haDir) {
         cmd.error("error: --etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor");
       }
       const { nodeCommand } = await import('./node.js');
       exitCode = await nodeCommand({
         role: o.role as 'coordinator' | 'worker',
+        tls: o as TlsFlags,
         ha: {
           ...(o.haDir ? { haDir: o.haDir as string } : {}),
           allowUnsafeLocks: o.haAllowUnsafeLocks === true,

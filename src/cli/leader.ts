@@ -9,6 +9,7 @@ import { ClusterClient, type JobOutcome, type JobSummary } from '../client/index
 import { ClinkError } from '../errors.js';
 import { leaderSource } from '../ha/index.js';
 import type { CoordinatorTarget } from './endpoint.js';
+import { loadTls } from './tls-flags.js';
 
 /** How long a client looks for a new leader after losing its coordinator. */
 export const LEADER_WAIT_MS = 60_000;
@@ -22,6 +23,8 @@ export function followsLeader(t: CoordinatorTarget): boolean {
 /** Connect to the coordinator that leads; keep trying for `waitMs` (0: one round). */
 export async function connectToLeader(t: CoordinatorTarget, waitMs = 0): Promise<ClusterClient> {
   const source = leaderSource(t);
+  const tls = t.tls ? (await loadTls(t.tls)).client : undefined;
+  const options = { ...(tls ? { tls } : {}), ...(t.handshakeTimeoutMs ? { timeoutMs: t.handshakeTimeoutMs } : {}) };
   const deadline = Date.now() + waitMs;
   try {
     for (let round = 0; ; round++) {
@@ -31,7 +34,7 @@ export async function connectToLeader(t: CoordinatorTarget, waitMs = 0): Promise
         if (!l) last = new ClinkError('CLINK_ERR_CONNECTOR', `no leader is announced in ${source.describe}: is a coordinator running there (clink node --role=coordinator with the same --ha-dir or --etcd-endpoints)?`);
         else {
           try {
-            return await ClusterClient.connect(l.host, l.port);
+            return await ClusterClient.connect(l.host, l.port, options);
           } catch (err) {
             last = err as Error;
           }
@@ -39,7 +42,7 @@ export async function connectToLeader(t: CoordinatorTarget, waitMs = 0): Promise
       } else {
         for (const e of t.endpoints) {
           try {
-            return await ClusterClient.connect(e.host, e.port);
+            return await ClusterClient.connect(e.host, e.port, options);
           } catch (err) {
             last = err as Error;
           }

@@ -5,6 +5,7 @@ import { buildHttpApp } from '../http/index.js';
 import type { Logger } from '../log/index.js';
 import type { ReconnectPolicy, WorkerConfig } from '../worker/index.js';
 import { writeFileAtomic } from './files.js';
+import type { TlsFlags } from './tls-flags.js';
 
 /** HA: how a coordinator stands for leadership, and how a worker finds the leader. */
 export interface HaFlags {
@@ -17,6 +18,8 @@ export interface HaFlags {
 
 export interface NodeFlags {
   role: 'coordinator' | 'worker';
+  /** TLS flags (coherent: checked when parsed). */
+  tls?: TlsFlags;
   ha?: HaFlags;
   readyFile?: string;
   httpPort?: number;

@@ -10,6 +10,7 @@ export type { NodeFlags, HaFlags } from './node-support.js';
 import { EnvironmentError } from '../errors.js';
 import { leaderSource } from '../ha/index.js';
 import { authTokenFromEnv } from '../util/index.js';
+import { loadTls } from './tls-flags.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
@@ -18,9 +19,11 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const signal = terminationSignal();
   // Read once, from the environment only: a flag would show it in ps.
   const authToken = authTokenFromEnv();
-  if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, authToken);
+  const tls = flags.tls ? await loadTls(flags.tls) : {};
+  const security = { ...(authToken ? { authToken } : {}), ...(tls.server ? { tls: tls.server } : {}) };
+  if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, security);
   if (flags.role === 'coordinator') {
-    const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...(authToken ? { authToken } : {}) });
+    const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...security });
     let http: Awaited<ReturnType<typeof startHttp>>;
     try {
       http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}) }, coordinator.config.bindHost, '--bind-host');
@@ -57,6 +60,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     ...(flags.worker.taskStallTimeoutMs ? { taskStallTimeoutMs: flags.worker.taskStallTimeoutMs } : {}),
     ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
     ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
+    ...(flags.coordinator.handshakeTimeoutMs ? { connectTimeoutMs: flags.coordinator.handshakeTimeoutMs } : {}),
   };
   let supervisor: WorkerSupervisor | undefined;
   // The HTTP port outlives sessions; health is 503 while the worker has none.
@@ -70,7 +74,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
   const leader = leaderSource({ ...(flags.ha?.haDir ? { haDir: flags.ha.haDir } : {}), ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), ...(flags.ha?.etcdCluster ? { etcdCluster: flags.ha.etcdCluster } : {}) });
   if (leader) log.info(`finding the coordinator through ${leader.describe} before every session`);
-  supervisor = WorkerSupervisor.launch(config, { log, metrics, ...(authToken ? { authToken } : {}) }, flags.reconnect ?? {}, writeReady, leader);
+  supervisor = WorkerSupervisor.launch(config, { log, metrics, ...(authToken ? { authToken } : {}), ...(tls.client || tls.server ? { tls } : {}) }, flags.reconnect ?? {}, writeReady, leader);
   const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
   if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
   await supervisor.close();

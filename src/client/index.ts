@@ -6,9 +6,8 @@
  * const { jobId } = await client.submit({ module, spec, params: {} });
  * const done = await client.waitForCompletion(jobId);
  */
-import { connect, type Socket } from 'node:net';
 import { ClinkError } from '../errors.js';
-import { FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
+import { connectWithin, DEFAULT_HANDSHAKE_TIMEOUT_MS, noAnswerError, FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage, type TlsClientConfig } from '../net/index.js';
 import {
   checkProtocolCompatibility,
   decodeCollected,
@@ -71,23 +70,27 @@ export class ClusterClient {
 
   private constructor(private readonly conn: FrameConnection) {}
 
-  /** `authToken`: the cluster's token, presented in HelloClient. @default CLINK_AUTH_TOKEN from the environment */
-  static async connect(host: string, port: number, options: { name?: string; timeoutMs?: number; authToken?: string } = {}): Promise<ClusterClient> {
-    const timeoutMs = options.timeoutMs ?? 5_000;
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect({ host, port, noDelay: true });
-      const t = setTimer(() => {
-        s.destroy();
-        reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      s.once('connect', () => (clearTimeout(t), resolve(s)));
-      s.once('error', (err) => (clearTimeout(t), reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}${(err as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? '; is one running there? (clink node --role=coordinator; --coordinator or CLINK_COORDINATOR point elsewhere)' : ''}`))));
-    });
+  /**
+   * `authToken`: the cluster's token, presented in HelloClient (@default CLINK_AUTH_TOKEN from the
+   * environment); `tls`: connect over TLS, verifying the coordinator; `timeoutMs` bounds TCP connect and
+   * handshake together (@default 5,000).
+   */
+  static async connect(host: string, port: number, options: { name?: string; timeoutMs?: number; authToken?: string; tls?: TlsClientConfig } = {}): Promise<ClusterClient> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    const socket = await connectWithin(host, port, 'the coordinator', timeoutMs, options.tls, '; is one running there? (clink node --role=coordinator; --coordinator or CLINK_COORDINATOR point elsewhere)');
     // The coordinator may answer before it reads a byte (a refusal at its admission cap): read from the start.
     const conn = new FrameConnection(socket, { role: 'client' });
     const client = new ClusterClient(conn);
     conn.start({ onMessage: (m) => client.onMessage(m) });
-    void conn.closed.then((c) => client.onClosed(c.error ? lostCoordinator(host, port, c.error) : new ClinkError('CLINK_ERR_CONNECTOR', `the coordinator at ${host}:${port} closed the connection`)));
+    void conn.closed.then((c) =>
+      client.onClosed(
+        !client.answered && !(c.error instanceof WrongProtocolError)
+          ? noAnswerError('the coordinator', host, port, options.tls !== undefined, c.error)
+          : c.error
+            ? lostCoordinator(host, port, c.error)
+            : new ClinkError('CLINK_ERR_CONNECTOR', `the coordinator at ${host}:${port} closed the connection`),
+      ),
+    );
     const hello = makeMessage('HelloClient', {
       clientName: options.name ?? `clink-cli-${process.pid}`,
       protocolVersion: LOCAL_PROTOCOL.version,
@@ -101,7 +104,11 @@ export class ClusterClient {
     return client;
   }
 
+  /** Whether the coordinator has sent anything on this connection. */
+  private answered = false;
+
   private onMessage(m: Message): void {
+    this.answered = true;
     if (m.type === 'JobCompleted') {
       const outcome: JobOutcome = {
         jobId: m.jobId,

@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, writeFrame, WrongProtocolError } from '../net/index.js';
+import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, isTlsFailure, secureAccepted, tlsReason, writeFrame, WrongProtocolError, type TlsServerConfig } from '../net/index.js';
 import { FrameDecodeError, FrameTooLargeError, LOCAL_PROTOCOL, makeMessage, MAX_FIRST_FRAME_BYTES, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { AdmissionLogLimiter} from './admission.js';
@@ -23,6 +23,8 @@ export interface AdmissionGateDeps {
   stopping: () => boolean;
   /** A connection's first frame is in (null: it closed cleanly first). */
   route: (conn: FrameConnection, first: Message | null, admissionId: number) => Promise<void>;
+  /** The control port's TLS: each accepted socket is wrapped, its handshake bounded by the admission deadline. */
+  tls?: TlsServerConfig;
 }
 
 export class AdmissionGate {
@@ -61,7 +63,7 @@ export class AdmissionGate {
       }
     }
     const admissionId = ++this.admissionSeq;
-    const conn = new FrameConnection(socket, {
+    const conn = new FrameConnection(this.deps.tls ? secureAccepted(socket, this.deps.tls) : socket, {
       role: 'coordinator',
       log: this.deps.log,
       metrics: this.deps.metrics,
@@ -134,7 +136,10 @@ export class AdmissionGate {
       conn.close();
       return;
     }
-    if (err instanceof FrameDecodeError || err instanceof FrameTooLargeError) {
+    if (this.deps.tls && isTlsFailure(err)) {
+      this.deps.metrics.handshakeFailures.inc();
+      this.admissionLog.warn(`connection ${conn.peer} refused: its TLS handshake failed (${tlsReason(err)}): a plain clink peer (give it --tls-ca), or under mTLS a peer without a certificate --tls-client-ca signed`);
+    } else if (err instanceof FrameDecodeError || err instanceof FrameTooLargeError) {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
       this.deps.log.warn({ peer: conn.peer, err }, `malformed first frame from ${conn.peer}, closing its connection: ${err.message}`);
     } else if (err instanceof FrameTimeoutError) {

@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:net';
 import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import type { FrameConnection } from '../net/index.js';
+import type { FrameConnection, TlsServerConfig } from '../net/index.js';
 import { checkProtocolCompatibility, LOCAL_PROTOCOL, type Message, type MessageOf } from '../protocol/index.js';
 import { systemClock, tokensEqual, type Clock } from '../util/index.js';
 import { AdmissionLogLimiter } from './admission.js';
@@ -46,6 +46,8 @@ export interface CoordinatorDeps {
   jobStore?: HaJobStore;
   /** The cluster's token (CLINK_AUTH_TOKEN): every Register and HelloClient must carry it. Kept out of the config, which the API serves. */
   authToken?: string;
+  /** The control port's TLS (mTLS when it names a client CA). */
+  tls?: TlsServerConfig;
 }
 
 export class Coordinator {
@@ -94,6 +96,7 @@ export class Coordinator {
       admissionLog: this.admissionLog,
       stopping: () => this.stopping,
       route: (conn, first, admissionId) => this.route(conn, first, admissionId),
+      ...(deps.tls ? { tls: deps.tls } : {}),
     });
     this.server = createServer((s) => this.admission.admit(s));
     const registry = (this.registry = new WorkerRegistry({

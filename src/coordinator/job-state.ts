@@ -59,6 +59,8 @@ export interface WorkerSession {
   /** retiring: replaced by a new registration, its connection read to the end before it is retired. */
   state: 'active' | 'retiring' | 'lost' | 'retired';
   lostCause?: string;
+  /** Who registered it: under mTLS its certificate's name ('' otherwise). A live id is not taken over by another. */
+  credential: string;
 }
 
 export function freeSlots(s: WorkerSession): number {

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { type FrameConnection, Outbox, writeFrame } from '../net/index.js';
+import { type FrameConnection, Outbox, peerIdentity, writeFrame } from '../net/index.js';
 import { encodeFrame, LOCAL_PROTOCOL, makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CoordinatorConfig } from './config.js';
@@ -99,6 +99,15 @@ export class WorkerRegistry {
       conn.close();
       return;
     }
+    // Under mTLS a worker id belongs to the certificate that registered it: another one cannot take it over.
+    const credential = peerIdentity(conn.socket);
+    if (current && current.state === 'active' && current.credential !== credential) {
+      this.deps.metrics.authRefusals.inc({ role: 'worker' });
+      this.log.warn({ workerId: m.workerId }, `registration of worker ${m.workerId} from ${conn.peer} refused: the id is held by the certificate '${current.credential}', this one is '${credential}'`);
+      await ack(false, `worker id ${m.workerId} is registered by another certificate ('${current.credential}'); give this worker an id of its own`).catch(() => undefined);
+      conn.close();
+      return;
+    }
     if (current && current.state === 'active' && current.outbox.stopped?.byItself) {
       // Its outbox stopped by itself (overflow): the watchdog's verdict (with the real cause) comes at its
       // next tick. An outbox stopped because the connection closed awaits no verdict: the new session retires it.
@@ -121,6 +130,7 @@ export class WorkerRegistry {
       lastSeen: this.clock.now(),
       state: 'active',
       shippedModules: new Set(),
+      credential,
     };
     // The RegisterAck is the first frame on the connection, sent before the session's outbox exists.
     try {

@@ -7,9 +7,10 @@
  * and memory on both sides is bounded by the credits, never by the data rate.
  */
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { PeerLostError } from '../errors.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameReader } from '../net/index.js';
+import { FrameReader, tlsConnectOptions, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame } from './frames.js';
@@ -38,8 +39,11 @@ export class RemoteChannel implements ChannelSink {
     private readonly onError: (err: Error) => void,
     private readonly metrics?: ClinkMetrics,
     private readonly labels?: ChannelLabels,
+    tls?: TlsClientConfig,
   ) {
-    this.socket = connect({ host, port, noDelay: true });
+    // Over TLS the hello is queued until the handshake is done; a data peer's certificate must name the host it advertised.
+    this.socket = tls ? tlsConnect({ host, port, ...tlsConnectOptions(host, tls) }) : connect({ host, port, noDelay: true });
+    this.socket.setNoDelay(true);
     this.socket.write(encodeFrame(makeMessage('DataHello', hello)));
     this.reader = new FrameReader(this.socket);
     this.socket.on('error', (err) => this.fail(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })));

@@ -8,7 +8,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameConnection } from '../net/index.js';
+import { FrameConnection, secureAccepted, type TlsServerConfig } from '../net/index.js';
 import { BATCH, END, type InputQueue } from '../runtime/index.js';
 import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { frameElement } from './frames.js';
@@ -40,6 +40,8 @@ export interface DataServerOptions {
   helloTimeoutMs?: number;
   /** @default DEFAULT_CHANNEL_CREDITS */
   credits?: number;
+  /** The data port's TLS: each connection is wrapped, its handshake bounded by the hello timeout. */
+  tls?: TlsServerConfig;
 }
 
 export class DataServer {
@@ -72,7 +74,7 @@ export class DataServer {
 
   private accept(socket: Socket): void {
     socket.setNoDelay(true);
-    const conn = new FrameConnection(socket, {
+    const conn = new FrameConnection(this.options.tls ? secureAccepted(socket, this.options.tls) : socket, {
       role: 'worker.data',
       firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
       ...(this.options.log ? { log: this.options.log } : {}),

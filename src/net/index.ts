@@ -30,3 +30,19 @@ export {
 } from './outbox.js';
 export { writeFrame, ADMISSION_REPLY_SEND_BOUND_MS } from './write-frame.js';
 export { sniffForeignProtocol, WrongProtocolError, wrongPortMessage, type ForeignProtocol } from './sniff.js';
+export {
+  connectWithin,
+  loadTlsServer,
+  loadTlsClient,
+  secureAccepted,
+  isTlsFailure,
+  tlsReason,
+  noAnswerError,
+  peerIdentity,
+  hostnameMismatch,
+  tlsConnectOptions,
+  certificateNames,
+  DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  type TlsServerConfig,
+  type TlsClientConfig,
+} from './tls.js';

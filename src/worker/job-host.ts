@@ -11,6 +11,7 @@
  */
 import { ClinkError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
+import type { TlsClientConfig, TlsServerConfig } from '../net/index.js';
 import { loadJobBundle } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
@@ -33,6 +34,17 @@ export interface JobHostConfig {
   batchSize: number;
   batchLingerMs: number;
   cacheDir?: string;
+  /** TLS of the data plane (PEM buffers: a job thread is handed them). */
+  tls?: WorkerTls;
+}
+
+/**
+ * A worker's TLS: `client` verifies the coordinator and data peers (and presents this worker's
+ * certificate under mTLS); `server` is its data port's certificate, which peers verify.
+ */
+export interface WorkerTls {
+  client?: TlsClientConfig;
+  server?: TlsServerConfig;
 }
 
 export interface JobHostDeps {
@@ -128,6 +140,7 @@ export class JobHost {
       job = new WorkerJob(m, built, this.deps.data, this.deps.stdout, (r) => this.reportFinished(job, r), this.deps.metrics, {
         batchSize: this.config.batchSize,
         lingerMs: this.config.batchLingerMs,
+        ...(this.config.tls?.client ? { tls: this.config.tls.client } : {}),
       });
       if (this.deps.onPhase) job.onPhase = this.deps.onPhase;
       // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that

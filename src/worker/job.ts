@@ -8,6 +8,7 @@ import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
 import type { DataServer } from '../dataplane/index.js';
 import { helloMac, RemoteChannel } from '../dataplane/index.js';
+import type { TlsClientConfig } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { encodeCollected, type MessageOf } from '../protocol/index.js';
 import {
@@ -80,7 +81,7 @@ export class WorkerJob {
     private readonly stdout: (text: string) => void | Promise<void>,
     private readonly report: (r: SubtaskReport) => void,
     private readonly metrics?: ClinkMetrics,
-    private readonly batching: { batchSize: number; lingerMs: number } = { batchSize: BATCH_SIZE, lingerMs: 0 },
+    private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = { batchSize: BATCH_SIZE, lingerMs: 0 },
   ) {
     this.plan = createPhysicalPlan(built.spec);
     failoverRegions(this.plan).forEach((keys, i) => keys.forEach((k) => this.regionOf.set(k, i)));
@@ -210,6 +211,7 @@ export class WorkerJob {
             (err) => this.fail(st, err),
             this.metrics,
             { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
+            this.batching.tls,
           );
           st.channels.push(ch);
           sink = ch;

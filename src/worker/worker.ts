@@ -3,12 +3,11 @@
  * deployed. Frames from the coordinator are handled one at a time in order (FIFO), so a Deploy that
  * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
  */
-import { connect, type Socket } from 'node:net';
 import { ClinkError } from '../errors.js';
 import { DataServer } from '../dataplane/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
+import { connectWithin, FrameConnection, isTlsFailure, noAnswerError, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
 import {
   checkProtocolCompatibility,
   HEARTBEAT_ACK_PROTOCOL_VERSION,
@@ -18,10 +17,10 @@ import {
   type Message,
   type MessageOf,
 } from '../protocol/index.js';
-import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig } from './job-host.js';
+import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig, type WorkerTls } from './job-host.js';
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
-import { setRepeating, setTimer } from '../util/index.js';
+import { setRepeating } from '../util/index.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
@@ -82,6 +81,11 @@ export interface WorkerDeps {
   moduleStore?: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
   /** The cluster's token (CLINK_AUTH_TOKEN), presented in Register. Not in the config, which the API serves. */
   authToken?: string;
+  /**
+   * TLS: `client` verifies the coordinator and data peers (and presents this worker's certificate under
+   * mTLS); `server` is the data port's certificate, which peers verify.
+   */
+  tls?: WorkerTls;
 }
 
 /** Why a worker session ended. */
@@ -126,7 +130,7 @@ export class Worker {
   /** Start the data listener, connect, register and begin heartbeating. */
   static async start(config: WorkerConfig, deps: WorkerDeps): Promise<Worker> {
     const w = new Worker(config, deps);
-    w.data = await DataServer.start({ host: config.dataHost, log: w.log, metrics: deps.metrics });
+    w.data = await DataServer.start({ host: config.dataHost, log: w.log, metrics: deps.metrics, ...(deps.tls?.server ? { tls: deps.tls.server } : {}) });
     try {
       await w.register();
     } catch (err) {
@@ -142,7 +146,7 @@ export class Worker {
 
   private async register(): Promise<void> {
     const timeoutMs = this.config.connectTimeoutMs ?? 5_000;
-    const socket = await connectWithin(this.config.coordinatorHost, this.config.coordinatorPort, timeoutMs);
+    const socket = await connectWithin(this.config.coordinatorHost, this.config.coordinatorPort, 'the coordinator', timeoutMs, this.deps.tls?.client);
     this.conn = new FrameConnection(socket, { role: 'worker', log: this.log, metrics: this.deps.metrics, readTimeoutMs: timeoutMs });
     await writeFrame(
       socket,
@@ -158,14 +162,21 @@ export class Worker {
       }),
       timeoutMs,
     );
+    const { coordinatorHost: host, coordinatorPort: port } = this.config;
+    const overTls = this.deps.tls?.client !== undefined;
     const ack = await this.conn.readOne().catch((err: unknown) => {
       socket.destroy();
-      if (err instanceof WrongProtocolError) throw new WrongProtocolError(err.protocol, wrongPortMessage(this.config.coordinatorHost, this.config.coordinatorPort, err.protocol, '--coordinator-host/--coordinator-port')); // fatal: retrying cannot help
+      if (err instanceof WrongProtocolError) throw new WrongProtocolError(err.protocol, wrongPortMessage(host, port, err.protocol, '--coordinator-host/--coordinator-port')); // fatal: retrying cannot help
+      if (isTlsFailure(err)) throw noAnswerError('the coordinator', host, port, overTls, err as Error);
       throw err;
     });
-    if (!ack || ack.type !== 'RegisterAck') {
+    if (!ack) {
       socket.destroy();
-      throw new ClinkError('CLINK_ERR_MALFORMED_FRAME', `coordinator answered Register with ${ack ? ack.type : 'nothing'}`);
+      throw noAnswerError('the coordinator', host, port, overTls);
+    }
+    if (ack.type !== 'RegisterAck') {
+      socket.destroy();
+      throw new ClinkError('CLINK_ERR_MALFORMED_FRAME', `coordinator answered Register with ${ack.type}`);
     }
     const compat = checkProtocolCompatibility(
       LOCAL_PROTOCOL,
@@ -304,6 +315,7 @@ export class Worker {
       batchSize: this.config.batchSize ?? DEFAULT_BATCH_SIZE,
       batchLingerMs: this.config.batchLingerMs ?? 0,
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
+      ...(this.deps.tls ? { tls: this.deps.tls } : {}),
     };
   }
 
@@ -391,20 +403,3 @@ function writeStdout(text: string): void {
   process.stdout.write(text);
 }
 
-function connectWithin(host: string, port: number, timeoutMs: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host, port, noDelay: true });
-    const timer = setTimer(() => {
-      socket.destroy();
-      reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to the coordinator at ${host}:${port} within ${timeoutMs} ms`));
-    }, timeoutMs);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      resolve(socket);
-    });
-    socket.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to the coordinator at ${host}:${port}: ${err.message}`, { cause: err }));
-    });
-  });
-}

@@ -42,6 +42,8 @@ export interface HarnessOptions {
    * `etcd` under a cluster name of its own); workers find the leader the same way.
    */
   ha?: { coordinators: number; etcd?: string; leaseTtlS?: number };
+  /** How the test's clients connect (TLS, a token). */
+  client?: Parameters<typeof ClusterClient.connect>[2];
 }
 
 export class ClusterHarness {
@@ -224,7 +226,7 @@ export class ClusterHarness {
   }
 
   async client(): Promise<ClusterClient> {
-    const c = await ClusterClient.connect('127.0.0.1', this.controlPort, { name: 'test' });
+    const c = await ClusterClient.connect('127.0.0.1', this.controlPort, { name: 'test', ...this.options.client });
     this.clients.push(c);
     return c;
   }
