@@ -9,6 +9,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { ClinkError, UserCodeError } from '../errors.js';
 import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
 import { tlsFlagProblems, type TlsFlags, type TlsRole } from './tls-flags.js';
+import { exposureVerdict } from './exposure.js';
+import { authTokenFromEnv } from '../util/index.js';
 import { installInterrupts } from './interrupt.js';
 import type { CheckpointSettings } from '../client/index.js';
 
@@ -314,6 +316,7 @@ export async function main(argv: string[]): Promise<number> {
     .option('--tls-client-cert <file>', 'worker: under mTLS, its certificate (PEM)')
     .option('--tls-client-key <file>', 'worker: under mTLS, its private key (PEM)')
     .option('--tls-no-verify-hostname', "worker: check certificate chains but not that they name the host (needs --tls-ca)")
+    .option('--insecure', 'run on a non-loopback address without TLS or CLINK_AUTH_TOKEN (refused otherwise; warned at every start)', false)
     .option('--max-pending-connections <n>', 'coordinator: connections admitted at once', nonNegativeInt, 64)
     .option('--outbound-stall-timeout-ms <ms>', 'coordinator: a worker whose frames make no progress this long is lost (0 = off)', nonNegativeInt, 10_000)
     .option('--outbound-flush-timeout-ms <ms>', 'coordinator: how long shutdown lets queued frames be written', nonNegativeInt, 1_000)
@@ -352,6 +355,20 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const n = (k: string): number => o[k] as number;
       checkTlsFlags(cmd, o as TlsFlags, o.role as TlsRole);
+      const exposure = exposureVerdict({
+        role: o.role as 'coordinator' | 'worker',
+        hosts:
+          o.role === 'coordinator'
+            ? [
+                { host: o.bindHost as string, flag: '--bind-host' },
+                { host: (o.advertiseHost as string | undefined) ?? '', flag: '--advertise-host' },
+              ]
+            : [{ host: o.dataHost as string, flag: '--data-host' }],
+        tls: o.role === 'coordinator' ? o.tlsCert !== undefined : o.tlsCa !== undefined,
+        token: authTokenFromEnv() !== undefined,
+        insecure: o.insecure === true,
+      });
+      if (exposure.refusal) cmd.error(`error: ${exposure.refusal}`);
       if (o.role === 'coordinator' && o.etcdEndpoints && !o.haDir) {
         cmd.error("error: --etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor");
       }
@@ -359,6 +376,7 @@ export async function main(argv: string[]): Promise<number> {
       exitCode = await nodeCommand({
         role: o.role as 'coordinator' | 'worker',
         tls: o as TlsFlags,
+        ...(exposure.warning ? { exposureWarning: exposure.warning } : {}),
         ha: {
           ...(o.haDir ? { haDir: o.haDir as string } : {}),
           allowUnsafeLocks: o.haAllowUnsafeLocks === true,

@@ -20,6 +20,8 @@ export interface NodeFlags {
   role: 'coordinator' | 'worker';
   /** TLS flags (coherent: checked when parsed). */
   tls?: TlsFlags;
+  /** Said at start: the node runs open beyond loopback (--insecure). */
+  exposureWarning?: string;
   ha?: HaFlags;
   readyFile?: string;
   httpPort?: number;

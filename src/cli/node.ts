@@ -19,6 +19,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const signal = terminationSignal();
   // Read once, from the environment only: a flag would show it in ps.
   const authToken = authTokenFromEnv();
+  if (flags.exposureWarning) log.warn(flags.exposureWarning);
   const tls = flags.tls ? await loadTls(flags.tls) : {};
   const security = { ...(authToken ? { authToken } : {}), ...(tls.server ? { tls: tls.server } : {}) };
   if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, security);

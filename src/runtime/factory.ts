@@ -3,6 +3,7 @@ import { ConnectorError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
 import type { Connector, OperatorFunctions, SinkWriter, SourceContext, SourceReader } from '../sdk/index.js';
 import type { OperatorContext, StreamOperator } from './operator.js';
+import { resolveSecrets } from './secrets.js';
 import {
   AssignTimestampsOperator,
   FilterOperator,
@@ -45,7 +46,9 @@ export function validateConnectors(
     const side = spec.type === 'source' ? 'source' : 'sink';
     const c = connectorOf(spec, functions.get(spec.id) ?? {}, registry, side);
     const factory = c[side]!;
-    validated.set(spec.id, factory.validate ? factory.validate(spec.options) : spec.options);
+    // Secrets are read here, where the connector runs, into a copy: the spec keeps the reference.
+    const options = resolveSecrets(spec.options, spec.name);
+    validated.set(spec.id, factory.validate ? factory.validate(options) : options);
   }
   return validated;
 }
