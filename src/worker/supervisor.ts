@@ -156,14 +156,16 @@ export class WorkerSupervisor {
         const delay = Math.random() * cap;
         this.log.info({ attempt: attempt + 1, delayMs: Math.round(delay) }, `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`);
         const seen = await this.announced();
+        if (this.closing) break;
         await new Promise<void>((r) => {
-          const t = setTimeout(r, delay);
-          const watch = this.watchLeader(seen, () => this.wake?.());
-          this.wake = () => {
+          const done = (): void => {
             clearTimeout(t);
-            watch();
+            stopWatch();
             r();
           };
+          const t = setTimeout(done, delay);
+          const stopWatch = this.watchLeader(seen, () => this.wake?.());
+          this.wake = done;
         });
         this.wake = undefined;
       }
