@@ -57,7 +57,7 @@ export async function runOn(cluster: EmbeddedCluster, jobFile: string, paralleli
 }
 
 /** An embedded cluster of 2 worker processes with slots for half of `jobFile`'s subtasks at `parallelism` each. */
-export async function startBenchCluster(jobFile: string, parallelism: number, options: { profileDir?: string; lingerMs?: number } = {}): Promise<EmbeddedCluster> {
+export async function startBenchCluster(jobFile: string, parallelism: number, options: { profileDir?: string; lingerMs?: number; tls?: { ca: string; cert: string; key: string } } = {}): Promise<EmbeddedCluster> {
   // Slots for half the job on each worker (at least one whole instance), so p >= 2 spans both.
   const loaded = await loadJobModule(jobFile);
   const subtasks = createPhysicalPlan(buildJob(loaded.job, { parallelism, params: { count: '1', events: '1' } }).spec).subtasks.length;
@@ -66,6 +66,7 @@ export async function startBenchCluster(jobFile: string, parallelism: number, op
     slotsPerWorker: Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / 2)),
     log: createLogger({ level: 'error' }),
     batchLingerMs: options.lingerMs ?? 0,
+    ...(options.tls ? { tls: options.tls } : {}),
     // Side by side: CLINK_BENCH_TASK_ISOLATION=none measures the workers without job threads.
     ...(process.env.CLINK_BENCH_TASK_ISOLATION === 'none' ? { taskIsolation: 'none' as const } : {}),
     cliCommand: {

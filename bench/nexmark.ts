@@ -21,7 +21,7 @@ import { median, type BenchResult } from './results.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 export const QUERIES = ['q0', 'q1', 'q2', 'q3', 'q4', 'q5', 'q7', 'q8', 'q11', 'q12'] as const;
 export const CLUSTER_QUERIES = ['q0', 'q1', 'q5', 'q12'] as const;
-const queryFile = (q: string): string => join(root, 'examples/nexmark', `${q}.ts`);
+export const queryFile = (q: string): string => join(root, 'examples/nexmark', `${q}.ts`);
 
 let sunk = 0;
 const sink = (v: unknown): void => {

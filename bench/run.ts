@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, takeover, submit, latency, protocol.
+ * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, takeover, tls, submit, latency, protocol.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import { CLUSTER_QUERIES, QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
 import type { RecoveryBench } from './recovery.js';
 import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
+import type { TlsBench } from './tls.js';
 import { writeResults, type BenchResult } from './results.js';
 import type { SubmitLatency } from './submit.js';
 
@@ -26,7 +27,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'submit', 'latency', 'protocol'];
+const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'tls', 'submit', 'latency', 'protocol'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -122,6 +123,13 @@ if (wantsGroup('takeover')) {
           `first checkpoint under it at ${t.recoveredMs} ms (${t.recoveredMsRange[0]}-${t.recoveredMsRange[1]} ms), restored from checkpoint ${t.restoredFrom}`,
       );
   }
+}
+if (wantsGroup('tls')) {
+  const t = runScript<TlsBench>('tls bench', script('tls.ts'));
+  report(
+    { name: `${t.query} 2 workers p=${t.parallelism} mTLS`, group: 'tls', recordsPerSec: t.tlsRecordsPerSec, cpuSecondsPerMillion: t.tlsCpuSecondsPerMillion, ...t },
+    `plain ${fmt.format(t.plainRecordsPerSec)}/s (${t.plainCpuSecondsPerMillion.toFixed(3)} CPU-s/M): TLS costs ${(100 * (1 - t.tlsRecordsPerSec / t.plainRecordsPerSec)).toFixed(0)}% of throughput (median of ${t.runs}; channels ${t.channels})`,
+  );
 }
 if (wantsGroup('submit')) {
   const s = runScript<SubmitLatency>('submit bench', script('submit.ts'));

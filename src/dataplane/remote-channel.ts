@@ -30,6 +30,8 @@ export class RemoteChannel implements ChannelSink {
   private readonly pending: StreamElement[] = [];
   private readonly waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private ended = false;
+  /** DataEnd has been written: what comes after (a reset by the closing receiver) is not a failure. */
+  private endWritten = false;
   private blockedSince = 0;
 
   constructor(
@@ -46,7 +48,11 @@ export class RemoteChannel implements ChannelSink {
     this.socket.setNoDelay(true);
     this.socket.write(encodeFrame(makeMessage('DataHello', hello)));
     this.reader = new FrameReader(this.socket);
-    this.socket.on('error', (err) => this.fail(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })));
+    // Once DataEnd is written the stream is whole: the receiver closes on reading it, and over TLS that
+    // close can reset this side (its close_notify arrives unread), which is no failure.
+    this.socket.on('error', (err) => {
+      if (!this.endWritten) this.fail(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err }));
+    });
     this.socket.on('close', () => {
       if (!this.ended) this.fail(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
     });
@@ -62,7 +68,7 @@ export class RemoteChannel implements ChannelSink {
         this.transmit();
       }
     } catch (err) {
-      if (!this.ended) this.fail(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
+      if (!this.ended && !this.endWritten) this.fail(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
     }
   }
 
@@ -88,7 +94,10 @@ export class RemoteChannel implements ChannelSink {
         this.metrics.channelRecordsSent.inc(this.labels, e.values.length);
         this.metrics.channelBytesSent.inc(this.labels, frame.length);
       }
-      if (e.kind === END) this.socket.end();
+      if (e.kind === END) {
+        this.endWritten = true;
+        this.socket.end();
+      }
     }
     if (!this.isFull) this.wake();
   }

@@ -15,6 +15,7 @@ import type { Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
 import { Worker, type TaskIsolation } from '../worker/index.js';
 import { ClinkError } from '../errors.js';
+import { loadTlsClient, loadTlsServer } from '../net/index.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface EmbeddedClusterOptions {
@@ -34,6 +35,11 @@ export interface EmbeddedClusterOptions {
   taskIsolation?: TaskIsolation;
   /** Slot sharing (see CoordinatorConfig.slotSharing). @default true */
   slotSharing?: boolean;
+  /**
+   * mTLS everywhere, one certificate for every node (it must name 127.0.0.1) and `ca` for all of them:
+   * the control port, the workers' data ports and the clients. Worker processes only.
+   */
+  tls?: { ca: string; cert: string; key: string };
 }
 
 /** A local worker process that dies is started again after this long, doubling while it keeps dying, up to 5 s. */
@@ -57,7 +63,8 @@ export class EmbeddedCluster {
 
   static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
     const metrics = new ClinkMetrics();
-    const coordinator = await Coordinator.start({ port: 0, slotSharing: options.slotSharing ?? true }, { log: options.log, metrics });
+    const tls = options.tls && (await loadTlsServer({ cert: options.tls.cert, key: options.tls.key, clientCa: options.tls.ca }));
+    const coordinator = await Coordinator.start({ port: 0, slotSharing: options.slotSharing ?? true }, { log: options.log, metrics, ...(tls ? { tls } : {}) });
     const cluster = new EmbeddedCluster(coordinator, options);
     try {
       await cluster.startWorkers();
@@ -117,6 +124,9 @@ export class EmbeddedCluster {
         `--batch-size=${this.options.batchSize ?? DEFAULT_BATCH_SIZE}`,
         `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
+        ...(this.options.tls
+          ? [`--tls-ca=${this.options.tls.ca}`, `--tls-cert=${this.options.tls.cert}`, `--tls-key=${this.options.tls.key}`, `--tls-client-cert=${this.options.tls.cert}`, `--tls-client-key=${this.options.tls.key}`]
+          : []),
       ],
       // The IPC channel ends the worker when this process dies, however it dies.
       { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
@@ -145,7 +155,9 @@ export class EmbeddedCluster {
 
   /** A client connected to this cluster's coordinator. */
   async client(): Promise<ClusterClient> {
-    const c = await ClusterClient.connect('127.0.0.1', this.coordinator.port, { name: 'clink-run' });
+    const t = this.options.tls;
+    const tls = t && (await loadTlsClient({ ca: t.ca, clientCert: t.cert, clientKey: t.key }));
+    const c = await ClusterClient.connect('127.0.0.1', this.coordinator.port, { name: 'clink-run', ...(tls ? { tls } : {}) });
     this.clients.push(c);
     return c;
   }
