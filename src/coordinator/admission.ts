@@ -1,14 +1,19 @@
 /**
  * The admission policy: what a connection beyond max_pending_connections does (after the reference's
- * choose_admission_to_evict). An admission lasts from the accept until its first frame is in.
+ * choose_admission_to_evict, with a fair share per address). An admission lasts from the accept until
+ * its first frame is in; only one that has got least far (nothing received) is ever evicted.
  *
- * The peer address holding the most admissions gives way first, and within it the admission that has
- * got least far (nothing received, then a first frame begun), oldest first. A newcomer has received
- * nothing, so it evicts only an admission that has not got further either; when every admission of
- * the busiest address is further along, the newcomer is refused. A newcomer from an address holding
- * no admission is admitted past the cap, so one host's queue never turns away a worker from another,
- * up to twice the cap, where everything is refused. So a flood of silent connections from one host
- * evicts that host's own, and `clink jobs` or a worker's registration still gets in.
+ * 1. Below the cap everyone is admitted.
+ * 2. An address holding its fair share already (the cap divided among the addresses admitting, the
+ *    newcomer's included, rounded up) makes room from its own admissions: its oldest silent one is
+ *    evicted, or, when all of its own are further along, the newcomer is refused.
+ * 3. A newcomer under its share is admitted past the cap, up to three times it, so one host's flood
+ *    never turns away a worker from another.
+ * 4. At three times the cap it evicts the oldest silent admission of the busiest address; when none is
+ *    silent, everything is refused (the hard ceiling).
+ *
+ * So a flood of silent connections, from one host or from many, evicts its own, and `clink jobs` or a
+ * worker's registration gets in at once.
  */
 
 /** How far an admission has got: 0 accepted, nothing received; 1 its first frame begun. */
@@ -41,18 +46,25 @@ export function addressKey(address: string | undefined): string {
 export function admissionVerdict(pending: readonly PendingAdmission[], address: string, cap: number): AdmissionVerdict {
   const limit = Math.max(1, cap);
   if (pending.length < limit) return { kind: 'admit' };
-  if (pending.length >= 2 * limit) return { kind: 'refuse', reason: `${pending.length} connections are being admitted (twice --max-pending-connections ${limit})` };
   const byAddress = new Map<string, PendingAdmission[]>();
   for (const p of pending) (byAddress.get(p.address) ?? byAddress.set(p.address, []).get(p.address)!).push(p);
-  if (!byAddress.has(address)) return { kind: 'admit' };
+  const own = byAddress.get(address) ?? [];
+  const addresses = byAddress.size + (own.length === 0 ? 1 : 0);
+  const share = Math.ceil(limit / addresses);
+  if (own.length >= share) {
+    const victim = leastAdvanced(own);
+    return victim ? { kind: 'evict', victim } : { kind: 'refuse', reason: `${address} holds ${own.length} of the ${pending.length} connections being admitted (its share of --max-pending-connections ${limit}), each with its first frame under way` };
+  }
+  if (pending.length < 3 * limit) return { kind: 'admit' };
   let busiest: PendingAdmission[] = [];
   for (const list of byAddress.values()) if (list.length > busiest.length) busiest = list;
-  // Only the busiest address gives way; the newcomer's own address must be it (or tie with it).
-  const own = byAddress.get(address)!;
-  const from = own.length === busiest.length ? own : busiest;
-  const silent = from.filter((p) => p.stage === 0).sort((a, b) => a.acceptedAt - b.acceptedAt || a.id - b.id);
-  if (silent.length > 0) return { kind: 'evict', victim: silent[0]! };
-  return { kind: 'refuse', reason: `${pending.length} connections are being admitted, each with its first frame under way` };
+  const victim = leastAdvanced(busiest);
+  return victim ? { kind: 'evict', victim } : { kind: 'refuse', reason: `${pending.length} connections are being admitted (three times --max-pending-connections ${limit}), each with its first frame under way` };
+}
+
+/** The oldest admission of `list` that has received nothing, if any. */
+function leastAdvanced(list: readonly PendingAdmission[]): PendingAdmission | undefined {
+  return list.filter((p) => p.stage === 0).sort((a, b) => a.acceptedAt - b.acceptedAt || a.id - b.id)[0];
 }
 
 /**

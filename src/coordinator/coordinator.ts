@@ -15,9 +15,10 @@ import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import type { FrameConnection, TlsServerConfig } from '../net/index.js';
-import { checkProtocolCompatibility, LOCAL_PROTOCOL, type Message, type MessageOf } from '../protocol/index.js';
-import { systemClock, tokensEqual, type Clock } from '../util/index.js';
+import type { Message, MessageOf } from '../protocol/index.js';
+import { systemClock, type Clock } from '../util/index.js';
 import { AdmissionLogLimiter } from './admission.js';
+import { PeerChecks } from './peer-checks.js';
 import { AdmissionGate } from './admission-gate.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { claimCheckpointId, removeCheckpointState, retainCheckpoints, writeCompletedMarker } from './checkpoints.js';
@@ -64,6 +65,7 @@ export class Coordinator {
   private readonly watchdogLog: Logger;
   /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
   private readonly admissionLog: AdmissionLogLimiter;
+  private readonly peerChecks: PeerChecks;
   private stopWatchdog: (() => void) | undefined;
   private readonly clock: Clock;
   private lastSweep = 0;
@@ -89,6 +91,7 @@ export class Coordinator {
     const log = (this.log = deps.log.child({ component: 'coordinator' }));
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
     this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
+    this.peerChecks = new PeerChecks(metrics, log, this.admissionLog, deps.authToken);
     this.admission = new AdmissionGate(this.config, {
       clock,
       log,
@@ -207,6 +210,11 @@ export class Coordinator {
       c.server.listen(c.config.port, c.config.bindHost, () => resolve());
     });
     c.port = (c.server.address() as { port: number }).port;
+    // Listening, an accept can still fail (out of descriptors): say so, never crash on it.
+    c.server.on('error', (err: NodeJS.ErrnoException) => {
+      deps.metrics.handshakeFailures.inc();
+      c.admissionLog.warn(`accepting a connection failed: ${err.code ?? err.message}${err.code === 'EMFILE' || err.code === 'ENFILE' ? ' (out of file descriptors: raise ulimit -n, or lower --max-pending-connections)' : ''}`);
+    });
     c.stopWatchdog = c.clock.every(c.config.watchdogIntervalMs, () => c.sweep());
     deps.metrics.gauge('clink_coordinator_jobs_running', 'Jobs deploying or running', () => c.jobs.size);
     c.log.info({ port: c.port, bindHost: c.config.bindHost }, `coordinator listening on ${c.config.bindHost}:${c.port}`);
@@ -227,33 +235,16 @@ export class Coordinator {
     }
     if (first.type === 'Register') {
       const who = `worker ${first.workerId}`;
-      await this.registry.register(conn, first, admissionId, this.protocolRefusal(first, who) ?? this.authRefusal(first.authToken, who, 'worker', conn.peer));
+      await this.registry.register(conn, first, admissionId, this.peerChecks.refusal(first, who, 'worker', conn.peer));
     } else if (first.type === 'HelloClient') {
       const who = `client ${first.clientName}`;
-      await this.clientFront.hello(conn, first, this.protocolRefusal(first, who) ?? this.authRefusal(first.authToken, who, 'client', conn.peer));
+      await this.clientFront.hello(conn, first, this.peerChecks.refusal(first, who, 'client', conn.peer));
     }
     else {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
       this.log.warn({ peer: conn.peer }, `connection from ${conn.peer} opened with ${first.type}; expected Register or HelloClient`);
       conn.close();
     }
-  }
-
-  private protocolRefusal(remote: { protocolVersion: number; minCompatibleProtocolVersion: number }, who: string): string | undefined {
-    const c = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: remote.protocolVersion, minCompatible: remote.minCompatibleProtocolVersion }, { local: 'the coordinator', remote: who });
-    if (c.ok) return undefined;
-    this.deps.metrics.protocolMismatches.inc();
-    this.log.warn(c.message);
-    return c.message;
-  }
-
-  /** Why a peer is refused for its token, when the coordinator requires one and the peer's is missing or wrong. */
-  private authRefusal(given: string, who: string, role: 'worker' | 'client', peer: string): string | undefined {
-    const token = this.deps.authToken;
-    if (!token || tokensEqual(given, token)) return undefined;
-    this.deps.metrics.authRefusals.inc({ role });
-    this.admissionLog.warn(`${who} (${peer}) refused: ${given ? 'wrong' : 'no'} CLINK_AUTH_TOKEN`);
-    return `authentication failed: this coordinator requires the cluster's token and the ${role}'s is ${given ? 'wrong' : 'missing'}; set CLINK_AUTH_TOKEN to it`;
   }
 
   // ---------------------------------------------------------------- worker frames

@@ -75,7 +75,7 @@ describe('admission and client sessions', () => {
       await sleep(100); // the bytes reach the coordinator
       const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir);
       assert.equal(r.code, 75, r.stderr);
-      assert.equal(r.stderr.trim(), 'error: coordinator busy: 2 connections are being admitted, each with its first frame under way; retry');
+      assert.equal(r.stderr.trim(), 'error: coordinator busy: 127.0.0.1 holds 2 of the 2 connections being admitted (its share of --max-pending-connections 2), each with its first frame under way; retry');
       assert.ok((await counter(h, 'clink_coordinator_handshake_failures_total')) >= 1);
     } finally {
       for (const s of started) s.destroy();

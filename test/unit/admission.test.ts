@@ -18,23 +18,28 @@ describe('admission at the cap', () => {
     assert.equal(v.kind === 'evict' && v.victim.acceptedAt, 3, 'the oldest that has sent nothing');
   });
 
-  test('a newcomer from another host evicts from the busiest address, not its own', () => {
+  test('a newcomer under its fair share is admitted past the cap, up to three times it, where it evicts from the busiest address', () => {
     const list = [pending('flood', 0), pending('flood', 0), pending('worker-host', 1)];
-    const v = admissionVerdict(list, 'worker-host', 3);
-    assert.equal(v.kind === 'evict' && v.victim.address, 'flood');
+    assert.deepEqual(admissionVerdict(list, 'worker-host', 3), { kind: 'admit' }, 'worker-host holds 1, its share of 3 among 2 addresses is 2');
+    const full = [...Array.from({ length: 7 }, () => pending('flood', 0)), pending('b', 1), pending('c', 1)];
+    const v = admissionVerdict(full, 'worker-host', 3);
+    assert.equal(v.kind === 'evict' && v.victim.address, 'flood', 'at three times the cap: the busiest address gives way');
   });
 
-  test('a newcomer from an address holding nothing is admitted past the cap, up to twice it', () => {
-    const busy = [pending('a', 1), pending('a', 1)];
-    assert.deepEqual(admissionVerdict(busy, 'b', 2), { kind: 'admit' });
-    const full = [pending('a', 1), pending('a', 1), pending('b', 1), pending('c', 1)];
-    assert.equal(admissionVerdict(full, 'd', 2).kind, 'refuse');
+  test('an address at its fair share makes room from its own admissions, never from others', () => {
+    // Three addresses and a cap of 3: a share of 1 each; 'a' holds 2 already.
+    const list = [pending('a', 0, 1), pending('a', 1, 2), pending('b', 0, 3)];
+    const v = admissionVerdict(list, 'a', 3);
+    assert.equal(v.kind === 'evict' && v.victim.acceptedAt, 1, "a's own oldest silent admission");
   });
 
-  test('when every admission of the busiest address has its first frame under way, the newcomer is refused', () => {
+  test('refused: an address at its share whose admissions all have a first frame under way; everyone at the hard ceiling when nothing is silent', () => {
     const v = admissionVerdict([pending('a', 1), pending('a', 1)], 'a', 2);
     assert.equal(v.kind, 'refuse');
-    assert.match(v.kind === 'refuse' ? v.reason : '', /2 connections are being admitted, each with its first frame under way/);
+    assert.match(v.kind === 'refuse' ? v.reason : '', /^a holds 2 of the 2 connections being admitted \(its share of --max-pending-connections 2\), each with its first frame under way$/);
+    const ceiling = Array.from({ length: 6 }, (_, i) => pending(`h${i}`, 1));
+    const r = admissionVerdict(ceiling, 'new', 2);
+    assert.match(r.kind === 'refuse' ? r.reason : '', /^6 connections are being admitted \(three times --max-pending-connections 2\)/);
   });
 
   test('a cap of 0 counts as 1', () => {
