@@ -75,6 +75,8 @@ async function startEtcd(dir) {
 }
 
 export async function startServices() {
+  // The network-namespace suite makes packet loss with iptables (the statistic match).
+  if (process.getuid?.() === 0) aptInstall('iptables', 'iptables');
   const dir = mkdtempSync(join(tmpdir(), 'clink-services-'));
   const started = [];
   try {

@@ -212,10 +212,29 @@ describe('between hosts (network namespaces, mTLS)', () => {
     }
   });
 
-  test('30% packet loss and 200 ms of delay slow the job and lose nothing', async (t) => {
+  test('30% packet loss on a worker (both ways) slows the job and loses nothing', async (t) => {
     if (refused) return t.skip(refused);
-    const netem = run(['ip', 'netns', 'exec', ns('w1'), 'tc', 'qdisc', 'add', 'dev', `ckn1${tag}`, 'root', 'netem', 'loss', '30%', 'delay', '200ms']);
-    if (!netem.ok) return t.skip(`the kernel has no netem queueing discipline here (${netem.err}): loss and delay cannot be made`);
+    const rules = ['OUTPUT', 'INPUT'].map((chain) => ['ip', 'netns', 'exec', ns('w1'), 'iptables', '-A', chain, '-m', 'statistic', '--mode', 'random', '--probability', '0.3', '-j', 'DROP']);
+    const first = run(rules[0]!);
+    if (!first.ok) return t.skip(`iptables with the statistic match is not available here (${first.err}): loss cannot be made`);
+    must(rules[1]!);
+    const k = await cluster();
+    try {
+      await waitFor('two workers registered', async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2, 60_000);
+      const { jobId, client, out, expected } = await submitSinkJob(k.harness, { rate: 20_000 });
+      const done = await client.waitForCompletion(jobId);
+      assert.equal(done.ok, true, done.error);
+      assert.deepEqual(await visibleLines(out), expected);
+    } finally {
+      run(['ip', 'netns', 'exec', ns('w1'), 'iptables', '-F']);
+      await k.stop();
+    }
+  });
+
+  test('200 ms of delay on a worker slows the job and loses nothing', async (t) => {
+    if (refused) return t.skip(refused);
+    const netem = run(['ip', 'netns', 'exec', ns('w1'), 'tc', 'qdisc', 'add', 'dev', `ckn1${tag}`, 'root', 'netem', 'delay', '200ms']);
+    if (!netem.ok) return t.skip(`the kernel has no netem queueing discipline here (${netem.err}): delay cannot be made`);
     const k = await cluster();
     try {
       await waitFor('two workers registered', async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2, 60_000);
