@@ -292,6 +292,12 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (jobId: string, o: TargetFlags) => (await import('./client.js')).cancelCommand(jobId, { coordinator: target(o) }));
 
   program
+    .command('connectors')
+    .description('list the connectors this build has, with what each can promise')
+    .option('--json', 'print JSON')
+    .action(async (o: { json?: boolean }) => (await import('./connectors.js')).connectorsCommand(o.json === true));
+
+  program
     .command('node')
     .description('run a cluster node: a coordinator or a worker')
     .addOption(new Option('--role <role>', 'what this node is').choices(['coordinator', 'worker']).makeOptionMandatory())

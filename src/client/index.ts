@@ -6,7 +6,8 @@
  * const { jobId } = await client.submit({ module, spec, params: {} });
  * const done = await client.waitForCompletion(jobId);
  */
-import { ClinkError } from '../errors.js';
+import { ClinkError, ConnectorError } from '../errors.js';
+import { unknownConnectors } from '../connectors/index.js';
 import { connectWithin, DEFAULT_HANDSHAKE_TIMEOUT_MS, noAnswerError, FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage, type TlsClientConfig } from '../net/index.js';
 import {
   checkProtocolCompatibility,
@@ -167,6 +168,9 @@ export class ClusterClient {
    * byte ships.
    */
   async submit(o: SubmitOptions): Promise<{ jobId: string; uploadedBytes: number }> {
+    // Refused here, before a byte ships; the coordinator checks again (a client may be another build).
+    const unknown = unknownConnectors(o.spec.operators);
+    if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
     const send = (withBytes: ReadonlySet<string>) =>
       this.request(
         makeMessage('SubmitJob', {
@@ -196,7 +200,7 @@ export class ClusterClient {
     if (!compat.ok) throw new ProtocolVersionError(compat.message);
     if (!ack.ok) {
       if (ack.message.startsWith('coordinator busy')) throw new ClinkError('CLINK_ERR_BUSY', ack.message);
-      const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
+      const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
       throw new ClinkError(code, `submit refused: ${ack.message}`);
     }
     return { jobId: ack.jobId, uploadedBytes };

@@ -4,7 +4,8 @@
  * any slot is waited for; then the job is placed, waiting up to --submit-wait-for-slots-ms.
  */
 import { randomUUID } from 'node:crypto';
-import { ClinkError } from '../errors.js';
+import { ClinkError, ConnectorError } from '../errors.js';
+import { unknownConnectors } from '../connectors/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, failoverRegions, type JobGraphSpec } from '../plan/index.js';
@@ -66,6 +67,9 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   checkCheckpointConfig(m.checkpoint);
   const spec = JSON.parse(m.specJson) as JobGraphSpec;
   const plan = createPhysicalPlan(spec);
+  // A connector this build does not have is refused here, not found out by a worker.
+  const unknown = unknownConnectors(spec.operators);
+  if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
   const module = m.modules[0] && deps.module(m.modules[0].sha256);
   if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
   const subtasks = placementSubtasks(plan, config.slotSharing);

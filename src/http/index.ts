@@ -9,6 +9,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Coordinator } from '../coordinator/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
+import { BUILTIN_CAPABILITIES } from '../connectors/index.js';
 import { tokensEqual } from '../util/index.js';
 
 export interface HttpDeps {
@@ -49,6 +50,7 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
     return reply.code(ok ? 200 : 503).send({ status, role: deps.role, ...detail });
   });
   app.get('/api/v1/config', async () => ({ role: deps.role, ...deps.config }));
+  app.get('/api/v1/connectors', async () => ({ connectors: BUILTIN_CAPABILITIES }));
   const given = deps.coordinator;
   if (given) {
     const current = typeof given === 'function' ? given : () => given;

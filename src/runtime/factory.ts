@@ -47,7 +47,8 @@ export function validateConnectors(
     const c = connectorOf(spec, functions.get(spec.id) ?? {}, registry, side);
     const factory = c[side]!;
     // Secrets are read here, where the connector runs, into a copy: the spec keeps the reference.
-    const options = resolveSecrets(spec.options, spec.name);
+    const { connectorInJob: _, ...declared } = spec.options;
+    const options = resolveSecrets(declared, spec.name);
     validated.set(spec.id, factory.validate ? factory.validate(options) : options);
   }
   return validated;

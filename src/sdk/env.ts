@@ -61,7 +61,8 @@ export class JobEnvironment {
       'source',
       typeof connector === 'object' ? { connector: connector as Connector } : {},
       {
-        options: { connector: name, ...opts, ...(typeof connector === 'object' && connector.parallelSource === false ? { nonParallel: true } : {}) },
+        // connectorInJob: the connector travels in the job module (the submit gate does not look it up by name).
+        options: { connector: name, ...opts, ...(typeof connector === 'object' ? { connectorInJob: true } : {}), ...(typeof connector === 'object' && connector.parallelSource === false ? { nonParallel: true } : {}) },
       },
     );
     return new DataStream<T>(this.graph, node);

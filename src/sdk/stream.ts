@@ -213,7 +213,7 @@ export class DataStream<T> extends OperatorHandle {
       if (!connector.sink) throw new InvalidArgumentError(`connector '${name}' has no sink side`);
       if (connector.sink.validate) options = connector.sink.validate(options) as Record<string, unknown>;
     }
-    return this.sink(name, { connector: name, ...options }, typeof connector === 'object' ? { connector } : {});
+    return this.sink(name, { connector: name, ...options, ...(typeof connector === 'object' ? { connectorInJob: true } : {}) }, typeof connector === 'object' ? { connector } : {});
   }
 
   /** Collect results for the caller of a local run, under `name`: `result.collected[name]`. */

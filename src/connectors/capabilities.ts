@@ -1,0 +1,65 @@
+/**
+ * What each built-in connector can promise, in one registry: which sides it has, the delivery guarantee
+ * of each (what a restart from a checkpoint gives), whether a source can be replayed from a position in
+ * the checkpoint and what that position is, whether a sink commits with the checkpoint
+ * (transactional), and whether it speaks TLS. `GET /api/v1/connectors` and `clink connectors` show it;
+ * the submit gates read it.
+ */
+
+export type Delivery = 'at-most-once' | 'at-least-once' | 'exactly-once';
+
+export interface ConnectorCapabilities {
+  name: string;
+  description: string;
+  source?: { delivery: Delivery; replayable: boolean; offsetModel: string; parallel: boolean };
+  sink?: { delivery: Delivery; transactional: boolean };
+  tls: boolean;
+}
+
+export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = [
+  { name: 'blackhole', description: 'discards every record (benchmarks)', sink: { delivery: 'exactly-once', transactional: false }, tls: false },
+  {
+    name: 'datagen',
+    description: 'generated rows from field specs, seeded, optionally paced',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'row index per subtask', parallel: true },
+    tls: false,
+  },
+  {
+    name: 'file',
+    description: 'JSON lines or text; a sink whose parts become visible when the checkpoint after them completes',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'file and line', parallel: true },
+    sink: { delivery: 'exactly-once', transactional: true },
+    tls: false,
+  },
+  {
+    name: 'nexmark',
+    description: 'the Nexmark benchmark events (people, auctions, bids)',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'event index', parallel: true },
+    tls: false,
+  },
+  { name: 'print', description: 'each record as a line on standard output', sink: { delivery: 'at-least-once', transactional: false }, tls: false },
+  {
+    name: 'sequence',
+    description: 'the integers of a range (fromSequence)',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'next number', parallel: true },
+    tls: false,
+  },
+];
+
+/** Connector names the runtime handles itself (fromElements, collect). */
+const INTERNAL = new Set(['elements', 'collect']);
+
+/**
+ * The connector gate: every operator that names a connector by string must name one this build has
+ * (one passed as an object travels in the job module). Returns one line per operator that does not.
+ */
+export function unknownConnectors(operators: readonly { name: string; options: Record<string, unknown> }[]): string[] {
+  const known = new Set(BUILTIN_CAPABILITIES.map((c) => c.name));
+  const out: string[] = [];
+  for (const op of operators) {
+    const name = op.options.connector;
+    if (typeof name !== 'string' || INTERNAL.has(name) || known.has(name) || op.options.connectorInJob === true) continue;
+    out.push(`operator '${op.name}' names connector '${name}', which this build does not have; it has ${[...known].join(', ')} (or pass a connector object)`);
+  }
+  return out;
+}

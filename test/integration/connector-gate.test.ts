@@ -1,0 +1,57 @@
+// The connector gate and the capability registry: a job naming a connector this build does not have is
+// refused at submit, by the client before a byte ships and by the coordinator for any other client, in
+// words that name the operator, the connector and what this build has; a connector passed as an object
+// travels in the module and passes. The registry is served over HTTP and printed by `clink connectors`.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ClusterClient } from '../../src/client/index.js';
+import { BUILTIN_CAPABILITIES, unknownConnectors } from '../../src/connectors/index.js';
+import { Coordinator } from '../../src/coordinator/index.js';
+import { buildHttpApp } from '../../src/http/index.js';
+import { buildJob, defineConnector, defineJob } from '../../src/index.js';
+import { memoryLogger } from '../../src/log/index.js';
+import { ClinkMetrics } from '../../src/metrics/index.js';
+import { NO_CHECKPOINTS } from '../../src/client/index.js';
+import { makeMessage } from '../../src/protocol/index.js';
+import { runCli } from '../harness/cli.js';
+
+const HAS = 'it has blackhole, datagen, file, nexmark, print, sequence (or pass a connector object)';
+const kafkaJob = defineJob({ name: 'to-kafka', version: '1' }, (env) => void env.fromSequence(1, 3).sinkTo('kafka', { topic: 'out' }).name('to kafka'));
+
+describe('the connector gate', () => {
+  test('only connectors named by string that this build lacks are flagged; objects travel in the module', () => {
+    assert.deepEqual(unknownConnectors(buildJob(kafkaJob).spec.operators), [`operator 'to kafka' names connector 'kafka', which this build does not have; ${HAS}`]);
+    const mine = defineConnector({ name: 'mine', sink: { createWriter: () => ({ write: () => undefined }) } } as never);
+    const withObject = defineJob({ name: 'own', version: '1' }, (env) => void env.fromSequence(1, 3).sinkTo(mine));
+    assert.deepEqual(unknownConnectors(buildJob(withObject).spec.operators), []);
+  });
+
+  test('refused by the client before anything ships, and by the coordinator for a client that does not check', async () => {
+    const { log } = memoryLogger();
+    const c = await Coordinator.start({ port: 0 }, { log, metrics: new ClinkMetrics() });
+    try {
+      const client = await ClusterClient.connect('127.0.0.1', c.port);
+      const { spec } = buildJob(kafkaJob);
+      await assert.rejects(
+        client.submit({ module: { sha256: '0'.repeat(64), code: new Uint8Array(0), sourceMap: new Uint8Array(0), sdk: { fingerprint: '', version: '' } } as never, spec, params: {} }),
+        { code: 'CLINK_ERR_CONNECTOR', message: `operator 'to kafka' names connector 'kafka', which this build does not have; ${HAS}` },
+      );
+      client.close();
+      const raw = makeMessage('SubmitJob', { jobName: 'to-kafka', specJson: JSON.stringify(spec), modules: [], checkpoint: NO_CHECKPOINTS });
+      await assert.rejects(c.submit(raw), { code: 'CLINK_ERR_CONNECTOR', message: /names connector 'kafka', which this build does not have/ });
+    } finally {
+      await c.stop();
+    }
+  });
+
+  test('the registry over HTTP and from clink connectors', async () => {
+    const app = buildHttpApp({ role: 'coordinator', metrics: new ClinkMetrics(), config: {} });
+    const res = await app.inject({ method: 'GET', url: '/api/v1/connectors' });
+    assert.deepEqual(res.json(), { connectors: BUILTIN_CAPABILITIES });
+    assert.deepEqual(res.json().connectors.find((x: { name: string }) => x.name === 'file').sink, { delivery: 'exactly-once', transactional: true });
+    await app.close();
+    const cli = await runCli(['connectors', '--json'], process.cwd());
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.deepEqual(JSON.parse(cli.stdout), BUILTIN_CAPABILITIES);
+  });
+});
