@@ -63,3 +63,31 @@ export function unknownConnectors(operators: readonly { name: string; options: R
   }
   return out;
 }
+
+const RANK: Record<Delivery, number> = { 'at-most-once': 0, 'at-least-once': 1, 'exactly-once': 2 };
+
+/** The end-to-end guarantee a job runs with, and what limits it ('' when nothing does). */
+export interface JobGuarantee {
+  level: Delivery;
+  limitedBy: string;
+}
+
+/**
+ * What a job can promise end to end: without checkpoints, a failure loses what was in flight (a
+ * region retry replays it: at-least-once); with them, the weakest of its sources' and sinks' guarantees
+ * on restore. A connector passed as an object declares none: at-least-once.
+ */
+export function jobGuarantee(operators: readonly { name: string; type: string; options: Record<string, unknown> }[], checkpointing: boolean, regionRetries: number): JobGuarantee {
+  if (!checkpointing) return { level: regionRetries > 0 ? 'at-least-once' : 'at-most-once', limitedBy: 'no checkpoint directory (--checkpoint-dir)' };
+  const caps = new Map(BUILTIN_CAPABILITIES.map((c) => [c.name, c]));
+  let best: JobGuarantee = { level: 'exactly-once', limitedBy: '' };
+  for (const op of operators) {
+    const name = op.options.connector;
+    if (typeof name !== 'string' || INTERNAL.has(name)) continue;
+    const side = op.type === 'source' ? 'source' : 'sink';
+    const declared = op.options.connectorInJob === true ? undefined : caps.get(name)?.[side]?.delivery;
+    const level: Delivery = declared ?? 'at-least-once';
+    if (RANK[level] < RANK[best.level]) best = { level, limitedBy: `${side} '${op.name}' (connector ${name}${declared ? '' : ', which declares no guarantee'})` };
+  }
+  return best;
+}

@@ -7,6 +7,7 @@ import type { JobGraphSpec, PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { CompletedMarker } from './checkpoints.js';
 import type { ClientSession } from './client-sessions.js';
+import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
 
 /** One restart of a job after a worker loss. */
@@ -157,6 +158,8 @@ export interface JobState {
   /** Regions draining for a retry, by region. */
   retrying: Map<number, Omit<JobRetry, 'deployedAt' | 'attempt'> & { deploying?: boolean }>;
   retries: JobRetry[];
+  /** The end-to-end guarantee it runs with, decided at submit (see connectors/capabilities.ts). */
+  guarantee: JobGuarantee;
   checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
 }
 
@@ -180,6 +183,8 @@ export interface JobView {
   restarts: JobRestart[];
   /** Each retry of a failed subtask's failover region (jobs without checkpoints). */
   retries: JobRetry[];
+  /** The delivery guarantee it runs with end to end, and the source or sink that limits it ('' when none does). */
+  guarantee: JobGuarantee;
 }
 
 export interface WorkerView {

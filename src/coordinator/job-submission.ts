@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ClinkError, ConnectorError } from '../errors.js';
-import { unknownConnectors } from '../connectors/index.js';
+import { jobGuarantee, unknownConnectors } from '../connectors/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, failoverRegions, type JobGraphSpec } from '../plan/index.js';
@@ -114,6 +114,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     retriesBySubtask: new Map(),
     retrying: new Map(),
     retries: [],
+    guarantee: jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries),
   };
   return { job, placement, restore };
 }

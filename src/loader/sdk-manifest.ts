@@ -2,13 +2,13 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "097e9da9f0161228dfaa84bea293071e6668c65e4c1ef8c529bbf2fe90698b9d",
+  "fingerprint": "00617cd9efc69c024a52ecb4738f2363e9f8841512193c61e88107b5f210c1f6",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
-    "connectors/capabilities.d.ts": "c79448fc6feb5d9e2325847fb48eea44fee22aaa0df44c1078cabc9da79ee56e",
+    "connectors/capabilities.d.ts": "aab49537fe1d33cbfae6e7a51d846fdb2910648f4198f1225e76a9ab2ce4ae79",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
-    "connectors/index.d.ts": "9e5a7d9b9c1f471e964f9b107e284c825b8b9d395e11f3d5083370c02ba74a6d",
+    "connectors/index.d.ts": "a19bc70b2256df21c2820dffa285377d3919322177cc977ea4fbce83a765b76b",
     "connectors/nexmark/generator.d.ts": "94a86593d35728cb8bbea863db53a561509d46cc7cadf6edd784193e67cc5fa8",
     "connectors/nexmark/index.d.ts": "fea8897c6cd6feb6723209ad56f4db448d80ec6955150c38d9d9c6395171691e",
     "connectors/options.d.ts": "5a6f49e65931fde3df133e7687ff6bed3dd70d2091160c9a915809797ad3b62d",

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ClusterClient } from '../../src/client/index.js';
-import { BUILTIN_CAPABILITIES, unknownConnectors } from '../../src/connectors/index.js';
+import { BUILTIN_CAPABILITIES, jobGuarantee, unknownConnectors } from '../../src/connectors/index.js';
 import { Coordinator } from '../../src/coordinator/index.js';
 import { buildHttpApp } from '../../src/http/index.js';
 import { buildJob, defineConnector, defineJob } from '../../src/index.js';
@@ -42,6 +42,19 @@ describe('the connector gate', () => {
     } finally {
       await c.stop();
     }
+  });
+
+  test('the guarantee a job runs with: the weakest of its sources and sinks with checkpoints, at most at-least-once without', () => {
+    const ops = (build: Parameters<typeof defineJob>[1]) => buildJob(defineJob({ name: 'g', version: '1' }, build)).spec.operators;
+    const exact = ops((env) => void env.fromSource('datagen', { count: 5, fields: {} }).sinkTo('file', { path: '/tmp/x' }));
+    assert.deepEqual(jobGuarantee(exact, true, 0), { level: 'exactly-once', limitedBy: '' });
+    assert.deepEqual(jobGuarantee(exact, false, 0), { level: 'at-most-once', limitedBy: 'no checkpoint directory (--checkpoint-dir)' });
+    assert.deepEqual(jobGuarantee(exact, false, 2), { level: 'at-least-once', limitedBy: 'no checkpoint directory (--checkpoint-dir)' });
+    const printed = ops((env) => void env.fromSequence(1, 3).print().name('console'));
+    assert.deepEqual(jobGuarantee(printed, true, 0), { level: 'at-least-once', limitedBy: "sink 'console' (connector print)" });
+    const mine = defineConnector({ name: 'mine', sink: { createWriter: () => ({ write: () => undefined }) } } as never);
+    const own = ops((env) => void env.fromSequence(1, 3).sinkTo(mine).name('own sink'));
+    assert.deepEqual(jobGuarantee(own, true, 0), { level: 'at-least-once', limitedBy: "sink 'own sink' (connector mine, which declares no guarantee)" });
   });
 
   test('the registry over HTTP and from clink connectors', async () => {

@@ -64,7 +64,9 @@ describe('TLS', () => {
       const done = await client.waitForCompletion(jobId);
       assert.equal(done.ok, true, done.error);
       assert.deepEqual(await visibleLines(out), expected);
-      const workers = new Set((await h.http<{ subtasks: { workerId: string }[] }>(`/api/v1/jobs/${jobId}`)).body.subtasks.map((t) => t.workerId));
+      const view = (await h.http<{ subtasks: { workerId: string }[]; guarantee: unknown }>(`/api/v1/jobs/${jobId}`)).body;
+      assert.deepEqual(view.guarantee, { level: 'exactly-once', limitedBy: '' }, 'datagen into the transactional file sink, with checkpoints');
+      const workers = new Set(view.subtasks.map((t) => t.workerId));
       assert.equal(workers.size, 2, 'the shuffle crossed workers: data connections over TLS');
       for (const w of ['w1', 'w2']) assert.equal(await h.workerMetric(h.worker(w), 'clink_data_connections_refused_total'), 0);
     } finally {
