@@ -39,11 +39,14 @@ export async function submitCommand(
     maxRows: number;
     checkpoint?: Partial<CheckpointSettings>;
     typecheck?: boolean;
+    /** Overrides the job's own (defineJob's guarantee). */
+    guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
   },
 ): Promise<void> {
   if (o.typecheck !== false) await typecheckJob(jobPath);
   // The coordinator validates the plan; checking it here too would cost start-up time for nothing.
   const { compiled, spec } = await prepareSubmission(jobPath, { parallelism: o.parallelism ?? 1, params: o.params });
+  if (o.guarantee) spec.job.guarantee = o.guarantee;
   const client = await connectToLeader(o.coordinator);
   try {
     const { jobId } = await client.submit({

@@ -95,6 +95,7 @@ type CheckpointFlags = {
   restoreFromDir?: string;
   restoreFromCheckpointId: number;
   allowNonRestoredState: boolean;
+  guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
 };
 
 /**
@@ -200,7 +201,8 @@ export async function main(argv: string[]): Promise<number> {
       .addOption(renamedFlag('--max-restarts <n>', 'maxRegionRetries', intArg(-1)))
       .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
-      .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false);
+      .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false)
+      .addOption(new Option('--guarantee <level>', "the delivery guarantee the job needs end to end; a submit that cannot give it is refused, naming what limits it [default: defineJob's guarantee, or none]").choices(['at-most-once', 'at-least-once', 'exactly-once']));
   const coordinatorOption = (cmd: Command): Command =>
     cmd
       .addOption(
@@ -228,6 +230,7 @@ export async function main(argv: string[]): Promise<number> {
       const { runCommand } = await import('./run.js');
       await runCommand(job, {
         checkpoint: checkpointSettings(o),
+        ...(o.guarantee ? { guarantee: o.guarantee } : {}),
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,
         progress: o.progress,
@@ -266,6 +269,7 @@ export async function main(argv: string[]): Promise<number> {
       const { submitCommand } = await import('./client.js');
       await submitCommand(job, {
         checkpoint: checkpointSettings(o),
+        ...(o.guarantee ? { guarantee: o.guarantee } : {}),
         coordinator: target(o),
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,

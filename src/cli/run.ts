@@ -15,6 +15,8 @@ import { InterruptedError, onInterrupt } from './interrupt.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface RunCommandOptions {
+  /** Overrides the job's own (defineJob's guarantee). */
+  guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
   parallelism?: number;
   params: Record<string, string>;
   progress: boolean;
@@ -39,6 +41,7 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const loaded = await loadJobModule(jobPath);
   const parallelism = o.parallelism ?? 1;
   const built = buildJob(loaded.job, { parallelism, params: o.params });
+  if (o.guarantee) built.spec.job.guarantee = o.guarantee;
   const plan = createPhysicalPlan(built.spec);
   const slotSharing = o.slotSharing ?? true;
   const { slots } = slotNeed(plan, slotSharing);

@@ -200,7 +200,7 @@ export class ClusterClient {
     if (!compat.ok) throw new ProtocolVersionError(compat.message);
     if (!ack.ok) {
       if (ack.message.startsWith('coordinator busy')) throw new ClinkError('CLINK_ERR_BUSY', ack.message);
-      const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
+      const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector|the job asks for/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
       throw new ClinkError(code, `submit refused: ${ack.message}`);
     }
     return { jobId: ack.jobId, uploadedBytes };

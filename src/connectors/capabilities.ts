@@ -91,3 +91,9 @@ export function jobGuarantee(operators: readonly { name: string; type: string; o
   }
   return best;
 }
+
+/** Why a job that asks for `wanted` cannot have it (one line naming what limits it), or undefined. */
+export function guaranteeRefusal(wanted: Delivery | undefined, got: JobGuarantee): string | undefined {
+  if (!wanted || RANK[got.level] >= RANK[wanted]) return undefined;
+  return `the job asks for ${wanted} but can give ${got.level}: limited by ${got.limitedBy}`;
+}

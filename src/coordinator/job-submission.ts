@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ClinkError, ConnectorError } from '../errors.js';
-import { jobGuarantee, unknownConnectors } from '../connectors/index.js';
+import { guaranteeRefusal, jobGuarantee, unknownConnectors } from '../connectors/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, failoverRegions, type JobGraphSpec } from '../plan/index.js';
@@ -70,6 +70,10 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   // A connector this build does not have is refused here, not found out by a worker.
   const unknown = unknownConnectors(spec.operators);
   if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
+  // The guarantee gate: a job that asks for more than its connectors and checkpointing can give is refused.
+  const guarantee = jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries);
+  const short = guaranteeRefusal(spec.job.guarantee, guarantee);
+  if (short) throw new ConnectorError(short);
   const module = m.modules[0] && deps.module(m.modules[0].sha256);
   if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
   const subtasks = placementSubtasks(plan, config.slotSharing);
@@ -114,7 +118,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     retriesBySubtask: new Map(),
     retrying: new Map(),
     retries: [],
-    guarantee: jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries),
+    guarantee,
   };
   return { job, placement, restore };
 }

@@ -56,7 +56,7 @@ export interface EdgeSpec {
 
 export interface JobGraphSpec {
   specVersion: 1;
-  job: { name: string; version: string; description?: string };
+  job: { name: string; version: string; description?: string; guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once' };
   maxParallelism: typeof MAX_PARALLELISM;
   defaultParallelism: number;
   params: Record<string, string>;
@@ -101,7 +101,7 @@ export function jobGraphSpecSchema(): ZodType<JobGraphSpec> {
   schema = z
     .object({
       specVersion: z.literal(1),
-      job: z.object({ name: z.string().min(1), version: z.string().min(1), description: z.string().optional() }).strict(),
+      job: z.object({ name: z.string().min(1), version: z.string().min(1), description: z.string().optional(), guarantee: z.enum(['at-most-once', 'at-least-once', 'exactly-once']).optional() }).strict(),
       maxParallelism: z.literal(MAX_PARALLELISM),
       defaultParallelism: z.number().int().min(1),
       params: z.record(z.string(), z.string()),

@@ -77,7 +77,7 @@ export class GraphBuilder {
   }
 
   build(
-    job: { name: string; version: string; description?: string },
+    job: { name: string; version: string; description?: string; guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once' },
     defaultParallelism: number,
     params: Record<string, string>,
   ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
@@ -102,7 +102,7 @@ export class GraphBuilder {
     }));
     const declared: JobGraphSpec = {
       specVersion: 1,
-      job: { name: job.name, version: job.version, ...(job.description === undefined ? {} : { description: job.description }) },
+      job: { name: job.name, version: job.version, ...(job.description === undefined ? {} : { description: job.description }), ...(job.guarantee === undefined ? {} : { guarantee: job.guarantee }) },
       maxParallelism: MAX_PARALLELISM,
       defaultParallelism,
       params,

@@ -9,6 +9,11 @@ export interface JobInfo {
   name: string;
   version: string;
   description?: string;
+  /**
+   * The delivery guarantee the job needs end to end. A submit whose sources, sinks and checkpointing
+   * cannot give it is refused, naming what limits it. @default none asked for (the job runs with what it gets)
+   */
+  guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
 }
 
 export type BuildFunction = (env: JobEnvironment) => void;
@@ -35,7 +40,10 @@ export function defineJob(info: JobInfo, build: BuildFunction): JobDefinition {
     throw new InvalidArgumentError(`defineJob(): version must be a non-empty string, got ${String(info.version)}`);
   }
   if (typeof build !== 'function') throw new InvalidArgumentError('defineJob() expects a build function second: (env) => { ... }');
-  const job = { name: info.name, version: info.version, ...(info.description ? { description: info.description } : {}), build };
+  if (info.guarantee !== undefined && !['at-most-once', 'at-least-once', 'exactly-once'].includes(info.guarantee)) {
+    throw new InvalidArgumentError(`defineJob(): guarantee must be 'at-most-once', 'at-least-once' or 'exactly-once', got '${String(info.guarantee)}'`);
+  }
+  const job = { name: info.name, version: info.version, ...(info.description ? { description: info.description } : {}), ...(info.guarantee ? { guarantee: info.guarantee } : {}), build };
   Object.defineProperty(job, JOB_BRAND, { value: true });
   return Object.freeze(job);
 }

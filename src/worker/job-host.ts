@@ -20,7 +20,7 @@ import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
 import { checkpointStateDir, jobStateDir, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import { WorkerJob, type SubtaskReport } from './job.js';
-import { subtaskKey } from '../plan/index.js';
+import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import { makeDirectory } from '../util/index.js';
 
 /** The frames a JobHost handles: those of one job. */
@@ -128,10 +128,15 @@ export class JobHost {
         label: `job module of ${m.jobName}`,
         ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       });
-      const spec = JSON.parse(m.specJson) as { defaultParallelism: number };
+      const spec = JSON.parse(m.specJson) as JobGraphSpec;
       const params = JSON.parse(m.params) as Record<string, string>;
       const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params });
-      if (JSON.stringify(built.spec) !== m.specJson) {
+      // The guarantee asked for is the submit's (--guarantee may override defineJob's), not the plan's.
+      const plan = (s: JobGraphSpec): string => {
+        const { guarantee: _, ...job } = s.job;
+        return JSON.stringify({ ...s, job });
+      };
+      if (plan(built.spec) !== plan(spec)) {
         throw new ClinkError(
           'CLINK_ERR_JOB_DEFINITION',
           `job module of ${m.jobName} built a different plan on worker ${this.config.workerId} than the one submitted; a build function must declare the same operators in the same order every time`,

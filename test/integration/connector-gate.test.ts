@@ -3,6 +3,9 @@
 // words that name the operator, the connector and what this build has; a connector passed as an object
 // travels in the module and passes. The registry is served over HTTP and printed by `clink connectors`.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ClusterClient } from '../../src/client/index.js';
 import { BUILTIN_CAPABILITIES, jobGuarantee, unknownConnectors } from '../../src/connectors/index.js';
@@ -55,6 +58,32 @@ describe('the connector gate', () => {
     const mine = defineConnector({ name: 'mine', sink: { createWriter: () => ({ write: () => undefined }) } } as never);
     const own = ops((env) => void env.fromSequence(1, 3).sinkTo(mine).name('own sink'));
     assert.deepEqual(jobGuarantee(own, true, 0), { level: 'at-least-once', limitedBy: "sink 'own sink' (connector mine, which declares no guarantee)" });
+  });
+
+  test('the guarantee gate: a job asking for more than its connectors and checkpointing give is refused at submit, naming what limits it', async () => {
+    assert.throws(() => defineJob({ name: 'g', version: '1', guarantee: 'twice' as never }, () => undefined), /guarantee must be 'at-most-once', 'at-least-once' or 'exactly-once', got 'twice'/);
+    const wants = defineJob({ name: 'printer', version: '1', guarantee: 'exactly-once' }, (env) => void env.fromSequence(1, 3).print().name('console'));
+    const { spec } = buildJob(wants);
+    assert.equal(spec.job.guarantee, 'exactly-once');
+    const { log } = memoryLogger();
+    const c = await Coordinator.start({ port: 0 }, { log, metrics: new ClinkMetrics() });
+    try {
+      const raw = makeMessage('SubmitJob', { jobName: 'printer', specJson: JSON.stringify(spec), modules: [], checkpoint: { ...NO_CHECKPOINTS, checkpointDir: '/tmp/ck' } });
+      await assert.rejects(c.submit(raw), { code: 'CLINK_ERR_CONNECTOR', message: "the job asks for exactly-once but can give at-least-once: limited by sink 'console' (connector print)" });
+    } finally {
+      await c.stop();
+    }
+    const refused = await runCli(['run', 'examples/wordcount.ts', '--guarantee', 'exactly-once', '--workers', '0', '--no-typecheck'], process.cwd());
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^error: submit refused: the job asks for exactly-once but can give at-most-once: limited by no checkpoint directory \(--checkpoint-dir\)$/m);
+    // With checkpoints it gets it: the guarantee asked for on the command line is the submit's, not a different plan.
+    const ckpt = await mkdtemp(join(tmpdir(), 'clink-guarantee-'));
+    try {
+      const ok = await runCli(['run', 'examples/wordcount.ts', '--guarantee', 'exactly-once', '--checkpoint-dir', ckpt, '--workers', '0', '--no-typecheck', '--output', 'json'], process.cwd());
+      assert.equal(ok.code, 0, ok.stderr);
+    } finally {
+      await rm(ckpt, { recursive: true, force: true });
+    }
   });
 
   test('the registry over HTTP and from clink connectors', async () => {
