@@ -81,6 +81,8 @@ export class HaJobs {
   async run(): Promise<void> {
     const manifests = await this.deps.store.manifests();
     if (manifests.length === 0) return;
+    // Claimed first, before the wait: from now on the superseded leader cannot write these records.
+    for (const m of manifests) await this.deps.store.claim(m);
     this.deps.log.info(`taking over ${manifests.length} jobs at epoch ${this.deps.epoch}; waiting for worker registrations to settle`);
     await this.deps.settle(RECOVERY_WORKER_SETTLE_MS, RECOVERY_WORKER_SETTLE_DEADLINE_MS);
     for (const m of manifests) {

@@ -60,6 +60,15 @@ export class HaJobStore {
     await fencedWrite(this.manifestPath(manifest.jobId), this.epoch, manifest);
   }
 
+  /**
+   * Claim a persisted job for this leader: its manifest is written again at this epoch, so from here on
+   * the superseded leader can neither rewrite nor remove it (FencedError).
+   */
+  async claim(manifest: JobManifest): Promise<void> {
+    const { epoch: _, ...record } = manifest as JobManifest & { epoch?: number };
+    await fencedWrite(this.manifestPath(manifest.jobId), this.epoch, record);
+  }
+
   /** A job ended: its history record goes in, its manifest goes (it is no longer to be taken over). */
   async ended(record: HistoryRecord): Promise<void> {
     await makeDirectory(join(this.dir, 'history'));
