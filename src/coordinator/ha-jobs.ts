@@ -6,8 +6,8 @@
  * leader reloads the history, lets worker registrations settle (the reconnecting workers arrive within
  * moments of each other, and a redeploy at the first one would put every subtask on it), then submits
  * each persisted job again under its id, from its newest completed checkpoint (else the restore point it
- * was submitted with, else the beginning: the rule a restart follows), and writes its manifest again at
- * its own epoch. A job that fails only for slots is parked and tried again whenever a worker registers;
+ * was submitted with, else the beginning: the rule a restart follows); each manifest was claimed (written
+ * again at its epoch) before the wait. A job that fails only for slots is parked and tried again whenever a worker registers;
  * any other failure drops it, loudly.
  */
 import { ClinkError } from '../errors.js';
@@ -140,8 +140,6 @@ export class HaJobs {
     this.deps.start(placed);
     this.deps.metrics.haJobsRecovered.inc();
     this.deps.log.info({ jobId: job.id, epoch: this.deps.epoch, restoredFrom: restore?.checkpointId ?? 0 }, `job ${job.id} (${job.name}) taken over at epoch ${this.deps.epoch} from ${describeRestorePoint(job, restore)}`);
-    // The manifest is written again at this leader's epoch: the superseded one can no longer touch it.
-    await this.persist(job, m, manifest.submittedAt);
   }
 
   private drop(m: JobManifest, err: unknown): void {

@@ -9,6 +9,8 @@
  * acting at once, since a successor may already lead.
  */
 
+import type { Logger } from '../log/index.js';
+
 /** Where the leader listens, and its epoch. */
 export interface LeaderInfo {
   host: string;
@@ -41,4 +43,48 @@ export interface LeaderElection {
 /** How a node names itself in leader records. */
 export function nodeName(host: string): string {
   return `${host}/${process.pid}`;
+}
+
+/**
+ * What every election keeps the same way: whether it leads and at which epoch, who is told when it wins
+ * or loses, and closing. A subclass decides how leadership is won, calls `won(epoch, where)` then and
+ * `lost(why)` when it goes.
+ */
+export abstract class ElectionBase {
+  protected leading = false;
+  protected epoch = 0;
+  protected closed = false;
+  private readonly becomeLeader: ((epoch: number) => void | Promise<void>)[] = [];
+  private readonly loseLeadership: ((why: string) => void)[] = [];
+
+  constructor(protected readonly log: Logger) {}
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  onBecomeLeader(fn: (epoch: number) => void | Promise<void>): void {
+    this.becomeLeader.push(fn);
+  }
+
+  onLoseLeadership(fn: (why: string) => void): void {
+    this.loseLeadership.push(fn);
+  }
+
+  /** Leadership won at `epoch` (recorded already): say so, then tell each listener in turn. */
+  protected async won(epoch: number, where: string): Promise<void> {
+    this.epoch = epoch;
+    this.leading = true;
+    this.log.info({ epoch }, `elected leader in ${where} with epoch ${epoch}`);
+    for (const fn of this.becomeLeader) await fn(epoch);
+  }
+
+  /** Leadership lost, or standing for it stopped (said at error when it never led): tell each listener once per loss. */
+  protected lost(why: string, o: { quietly?: boolean; where?: string } = {}): void {
+    if (this.closed) return;
+    const wasLeading = this.leading;
+    this.leading = false;
+    if (!wasLeading && !o.quietly) this.log.error(`stopped standing for leadership${o.where ? ` ${o.where}` : ''}: ${why}`);
+    for (const fn of this.loseLeadership) fn(why);
+  }
 }

@@ -9,7 +9,7 @@
 import { Etcd3, type Campaign } from 'etcd3';
 import { EnvironmentError } from '../errors.js';
 import type { Logger } from '../log/index.js';
-import { nodeName, type LeaderElection, type LeaderInfo } from './election.js';
+import { ElectionBase, nodeName, type LeaderElection, type LeaderInfo } from './election.js';
 
 export const DEFAULT_ETCD_LEASE_TTL_S = 10;
 
@@ -51,29 +51,13 @@ export class EtcdLeaderKeys {
   }
 }
 
-export class EtcdElection implements LeaderElection {
+export class EtcdElection extends ElectionBase implements LeaderElection {
   private readonly keys: EtcdLeaderKeys;
   private campaign: Campaign | undefined;
-  private leading = false;
-  private epoch = 0;
-  private closed = false;
-  private readonly becomeLeader: ((epoch: number) => void | Promise<void>)[] = [];
-  private readonly loseLeadership: ((why: string) => void)[] = [];
 
   constructor(private readonly options: EtcdElectionOptions) {
+    super(options.log);
     this.keys = new EtcdLeaderKeys(options.endpoints, options.cluster);
-  }
-
-  get isLeader(): boolean {
-    return this.leading;
-  }
-
-  onBecomeLeader(fn: (epoch: number) => void | Promise<void>): void {
-    this.becomeLeader.push(fn);
-  }
-
-  onLoseLeadership(fn: (why: string) => void): void {
-    this.loseLeadership.push(fn);
   }
 
   async start(): Promise<void> {
@@ -89,14 +73,6 @@ export class EtcdElection implements LeaderElection {
     });
     campaign.on('error', (err: Error) => this.lost(`its etcd lease was lost (${err.message})`));
     log.info(`standing for leadership in etcd ${endpoints.join(',')} as ${this.keys.electionName} (lease TTL ${leaseTtlS} s)`);
-  }
-
-  private lost(why: string): void {
-    if (this.closed) return;
-    const wasLeading = this.leading;
-    this.leading = false;
-    if (!wasLeading) this.options.log.error(`stopped standing for leadership: ${why}`);
-    for (const fn of this.loseLeadership) fn(why);
   }
 
   /** Raise the epoch key by one (compare-and-swap on its version), returning the new epoch. */
@@ -117,10 +93,7 @@ export class EtcdElection implements LeaderElection {
 
   private async elected(): Promise<void> {
     if (this.closed) return;
-    this.epoch = await this.nextEpoch();
-    this.leading = true;
-    this.options.log.info({ epoch: this.epoch }, `elected leader in etcd with epoch ${this.epoch}`);
-    for (const fn of this.becomeLeader) await fn(this.epoch);
+    await this.won(await this.nextEpoch(), 'etcd');
   }
 
   async announce(info: Omit<LeaderInfo, 'epoch' | 'at' | 'node'>): Promise<void> {

@@ -15,7 +15,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import type { Logger } from '../log/index.js';
-import { nodeName, type LeaderElection, type LeaderInfo } from './election.js';
+import { ElectionBase, nodeName, type LeaderElection, type LeaderInfo } from './election.js';
 import { tryLock } from './file-lock.js';
 import { fencedWrite, readRecord } from './fenced-store.js';
 import { LockHolder, lockGrantedToAnotherProcess } from './lock-holder.js';
@@ -61,26 +61,11 @@ export async function probeLocks(dir: string): Promise<string | undefined> {
   }
 }
 
-export class FileElection implements LeaderElection {
+export class FileElection extends ElectionBase implements LeaderElection {
   private holder: LockHolder | undefined;
-  private leading = false;
-  private epoch = 0;
-  private closed = false;
-  private readonly becomeLeader: ((epoch: number) => void | Promise<void>)[] = [];
-  private readonly loseLeadership: ((why: string) => void)[] = [];
 
-  constructor(private readonly options: FileElectionOptions) {}
-
-  get isLeader(): boolean {
-    return this.leading;
-  }
-
-  onBecomeLeader(fn: (epoch: number) => void | Promise<void>): void {
-    this.becomeLeader.push(fn);
-  }
-
-  onLoseLeadership(fn: (why: string) => void): void {
-    this.loseLeadership.push(fn);
+  constructor(private readonly options: FileElectionOptions) {
+    super(options.log);
   }
 
   async start(): Promise<void> {
@@ -100,32 +85,20 @@ export class FileElection implements LeaderElection {
         this.elected().catch((err: unknown) => {
           // Elected, but the epoch could not be recorded (a full or read-only disk): not a leader.
           log.error({ err }, `could not take leadership in ${dir}: ${(err as Error).message}`);
-          this.leading = false;
-          for (const fn of this.loseLeadership) fn(`could not take leadership: ${(err as Error).message}`);
+          this.lost(`could not take leadership: ${(err as Error).message}`, { quietly: true });
         }),
       () => undefined,
     );
-    void holder.ended.then((end) => {
-      if (this.closed) return;
-      if (this.leading) {
-        this.leading = false;
-        for (const fn of this.loseLeadership) fn(end.detail);
-      } else {
-        log.error(`stopped standing for leadership in ${dir}: ${end.detail}`);
-        for (const fn of this.loseLeadership) fn(end.detail);
-      }
-    });
+    void holder.ended.then((end) => this.lost(end.detail, { where: `in ${dir}` }));
   }
 
   private async elected(): Promise<void> {
     if (this.closed) return;
     const { dir } = this.options;
     const [e, l] = await Promise.all([readRecord<object>(epochFile(dir)), readRecord<object>(leaderFile(dir))]);
-    this.epoch = Math.max(e?.epoch ?? 0, l?.epoch ?? 0) + 1;
-    await fencedWrite(epochFile(dir), this.epoch, { node: nodeName(this.options.host), at: Date.now() });
-    this.leading = true;
-    this.options.log.info({ epoch: this.epoch }, `elected leader in ${dir} with epoch ${this.epoch}`);
-    for (const fn of this.becomeLeader) await fn(this.epoch);
+    const epoch = Math.max(e?.epoch ?? 0, l?.epoch ?? 0) + 1;
+    await fencedWrite(epochFile(dir), epoch, { node: nodeName(this.options.host), at: Date.now() });
+    await this.won(epoch, dir);
   }
 
   async announce(info: Omit<LeaderInfo, 'epoch' | 'at' | 'node'>): Promise<void> {
