@@ -3,9 +3,10 @@
 // startServices() resolves to the environment that tells the tests where each one is, and a stop().
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startKafka } from './kafka.mjs';
+import { freePort } from './ports.mjs';
 
 const has = (bin) => spawnSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' }).status === 0;
 
@@ -18,17 +19,6 @@ function aptInstall(pkg, bin) {
     if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (${r.status})`);
   }
   if (!has(bin)) throw new Error(`${pkg} installed, but ${bin} is not on the PATH`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForHttp(url, timeoutMs, proc, what) {
@@ -81,6 +71,7 @@ export async function startServices() {
   const started = [];
   try {
     started.push(await startEtcd(dir));
+    started.push(await startKafka(join(dir, 'kafka')));
   } catch (err) {
     for (const s of started) await s.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -15,8 +15,8 @@ function find(dir, out = []) {
   return out;
 }
 
-// `--services`: the tests under test/services, which need external servers (etcd so far; PostgreSQL,
-// NATS, Kafka, Chromium to come) that scripts/services.mjs installs and starts. `--slow`: the chaos suites under test/chaos (kill -9,
+// `--services`: the tests under test/services, which need external servers (etcd, Kafka, PostgreSQL,
+// NATS) that scripts/services.mjs installs and starts. `--slow`: the chaos suites under test/chaos (kill -9,
 // SIGSTOP, restarts, seeded exactly-once runs: minutes of real processes), which `npm test` leaves out
 // to stay within five minutes on two cores; .ci/run runs both. Everything needs only Node and node_modules.
 const services = process.argv.includes('--services');

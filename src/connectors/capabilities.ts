@@ -12,7 +12,11 @@ export interface ConnectorCapabilities {
   name: string;
   description: string;
   source?: { delivery: Delivery; replayable: boolean; offsetModel: string; parallel: boolean };
-  sink?: { delivery: Delivery; transactional: boolean };
+  /**
+   * `delivery` is the best the sink gives; where an option chooses (Kafka's `delivery`), `choice` names
+   * it and the level it gives when absent.
+   */
+  sink?: { delivery: Delivery; transactional: boolean; choice?: { option: string; default: Delivery } };
   tls: boolean;
 }
 
@@ -29,6 +33,13 @@ export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = [
     description: 'JSON lines or text; a sink whose parts become visible when the checkpoint after them completes',
     source: { delivery: 'exactly-once', replayable: true, offsetModel: 'file and line', parallel: true },
     sink: { delivery: 'exactly-once', transactional: true },
+    tls: false,
+  },
+  {
+    name: 'kafka',
+    description: 'Apache Kafka topics: partitions split over subtasks; a sink at-least-once, or exactly-once with a transaction per checkpoint',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'offset per partition', parallel: true },
+    sink: { delivery: 'exactly-once', transactional: true, choice: { option: 'delivery', default: 'at-least-once' } },
     tls: false,
   },
   {
@@ -85,11 +96,20 @@ export function jobGuarantee(operators: readonly { name: string; type: string; o
     const name = op.options.connector;
     if (typeof name !== 'string' || INTERNAL.has(name)) continue;
     const side = op.type === 'source' ? 'source' : 'sink';
-    const declared = op.options.connectorInJob === true ? undefined : caps.get(name)?.[side]?.delivery;
+    const declared = op.options.connectorInJob === true ? undefined : deliveryOf(caps.get(name), side, op.options);
     const level: Delivery = declared ?? 'at-least-once';
     if (RANK[level] < RANK[best.level]) best = { level, limitedBy: `${side} '${op.name}' (connector ${name}${declared ? '' : ', which declares no guarantee'})` };
   }
   return best;
+}
+
+/** The guarantee one side of a connector gives with these options. */
+function deliveryOf(c: ConnectorCapabilities | undefined, side: 'source' | 'sink', options: Record<string, unknown>): Delivery | undefined {
+  if (side === 'source') return c?.source?.delivery;
+  const choice = c?.sink?.choice;
+  if (!choice) return c?.sink?.delivery;
+  const chosen = options[choice.option];
+  return chosen === 'at-most-once' || chosen === 'at-least-once' || chosen === 'exactly-once' ? chosen : choice.default;
 }
 
 /** Why a job that asks for `wanted` cannot have it (one line naming what limits it), or undefined. */

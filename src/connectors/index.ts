@@ -1,5 +1,5 @@
 /**
- * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `nexmark`, `print`, `sequence`.
+ * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `kafka`, `nexmark`, `print`, `sequence`.
  *
  * @example
  * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
@@ -8,6 +8,7 @@ import type { Connector } from '../sdk/index.js';
 import { blackhole } from './blackhole/index.js';
 import { datagen } from './datagen/index.js';
 import { file } from './file/index.js';
+import { kafka } from './kafka/index.js';
 import { nexmark } from './nexmark/index.js';
 import { printConnector } from './print/index.js';
 import { sequence } from './sequence/index.js';
@@ -15,6 +16,7 @@ import { sequence } from './sequence/index.js';
 export { blackhole } from './blackhole/index.js';
 export { datagen, datagenRow, DatagenOptions, type DatagenField } from './datagen/index.js';
 export { file, DEFAULT_ROLL_BYTES } from './file/index.js';
+export { kafka, KafkaSinkOptions, KafkaSourceOptions, ownerOf, type KafkaRecord, type KafkaCommittable } from './kafka/index.js';
 export {
   nexmark,
   nexmarkGenerator,
@@ -36,6 +38,7 @@ export function builtinConnectors(stdout: (text: string) => void | Promise<void>
     ['blackhole', blackhole as Connector],
     ['datagen', datagen as Connector],
     ['file', file],
+    ['kafka', kafka as Connector],
     ['nexmark', nexmark as Connector],
     ['print', printConnector(stdout) as Connector],
     ['sequence', sequence as Connector],

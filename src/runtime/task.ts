@@ -239,6 +239,8 @@ export class SubtaskRunner {
     this.reader = reader;
     if (this.setup.restore?.source !== undefined) await this.bounded(reader.restore?.(this.setup.restore.source));
     const next = head.out;
+    let emittedWatermark = NO_TIMESTAMP;
+    let sourceIdle = false;
     const out: SourceOutput<unknown> = {
       collect: (v) => {
         this.recordsIn++;
@@ -247,6 +249,12 @@ export class SubtaskRunner {
       collectWithTimestamp: (v, ts) => {
         this.recordsIn++;
         next.collect(v, ts);
+      },
+      emitWatermark: (wm) => {
+        if (wm > emittedWatermark) head.processWatermark((emittedWatermark = wm));
+      },
+      markIdle: (idle) => {
+        if (idle !== sourceIdle) head.processStatus((sourceIdle = idle));
       },
     };
     try {

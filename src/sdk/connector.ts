@@ -10,6 +10,13 @@ export interface SourceContext {
 export interface SourceOutput<T> {
   collect(value: T): void;
   collectWithTimestamp(value: T, timestampMs: number): void;
+  /**
+   * Event time has reached `watermarkMs` for this subtask's output (a source that tracks it per split,
+   * as Kafka per partition does). Ignored unless it advances.
+   */
+  emitWatermark(watermarkMs: number): void;
+  /** Nothing to read for now (true) or reading again (false): an idle source holds no watermark back. */
+  markIdle(idle: boolean): void;
 }
 
 /** What a read returned: more data may follow, or this reader has no more. */

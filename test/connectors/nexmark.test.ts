@@ -9,7 +9,7 @@ const ctx = (subtaskIndex: number, parallelism: number) =>
 
 async function readAll(reader: SourceReader<NexmarkEvent>, limit = Infinity): Promise<NexmarkEvent[]> {
   const out: NexmarkEvent[] = [];
-  const sink: SourceOutput<NexmarkEvent> = { collect: (v) => out.push(v), collectWithTimestamp: (v) => out.push(v) };
+  const sink: SourceOutput<NexmarkEvent> = { collect: (v) => out.push(v), collectWithTimestamp: (v) => out.push(v), emitWatermark: () => {}, markIdle: () => {} };
   while (out.length < limit && (await reader.read(sink, Math.min(1000, limit - out.length))) === 'MORE');
   return out;
 }
