@@ -6,19 +6,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startKafka } from './kafka.mjs';
+import { startPostgres } from './postgres.mjs';
 import { freePort } from './ports.mjs';
 
 const has = (bin) => spawnSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' }).status === 0;
 
 function aptInstall(pkg, bin) {
   if (has(bin)) return;
-  if (process.getuid?.() !== 0) throw new Error(`${bin} is not installed: install the Debian package ${pkg} (apt-get install ${pkg}) or run as root to have it installed`);
+  aptGet(pkg, bin);
+  if (!has(bin)) throw new Error(`${pkg} installed, but ${bin} is not on the PATH`);
+}
+
+function aptGet(pkg, what) {
+  if (process.getuid?.() !== 0) throw new Error(`${what} is not installed: install the Debian package ${pkg} (apt-get install ${pkg}) or run as root to have it installed`);
   console.log(`installing ${pkg} (apt-get)`);
   for (const args of [['update', '-qq'], ['install', '-y', '-qq', pkg]]) {
     const r = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
     if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (${r.status})`);
   }
-  if (!has(bin)) throw new Error(`${pkg} installed, but ${bin} is not on the PATH`);
 }
 
 async function waitForHttp(url, timeoutMs, proc, what) {
@@ -72,6 +77,7 @@ export async function startServices() {
   try {
     started.push(await startEtcd(dir));
     started.push(await startKafka(join(dir, 'kafka')));
+    started.push(await startPostgres(join(dir, 'postgres'), aptGet));
   } catch (err) {
     for (const s of started) await s.stop();
     rmSync(dir, { recursive: true, force: true });

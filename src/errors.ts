@@ -78,8 +78,14 @@ export class JobDefinitionError extends ClinkError {
 }
 
 export class ConnectorError extends ClinkError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /**
+   * The external system was unreachable or busy (a refused connection, a broker or database restarting):
+   * a restart may succeed, so the failure is not fatal even while the subtask starts.
+   */
+  readonly transient: boolean;
+  constructor(message: string, options?: { cause?: unknown; transient?: boolean }) {
     super('CLINK_ERR_CONNECTOR', message, options);
+    this.transient = options?.transient ?? false;
   }
 }
 
@@ -162,6 +168,7 @@ const FATAL = Symbol.for('clink.fatal');
  * way. The job fails with it instead of restarting. Returns `err`.
  */
 export function markFatal<T>(err: T): T {
+  if (err instanceof ConnectorError && err.transient) return err;
   if (typeof err === 'object' && err !== null) Object.defineProperty(err, FATAL, { value: true });
   return err;
 }

@@ -48,6 +48,13 @@ export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = [
     source: { delivery: 'exactly-once', replayable: true, offsetModel: 'event index', parallel: true },
     tls: false,
   },
+  {
+    name: 'postgres',
+    description: 'PostgreSQL: a bounded scan split by key range; a sink that inserts or upserts, exactly-once by two-phase commit',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'last key of a key range', parallel: true },
+    sink: { delivery: 'exactly-once', transactional: true, choice: { option: 'delivery', default: 'at-least-once' } },
+    tls: true,
+  },
   { name: 'print', description: 'each record as a line on standard output', sink: { delivery: 'at-least-once', transactional: false }, tls: false },
   {
     name: 'sequence',

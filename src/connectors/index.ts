@@ -1,5 +1,5 @@
 /**
- * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `kafka`, `nexmark`, `print`, `sequence`.
+ * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `kafka`, `nexmark`, `postgres`, `print`, `sequence`.
  *
  * @example
  * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
@@ -10,6 +10,7 @@ import { datagen } from './datagen/index.js';
 import { file } from './file/index.js';
 import { kafka } from './kafka/index.js';
 import { nexmark } from './nexmark/index.js';
+import { postgres } from './postgres/index.js';
 import { printConnector } from './print/index.js';
 import { sequence } from './sequence/index.js';
 
@@ -27,6 +28,7 @@ export {
   type NexmarkEvent,
   type Person,
 } from './nexmark/index.js';
+export { postgres, PostgresSinkOptions, PostgresSourceOptions } from './postgres/index.js';
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
@@ -40,6 +42,7 @@ export function builtinConnectors(stdout: (text: string) => void | Promise<void>
     ['file', file],
     ['kafka', kafka as Connector],
     ['nexmark', nexmark as Connector],
+    ['postgres', postgres as Connector],
     ['print', printConnector(stdout) as Connector],
     ['sequence', sequence as Connector],
   ]);

@@ -114,7 +114,8 @@ export class SubtaskRunner {
     this.state = 'RUNNING';
     this.lastYield = performance.now();
     try {
-      // A failure while starting (open, restore) would recur on every restart: it is fatal.
+      // A failure while starting (open, restore) would recur on every restart: it is fatal, unless a
+      // connector says the system it talks to was unreachable (that may pass).
       this.setup.onPhase?.(SubtaskPhase.STARTING);
       try {
         for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());

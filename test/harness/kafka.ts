@@ -27,7 +27,7 @@ export async function createTopic(bootstrap: string, topic: string, partitions: 
 export async function addPartitions(bootstrap: string, topic: string, total: number): Promise<void> {
   const admin = new Admin({ clientId: 'test', bootstrapBrokers: [bootstrap] });
   try {
-    await admin.createPartitions({ topics: [{ name: topic, count: total, assignments: [] }] });
+    await admin.createPartitions({ topics: [{ name: topic, count: total }] });
   } finally {
     await admin.close();
   }

@@ -93,7 +93,11 @@ export class TransactionsClient {
         const name = kafkaErrorName(err);
         const network = (err as { code?: string }).code === 'PLT_KFK_NETWORK';
         const retriable = (name && RETRIABLE.has(name)) || network;
-        if (!retriable || Date.now() + delay > deadline || this.o.signal.aborted) throw err;
+        if (!retriable || Date.now() + delay > deadline || this.o.signal.aborted) {
+          if (!retriable) throw err;
+          // The broker may be restarting: a restart of the job may find it back.
+          throw new ConnectorError(`kafka: the transaction coordinator for '${transactionalId}' at ${this.o.brokers.join(',')} did not answer: ${name ?? (err as Error).message}`, { cause: err, transient: true });
+        }
         if (name === 'NOT_COORDINATOR' || network) await this.close();
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 1000);

@@ -1,0 +1,183 @@
+/**
+ * The PostgreSQL sink. at-least-once: each batch is its own transaction (with upsert, a replay rewrites
+ * the same rows). exactly-once: one transaction per subtask per checkpoint, PREPARE TRANSACTION
+ * '<prefix>-<subtask>-<checkpoint>' at the barrier and COMMIT PREPARED when the checkpoint completes; a
+ * restore commits what its checkpoint recorded and rolls back every other prepared transaction of the
+ * subtask, as does a fresh start (what a crashed earlier run left would hold its locks for ever).
+ */
+import type pg from 'pg';
+import type { z } from 'zod';
+import type { SinkContext, SinkWriter } from '../../sdk/index.js';
+import { connect, describeError } from './client.js';
+import type { PostgresSinkOptions } from './options.js';
+import { insertStatement, maxRowsPerStatement } from './sql.js';
+
+type Options = z.output<typeof PostgresSinkOptions>;
+
+export interface PostgresCommittable {
+  gid?: string;
+}
+
+const WHO = 'postgres sink';
+
+export async function createPostgresWriter(o: Options, ctx: SinkContext): Promise<SinkWriter<unknown>> {
+  return new PostgresWriter(o, ctx, await connect(o, WHO));
+}
+
+class PostgresWriter implements SinkWriter<unknown> {
+  private rows: unknown[][] = [];
+  private columns: string[] | undefined;
+  private inTransaction = false;
+  private readonly exactlyOnce: boolean;
+  private readonly prefix: string;
+  /** Exactly-once: other runs' prepared transactions are rolled back before the first write. */
+  private cleared: Promise<void> | undefined;
+  private readonly statements = new Map<number, string>();
+  /**
+   * COMMIT PREPARED and ROLLBACK PREPARED cannot run inside a transaction, and the writing connection has
+   * the next checkpoint's open: they go over a second connection.
+   */
+  private control: Promise<pg.Client> | undefined;
+
+  constructor(
+    private readonly o: Options,
+    ctx: SinkContext,
+    private readonly client: pg.Client,
+  ) {
+    this.exactlyOnce = o.delivery === 'exactly-once';
+    this.prefix = `${o.transactionIdPrefix ?? ''}-${ctx.subtaskIndex}-`;
+  }
+
+  write(value: unknown): void {
+    const record = value as Record<string, unknown>;
+    const columns = (this.columns ??= this.o.columns ?? Object.keys(record));
+    const row = new Array<unknown>(columns.length);
+    for (let i = 0; i < columns.length; i++) row[i] = record[columns[i]!];
+    this.rows.push(row);
+  }
+
+  async flush(): Promise<void> {
+    if (this.rows.length === 0) return;
+    const rows = this.rows;
+    this.rows = [];
+    if (this.exactlyOnce) {
+      await (this.cleared ??= this.rollBackPrepared());
+      if (!this.inTransaction) {
+        await this.query('BEGIN', [], 'BEGIN');
+        this.inTransaction = true;
+      }
+      await this.insert(rows);
+    } else {
+      await this.query('BEGIN', [], 'BEGIN');
+      try {
+        await this.insert(rows);
+        await this.query('COMMIT', [], 'COMMIT');
+      } catch (err) {
+        await this.client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    }
+  }
+
+  private async insert(rows: unknown[][]): Promise<void> {
+    const columns = this.columns!;
+    const perStatement = maxRowsPerStatement(columns.length, this.o.batchRows);
+    for (let i = 0; i < rows.length; i += perStatement) {
+      let chunk = rows.slice(i, i + perStatement);
+      if (this.o.mode === 'upsert') chunk = this.lastPerKey(chunk);
+      await this.query(this.statementFor(chunk.length), chunk.flat(), `writing ${chunk.length} rows to ${this.o.table}`);
+    }
+  }
+
+  /** One statement may not upsert a key twice: keep each key's last row, in order. */
+  private lastPerKey(rows: unknown[][]): unknown[][] {
+    const key = this.o.primaryKey!.map((k) => this.columns!.indexOf(k));
+    const byKey = new Map<string, unknown[]>();
+    for (const r of rows) {
+      const k = JSON.stringify(key.map((i) => r[i]));
+      byKey.delete(k);
+      byKey.set(k, r);
+    }
+    return [...byKey.values()];
+  }
+
+  private statementFor(rows: number): string {
+    let sql = this.statements.get(rows);
+    if (!sql) {
+      sql = insertStatement(this.o.table, this.columns!, rows, this.o.mode === 'upsert' ? this.o.primaryKey : undefined);
+      this.statements.set(rows, sql);
+    }
+    return sql;
+  }
+
+  async preCommit(checkpointId: number): Promise<PostgresCommittable | undefined> {
+    await this.flush();
+    if (!this.exactlyOnce || !this.inTransaction) return this.exactlyOnce ? {} : undefined;
+    const gid = `${this.prefix}${checkpointId}`;
+    await this.query(`PREPARE TRANSACTION ${this.client.escapeLiteral(gid)}`, [], `PREPARE TRANSACTION '${gid}'`);
+    this.inTransaction = false;
+    return { gid };
+  }
+
+  async commit(committable: unknown): Promise<void> {
+    const gid = (committable as PostgresCommittable | undefined)?.gid;
+    if (!gid) return;
+    const control = await this.controlClient();
+    try {
+      await control.query(`COMMIT PREPARED ${control.escapeLiteral(gid)}`);
+    } catch (err) {
+      // 42704: no such prepared transaction: committed already (a commit retried after a restore).
+      if ((err as { code?: string }).code !== '42704') throw describeError(WHO, `COMMIT PREPARED '${gid}'`, err);
+    }
+  }
+
+  /** After a restore (its checkpoint's transactions committed): roll back every other one of this subtask. */
+  recover(): Promise<void> {
+    this.cleared = this.rollBackPrepared();
+    return this.cleared;
+  }
+
+  private controlClient(): Promise<pg.Client> {
+    return (this.control ??= connect(this.o, WHO));
+  }
+
+  private async rollBackPrepared(): Promise<void> {
+    const control = await this.controlClient();
+    let r: pg.QueryResult<{ gid: string }>;
+    try {
+      r = await control.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1', [this.prefix]);
+    } catch (err) {
+      throw describeError(WHO, 'listing prepared transactions', err);
+    }
+    for (const { gid } of r.rows) {
+      if (!/^\d+$/.test(gid.slice(this.prefix.length))) continue; // another sink's prefix that starts like ours
+      await control.query(`ROLLBACK PREPARED ${control.escapeLiteral(gid)}`).catch((err: { code?: string }) => {
+        if (err.code !== '42704') throw describeError(WHO, `ROLLBACK PREPARED '${gid}'`, err);
+      });
+    }
+  }
+
+  async finish(): Promise<void> {
+    await this.flush();
+    // Without checkpoints the end of input is the commit.
+    if (this.inTransaction) {
+      await this.query('COMMIT', [], 'COMMIT');
+      this.inTransaction = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    // An open transaction dies with the connection; a prepared one waits for the restore to decide.
+    await this.client.end().catch(() => undefined);
+    const control = await this.control?.catch(() => undefined);
+    await control?.end().catch(() => undefined);
+  }
+
+  private async query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params: unknown[], doing: string): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.client.query<R>(sql, params);
+    } catch (err) {
+      throw describeError(WHO, doing, err);
+    }
+  }
+}

@@ -1,0 +1,62 @@
+// A checkpointed job on a real cluster for chaos tests against external systems: submit it, follow its
+// checkpoints, and a seeded PRNG for when to strike (a failure names its seed; CLINK_CHAOS_SEEDS replays it).
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ClusterClient } from '../../src/client/index.js';
+import type { JobView } from '../../src/coordinator/index.js';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { ClusterHarness } from './cluster.js';
+
+/** The seed of this run: CLINK_CHAOS_SEEDS's first, else one from the clock (printed by the test). */
+export function chaosSeed(): number {
+  return Number((process.env.CLINK_CHAOS_SEEDS ?? String(Date.now() % 1000)).split(',')[0]);
+}
+
+/** mulberry32: a small seeded PRNG, so a seed replays the same schedule. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Pipe {
+  h: ClusterHarness;
+  client: ClusterClient;
+  jobId: string;
+  view(): Promise<JobView>;
+  /** Wait until the job runs and has completed a checkpoint after `after`; returns its id. */
+  checkpointAfter(after: number): Promise<number>;
+}
+
+/** Start a cluster of three 2-slot workers and submit `jobFile` at parallelism 2, checkpointing every 300 ms. */
+export async function startPipe(jobFile: string, params: Record<string, string>): Promise<Pipe> {
+  const h = await ClusterHarness.start({ workers: 3, slots: 2, coordinatorArgs: ['--restart-backoff-initial-ms=200'] });
+  const loaded = await loadJobModule(jobFile, { cacheDir: join(h.dir, 'c') });
+  const client = await h.client();
+  const { jobId } = await client.submit({
+    module: loaded,
+    spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+    params,
+    buildParallelism: 2,
+    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 300, maxRestartsOnWorkerLoss: 30 },
+  });
+  const view = async (): Promise<JobView> => (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+  const checkpointAfter = async (after: number): Promise<number> => {
+    for (;;) {
+      const v = await view();
+      assert.ok(v.state !== 'FAILED' && v.state !== 'CANCELED', `job ${v.state}: ${v.error ?? ''}`);
+      const newest = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints.at(-1)?.checkpointId ?? 0;
+      if (v.state === 'RUNNING' && newest > after) return newest;
+      await sleep(50);
+    }
+  };
+  return { h, client, jobId, view, checkpointAfter };
+}
+
