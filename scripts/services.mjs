@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startKafka } from './kafka.mjs';
+import { startNats } from './nats.mjs';
 import { startPostgres } from './postgres.mjs';
 import { freePort } from './ports.mjs';
 
@@ -78,6 +79,7 @@ export async function startServices() {
     started.push(await startEtcd(dir));
     started.push(await startKafka(join(dir, 'kafka')));
     started.push(await startPostgres(join(dir, 'postgres'), aptGet));
+    started.push(await startNats(join(dir, 'nats'), aptInstall));
   } catch (err) {
     for (const s of started) await s.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,7 @@
  */
 export * from './sdk/index.js';
 export { runJob, startJob, type JobResult, type LocalRunOptions, type TaskMetrics, type JobSnapshot } from './runtime/index.js';
-export { datagen, file, datagenRow, kafka, ownerOf, nexmark, nexmarkGenerator, type Auction, type Bid, type KafkaRecord, type NexmarkEvent, type Person } from './connectors/index.js';
+export { datagen, file, datagenRow, kafka, nats, postgres, ownerOf, nexmark, nexmarkGenerator, type Auction, type Bid, type KafkaRecord, type NatsRecord, type NexmarkEvent, type Person } from './connectors/index.js';
 export {
   ClinkError,
   ERROR_CODES,

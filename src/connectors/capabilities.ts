@@ -43,6 +43,13 @@ export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = [
     tls: false,
   },
   {
+    name: 'nats',
+    description: 'NATS JetStream: a stream replayed from a sequence; a sink deduplicated by message id (within the stream duplicate_window)',
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'stream sequence', parallel: false },
+    sink: { delivery: 'exactly-once', transactional: false },
+    tls: false,
+  },
+  {
     name: 'nexmark',
     description: 'the Nexmark benchmark events (people, auctions, bids)',
     source: { delivery: 'exactly-once', replayable: true, offsetModel: 'event index', parallel: true },

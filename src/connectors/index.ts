@@ -1,5 +1,5 @@
 /**
- * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `kafka`, `nexmark`, `postgres`, `print`, `sequence`.
+ * Built-in connectors, by name: `blackhole`, `datagen`, `file`, `kafka`, `nats`, `nexmark`, `postgres`, `print`, `sequence`.
  *
  * @example
  * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
@@ -9,6 +9,7 @@ import { blackhole } from './blackhole/index.js';
 import { datagen } from './datagen/index.js';
 import { file } from './file/index.js';
 import { kafka } from './kafka/index.js';
+import { nats } from './nats/index.js';
 import { nexmark } from './nexmark/index.js';
 import { postgres } from './postgres/index.js';
 import { printConnector } from './print/index.js';
@@ -28,6 +29,7 @@ export {
   type NexmarkEvent,
   type Person,
 } from './nexmark/index.js';
+export { nats, NatsSinkOptions, NatsSourceOptions, type NatsRecord } from './nats/index.js';
 export { postgres, PostgresSinkOptions, PostgresSourceOptions } from './postgres/index.js';
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
@@ -41,6 +43,7 @@ export function builtinConnectors(stdout: (text: string) => void | Promise<void>
     ['datagen', datagen as Connector],
     ['file', file],
     ['kafka', kafka as Connector],
+    ['nats', nats as Connector],
     ['nexmark', nexmark as Connector],
     ['postgres', postgres as Connector],
     ['print', printConnector(stdout) as Connector],

@@ -60,3 +60,26 @@ export async function startPipe(jobFile: string, params: Record<string, string>)
   return { h, client, jobId, view, checkpointAfter };
 }
 
+
+/**
+ * kill -9 a worker running one of the job's subtasks `times` times, each after a new checkpoint and a
+ * random pause, adding a worker each time to keep the capacity; `before(i)` runs ahead of kill i.
+ * Returns what it did, for the failure message.
+ */
+export async function killWorkersAtRandom(pipe: Pipe, random: () => number, times: number, before?: (i: number) => Promise<string | undefined>): Promise<string[]> {
+  const log: string[] = [];
+  let at = 0;
+  for (let kill = 0; kill < times; kill++) {
+    at = await pipe.checkpointAfter(at);
+    const did = await before?.(kill);
+    if (did) log.push(did);
+    await sleep(Math.floor(random() * 700));
+    const running = (await pipe.view()).subtasks.filter((s) => !s.finished).map((s) => s.workerId);
+    if (running.length === 0) break;
+    const victim = running[Math.floor(random() * running.length)]!;
+    pipe.h.worker(victim).child.kill('SIGKILL');
+    log.push(`kill -9 ${victim} after checkpoint ${at}`);
+    await pipe.h.addWorker();
+  }
+  return log;
+}

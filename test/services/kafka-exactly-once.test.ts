@@ -7,8 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { chaosSeed, prng, startPipe, type Pipe } from '../harness/chaos-job.js';
+import { chaosSeed, killWorkersAtRandom, prng, startPipe, type Pipe } from '../harness/chaos-job.js';
 import { addPartitions, createTopic, kafkaBootstrap, produceJson, readTopic, topicName } from '../harness/kafka.js';
 // @ts-expect-error: a plain ES module shared with the service runner
 import { startKafka } from '../../scripts/kafka.mjs';
@@ -41,24 +40,14 @@ test(`kafka exactly once: kill -9 of a worker three times at random moments whil
   const rows = (from: number, n: number): { id: number }[] => Array.from({ length: n }, (_, i) => ({ id: from + i }));
   await produceJson(bootstrap, input, rows(0, 12_000), (r) => String(r.id));
   const pipe = await startPipe(JOB, pipeParams(bootstrap, input, output, 1_500));
-  const log: string[] = [];
   try {
-    let at = 0;
-    for (let kill = 0; kill < 3; kill++) {
-      at = await pipe.checkpointAfter(at);
-      if (kill === 1) {
-        // Two more partitions, found by discovery and read whole, wherever ownerOf puts them.
-        await addPartitions(bootstrap, input, 6);
-        await produceJson(bootstrap, input, rows(12_000, 3_000), (r) => String(r.id));
-        log.push('input grew to 6 partitions');
-      }
-      await sleep(Math.floor(random() * 700));
-      const running = (await pipe.view()).subtasks.filter((s) => !s.finished).map((s) => s.workerId);
-      const victim = running[Math.floor(random() * running.length)]!;
-      pipe.h.worker(victim).child.kill('SIGKILL');
-      log.push(`kill -9 ${victim} after checkpoint ${at}`);
-      await pipe.h.addWorker();
-    }
+    // Two more partitions before the second kill, found by discovery and read whole, wherever ownerOf puts them.
+    const log = await killWorkersAtRandom(pipe, random, 3, async (kill) => {
+      if (kill !== 1) return undefined;
+      await addPartitions(bootstrap, input, 6);
+      await produceJson(bootstrap, input, rows(12_000, 3_000), (r) => String(r.id));
+      return 'input grew to 6 partitions';
+    });
     await assertExactlyOnce(pipe, bootstrap, output, 15_000, `seed ${SEED} (${log.join('; ')})`);
     t.diagnostic(log.join('; '));
   } finally {

@@ -6,8 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { chaosSeed, prng, startPipe, type Pipe } from '../harness/chaos-job.js';
+import { chaosSeed, killWorkersAtRandom, prng, startPipe, type Pipe } from '../harness/chaos-job.js';
 import { pgUrl, sql, tableName } from '../harness/postgres.js';
 // @ts-expect-error: a plain ES module shared with the service runner
 import { startPostgres } from '../../scripts/postgres.mjs';
@@ -30,19 +29,8 @@ test(`postgres exactly once: kill -9 of a worker three times at random moments (
   const table = tableName('eo');
   await sql(url, `CREATE TABLE ${table} (id int, v int)`);
   const pipe = await startPipe(JOB, { url, table, prefix: table, count: '12000', rate: '2000' });
-  const log: string[] = [];
   try {
-    let at = 0;
-    for (let kill = 0; kill < 3; kill++) {
-      at = await pipe.checkpointAfter(at);
-      await sleep(Math.floor(random() * 700));
-      const running = (await pipe.view()).subtasks.filter((s) => !s.finished).map((s) => s.workerId);
-      if (running.length === 0) break;
-      const victim = running[Math.floor(random() * running.length)]!;
-      pipe.h.worker(victim).child.kill('SIGKILL');
-      log.push(`kill -9 ${victim} after checkpoint ${at}`);
-      await pipe.h.addWorker();
-    }
+    const log = await killWorkersAtRandom(pipe, random, 3);
     await assertExactlyOnce(pipe, url, table, 12_000, `seed ${SEED} (${log.join('; ')})`);
     t.diagnostic(log.join('; '));
   } finally {

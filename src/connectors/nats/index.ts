@@ -1,0 +1,20 @@
+/**
+ * nats: NATS JetStream. The source replays a stream (one ordered log, so one subtask) from a stream
+ * sequence kept in checkpoints; the sink publishes each record with a message id the stream deduplicates
+ * on, so what a restore replays is dropped by the server. See docs/connectors.md#nats-jetstream.
+ */
+import type { Connector } from '../../sdk/index.js';
+import { parseOptions } from '../options.js';
+import { NatsSinkOptions, NatsSourceOptions } from './options.js';
+import { createNatsWriter } from './sink.js';
+import { createNatsReader, type NatsRecord } from './source.js';
+
+export { NatsSinkOptions, NatsSourceOptions } from './options.js';
+export type { NatsRecord } from './source.js';
+
+export const nats: Connector<NatsRecord, unknown> = {
+  name: 'nats',
+  parallelSource: false,
+  source: { validate: (o) => parseOptions('nats source', NatsSourceOptions, o), createReader: createNatsReader },
+  sink: { validate: (o) => parseOptions('nats sink', NatsSinkOptions, o), createWriter: createNatsWriter },
+};
