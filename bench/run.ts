@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, takeover, tls, submit, latency, protocol.
+ * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, takeover, tls, submit, latency, protocol, kafka.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import { CLUSTER_QUERIES, QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
 import type { RecoveryBench } from './recovery.js';
 import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
+import type { KafkaBench } from './kafka.js';
 import type { TlsBench } from './tls.js';
 import { writeResults, type BenchResult } from './results.js';
 import type { SubmitLatency } from './submit.js';
@@ -27,7 +28,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'tls', 'submit', 'latency', 'protocol'];
+const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'tls', 'submit', 'latency', 'protocol', 'kafka'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -123,6 +124,14 @@ if (wantsGroup('takeover')) {
           `first checkpoint under it at ${t.recoveredMs} ms (${t.recoveredMsRange[0]}-${t.recoveredMsRange[1]} ms), restored from checkpoint ${t.restoredFrom}`,
       );
   }
+}
+if (wantsGroup('kafka')) {
+  const k = runScript<KafkaBench>('kafka bench', script('kafka.ts'));
+  report({ name: 'kafka pass-through at-least-once', group: 'kafka', recordsPerSec: k.atLeastOnceRecordsPerSec, ...k }, `100-byte records, p=1, broker on the same cores (median of ${k.runs})`);
+  report(
+    { name: 'kafka pass-through exactly-once', group: 'kafka', recordsPerSec: k.exactlyOnceRecordsPerSec, ...k },
+    `a transaction per 1 s checkpoint: ${(100 * (k.exactlyOnceRecordsPerSec / k.atLeastOnceRecordsPerSec)).toFixed(0)}% of at-least-once`,
+  );
 }
 if (wantsGroup('tls')) {
   const t = runScript<TlsBench>('tls bench', script('tls.ts'));

@@ -6,6 +6,9 @@ import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { loadJobBundle, loadJobModule, sdkEntryPath } from '../../src/loader/index.js';
 import { runJob } from '../../src/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { builtinConnectors, unknownConnectors } from '../../src/connectors/index.js';
+import { validateConnectors } from '../../src/runtime/factory.js';
 
 let cacheDir: string;
 before(async () => {
@@ -73,4 +76,16 @@ describe('examples', () => {
     const r = await runJob(here.job, { parallelism: 1 });
     assert.equal((r.collected['word counts'] as unknown[]).length > 0, true);
   });
+
+  test('the connector examples type-check, plan, and name only connectors this build has, with the options each needs', async () => {
+    for (const name of ['kafka-pipeline', 'postgres-upsert', 'nats-relay']) {
+      const { job } = await example(name);
+      const { spec } = buildJob(job, { parallelism: 2, params: { url: 'postgres://u@127.0.0.1/db' } });
+      const connectors = spec.operators.map((o) => o.options.connector).filter((c) => typeof c === 'string');
+      assert.deepEqual(unknownConnectors(spec.operators), [], name);
+      assert.ok(connectors.length >= 2, `${name}: ${connectors.join(', ')}`);
+      validateConnectors(spec.operators, new Map(), builtinConnectors(() => undefined));
+    }
+  });
 });
+

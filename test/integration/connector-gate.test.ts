@@ -18,12 +18,12 @@ import { NO_CHECKPOINTS } from '../../src/client/index.js';
 import { makeMessage } from '../../src/protocol/index.js';
 import { runCli } from '../harness/cli.js';
 
-const HAS = 'it has blackhole, datagen, file, nexmark, print, sequence (or pass a connector object)';
-const kafkaJob = defineJob({ name: 'to-kafka', version: '1' }, (env) => void env.fromSequence(1, 3).sinkTo('kafka', { topic: 'out' }).name('to kafka'));
+const HAS = 'it has blackhole, datagen, file, kafka, nats, nexmark, postgres, print, sequence (or pass a connector object)';
+const kafkaJob = defineJob({ name: 'to-kinesis', version: '1' }, (env) => void env.fromSequence(1, 3).sinkTo('kinesis', { stream: 'out' }).name('to kinesis'));
 
 describe('the connector gate', () => {
   test('only connectors named by string that this build lacks are flagged; objects travel in the module', () => {
-    assert.deepEqual(unknownConnectors(buildJob(kafkaJob).spec.operators), [`operator 'to kafka' names connector 'kafka', which this build does not have; ${HAS}`]);
+    assert.deepEqual(unknownConnectors(buildJob(kafkaJob).spec.operators), [`operator 'to kinesis' names connector 'kinesis', which this build does not have; ${HAS}`]);
     const mine = defineConnector({ name: 'mine', sink: { createWriter: () => ({ write: () => undefined }) } } as never);
     const withObject = defineJob({ name: 'own', version: '1' }, (env) => void env.fromSequence(1, 3).sinkTo(mine));
     assert.deepEqual(unknownConnectors(buildJob(withObject).spec.operators), []);
@@ -37,11 +37,11 @@ describe('the connector gate', () => {
       const { spec } = buildJob(kafkaJob);
       await assert.rejects(
         client.submit({ module: { sha256: '0'.repeat(64), code: new Uint8Array(0), sourceMap: new Uint8Array(0), sdk: { fingerprint: '', version: '' } } as never, spec, params: {} }),
-        { code: 'CLINK_ERR_CONNECTOR', message: `operator 'to kafka' names connector 'kafka', which this build does not have; ${HAS}` },
+        { code: 'CLINK_ERR_CONNECTOR', message: `operator 'to kinesis' names connector 'kinesis', which this build does not have; ${HAS}` },
       );
       client.close();
-      const raw = makeMessage('SubmitJob', { jobName: 'to-kafka', specJson: JSON.stringify(spec), modules: [], checkpoint: NO_CHECKPOINTS });
-      await assert.rejects(c.submit(raw), { code: 'CLINK_ERR_CONNECTOR', message: /names connector 'kafka', which this build does not have/ });
+      const raw = makeMessage('SubmitJob', { jobName: 'to-kinesis', specJson: JSON.stringify(spec), modules: [], checkpoint: NO_CHECKPOINTS });
+      await assert.rejects(c.submit(raw), { code: 'CLINK_ERR_CONNECTOR', message: /names connector 'kinesis', which this build does not have/ });
     } finally {
       await c.stop();
     }

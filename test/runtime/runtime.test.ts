@@ -222,7 +222,7 @@ describe('local runtime', () => {
   test('an unknown connector name is refused before any record flows', async () => {
     await assert.rejects(
       collect((env) => env.fromSource('kafak', {}).collect()),
-      /unknown connector 'kafak'; built-in connectors are blackhole, datagen, file, nexmark, print, sequence/,
+      /unknown connector 'kafak'; built-in connectors are blackhole, datagen, file, kafka, nats, nexmark, postgres, print, sequence/,
     );
   });
 });

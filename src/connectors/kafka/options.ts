@@ -73,6 +73,8 @@ export const KafkaSinkOptions = z
     keyField: z.string().min(1).optional(),
     keyFormat: Format.default('string'),
     valueFormat: Format.default('json'),
+    /** The most a produce request carries (a partition's batch must fit the broker's message.max.bytes, 1 MiB by default). */
+    maxRequestBytes: z.number().int().positive().default(512 << 10),
     /** Records waiting for the request in flight before writes wait (backpressure). */
     maxBufferedRecords: z.number().int().positive().default(50_000),
     compression: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),

@@ -78,7 +78,8 @@ abstract class BatchingWriter implements SinkWriter<unknown> {
   write(value: unknown): void {
     let key: Buffer | undefined;
     if (this.o.keyField !== undefined) key = encode(this.o.keyFormat, (value as Record<string, unknown> | null)?.[this.o.keyField]);
-    this.buffer.push({ topic: this.o.topic, key, value: encode(this.o.valueFormat, value) });
+    const bytes = encode(this.o.valueFormat, value);
+    this.buffer.push({ topic: this.o.topic, key, value: bytes });
   }
 
   async flush(): Promise<void> {
@@ -90,11 +91,16 @@ abstract class BatchingWriter implements SinkWriter<unknown> {
     }
   }
 
-  /** Start the next request if none is out. */
+  /** Start the next request if none is out: what is buffered, up to maxRequestBytes. */
   private pump(): void {
     if (this.active || this.buffer.length === 0 || this.failure !== undefined) return;
-    const messages = this.buffer;
-    this.buffer = [];
+    let take = 0;
+    for (let bytes = 0; take < this.buffer.length && bytes < this.o.maxRequestBytes; take++) {
+      const m = this.buffer[take]!;
+      bytes += (m.value?.length ?? 0) + (m.key?.length ?? 0) + 24;
+    }
+    const messages = take === this.buffer.length ? this.buffer : this.buffer.slice(0, take);
+    this.buffer = take === this.buffer.length ? [] : this.buffer.slice(take);
     this.active = this.send(messages).then(
       () => {
         this.active = undefined;
