@@ -140,7 +140,14 @@ export class CheckpointCoordinator {
     p.files[key] = { bytes: m.stateBytes, sha256: m.stateSha256 };
     p.bytes += m.stateBytes;
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
-    if (p.pending.size === 0) void this.complete(job, p);
+    if (p.pending.size === 0) {
+      const written = this.complete(job, p)
+        .catch((err: unknown) => this.deps.log.error({ err, jobId: job.id }, `checkpoint ${p.id} of job ${job.id} could not complete: ${(err as Error).message}`))
+        .finally(() => {
+        if (job.markerWrite === written) job.markerWrite = undefined;
+      });
+      job.markerWrite = written;
+    }
   }
 
   /** Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one fails the job. */

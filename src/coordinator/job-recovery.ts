@@ -153,6 +153,8 @@ export class JobRecovery {
     // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
     if (backoffMs > 0) await this.deps.slots.wait(backoffMs);
     if (job.state !== 'RESTARTING' || this.deps.stopping()) return;
+    // A checkpoint completing as the failure came: survivors may commit it, so the restore starts from it.
+    await job.markerWrite?.catch(() => undefined);
     const restore = await this.restorePoint(job);
     if (restore && job.checkpoint.checkpointDir) await this.store.recordRestore(job.checkpoint.checkpointDir, job.id, restore, this.deps.config.epoch);
     const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing);

@@ -138,6 +138,12 @@ export interface JobState {
     final?: boolean;
   };
   startingCheckpoint?: boolean;
+  /**
+   * A checkpoint whose acks are all in while its COMPLETED marker is being written. A restart reads its
+   * restore point only after this settles: sinks that survive the failure may still commit the
+   * checkpoint, so the restore must not start from the one before it.
+   */
+  markerWrite?: Promise<void>;
   /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
   finalRequests?: Set<string>;
   /** The final checkpoint's id, once claimed. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ClusterClient } from '../../src/client/index.js';
-import { BUILTIN_CAPABILITIES, jobGuarantee, unknownConnectors } from '../../src/connectors/index.js';
+import { BUILTIN_CAPABILITIES, guaranteeRefusal, jobGuarantee, unknownConnectors } from '../../src/connectors/index.js';
 import { Coordinator } from '../../src/coordinator/index.js';
 import { buildHttpApp } from '../../src/http/index.js';
 import { buildJob, defineConnector, defineJob } from '../../src/index.js';
@@ -58,6 +58,18 @@ describe('the connector gate', () => {
     const mine = defineConnector({ name: 'mine', sink: { createWriter: () => ({ write: () => undefined }) } } as never);
     const own = ops((env) => void env.fromSequence(1, 3).sinkTo(mine).name('own sink'));
     assert.deepEqual(jobGuarantee(own, true, 0), { level: 'at-least-once', limitedBy: "sink 'own sink' (connector mine, which declares no guarantee)" });
+  });
+
+  test('a sink whose delivery is an option gives what the option chooses: Kafka and PostgreSQL at-least-once unless asked for exactly-once', () => {
+    const ops = (build: Parameters<typeof defineJob>[1]) => buildJob(defineJob({ name: 'g', version: '1' }, build)).spec.operators;
+    const kafka = (delivery?: string) =>
+      ops((env) => void env.fromSource('kafka', { bootstrapServers: 'k:9092', topic: 'in' }).sinkTo('kafka', { bootstrapServers: 'k:9092', topic: 'out', ...(delivery ? { delivery } : {}) }).name('to kafka'));
+    assert.deepEqual(jobGuarantee(kafka(), true, 0), { level: 'at-least-once', limitedBy: "sink 'to kafka' (connector kafka)" });
+    assert.deepEqual(jobGuarantee(kafka('exactly-once'), true, 0), { level: 'exactly-once', limitedBy: '' });
+    const pg = ops((env) => void env.fromSequence(1, 3).sinkTo('postgres', { connectionString: 'postgres://h/db', table: 't' }).name('to pg'));
+    assert.equal(guaranteeRefusal('exactly-once', jobGuarantee(pg, true, 0)), "the job asks for exactly-once but can give at-least-once: limited by sink 'to pg' (connector postgres)");
+    const nats = ops((env) => void env.fromSource('nats', { servers: 'n:4222', stream: 'S' }).sinkTo('nats', { servers: 'n:4222', subject: 'S.out', messageIdPrefix: 'p' }));
+    assert.deepEqual(jobGuarantee(nats, true, 0), { level: 'exactly-once', limitedBy: '' });
   });
 
   test('the guarantee gate: a job asking for more than its connectors and checkpointing give is refused at submit, naming what limits it', async () => {

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { Producer } from '@platformatic/kafka';
 import { ownerOf, runJob, startJob, defineJob, Windows, type KafkaRecord } from '../../src/index.js';
 import { collect, sortBy } from '../helpers.js';
-import { createTopic, kafkaBootstrap, produceJson, readTopic, topicName } from '../harness/kafka.js';
+import { commitGroupOffsets, createTopic, kafkaBootstrap, produceJson, readTopic, topicName } from '../harness/kafka.js';
 
 interface Row {
   id: number;
@@ -41,7 +41,7 @@ describe('kafka connector', () => {
     assert.deepEqual(offsets, [...offsets].sort((a, b) => a - b), 'a partition is read in offset order');
   });
 
-  test('start positions: latest skips what is there, timestamp starts at the first record at or after it', async () => {
+  test('start positions: latest skips what is there, timestamp starts at the first record at or after it, group-offsets where a group left off', async () => {
     const bootstrap = kafkaBootstrap();
     const topic = topicName('start');
     await createTopic(bootstrap, topic, 2);
@@ -52,6 +52,37 @@ describe('kafka connector', () => {
     assert.deepEqual(sortBy(fromTs.map((r) => r.value.id), (x) => x), rows(40, 60).map((r) => r.id));
     const latest = await collect<KafkaRecord>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'latest' }).collect());
     assert.deepEqual(latest, []);
+    // The group committed partition 0 up to offset 30 and nothing on partition 1: that one starts at its beginning.
+    const groupId = `${topic}-group`;
+    await commitGroupOffsets(bootstrap, groupId, topic, { 0: 30 });
+    const fromGroup = await collect<KafkaRecord<string, Row>>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'group-offsets', groupId }).collect());
+    const all = await collect<KafkaRecord<string, Row>>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true }).collect());
+    const expected = all.filter((r) => r.partition === 1 || r.offset >= 30).map((r) => r.value.id);
+    assert.deepEqual(sortBy(fromGroup.map((r) => r.value.id), (x) => x), sortBy(expected, (x) => x));
+    assert.ok(expected.length < 100 && expected.length > 0);
+  });
+
+  test('keys and values read as JSON, string or bytes; a value that is not JSON names where it is', async () => {
+    const bootstrap = kafkaBootstrap();
+    const topic = topicName('formats');
+    await createTopic(bootstrap, topic, 1);
+    await produceJson(bootstrap, topic, [{ id: 1 }], () => 'k1');
+    const read = (o: Record<string, unknown>) => collect<KafkaRecord>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, ...o }).collect());
+    const [json] = await read({});
+    assert.deepEqual([json!.key, json!.value], ['k1', { id: 1 }]);
+    const [text] = await read({ keyFormat: 'bytes', valueFormat: 'string' });
+    assert.deepEqual([Buffer.isBuffer(text!.key), text!.value], [true, '{"id":1}']);
+    const [bytes] = await read({ valueFormat: 'bytes' });
+    assert.equal((bytes!.value as Buffer).toString(), '{"id":1}');
+    const bad = topicName('not-json');
+    await createTopic(bootstrap, bad, 1);
+    const p = new Producer({ clientId: 't', bootstrapBrokers: [bootstrap], acks: -1 });
+    await p.send({ messages: [{ topic: bad, value: Buffer.from('plain text') }] });
+    await p.close();
+    await assert.rejects(
+      collect((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic: bad, bounded: true }).collect()),
+      new RegExp(`the value at '${bad}' partition 0 offset 0 is not JSON .*format 'string' or 'bytes'`),
+    );
   });
 
   test('read_committed: records of an aborted transaction and the markers are skipped; read_uncommitted sees them', async () => {

@@ -17,7 +17,7 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 10; i++) await Promise.resolve();
 };
 
-function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean } = {}) {
+function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean; markerWritten?: Promise<void> } = {}) {
   const clock = new FakeClock();
   const posted: Message[] = [];
   const markers: CompletedMarker[] = [];
@@ -34,6 +34,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     },
     writeMarker: async (_dir, marker) => {
       if (options.failMarker) throw new Error('ENOSPC');
+      await options.markerWritten;
       markers.push(marker);
     },
     retain: async () => undefined,
@@ -103,6 +104,25 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint']);
     assert.equal(h.job.pendingCheckpoint, undefined);
     assert.deepEqual(h.job.checkpoints.map((c) => [c.checkpointId, c.kind]), [[1, 'periodic']]);
+  });
+
+  test('while a completed checkpoint\'s marker is written, a restart forgetting it still finds it in markerWrite and waits for it', async () => {
+    let written!: () => void;
+    const h = harness({ markerWritten: new Promise<void>((r) => (written = r)) });
+    await h.tickAfter(1_000);
+    h.ack(1);
+    await settle();
+    assert.ok(h.job.markerWrite, 'the marker write is on the job');
+    h.cc.forget(h.job, 'worker lost: w1 (connection closed)');
+    let restoreRead = false;
+    const restart = h.job.markerWrite!.then(() => (restoreRead = true));
+    await settle();
+    assert.equal(restoreRead, false, 'the restart waits');
+    written();
+    await restart;
+    assert.equal(h.markers.length, 1, 'the marker is there when the restart reads its restore point');
+    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint'], 'its commit still goes out: the restore starts from it');
+    assert.equal(h.job.markerWrite, undefined);
   });
 
   test('a failed ack aborts the checkpoint; the late acks of it are dropped; the next one numbers above it', async () => {

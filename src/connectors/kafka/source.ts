@@ -5,16 +5,15 @@
  * nothing is committed to the broker, so a restore replays exactly what followed the checkpoint.
  * Records of aborted transactions and the transaction markers are skipped under read_committed.
  */
-import { Consumer, type fetchV17, type RecordsBatch } from '@platformatic/kafka';
+import { Consumer, type RecordsBatch } from '@platformatic/kafka';
 import type { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
 import type { SourceContext, SourceOutput, SourceReader } from '../../sdk/index.js';
 import { decode } from '../formats.js';
+import { Fetcher, type FetchResponse } from './fetcher.js';
 import { RatePacer } from '../options.js';
 import type { KafkaSourceOptions } from './options.js';
 import { forceClose, kafkaErrorName } from './transactions.js';
-
-type FetchResponse = fetchV17.FetchResponse;
 
 type Options = z.output<typeof KafkaSourceOptions>;
 
@@ -73,12 +72,14 @@ class KafkaReader implements SourceReader<KafkaRecord> {
   private queueAt = 0;
   private readonly isolation: number;
   private readonly pacer: RatePacer | undefined;
+  private readonly fetcher: Fetcher;
 
   constructor(
     private readonly o: Options,
     private readonly ctx: SourceContext,
   ) {
     this.isolation = o.isolation === 'read_committed' ? 1 : 0;
+    this.fetcher = new Fetcher(o.clientId, o.requestTimeoutMs);
     this.pacer = o.maxRecordsPerSecond === undefined ? undefined : new RatePacer(o.maxRecordsPerSecond, ctx.signal);
     this.consumer = new Consumer({
       clientId: o.clientId,
@@ -136,6 +137,7 @@ class KafkaReader implements SourceReader<KafkaRecord> {
   async close(): Promise<void> {
     await this.pending?.catch(() => undefined);
     await forceClose(this.consumer);
+    await this.fetcher.close();
   }
 
   private finished(): boolean {
@@ -231,7 +233,25 @@ class KafkaReader implements SourceReader<KafkaRecord> {
       await new Promise((r) => setTimeout(r, this.o.fetchMaxWaitMs));
       return undefined;
     }
-    const md = await this.consumer.metadata({ topics: [this.o.topic] });
+    // A broker restarting or leadership moving: refresh the metadata and try again, for up to requestTimeoutMs.
+    const deadline = Date.now() + this.o.requestTimeoutMs;
+    for (let delay = 100, refresh = false; ; delay = Math.min(delay * 2, 2_000), refresh = true) {
+      try {
+        return await this.fetchOnce(want, refresh);
+      } catch (err) {
+        if (this.ctx.signal.aborted) return undefined;
+        if (err instanceof ConnectorError || Date.now() + delay > deadline) {
+          if (err instanceof ConnectorError) throw err;
+          throw new ConnectorError(`kafka source: fetching '${this.o.topic}' from ${this.o.bootstrapServers.join(',')} failed: ${kafkaErrorName(err) ?? (err as Error).message}`, { cause: err, transient: true });
+        }
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  private async fetchOnce(want: Split[], refresh: boolean): Promise<FetchResponse> {
+    const md = await this.consumer.metadata({ topics: [this.o.topic], forceUpdate: refresh || this.staleMetadata });
+    this.staleMetadata = false;
     const topic = md.topics.get(this.o.topic)!;
     const byLeader = new Map<number, Split[]>();
     for (const s of want) {
@@ -240,27 +260,23 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     }
     // One broker per round keeps one request in flight; rounds rotate over the leaders.
     const [leader, splits] = [...byLeader.entries()][this.round++ % byLeader.size]!;
+    const broker = md.brokers.get(leader);
+    if (!broker) throw new Error(`partition ${splits[0]!.partition} has no leader`);
     const partitionMaxBytes = Math.max(64 << 10, Math.floor(this.o.fetchMaxBytes / splits.length));
-    try {
-      return await this.consumer.fetch({
-        node: leader,
-        topics: [
-          {
-            topicId: topic.id,
-            partitions: splits.map((s) => ({ partition: s.partition, fetchOffset: s.fetchAt, partitionMaxBytes, currentLeaderEpoch: -1, lastFetchedEpoch: -1 })),
-          },
-        ],
-        maxWaitTime: this.o.fetchMaxWaitMs,
-        minBytes: 1,
-        maxBytes: this.o.fetchMaxBytes,
-        isolationLevel: this.isolation,
-      });
-    } catch (err) {
-      if (this.ctx.signal.aborted) return undefined;
-      throw new ConnectorError(`kafka source: fetching '${this.o.topic}' from ${this.o.bootstrapServers.join(',')} failed: ${kafkaErrorName(err) ?? (err as Error).message}`, { cause: err });
-    }
+    const request = this.fetcher.fetch(broker, {
+      maxWaitMs: this.o.fetchMaxWaitMs,
+      maxBytes: this.o.fetchMaxBytes,
+      isolationLevel: this.isolation,
+      topics: [{ topicId: topic.id, partitions: splits.map((s) => ({ partition: s.partition, fetchOffset: s.fetchAt, partitionMaxBytes, currentLeaderEpoch: -1, lastFetchedEpoch: -1 })) }],
+    });
+    // Errors of single partitions come as a thrown response: enqueue() reads each partition's code.
+    return request.catch((err: { response?: FetchResponse }) => {
+      if (err.response?.errorCode === 0) return err.response;
+      throw err;
+    });
   }
   private round = 0;
+  private staleMetadata = false;
   /** Set by emitBatch: the batch has nothing left to emit. */
   private batchDone = false;
 
@@ -274,7 +290,8 @@ class KafkaReader implements SourceReader<KafkaRecord> {
           if (p.errorCode === 1) {
             throw new ConnectorError(`kafka source: offset ${split.fetchAt} of '${this.o.topic}' partition ${split.partition} is no longer in the log (retention removed it); restore from a newer checkpoint or start again`);
           }
-          continue; // leadership moved: metadata refreshes on its own
+          this.staleMetadata = true; // leadership moved: ask for it again
+          continue;
         }
         const aborted = [...(p.abortedTransactions ?? [])].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : 1));
         let ai = 0;
