@@ -57,3 +57,9 @@ export function helpLine(flag: string, text: string): RegExp {
   const words = (t: string): string => t.split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('\\s+');
   return new RegExp(`${words(flag)}\\s+${words(text)}`);
 }
+
+/**
+ * The time one chaos scenario (real processes, kills, restarts) may take on two busy cores. Node 20's
+ * --test-timeout bounds a file as a whole, so each scenario carries its own bound and a hang names it.
+ */
+export const SCENARIO = { timeout: 180_000 } as const;

@@ -180,6 +180,12 @@ export class JobMaster {
     if (job.finishedAt !== undefined || job.state === 'RESTARTING' || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
     if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.deps.checkpoints.finalWanted(job)))) return;
+    // A checkpoint whose acks were all in is still writing its marker (and pruning older ones): a client
+    // told the job ended would restore from the checkpoint before it, whose state retention is deleting.
+    if (job.markerWrite) {
+      void job.markerWrite.finally(() => this.maybeComplete());
+      return;
+    }
     if (job.state === 'DEPLOYING' || job.state === 'RUNNING') job.state = transition(job.state, 'FINISHED', `job ${job.id}`);
     job.finishedAt = this.deps.clock.now();
     this.deps.metrics.jobsEnded.inc({ state: job.state });

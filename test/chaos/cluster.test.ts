@@ -10,12 +10,13 @@ import { buildJob } from '../../src/sdk/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type Message, type MessageOf } from '../../src/protocol/index.js';
 import { ClusterHarness, isRunning } from '../harness/cluster.js';
 import { fakeWorker } from '../harness/fake-worker.js';
+import { SCENARIO } from '../helpers.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 const job = (name: string): string => join(FIXTURES, `${name}.ts`);
 
 describe('losing workers', () => {
-  test('kill -9 of a worker: "worker lost: <id> (heartbeat timeout)" within heartbeat_timeout + watchdog_interval, and the job fails with that cause', async () => {
+  test('kill -9 of a worker: "worker lost: <id> (heartbeat timeout)" within heartbeat_timeout + watchdog_interval, and the job fails with that cause', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2 });
     try {
       const { jobId, client } = await h.submit(job('unbounded'), { parallelism: 2 });
@@ -36,7 +37,7 @@ describe('losing workers', () => {
     }
   });
 
-  test('a worker that stops reading is declared lost by the stall verdict', async () => {
+  test('a worker that stops reading is declared lost by the stall verdict', SCENARIO, async () => {
     // A long heartbeat timeout, so only the stall verdict (1 s) can fire while this test's own process
     // (which heartbeats for the fake worker) is busy with a 24 MiB module.
     const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--outbound-stall-timeout-ms=1000', '--heartbeat-timeout-ms=10000'] });
@@ -62,7 +63,7 @@ describe('losing workers', () => {
     }
   });
 
-  test('an outbox past its bound is the overflow verdict at the next watchdog tick', async () => {
+  test('an outbox past its bound is the overflow verdict at the next watchdog tick', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 1, slots: 2, coordinatorArgs: ['--max-outbound-bulk-bytes=1000'] });
     try {
       await h.submit(job('trivial')).catch(() => undefined);
@@ -74,7 +75,7 @@ describe('losing workers', () => {
   });
 });
 
-test('a worker registering again while its overflowed session awaits the verdict gets a retryable refusal', async () => {
+test('a worker registering again while its overflowed session awaits the verdict gets a retryable refusal', SCENARIO, async () => {
   // A slow watchdog leaves time between the overflow and its verdict.
   const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--max-outbound-bulk-bytes=1000', '--watchdog-interval-ms=3000', '--heartbeat-timeout-ms=10000'] });
   const first = await fakeWorker(h.controlPort, 'w9', { slots: 2 });
@@ -100,7 +101,7 @@ test('a worker registering again while its overflowed session awaits the verdict
 });
 
 describe('stopping and admission', () => {
-  test('SIGTERM stops a busy worker within a second, and nothing is left running', async () => {
+  test('SIGTERM stops a busy worker within a second, and nothing is left running', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 1, slots: 4 });
     const pids = h.nodes.map((n) => n.child.pid!);
     try {
@@ -120,7 +121,7 @@ describe('stopping and admission', () => {
     for (const pid of pids) assert.equal(isRunning(pid), false, `process ${pid} is gone`);
   });
 
-  test('a worker of an incompatible protocol is refused, naming both versions, and counted', async () => {
+  test('a worker of an incompatible protocol is refused, naming both versions, and counted', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 0 });
     try {
       const fake = await fakeWorker(h.controlPort, 'from-the-future', { protocolVersion: 9, minCompatible: 7 });
@@ -137,7 +138,7 @@ describe('stopping and admission', () => {
     }
   });
 
-  test('a worker registering again while its clean finish is still in flight on the old connection: the finish counts, the job ends FINISHED', async (t) => {
+  test('a worker registering again while its clean finish is still in flight on the old connection: the finish counts, the job ends FINISHED', SCENARIO, async (t) => {
     const h = await ClusterHarness.start({ workers: 0 });
     try {
       const old = await fakeWorker(h.controlPort, 'quick', { protocolVersion: 2 });
@@ -171,7 +172,7 @@ describe('stopping and admission', () => {
     }
   });
 
-  test('a registration on an older connection than the worker’s current session is refused as stale', async () => {
+  test('a registration on an older connection than the worker’s current session is refused as stale', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 0 });
     try {
       const older = connect(h.controlPort, '127.0.0.1');
@@ -195,7 +196,7 @@ describe('stopping and admission', () => {
 });
 
 describe('watchdog and slots', () => {
-  test('a coordinator paused past the heartbeat timeout judges nothing on its late sweep (no worker is lost)', async () => {
+  test('a coordinator paused past the heartbeat timeout judges nothing on its late sweep (no worker is lost)', SCENARIO, async () => {
     // Workers wait longer for the coordinator than it is paused.
     const h = await ClusterHarness.start({ workers: 2, slots: 2, workerArgs: ['--coordinator-heartbeat-timeout-ms=8000'] });
     try {
@@ -211,7 +212,7 @@ describe('watchdog and slots', () => {
     }
   });
 
-  test('a submit waits up to --submit-wait-for-slots-ms for a worker to bring the slots it needs', async () => {
+  test('a submit waits up to --submit-wait-for-slots-ms for a worker to bring the slots it needs', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: ['--submit-wait-for-slots-ms=15000'] });
     try {
       const pending = h.submit(job('unbounded'), { parallelism: 1 }); // needs 2 slots, 1 is there
@@ -227,7 +228,7 @@ describe('watchdog and slots', () => {
   });
 });
 
-test('nodes started by a process that is killed -9 exit on their own (nothing outlives a dead test)', async () => {
+test('nodes started by a process that is killed -9 exit on their own (nothing outlives a dead test)', SCENARIO, async () => {
   const { spawn } = await import('node:child_process');
   const { TSX } = await import('../harness/cli.js');
   const parent = spawn(process.execPath, ['--import', TSX, resolve(import.meta.dirname, '../fixtures/scripts/start-cluster.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -12,7 +12,7 @@ import { haJob, SINK_JOB } from '../harness/file-sink-job.js';
 import { FencedError, fencedWrite } from '../../src/ha/index.js';
 import type { JobView } from '../../src/coordinator/index.js';
 import { runCli } from '../harness/cli.js';
-import { visibleLines } from '../helpers.js';
+import { SCENARIO, visibleLines } from '../helpers.js';
 
 /** The line a new leader logs when it takes the job over: the checkpoint it restored from. */
 async function takenOverFrom(h: ClusterHarness, leader: NodeProcess, jobId: string): Promise<number> {
@@ -28,7 +28,7 @@ const portClosed = (port: number): Promise<boolean> =>
   });
 
 describe('high availability with the file lock', () => {
-  test('kill -9 of the leader mid-stream: a standby takes over from the last checkpoint and the output is the uninterrupted run, every record once', async () => {
+  test('kill -9 of the leader mid-stream: a standby takes over from the last checkpoint and the output is the uninterrupted run, every record once', SCENARIO, async () => {
     const r = await haJob({ workers: 2, slots: 2, ha: { coordinators: 2 } });
     try {
       const { leader: old, epoch } = await r.h.waitForLeader();
@@ -57,7 +57,7 @@ describe('high availability with the file lock', () => {
     }
   });
 
-  test('kill -9 of the leader and a worker together: the standby takes over on the survivor, exact output', async () => {
+  test('kill -9 of the leader and a worker together: the standby takes over on the survivor, exact output', SCENARIO, async () => {
     const r = await haJob({ workers: 2, slots: 2, ha: { coordinators: 2 } });
     try {
       const { leader: old } = await r.h.waitForLeader();
@@ -75,7 +75,7 @@ describe('high availability with the file lock', () => {
     }
   });
 
-  test('a takeover before the job completed a checkpoint starts it from the beginning, exact output', async () => {
+  test('a takeover before the job completed a checkpoint starts it from the beginning, exact output', SCENARIO, async () => {
     const r = await haJob({ workers: 2, slots: 2, ha: { coordinators: 2 } }, { intervalMs: 60_000, waitForCheckpoint: false, rate: 5000 });
     try {
       const { leader: old } = await r.h.waitForLeader();
@@ -90,7 +90,7 @@ describe('high availability with the file lock', () => {
     }
   });
 
-  test('clink submit --wait --ha-dir follows the new leader across a takeover; clink jobs with both coordinators\' addresses finds the leader', async () => {
+  test('clink submit --wait --ha-dir follows the new leader across a takeover; clink jobs with both coordinators\' addresses finds the leader', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2, ha: { coordinators: 2 } });
     try {
       const { leader: old } = await h.waitForLeader();
@@ -118,7 +118,7 @@ describe('high availability with the file lock', () => {
     }
   });
 
-  test('three candidates: exactly one leads; when it dies exactly one of the other two takes over', async () => {
+  test('three candidates: exactly one leads; when it dies exactly one of the other two takes over', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 1, ha: { coordinators: 3 } });
     try {
       const { leader: first } = await h.waitForLeader();
@@ -139,7 +139,7 @@ describe('high availability with the file lock', () => {
     }
   });
 
-  test('SIGSTOP of the leader and its lock holder killed: a standby leads at a higher epoch; the old one, resumed, stands down and its record is not the leader', async () => {
+  test('SIGSTOP of the leader and its lock holder killed: a standby leads at a higher epoch; the old one, resumed, stands down and its record is not the leader', SCENARIO, async () => {
     const r = await haJob({ workers: 2, slots: 2, ha: { coordinators: 2 } });
     try {
       const { leader: old } = await r.h.waitForLeader();

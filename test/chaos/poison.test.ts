@@ -10,11 +10,11 @@ import { loadJobModule } from '../../src/loader/index.js';
 import { runJob } from '../../src/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
-import { visibleLines } from '../helpers.js';
+import { SCENARIO, visibleLines } from '../helpers.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 
-test('poison jobs (an endless loop, then an allocation bomb) fail with their real causes while a healthy job on the same workers finishes exactly; all 3 workers stay', async () => {
+test('poison jobs (an endless loop, then an allocation bomb) fail with their real causes while a healthy job on the same workers finishes exactly; all 3 workers stay', SCENARIO, async () => {
   const h = await ClusterHarness.start({
     workers: 3,
     slots: 4,

@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobView } from '../../src/coordinator/index.js';
 import { ClusterHarness, type NodeProcess } from '../harness/cluster.js';
+import { SCENARIO } from '../helpers.js';
 
 const job = (name: string): string => join(resolve(import.meta.dirname, '../fixtures/jobs'), `${name}.ts`);
 
@@ -21,7 +22,7 @@ async function workerMetric(w: NodeProcess, name: string): Promise<number> {
 }
 
 describe('workers that reconnect by themselves', () => {
-  test('the coordinator restarts: workers report 503 meanwhile, register again by themselves, and a new job runs on them', async () => {
+  test('the coordinator restarts: workers report 503 meanwhile, register again by themselves, and a new job runs on them', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2, workerArgs: ['--reconnect-max-backoff-ms=400'] });
     try {
       const w1 = h.worker('w1');
@@ -56,7 +57,7 @@ describe('workers that reconnect by themselves', () => {
     }
   });
 
-  test('a worker paused past the heartbeat timeout rejoins as a new session after SIGCONT, and runs nothing of the old one', async () => {
+  test('a worker paused past the heartbeat timeout rejoins as a new session after SIGCONT, and runs nothing of the old one', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2 });
     try {
       const { jobId, client } = await h.submit(job('unbounded'), { parallelism: 2 });
@@ -85,7 +86,7 @@ describe('workers that reconnect by themselves', () => {
   });
 });
 
-test('a coordinator that goes silent (paused, socket still open) past --coordinator-heartbeat-timeout-ms: the worker ends its session and registers a new one', async () => {
+test('a coordinator that goes silent (paused, socket still open) past --coordinator-heartbeat-timeout-ms: the worker ends its session and registers a new one', SCENARIO, async () => {
   const h = await ClusterHarness.start({ workers: 1, slots: 2, workerArgs: ['--coordinator-heartbeat-timeout-ms=1500', '--reconnect-max-backoff-ms=300'] });
   try {
     const w1 = h.worker('w1');

@@ -10,7 +10,7 @@ import { ClusterHarness, type HarnessOptions } from '../harness/cluster.js';
 import { submitSinkJob } from '../harness/file-sink-job.js';
 import { fakeWorker } from '../harness/fake-worker.js';
 import { makeMessage } from '../../src/protocol/index.js';
-import { visibleLines } from '../helpers.js';
+import { SCENARIO, visibleLines } from '../helpers.js';
 
 interface Running {
   h: ClusterHarness;
@@ -64,7 +64,7 @@ async function untilTime(at: number): Promise<void> {
 }
 
 describe('restart from the last checkpoint on worker loss', () => {
-  test('kill -9 of a worker mid-stream: the job restarts on the survivors from its checkpoint and writes the uninterrupted output, every record once', async () => {
+  test('kill -9 of a worker mid-stream: the job restarts on the survivors from its checkpoint and writes the uninterrupted output, every record once', SCENARIO, async () => {
     const r = await runningJob({ workers: 3, slots: 4 });
     try {
       const victim = await r.killAWorker();
@@ -83,7 +83,7 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
-  test('two workers killed at once (the second lost while the first restart drains): one restart on the others, exact output', async () => {
+  test('two workers killed at once (the second lost while the first restart drains): one restart on the others, exact output', SCENARIO, async () => {
     const r = await runningJob({ workers: 4, slots: 2 });
     try {
       const hosts = [...new Set((await r.view()).subtasks.map((t) => t.workerId))];
@@ -104,7 +104,7 @@ describe('restart from the last checkpoint on worker loss', () => {
   // The timings are margins, not guesses: the worker added registers between 2 s and 8 s into the
   // restart (a spawn takes well under 6 s even on a loaded machine), so its registration moves the
   // deadline past the check at 8.5 s by at least 1.5 s.
-  test('a restart waits for slots the survivors lack; a worker registering meanwhile starts the capacity clock again; a replacement brings them; exact output', async () => {
+  test('a restart waits for slots the survivors lack; a worker registering meanwhile starts the capacity clock again; a replacement brings them; exact output', SCENARIO, async () => {
     const capacityMs = 8_000;
     const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: [`--restart-capacity-timeout-ms=${capacityMs}`, '--slot-sharing=off'] });
     try {
@@ -125,7 +125,7 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
-  test('a restart that finds no slots within --restart-capacity-timeout-ms fails the job, saying so', async () => {
+  test('a restart that finds no slots within --restart-capacity-timeout-ms fails the job, saying so', SCENARIO, async () => {
     const r = await runningJob({ workers: 2, slots: 1, coordinatorArgs: ['--restart-capacity-timeout-ms=800'] });
     try {
       const victim = await r.killAWorker();
@@ -140,7 +140,7 @@ describe('restart from the last checkpoint on worker loss', () => {
     }
   });
 
-  test('the restart budget: with --max-restarts-from-checkpoint 1 a second loss fails the job; 0 fails fast', async () => {
+  test('the restart budget: with --max-restarts-from-checkpoint 1 a second loss fails the job; 0 fails fast', SCENARIO, async () => {
     const r = await runningJob({ workers: 3, slots: 4 }, 1, 1500);
     try {
       await r.killAWorker();
@@ -166,7 +166,7 @@ describe('restart from the last checkpoint on worker loss', () => {
   });
 });
 
-test('a survivor that never drains fails the job at --restart-drain-timeout-ms, naming the subtask and its worker', async () => {
+test('a survivor that never drains fails the job at --restart-drain-timeout-ms, naming the subtask and its worker', SCENARIO, async () => {
   // One real worker and one that runs nothing: it says its subtasks listen, then ignores every
   // CancelJob, as a worker whose cancellation is broken would.
   const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: ['--restart-drain-timeout-ms=1500'] });

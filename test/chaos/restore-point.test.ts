@@ -11,7 +11,7 @@ import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { runJob } from '../../src/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
-import { visibleLines } from '../helpers.js';
+import { SCENARIO, visibleLines } from '../helpers.js';
 
 const SINK_JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-file-sink.ts');
 /** The timestamp of the fixture's last record (row 19,999): always after any restore point. */
@@ -47,7 +47,7 @@ async function cancelledMidStream(h: ClusterHarness, checkpointsRetained = 1) {
 }
 
 describe('the restore point a job was submitted with', () => {
-  test('restored, then kill -9 of a worker before its first checkpoint: the restart resumes from the restore point and the output is exact', async () => {
+  test('restored, then kill -9 of a worker before its first checkpoint: the restart resumes from the restore point and the output is exact', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 3, slots: 4 });
     try {
       const r = await cancelledMidStream(h);
@@ -71,7 +71,7 @@ describe('the restore point a job was submitted with', () => {
     }
   });
 
-  test('restored, then a subtask fails before its first checkpoint: the restart resumes from the restore point and the output is exact', async () => {
+  test('restored, then a subtask fails before its first checkpoint: the restart resumes from the restore point and the output is exact', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 4 });
     try {
       const r = await cancelledMidStream(h);
@@ -89,7 +89,7 @@ describe('the restore point a job was submitted with', () => {
     }
   });
 
-  test('a flipped byte in a state file of the newest checkpoint: the restore names the file, falls back to the checkpoint before and finishes with every result', async () => {
+  test('a flipped byte in a state file of the newest checkpoint: the restore names the file, falls back to the checkpoint before and finishes with every result', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 4 });
     try {
       const r = await cancelledMidStream(h, 2);
@@ -112,7 +112,7 @@ describe('the restore point a job was submitted with', () => {
     }
   });
 
-  test('two restore submits racing for the same slots: one deploys, the other is refused; no slot is booked twice', async () => {
+  test('two restore submits racing for the same slots: one deploys, the other is refused; no slot is booked twice', SCENARIO, async () => {
     // One worker of 2 slots; each run needs both (two pipeline instances, slots shared). Before, both
     // placed on the same free slots while writing their RESTORED records, and both deployed.
     const h = await ClusterHarness.start({ workers: 1, slots: 2 });
@@ -136,7 +136,7 @@ describe('the restore point a job was submitted with', () => {
     }
   });
 
-  test("a checkpoint of one job restored into another job (same operators, another name) is refused naming both", async () => {
+  test("a checkpoint of one job restored into another job (same operators, another name) is refused naming both", SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 1, slots: 4 });
     try {
       const r = await cancelledMidStream(h);

@@ -130,6 +130,11 @@ export const kafkaPipeParams = (bootstrap: string, input: string, output: string
 
 /** Wait until the output holds `n` records and two more checkpoints completed; then it must stay exact. */
 export async function assertKafkaExactlyOnce(pipe: Pipe, bootstrap: string, output: string, n: number, what: string): Promise<void> {
+  const next = async (after: number): Promise<number> => {
+    const id = await pipe.checkpointAfter(after);
+    assert.ok(id !== undefined, `${what}: the Kafka pipe job reads without end, yet it finished`);
+    return id;
+  };
   let at = 0;
   for (;;) {
     const out = await readTopic(bootstrap, output);
@@ -144,9 +149,9 @@ export async function assertKafkaExactlyOnce(pipe: Pipe, bootstrap: string, outp
       assert.fail(`${what}: ${out.length} records written for ${n} inputs; written twice, e.g. ${JSON.stringify(twice.slice(0, 3), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
     }
     if (out.length === n) break;
-    at = await pipe.checkpointAfter(at);
+    at = await next(at);
   }
-  at = await pipe.checkpointAfter(await pipe.checkpointAfter(at));
+  at = await next(await next(at));
   const ids = (await readTopic(bootstrap, output)).map((r) => (JSON.parse(r.value) as { id: number; doubled: number }).id).sort((a, b) => a - b);
   assert.deepEqual(ids, Array.from({ length: n }, (_, i) => i), `${what}: each input id exactly once`);
 }

@@ -21,7 +21,7 @@ test('kafka exactly once across a hard broker restart in the middle of a transac
     await createTopic(broker.bootstrap, output, 2);
     await produceJson(broker.bootstrap, input, Array.from({ length: 8_000 }, (_, id) => ({ id })), (r) => String(r.id));
     pipe = await startPipe(KAFKA_PIPE_JOB, kafkaPipeParams(broker.bootstrap, input, output, 1_000));
-    await pipe.checkpointAfter(await pipe.checkpointAfter(0));
+    await pipe.checkpoints(2);
     // Records are flowing into an open transaction when the broker dies.
     await broker.restart(true);
     await assertKafkaExactlyOnce(pipe, broker.bootstrap, output, 8_000, 'broker restart');

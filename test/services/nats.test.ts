@@ -32,13 +32,13 @@ describe('nats connector', () => {
     const random = prng(SEED);
     const stream = streamName('eo');
     await createStream(server, stream);
-    const pipe = await startPipe(resolve(import.meta.dirname, '../fixtures/jobs/nats-sink.ts'), { server, subject: `${stream}.out`, prefix: stream, count: '12000', rate: '2000' });
+    const pipe = await startPipe(resolve(import.meta.dirname, '../fixtures/jobs/nats-sink.ts'), { server, subject: `${stream}.out`, prefix: stream, count: '24000', rate: '2000' });
     try {
       const log = await killWorkersAtRandom(pipe, random, 3);
       const done = await pipe.client.waitForCompletion(pipe.jobId);
       assert.equal(done.ok, true, done.error);
       const ids = (await readStream(server, stream)).map((m) => (m.value as { id: number }).id).sort((a, b) => a - b);
-      assert.deepEqual(ids, Array.from({ length: 12_000 }, (_, i) => i), `seed ${SEED} (${log.join('; ')}): each id exactly once`);
+      assert.deepEqual(ids, Array.from({ length: 24_000 }, (_, i) => i), `seed ${SEED} (${log.join('; ')}): each id exactly once`);
       t.diagnostic(log.join('; '));
     } finally {
       await pipe.h.close();

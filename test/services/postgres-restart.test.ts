@@ -17,7 +17,7 @@ test('postgres exactly once across a crash-restart of the database in the middle
     const table = tableName('restart');
     await sql(server.url, `CREATE TABLE ${table} (id int, v int)`);
     pipe = await startPipe(PG_SINK_JOB, { url: server.url, table, prefix: table, count: '8000', rate: '1500' });
-    await pipe.checkpointAfter(await pipe.checkpointAfter(0));
+    await pipe.checkpoints(2);
     await server.restart(true);
     await assertPgExactlyOnce(pipe, server.url, table, 8_000, 'database restart');
   } finally {

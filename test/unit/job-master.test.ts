@@ -29,7 +29,7 @@ const LOST = (id: string): string => `worker lost: ${id} (heartbeat timeout)`;
 /** A chained job (source -> map -> collect) of parallelism 2: two failover regions, one per instance. */
 const SPEC = buildJob(defineJob({ name: 'jm', version: '1' }, (env) => void env.fromSequence(1, 10).map((x) => x).collect('out')), { parallelism: 2 }).spec;
 
-async function harness(options: { checkpoint?: Partial<CheckpointSettings>; workers?: number; config?: Partial<CoordinatorConfig> } = {}) {
+async function harness(options: { checkpoint?: Partial<CheckpointSettings>; workers?: number; config?: Partial<CoordinatorConfig>; storage?: Partial<CheckpointStorage> } = {}) {
   const clock = new FakeClock();
   const config: CoordinatorConfig = { ...DEFAULT_COORDINATOR_CONFIG, restartBackoffInitialMs: 1_000, ...options.config };
   const { log, lines } = memoryLogger();
@@ -52,6 +52,7 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     writeMarker: async (_dir, marker) => void markers.push(marker),
     retain: async () => undefined,
     removeState: async () => undefined,
+    ...options.storage,
   };
   let master: JobMaster | undefined;
   const actions = {
@@ -273,6 +274,37 @@ describe('the JobMaster', () => {
     await h.settle();
     assert.equal(h.job.state, 'RESTARTING');
     assert.deepEqual(result, { ok: false, message: `savepoint 1 of job ${h.job.id} failed: ${LOST('w1')}`, path: '' });
+  });
+
+  test('a job cancelled while a checkpoint writes its marker ends only once the marker is written and older checkpoints pruned', async () => {
+    // A client told "cancelled" restores from the newest marker: were it told before the marker landed,
+    // it would pick the checkpoint before, whose state this checkpoint's retention is deleting.
+    const steps: string[] = [];
+    let release!: () => void;
+    const written = new Promise<void>((r) => (release = r));
+    const h = await harness({
+      checkpoint: { checkpointDir: '/ckpt' },
+      storage: {
+        writeMarker: async () => {
+          await written;
+          steps.push('marker');
+        },
+        retain: async () => void steps.push('retain'),
+      },
+    });
+    h.listenAll();
+    const id = await triggerCheckpoint(h);
+    assert.ok(h.job.markerWrite, `checkpoint ${id}'s marker is being written`);
+    h.master.cancel('cancelled by client test');
+    h.finish([...h.on('w1'), ...h.on('w2')], { ok: false, error: 'cancelled' });
+    await h.settle();
+    assert.deepEqual(h.ended, [], 'the job waits for the marker');
+    release();
+    await h.settle();
+    assert.deepEqual(steps, ['marker', 'retain']);
+    assert.deepEqual(h.ended, [h.job]);
+    assert.equal(h.job.state, 'CANCELED');
+    assert.equal(h.job.checkpoints.at(-1)?.checkpointId, id);
   });
 });
 
