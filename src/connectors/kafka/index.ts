@@ -6,11 +6,11 @@
 import type { Connector } from '../../sdk/index.js';
 import { parseOptions } from '../options.js';
 import { KafkaSinkOptions, KafkaSourceOptions } from './options.js';
-import { createKafkaWriter } from './sink.js';
-import { createKafkaReader, type KafkaRecord } from './source.js';
+import type { KafkaRecord } from './source.js';
 
 export { KafkaSinkOptions, KafkaSourceOptions } from './options.js';
-export { ownerOf, type KafkaRecord } from './source.js';
+export { ownerOf } from './partitions.js';
+export type { KafkaRecord } from './source.js';
 export type { KafkaCommittable } from './sink.js';
 
 export const kafka: Connector<KafkaRecord, unknown> = {
@@ -18,10 +18,11 @@ export const kafka: Connector<KafkaRecord, unknown> = {
   parallelSource: true,
   source: {
     validate: (o) => parseOptions('kafka source', KafkaSourceOptions, o),
-    createReader: createKafkaReader,
+    // The client library loads with the first reader or writer: a job without Kafka never pays for it.
+    createReader: async (o, ctx) => (await import('./source.js')).createKafkaReader(o, ctx),
   },
   sink: {
     validate: (o) => parseOptions('kafka sink', KafkaSinkOptions, o),
-    createWriter: createKafkaWriter,
+    createWriter: async (o, ctx) => (await import('./sink.js')).createKafkaWriter(o, ctx),
   },
 };

@@ -7,6 +7,7 @@
  */
 import { Consumer, type RecordsBatch } from '@platformatic/kafka';
 import type { z } from 'zod';
+import { ownerOf } from './partitions.js';
 import { ConnectorError } from '../../errors.js';
 import type { SourceContext, SourceOutput, SourceReader } from '../../sdk/index.js';
 import { decode } from '../formats.js';
@@ -47,13 +48,6 @@ interface Split {
   idle: boolean;
   /** Producers whose aborted transaction is being skipped. */
   aborted: Set<bigint>;
-}
-
-/** Which subtask reads `partition` of `topic`. */
-export function ownerOf(topic: string, partition: number, parallelism: number): number {
-  let h = 0;
-  for (let i = 0; i < topic.length; i++) h = (Math.imul(31, h) + topic.charCodeAt(i)) | 0;
-  return (((h & 0x7fffffff) % parallelism) + partition) % parallelism;
 }
 
 export function createKafkaReader(o: Options, ctx: SourceContext): SourceReader<KafkaRecord> {

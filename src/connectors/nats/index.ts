@@ -6,8 +6,7 @@
 import type { Connector } from '../../sdk/index.js';
 import { parseOptions } from '../options.js';
 import { NatsSinkOptions, NatsSourceOptions } from './options.js';
-import { createNatsWriter } from './sink.js';
-import { createNatsReader, type NatsRecord } from './source.js';
+import type { NatsRecord } from './source.js';
 
 export { NatsSinkOptions, NatsSourceOptions } from './options.js';
 export type { NatsRecord } from './source.js';
@@ -15,6 +14,7 @@ export type { NatsRecord } from './source.js';
 export const nats: Connector<NatsRecord, unknown> = {
   name: 'nats',
   parallelSource: false,
-  source: { validate: (o) => parseOptions('nats source', NatsSourceOptions, o), createReader: createNatsReader },
-  sink: { validate: (o) => parseOptions('nats sink', NatsSinkOptions, o), createWriter: createNatsWriter },
+  // The client library loads with the first reader or writer: a job without NATS never pays for it.
+  source: { validate: (o) => parseOptions('nats source', NatsSourceOptions, o), createReader: async (o, ctx) => (await import('./source.js')).createNatsReader(o, ctx) },
+  sink: { validate: (o) => parseOptions('nats sink', NatsSinkOptions, o), createWriter: async (o, ctx) => (await import('./sink.js')).createNatsWriter(o, ctx) },
 };

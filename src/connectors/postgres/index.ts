@@ -6,14 +6,13 @@
 import type { Connector } from '../../sdk/index.js';
 import { parseOptions } from '../options.js';
 import { PostgresSinkOptions, PostgresSourceOptions } from './options.js';
-import { createPostgresWriter } from './sink.js';
-import { createPostgresReader } from './source.js';
 
 export { PostgresSinkOptions, PostgresSourceOptions } from './options.js';
 
 export const postgres: Connector<Record<string, unknown>, unknown> = {
   name: 'postgres',
   parallelSource: true,
-  source: { validate: (o) => parseOptions('postgres source', PostgresSourceOptions, o), createReader: createPostgresReader },
-  sink: { validate: (o) => parseOptions('postgres sink', PostgresSinkOptions, o), createWriter: createPostgresWriter },
+  // The client library loads with the first reader or writer: a job without PostgreSQL never pays for it.
+  source: { validate: (o) => parseOptions('postgres source', PostgresSourceOptions, o), createReader: async (o, ctx) => (await import('./source.js')).createPostgresReader(o, ctx) },
+  sink: { validate: (o) => parseOptions('postgres sink', PostgresSinkOptions, o), createWriter: async (o, ctx) => (await import('./sink.js')).createPostgresWriter(o, ctx) },
 };
