@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   CLINK_ERR_INTERRUPTED: 'the command was interrupted (Ctrl-C or SIGTERM)',
   CLINK_ERR_UNAUTHORIZED: 'a request or connection without the cluster token (CLINK_AUTH_TOKEN), or with a wrong one',
   CLINK_ERR_FENCED: 'a superseded leader tried to write metadata a newer leader owns (its epoch is lower)',
+  CLINK_ERR_UNAVAILABLE: 'an HTTP route this node cannot answer now (a standby coordinator, a worker between sessions)',
+  CLINK_ERR_INTERNAL: 'an HTTP route failed in a way no other code covers (a bug)',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -66,7 +66,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
   let supervisor: WorkerSupervisor | undefined;
   // The HTTP port outlives sessions; health is 503 while the worker has none.
   const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
-  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health, ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
+  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health, worker: () => supervisor?.describe(), ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
   if (http) config.httpPort = http.port;
   // Each session listens on a data port of its own: the ready file follows the current one.
   const writeReady = async (w: { dataPort: number }): Promise<void> => {

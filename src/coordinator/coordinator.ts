@@ -32,11 +32,12 @@ import { type JobState, type JobView, type WorkerSession, type WorkerView } from
 import { placeSubmittedJob, type PlacedJob, type SubmissionDeps } from './job-submission.js';
 import { HaJobs } from './ha-jobs.js';
 import type { HaJobStore } from '../ha/index.js';
-import { jobView, workerView } from './job-views.js';
-import { JobBook } from './job-book.js';
+import { jobView } from './job-views.js';
+import { JobBook, type JobDetail } from './job-book.js';
 import { ModuleCache } from './module-cache.js';
 import { SlotWaiter } from './slot-waiter.js';
-import { WorkerRegistry } from './worker-registry.js';
+import { WorkerRegistry, type DepartedSession } from './worker-registry.js';
+import { recordHeartbeat } from './task-metrics.js';
 
 export interface CoordinatorDeps {
   log: Logger;
@@ -112,9 +113,7 @@ export class Coordinator {
         this.slots.capacityChanged();
         void this.ha?.capacityChanged();
       },
-      onProgress: (s, jobs) => {
-        for (const p of jobs) this.jobs.master(p.jobId)?.job.progress.set(s.id, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
-      },
+      onProgress: (s, m) => recordHeartbeat((id) => this.jobs.master(id)?.job, s.id, m, clock.now()),
       dispatch: (s, m) => this.dispatchWorker(s, m),
       onGone: (s, error) => this.onSessionGone(s, error),
     }));
@@ -385,16 +384,17 @@ export class Coordinator {
     return this.jobs.list(includeCompleted, this.clock.now());
   }
 
-  job(jobId: string): JobView | undefined {
+  job(jobId: string): JobDetail | undefined {
     return this.jobs.view(jobId, this.clock.now());
   }
 
   workers(): WorkerView[] {
-    const now = this.clock.now();
-    return [...this.registry.sessions.values()]
-      .filter((s) => s.state === 'active')
-      .sort((a, b) => (a.id < b.id ? -1 : 1))
-      .map((s) => workerView(s, now));
+    return this.registry.views(this.clock.now(), this.jobs.runningJobs());
+  }
+
+  /** Worker sessions that ended, newest last: lost by a verdict, or retired. */
+  departedWorkers(): readonly DepartedSession[] {
+    return this.registry.departed;
   }
 
   // ---------------------------------------------------------------- shutdown

@@ -9,6 +9,9 @@
 export { Coordinator, type CoordinatorDeps } from './coordinator.js';
 export { countChannels } from './job-views.js';
 export type { JobView, JobRestart, JobRetry, WorkerView } from './job-state.js';
+export type { JobDetail } from './job-book.js';
+export type { JobGraphView, CheckpointSettingsView } from './job-graph.js';
+export type { TaskMetrics } from './task-metrics.js';
 export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
 export { decideFailure, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
 export * from './config.js';

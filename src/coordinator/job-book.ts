@@ -7,6 +7,10 @@ import { COORDINATOR_HISTORY_CAP } from './config.js';
 import type { JobMaster } from './job-master.js';
 import type { JobState, JobView } from './job-state.js';
 import { jobView } from './job-views.js';
+import { jobDetailParts, type JobDetailParts } from './job-graph.js';
+
+/** GET /api/v1/jobs/:id: the job's view and, while the coordinator holds its state, its detail. */
+export type JobDetail = JobView & Partial<JobDetailParts>;
 
 export class JobBook {
   private readonly running = new Map<string, JobMaster>();
@@ -67,8 +71,9 @@ export class JobBook {
     return [...views, ...[...this.reloaded].reverse().filter((v) => !seen.has(v.jobId))];
   }
 
-  view(jobId: string, now: number): JobView | undefined {
+  /** A job's view with its graph, checkpoint settings and checkpoint in flight (a predecessor's record has only its view). */
+  view(jobId: string, now: number): JobDetail | undefined {
     const j = this.find(jobId);
-    return j ? jobView(j, now) : this.reloaded.find((v) => v.jobId === jobId);
+    return j ? { ...jobView(j, now), ...jobDetailParts(j) } : this.reloaded.find((v) => v.jobId === jobId);
   }
 }

@@ -150,6 +150,7 @@ export class JobMaster {
 
   finishSubtask(st: SubtaskState, error: string | undefined): void {
     st.finished = true;
+    this.job.subtaskProgress.delete(subtaskKey(st.taskId, st.index));
     if (error) st.error = error;
     releaseSlot(st.session, `${this.job.id}/${st.slot}`);
     this.deps.capacityChanged();

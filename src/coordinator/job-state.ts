@@ -9,6 +9,7 @@ import type { CompletedMarker } from './checkpoints.js';
 import type { ClientSession } from './client-sessions.js';
 import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
+import type { SubtaskSample } from './task-metrics.js';
 
 /** One restart of a job after a worker loss. */
 export interface JobRestart {
@@ -112,6 +113,8 @@ export interface JobState {
   client?: ClientSession;
   collectedBytes: number;
   progress: Map<string, { sourceRecords: number; sinkRecords: number }>;
+  /** Each running subtask's last two heartbeat reports, by subtask key (the API's per-task rates). */
+  subtaskProgress: Map<string, SubtaskSample>;
   /** A subtask failed because a peer went away; held briefly for the verdict on that peer. */
   peerFailure?: { error: string; at: number; subtask: string };
   /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
@@ -203,6 +206,13 @@ export interface WorkerView {
   runtime: string;
   registeredAt: number;
   lastSeenMsAgo: number;
+  slotsUsed: number;
+  /** The control connection's remote address. */
+  address: string;
+  /** `<jobId>/<task>#<index>` of every unfinished subtask placed on it. */
+  subtasks: string[];
+  /** How this worker's previous session ended (a verdict's cause), or null. */
+  lastEnded: { session: number; state: 'lost' | 'retired'; cause: string; at: number } | null;
 }
 
 /** A job module the coordinator holds, by hash. */

@@ -104,6 +104,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     ...(client ? { client } : {}),
     collectedBytes: 0,
     progress: new Map(),
+    subtaskProgress: new Map(),
     edges: countChannels(plan, placement),
     checkpoint: m.checkpoint,
     checkpointFloor: restore?.checkpointId ?? 0,

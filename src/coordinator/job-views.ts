@@ -5,6 +5,7 @@
 import { networkEdges, subtaskKey, taskOf, type PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import { freeSlots, type JobState, type JobView, type WorkerSession, type WorkerView } from './job-state.js';
+import type { DepartedSession } from './worker-registry.js';
 
 export function jobView(j: JobState, now: number): JobView {
   const progress = [...j.progress.values()];
@@ -31,17 +32,22 @@ export function jobView(j: JobState, now: number): JobView {
   };
 }
 
-export function workerView(s: WorkerSession, now: number): WorkerView {
+/** A live worker session; `lastEnded` is how its previous session (if any) ended, `subtasks` what runs on it. */
+export function workerView(s: WorkerSession, now: number, lastEnded: DepartedSession | undefined, subtasks: string[]): WorkerView {
   return {
     workerId: s.id,
     session: s.session,
     slotsTotal: s.slots,
     slotsFree: freeSlots(s),
+    slotsUsed: s.slotShares.size,
+    address: s.conn.peer,
     dataHost: s.dataHost,
     httpPort: s.httpPort,
     runtime: s.runtime,
     registeredAt: s.registeredAt,
     lastSeenMsAgo: now - s.lastSeen,
+    subtasks,
+    lastEnded: lastEnded ?? null,
   };
 }
 

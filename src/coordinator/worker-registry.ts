@@ -10,7 +10,21 @@ import { type FrameConnection, Outbox, peerIdentity, writeFrame } from '../net/i
 import { encodeFrame, LOCAL_PROTOCOL, makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CoordinatorConfig } from './config.js';
-import { freeSlots, type WorkerSession } from './job-state.js';
+import { freeSlots, type JobState, type WorkerSession, type WorkerView } from './job-state.js';
+import { workerView } from './job-views.js';
+import { subtaskKey } from '../plan/index.js';
+
+/** A worker session that ended: lost by a verdict (its cause) or retired (replaced, or shut down). */
+export interface DepartedSession {
+  workerId: string;
+  session: number;
+  state: 'lost' | 'retired';
+  cause: string;
+  at: number;
+}
+
+/** Ended sessions the registry remembers for the API. */
+export const DEPARTED_LISTED = 50;
 
 export interface WorkerRegistryDeps {
   config: CoordinatorConfig;
@@ -21,7 +35,7 @@ export interface WorkerRegistryDeps {
   /** A session opened: capacity changed. */
   onRegistered: (s: WorkerSession) => void;
   /** A heartbeat's progress of the jobs on it. */
-  onProgress: (s: WorkerSession, jobs: MessageOf<'Heartbeat'>['jobs']) => void;
+  onProgress: (s: WorkerSession, heartbeat: MessageOf<'Heartbeat'>) => void;
   /** A frame of the session, in order. */
   dispatch: (s: WorkerSession, m: Message) => void;
   /** The session is gone; its unfinished subtasks fail with `error`. */
@@ -38,6 +52,8 @@ async function boundedWait(p: Promise<unknown>, ms: number, clock: Clock): Promi
 export class WorkerRegistry {
   /** The current session of each worker id. */
   readonly sessions = new Map<string, WorkerSession>();
+  /** The newest sessions that ended, newest last (DEPARTED_LISTED at most): the API's verdicts. */
+  readonly departed: DepartedSession[] = [];
   /** Sessions retired (lost or replaced) whose connections may still be closing. */
   private readonly retired = new Set<WorkerSession>();
   private sessionSeq = 0;
@@ -164,7 +180,7 @@ export class WorkerRegistry {
           this.retire(session, 'shutdown');
           return true;
         }
-        this.deps.onProgress(session, msg.jobs);
+        this.deps.onProgress(session, msg);
         this.post(session, makeMessage('HeartbeatAck', { seq: msg.seq }));
         return true;
       },
@@ -191,6 +207,15 @@ export class WorkerRegistry {
     const stamped = 'epoch' in m ? ({ ...m, epoch: this.config.epoch } as Message) : m;
     const r = s.outbox.postEncoded(() => encodeFrame(stamped), cls);
     if (r === 'refused') this.log.warn({ workerId: s.id, type: m.type }, `${m.type} to worker ${s.id} refused: its outbox is ${s.outbox.state}`);
+  }
+
+  /** Every live session as the API shows it: what runs on it (of `jobs`) and how its previous session ended. */
+  views(now: number, jobs: readonly JobState[]): WorkerView[] {
+    const running = jobs.flatMap((j) => j.subtasks.filter((t) => !t.finished).map((t) => ({ session: t.session, key: `${j.id}/${subtaskKey(t.taskId, t.index)}` })));
+    return [...this.sessions.values()]
+      .filter((s) => s.state === 'active')
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((s) => workerView(s, now, this.departed.findLast((d) => d.workerId === s.id), running.filter((r) => r.session === s).map((r) => r.key)));
   }
 
   /** The watchdog's verdicts on every active session at `now`. */
@@ -226,6 +251,8 @@ export class WorkerRegistry {
     if (s.state !== 'active' && s.state !== 'retiring') return;
     s.state = state;
     s.lostCause = cause;
+    this.departed.push({ workerId: s.id, session: s.session, state, cause, at: this.clock.now() });
+    if (this.departed.length > DEPARTED_LISTED) this.departed.shift();
     if (state === 'lost') {
       this.watchdogLog.warn({ workerId: s.id, session: s.session }, `worker lost: ${s.id} (${cause})`);
       if (this.sessions.get(s.id) === s) this.sessions.delete(s.id);

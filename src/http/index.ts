@@ -1,16 +1,24 @@
 /**
- * The HTTP surface of a node (fastify): Prometheus metrics, health, and for a coordinator its jobs and
- * workers. `buildHttpApp` returns the app; the caller listens, so tests can use `inject()`.
+ * The HTTP surface of a node (fastify): Prometheus metrics, health, config and connectors on every node;
+ * a coordinator's jobs, checkpoints and workers (read, cancel, savepoint); a worker's own session.
+ * Every route has a JSON schema, and the OpenAPI document built from them is served at
+ * /api/v1/openapi.json. Errors are `{ code, message }` with the codes of docs/errors.md.
+ * `buildHttpApp` returns the app; the caller listens, so tests can use `inject()`.
  *
  * @example
  * const app = buildHttpApp({ role: 'coordinator', metrics, config, coordinator });
  * await app.listen({ port: 8081, host: '127.0.0.1' });
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
 import type { Coordinator } from '../coordinator/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
+import type { WorkerStatus } from '../worker/index.js';
 import { BUILTIN_CAPABILITIES } from '../connectors/index.js';
 import { tokensEqual } from '../util/index.js';
+import { sendError } from './errors.js';
+import { coordinatorRoutes } from './coordinator-routes.js';
+import { ConfigReply, ConnectorList, ErrorReply, Health, WorkerSelf } from './schemas.js';
 
 export interface HttpDeps {
   role: 'coordinator' | 'worker';
@@ -19,14 +27,18 @@ export interface HttpDeps {
   config: Readonly<Record<string, unknown>>;
   /** The coordinator, or a getter for it: a standby has none until it is elected (its job routes answer 503). */
   coordinator?: Coordinator | (() => Coordinator | undefined);
+  /** A worker node's view of its own session (GET /api/v1/worker). */
+  worker?: () => WorkerStatus | undefined;
   /** Whether the node can serve (a worker without a coordinator session cannot), and any detail (a standby's leader). @default always ok */
   health?: () => { ok: boolean; status: string } & Record<string, unknown>;
   /** The cluster's token (CLINK_AUTH_TOKEN): every request but a CORS preflight must carry `Authorization: Bearer <token>`. */
   authToken?: string;
 }
 
+export { sendError } from './errors.js';
+
 export function buildHttpApp(deps: HttpDeps): FastifyInstance {
-  const app = Fastify({ logger: false });
+  const app = Fastify({ logger: false, ajv: { customOptions: { coerceTypes: false } } });
   const token = deps.authToken;
   if (token) {
     // Before any handler, the 404 one included: without the token nothing about the node is told.
@@ -35,53 +47,48 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
       const header = req.headers.authorization ?? '';
       const given = header.startsWith('Bearer ') ? header.slice(7) : '';
       if (given && tokensEqual(given, token)) return;
-      return reply
-        .code(401)
-        .header('www-authenticate', 'Bearer realm="clink"')
-        .send({ error: `${given ? 'wrong' : 'missing'} bearer token: send Authorization: Bearer <CLINK_AUTH_TOKEN>`, code: 'CLINK_ERR_UNAUTHORIZED' });
+      void reply.header('www-authenticate', 'Bearer realm="clink"');
+      return sendError(reply, 401, 'CLINK_ERR_UNAUTHORIZED', `${given ? 'wrong' : 'missing'} bearer token: send Authorization: Bearer <CLINK_AUTH_TOKEN>`);
     });
   }
-  app.get('/metrics', async (_req, reply) => {
-    void reply.header('content-type', deps.metrics.registry.contentType);
-    return deps.metrics.exposition();
+  void app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: `clink ${deps.role} API`, version: '1', description: 'The HTTP API of a clink node. Errors are { code, message } (docs/errors.md).' },
+      ...(token ? { components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } }, security: [{ bearer: [] }] } : {}),
+    },
   });
-  app.get('/api/v1/health', async (_req, reply) => {
-    const { ok, status, ...detail } = deps.health?.() ?? { ok: true, status: 'ok' };
-    return reply.code(ok ? 200 : 503).send({ status, role: deps.role, ...detail });
+  // A malformed request (a body or parameter its schema refuses) is a 400 naming what is wrong.
+  app.setErrorHandler((err: Error & { statusCode?: number; validation?: unknown; code?: string }, _req, reply) => {
+    if (err.validation) return sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', err.message);
+    if (err.statusCode && err.statusCode < 500) return sendError(reply, err.statusCode, 'CLINK_ERR_INVALID_ARGUMENT', err.message);
+    return sendError(reply, 500, 'CLINK_ERR_INTERNAL', `internal error: ${err.message}`);
   });
-  app.get('/api/v1/config', async () => ({ role: deps.role, ...deps.config }));
-  app.get('/api/v1/connectors', async () => ({ connectors: BUILTIN_CAPABILITIES }));
-  const given = deps.coordinator;
-  if (given) {
-    const current = typeof given === 'function' ? given : () => given;
-    // A standby answers its job routes with where the leader is (see health).
-    app.addHook('preHandler', async (req, reply) => {
-      if (!req.url.startsWith('/api/v1/jobs') && !req.url.startsWith('/api/v1/workers')) return;
-      if (current()) return;
-      const { ok: _, status, ...detail } = deps.health?.() ?? { ok: false, status: 'standby' };
-      return reply.code(503).send({ error: `this coordinator is a ${status}: ask the leader`, status, ...detail });
+  void app.register(async (api) => {
+    const error = { 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 503: ErrorReply };
+    api.get('/metrics', { schema: { summary: 'Prometheus metrics (text exposition format)', produces: ['text/plain'], response: { 200: { type: 'string' } } } }, async (_req, reply) => {
+      void reply.header('content-type', deps.metrics.registry.contentType);
+      return deps.metrics.exposition();
     });
-    const coordinator = (): Coordinator => current()!;
-    app.get('/api/v1/jobs', async () => ({ jobs: coordinator().listJobs() }));
-    app.get<{ Params: { id: string } }>('/api/v1/jobs/:id', async (req, reply) => {
-      const job = coordinator().job(req.params.id);
-      if (!job) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
-      return job;
+    api.get('/api/v1/health', { schema: { summary: 'whether the node can serve (503 when it cannot)', response: { 200: Health, 503: Health } } }, async (_req, reply) => {
+      const { ok, status, ...detail } = deps.health?.() ?? { ok: true, status: 'ok' };
+      return reply.code(ok ? 200 : 503).send({ status, role: deps.role, ...detail });
     });
-    app.get<{ Params: { id: string } }>('/api/v1/jobs/:id/checkpoints', async (req, reply) => {
-      const checkpoints = coordinator().checkpointsOf(req.params.id);
-      if (!checkpoints) return reply.code(404).send({ error: `no job ${req.params.id}`, code: 'CLINK_ERR_NOT_FOUND' });
-      return { checkpoints };
-    });
-    app.get('/api/v1/workers', async () => {
-      const workers = coordinator().workers();
-      return {
-        workers,
-        slotsTotal: workers.reduce((n, w) => n + w.slotsTotal, 0),
-        slotsFree: workers.reduce((n, w) => n + w.slotsFree, 0),
-      };
-    });
-  }
-  app.setNotFoundHandler(async (req, reply) => reply.code(404).send({ error: `no route ${req.method} ${req.url}` }));
+    api.get('/api/v1/config', { schema: { summary: 'the settings in effect', response: { 200: ConfigReply } } }, async () => ({ role: deps.role, ...deps.config }));
+    api.get('/api/v1/connectors', { schema: { summary: 'what each built-in connector promises (the capability registry)', response: { 200: ConnectorList } } }, async () => ({ connectors: BUILTIN_CAPABILITIES }));
+    api.get('/api/v1/openapi.json', { schema: { summary: 'this document', hide: true } }, async () => app.swagger());
+    if (deps.worker) {
+      const worker = deps.worker;
+      api.get('/api/v1/worker', { schema: { summary: "this worker's session with the coordinator and its last error", response: { 200: WorkerSelf, ...error } } }, async (_req, reply) => {
+        const status = worker();
+        return status ? status : sendError(reply, 503, 'CLINK_ERR_UNAVAILABLE', 'the worker is starting: try again shortly');
+      });
+    }
+    if (deps.coordinator) {
+      const given = deps.coordinator;
+      coordinatorRoutes(api, typeof given === 'function' ? given : () => given, deps.health);
+    }
+  });
+  app.setNotFoundHandler(async (req, reply) => sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `no route ${req.method} ${req.url}`));
   return app;
 }

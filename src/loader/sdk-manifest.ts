@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "cda8f32b88964078520e69f03b7539921fec156c82c6b7dec5ce4089accd660b",
+  "fingerprint": "dff1ea77a60b08b38e087e6ee10c5055d2e1b51db2f1640a17532da1674e73a2",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
@@ -10,7 +10,7 @@ export const SDK_MANIFEST = {
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
     "connectors/index.d.ts": "5570ebf4af91e553e4ea0908d76195e0b6d6ab91b42656a71d8f154ff5e8759b",
     "connectors/kafka/index.d.ts": "d4b5548f1ba79d0f719b07d56d80bafd76541402f1c3fb3de0ad42a2e957f3bb",
-    "connectors/kafka/options.d.ts": "fdbf7b735536cff19c8a1fd1f428cfcff9352a214ca19670eb0db9acc485e6de",
+    "connectors/kafka/options.d.ts": "18c95c5f64028f7407725148fbe45427789f1d6c5d2528ffabc453d25943fd52",
     "connectors/kafka/sink.d.ts": "3d1fc4c6afafa64cca4fa3406e8ae765e584b73ba86456cfc14d0c0549e3f08f",
     "connectors/kafka/source.d.ts": "fc38e69c30f7de24205c4ad29d2cb07f3797479ac7cd9bf16a1cef041560de26",
     "connectors/kafka/transactions.d.ts": "5e7d96aacd8793af9b618a217eb8340995504cf2a0b08e1fab6ae2d6858f74ef",
@@ -24,7 +24,7 @@ export const SDK_MANIFEST = {
     "connectors/postgres/options.d.ts": "a7712f86a787e63b991ff0252a725f934d4aef3ba3aba5ccb063bd01164d9472",
     "connectors/print/index.d.ts": "0a1baa4909308c1ad35310aa4aa7ca1c64047feede0f43fa0cac59ed2ed40411",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "28a328939facdf52206e34d9c98ffcf2ff4814ad0b0f46c4c7a58dd0c3abf1ac",
+    "errors.d.ts": "194cd83e7193e9f6ad6fc96845b16af35e787da550e2b847d1587a56642ed2f7",
     "index.d.ts": "55366a5e9efab2856f125d0f99f687848d8e6debc580da6c3cc60d4d2c517ae8",
     "plan/index.d.ts": "4e7c227371ad8982f861ff0d89bce75ceefb865cda1af197c6fb075649d928cb",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
@@ -40,9 +40,9 @@ export const SDK_MANIFEST = {
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/subtask.d.ts": "d756e347674c871f1ff75c3383011787a2fea00b2015d84b6e206777e2ab6e2f",
-    "runtime/task.d.ts": "c31f7a246b16e77187c3f702499162f12dc1ccbf0d204bf09f8124d810b0768b",
+    "runtime/task.d.ts": "4081dcf6a0df8fa71301c3c3e99ae5b675c6d5b1e8aadf2d69af2eef6e8e3137",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
-    "runtime/writer.d.ts": "6a0157f9e626315edafb17679b48539f4eab9decb6ac75f7e566a5cdd2fbb8a1",
+    "runtime/writer.d.ts": "e90ee830f504a756faf78a1f8dcb4f5bc0452494907a286b3f54671bc5459ea8",
     "sdk/connector.d.ts": "a5ef28db2b1247345c5a7bde5433a3726ed6ad647b38cc8783ef8265059891a0",
     "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
     "sdk/graph.d.ts": "00114531bd057a7a545f11d5dca4c881e85e3e24aaec0338ce2c7fd8690cbc8d",

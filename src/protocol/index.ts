@@ -30,6 +30,8 @@ export {
   SubtaskPeers,
   JobSummary,
   JobProgress,
+  SubtaskProgress,
+  type SubtaskProgressReport,
   type Message,
   type MessageName,
   type MessageBody,

@@ -113,6 +113,16 @@ export const JobProgress = struct('JobProgress', {
   sinkRecords: field(u64),
 });
 
+export const SubtaskProgress = struct('SubtaskProgress', {
+  jobId: field(string),
+  taskId: field(string),
+  subtaskIndex: field(u32),
+  recordsIn: field(u64, 'records its chain read (a source: produced)'),
+  recordsOut: field(u64, 'records it handed downstream (a task ending in a sink: the sink wrote)'),
+  backpressuredMs: field(u64, 'time spent waiting for room downstream since it started'),
+  watermark: field(f64, 'the last watermark it emitted (-Infinity: none yet)'),
+});
+
 export const MESSAGES = {
   // worker -> coordinator
   Register: message(1, 'worker->coordinator', 'a worker introduces itself; the first frame of a worker connection', {
@@ -149,6 +159,7 @@ export const MESSAGES = {
     runningSubtasks: tail(u32, 0),
     jobs: tail(list(JobProgress), [], 'records read and written by the jobs running on this worker'),
     leaving: tail(bool, false, 'the worker is shutting down: the last frame of its session; the coordinator retires the session at once (worker retired: <id> (shutdown)) instead of waiting for the heartbeat timeout'),
+    subtasks: tail(list(SubtaskProgress), [], "each running subtask's counts, time backpressured and watermark (the API's per-task rates)"),
   }),
   SubtaskCheckpointed: message(5, 'worker->coordinator', "a subtask's snapshot for a checkpoint is done (or failed)", {
     jobId: field(string),
@@ -361,6 +372,8 @@ export type MessageBody<N extends MessageName> = ValuesOf<(typeof MESSAGES)[N]['
 /** A decoded message: `{ type: 'Heartbeat', seq: 1, ... }`. */
 export type Message = { [N in MessageName]: { type: N } & MessageBody<N> }[MessageName];
 export type MessageOf<N extends MessageName> = Extract<Message, { type: N }>;
+/** One running subtask's counts as a heartbeat carries them. */
+export type SubtaskProgressReport = MessageOf<'Heartbeat'>['subtasks'][number];
 
 /** The kind byte of each message. */
 export const MessageKind = Object.fromEntries(Object.entries(MESSAGES).map(([n, d]) => [n, d.kind])) as {

@@ -85,6 +85,8 @@ export interface SubtaskSnapshot {
 export class SubtaskRunner {
   state: SubtaskState = 'CREATED';
   recordsIn = 0;
+  /** Time spent waiting for room downstream (backpressure), measured only when it has to wait. */
+  backpressuredMs = 0;
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
   private readonly pendingBarriers: number[] = [];
@@ -103,6 +105,11 @@ export class SubtaskRunner {
   get recordsOut(): number {
     const tail = this.setup.operators[this.setup.operators.length - 1];
     return tail instanceof SinkOperator ? tail.recordsIn : this.setup.writer.recordsOut;
+  }
+
+  /** The last watermark this subtask emitted (NO_TIMESTAMP until one is). */
+  get watermark(): number {
+    return this.setup.writer.watermark;
   }
 
   get id(): string {
@@ -224,7 +231,11 @@ export class SubtaskRunner {
       if (p !== undefined) await this.bounded(p);
     }
     writer.flushPartial();
-    if (writer.mustWait) await this.bounded(writer.awaitCapacity());
+    if (writer.mustWait) {
+      const since = performance.now();
+      await this.bounded(writer.awaitCapacity());
+      this.backpressuredMs += performance.now() - since;
+    }
     if (signal.aborted) throw signal.reason;
     const now = performance.now();
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {

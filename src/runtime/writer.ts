@@ -5,7 +5,7 @@
  */
 import { UserCodeError } from '../errors.js';
 import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup, type EdgeKind, type OperatorSpec } from '../plan/index.js';
-import { BARRIER, BATCH, END, STATUS, WATERMARK } from './elements.js';
+import { BARRIER, BATCH, END, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { Output } from './operator.js';
 import type { ChannelSink } from './subtask.js';
 
@@ -110,6 +110,8 @@ export class RecordWriter implements Output {
   private readonly single: EdgeWriter | undefined;
   private readonly queues: ChannelSink[];
   recordsOut = 0;
+  /** The last watermark emitted (NO_TIMESTAMP until one is). */
+  watermark = NO_TIMESTAMP;
 
   private lingerTimerAt = Infinity;
 
@@ -138,6 +140,7 @@ export class RecordWriter implements Output {
   }
 
   emitWatermark(watermark: number): void {
+    this.watermark = watermark;
     this.flush();
     for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: WATERMARK, channel: t.channel, timestamp: watermark });
   }

@@ -19,7 +19,7 @@ import { makeMessage, type Message, type MessageOf } from '../protocol/index.js'
 import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
 import { checkpointStateDir, jobStateDir, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
-import { WorkerJob, type SubtaskReport } from './job.js';
+import { WorkerJob, type JobProgressReport, type SubtaskReport } from './job.js';
 import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import { makeDirectory } from '../util/index.js';
 
@@ -220,16 +220,16 @@ export class JobHost {
     if (this.finished) this.deps.onFinished?.();
   }
 
-  /** Records read by this job's source subtasks here and written by its sink subtasks, so far. */
-  progress(): { sourceRecords: number; sinkRecords: number } {
-    let sourceRecords = 0;
-    let sinkRecords = 0;
+  /** Records read by this job's source subtasks here and written by its sink subtasks, so far, and each running subtask's counts. */
+  progress(): JobProgressReport {
+    const total: JobProgressReport = { sourceRecords: 0, sinkRecords: 0, subtasks: [] };
     for (const j of this.parts) {
       const p = j.progress();
-      sourceRecords += p.sourceRecords;
-      sinkRecords += p.sinkRecords;
+      total.sourceRecords += p.sourceRecords;
+      total.sinkRecords += p.sinkRecords;
+      for (const s of p.subtasks) total.subtasks.push(s);
     }
-    return { sourceRecords, sinkRecords };
+    return total;
   }
 
   /** How a report names a subtask: its chain of operators, its index, and its key. */

@@ -5,6 +5,7 @@
  */
 import type { Message } from '../protocol/index.js';
 import { JobHost, type JobFrame, type JobHostConfig, type JobHostDeps } from './job-host.js';
+import type { JobProgressReport } from './job.js';
 
 export interface JobRunner {
   readonly jobId: string;
@@ -12,7 +13,7 @@ export interface JobRunner {
   readonly running: boolean;
   post(frame: Message): void;
   cancel(reason: string): void;
-  progress(): { sourceRecords: number; sinkRecords: number };
+  progress(): JobProgressReport;
   /** The stall watchdog's look (a thread only). */
   check(now: number): void;
   metrics(): Promise<object[]>;
@@ -47,7 +48,7 @@ export class InProcessJob implements JobRunner {
     this.host.cancelAll(reason);
   }
 
-  progress(): { sourceRecords: number; sinkRecords: number } {
+  progress(): JobProgressReport {
     return this.host.progress();
   }
 

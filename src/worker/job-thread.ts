@@ -12,12 +12,13 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker as Thread } from 'node:worker_threads';
 import type { Logger } from '../log/index.js';
-import { makeMessage, type Message } from '../protocol/index.js';
+import { makeMessage, type Message, type SubtaskProgressReport } from '../protocol/index.js';
 import { PHASE_DESCRIPTIONS } from '../runtime/index.js';
 import { setTimer } from '../util/index.js';
 import type { JobHostConfig } from './job-host.js';
+import type { JobProgressReport } from './job.js';
 import type { JobThreadData } from './thread-entry.js';
-import { STATUS_PHASE, STATUS_SLOTS, STATUS_SUBTASK, STATUS_TICKS, type FromThread, type ToThread } from './thread-protocol.js';
+import { STATUS_PHASE, STATUS_SLOTS, STATUS_SUBTASK, STATUS_TICKS, THREAD_BOOT_TIMEOUT_MS, type FromThread, type ToThread } from './thread-protocol.js';
 import { subtaskKey } from '../plan/index.js';
 
 /** The entry file beside this one, with this file's extension (.js built, .ts under tsx). */
@@ -58,6 +59,7 @@ export class JobThread {
   private readonly thread: Thread;
   private readonly status = new Int32Array(new SharedArrayBuffer(STATUS_SLOTS * 4));
   private readonly progressView = new Float64Array(new SharedArrayBuffer(16));
+  private subtaskProgress: SubtaskProgressReport[] = [];
   /** Subtasks deployed to the thread and not yet reported finished (`<task>#<index>`). */
   private readonly open = new Set<string>();
   /** The subtask behind each ordinal the thread reports its phase under. */
@@ -104,13 +106,14 @@ export class JobThread {
     this.job = jobId;
     // A reused thread's counts were its last job's.
     this.progressView.fill(0);
+    this.subtaskProgress = [];
     this.postToThread({ kind: 'assign', jobId });
     return this;
   }
 
-  /** Records read by its sources and written by its sinks so far (written by the thread at each tick). */
-  progress(): { sourceRecords: number; sinkRecords: number } {
-    return { sourceRecords: this.progressView[0]!, sinkRecords: this.progressView[1]! };
+  /** Records read by its sources and written by its sinks so far (written by the thread at each tick), and its subtasks' last report. */
+  progress(): JobProgressReport {
+    return { sourceRecords: this.progressView[0]!, sinkRecords: this.progressView[1]!, subtasks: this.subtaskProgress };
   }
 
   get running(): boolean {
@@ -154,10 +157,16 @@ export class JobThread {
       return;
     }
     const stalled = now - this.lastTickAt;
+    // Until its first tick the thread is still booting (loading the engine, compiling under load): no
+    // user code has run, so the stall bound does not apply; a boot gets THREAD_BOOT_TIMEOUT_MS at least.
+    if (ticks === 0 && stalled < Math.max(THREAD_BOOT_TIMEOUT_MS, this.o.stallTimeoutMs)) return;
     if (stalled < this.o.stallTimeoutMs) return;
     const subtask = this.ordinals.get(Atomics.load(this.status, STATUS_SUBTASK)) ?? 'a subtask';
     const doing = PHASE_DESCRIPTIONS[Atomics.load(this.status, STATUS_PHASE)] ?? 'starting';
-    this.failure = `subtask ${subtask} made no progress for ${stalled} ms while ${doing} (user code that never returns?); its thread on worker ${this.o.config.workerId} was terminated (--task-stall-timeout-ms ${this.o.stallTimeoutMs})`;
+    this.failure =
+      ticks === 0
+        ? `the job thread on worker ${this.o.config.workerId} did not boot within ${stalled} ms (the machine is overloaded?); it was terminated`
+        : `subtask ${subtask} made no progress for ${stalled} ms while ${doing} (user code that never returns?); its thread on worker ${this.o.config.workerId} was terminated (--task-stall-timeout-ms ${this.o.stallTimeoutMs})`;
     this.stalled = true;
     this.o.log.error({ jobId: this.job, subtask }, `job ${this.job}: ${this.failure}`);
     void this.thread.terminate();
@@ -186,6 +195,10 @@ export class JobThread {
         return;
       case 'subtask':
         this.ordinals.set(m.ordinal, m.key);
+        return;
+      case 'progress':
+        // A report posted before a release belongs to the last job: only this job's subtasks count.
+        this.subtaskProgress = m.subtasks.filter((s) => s.jobId === this.job);
         return;
       case 'metrics':
         this.metricsWaiters.get(m.id)?.(m.json);

@@ -10,7 +10,7 @@ import type { DataServer } from '../dataplane/index.js';
 import { helloMac, RemoteChannel } from '../dataplane/index.js';
 import type { TlsClientConfig } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
-import { encodeCollected, type MessageOf } from '../protocol/index.js';
+import { encodeCollected, type MessageOf, type SubtaskProgressReport } from '../protocol/index.js';
 import {
   buildSubtask,
   DEFAULT_QUEUE_CAPACITY_BATCHES,
@@ -32,6 +32,13 @@ const BATCH_SIZE = 1_000;
 /** The most a subtask's collect() sinks may gather (they travel back in one frame). */
 export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
 
+
+/** What a job's part on this worker has done so far: its sources' and sinks' totals, and each running subtask. */
+export interface JobProgressReport {
+  sourceRecords: number;
+  sinkRecords: number;
+  subtasks: SubtaskProgressReport[];
+}
 
 export interface SubtaskReport {
   taskId: string;
@@ -370,15 +377,20 @@ export class WorkerJob {
     return this.subtasks.every((s) => s.done);
   }
 
-  /** Records read by this worker's source subtasks and written by its sink subtasks, so far. */
-  progress(): { sourceRecords: number; sinkRecords: number } {
+  /** Records read by this worker's source subtasks and written by its sink subtasks, so far, and each running subtask's counts. */
+  progress(): JobProgressReport {
     let sourceRecords = 0;
     let sinkRecords = 0;
+    const subtasks: SubtaskProgressReport[] = [];
     for (const s of this.subtasks) {
-      if (s.task.inputs.length === 0) sourceRecords += s.runner?.recordsIn ?? 0;
-      if (s.task.outputs.length === 0) sinkRecords += s.runner?.recordsOut ?? 0;
+      const r = s.runner;
+      if (s.task.inputs.length === 0) sourceRecords += r?.recordsIn ?? 0;
+      if (s.task.outputs.length === 0) sinkRecords += r?.recordsOut ?? 0;
+      if (r && !s.done) {
+        subtasks.push({ jobId: this.jobId, taskId: s.task.id, subtaskIndex: s.index, recordsIn: r.recordsIn, recordsOut: r.recordsOut, backpressuredMs: Math.round(r.backpressuredMs), watermark: r.watermark });
+      }
     }
-    return { sourceRecords, sinkRecords };
+    return { sourceRecords, sinkRecords, subtasks };
   }
 
   close(): void {

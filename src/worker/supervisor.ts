@@ -36,6 +36,18 @@ export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = Object.freeze
 /** Why the supervisor stopped for good. */
 export type SupervisorEnd = { reason: 'closed' } | { reason: 'incompatible'; detail: string };
 
+/** A worker node's own view of itself (GET /api/v1/worker). */
+export interface WorkerStatus {
+  workerId: string;
+  state: 'connected' | 'reconnecting' | 'closing';
+  session: number;
+  epoch: number;
+  coordinator: string;
+  dataPort: number;
+  slots: number;
+  lastError: { message: string; at: number } | null;
+}
+
 export class WorkerSupervisor {
   private current: Worker | undefined;
   private closing = false;
@@ -101,6 +113,24 @@ export class WorkerSupervisor {
     return this.current !== undefined;
   }
 
+  /** The last thing that went wrong with the control connection (a refused registration, a lost coordinator). */
+  private lastError: { message: string; at: number } | undefined;
+
+  /** What GET /api/v1/worker shows: this worker's session with the coordinator, and the last error. */
+  describe(): WorkerStatus {
+    const w = this.current;
+    return {
+      workerId: this.config.id,
+      state: w ? 'connected' : this.closing ? 'closing' : 'reconnecting',
+      session: w?.session ?? 0,
+      epoch: w?.epoch ?? 0,
+      coordinator: w ? `${w.config.coordinatorHost}:${w.config.coordinatorPort}` : '',
+      dataPort: w?.dataPort ?? 0,
+      slots: this.config.slots,
+      lastError: this.lastError ?? null,
+    };
+  }
+
   /** One session after another, until close() or an incompatible coordinator. */
   private async supervise(first: Worker): Promise<void> {
     let w: Worker | undefined = first;
@@ -113,6 +143,7 @@ export class WorkerSupervisor {
       this.deps.metrics.workerControlConnected.set(0);
       this.deps.metrics.workerControlDisconnects.inc();
       this.log.warn(`lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason}); draining this session's tasks, then reconnecting`);
+      this.lastError = { message: `lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason})`, at: Date.now() };
       // The next session never starts before the old one has drained.
       await w.close();
       try {
@@ -154,6 +185,7 @@ export class WorkerSupervisor {
         // Full jitter: anywhere from 0 to the capped exponential.
         const cap = Math.min(this.policy.maxBackoffMs, this.policy.initialBackoffMs * 2 ** Math.min(attempt, 30));
         const delay = Math.random() * cap;
+        this.lastError = { message: `cannot register with the coordinator (${(err as Error).message})`, at: Date.now() };
         this.log.info({ attempt: attempt + 1, delayMs: Math.round(delay) }, `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`);
         const seen = await this.announced();
         if (this.closing) break;

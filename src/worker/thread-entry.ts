@@ -10,7 +10,7 @@ import { createLogger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
 import type { Message } from '../protocol/index.js';
 import { JobHost, type JobFrame, type JobHostConfig } from './job-host.js';
-import { STATUS_PHASE, STATUS_SUBTASK, STATUS_TICKS, THREAD_TICK_MS, type FromThread, type ToThread } from './thread-protocol.js';
+import { PROGRESS_EVERY_TICKS, STATUS_PHASE, STATUS_SUBTASK, STATUS_TICKS, THREAD_TICK_MS, type FromThread, type ToThread } from './thread-protocol.js';
 import { subtaskKey } from '../plan/index.js';
 
 export interface JobThreadData {
@@ -61,12 +61,14 @@ function assign(jobId: string): JobHost {
 }
 
 // The liveness tick: it stops only when the thread's event loop does (user code spinning in a batch).
+let ticks = 0;
 const tick = setInterval(() => {
   Atomics.add(status, STATUS_TICKS, 1);
   if (!host) return;
   const p = host.progress();
   progress[0] = p.sourceRecords;
   progress[1] = p.sinkRecords;
+  if (++ticks % PROGRESS_EVERY_TICKS === 0) post({ kind: 'progress', subtasks: p.subtasks });
 }, THREAD_TICK_MS);
 
 // One frame at a time, in order, as the session's FIFO dispatch would.

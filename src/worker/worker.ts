@@ -16,6 +16,7 @@ import {
   ProtocolVersionError,
   type Message,
   type MessageOf,
+  type SubtaskProgressReport,
 } from '../protocol/index.js';
 import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig, type WorkerTls } from './job-host.js';
 import { InProcessJob, type JobRunner } from './job-runner.js';
@@ -229,8 +230,15 @@ export class Worker {
       this.conn.close();
       return;
     }
-    const jobs = [...this.runners].filter((j) => j.running).map((j) => ({ jobId: j.jobId, ...j.progress() }));
-    this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs }));
+    const jobs: MessageOf<'Heartbeat'>['jobs'] = [];
+    const subtasks: SubtaskProgressReport[] = [];
+    for (const j of this.runners) {
+      if (!j.running) continue;
+      const p = j.progress();
+      jobs.push({ jobId: j.jobId, sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
+      for (const s of p.subtasks) subtasks.push(s);
+    }
+    this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs, subtasks }));
   }
 
   private send(m: Message): void {

@@ -191,8 +191,12 @@ export class ClusterHarness {
     return readFile(path, 'utf8');
   }
 
-  async http<T = unknown>(path: string): Promise<{ status: number; body: T; text: string }> {
-    const res = await fetch(`http://127.0.0.1:${this.httpPort}${path}`);
+  /** A request to the coordinator's HTTP API (or, with `port`, another node's); a JSON `body` is sent as such. */
+  async http<T = unknown>(path: string, init: { method?: string; body?: unknown; port?: number } = {}): Promise<{ status: number; body: T; text: string }> {
+    const res = await fetch(`http://127.0.0.1:${init.port ?? this.httpPort}${path}`, {
+      method: init.method ?? 'GET',
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body), headers: { 'content-type': 'application/json' } } : {}),
+    });
     const text = await res.text();
     let body: T;
     try {

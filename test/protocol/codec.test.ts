@@ -88,7 +88,7 @@ describe('round trips', () => {
 
   test('makeMessage fills tail fields with their defaults and refuses a missing required field', () => {
     const hb = makeMessage('Heartbeat', { seq: 9 });
-    assert.deepEqual(hb, { type: 'Heartbeat', seq: 9, sentAtMs: 0, runningSubtasks: 0, jobs: [], leaving: false });
+    assert.deepEqual(hb, { type: 'Heartbeat', seq: 9, sentAtMs: 0, runningSubtasks: 0, jobs: [], leaving: false, subtasks: [] });
     assert.throws(() => makeMessage('Heartbeat', {} as { seq: number }), /Heartbeat\.seq is required/);
   });
 });

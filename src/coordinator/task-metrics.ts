@@ -1,0 +1,70 @@
+/**
+ * Per-task metrics from heartbeats: each running subtask reports its counts, the time it waited for room
+ * downstream and its last watermark; rates and the backpressure ratio come from the difference between
+ * its last two reports. What the API and the console show of a running job's operators.
+ */
+import type { MessageOf, SubtaskProgressReport } from '../protocol/index.js';
+import { subtaskKey } from '../plan/index.js';
+import type { JobState } from './job-state.js';
+
+/** A subtask's last report, when it came, and the one before it (rates are taken between the two). */
+export interface SubtaskSample {
+  report: SubtaskProgressReport;
+  at: number;
+  previous?: { report: SubtaskProgressReport; at: number };
+}
+
+/** A task's metrics: its subtasks' sums (the watermark: their minimum, as downstream sees it). */
+export interface TaskMetrics {
+  recordsIn: number;
+  recordsOut: number;
+  recordsInPerSecond: number;
+  recordsOutPerSecond: number;
+  /** The share of the last interval its busiest subtask spent waiting for room downstream, 0 to 1. */
+  backpressure: number;
+  /** The least watermark of its subtasks (null: none emitted yet, or none reported). */
+  watermark: number | null;
+  /** Subtasks with a report. */
+  reporting: number;
+}
+
+/** A heartbeat from worker `workerId`: its jobs' totals and each running subtask's report. */
+export function recordHeartbeat(jobOf: (jobId: string) => JobState | undefined, workerId: string, m: MessageOf<'Heartbeat'>, now: number): void {
+  for (const p of m.jobs) jobOf(p.jobId)?.progress.set(workerId, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
+  for (const p of m.subtasks) {
+    const job = jobOf(p.jobId);
+    if (job) recordSubtaskProgress(job, p, now);
+  }
+}
+
+/** Keep `report` as its subtask's newest sample; one that counts less than the last starts over (a new attempt). */
+export function recordSubtaskProgress(job: JobState, report: SubtaskProgressReport, now: number): void {
+  const key = subtaskKey(report.taskId, report.subtaskIndex);
+  const last = job.subtaskProgress.get(key);
+  const fresh = !last || report.recordsIn < last.report.recordsIn || report.recordsOut < last.report.recordsOut || now <= last.at;
+  job.subtaskProgress.set(key, fresh ? { report, at: now } : { report, at: now, previous: { report: last.report, at: last.at } });
+}
+
+export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {
+  const m: TaskMetrics = { recordsIn: 0, recordsOut: 0, recordsInPerSecond: 0, recordsOutPerSecond: 0, backpressure: 0, watermark: null, reporting: 0 };
+  let watermark = Infinity;
+  for (let i = 0; i < parallelism; i++) {
+    const s = job.subtaskProgress.get(subtaskKey(taskId, i));
+    if (!s) continue;
+    m.reporting++;
+    m.recordsIn += s.report.recordsIn;
+    m.recordsOut += s.report.recordsOut;
+    watermark = Math.min(watermark, s.report.watermark);
+    const p = s.previous;
+    if (!p) continue;
+    const seconds = (s.at - p.at) / 1000;
+    m.recordsInPerSecond += (s.report.recordsIn - p.report.recordsIn) / seconds;
+    m.recordsOutPerSecond += (s.report.recordsOut - p.report.recordsOut) / seconds;
+    m.backpressure = Math.max(m.backpressure, Math.min(1, (s.report.backpressuredMs - p.report.backpressuredMs) / (s.at - p.at)));
+  }
+  m.recordsInPerSecond = Math.round(m.recordsInPerSecond);
+  m.recordsOutPerSecond = Math.round(m.recordsOutPerSecond);
+  m.backpressure = Math.max(0, Math.round(m.backpressure * 100) / 100);
+  m.watermark = m.reporting > 0 && Number.isFinite(watermark) ? watermark : null;
+  return m;
+}

@@ -1,0 +1,156 @@
+/**
+ * JSON schemas of the HTTP API's replies and parameters, one place for fastify (validation and fast
+ * serialisation) and the OpenAPI document at /api/v1/openapi.json. Objects allow properties beyond those
+ * listed (`open`), so a field added to a view is never dropped by the serialiser before its schema says so.
+ */
+
+type Schema = Record<string, unknown>;
+
+const open = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), description?: string): Schema => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: true,
+  ...(description ? { description } : {}),
+});
+const str = (description?: string): Schema => ({ type: 'string', ...(description ? { description } : {}) });
+const int = (description?: string): Schema => ({ type: 'integer', ...(description ? { description } : {}) });
+const num = (description?: string): Schema => ({ type: 'number', ...(description ? { description } : {}) });
+const bool = (description?: string): Schema => ({ type: 'boolean', ...(description ? { description } : {}) });
+const list = (items: Schema, description?: string): Schema => ({ type: 'array', items, ...(description ? { description } : {}) });
+const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+
+/** Every error reply: a stable code from docs/errors.md and a message saying what to do. */
+export const ErrorReply = open({ code: str('a CLINK_ERR_* code (docs/errors.md)'), message: str() }, ['code', 'message']);
+
+const JOB_STATES = ['CREATED', 'DEPLOYING', 'RUNNING', 'RESTARTING', 'FINISHED', 'FAILED', 'CANCELED'];
+
+const Restart = open({ at: int(), deployedAt: int(), cause: str(), restoredFrom: int('the checkpoint it resumed from (0: the beginning)'), attempt: int() });
+const Retry = open({ at: int(), deployedAt: int(), subtask: str('<task>#<index>'), workerId: str(), cause: str(), retry: int(), subtasks: int('subtasks re-run (the failover region)') });
+
+export const JobSummary = open(
+  {
+    jobId: str(),
+    name: str(),
+    state: { type: 'string', enum: JOB_STATES },
+    startedAt: int('ms since the epoch'),
+    runningAt: int(),
+    finishedAt: int(),
+    durationMs: int(),
+    error: str(),
+    parallelism: int(),
+    sourceRecords: int('records its sources have read'),
+    sinkRecords: int('records its sinks have written'),
+    edges: open({ local: int('channels inside one worker (pointer passes)'), socket: int('channels across processes') }),
+    subtasks: list(open({ taskId: str(), index: int(), workerId: str(), attempt: int(), finished: bool(), error: str() }, ['taskId', 'index', 'workerId', 'attempt', 'finished'])),
+    restarts: list(Restart, 'restarts from a checkpoint, with their causes'),
+    retries: list(Retry, 'region retries (jobs without checkpoints)'),
+    guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
+  },
+  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'retries', 'guarantee'],
+);
+
+const TaskMetrics = open({
+  recordsIn: int(),
+  recordsOut: int(),
+  recordsInPerSecond: int(),
+  recordsOutPerSecond: int(),
+  backpressure: num('share of the last interval its busiest subtask waited for room downstream, 0 to 1'),
+  watermark: nullable(num('the least watermark of its subtasks, ms')),
+  reporting: int('subtasks with a report'),
+});
+
+const JobGraph = open({
+  tasks: list(
+    open({
+      id: str(),
+      name: str('its chained operators, e.g. source -> map'),
+      parallelism: int(),
+      slotSharingGroup: str(),
+      operators: list(open({ id: str(), name: str(), type: str(), keyed: bool() })),
+      workers: list(str(), 'the worker of each subtask by index ("" once finished)'),
+      metrics: TaskMetrics,
+    }),
+  ),
+  edges: list(open({ source: str('task id'), target: str('task id'), kind: str('FORWARD, HASH, REBALANCE or BROADCAST'), channels: open({ local: int(), socket: int() }) })),
+});
+
+const CheckpointSettings = open({
+  enabled: bool(),
+  checkpointDir: str(),
+  intervalMs: int(),
+  retained: int(),
+  stateBackend: str(),
+  alignment: str(),
+  maxRestartsFromCheckpoint: int(),
+  maxRegionRetries: int(),
+  restoredFrom: str(),
+  restoredFromCheckpointId: int(),
+});
+
+export const JobDetail = {
+  ...JobSummary,
+  properties: {
+    ...(JobSummary.properties as Record<string, Schema>),
+    graph: JobGraph,
+    checkpointConfig: CheckpointSettings,
+    pendingCheckpoint: nullable(open({ checkpointId: int(), kind: str(), startedAt: int(), acked: int(), of: int() })),
+  },
+  description: 'a job; graph, checkpointConfig and pendingCheckpoint are absent for a job a previous leader recorded',
+};
+
+export const JobList = open({ jobs: list(JobSummary) });
+
+export const CheckpointList = open({
+  checkpoints: list(open({ checkpointId: int(), kind: { type: 'string', enum: ['periodic', 'savepoint', 'final'] }, durationMs: int(), stateBytes: int(), alignmentMs: int(), completedAtMs: int() })),
+});
+
+const Departed = open({ workerId: str(), session: int(), state: { type: 'string', enum: ['lost', 'retired'] }, cause: str('the verdict, e.g. heartbeat timeout'), at: int() });
+
+export const WorkerList = open({
+  workers: list(
+    open({
+      workerId: str(),
+      session: int(),
+      slotsTotal: int(),
+      slotsFree: int(),
+      slotsUsed: int(),
+      address: str('the control connection, host:port'),
+      dataHost: str(),
+      httpPort: int(),
+      runtime: str(),
+      registeredAt: int(),
+      lastSeenMsAgo: int(),
+      subtasks: list(str(), '<jobId>/<task>#<index> of what runs on it'),
+      lastEnded: nullable(open({ session: int(), state: str(), cause: str(), at: int() })),
+    }),
+  ),
+  slotsTotal: int(),
+  slotsFree: int(),
+  departed: list(Departed, 'sessions that ended, newest last: lost by a verdict, or retired'),
+});
+
+export const WorkerSelf = open({
+  workerId: str(),
+  state: { type: 'string', enum: ['connected', 'reconnecting', 'closing'] },
+  session: int(),
+  epoch: int(),
+  coordinator: str('host:port of the coordinator this session registered with'),
+  dataPort: int(),
+  slots: int(),
+  lastError: nullable(open({ message: str(), at: int() })),
+});
+
+export const Health = open({ status: str(), role: str() }, ['status', 'role']);
+export const ConfigReply = open({ role: str() }, ['role']);
+export const ConnectorList = open({ connectors: list({ type: 'object', additionalProperties: true }) });
+export const ActionReply = open({ ok: bool(), message: str() }, ['ok', 'message']);
+export const SavepointReply = open({ ok: bool(), message: str(), path: str() }, ['ok', 'message', 'path']);
+
+export const JobIdParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 128 } }, required: ['id'] };
+export const SavepointBody = {
+  type: 'object',
+  properties: { dir: { type: 'string', minLength: 1, description: 'where the savepoint is written' }, cancel: { type: 'boolean', default: false, description: 'cancel the job once it is written' } },
+  required: ['dir'],
+  additionalProperties: false,
+};
