@@ -13,6 +13,7 @@ import { exposureVerdict } from './exposure.js';
 import { authTokenFromEnv } from '../util/index.js';
 import { installInterrupts } from './interrupt.js';
 import type { CheckpointSettings } from '../client/index.js';
+import { keyValue, wholeNumber, type ValueParser } from '../util/index.js';
 
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
@@ -32,20 +33,23 @@ export const EXIT_INTERRUPTED = 130;
 /** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
 export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
 
-function intArg(min: number): (v: string) => number {
+/** A flag's value through the parser the HTTP submit's query uses too (client/submit-settings.ts), refused as commander refuses. */
+function flagValue<T>(parse: ValueParser<T>): (v: string) => T {
   return (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected a whole number >= ${min}, got '${v}'`);
-    return n;
+    try {
+      return parse(v);
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
   };
 }
+const intArg = (min: number): ((v: string) => number) => flagValue(wholeNumber(min));
 const positiveInt = intArg(1);
 const nonNegativeInt = intArg(0);
 
 function collectParam(v: string, acc: Record<string, string>): Record<string, string> {
-  const i = v.indexOf('=');
-  if (i <= 0) throw new InvalidArgumentError(`expected key=value, got '${v}'`);
-  return { ...acc, [v.slice(0, i)]: v.slice(i + 1) };
+  const [key, value] = flagValue(keyValue)(v);
+  return { ...acc, [key]: value };
 }
 
 /** A Node system error (EACCES, ENOSPC, ECONNREFUSED, ...): the machine said no, not a bug in clink. */

@@ -63,6 +63,27 @@ export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   allowNonRestoredState: false,
 };
 
+/** The SubmitJob a submit sends: with the module's bytes, or its hash alone (the receiver may hold it). */
+export function submitJobMessage(o: SubmitOptions, withBytes: boolean): MessageOf<'SubmitJob'> {
+  return makeMessage('SubmitJob', {
+    jobName: o.name ?? o.spec.job.name,
+    specJson: JSON.stringify(o.spec),
+    modules: [
+      withBytes
+        ? { sha256: o.module.sha256, bytes: o.module.code, sourceMap: o.module.sourceMap }
+        : { sha256: o.module.sha256, bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) },
+    ],
+    checkpoint: { ...NO_CHECKPOINTS, ...o.checkpoint },
+    params: JSON.stringify(o.params),
+    sdkFingerprint: o.sdkAdvert?.fingerprint ?? o.module.sdk.fingerprint,
+    sdkManifest: JSON.stringify(o.sdkAdvert?.manifest ?? localSdkManifest()),
+    sdkVersion: o.module.sdk.version,
+    buildParallelism: o.buildParallelism ?? 0,
+  });
+}
+
+export { SUBMIT_PARAMETERS, submitSettingsFromQuery, type SubmitSettings } from './submit-settings.js';
+
 export class ClusterClient {
   private readonly waiting: { type: Message['type']; resolve: (m: Message) => void; reject: (e: Error) => void }[] = [];
   private readonly completions = new Map<string, JobOutcome>();
@@ -171,25 +192,7 @@ export class ClusterClient {
     // Refused here, before a byte ships; the coordinator checks again (a client may be another build).
     const unknown = unknownConnectors(o.spec.operators);
     if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
-    const send = (withBytes: ReadonlySet<string>) =>
-      this.request(
-        makeMessage('SubmitJob', {
-          jobName: o.name ?? o.spec.job.name,
-          specJson: JSON.stringify(o.spec),
-          modules: [
-            withBytes.has(o.module.sha256)
-              ? { sha256: o.module.sha256, bytes: o.module.code, sourceMap: o.module.sourceMap }
-              : { sha256: o.module.sha256, bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) },
-          ],
-          checkpoint: { ...NO_CHECKPOINTS, ...o.checkpoint },
-          params: JSON.stringify(o.params),
-          sdkFingerprint: o.sdkAdvert?.fingerprint ?? o.module.sdk.fingerprint,
-          sdkManifest: JSON.stringify(o.sdkAdvert?.manifest ?? localSdkManifest()),
-          sdkVersion: o.module.sdk.version,
-          buildParallelism: o.buildParallelism ?? 0,
-        }),
-        'SubmitJobAck',
-      );
+    const send = (withBytes: ReadonlySet<string>) => this.request(submitJobMessage(o, withBytes.has(o.module.sha256)), 'SubmitJobAck');
     let ack = await send(new Set());
     let uploadedBytes = 0;
     if (!ack.ok && ack.missingModuleHashes.length > 0) {

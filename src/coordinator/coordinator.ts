@@ -28,8 +28,8 @@ import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, type CoordinatorCo
 import { Deployer } from './deployer.js';
 import { JobMaster, postToJob, type JobMasterDeps } from './job-master.js';
 import { JobRecovery } from './job-recovery.js';
-import { type JobState, type JobView, type WorkerSession, type WorkerView } from './job-state.js';
-import { placeSubmittedJob, type PlacedJob, type SubmissionDeps } from './job-submission.js';
+import { type CachedModule, type JobState, type JobView, type WorkerSession, type WorkerView } from './job-state.js';
+import { checkSubmitSdk, placeSubmittedJob, type PlacedJob, type SubmissionDeps } from './job-submission.js';
 import { HaJobs } from './ha-jobs.js';
 import type { HaJobStore } from '../ha/index.js';
 import { jobView } from './job-views.js';
@@ -320,6 +320,19 @@ export class Coordinator {
 
 
   // ---------------------------------------------------------------- client requests
+
+  /** A submit that did not come over the control port (the HTTP API): the same gates, its module kept, then submit(). */
+  async submitFromOutside(m: MessageOf<'SubmitJob'>): Promise<JobState> {
+    checkSubmitSdk(m);
+    const missing = this.modules.resolve(m.modules, () => new Set(this.jobs.runningJobs().map((j) => j.module.sha256)));
+    if (missing.length > 0) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `this coordinator does not hold job module ${missing.join(', ')}: upload it`);
+    return this.submit(m);
+  }
+
+  /** A job module this coordinator holds (submitted before, by any client), by its SHA-256. */
+  cachedModule(sha256: string): CachedModule | undefined {
+    return this.modules.get(sha256);
+  }
 
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {

@@ -33,6 +33,8 @@ export interface HttpDeps {
   health?: () => { ok: boolean; status: string } & Record<string, unknown>;
   /** The cluster's token (CLINK_AUTH_TOKEN): every request but a CORS preflight must carry `Authorization: Bearer <token>`. */
   authToken?: string;
+  /** How long an uploaded module's build function may run (POST /api/v1/jobs). @default PLAN_TIMEOUT_MS (30 s) */
+  planTimeoutMs?: number;
 }
 
 export { sendError } from './errors.js';
@@ -86,7 +88,7 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
     }
     if (deps.coordinator) {
       const given = deps.coordinator;
-      coordinatorRoutes(api, typeof given === 'function' ? given : () => given, deps.health);
+      coordinatorRoutes(api, typeof given === 'function' ? given : () => given, deps.health, deps.planTimeoutMs);
     }
   });
   app.setNotFoundHandler(async (req, reply) => sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `no route ${req.method} ${req.url}`));

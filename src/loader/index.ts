@@ -30,3 +30,4 @@ export {
 } from './gate.js';
 export { typecheckJob, type TypecheckResult } from './typecheck.js';
 export { clinkPackageRoot } from './input-record.js';
+export { planInThread, PLAN_TIMEOUT_MS, type PlanRequest } from './plan-thread.js';

@@ -2,19 +2,20 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "dff1ea77a60b08b38e087e6ee10c5055d2e1b51db2f1640a17532da1674e73a2",
+  "fingerprint": "169162d9c80e3c03425fd296db7ad39c2e3da29437d58be405cf443b679537c0",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
     "connectors/index.d.ts": "5570ebf4af91e553e4ea0908d76195e0b6d6ab91b42656a71d8f154ff5e8759b",
-    "connectors/kafka/index.d.ts": "d4b5548f1ba79d0f719b07d56d80bafd76541402f1c3fb3de0ad42a2e957f3bb",
+    "connectors/kafka/index.d.ts": "1eae17db6eb1e97ac4a51dc82f017e4b883569410f851d19ef670d3fd2e2202e",
     "connectors/kafka/options.d.ts": "18c95c5f64028f7407725148fbe45427789f1d6c5d2528ffabc453d25943fd52",
+    "connectors/kafka/partitions.d.ts": "f1f96759dbd42e88e6aa1ff92f185d8c1c7d3e9a6d14e7ac6f89ccdf58996e5d",
     "connectors/kafka/sink.d.ts": "3d1fc4c6afafa64cca4fa3406e8ae765e584b73ba86456cfc14d0c0549e3f08f",
-    "connectors/kafka/source.d.ts": "fc38e69c30f7de24205c4ad29d2cb07f3797479ac7cd9bf16a1cef041560de26",
+    "connectors/kafka/source.d.ts": "6da44baf96784364e288b285c63be5030e1fdb65a5b232ae0f48689d17cd4dea",
     "connectors/kafka/transactions.d.ts": "5e7d96aacd8793af9b618a217eb8340995504cf2a0b08e1fab6ae2d6858f74ef",
-    "connectors/nats/index.d.ts": "c5b271d41b90aabeaa07975a2bcc688aa14a5510c904ffcd5d7c937b996338c7",
+    "connectors/nats/index.d.ts": "8e9630117f7ebbb51a68dd4290e399c0f1d9b67c8892b8e95efc61f47c59dae1",
     "connectors/nats/options.d.ts": "844c7e70a46c7fdcb6040434ca8c7c575da9e3a26f4b1cfe318aa86e97d15bad",
     "connectors/nats/source.d.ts": "7b7f147dea314c24cbbf813a3450e433f3ecf9385f45821d22da42f597b2a48a",
     "connectors/nexmark/generator.d.ts": "94a86593d35728cb8bbea863db53a561509d46cc7cadf6edd784193e67cc5fa8",
@@ -60,8 +61,10 @@ export const SDK_MANIFEST = {
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "df00b911a0952d675d821bc9a77ad005050f5f02be235a62d6767a898e60a1a5",
+    "util/index.d.ts": "79c2585783a9bb4ea9f159c2c67237a961c7cb505439ee32b33078396c558914",
+    "util/parse.d.ts": "dbad0a16fb44b2c3f2f690756a8e148452ff9fae286319d97592df1734f7a571",
     "util/secret.d.ts": "74382bfda34bb2a585205bb59143c7b29b891ffad507e93ef914be4457a134b9",
+    "util/threads.d.ts": "4457c28341420b09a1de04e187a93e9dcd77620d4db10cf14390e061fb761694",
     "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",
     "util/validation.d.ts": "fd4839ba6956abfbdabb661fe3755a6d6a16b3c93901f269475b6418a4644bfd"
   }

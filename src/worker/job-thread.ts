@@ -10,11 +10,11 @@
  */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker as Thread } from 'node:worker_threads';
+import type { Worker as Thread } from 'node:worker_threads';
 import type { Logger } from '../log/index.js';
 import { makeMessage, type Message, type SubtaskProgressReport } from '../protocol/index.js';
 import { PHASE_DESCRIPTIONS } from '../runtime/index.js';
-import { setTimer } from '../util/index.js';
+import { setTimer, startThread } from '../util/index.js';
 import type { JobHostConfig } from './job-host.js';
 import type { JobProgressReport } from './job.js';
 import type { JobThreadData } from './thread-entry.js';
@@ -24,17 +24,6 @@ import { subtaskKey } from '../plan/index.js';
 /** The entry file beside this one, with this file's extension (.js built, .ts under tsx). */
 const EXT = extname(fileURLToPath(import.meta.url));
 const ENTRY = new URL(`./thread-entry${EXT}`, import.meta.url);
-
-/**
- * How a thread starts: the built entry directly; from sources (tests, run through tsx) a bootstrap
- * that registers tsx in the thread first, since a thread does not inherit the parent's loader hooks.
- */
-function spawnThread(options: ConstructorParameters<typeof Thread>[1]): Thread {
-  if (EXT !== '.ts') return new Thread(ENTRY, options);
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((m) => m.register()).then(() => import(${JSON.stringify(ENTRY.href)}))`;
-  return new Thread(bootstrap, { ...options, eval: true });
-}
 
 export interface JobThreadOptions {
   config: JobHostConfig;
@@ -85,7 +74,7 @@ export class JobThread {
       status: this.status.buffer as SharedArrayBuffer,
       progress: this.progressView.buffer as SharedArrayBuffer,
     };
-    this.thread = spawnThread({ workerData, resourceLimits: { maxOldGenerationSizeMb: o.heapMb } });
+    this.thread = startThread(ENTRY, { workerData, resourceLimits: { maxOldGenerationSizeMb: o.heapMb } });
     this.thread.on('message', (m: FromThread) => this.onMessage(m));
     this.thread.on('error', (err: Error & { code?: string }) => {
       this.failure =

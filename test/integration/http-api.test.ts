@@ -122,6 +122,7 @@ describe('the REST API', () => {
         ['/api/v1/config', 'get'],
         ['/api/v1/connectors', 'get'],
         ['/api/v1/jobs', 'get'],
+        ['/api/v1/jobs', 'post'],
         ['/api/v1/jobs/{id}', 'get'],
         ['/api/v1/jobs/{id}/checkpoints', 'get'],
         ['/api/v1/jobs/{id}/cancel', 'post'],

@@ -1,0 +1,123 @@
+/**
+ * POST /api/v1/jobs: submit a job over HTTP. The module is a multipart upload (field `module`: a job
+ * source file, .ts or .js, compiled here, or a bundle built by clink) or, as a JSON body
+ * `{ "moduleSha256": "<hex>" }`, one the coordinator already holds. Its settings are query parameters,
+ * read by the parser the CLI's flags use (a malformed one is a 400 naming it). The module is planned in
+ * a bounded thread (its build function is user code), then goes through the coordinator's gates as any
+ * submit does.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, extname, join } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import { submitJobMessage, submitSettingsFromQuery, SUBMIT_PARAMETERS, type SubmitSettings } from '../client/index.js';
+import type { Coordinator } from '../coordinator/index.js';
+import { ClinkError, type ErrorCode } from '../errors.js';
+import { bundleSdk, defaultCacheDir, planInThread, type PlanRequest } from '../loader/index.js';
+import { sendError } from './errors.js';
+import { ErrorReply } from './schemas.js';
+
+/** The largest job module an upload may carry. */
+export const MAX_UPLOAD_BYTES = 16 * 1024 * 1024;
+const SOURCE_EXTENSIONS = new Set(['.ts', '.mts', '.js', '.mjs']);
+
+/** How a refusal's code reads as an HTTP status. */
+function statusOf(code: string): number {
+  if (code === 'CLINK_ERR_MODULE_MISSING' || code === 'CLINK_ERR_NOT_FOUND') return 404;
+  if (code === 'CLINK_ERR_NOT_ENOUGH_SLOTS') return 409;
+  if (code === 'CLINK_ERR_BUSY' || code === 'CLINK_ERR_CANCELLED') return 503;
+  if (code === 'CLINK_ERR_STORAGE' || code === 'CLINK_ERR_ENVIRONMENT') return 500;
+  return 400;
+}
+
+const SubmitReply = {
+  type: 'object',
+  properties: { jobId: { type: 'string' }, name: { type: 'string' }, moduleSha256: { type: 'string', description: 'submit it again by this hash' }, state: { type: 'string' } },
+  required: ['jobId', 'name', 'moduleSha256', 'state'],
+  additionalProperties: true,
+};
+const SubmitQuery = {
+  type: 'object',
+  properties: Object.fromEntries(
+    Object.entries(SUBMIT_PARAMETERS).map(([name, p]) => [name, name === 'param' ? { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: `${p.doc} (as ${p.flag})` } : { type: 'string', description: `${p.doc} (as ${p.flag})` }]),
+  ),
+};
+
+export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator, planTimeoutMs?: number): void {
+  void api.register(multipart, { limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 8, parts: 9 } });
+  api.post(
+    '/api/v1/jobs',
+    {
+      schema: {
+        summary: 'submit a job: a multipart upload of its module (field "module"), or JSON { moduleSha256 } for one the coordinator holds; settings in the query',
+        querystring: SubmitQuery,
+        response: { 201: SubmitReply, 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 409: ErrorReply, 413: ErrorReply, 503: ErrorReply },
+      },
+    },
+    async (req, reply) => {
+      let settings: SubmitSettings;
+      try {
+        settings = submitSettingsFromQuery(req.query as Record<string, string | string[]>);
+      } catch (err) {
+        return sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', (err as Error).message);
+      }
+      const scratch = await mkdtemp(join(tmpdir(), 'clink-upload-'));
+      try {
+        const module = await moduleOf(req, reply, coordinator(), scratch);
+        if (!module) return reply;
+        const parallelism = settings.parallelism ?? 1;
+        const planned = await planInThread({ ...module, parallelism, params: settings.params, cacheDir: defaultCacheDir() }, planTimeoutMs ? { timeoutMs: planTimeoutMs } : {});
+        if (settings.guarantee) planned.spec.job.guarantee = settings.guarantee;
+        const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}) }, true);
+        const job = await coordinator().submitFromOutside(m);
+        return reply.code(201).send({ jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state });
+      } catch (err) {
+        const code = err instanceof ClinkError ? err.code : 'CLINK_ERR_INTERNAL';
+        return sendError(reply, code === 'CLINK_ERR_INTERNAL' ? 500 : statusOf(code), code as ErrorCode, `submit refused: ${(err as Error).message}`);
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    },
+  );
+}
+
+/** The module the request carries, ready to plan; undefined when a refusal was sent. */
+async function moduleOf(req: FastifyRequest, reply: FastifyReply, c: Coordinator, scratch: string): Promise<Pick<PlanRequest, 'module' | 'label'> | undefined> {
+  if (!req.isMultipart()) {
+    const sha = (req.body as { moduleSha256?: unknown } | undefined)?.moduleSha256;
+    if (typeof sha !== 'string' || !/^[0-9a-f]{64}$/.test(sha)) {
+      sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', 'send the job module as a multipart upload (field "module"), or JSON { "moduleSha256": "<64 hex digits>" } naming one this coordinator holds');
+      return undefined;
+    }
+    const held = c.cachedModule(sha);
+    if (!held) {
+      sendError(reply, 404, 'CLINK_ERR_MODULE_MISSING', `this coordinator does not hold job module ${sha}: upload it (multipart, field "module")`);
+      return undefined;
+    }
+    return { module: { code: held.bytes, sourceMap: held.sourceMap }, label: `job module ${sha.slice(0, 12)}` };
+  }
+  const file = await req.file();
+  if (!file || file.fieldname !== 'module') {
+    sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', 'the upload has no file field "module": send the job file as module=@job.ts');
+    return undefined;
+  }
+  const name = basename(file.filename || 'job.ts');
+  const bytes = await file.toBuffer().catch((err: Error & { code?: string }) => {
+    if (err.code !== 'FST_REQ_FILE_TOO_LARGE') throw err;
+    sendError(reply, 413, 'CLINK_ERR_INVALID_ARGUMENT', `the job module ${name} is larger than ${MAX_UPLOAD_BYTES} bytes`);
+    return undefined;
+  });
+  if (!bytes) return undefined;
+  // A bundle clink built names its SDK in its first line; anything else is a job file to compile.
+  if (bundleSdk(bytes)) return { module: { code: new Uint8Array(bytes), sourceMap: new Uint8Array(0) }, label: `job module ${name}` };
+  const ext = extname(name);
+  if (!SOURCE_EXTENSIONS.has(ext)) {
+    sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', `the job module ${name} is not a job file: upload a .ts or .js file (one file; it may import only clink)`);
+    return undefined;
+  }
+  // Saved under its own name (a fresh directory, the name without its path) so compile errors point at it.
+  const path = join(scratch, name);
+  await writeFile(path, bytes);
+  return { module: { path }, label: `job module ${name}` };
+}

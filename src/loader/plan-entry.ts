@@ -1,0 +1,34 @@
+/**
+ * A thread that turns an uploaded job module into what a submit carries: it compiles a job source file
+ * (or takes a built bundle), imports it and runs its build function with the submit's parallelism and
+ * params. Run apart from the coordinator's event loop (plan-thread.ts), since the build function is user
+ * code; what it answers is one message.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { buildJob } from '../sdk/index.js';
+import { bundleSdk, localSdk } from './gate.js';
+import { compileJobModule, loadJobBundle } from './load.js';
+import type { PlanRequest, PlanReply } from './plan-thread.js';
+
+const request = workerData as PlanRequest;
+
+async function plan(): Promise<PlanReply> {
+  const compiled =
+    'path' in request.module
+      ? await compileJobModule(request.module.path, { cacheDir: request.cacheDir })
+      : (() => {
+          const code = request.module.code;
+          return { code, sourceMap: request.module.sourceMap, sha256: '', sdk: bundleSdk(code) ?? localSdk() };
+        })();
+  const { job, sha256 } = await loadJobBundle(compiled.code, { cacheDir: request.cacheDir, sourceMap: compiled.sourceMap, label: request.label });
+  const { spec } = buildJob(job, { parallelism: request.parallelism, params: request.params });
+  return { ok: true, module: { ...compiled, sha256 }, spec };
+}
+
+plan().then(
+  (reply) => parentPort!.postMessage(reply),
+  (err: unknown) => {
+    const e = err as Error & { code?: string };
+    parentPort!.postMessage({ ok: false, code: typeof e.code === 'string' && e.code.startsWith('CLINK_ERR_') ? e.code : 'CLINK_ERR_JOB_LOAD', message: e.message } satisfies PlanReply);
+  },
+);

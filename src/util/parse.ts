@@ -1,0 +1,32 @@
+/** Parsers of one text value (a flag's, a query parameter's): each returns it or throws saying what was expected. */
+
+/** A parser of one value: returns it, or throws an Error whose message says what was expected. */
+export type ValueParser<T> = (text: string) => T;
+
+export const wholeNumber =
+  (min: number): ValueParser<number> =>
+  (v) => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isInteger(n) || n < min) throw new Error(`expected a whole number >= ${min}, got '${v}'`);
+    return n;
+  };
+
+export const oneOf =
+  <T extends string>(choices: readonly T[]): ValueParser<T> =>
+  (v) => {
+    if (!(choices as readonly string[]).includes(v)) throw new Error(`expected one of ${choices.join(', ')}, got '${v}'`);
+    return v as T;
+  };
+
+export const booleanText: ValueParser<boolean> = (v) => {
+  if (v === '' || v === 'true') return true;
+  if (v === 'false') return false;
+  throw new Error(`expected true or false, got '${v}'`);
+};
+
+/** `key=value`, as --param and the `param` query parameter take it. */
+export const keyValue: ValueParser<[string, string]> = (v) => {
+  const i = v.indexOf('=');
+  if (i <= 0) throw new Error(`expected key=value, got '${v}'`);
+  return [v.slice(0, i), v.slice(i + 1)];
+};

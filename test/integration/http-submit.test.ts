@@ -1,0 +1,112 @@
+// POST /api/v1/jobs: a job file uploaded over HTTP to a real cluster runs to its end, and runs again by
+// the hash the first submit answered; the query's settings are read as the CLI's flags are, a malformed
+// one refused naming it; a build function that never returns costs a bounded thread, not the coordinator.
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Coordinator, type JobDetail } from '../../src/coordinator/index.js';
+import { buildHttpApp } from '../../src/http/index.js';
+import { memoryLogger } from '../../src/log/index.js';
+import { ClinkMetrics } from '../../src/metrics/index.js';
+import { ClusterHarness } from '../harness/cluster.js';
+
+const fixture = (name: string): string => resolve(import.meta.dirname, '../fixtures/jobs', name);
+
+async function upload(port: number, file: string, query = '', as = 'job.ts'): Promise<{ status: number; body: Record<string, string> }> {
+  const form = new FormData();
+  form.append('module', new Blob([await readFile(file)]), as);
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/jobs${query}`, { method: 'POST', body: form });
+  return { status: res.status, body: (await res.json()) as Record<string, string> };
+}
+
+describe('submitting over HTTP', () => {
+  test('a job file uploaded runs to its end on the cluster with the query settings; the hash it answers submits it again without the bytes', async () => {
+    const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+    try {
+      const first = await upload(h.httpPort, fixture('counted.ts'), '?parallelism=2&param=count=800&name=counted-over-http&checkpoint_interval_ms=0');
+      assert.equal(first.status, 201, JSON.stringify(first.body));
+      assert.equal(first.body.name, 'counted-over-http');
+      assert.match(first.body.moduleSha256!, /^[0-9a-f]{64}$/);
+      const ended = async (jobId: string): Promise<JobDetail> => {
+        for (;;) {
+          const v = (await h.http<JobDetail>(`/api/v1/jobs/${jobId}`)).body;
+          if (v.finishedAt !== undefined) return v;
+          await sleep(50);
+        }
+      };
+      const done = await ended(first.body.jobId!);
+      assert.equal(done.state, 'FINISHED', done.error);
+      assert.equal(done.parallelism, 2);
+      assert.equal(done.sourceRecords, 800, 'the param reached the build function');
+
+      const again = await h.http<Record<string, string>>('/api/v1/jobs?param=count=300', { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
+      assert.equal(again.status, 201, again.text);
+      assert.equal(again.body.moduleSha256, first.body.moduleSha256);
+      const second = await ended(again.body.jobId!);
+      assert.equal(second.state, 'FINISHED', second.error);
+      assert.equal(second.sourceRecords, 300);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('refusals name what is wrong: a malformed or unknown query parameter, no module, an unknown hash, a file that does not compile, a build function that never returns', async () => {
+    const { log } = memoryLogger();
+    const metrics = new ClinkMetrics();
+    const coordinator = await Coordinator.start({ port: 0 }, { log, metrics });
+    const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator, planTimeoutMs: 3_000 });
+    const post = async (url: string, payload: { file?: string; as?: string; json?: unknown }): Promise<{ status: number; code: string; message: string }> => {
+      let res;
+      if (payload.file !== undefined) {
+        const form = new FormData();
+        form.append('module', new Blob([await readFile(payload.file)]), payload.as ?? 'job.ts');
+        const req = new Request('http://x', { method: 'POST', body: form });
+        res = await app.inject({ method: 'POST', url, headers: Object.fromEntries(req.headers), payload: Buffer.from(await req.arrayBuffer()) });
+      } else res = await app.inject({ method: 'POST', url, payload: payload.json as object });
+      const body = res.json<{ code: string; message: string }>();
+      return { status: res.statusCode, code: body.code, message: body.message };
+    };
+    let scratch: string | undefined;
+    try {
+      const badInterval = await post('/api/v1/jobs?checkpoint_interval_ms=soon', { file: fixture('trivial.ts') });
+      assert.deepEqual(badInterval, { status: 400, code: 'CLINK_ERR_INVALID_ARGUMENT', message: "query parameter checkpoint_interval_ms: expected a whole number >= 0, got 'soon'" });
+      const badParallelism = await post('/api/v1/jobs?parallelism=0', { file: fixture('trivial.ts') });
+      assert.equal(badParallelism.message, "query parameter parallelism: expected a whole number >= 1, got '0'");
+      const badAlignment = await post('/api/v1/jobs?alignment=sideways', { file: fixture('trivial.ts') });
+      assert.equal(badAlignment.message, "query parameter alignment: expected one of aligned, unaligned, got 'sideways'");
+      const unknown = await post('/api/v1/jobs?paralelism=2', { file: fixture('trivial.ts') });
+      assert.match(unknown.message, /^unknown query parameter 'paralelism'; a submit takes parallelism, name, guarantee, checkpoint_dir/);
+      const nothing = await post('/api/v1/jobs', { json: {} });
+      assert.equal(nothing.status, 400);
+      assert.match(nothing.message, /multipart upload \(field "module"\)/);
+      const missing = await post('/api/v1/jobs', { json: { moduleSha256: 'a'.repeat(64) } });
+      assert.deepEqual([missing.status, missing.code], [404, 'CLINK_ERR_MODULE_MISSING']);
+      const notAJob = await post('/api/v1/jobs', { file: fixture('trivial.ts'), as: 'notes.txt' });
+      assert.match(notAJob.message, /notes\.txt is not a job file: upload a \.ts or \.js file/);
+      scratch = await mkdtemp(join(tmpdir(), 'clink-broken-'));
+      const broken = join(scratch, 'broken.ts');
+      await writeFile(broken, "import { defineJob } from 'clink';\nexport default defineJob({ name: 'b', version: '1' }, (env) => { env.fromElements([1]).map((x) => x * ).collect(); });\n");
+      const syntax = await post('/api/v1/jobs', { file: broken, as: 'broken.ts' });
+      assert.equal(syntax.status, 400);
+      assert.equal(syntax.code, 'CLINK_ERR_JOB_LOAD');
+      assert.match(syntax.message, /broken\.ts:2:\d+: Unexpected "\)"/);
+      const started = Date.now();
+      const endless = await post('/api/v1/jobs', { file: fixture('endless-build.ts'), as: 'endless.ts' });
+      assert.equal(endless.status, 400);
+      assert.equal(endless.message, 'submit refused: job module endless.ts: its build function did not return within 3000 ms (a loop that never ends?)');
+      assert.ok(Date.now() - started < 15_000);
+      // The coordinator's event loop ran all along: it still answers.
+      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/health' })).statusCode, 200);
+      // A job that plans but finds no slots (no workers here) is refused with its reason.
+      const noSlots = await post('/api/v1/jobs', { file: fixture('trivial.ts') });
+      assert.deepEqual([noSlots.status, noSlots.code], [409, 'CLINK_ERR_NOT_ENOUGH_SLOTS']);
+    } finally {
+      await app.close();
+      await coordinator.stop();
+      if (scratch) await rm(scratch, { recursive: true, force: true });
+    }
+  });
+});
