@@ -208,8 +208,10 @@ export function noAnswerError(what: string, host: string, port: number, overTls:
   if (overTls && (!err || isTlsFailure(err))) {
     return new ClinkError('CLINK_ERR_CONNECTOR', `${what} at ${host}:${port} refused this TLS client${err ? ` (${tlsReason(err)})` : ''}: it requires a client certificate its --tls-client-ca signed; give --tls-client-cert and --tls-client-key`, err ? { cause: err } : undefined);
   }
-  if (!overTls && !err) {
-    return new ClinkError('CLINK_ERR_CONNECTOR', `${what} at ${host}:${port} closed the connection without answering: if it serves TLS, give --tls-ca (under mTLS also --tls-client-cert and --tls-client-key)`);
+  // A reset before any answer means the same as a close: which of the two arrives is a race on the server's side.
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (!overTls && (!err || code === 'ECONNRESET' || code === 'EPIPE')) {
+    return new ClinkError('CLINK_ERR_CONNECTOR', `${what} at ${host}:${port} closed the connection without answering: if it serves TLS, give --tls-ca (under mTLS also --tls-client-cert and --tls-client-key)`, err ? { cause: err } : undefined);
   }
   return new ClinkError('CLINK_ERR_CONNECTOR', `lost the connection to ${what} at ${host}:${port}: ${err?.message ?? 'closed'}; is it running and reachable?`, err ? { cause: err } : undefined);
 }
