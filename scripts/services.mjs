@@ -1,6 +1,7 @@
 // The external servers the service tests run against, each installed through apt when missing (as root,
 // as CI runs; otherwise the message says what to install) and started on free ports in a temp dir.
 // startServices() resolves to the environment that tells the tests where each one is, and a stop().
+// Chromium is not a server: it is installed here and its path passed on (CLINK_TEST_CHROMIUM).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,6 +71,14 @@ async function startEtcd(dir) {
   };
 }
 
+/** Debian's Chromium for the console's browser tests (driven by playwright-core, which downloads nothing). */
+function chromium() {
+  aptInstall('chromium', 'chromium');
+  const path = spawnSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).stdout.trim();
+  console.log(`chromium at ${path}`);
+  return { env: { CLINK_TEST_CHROMIUM: path }, stop: async () => undefined };
+}
+
 export async function startServices() {
   // The network-namespace suite makes packet loss with iptables (the statistic match).
   if (process.getuid?.() === 0) aptInstall('iptables', 'iptables');
@@ -80,6 +89,7 @@ export async function startServices() {
     started.push(await startKafka(join(dir, 'kafka')));
     started.push(await startPostgres(join(dir, 'postgres'), aptGet));
     started.push(await startNats(join(dir, 'nats'), aptInstall));
+    started.push(chromium());
   } catch (err) {
     for (const s of started) await s.stop();
     rmSync(dir, { recursive: true, force: true });

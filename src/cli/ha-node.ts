@@ -42,6 +42,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
       config: { ...flags.coordinator, haDir, ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}) },
       coordinator: () => coordinator,
       ...(authToken ? { authToken } : {}),
+      ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}),
       health: () => (coordinator ? { ok: true, status: 'ok', leader: true } : { ok: true, status: 'standby', ...(leader ? { leader: { host: leader.host, port: leader.port, epoch: leader.epoch } } : {}) }),
     },
     bindHost,

@@ -311,6 +311,7 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--role <role>', 'what this node is').choices(['coordinator', 'worker']).makeOptionMandatory())
     .option('--ready-file <path>', 'when listening, write {"controlPort":N,"httpPort":M} here')
     .option('--http-port <n>', 'serve the HTTP API on this port (0 picks one)', nonNegativeInt)
+    .option('--http-static-dir <dir>', 'a coordinator: serve this built console at / instead of the one clink ships')
     // coordinator
     .option('--port <n>', 'coordinator: control port (0 picks one)', nonNegativeInt, 6123)
     .option('--bind-host <host>', 'coordinator: address to listen on', '127.0.0.1')
@@ -400,6 +401,7 @@ export async function main(argv: string[]): Promise<number> {
         },
         ...(o.readyFile ? { readyFile: o.readyFile as string } : {}),
         ...(o.httpPort !== undefined ? { httpPort: n('httpPort') } : {}),
+        ...(o.httpStaticDir ? { httpStaticDir: o.httpStaticDir as string } : {}),
         coordinator: {
           port: n('port'),
           bindHost: o.bindHost as string,

@@ -25,6 +25,8 @@ export interface NodeFlags {
   ha?: HaFlags;
   readyFile?: string;
   httpPort?: number;
+  /** A coordinator's console build to serve at / (--http-static-dir). */
+  httpStaticDir?: string;
   coordinator: Partial<CoordinatorConfig>;
   worker: Partial<WorkerConfig>;
   /** How a worker reconnects after losing the coordinator. */

@@ -12,6 +12,7 @@ export type { JobView, JobRestart, JobRetry, WorkerView } from './job-state.js';
 export type { JobDetail } from './job-book.js';
 export type { JobGraphView, CheckpointSettingsView } from './job-graph.js';
 export type { TaskMetrics } from './task-metrics.js';
+export type { DepartedSession } from './worker-registry.js';
 export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
 export { decideFailure, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
 export * from './config.js';

@@ -18,6 +18,7 @@ import { BUILTIN_CAPABILITIES } from '../connectors/index.js';
 import { tokensEqual } from '../util/index.js';
 import { sendError } from './errors.js';
 import { coordinatorRoutes } from './coordinator-routes.js';
+import { consoleRoutes, isApiPath } from './console.js';
 import { ConfigReply, ConnectorList, ErrorReply, Health, WorkerSelf } from './schemas.js';
 
 export interface HttpDeps {
@@ -35,6 +36,8 @@ export interface HttpDeps {
   authToken?: string;
   /** How long an uploaded module's build function may run (POST /api/v1/jobs). @default PLAN_TIMEOUT_MS (30 s) */
   planTimeoutMs?: number;
+  /** A coordinator's console: another build to serve at / (--http-static-dir). @default the console built into dist/console */
+  staticDir?: string;
 }
 
 export { sendError } from './errors.js';
@@ -46,6 +49,8 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
     // Before any handler, the 404 one included: without the token nothing about the node is told.
     app.addHook('onRequest', async (req, reply) => {
       if (req.method === 'OPTIONS') return;
+      // The console's own files hold no data (its API calls carry the token): a browser can load it and ask.
+      if (deps.role === 'coordinator' && req.method === 'GET' && !isApiPath(new URL(req.url, 'http://x').pathname)) return;
       const header = req.headers.authorization ?? '';
       const given = header.startsWith('Bearer ') ? header.slice(7) : '';
       if (given && tokensEqual(given, token)) return;
@@ -91,6 +96,8 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
       coordinatorRoutes(api, typeof given === 'function' ? given : () => given, deps.health, deps.planTimeoutMs);
     }
   });
+  // After every API route: the console's catch-all can never shadow one.
+  if (deps.role === 'coordinator') void app.register(async (web) => consoleRoutes(web, deps.staticDir));
   app.setNotFoundHandler(async (req, reply) => sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `no route ${req.method} ${req.url}`));
   return app;
 }

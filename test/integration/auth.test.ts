@@ -41,7 +41,7 @@ describe('token auth', () => {
         ['/api/v1/jobs', undefined],
         ['/api/v1/jobs', 'Bearer wrong'],
         ['/metrics', `Basic ${TOKEN}`],
-        ['/no/such/route', undefined],
+        ['/api/v1/no/such/route', undefined],
       ] as const) {
         const res = await c.app.inject({ method: 'GET', url, headers: authorization ? { authorization } : {} });
         assert.equal(res.statusCode, 401, `${url} ${authorization}`);
