@@ -61,7 +61,8 @@ export async function commitGroupOffsets(bootstrap: string, groupId: string, top
 
 /** Produce JSON values (keyed by `key(v)` when given), in batches of 1000. */
 export async function produceJson<T>(bootstrap: string, topic: string, values: T[], key?: (v: T) => string, timestamp?: (v: T) => number): Promise<void> {
-  const p = new Producer({ clientId: 'test', bootstrapBrokers: [bootstrap], acks: -1 });
+  // Idempotent: a send retried under load (a request that timed out but was written) must not write its records twice.
+  const p = new Producer({ clientId: 'test', bootstrapBrokers: [bootstrap], acks: -1, idempotent: true });
   try {
     for (let i = 0; i < values.length; i += 1000) {
       await p.send({
