@@ -312,6 +312,8 @@ export async function main(argv: string[]): Promise<number> {
     .option('--ready-file <path>', 'when listening, write {"controlPort":N,"httpPort":M} here')
     .option('--http-port <n>', 'serve the HTTP API on this port (0 picks one)', nonNegativeInt)
     .option('--http-static-dir <dir>', 'a coordinator: serve this built console at / instead of the one clink ships')
+    .option('--otlp-endpoint <host[:port]>', "export metrics and spans over OTLP/HTTP to this collector (port 4318 when absent; off without it)")
+    .option('--otlp-interval-ms <ms>', 'how often metrics are exported over OTLP', positiveInt, 10_000)
     // coordinator
     .option('--port <n>', 'coordinator: control port (0 picks one)', nonNegativeInt, 6123)
     .option('--bind-host <host>', 'coordinator: address to listen on', '127.0.0.1')
@@ -402,6 +404,7 @@ export async function main(argv: string[]): Promise<number> {
         ...(o.readyFile ? { readyFile: o.readyFile as string } : {}),
         ...(o.httpPort !== undefined ? { httpPort: n('httpPort') } : {}),
         ...(o.httpStaticDir ? { httpStaticDir: o.httpStaticDir as string } : {}),
+        ...(o.otlpEndpoint ? { otlp: { endpoint: o.otlpEndpoint as string, intervalMs: n('otlpIntervalMs') } } : {}),
         coordinator: {
           port: n('port'),
           bindHost: o.bindHost as string,

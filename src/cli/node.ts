@@ -2,7 +2,7 @@
 import { hostname } from 'node:os';
 import { Coordinator, DEFAULT_COORDINATOR_CONFIG } from '../coordinator/index.js';
 import { createLogger } from '../log/index.js';
-import { ClinkMetrics } from '../metrics/index.js';
+import { ClinkMetrics, loadOtlp } from '../metrics/index.js';
 import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type WorkerConfig } from '../worker/index.js';
 import { haCoordinator } from './ha-node.js';
 import { startHttp, terminationSignal, writeReadyFile, type NodeFlags } from './node-support.js';
@@ -16,71 +16,77 @@ import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const log = createLogger({ name: flags.role });
   const metrics = new ClinkMetrics();
-  const signal = terminationSignal();
-  // Read once, from the environment only: a flag would show it in ps.
-  const authToken = authTokenFromEnv();
-  if (flags.exposureWarning) log.warn(flags.exposureWarning);
-  const tls = flags.tls ? await loadTls(flags.tls) : {};
-  const security = { ...(authToken ? { authToken } : {}), ...(tls.server ? { tls: tls.server } : {}) };
-  if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, security);
-  if (flags.role === 'coordinator') {
-    const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...security });
-    let http: Awaited<ReturnType<typeof startHttp>>;
-    try {
-      http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}), ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}) }, coordinator.config.bindHost, '--bind-host');
-    } catch (err) {
-      await coordinator.stop();
-      throw err;
-    }
-    coordinator.httpUrl = http?.url;
-    try {
-      if (flags.readyFile) await writeReadyFile(flags.readyFile, { controlPort: coordinator.port, httpPort: http?.port ?? 0 });
-    } catch (err) {
+  // OTLP export (--otlp-endpoint): loaded only when asked for, since the OpenTelemetry SDK is large.
+  const otlp = flags.otlp ? (await loadOtlp()).startOtlp({ ...flags.otlp, serviceName: `clink-${flags.role}`, ...(flags.worker?.id ? { instanceId: flags.worker?.id } : {}) }, metrics, log) : undefined;
+  try {
+    const signal = terminationSignal();
+    // Read once, from the environment only: a flag would show it in ps.
+    const authToken = authTokenFromEnv();
+    if (flags.exposureWarning) log.warn(flags.exposureWarning);
+    const tls = flags.tls ? await loadTls(flags.tls) : {};
+    const security = { ...(authToken ? { authToken } : {}), ...(tls.server ? { tls: tls.server } : {}), ...(otlp ? { tracer: otlp.tracer } : {}) };
+    if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, security);
+    if (flags.role === 'coordinator') {
+      const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...security });
+      let http: Awaited<ReturnType<typeof startHttp>>;
+      try {
+        http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}), ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}) }, coordinator.config.bindHost, '--bind-host');
+      } catch (err) {
+        await coordinator.stop();
+        throw err;
+      }
+      coordinator.httpUrl = http?.url;
+      try {
+        if (flags.readyFile) await writeReadyFile(flags.readyFile, { controlPort: coordinator.port, httpPort: http?.port ?? 0 });
+      } catch (err) {
+        await coordinator.stop();
+        await http?.close();
+        throw err;
+      }
+      const sig = await signal;
+      log.info(`${sig}: stopping`);
       await coordinator.stop();
       await http?.close();
-      throw err;
+      return 0;
     }
-    const sig = await signal;
-    log.info(`${sig}: stopping`);
-    await coordinator.stop();
+    const config: WorkerConfig = {
+      id: flags.worker.id ?? `${hostname()}-${process.pid}`,
+      coordinatorHost: flags.worker.coordinatorHost ?? '127.0.0.1',
+      coordinatorPort: flags.worker.coordinatorPort ?? DEFAULT_COORDINATOR_CONFIG.port,
+      slots: flags.worker.slots ?? 1,
+      dataHost: flags.worker.dataHost ?? '127.0.0.1',
+      heartbeatIntervalMs: flags.worker.heartbeatIntervalMs ?? 500,
+      peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
+      batchSize: flags.worker.batchSize ?? DEFAULT_BATCH_SIZE,
+      batchLingerMs: flags.worker.batchLingerMs ?? 0,
+      coordinatorHeartbeatTimeoutMs: flags.worker.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS,
+      ...(flags.worker.taskIsolation ? { taskIsolation: flags.worker.taskIsolation } : {}),
+      ...(flags.worker.taskStallTimeoutMs ? { taskStallTimeoutMs: flags.worker.taskStallTimeoutMs } : {}),
+      ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
+      ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
+      ...(flags.coordinator.handshakeTimeoutMs ? { connectTimeoutMs: flags.coordinator.handshakeTimeoutMs } : {}),
+    };
+    let supervisor: WorkerSupervisor | undefined;
+    // The HTTP port outlives sessions; health is 503 while the worker has none.
+    const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
+    const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health, worker: () => supervisor?.describe(), ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
+    if (http) config.httpPort = http.port;
+    // Each session listens on a data port of its own: the ready file follows the current one.
+    const writeReady = async (w: { dataPort: number }): Promise<void> => {
+      if (flags.readyFile) await writeReadyFile(flags.readyFile, { dataPort: w.dataPort, httpPort: http?.port ?? 0 });
+    };
+    // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
+    const leader = leaderSource({ ...(flags.ha?.haDir ? { haDir: flags.ha.haDir } : {}), ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), ...(flags.ha?.etcdCluster ? { etcdCluster: flags.ha.etcdCluster } : {}) });
+    if (leader) log.info(`finding the coordinator through ${leader.describe} before every session`);
+    supervisor = WorkerSupervisor.launch(config, { log, metrics, ...(authToken ? { authToken } : {}), ...(tls.client || tls.server ? { tls } : {}) }, flags.reconnect ?? {}, writeReady, leader);
+    const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
+    if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
+    await supervisor.close();
+    leader?.close();
     await http?.close();
+    if ('end' in outcome && outcome.end.reason === 'incompatible') throw new EnvironmentError(`worker ${config.id} cannot join the coordinator: ${outcome.end.detail}`);
     return 0;
+  } finally {
+    await otlp?.close();
   }
-  const config: WorkerConfig = {
-    id: flags.worker.id ?? `${hostname()}-${process.pid}`,
-    coordinatorHost: flags.worker.coordinatorHost ?? '127.0.0.1',
-    coordinatorPort: flags.worker.coordinatorPort ?? DEFAULT_COORDINATOR_CONFIG.port,
-    slots: flags.worker.slots ?? 1,
-    dataHost: flags.worker.dataHost ?? '127.0.0.1',
-    heartbeatIntervalMs: flags.worker.heartbeatIntervalMs ?? 500,
-    peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
-    batchSize: flags.worker.batchSize ?? DEFAULT_BATCH_SIZE,
-    batchLingerMs: flags.worker.batchLingerMs ?? 0,
-    coordinatorHeartbeatTimeoutMs: flags.worker.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS,
-    ...(flags.worker.taskIsolation ? { taskIsolation: flags.worker.taskIsolation } : {}),
-    ...(flags.worker.taskStallTimeoutMs ? { taskStallTimeoutMs: flags.worker.taskStallTimeoutMs } : {}),
-    ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
-    ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
-    ...(flags.coordinator.handshakeTimeoutMs ? { connectTimeoutMs: flags.coordinator.handshakeTimeoutMs } : {}),
-  };
-  let supervisor: WorkerSupervisor | undefined;
-  // The HTTP port outlives sessions; health is 503 while the worker has none.
-  const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
-  const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health, worker: () => supervisor?.describe(), ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
-  if (http) config.httpPort = http.port;
-  // Each session listens on a data port of its own: the ready file follows the current one.
-  const writeReady = async (w: { dataPort: number }): Promise<void> => {
-    if (flags.readyFile) await writeReadyFile(flags.readyFile, { dataPort: w.dataPort, httpPort: http?.port ?? 0 });
-  };
-  // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
-  const leader = leaderSource({ ...(flags.ha?.haDir ? { haDir: flags.ha.haDir } : {}), ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), ...(flags.ha?.etcdCluster ? { etcdCluster: flags.ha.etcdCluster } : {}) });
-  if (leader) log.info(`finding the coordinator through ${leader.describe} before every session`);
-  supervisor = WorkerSupervisor.launch(config, { log, metrics, ...(authToken ? { authToken } : {}), ...(tls.client || tls.server ? { tls } : {}) }, flags.reconnect ?? {}, writeReady, leader);
-  const outcome = await Promise.race([signal.then((sig) => ({ sig })), supervisor.ended.then((end) => ({ end }))]);
-  if ('sig' in outcome) log.info(`${outcome.sig}: cancelling every task and stopping`);
-  await supervisor.close();
-  leader?.close();
-  await http?.close();
-  if ('end' in outcome && outcome.end.reason === 'incompatible') throw new EnvironmentError(`worker ${config.id} cannot join the coordinator: ${outcome.end.detail}`);
-  return 0;
 }

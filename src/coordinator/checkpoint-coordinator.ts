@@ -11,7 +11,7 @@
 import { resolve as resolvePath } from 'node:path';
 import type { Logger } from '../log/index.js';
 import type { Clock } from '../util/index.js';
-import type { ClinkMetrics } from '../metrics/index.js';
+import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { checkpointStateDir, jobStateDir } from '../state/index.js';
@@ -44,6 +44,8 @@ export interface CheckpointCoordinatorDeps {
   metrics: ClinkMetrics;
   /** A checkpoint completing this long after the last restart forgives the restarts spent. */
   restartBudgetResetAfterMs: number;
+  /** clink.checkpoint spans, trigger to completion. @default NO_TRACING */
+  tracer?: Tracer;
 }
 
 /** How long a savepoint waits for a checkpoint already in flight before it is refused as busy. */
@@ -158,6 +160,7 @@ export class CheckpointCoordinator {
     job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
+    p.span?.end({ 'clink.checkpoint.outcome': 'aborted' }, reason);
     this.deps.metrics.checkpointsAborted.inc();
     this.deps.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
     this.deps.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
@@ -180,6 +183,7 @@ export class CheckpointCoordinator {
   forget(job: JobState, cause: string): void {
     const p = job.pendingCheckpoint;
     p?.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${cause}`, path: '' });
+    p?.span?.end({ 'clink.checkpoint.outcome': 'abandoned' }, cause);
     job.pendingCheckpoint = undefined;
     delete job.finalRequests;
     delete job.finalCheckpointId;
@@ -207,7 +211,9 @@ export class CheckpointCoordinator {
   private begin(job: JobState, id: number, savepoint?: Pending['savepoint'], final = false): void {
     job.startingCheckpoint = false;
     const now = this.deps.clock.now();
+    const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
     job.pendingCheckpoint = {
+      span: (this.deps.tracer ?? NO_TRACING).start('clink.checkpoint', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.checkpoint.id': id, 'clink.checkpoint.kind': kind, 'clink.subtasks': job.subtasks.length }),
       id,
       pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
       startedAt: now,
@@ -254,6 +260,7 @@ export class CheckpointCoordinator {
     job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);
     metrics.checkpointsCompleted.inc();
+    p.span?.end({ 'clink.checkpoint.outcome': 'completed', 'clink.checkpoint.bytes': p.bytes, 'clink.checkpoint.duration_ms': durationMs, 'clink.checkpoint.alignment_ms': p.alignmentMs });
     metrics.lastCheckpointDurationMs.set(durationMs);
     metrics.lastCheckpointBytes.set(p.bytes);
     metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);

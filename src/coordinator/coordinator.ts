@@ -13,7 +13,7 @@
 import { createServer, type Server } from 'node:net';
 import { ClinkError, listenError } from '../errors.js';
 import type { Logger } from '../log/index.js';
-import type { ClinkMetrics } from '../metrics/index.js';
+import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import type { FrameConnection, TlsServerConfig } from '../net/index.js';
 import type { Message, MessageOf } from '../protocol/index.js';
 import { systemClock, type Clock } from '../util/index.js';
@@ -50,6 +50,8 @@ export interface CoordinatorDeps {
   authToken?: string;
   /** The control port's TLS (mTLS when it names a client CA). */
   tls?: TlsServerConfig;
+  /** Spans of submits, checkpoints, restarts and takeovers (--otlp-endpoint). @default NO_TRACING */
+  tracer?: Tracer;
 }
 
 export class Coordinator {
@@ -64,6 +66,7 @@ export class Coordinator {
   private readonly jobs = new JobBook();
   private readonly log: Logger;
   private readonly watchdogLog: Logger;
+  private readonly tracer: Tracer;
   /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
   private readonly admissionLog: AdmissionLogLimiter;
   private readonly peerChecks: PeerChecks;
@@ -88,6 +91,7 @@ export class Coordinator {
     this.config = Object.freeze({ ...DEFAULT_COORDINATOR_CONFIG, ...config });
     const clock = (this.clock = deps.clock ?? systemClock);
     const { metrics } = deps;
+    this.tracer = deps.tracer ?? NO_TRACING;
     this.lastSweep = clock.now();
     const log = (this.log = deps.log.child({ component: 'coordinator' }));
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
@@ -135,12 +139,14 @@ export class Coordinator {
       log,
       metrics,
       restartBudgetResetAfterMs: this.config.restartBudgetResetAfterMs,
+      tracer: this.tracer,
     });
     this.recovery = new JobRecovery({
       config: this.config,
       clock,
       log,
       metrics,
+      tracer: this.tracer,
       checkpoints: this.checkpoints,
       stopping: () => this.stopping,
       slots: this.slots,
@@ -189,6 +195,7 @@ export class Coordinator {
         epoch: this.config.epoch,
         log,
         metrics,
+        tracer: this.tracer,
         settle: (stableMs, maxMs) => this.slots.settle(stableMs, maxMs),
         running: (jobId) => this.jobs.has(jobId),
         ownRestore: (dir, jobId) => this.recovery.newestOwnRestore(dir, jobId),
@@ -337,11 +344,18 @@ export class Coordinator {
   /** Plan, place and deploy a job. Throws NotEnoughSlotsError (after submitWaitForSlotsMs) or a plan error. */
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
     if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
-    const placed = await placeSubmittedJob(m, client, this.submissionDeps());
-    this.start(placed);
-    this.deps.metrics.jobsSubmitted.inc();
-    await this.ha?.persist(placed.job, m);
-    return placed.job;
+    const span = this.tracer.start('clink.submit', { 'clink.job.name': m.jobName, ...(m.checkpoint.restoreFromDir ? { 'clink.restore.dir': m.checkpoint.restoreFromDir } : {}) });
+    try {
+      const placed = await placeSubmittedJob(m, client, this.submissionDeps());
+      this.start(placed);
+      this.deps.metrics.jobsSubmitted.inc();
+      await this.ha?.persist(placed.job, m);
+      span.end({ 'clink.job.id': placed.job.id, 'clink.tasks': placed.job.plan.tasks.length, 'clink.subtasks': placed.job.subtasks.length, 'clink.restore.checkpoint_id': placed.restore?.checkpointId ?? 0 });
+      return placed.job;
+    } catch (err) {
+      span.end({}, (err as Error).message);
+      throw err;
+    }
   }
 
   /** Deploy a placed job under a new JobMaster. */

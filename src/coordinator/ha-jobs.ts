@@ -13,7 +13,7 @@
 import { ClinkError } from '../errors.js';
 import type { HaJobStore, HistoryRecord, JobManifest } from '../ha/index.js';
 import type { Logger } from '../log/index.js';
-import type { ClinkMetrics } from '../metrics/index.js';
+import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { CompletedMarker } from './checkpoints.js';
 import { describeRestorePoint } from './job-recovery.js';
@@ -34,6 +34,8 @@ export interface HaJobsDeps {
   epoch: number;
   log: Logger;
   metrics: ClinkMetrics;
+  /** The clink.takeover span, claims to the last job deployed, parked or dropped. @default NO_TRACING */
+  tracer?: Tracer;
   /** Resolves once registrations have been quiet for `stableMs`, or after `maxMs`. */
   settle: (stableMs: number, maxMs: number) => Promise<void>;
   running: (jobId: string) => boolean;
@@ -81,6 +83,17 @@ export class HaJobs {
   async run(): Promise<void> {
     const manifests = await this.deps.store.manifests();
     if (manifests.length === 0) return;
+    const span = (this.deps.tracer ?? NO_TRACING).start('clink.takeover', { 'clink.epoch': this.deps.epoch, 'clink.jobs': manifests.length });
+    try {
+      await this.takeOver(manifests);
+      span.end({ 'clink.jobs.parked': this.parked.size });
+    } catch (err) {
+      span.end({}, (err as Error).message);
+      throw err;
+    }
+  }
+
+  private async takeOver(manifests: Awaited<ReturnType<HaJobStore['manifests']>>): Promise<void> {
     // Claimed first, before the wait: from now on the superseded leader cannot write these records.
     for (const m of manifests) await this.deps.store.claim(m);
     this.deps.log.info(`taking over ${manifests.length} jobs at epoch ${this.deps.epoch}; waiting for worker registrations to settle`);

@@ -6,7 +6,7 @@
  * drain within --restart-drain-timeout-ms fails the job, named.
  */
 import type { Logger } from '../log/index.js';
-import type { ClinkMetrics } from '../metrics/index.js';
+import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
@@ -32,6 +32,8 @@ export interface JobRecoveryDeps {
   clock: Clock;
   log: Logger;
   metrics: ClinkMetrics;
+  /** clink.restart spans, the decision to the redeploy. @default NO_TRACING */
+  tracer?: Tracer;
   checkpoints: CheckpointCoordinator;
   stopping: () => boolean;
   /** Slot waits and backoffs. */
@@ -101,7 +103,7 @@ export class JobRecovery {
   private beginRestart(job: JobState, cause: string): void {
     job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
     job.restartsSpent++;
-    job.restarting = { cause, since: this.deps.clock.now() };
+    job.restarting = { cause, since: this.deps.clock.now(), span: (this.deps.tracer ?? NO_TRACING).start('clink.restart', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.restart.cause': cause, 'clink.restart.number': job.restartsSpent + 1 }) };
     this.deps.checkpoints.forget(job, cause);
     delete job.peerFailure;
     this.deps.slots.capacityChanged(); // a retry of this job waiting for slots gives up
@@ -143,13 +145,14 @@ export class JobRecovery {
   maybeRedeploy(job: JobState): void {
     if (job.state !== 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
     this.redeploy(job).catch((err: unknown) => {
+      job.restarting?.span?.end({ 'clink.restart.outcome': 'failed' }, (err as Error).message);
       this.deps.failJob(job, `restart after ${job.restarting?.cause ?? 'a worker loss'} failed: ${(err as Error).message}`);
       this.deps.maybeComplete(job);
     });
   }
 
   private async redeploy(job: JobState): Promise<void> {
-    const { cause, since, backoffMs = 0 } = job.restarting!;
+    const { cause, since, backoffMs = 0, span } = job.restarting!;
     // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
     if (backoffMs > 0) await this.deps.slots.wait(backoffMs);
     if (job.state !== 'RESTARTING' || this.deps.stopping()) return;
@@ -172,6 +175,7 @@ export class JobRecovery {
     job.lastCheckpointAt = this.deps.clock.now();
     job.restarts.push({ at: since, deployedAt: this.deps.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
     this.deps.deploy(job, placement, restore);
+    span?.end({ 'clink.restart.outcome': 'redeployed', 'clink.restart.restored_from': restore?.checkpointId ?? 0, 'clink.job.attempt': job.attempt });
     this.deps.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
       `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,

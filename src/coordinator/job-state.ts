@@ -10,6 +10,7 @@ import type { ClientSession } from './client-sessions.js';
 import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
 import type { SubtaskSample } from './task-metrics.js';
+import type { Span } from '../metrics/index.js';
 
 /** One restart of a job after a worker loss. */
 export interface JobRestart {
@@ -139,6 +140,8 @@ export interface JobState {
     /** For a savepoint: where it goes, and who waits for it. */
     savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
     final?: boolean;
+    /** Its clink.checkpoint span (OTLP), ended with the checkpoint. */
+    span?: Span;
   };
   startingCheckpoint?: boolean;
   /**
@@ -158,7 +161,7 @@ export interface JobState {
   /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
   restartsSpent: number;
   /** While RESTARTING: the loss being healed, when the drain began, and the backoff before the redeploy. */
-  restarting?: { cause: string; since: number; backoffMs?: number };
+  restarting?: { cause: string; since: number; backoffMs?: number; span?: Span };
   /** The job's failover regions (`<task>#<index>` lists), and each subtask's. */
   regions: string[][];
   regionOf: Map<string, number>;

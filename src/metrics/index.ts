@@ -8,6 +8,7 @@
  * await metrics.registry.metrics(); // Prometheus text
  */
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import type { startOtlp as startOtlpType } from './otlp.js';
 
 export type OutboundClass = 'control' | 'bulk';
 export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flush_deadline' | 'aborted';
@@ -29,6 +30,11 @@ export class ClinkMetrics {
     labelNames: ['role'] as const,
     registers: [this.registry],
   });
+
+  /** OTLP exports attempted and failed, by signal (metrics, traces); spans dropped for want of room. */
+  readonly otlpExports = new Counter({ name: 'clink_otlp_exports_total', help: 'OTLP exports attempted, by signal', labelNames: ['signal'] as const, registers: [this.registry] });
+  readonly otlpExportFailures = new Counter({ name: 'clink_otlp_export_failures_total', help: 'OTLP exports that failed, by signal', labelNames: ['signal'] as const, registers: [this.registry] });
+  readonly otlpSpansDropped = new Counter({ name: 'clink_otlp_spans_dropped_total', help: 'Spans dropped because the export queue was full', registers: [this.registry] });
 
   /** Frames an outbox gave up, by class and the reason it stopped. */
   readonly outboundFramesDiscarded = new Counter({
@@ -257,3 +263,7 @@ export class ClinkMetrics {
       .reduce((n, v) => n + v.value, 0);
   }
 }
+export { NO_TRACING, type Span, type SpanAttributes, type Tracer } from './tracing.js';
+export type { OtlpExport, OtlpOptions } from './otlp.js';
+/** The OTLP exporter, loaded on demand: the OpenTelemetry SDK is large and most nodes do not export. */
+export const loadOtlp = (): Promise<{ startOtlp: typeof startOtlpType }> => import('./otlp.js');
