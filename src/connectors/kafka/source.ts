@@ -86,7 +86,10 @@ class KafkaReader implements SourceReader<KafkaRecord> {
   }
 
   snapshot(): unknown {
-    const offsets: Record<string, string> = {};
+    // A barrier can come before the first read took up the restored positions (a slow start after a
+    // restore): those positions are still this subtask's, and a checkpoint without them would send a
+    // later restore back to the earliest offsets, writing again what was committed.
+    const offsets: Record<string, string> = { ...this.restored };
     for (const s of this.splits.values()) offsets[s.partition] = String(s.next);
     return { topic: this.o.topic, offsets };
   }
