@@ -10,7 +10,7 @@ test('a checkpoint taken before the first read after a restore keeps the restore
   const reader = await kafka.source!.createReader(options, { operatorName: 'src', subtaskIndex: 0, parallelism: 2, signal: new AbortController().signal });
   try {
     assert.deepEqual(reader.snapshot!(), { topic: 'orders', offsets: {} }, 'a fresh reader has no position yet');
-    reader.restore!({ topic: 'orders', offsets: { 0: '1200', 2: '980' } });
+    await reader.restore!({ topic: 'orders', offsets: { 0: '1200', 2: '980' } });
     assert.deepEqual(reader.snapshot!(), { topic: 'orders', offsets: { 0: '1200', 2: '980' } });
   } finally {
     await reader.close?.();
