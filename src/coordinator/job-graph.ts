@@ -7,6 +7,7 @@
 import { networkEdges, subtaskKey } from '../plan/index.js';
 import type { JobState } from './job-state.js';
 import { taskMetrics, type TaskMetrics } from './task-metrics.js';
+import { edgeChannels } from './job-views.js';
 
 export interface JobGraphView {
   tasks: {
@@ -53,20 +54,8 @@ export function jobDetailParts(j: JobState): JobDetailParts {
     workers: Array.from({ length: t.parallelism }, (_, i) => workerOf.get(subtaskKey(t.id, i)) ?? ''),
     metrics: taskMetrics(j, t.id, t.parallelism),
   }));
-  const edges = networkEdges(j.plan).map(({ edge, up, down }) => {
-    const channels = { local: 0, socket: 0 };
-    for (let u = 0; u < up.parallelism; u++) {
-      for (let d = 0; d < down.parallelism; d++) {
-        if (edge.kind === 'FORWARD' && u !== d) continue;
-        const a = workerOf.get(subtaskKey(up.id, u));
-        const b = workerOf.get(subtaskKey(down.id, d));
-        if (a === undefined || b === undefined) continue;
-        if (a === b) channels.local++;
-        else channels.socket++;
-      }
-    }
-    return { source: up.id, target: down.id, kind: edge.kind, channels };
-  });
+  // A finished subtask has no worker: its channels are left out.
+  const edges = networkEdges(j.plan).map((e) => ({ source: e.up.id, target: e.down.id, kind: e.edge.kind, channels: edgeChannels(e, workerOf) }));
   const c = j.checkpoint;
   const p = j.pendingCheckpoint;
   return {

@@ -58,18 +58,29 @@ export function workerView(s: WorkerSession, now: number, lastEnded: DepartedSes
 export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>): { local: number; socket: number } {
   const workerOf = new Map<string, string>();
   for (const [worker, sts] of placement) for (const st of sts) workerOf.set(subtaskKey(st.taskId, st.index), worker);
-  let local = 0;
-  let socket = 0;
-  for (const { edge, up, down } of networkEdges(plan)) {
-    for (let u = 0; u < up.parallelism; u++) {
-      for (let d = 0; d < down.parallelism; d++) {
-        if (edge.kind === 'FORWARD' && u !== d) continue;
-        if (workerOf.get(subtaskKey(up.id, u)) === workerOf.get(subtaskKey(down.id, d))) local++;
-        else socket++;
-      }
+  const total = { local: 0, socket: 0 };
+  for (const e of networkEdges(plan)) {
+    const c = edgeChannels(e, workerOf);
+    total.local += c.local;
+    total.socket += c.socket;
+  }
+  return total;
+}
+
+/** One network edge's channels whose two ends have a worker in `workerOf` (subtask key -> worker id): local or over a socket. */
+export function edgeChannels({ edge, up, down }: ReturnType<typeof networkEdges>[number], workerOf: ReadonlyMap<string, string>): { local: number; socket: number } {
+  const channels = { local: 0, socket: 0 };
+  for (let u = 0; u < up.parallelism; u++) {
+    for (let d = 0; d < down.parallelism; d++) {
+      if (edge.kind === 'FORWARD' && u !== d) continue;
+      const a = workerOf.get(subtaskKey(up.id, u));
+      const b = workerOf.get(subtaskKey(down.id, d));
+      if (a === undefined || b === undefined) continue;
+      if (a === b) channels.local++;
+      else channels.socket++;
     }
   }
-  return { local, socket };
+  return channels;
 }
 
 export function toSummary(v: JobView): MessageOf<'ListJobsReply'>['jobs'][number] {
