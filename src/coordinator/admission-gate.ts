@@ -34,7 +34,14 @@ export class AdmissionGate {
   constructor(
     private readonly config: CoordinatorConfig,
     private readonly deps: AdmissionGateDeps,
-  ) {}
+  ) {
+    deps.metrics.gauge('clink_coordinator_admissions_pending', 'Connections accepted whose first frame is not yet in', () => this.admitting.size);
+    deps.metrics.gauge('clink_coordinator_admissions_pending_begun', 'Connections being admitted whose first frame has begun (never evicted at the cap)', () => {
+      let n = 0;
+      for (const p of this.admitting.values()) n += p.stage;
+      return n;
+    });
+  }
 
   private get admissionLog(): AdmissionLogLimiter {
     return this.deps.admissionLog;

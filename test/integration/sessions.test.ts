@@ -63,7 +63,8 @@ describe('admission and client sessions', () => {
   });
 
   test('connections whose first frames are all under way: a newcomer is refused with a line the CLI prints, exit 75', async () => {
-    const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--max-pending-connections=2'] });
+    // Long read timeouts: the stalled admissions must outlast the CLI's start on a loaded machine.
+    const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--max-pending-connections=2', '--heartbeat-timeout-ms=60000', '--handshake-timeout-ms=60000'] });
     const started: Socket[] = [];
     try {
       // Each sends a first frame's header and a byte of its body, then stalls: further along than a newcomer.
@@ -72,7 +73,7 @@ describe('admission and client sessions', () => {
         s.write(Buffer.from([0, 0, 0, 100, 1]));
         started.push(s);
       }
-      await sleep(100); // the bytes reach the coordinator
+      await until('both first frames begun at the coordinator', async () => (await counter(h, 'clink_coordinator_admissions_pending_begun')) === 2);
       const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir);
       assert.equal(r.code, 75, r.stderr);
       assert.equal(r.stderr.trim(), 'error: coordinator busy: 127.0.0.1 holds 2 of the 2 connections being admitted (its share of --max-pending-connections 2), each with its first frame under way; retry');
