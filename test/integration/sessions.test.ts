@@ -109,7 +109,11 @@ describe('admission and client sessions', () => {
     try {
       for (let i = 0; i < 3; i++) sessions.push(await rawClient(h.controlPort, `idle-${i}`));
       await until('3 sessions open', async () => (await counter(h, 'clink_coordinator_client_sessions ')) === 3);
-      const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir);
+      // The sessions stay busy while the CLI starts (which can take longer than the idle timeout under load).
+      const request = encodeFrame(makeMessage('ListJobs', { includeCompleted: true }));
+      for (const s of sessions) s.resume(); // replies read and dropped
+      const keepAlive = setInterval(() => sessions.forEach((s) => s.write(request)), 250);
+      const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir).finally(() => clearInterval(keepAlive));
       assert.equal(r.code, 75, r.stderr);
       assert.equal(r.stderr.trim(), 'error: coordinator busy: 3 client sessions are open (--max-client-sessions 3); retry');
       assert.equal(await counter(h, 'clink_coordinator_client_sessions_refused_total'), 1);
