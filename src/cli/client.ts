@@ -3,6 +3,7 @@ import type { CheckpointSettings, JobOutcome } from '../client/index.js';
 import { ClinkError } from '../errors.js';
 import { prepareSubmission, typecheckJob } from '../loader/index.js';
 import { exitOnInterrupt } from './interrupt.js';
+import { followProgress, ProgressDisplay, type JobProgressSample } from './progress.js';
 import { formatTable } from './table.js';
 
 export type { Endpoint, CoordinatorTarget } from './endpoint.js';
@@ -35,6 +36,8 @@ export async function submitCommand(
     params: Record<string, string>;
     name?: string;
     wait: boolean;
+    /** With `wait`: live progress on standard error. @default true */
+    progress?: boolean;
     output: 'table' | 'json';
     maxRows: number;
     checkpoint?: Partial<CheckpointSettings>;
@@ -61,9 +64,13 @@ export async function submitCommand(
     if (o.output === 'json' && !o.wait) process.stdout.write(JSON.stringify({ jobId }) + '\n');
     if (o.output === 'table') process.stdout.write(`${jobId}\n`);
     if (!o.wait) return;
+    const display = o.progress !== false ? new ProgressDisplay(process.stderr, o.name ?? spec.job.name, { tty: process.stderr.isTTY === true }) : undefined;
+    const sample = async (): Promise<JobProgressSample | undefined> => (await client.listJobs(true)).find((j) => j.jobId === jobId);
+    const stopProgress = display ? followProgress(display, sample, 1_000) : () => undefined;
     // Ctrl-C stops waiting, not the job: it runs on the cluster.
-    exitOnInterrupt(`stopped waiting; job ${jobId} runs on (clink cancel ${jobId} stops it)`);
-    let outcome = await client.waitForCompletion(jobId);
+    exitOnInterrupt(`stopped waiting; job ${jobId} runs on (clink cancel ${jobId} stops it)`, () => display?.breakLine());
+    let outcome = await client.waitForCompletion(jobId).finally(stopProgress);
+    display?.end(outcome.state === 'UNKNOWN' ? undefined : await sample().catch(() => undefined));
     // The coordinator was lost: with HA, its successor has the job.
     if (outcome.state === 'UNKNOWN' && followsLeader(o.coordinator)) outcome = await followJob(o.coordinator, jobId, outcome.error);
     if (!outcome.ok) throw jobFailed(outcome);

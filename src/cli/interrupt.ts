@@ -46,7 +46,10 @@ export function onInterrupt(fn: Handler): () => void {
   };
 }
 
-/** The first signal exits 130 with `interrupted: <detail>`. */
-export function exitOnInterrupt(detail: string): () => void {
-  return onInterrupt(() => exitNow(`interrupted: ${detail}`));
+/** The first signal exits 130 with `interrupted: <detail>`, after `before` (which ends a progress line). */
+export function exitOnInterrupt(detail: string, before?: () => void): () => void {
+  return onInterrupt(() => {
+    before?.();
+    exitNow(`interrupted: ${detail}`);
+  });
 }

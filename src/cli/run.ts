@@ -12,6 +12,7 @@ import { createPhysicalPlan } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import { jobFailed, printCollected } from './client.js';
 import { InterruptedError, onInterrupt } from './interrupt.js';
+import { followProgress, ProgressDisplay, type JobProgressSample } from './progress.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface RunCommandOptions {
@@ -34,8 +35,6 @@ export interface RunCommandOptions {
   typecheck?: boolean;
 }
 
-const fmt = new Intl.NumberFormat('en-US');
-
 export async function runCommand(jobPath: string, o: RunCommandOptions): Promise<void> {
   if (o.typecheck !== false) await typecheckJob(jobPath);
   const loaded = await loadJobModule(jobPath);
@@ -48,40 +47,36 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const workers = Math.min(o.workers ?? availableParallelism(), slots);
   const slotsPerWorker = workers === 0 ? slots : Math.ceil(slots / workers);
   const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'error' });
-  const t0 = performance.now();
+  // Elapsed time counts from before the local cluster starts, as the user waits for it too.
+  const display = o.progress ? new ProgressDisplay(process.stderr, built.spec.job.name, { tty: process.stderr.isTTY === true }) : undefined;
   const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, slotSharing, log, batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE, batchLingerMs: o.batchLingerMs ?? 0 });
-  const tty = o.progress && process.stderr.isTTY;
-  let timer: NodeJS.Timeout | undefined;
+  let stopProgress: (() => void) | undefined;
   let interrupted = false;
   let undoInterrupt: (() => void) | undefined;
   try {
     const client = await cluster.client();
     const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
-    const progress = (final: boolean): void => {
+    const sample = (): JobProgressSample | undefined => {
       const v = cluster.coordinator.job(jobId);
-      const elapsed = (performance.now() - t0) / 1000;
-      const line = `[clink] ${built.spec.job.name}  ${elapsed.toFixed(1)}s  in ${fmt.format(v?.sourceRecords ?? 0)} records  out ${fmt.format(v?.sinkRecords ?? 0)} records`;
-      if (tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`);
-      else if (final && o.progress) process.stderr.write(line + '\n');
+      return v && { ...v, restarts: v.restarts.length, lastRestartCause: v.restarts.at(-1)?.cause ?? '', retries: v.retries.length };
     };
-    if (tty) timer = setInterval(() => progress(false), 250);
+    if (display) stopProgress = followProgress(display, sample, process.stderr.isTTY ? 250 : 1_000);
     // Ctrl-C cancels the job and stops the local cluster cleanly (a second one exits at once).
     undoInterrupt = onInterrupt(() => {
       interrupted = true;
-      if (tty) process.stderr.write('\n');
+      display?.breakLine();
       void client.cancel(jobId).catch(() => undefined);
     });
     const outcome = await client.waitForCompletion(jobId);
-    if (timer) clearInterval(timer);
-    timer = undefined;
-    progress(true);
+    stopProgress?.();
+    display?.end(sample());
     if (interrupted && outcome.state === 'CANCELED') throw new InterruptedError('the job was cancelled');
     if (!outcome.ok) throw jobFailed(outcome);
     printCollected(outcome.collected, o.output, o.maxRows);
     const where = workers === 0 ? 'in this process' : `on ${workers} local worker${workers > 1 ? 's' : ''}`;
     process.stderr.write(`job '${built.spec.job.name}' finished in ${(outcome.durationMs / 1000).toFixed(2)} s (parallelism ${built.spec.defaultParallelism}, ${where})\n`);
   } finally {
-    if (timer) clearInterval(timer);
+    stopProgress?.();
     undoInterrupt?.();
     await cluster.stop();
   }

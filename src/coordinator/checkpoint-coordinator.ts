@@ -256,6 +256,7 @@ export class CheckpointCoordinator {
     const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
     job.checkpoints.push({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
     if (job.checkpoints.length > CHECKPOINTS_LISTED) job.checkpoints.shift();
+    job.checkpointsCompleted++;
     job.pendingCheckpoint = undefined;
     job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);

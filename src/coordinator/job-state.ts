@@ -173,6 +173,8 @@ export interface JobState {
   /** The end-to-end guarantee it runs with, decided at submit (see connectors/capabilities.ts). */
   guarantee: JobGuarantee;
   checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
+  /** Checkpoints (of every kind) it has completed; `checkpoints` lists only the latest. */
+  checkpointsCompleted: number;
 }
 
 /** A job as the API shows it. */
@@ -197,6 +199,9 @@ export interface JobView {
   retries: JobRetry[];
   /** The delivery guarantee it runs with end to end, and the source or sink that limits it ('' when none does). */
   guarantee: JobGuarantee;
+  /** Checkpoints (of every kind) it has completed, and the latest one's id (0: none yet). */
+  checkpointsCompleted: number;
+  lastCheckpointId: number;
 }
 
 export interface WorkerView {

@@ -114,6 +114,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     restarts: [],
     restartsSpent: 0,
     checkpoints: [],
+    checkpointsCompleted: 0,
     regions,
     regionOf: new Map(regions.flatMap((keys, i) => keys.map((k) => [k, i] as const))),
     retriesBySubtask: new Map(),

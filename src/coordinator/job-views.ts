@@ -29,6 +29,8 @@ export function jobView(j: JobState, now: number): JobView {
     restarts: j.restarts,
     retries: j.retries,
     guarantee: j.guarantee,
+    checkpointsCompleted: j.checkpointsCompleted,
+    lastCheckpointId: j.checkpoints.at(-1)?.checkpointId ?? 0,
   };
 }
 
@@ -94,5 +96,10 @@ export function toSummary(v: JobView): MessageOf<'ListJobsReply'>['jobs'][number
     sourceRecords: v.sourceRecords,
     sinkRecords: v.sinkRecords,
     parallelism: v.parallelism,
+    checkpointsCompleted: v.checkpointsCompleted,
+    lastCheckpointId: v.lastCheckpointId,
+    restarts: v.restarts.length,
+    lastRestartCause: v.restarts.at(-1)?.cause ?? '',
+    retries: v.retries.length,
   };
 }

@@ -46,8 +46,10 @@ export const JobSummary = open(
     restarts: list(Restart, 'restarts from a checkpoint, with their causes'),
     retries: list(Retry, 'region retries (jobs without checkpoints)'),
     guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
+    checkpointsCompleted: int('checkpoints (of every kind) it has completed'),
+    lastCheckpointId: int('the latest completed checkpoint (0: none yet)'),
   },
-  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'retries', 'guarantee'],
+  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'retries', 'guarantee', 'checkpointsCompleted', 'lastCheckpointId'],
 );
 
 const TaskMetrics = open({

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "169162d9c80e3c03425fd296db7ad39c2e3da29437d58be405cf443b679537c0",
+  "fingerprint": "d7ab0f53d8f3ef3c54b5938a48d312cb390d05e41d0f873edfaa354a458f592d",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
@@ -36,9 +36,11 @@ export const SDK_MANIFEST = {
     "runtime/aligner.d.ts": "2cb3429cc0068bd571d8f023ec1bd9a576cdfa6f57548e422383d75bf77148e4",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "b689e3a5a67c3200191315cd7cc4d1db38e457a18b90ca611c23782279ca8f48",
-    "runtime/index.d.ts": "30e8f5eef5132f0c85e6fa152045682f6a28fcd3187e8924e5353e3b1546bf97",
+    "runtime/index.d.ts": "0f0b3fb6bf0a141886a333e3a55c84feec4bc720dd06fd045b5dc269532d1a19",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "9e4d8918c19fef02ce6ca12edf22edbcae58233e1fa2cec0b6133f05f4304409",
+    "runtime/operators/basic.d.ts": "cc8014a086a580d5fa0ef3850ac0e393af07daaa49ab1d3a99bb051c66eb03ff",
+    "runtime/operators/collect.d.ts": "d290679a21ca496aab609c2608f5d6c670e2315cb6b1539dede5437d07c30d42",
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/subtask.d.ts": "d756e347674c871f1ff75c3383011787a2fea00b2015d84b6e206777e2ab6e2f",
     "runtime/task.d.ts": "4081dcf6a0df8fa71301c3c3e99ae5b675c6d5b1e8aadf2d69af2eef6e8e3137",

@@ -105,6 +105,11 @@ export const JobSummary = struct('JobSummary', {
   sourceRecords: tail(u64, 0, 'records its sources have read'),
   sinkRecords: tail(u64, 0, 'records its sinks have written'),
   parallelism: tail(u32, 0),
+  checkpointsCompleted: tail(u32, 0, 'checkpoints (of every kind) it has completed'),
+  lastCheckpointId: tail(u64, 0, "the latest completed checkpoint's id; 0 = none yet"),
+  restarts: tail(u32, 0, 'restarts from a checkpoint'),
+  lastRestartCause: tail(string, '', "the latest restart's cause; empty = none"),
+  retries: tail(u32, 0, 'region retries (jobs without checkpoints)'),
 });
 
 export const JobProgress = struct('JobProgress', {

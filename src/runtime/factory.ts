@@ -14,6 +14,7 @@ import {
   SourceOperator,
   UnionOperator,
 } from './operators/basic.js';
+import { CollectSinkOperator } from './operators/collect.js';
 import { IntervalJoinOperator } from './operators/join.js';
 import { CoProcessOperator, KeyedProcessOperator, KeyedReduceOperator } from './operators/keyed.js';
 import { LocalWindowAggregateOperator, windowFunctionAccumulator, windowJoinAccumulator, WindowOperator } from './operators/window.js';
@@ -111,6 +112,7 @@ export function createOperator(ctx: OperatorContext, registry: ConnectorRegistry
     case 'intervalJoin':
       return new IntervalJoinOperator();
     case 'sink':
+      if (spec.options.connector === 'collect') return new CollectSinkOperator(spec.options.collectName as string);
       return new SinkOperator(() => createSinkWriter(ctx, registry, options));
   }
 }
@@ -118,19 +120,5 @@ export function createOperator(ctx: OperatorContext, registry: ConnectorRegistry
 function createSinkWriter(ctx: OperatorContext, registry: ConnectorRegistry, options: unknown): SinkWriter<unknown> | Promise<SinkWriter<unknown>> {
   const { spec, fns } = ctx;
   const sinkCtx = { operatorName: spec.name, subtaskIndex: ctx.subtaskIndex, parallelism: ctx.parallelism };
-  if (spec.options.connector === 'collect') {
-    const name = spec.options.collectName as string;
-    let buf: unknown[] = [];
-    return {
-      write(v) {
-        buf.push(v);
-      },
-      flush() {
-        if (buf.length === 0) return;
-        ctx.services.collect(name, buf);
-        buf = [];
-      },
-    };
-  }
   return connectorOf(spec, fns, registry, 'sink').sink!.createWriter(options, sinkCtx);
 }

@@ -19,6 +19,6 @@ export {
   type WorkerDeps,
   type WorkerEnd,
 } from './worker.js';
-export { MAX_COLLECTED_BYTES } from './job.js';
+export { MAX_COLLECTED_BYTES } from '../runtime/index.js';
 export { JobHost, type JobHostConfig, type JobHostDeps } from './job-host.js';
 export { WorkerSupervisor, DEFAULT_RECONNECT_POLICY, type ReconnectPolicy, type SupervisorEnd, type LeaderDiscovery, type WorkerStatus } from './supervisor.js';

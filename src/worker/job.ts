@@ -15,6 +15,7 @@ import {
   buildSubtask,
   DEFAULT_QUEUE_CAPACITY_BATCHES,
   InputQueue,
+  MAX_COLLECTED_BYTES,
   validateConnectors,
   type ChannelSink,
   type SubtaskEnvironment,
@@ -29,8 +30,6 @@ import { setTimer } from '../util/index.js';
 
 /** Batches a subtask's input queue holds. */
 const BATCH_SIZE = 1_000;
-/** The most a subtask's collect() sinks may gather (they travel back in one frame). */
-export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
 
 
 /** What a job's part on this worker has done so far: its sources' and sinks' totals, and each running subtask. */

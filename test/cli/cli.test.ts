@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { BIN, runCli, TSX, type CliRun } from '../harness/cli.js';
+import { existsSync } from 'node:fs';
+import { progressFrames, runCli, runCliOnTerminal } from '../harness/cli.js';
 import { helpLine } from '../helpers.js';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 const clink = runCli;
-type Run = CliRun;
 
 let dir: string;
 before(async () => {
@@ -42,6 +41,16 @@ before(async () => {
           return x;
         }).collect('xs');
       });`,
+    'restart-collect.ts': `
+      import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+      import { defineJob } from 'clink';
+      const checkpointed = () => { try { return readdirSync('ckr/_jobs').some((j) => readdirSync('ckr/_jobs/' + j).some((n) => n.startsWith('COMPLETED-'))); } catch { return false; } };
+      export default defineJob({ name: 'restart-collect', version: '1' }, (env) => {
+        env.fromSource<{ id: number }>('datagen', { count: 2000, rowsPerSecond: 1000 }).map((r) => {
+          if (!existsSync('failed-after-checkpoint') && checkpointed()) { writeFileSync('failed-after-checkpoint', ''); throw new Error('fails once, after a checkpoint'); }
+          return r.id;
+        }).collect('ids');
+      });`,
     'slow.ts': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'slowish', version: '1' }, (env) => env.fromSource('datagen', { count: 300, rowsPerSecond: 500 }).collect());\n`,
     'plain.js': `import { defineJob } from 'clink';\nexport default defineJob({ name: 'plain-js', version: '1' }, (env) => env.fromElements(['js ok']).print());\n`,
   };
@@ -63,22 +72,13 @@ describe('clink run', () => {
   });
 
   test('on a terminal, progress (elapsed, records in and out) is redrawn while the job runs', async () => {
-    // script(1) from util-linux runs the CLI on a pseudo-terminal, as a person would see it.
-    const tsx = TSX;
-    const r = await new Promise<Run>((res, rej) => {
-      const child = spawn('script', ['-qec', `"${process.execPath}" --import "${tsx}" "${BIN}" run slow.ts --max-rows 1`, '/dev/null'], {
-        cwd: dir,
-        env: { ...process.env, CLINK_CACHE_DIR: join(dir, '.cache') },
-      });
-      let stdout = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.on('error', rej);
-      child.on('close', (code) => res({ code, stdout, stderr: '' }));
-    });
+    const r = await runCliOnTerminal(['run', 'slow.ts', '--max-rows', '1'], dir);
     assert.equal(r.code, 0, r.stdout);
-    const frames = r.stdout.split('\r\x1b[2K').filter((f) => f.startsWith('[clink] slowish'));
+    const frames = progressFrames(r.stdout, 'slowish');
     assert.ok(frames.length >= 2, `progress redrawn ${frames.length} time(s)`);
-    assert.match(frames.at(-1)!, /^\[clink\] slowish {2}\d+\.\ds {2}in 300 records {2}out 300 records/);
+    assert.match(frames.at(-1)!, /^\[clink\] slowish {2}FINISHED {2}\d+\.\ds {2}in 300 records {2}out 300 records\r?\n/);
+    // While it ran: the state, and rates once there are two samples.
+    assert.ok(frames.some((f) => /^\[clink\] slowish {2}RUNNING {2}\d+\.\ds {2}in \d+ records \(\d+\/s\) {2}out \d+ records \(\d+\/s\)/.test(f)), frames.join(' | '));
   });
 
   test('a plain JavaScript job runs too', async () => {
@@ -152,6 +152,13 @@ describe('clink run', () => {
     const markers = (await readdir(join(dir, 'ck', '_jobs', jobId!))).filter((n) => n.startsWith('COMPLETED-'));
     assert.equal(markers.length, 1);
     assert.deepEqual(await readdir(join(dir, 'state', '_jobs', jobId!)), [`chk-${markers[0]!.slice('COMPLETED-'.length)}`]);
+  });
+
+  test('collect() with checkpoints: a restart from a checkpoint ends with every record exactly once (what was gathered before it is state)', async () => {
+    const r = await clink(['run', 'restart-collect.ts', '-p', '2', '--workers', '0', '--checkpoint-dir', 'ckr', '--checkpoint-interval-ms', '200', '--output', 'json', '--no-progress'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(existsSync(join(dir, 'failed-after-checkpoint')), 'the job failed once after a checkpoint and restarted');
+    assert.deepEqual((JSON.parse(r.stdout) as { ids: number[] }).ids.sort((a, b) => a - b), Array.from({ length: 2000 }, (_, i) => i));
   });
 
   test('a checkpoint configuration the engine cannot honour is refused, saying what to change', async () => {

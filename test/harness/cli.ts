@@ -27,3 +27,27 @@ export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Rec
     });
   });
 }
+
+/**
+ * Run the CLI on a pseudo-terminal, as a person would see it (script(1) from util-linux): standard
+ * output and error arrive together in `stdout`, with the terminal's \r\n line ends.
+ */
+export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000): Promise<CliRun> {
+  const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  return new Promise((res, rej) => {
+    const child = spawn('script', ['-qec', `"${process.execPath}" --import "${TSX}" "${BIN}" ${quoted}`, '/dev/null'], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache') } });
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', rej);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      res({ code, stdout, stderr: '' });
+    });
+  });
+}
+
+/** The frames a redrawn progress line went through (each starts `[clink] <name>`). */
+export function progressFrames(terminalOutput: string, name: string): string[] {
+  return terminalOutput.split('\r\x1b[2K').filter((f) => f.startsWith(`[clink] ${name}`));
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { runCli } from '../harness/cli.js';
+import { progressFrames, runCli, runCliOnTerminal } from '../harness/cli.js';
 import { ClusterHarness } from '../harness/cluster.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
@@ -25,11 +25,22 @@ describe('clink submit, jobs and cancel against a running cluster', () => {
     const [jobId] = r.stdout.trim().split('\n');
     assert.match(jobId!, /^[0-9a-f]{8}$/);
     assert.match(r.stdout, /default \(3 rows\)/);
+    // Not a terminal: one plain progress line at the end (a short job has nothing to say before it).
+    assert.match(r.stderr, /^\[clink\] doubling {2}FINISHED {2}[\d.]+s {2}in 3 records {2}out 3 records\njob [0-9a-f]{8} \(trivial\) finished in/);
     const jobs = await clink(['jobs', at, '--json'], h.dir);
     const list = JSON.parse(jobs.stdout) as { jobId: string; name: string; state: string }[];
     assert.deepEqual(list.find((j) => j.jobId === jobId), { ...list.find((j) => j.jobId === jobId)!, name: 'doubling', state: 'FINISHED' });
     const table = await clink(['jobs', at], h.dir);
     assert.match(table.stdout, new RegExp(`${jobId} \\| doubling \\| FINISHED`));
+  });
+
+  test('submit --wait on a terminal: progress redrawn while the job runs, with rates and checkpoints, and left at the end', async () => {
+    const args = ['submit', join(FIXTURES, 'ckpt-keyed.ts'), at, '--param', 'rate=6000', '--checkpoint-dir', join(h.dir, 'ck-progress'), '--checkpoint-interval-ms', '300', '--wait', '--max-rows', '1'];
+    const r = await runCliOnTerminal(args, h.dir, 120_000);
+    assert.equal(r.code, 0, r.stdout);
+    const frames = progressFrames(r.stdout, 'ckpt-keyed');
+    assert.ok(frames.some((f) => /RUNNING {2}[\d.]+s {2}in [\d,]+ records \([\d,]+\/s\) .* {2}checkpoints \d+ \(last \d+\)/.test(f)), frames.join(' | '));
+    assert.match(frames.at(-1)!, /^\[clink\] ckpt-keyed {2}FINISHED {2}[\d.]+s {2}in 30,000 records {2}out [\d,]+ records {2}checkpoints \d+ \(last \d+\)\r?\n/);
   });
 
   test('submit without --wait returns at once; cancel stops the job', async () => {
