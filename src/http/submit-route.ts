@@ -27,8 +27,26 @@ function statusOf(code: string): number {
   if (code === 'CLINK_ERR_MODULE_MISSING' || code === 'CLINK_ERR_NOT_FOUND') return 404;
   if (code === 'CLINK_ERR_NOT_ENOUGH_SLOTS') return 409;
   if (code === 'CLINK_ERR_BUSY' || code === 'CLINK_ERR_CANCELLED') return 503;
-  if (code === 'CLINK_ERR_STORAGE' || code === 'CLINK_ERR_ENVIRONMENT') return 500;
+  if (code === 'CLINK_ERR_STORAGE') return 507;
+  if (code === 'CLINK_ERR_ENVIRONMENT') return 500;
   return 400;
+}
+
+/** Disk errors of the coordinator's own machine: the upload or its compiled module could not be stored. */
+const DISK_FULL = new Set(['ENOSPC', 'EDQUOT', 'EROFS']);
+
+/** How a failed submit is answered: a refusal with its code, a full disk as 507, anything else a 500. */
+export function submitFailure(err: unknown): { status: number; code: ErrorCode; message: string } {
+  if (err instanceof ClinkError) return { status: statusOf(err.code), code: err.code, message: `submit refused: ${err.message}` };
+  const sys = err as NodeJS.ErrnoException;
+  if (typeof sys.code === 'string' && DISK_FULL.has(sys.code)) {
+    return {
+      status: 507,
+      code: 'CLINK_ERR_STORAGE',
+      message: `submit refused: the coordinator could not store the job module (${sys.code}${sys.path ? ` at ${sys.path}` : ''}): uploads go under ${tmpdir()} (TMPDIR) and compiled modules under ${defaultCacheDir()} (CLINK_CACHE_DIR); free space there or point them at a disk with room`,
+    };
+  }
+  return { status: 500, code: 'CLINK_ERR_INTERNAL', message: `submit refused: internal error: ${(err as Error).message}` };
 }
 
 const SubmitReply = {
@@ -52,7 +70,7 @@ export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator
       schema: {
         summary: 'submit a job: a multipart upload of its module (field "module"), or JSON { moduleSha256 } for one the coordinator holds; settings in the query',
         querystring: SubmitQuery,
-        response: { 201: SubmitReply, 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 409: ErrorReply, 413: ErrorReply, 503: ErrorReply },
+        response: { 201: SubmitReply, 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 409: ErrorReply, 413: ErrorReply, 500: ErrorReply, 503: ErrorReply, 507: ErrorReply },
       },
     },
     async (req, reply) => {
@@ -62,8 +80,9 @@ export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator
       } catch (err) {
         return sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', (err as Error).message);
       }
-      const scratch = await mkdtemp(join(tmpdir(), 'clink-upload-'));
+      let scratch: string | undefined;
       try {
+        scratch = await mkdtemp(join(tmpdir(), 'clink-upload-'));
         const module = await moduleOf(req, reply, coordinator(), scratch);
         if (!module) return reply;
         const parallelism = settings.parallelism ?? 1;
@@ -73,10 +92,10 @@ export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator
         const job = await coordinator().submitFromOutside(m);
         return reply.code(201).send({ jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state });
       } catch (err) {
-        const code = err instanceof ClinkError ? err.code : 'CLINK_ERR_INTERNAL';
-        return sendError(reply, code === 'CLINK_ERR_INTERNAL' ? 500 : statusOf(code), code as ErrorCode, `submit refused: ${(err as Error).message}`);
+        const failure = submitFailure(err);
+        return sendError(reply, failure.status, failure.code, failure.message);
       } finally {
-        await rm(scratch, { recursive: true, force: true });
+        if (scratch) await rm(scratch, { recursive: true, force: true });
       }
     },
   );

@@ -26,3 +26,14 @@ describe('error catalogue', () => {
     assert.equal(isFatal(markFatal(new ConnectorError('postgres sink: cannot connect to PostgreSQL at h:5432/db: connect ECONNREFUSED', { transient: true }))), false);
   });
 });
+
+test('an HTTP submit that finds the disk full is a 507 naming where uploads and compiled modules go; a refusal keeps its code; anything else is internal', async () => {
+  const { submitFailure } = await import('../../src/http/submit-route.js');
+  const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', syscall: 'write' });
+  const f = submitFailure(full);
+  assert.equal(f.status, 507);
+  assert.equal(f.code, 'CLINK_ERR_STORAGE');
+  assert.match(f.message, /^submit refused: the coordinator could not store the job module \(ENOSPC\): uploads go under .+ \(TMPDIR\) and compiled modules under .+ \(CLINK_CACHE_DIR\); free space there/);
+  assert.deepEqual(submitFailure(new ClinkError('CLINK_ERR_NOT_ENOUGH_SLOTS', 'not enough free slots')), { status: 409, code: 'CLINK_ERR_NOT_ENOUGH_SLOTS', message: 'submit refused: not enough free slots' });
+  assert.equal(submitFailure(new TypeError('x is undefined')).status, 500);
+});
