@@ -1,0 +1,32 @@
+/** A statement that does not parse or bind: the message, and where (a 1-based byte offset into the text). */
+import { ClinkError } from '../errors.js';
+
+export class SqlSyntaxError extends ClinkError {
+  /** 1-based byte offset of the offending token in the statement text (0 until the text is known). */
+  readonly position: number;
+
+  constructor(
+    readonly detail: string,
+    /** 0-based UTF-16 offset, as the lexer counts. */
+    readonly offset: number,
+    readonly text?: string,
+  ) {
+    const position = text === undefined ? 0 : Buffer.byteLength(text.slice(0, offset)) + 1;
+    super('CLINK_ERR_PLAN', text === undefined ? detail : `${detail} (at byte ${position})`);
+    this.position = position;
+  }
+
+  /** The same error, placed in `text`. */
+  withText(text: string): SqlSyntaxError {
+    return this.text === undefined ? new SqlSyntaxError(this.detail, this.offset, text) : this;
+  }
+
+  /** The statement's line with a caret under the offending character, for a terminal. */
+  excerpt(): string {
+    if (this.text === undefined) return '';
+    const lineStart = this.text.lastIndexOf('\n', this.offset - 1) + 1;
+    const lineEnd = this.text.indexOf('\n', this.offset);
+    const line = this.text.slice(lineStart, lineEnd === -1 ? undefined : lineEnd);
+    return `${line}\n${' '.repeat(this.offset - lineStart)}^`;
+  }
+}
