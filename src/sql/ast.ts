@@ -1,7 +1,7 @@
 /**
  * The SQL syntax tree: plain objects, each node with `at`, the 0-based UTF-16 offset of its first
  * character in the statement text (errors convert it to a 1-based byte offset). Names keep the case
- * they were written in; identifiers compare case-insensitively unless quoted (`quoted`).
+ * they were written in and compare exactly, as in Flink SQL; keywords are case-insensitive.
  */
 
 export interface Name {

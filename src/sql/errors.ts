@@ -1,7 +1,7 @@
-/** A statement that does not parse or bind: the message, and where (a 1-based byte offset into the text). */
+/** A statement that does not parse or bind, or that the catalog refuses: the message, and where (a 1-based byte offset into the text). */
 import { ClinkError } from '../errors.js';
 
-export class SqlSyntaxError extends ClinkError {
+export class SqlError extends ClinkError {
   /** 1-based byte offset of the offending token in the statement text (0 until the text is known). */
   readonly position: number;
 
@@ -17,8 +17,8 @@ export class SqlSyntaxError extends ClinkError {
   }
 
   /** The same error, placed in `text`. */
-  withText(text: string): SqlSyntaxError {
-    return this.text === undefined ? new SqlSyntaxError(this.detail, this.offset, text) : this;
+  withText(text: string): SqlError {
+    return this.text === undefined ? new SqlError(this.detail, this.offset, text) : this;
   }
 
   /** The statement's line with a caret under the offending character, for a terminal. */

@@ -6,7 +6,7 @@
  */
 import { EmbeddedActionsParser, type IToken } from 'chevrotain';
 import type { BinaryOp, DataType, Expr, FrameBound, IntervalUnit, Name, OrderItem, WindowSpec } from './ast.js';
-import { SqlSyntaxError } from './errors.js';
+import { SqlError } from './errors.js';
 import { ALL_TOKENS, Identifier, K, NonReservedKeyword, NumberLiteral, P, QuotedIdentifier, StringLiteral } from './lexer.js';
 
 const INTERVAL_UNITS = new Set<IntervalUnit>(['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR']);
@@ -181,7 +181,7 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
     const unitToken = this.CONSUME(Identifier);
     const unit = this.ACTION(() => unitToken.image.toUpperCase().replace(/S$/, '')) as IntervalUnit;
     this.ACTION(() => {
-      if (!INTERVAL_UNITS.has(unit)) throw new SqlSyntaxError(`unknown interval unit '${unitToken.image}'; use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR`, unitToken.startOffset);
+      if (!INTERVAL_UNITS.has(unit)) throw new SqlError(`unknown interval unit '${unitToken.image}'; use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR`, unitToken.startOffset);
     });
     return { kind: 'interval', value, unit, at };
   });
@@ -339,5 +339,5 @@ function namedType(t: IToken, name: string, numbers: number[], args: DataType[])
   if (name === 'DECIMAL' && numbers.length <= 2) return { kind: 'type', name: 'DECIMAL', ...(numbers[0] !== undefined ? { precision: numbers[0] } : {}), ...(numbers[1] !== undefined ? { scale: numbers[1] } : {}), at };
   if (name === 'ARRAY' && args.length === 1) return { kind: 'type', name: 'ARRAY', element: args[0]!, at };
   if (name === 'MAP' && args.length === 2) return { kind: 'type', name: 'MAP', key: args[0]!, value: args[1]!, at };
-  throw new SqlSyntaxError(`unknown type '${t.image}'${numbers.length || args.length ? ' with these arguments' : ''}; use INT, BIGINT, DOUBLE, DECIMAL(p, s), VARCHAR(n), STRING, BOOLEAN, DATE, TIMESTAMP(3), TIMESTAMP_LTZ(3), ARRAY<t>, MAP<k, v> or ROW<name t, ...>`, at);
+  throw new SqlError(`unknown type '${t.image}'${numbers.length || args.length ? ' with these arguments' : ''}; use INT, BIGINT, DOUBLE, DECIMAL(p, s), VARCHAR(n), STRING, BOOLEAN, DATE, TIMESTAMP(3), TIMESTAMP_LTZ(3), ARRAY<t>, MAP<k, v> or ROW<name t, ...>`, at);
 }

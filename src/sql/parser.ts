@@ -6,7 +6,7 @@
  */
 import type { IToken } from 'chevrotain';
 import type { ColumnDef, Expr, Query, Select, SelectItem, Statement, TableRef, TvfArg } from './ast.js';
-import { SqlSyntaxError } from './errors.js';
+import { SqlError } from './errors.js';
 import { SqlExpressionParser, stringValue } from './expression-parser.js';
 import { K, NumberLiteral, P, sqlLexer, StringLiteral } from './lexer.js';
 
@@ -357,21 +357,21 @@ function wrap(body: Query['body'], at: number): Query {
 
 const parser = new SqlParser();
 
-/** Parse statement text: every statement in it, in order. Throws SqlSyntaxError with the position. */
+/** Parse statement text: every statement in it, in order. Throws SqlError with the position. */
 export function parseSql(text: string): Statement[] {
   const lexed = sqlLexer.tokenize(text);
   const bad = lexed.errors[0];
-  if (bad) throw new SqlSyntaxError(`unexpected character '${text.slice(bad.offset, bad.offset + 1)}'`, bad.offset, text);
+  if (bad) throw new SqlError(`unexpected character '${text.slice(bad.offset, bad.offset + 1)}'`, bad.offset, text);
   parser.input = lexed.tokens;
   let statements: Statement[];
   try {
     statements = parser.statements();
   } catch (err) {
-    if (err instanceof SqlSyntaxError) throw err.withText(text);
+    if (err instanceof SqlError) throw err.withText(text);
     throw err;
   }
   const e = parser.errors[0];
-  if (e) throw new SqlSyntaxError(syntaxMessage(e.token, e.message), Number.isNaN(e.token.startOffset) ? text.length : e.token.startOffset, text);
+  if (e) throw new SqlError(syntaxMessage(e.token, e.message), Number.isNaN(e.token.startOffset) ? text.length : e.token.startOffset, text);
   return statements;
 }
 
@@ -380,7 +380,7 @@ export function parseExpression(text: string): Expr {
   const lexed = sqlLexer.tokenize(text);
   parser.input = lexed.tokens;
   const e = parser.expr();
-  if (parser.errors[0]) throw new SqlSyntaxError(syntaxMessage(parser.errors[0].token, parser.errors[0].message), parser.errors[0].token.startOffset, text);
+  if (parser.errors[0]) throw new SqlError(syntaxMessage(parser.errors[0].token, parser.errors[0].message), parser.errors[0].token.startOffset, text);
   return e;
 }
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { parseExpression, parseSql, printExpr, printStatement, SqlSyntaxError, type Expr, type Statement } from '../../src/sql/index.js';
+import { parseExpression, parseSql, printExpr, printStatement, SqlError, type Expr, type Statement } from '../../src/sql/index.js';
 
 /** A tree without its offsets, to compare a reparsed tree with the original. */
 function shape(value: unknown): unknown {
@@ -63,11 +63,11 @@ describe('SQL parser', () => {
   });
 
   test('an error names what was expected and its 1-based byte offset, with a caret excerpt', () => {
-    const at = (sql: string): SqlSyntaxError => {
+    const at = (sql: string): SqlError => {
       try {
         parseSql(sql);
       } catch (err) {
-        assert.ok(err instanceof SqlSyntaxError, String(err));
+        assert.ok(err instanceof SqlError, String(err));
         return err;
       }
       assert.fail(`parsed: ${sql}`);
