@@ -9,3 +9,5 @@ export { parseSql, parseExpression } from './parser.js';
 export { printExpr, printQuery, printStatement, printType, printIdent } from './printer.js';
 export { SqlError } from './errors.js';
 export { SqlCatalog, isCatalogStatement, type CatalogObject, type CatalogReply, type CatalogStatement } from './catalog.js';
+export { typeName, type SqlType } from './types.js';
+export { typeOf, FUNCTIONS, type Scope, type ScopeColumn } from './typing.js';
