@@ -37,9 +37,26 @@ const must = (args: string[]): void => {
 };
 
 /** Why the namespaces cannot be made here, or undefined when they were. */
+/**
+ * Remove what a run killed before its teardown left (its namespaces, and its bridge, which still holds
+ * HOST_IP's subnet and would make this run's routes ambiguous). Only this test's names are touched.
+ */
+function removeStale(): void {
+  const list = (args: string[]): string[] => (spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' }).stdout ?? '').split('\n');
+  for (const line of list(['ip', 'netns', 'list'])) {
+    const name = /^(clink-(?:c|w1|w2)-\d+)\b/.exec(line)?.[1];
+    if (name) run(['ip', 'netns', 'del', name]);
+  }
+  for (const line of list(['ip', '-o', 'link', 'show', 'type', 'bridge'])) {
+    const name = /^\d+: (ckbr\d+)[:@]/.exec(line)?.[1];
+    if (name) run(['ip', 'link', 'del', name]);
+  }
+}
+
 function setUp(): string | undefined {
   if (process.getuid?.() !== 0) return 'network namespaces need root';
   if (!run(['ip', '-V']).ok) return 'iproute2 (ip) is not installed';
+  removeStale();
   const bridge = run(['ip', 'link', 'add', BRIDGE, 'type', 'bridge']);
   if (!bridge.ok) return `the kernel refused a bridge: ${bridge.err}`;
   must(['ip', 'addr', 'add', `${HOST_IP}/24`, 'dev', BRIDGE]);
