@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { CheckpointSettings } from '../client/index.js';
-import { slotNeed } from '../coordinator/index.js';
+import { slotNeed, toSummary } from '../coordinator/index.js';
 import { EmbeddedCluster } from '../embedded/index.js';
 import { loadJobModule, typecheckJob } from '../loader/index.js';
 import { createLogger } from '../log/index.js';
@@ -56,9 +56,10 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   try {
     const client = await cluster.client();
     const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
+    // The job as ListJobs shows it, which is what submit --wait samples too.
     const sample = (): JobProgressSample | undefined => {
       const v = cluster.coordinator.job(jobId);
-      return v && { ...v, restarts: v.restarts.length, lastRestartCause: v.restarts.at(-1)?.cause ?? '', retries: v.retries.length };
+      return v && toSummary(v);
     };
     if (display) stopProgress = followProgress(display, sample, process.stderr.isTTY ? 250 : 1_000);
     // Ctrl-C cancels the job and stops the local cluster cleanly (a second one exits at once).

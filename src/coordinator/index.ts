@@ -7,7 +7,7 @@
  * await coordinator.stop();
  */
 export { Coordinator, type CoordinatorDeps } from './coordinator.js';
-export { countChannels } from './job-views.js';
+export { countChannels, toSummary } from './job-views.js';
 export type { JobView, JobRestart, JobRetry, WorkerView } from './job-state.js';
 export type { JobDetail } from './job-book.js';
 export type { JobGraphView, CheckpointSettingsView } from './job-graph.js';

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "d7ab0f53d8f3ef3c54b5938a48d312cb390d05e41d0f873edfaa354a458f592d",
+  "fingerprint": "49e8a26af09c76e6db95796136d07d731c8369a29276c4fa10070b99322ec67f",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
@@ -63,8 +63,9 @@ export const SDK_MANIFEST = {
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "79c2585783a9bb4ea9f159c2c67237a961c7cb505439ee32b33078396c558914",
+    "util/index.d.ts": "e858f6819fecba74807d472738f1652b9df7c5af097d041633597138ddd71d85",
     "util/parse.d.ts": "dbad0a16fb44b2c3f2f690756a8e148452ff9fae286319d97592df1734f7a571",
+    "util/records-codec.d.ts": "bf7ad3f3141839a8444f1ed6d49d8a310197474c2b13bc2c352c5d7020460207",
     "util/secret.d.ts": "74382bfda34bb2a585205bb59143c7b29b891ffad507e93ef914be4457a134b9",
     "util/threads.d.ts": "4457c28341420b09a1de04e187a93e9dcd77620d4db10cf14390e061fb761694",
     "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",

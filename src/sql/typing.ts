@@ -113,7 +113,8 @@ export function typeOf(e: Expr, scope: Scope): SqlType {
     case 'binary':
       return binaryType(e, typeOf(e.left, scope), typeOf(e.right, scope));
     case 'isNull':
-      return typeOf(e.operand, scope) && BOOLEAN;
+      typeOf(e.operand, scope); // its column references must resolve
+      return BOOLEAN;
     case 'between': {
       const [t, lo, hi] = [typeOf(e.operand, scope), typeOf(e.low, scope), typeOf(e.high, scope)];
       if (!comparable(t, lo) || !comparable(t, hi)) throw new SqlError(`BETWEEN compares ${typeName(t)} with ${typeName(lo)} and ${typeName(hi)}`, e.at);

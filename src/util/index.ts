@@ -9,3 +9,4 @@ export { MAX_TIMER_DELAY_MS, isNeverDelay, setTimer, setRepeating, setTimerUntil
 export { describeIssues, formatPath } from './validation.js';
 export { booleanText, keyValue, oneOf, wholeNumber, type ValueParser } from './parse.js';
 export { startThread } from './threads.js';
+export { recordsCodec } from './records-codec.js';

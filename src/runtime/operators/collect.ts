@@ -5,16 +5,12 @@
  * checkpoint come back from it, the sources replay the rest. Records are kept encoded, batch by batch,
  * so a checkpoint copies references and the size cap is checked as they come in, not at the end.
  */
-import { createRequire } from 'node:module';
-import type * as Msgpackr from 'msgpackr';
 import { ConnectorError, markFatal } from '../../errors.js';
+import { recordsCodec } from '../../util/index.js';
 import { SinkOperator } from './basic.js';
 
 /** The most a subtask's collect() sinks may gather (they travel back in one frame). */
 export const MAX_COLLECTED_BYTES = 64 * 1024 * 1024;
-
-let packr: Msgpackr.Packr | undefined;
-const codec = (): Msgpackr.Packr => (packr ??= new (createRequire(import.meta.url)('msgpackr') as typeof Msgpackr).Packr({ useRecords: true, moreTypes: true }));
 
 export class CollectSinkOperator extends SinkOperator {
   private batch: unknown[] = [];
@@ -45,7 +41,7 @@ export class CollectSinkOperator extends SinkOperator {
   /** Encode the records written since the last seal into a chunk of their own. */
   private seal(): void {
     if (this.batch.length === 0) return;
-    const chunk = codec().pack(this.batch);
+    const chunk = recordsCodec().pack(this.batch);
     this.batch = [];
     this.bytes += chunk.length;
     // Deterministic: a restart would gather the same records again, so the job fails rather than restarts.
@@ -57,7 +53,7 @@ export class CollectSinkOperator extends SinkOperator {
 
   private handOver(): void {
     this.seal();
-    for (const c of this.chunks) this.ctx.services.collect(this.collectName, codec().unpack(c) as unknown[]);
+    for (const c of this.chunks) this.ctx.services.collect(this.collectName, recordsCodec().unpack(c) as unknown[]);
     this.chunks = [];
     this.bytes = 0;
   }
