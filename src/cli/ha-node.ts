@@ -43,6 +43,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
       coordinator: () => coordinator,
       ...(authToken ? { authToken } : {}),
       ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}),
+      ...(flags.sqlCatalogDir ? { sqlCatalogDir: flags.sqlCatalogDir } : {}),
       health: () => (coordinator ? { ok: true, status: 'ok', leader: true } : { ok: true, status: 'standby', ...(leader ? { leader: { host: leader.host, port: leader.port, epoch: leader.epoch } } : {}) }),
     },
     bindHost,

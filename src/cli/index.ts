@@ -123,7 +123,7 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--log-format <format>', 'log lines as pretty text or JSON [default: pretty on a terminal, json otherwise]').choices(['pretty', 'json']).env('CLINK_LOG_FORMAT'))
     .addOption(new Option('--log-level <level>', "least severe log lines shown [default: info; 'error' for clink run]").choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).env('CLINK_LOG_LEVEL'))
     .hook('preAction', (cmd, action) => {
-      if (['submit', 'jobs', 'cancel', 'savepoint'].includes(action.name())) checkTlsFlags(action, action.opts<TlsFlags>(), 'client');
+      if (['submit', 'jobs', 'cancel', 'savepoint', 'sql'].includes(action.name())) checkTlsFlags(action, action.opts<TlsFlags>(), 'client');
       if (action.name() !== 'node') uninstallInterrupts = installInterrupts();
       // Through the environment, so local worker processes and job threads log the same way.
       const o = cmd.opts<{ logFormat?: string; logLevel?: string }>();
@@ -246,6 +246,36 @@ export async function main(argv: string[]): Promise<number> {
         typecheck: o.typecheck,
       });
     });
+
+  // -e and -f run in the order given, so each source is kept in one list as commander reads it.
+  const sqlSources: { kind: 'text' | 'file'; value: string }[] = [];
+  const sqlCommand = checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('sql').description('run SQL statements: from -e and -f, standard input, or an interactive shell')))))
+    .option('-e, --execute <statements>', 'SQL statements to run (repeatable; with -f, in the order given)', (v: string) => (sqlSources.push({ kind: 'text', value: v }), v))
+    .option('-f, --file <file>', 'a file of SQL statements to run (repeatable)', (v: string) => (sqlSources.push({ kind: 'file', value: v }), v))
+    .addOption(new Option('--mode <mode>', 'what a query or INSERT does: explain (print its plan), compile (print its job module, for clink submit), submit (run it)').choices(['explain', 'compile', 'submit']).default('submit'))
+    .option('--sql-catalog-dir <dir>', 'keep the permanent tables and views in this directory (catalog.json) [default: the session only]')
+    .option('--name <name>', "the job's name [default: from the statement]")
+    .option('--no-progress', 'do not show progress on standard error')
+    .option('--workers <n>', 'without --coordinator: local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt);
+  sqlCommand.action(async (o: JobFlags & CheckpointFlags & TargetFlags & { mode: 'explain' | 'compile' | 'submit'; sqlCatalogDir?: string; name?: string; progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number }) => {
+    const { sqlCommand: run } = await import('./sql.js');
+    // Without --coordinator (or CLINK_COORDINATOR, or an HA directory), jobs run on this machine.
+    const remote = sqlCommand.getOptionValueSource('coordinator') !== 'default' || o.haDir !== undefined || o.etcdEndpoints !== undefined;
+    await run({
+      sources: sqlSources,
+      mode: o.mode,
+      ...(remote ? { coordinator: target(o) } : {}),
+      ...(o.sqlCatalogDir ? { catalogDir: o.sqlCatalogDir } : {}),
+      ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+      params: o.param,
+      ...(o.name ? { name: o.name } : {}),
+      output: o.output,
+      maxRows: o.maxRows,
+      progress: o.progress,
+      ...(o.workers !== undefined ? { workers: o.workers } : {}),
+      checkpoint: checkpointSettings(o),
+    });
+  });
 
   coordinatorOption(program.command('jobs').description('list running and recent jobs'))
     .option('--json', 'print JSON')

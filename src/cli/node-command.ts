@@ -14,6 +14,7 @@ export function addNodeCommand(program: Command, setExitCode: (code: number) => 
   .option('--ready-file <path>', 'when listening, write {"controlPort":N,"httpPort":M} here')
   .option('--http-port <n>', 'serve the HTTP API on this port (0 picks one)', nonNegativeInt)
   .option('--http-static-dir <dir>', 'a coordinator: serve this built console at / instead of the one clink ships')
+  .option('--sql-catalog-dir <dir>', "a coordinator: keep the SQL session's permanent tables and views here (catalog.json) [default: in memory]")
   .option('--otlp-endpoint <host[:port]>', "export metrics and spans over OTLP/HTTP to this collector (port 4318 when absent; off without it)")
   .option('--otlp-interval-ms <ms>', 'how often metrics are exported over OTLP', positiveInt, 10_000)
   // coordinator
@@ -106,6 +107,7 @@ export function addNodeCommand(program: Command, setExitCode: (code: number) => 
       ...(o.readyFile ? { readyFile: o.readyFile as string } : {}),
       ...(o.httpPort !== undefined ? { httpPort: n('httpPort') } : {}),
       ...(o.httpStaticDir ? { httpStaticDir: o.httpStaticDir as string } : {}),
+      ...(o.sqlCatalogDir ? { sqlCatalogDir: o.sqlCatalogDir as string } : {}),
       ...(o.otlpEndpoint ? { otlp: { endpoint: o.otlpEndpoint as string, intervalMs: n('otlpIntervalMs') } } : {}),
       coordinator: {
         port: n('port'),

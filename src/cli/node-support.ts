@@ -27,6 +27,8 @@ export interface NodeFlags {
   httpPort?: number;
   /** A coordinator's console build to serve at / (--http-static-dir). */
   httpStaticDir?: string;
+  /** A coordinator's SQL catalog directory (--sql-catalog-dir). */
+  sqlCatalogDir?: string;
   /** Export metrics and spans over OTLP/HTTP (--otlp-endpoint, --otlp-interval-ms). */
   otlp?: { endpoint: string; intervalMs: number };
   coordinator: Partial<CoordinatorConfig>;

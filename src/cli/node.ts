@@ -30,7 +30,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
       const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...security });
       let http: Awaited<ReturnType<typeof startHttp>>;
       try {
-        http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}), ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}) }, coordinator.config.bindHost, '--bind-host');
+        http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}), ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}), ...(flags.sqlCatalogDir ? { sqlCatalogDir: flags.sqlCatalogDir } : {}) }, coordinator.config.bindHost, '--bind-host');
       } catch (err) {
         await coordinator.stop();
         throw err;

@@ -5,12 +5,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Coordinator } from '../coordinator/index.js';
 import { sendError } from './errors.js';
+import { sqlRoutes } from './sql-route.js';
 import { submitRoute } from './submit-route.js';
 import { ActionReply, CheckpointList, ErrorReply, JobDetail, JobIdParams, JobList, SavepointBody, SavepointReply, WorkerList } from './schemas.js';
 
 type Health = () => { ok: boolean; status: string } & Record<string, unknown>;
 
-export function coordinatorRoutes(api: FastifyInstance, current: () => Coordinator | undefined, health: Health | undefined, planTimeoutMs?: number): void {
+export function coordinatorRoutes(api: FastifyInstance, current: () => Coordinator | undefined, health: Health | undefined, planTimeoutMs?: number, sqlCatalogDir?: string): void {
   const errors = { 400: ErrorReply, 401: ErrorReply, 404: ErrorReply, 503: ErrorReply };
   api.addHook('preHandler', async (req, reply) => {
     if (!req.url.startsWith('/api/v1/jobs') && !req.url.startsWith('/api/v1/workers')) return;
@@ -23,6 +24,7 @@ export function coordinatorRoutes(api: FastifyInstance, current: () => Coordinat
   type ById = { Params: { id: string } };
 
   submitRoute(api, coordinator, planTimeoutMs);
+  sqlRoutes(api, coordinator, sqlCatalogDir, planTimeoutMs);
   api.get('/api/v1/jobs', { schema: { summary: 'running jobs, then ended ones newest first', response: { 200: JobList, ...errors } } }, async () => ({ jobs: coordinator().listJobs() }));
   api.get<ById>('/api/v1/jobs/:id', { schema: { summary: 'a job: state, graph with per-task metrics, placement, restarts, guarantee, checkpoint settings', params: JobIdParams, response: { 200: JobDetail, ...errors } } }, async (req, reply) => {
     const job = coordinator().job(req.params.id);

@@ -36,6 +36,8 @@ export interface HttpDeps {
   authToken?: string;
   /** How long an uploaded module's build function may run (POST /api/v1/jobs). @default PLAN_TIMEOUT_MS (30 s) */
   planTimeoutMs?: number;
+  /** Where the coordinator's SQL session keeps its permanent tables and views (--sql-catalog-dir). @default the session only */
+  sqlCatalogDir?: string;
   /** A coordinator's console: another build to serve at / (--http-static-dir). @default the console built into dist/console */
   staticDir?: string;
 }
@@ -93,7 +95,7 @@ export function buildHttpApp(deps: HttpDeps): FastifyInstance {
     }
     if (deps.coordinator) {
       const given = deps.coordinator;
-      coordinatorRoutes(api, typeof given === 'function' ? given : () => given, deps.health, deps.planTimeoutMs);
+      coordinatorRoutes(api, typeof given === 'function' ? given : () => given, deps.health, deps.planTimeoutMs, deps.sqlCatalogDir);
     }
   });
   // After every API route: the console's catch-all can never shadow one.

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "49e8a26af09c76e6db95796136d07d731c8369a29276c4fa10070b99322ec67f",
+  "fingerprint": "dc1b7372e479b04578fa563d213e314e39fd91b99d6d1dfb7901bb848975424c",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
@@ -26,7 +26,7 @@ export const SDK_MANIFEST = {
     "connectors/print/index.d.ts": "0a1baa4909308c1ad35310aa4aa7ca1c64047feede0f43fa0cac59ed2ed40411",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "194cd83e7193e9f6ad6fc96845b16af35e787da550e2b847d1587a56642ed2f7",
-    "index.d.ts": "55366a5e9efab2856f125d0f99f687848d8e6debc580da6c3cc60d4d2c517ae8",
+    "index.d.ts": "5d6b0bacd7d2fbed5b3930b1716597f0df0f2b164ee17ebe6eb289b8705c6390",
     "plan/index.d.ts": "4e7c227371ad8982f861ff0d89bce75ceefb865cda1af197c6fb075649d928cb",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
     "plan/planner.d.ts": "932781b31a64779fbdf8a081681b488cb977c174fb67799e2ddfe507e99654b5",

@@ -6,7 +6,7 @@
  * `catalog.json` durably after each change and read back at open. Temporary objects live in the
  * session only, and shadow a permanent object of the same name, as in Flink.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileDurably } from '../util/index.js';
 import type { ColumnDef, Name, Statement } from './ast.js';
@@ -56,6 +56,7 @@ export class SqlCatalog {
   static async open(connectors: Iterable<string>, dir?: string): Promise<SqlCatalog> {
     const c = new SqlCatalog(new Set(connectors), dir);
     if (dir === undefined) return c;
+    await mkdir(dir, { recursive: true });
     let text: string;
     try {
       text = await readFile(join(dir, CATALOG_FILE), 'utf8');

@@ -43,6 +43,14 @@ const numeric = (f: (t: SqlType) => SqlType): SqlFunction['type'] => (args, call
 };
 
 const str = (nullable: boolean): SqlType => ({ kind: 'STRING', nullable });
+const isString = (t: SqlType): boolean => t.kind === 'STRING';
+
+function substringType(args: SqlType[], call: Extract<Expr, { kind: 'call' }>): SqlType {
+  arity(call, 2, 3);
+  wants(call, 0, args[0]!, isString, 'a string');
+  args.slice(1).forEach((a, i) => wants(call, i + 1, a, (t) => t.kind === 'INT' || t.kind === 'BIGINT', 'INT'));
+  return str(args.some((a) => a.nullable));
+}
 
 export const FUNCTIONS: Record<string, SqlFunction> = {
   COUNT: { aggregate: true, type: (_args, call) => (arity(call, 1), { kind: 'BIGINT', nullable: false }) },
@@ -75,6 +83,42 @@ export const FUNCTIONS: Record<string, SqlFunction> = {
       return withNullable(t, args.every((a) => a.nullable));
     },
   },
+  SQRT: { aggregate: false, type: numeric(() => ({ kind: 'DOUBLE', nullable: true })) },
+  LN: { aggregate: false, type: numeric(() => ({ kind: 'DOUBLE', nullable: true })) },
+  EXP: { aggregate: false, type: numeric(() => ({ kind: 'DOUBLE', nullable: true })) },
+  POWER: {
+    aggregate: false,
+    type: (args, call) => (arity(call, 2), args.forEach((a, i) => wants(call, i, a, isNumeric, 'numeric')), { kind: 'DOUBLE', nullable: args.some((a) => a.nullable) }),
+  },
+  ROUND: {
+    aggregate: false,
+    type: (args, call) => {
+      arity(call, 1, 2);
+      wants(call, 0, args[0]!, isNumeric, 'numeric');
+      if (args[1]) wants(call, 1, args[1], (t) => t.kind === 'INT', 'INT');
+      return nullableIf(args[0]!, ...args);
+    },
+  },
+  TRIM: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, isString, 'a string'), str(args[0]!.nullable)) },
+  REPLACE: { aggregate: false, type: (args, call) => (arity(call, 3), args.forEach((a, i) => wants(call, i, a, isString, 'a string')), str(args.some((a) => a.nullable))) },
+  SUBSTRING: { aggregate: false, type: substringType },
+  SUBSTR: { aggregate: false, type: substringType },
+  DATE_FORMAT: {
+    aggregate: false,
+    type: (args, call) => (arity(call, 2), wants(call, 0, args[0]!, isTime, 'a timestamp'), wants(call, 1, args[1]!, isString, 'a string'), str(args.some((a) => a.nullable))),
+  },
+  TO_TIMESTAMP: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, isString, 'a string'), { kind: 'TIMESTAMP', precision: 3, nullable: true }) },
+  IF: {
+    aggregate: false,
+    type: (args, call) => {
+      arity(call, 3);
+      wants(call, 0, args[0]!, (t) => t.kind === 'BOOLEAN', 'a condition');
+      const t = commonType([args[1]!, args[2]!]);
+      if (!t) throw new SqlError(`IF: its results have no common type (${typeName(args[1]!)}, ${typeName(args[2]!)})`, call.at);
+      return t;
+    },
+  },
+  PROCTIME: { aggregate: false, type: (_args, call) => (arity(call, 0), { kind: 'TIMESTAMP_LTZ', precision: 3, nullable: false }) },
   CURRENT_WATERMARK: {
     aggregate: false,
     type: (args, call) => {

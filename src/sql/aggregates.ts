@@ -1,0 +1,112 @@
+/**
+ * SQL aggregates as one generated AggregateFunction per GROUP BY: the accumulator is an array with a
+ * slot per call (AVG takes two), so it is cheap to copy and checkpoints as plain data; every function
+ * merges, so the window's pre-aggregation before the shuffle always applies.
+ */
+import { compileFunction, ExprWriter } from './codegen.js';
+import type { AggregateCall, Field, NamedExpr } from './logical.js';
+
+export interface WindowRow {
+  start: number;
+  end: number;
+}
+
+export interface GeneratedAggregate {
+  create(): unknown[];
+  add(row: unknown, acc: unknown[]): unknown[];
+  merge(a: unknown[], b: unknown[]): unknown[];
+  result(acc: unknown[], key: unknown, window: WindowRow): Record<string, unknown>;
+}
+
+/** Where each output field comes from: a grouping key (by position), the window, or an aggregate. */
+export type OutputSource = { kind: 'key'; index: number; keyCount: number } | { kind: 'window'; which: 'start' | 'end' | 'time' } | { kind: 'aggregate'; call: AggregateCall };
+
+interface Slots {
+  init: string[];
+  add: string;
+  merge: string;
+  result: string;
+}
+
+function slotsOf(call: AggregateCall, first: number, value: string): Slots {
+  const s = `a[${first}]`;
+  const b = `b[${first}]`;
+  if (call.distinct && call.fn !== 'MIN' && call.fn !== 'MAX') {
+    // A set of the distinct values (as object keys: strings and numbers stay apart), reduced at the end.
+    const reduce: Record<string, string> = {
+      COUNT: `$vs.length`,
+      SUM: `($vs.length === 0 ? null : $vs.reduce((x, y) => x + y, 0))`,
+      AVG: `($vs.length === 0 ? null : $vs.reduce((x, y) => x + y, 0) / $vs.length)`,
+    };
+    return {
+      init: ['{}'],
+      add: `{ const $v = ${value}; if ($v != null) ${s}[(typeof $v) + ":" + $v] = $v; }`,
+      merge: `Object.assign(${s}, ${b});`,
+      result: `((acc) => { const $vs = Object.values(acc); return ${reduce[call.fn]}; })(${s})`,
+    };
+  }
+  switch (call.fn) {
+    case 'COUNT':
+      return call.arg === undefined
+        ? { init: ['0'], add: `${s}++;`, merge: `${s} += ${b};`, result: s }
+        : { init: ['0'], add: `if (${value} != null) ${s}++;`, merge: `${s} += ${b};`, result: s };
+    case 'SUM':
+      return { init: ['null'], add: `{ const $v = ${value}; if ($v != null) ${s} = ${s} === null ? $v : ${s} + $v; }`, merge: `if (${b} !== null) ${s} = ${s} === null ? ${b} : ${s} + ${b};`, result: s };
+    case 'MIN':
+    case 'MAX': {
+      const better = call.fn === 'MIN' ? '<' : '>';
+      return {
+        init: ['null'],
+        add: `{ const $v = ${value}; if ($v != null && (${s} === null || $v ${better} ${s})) ${s} = $v; }`,
+        merge: `if (${b} !== null && (${s} === null || ${b} ${better} ${s})) ${s} = ${b};`,
+        result: s,
+      };
+    }
+    case 'AVG': {
+      const n = `a[${first + 1}]`;
+      return {
+        init: ['0', '0'],
+        add: `{ const $v = ${value}; if ($v != null) { ${s} += $v; ${n}++; } }`,
+        merge: `${s} += ${b}; ${n} += b[${first + 1}];`,
+        result: `(${n} === 0 ? null : ${s} / ${n})`,
+      };
+    }
+  }
+}
+
+/** The source of the AggregateFunction for these calls over rows of `input`, producing rows of `outputs`. */
+export function aggregateSource(calls: readonly AggregateCall[], input: readonly Field[], outputs: readonly { name: string; from: OutputSource }[]): string {
+  const w = new ExprWriter(input);
+  let next = 0;
+  const slots = new Map<AggregateCall, Slots>();
+  for (const c of calls) {
+    const s = slotsOf(c, next, c.arg ? w.gen(c.arg) : 'true');
+    slots.set(c, s);
+    next += s.init.length;
+  }
+  const all = [...slots.values()];
+  const props = outputs.map(({ name, from }) => {
+    const v = from.kind === 'key' ? (from.keyCount === 1 ? 'key' : `key[${from.index}]`) : from.kind === 'window' ? (from.which === 'start' ? 'w.start' : from.which === 'end' ? 'w.end' : '(w.end - 1)') : slots.get(from.call)!.result;
+    return `${JSON.stringify(name)}: ${v}`;
+  });
+  // The writer's temporaries are declared in add(), the one function that reads rows.
+  const temps = w.declarations();
+  return `({
+    create: () => [${all.flatMap((s) => s.init).join(', ')}],
+    add: (r, a) => { ${temps}${all.map((s) => s.add).join(' ')} return a; },
+    merge: (a, b) => { ${all.map((s) => s.merge).join(' ')} return a; },
+    result: (a, key, w) => ({ ${props.join(', ')} }),
+  })`;
+}
+
+export function compileAggregate(source: string): GeneratedAggregate {
+  return compileFunction<GeneratedAggregate>(source);
+}
+
+/** The key selector's source: one key expression as it is, several as an array. */
+export function keySource(keys: readonly NamedExpr[], input: readonly Field[]): string {
+  const w = new ExprWriter(input);
+  if (keys.length === 0) return '() => 0';
+  if (keys.length === 1) return w.fn(keys[0]!.expr);
+  return w.fn({ kind: 'call', name: '$ARRAY', args: keys.map((k) => k.expr), distinct: false, at: 0 });
+}

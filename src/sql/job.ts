@@ -1,0 +1,121 @@
+/**
+ * A SQL job: a script of CREATE statements and one INSERT INTO or SELECT, planned into a job by every
+ * process that loads it. The job module the surfaces ship is two lines that call `sqlJob` with the
+ * script (module.ts), so a SQL job travels, caches and restarts exactly like a TypeScript one.
+ */
+import { defineJob, type JobDefinition, type JobEnvironment, type JobInfo } from '../sdk/index.js';
+import { buildJob } from '../sdk/index.js';
+import type { Query, Statement } from './ast.js';
+import { Binder } from './binder.js';
+import type { CatalogObject } from './catalog.js';
+import { SqlError } from './errors.js';
+import { explainText } from './explain.js';
+import type { LogicalNode } from './logical.js';
+import { optimize } from './optimizer.js';
+import { parseSql } from './parser.js';
+import { planToStreams, type SqlSink } from './physical.js';
+import { printStatement } from './printer.js';
+import { connectorOptions } from './connector-options.js';
+import { bindTable } from './scan.js';
+
+export const COLLECT_NAME = 'result';
+
+export interface PlannedQuery {
+  plan: LogicalNode;
+  sink: SqlSink;
+}
+
+type Lookup = (name: string) => CatalogObject | undefined;
+type Dml = Extract<Statement, { kind: 'insert' }> | Query;
+
+/** `${name}` or `${name:default}` in an option value: the job's --param of that name. */
+function withParams(options: Record<string, string>, params: Readonly<Record<string, string>>, at: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(options)) {
+    out[k] = v.replace(/\$\{([A-Za-z0-9_.-]+)(?::([^}]*))?\}/g, (_, name: string, fallback?: string) => {
+      const got = params[name] ?? fallback;
+      if (got === undefined) throw new SqlError(`option '${k}' = '${v}' needs --param ${name}=... (or a default: \${${name}:value})`, at);
+      return got;
+    });
+  }
+  return out;
+}
+
+/** Binds and optimizes one INSERT INTO or SELECT against the catalog. */
+export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string, string>> = {}): PlannedQuery {
+  const binder = new Binder((name) => {
+    const o = lookup(name);
+    if (o?.statement.kind !== 'createTable') return o;
+    const statement = o.statement;
+    const at = statement.at;
+    const options = Object.fromEntries(statement.options.map((x) => [x.key, x.value]));
+    const resolved = withParams(options, params, at);
+    return { ...o, statement: { ...statement, options: Object.entries(resolved).map(([key, value]) => ({ key, value })) } };
+  });
+  if (s.kind === 'query') return { plan: optimize(binder.query(s)), sink: { kind: 'collect', name: COLLECT_NAME } };
+  const name = s.table.parts.join('.');
+  const target = lookup(name);
+  if (!target) throw new SqlError(`INSERT INTO ${name}: no such table (SHOW TABLES lists them)`, s.table.at);
+  if (target.statement.kind !== 'createTable') throw new SqlError(`INSERT INTO ${name}: ${name} is a view; insert into a table`, s.table.at);
+  const table = bindTable(target.statement);
+  const columns = table.columns.filter((c) => table.computed[c.name] === undefined);
+  const plan = optimize(binder.query(s.query));
+  if (plan.fields.length !== columns.length) {
+    throw new SqlError(`INSERT INTO ${name}: the query gives ${plan.fields.length} columns (${plan.fields.map((f) => f.name).join(', ')}); the table has ${columns.length} (${columns.map((c) => c.name).join(', ')})`, s.query.at);
+  }
+  // The table's column names are what its sink writes.
+  const renamed: LogicalNode = plan.fields.every((f, i) => f.name === columns[i]!.name)
+    ? plan
+    : optimize({ kind: 'project', input: plan, exprs: plan.fields.map((f, i) => ({ name: columns[i]!.name, expr: { kind: 'column', name: { kind: 'name', parts: [f.name], at: 0 }, at: 0 } })), fields: plan.fields.map((f, i) => ({ name: columns[i]!.name, type: f.type })) });
+  const options = withParams(table.options, params, target.statement.at);
+  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: connectorOptions(table.connector, options, columns, target.statement.at) } };
+}
+
+/** The catalog a script's own CREATE statements make (they were checked when the script was compiled). */
+function scriptCatalog(statements: Statement[]): Map<string, CatalogObject> {
+  const objects = new Map<string, CatalogObject>();
+  for (const s of statements) {
+    if (s.kind !== 'createTable' && s.kind !== 'createView') continue;
+    const name = s.name.parts.join('.');
+    objects.set(name, { name, kind: s.kind === 'createTable' ? 'table' : 'view', temporary: s.temporary, sql: printStatement(s), statement: s });
+  }
+  return objects;
+}
+
+/** The queries of a script (one INSERT INTO or SELECT, or a statement set's inserts), after its CREATE statements. */
+function scriptQueries(statements: Statement[], text: string): Dml[] {
+  const dml = statements.filter((s) => s.kind === 'insert' || s.kind === 'query' || s.kind === 'statementSet');
+  if (dml.length !== 1) throw new SqlError(`a SQL job is CREATE statements and one INSERT INTO, SELECT or EXECUTE STATEMENT SET; this script has ${dml.length}`, 0, text);
+  const only = dml[0]!;
+  return only.kind === 'statementSet' ? only.inserts : [only as Dml];
+}
+
+/** Plans a script's queries into the job's environment. */
+export function buildSqlScript(env: JobEnvironment, script: string): PlannedQuery[] {
+  try {
+    const statements = parseSql(script);
+    const catalog = scriptCatalog(statements);
+    return scriptQueries(statements, script).map((q) => {
+      const planned = planQuery(q, (n) => catalog.get(n), env.params);
+      planToStreams(env, planned.plan, planned.sink);
+      return planned;
+    });
+  } catch (err) {
+    throw err instanceof SqlError ? err.withText(script) : err;
+  }
+}
+
+/** The job a SQL script is: what a SQL job module exports. */
+export function sqlJobDefinition(info: JobInfo, script: string): JobDefinition {
+  return defineJob(info, (env) => void buildSqlScript(env, script));
+}
+
+/** EXPLAIN of a script's query: its plan and the job graph it makes. */
+export function explainScript(script: string, info: JobInfo, options: { parallelism?: number; params?: Record<string, string> } = {}): string {
+  let planned: PlannedQuery[] = [];
+  const job = defineJob(info, (env) => {
+    planned = buildSqlScript(env, script);
+  });
+  const { spec } = buildJob(job, options);
+  return explainText(planned, spec);
+}

@@ -1,0 +1,154 @@
+/**
+ * Physical planning: an optimized logical plan to DataStream calls on a JobEnvironment, so a SQL job is
+ * the same JobGraphSpec the SDK makes and runs, checkpoints and places like any other. Every function
+ * is generated source compiled once here (codegen.ts, aggregates.ts); operator ids follow from the plan
+ * alone, so every process that plans the same statement binds the same functions.
+ */
+import type { DataStream, JobEnvironment } from '../sdk/index.js';
+import { Windows } from '../sdk/index.js';
+import { aggregateSource, compileAggregate, keySource, type OutputSource } from './aggregates.js';
+import { compileFunction, ExprWriter } from './codegen.js';
+import { connectorOptions } from './connector-options.js';
+import { SqlError } from './errors.js';
+import type { AggregateNode, Field, LogicalNode, ScanNode, WindowDef } from './logical.js';
+import { printExpr } from './printer.js';
+import { scanProjection } from './scan.js';
+
+type Row = Record<string, unknown>;
+type RowFn<R> = (row: Row, ctx?: unknown) => R;
+
+/** Where a query's rows go: a catalog table's connector, or the caller (collect, under a name). */
+export type SqlSink = { kind: 'table'; table: string; connector: string; options: Record<string, unknown> } | { kind: 'collect'; name: string };
+
+export function planToStreams(env: JobEnvironment, plan: LogicalNode, sink: SqlSink): void {
+  const stream = new PhysicalPlanner(env).node(plan);
+  if (sink.kind === 'collect') stream.collect(sink.name).name(`collect ${sink.name}`);
+  else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+}
+
+class PhysicalPlanner {
+  constructor(private readonly env: JobEnvironment) {}
+
+  node(n: LogicalNode): DataStream<Row> {
+    switch (n.kind) {
+      case 'scan':
+        return this.scan(n);
+      case 'filter': {
+        const w = new ExprWriter(n.input.fields);
+        const src = w.predicate(n.condition);
+        return this.perRow(this.node(n.input), 'filter', src, w.usesContext, `where ${printExpr(n.condition)}`);
+      }
+      case 'project': {
+        const w = new ExprWriter(n.input.fields);
+        const src = w.object(n.exprs);
+        return this.perRow(this.node(n.input), 'map', src, w.usesContext, `select ${n.fields.map((f) => f.name).join(', ')}`);
+      }
+      case 'windowTvf':
+        return this.windowRows(n);
+      case 'aggregate':
+        return this.aggregate(n);
+      case 'union': {
+        const [first, ...rest] = n.inputs.map((i) => this.node(i));
+        return first!.union(...rest);
+      }
+    }
+  }
+
+  /** A filter or map over rows; one that reads the watermark runs as a process function to have it. */
+  private perRow(input: DataStream<Row>, kind: 'filter' | 'map', source: string, usesContext: boolean, name: string): DataStream<Row> {
+    const fn = compileFunction<RowFn<unknown>>(source);
+    if (usesContext) {
+      return input
+        .process<Row>({
+          processElement(value, ctx, out) {
+            const v = fn(value, ctx);
+            if (kind === 'map') out.collect(v as Row);
+            else if (v === true) out.collect(value);
+          },
+        })
+        .name(name);
+    }
+    return (kind === 'filter' ? input.filter(fn as RowFn<boolean>) : input.map(fn as RowFn<Row>)).name(name);
+  }
+
+  private scan(n: ScanNode): DataStream<Row> {
+    const physical = n.columns.filter((c) => n.computed[c.name] === undefined);
+    const options = connectorOptions(n.connector, n.options, physical, 0);
+    let s = this.env.fromSource<Row>(n.connector, options).name(n.table);
+    const raw: Field[] = physical;
+    if (n.filter) {
+      const w = new ExprWriter(raw);
+      s = this.perRow(s, 'filter', w.predicate(n.filter), w.usesContext, `where ${printExpr(n.filter)}`);
+    }
+    if (n.watermark) {
+      const time = scanProjection(n).find((c) => c.name === n.watermark!.column)!.expr;
+      const ts = compileFunction<RowFn<number>>(new ExprWriter(raw).fn(time));
+      s = s.assignTimestamps((r) => ts(r), { maxOutOfOrdernessMs: n.watermark.delayMs }).name(`watermark ${n.watermark.column}`);
+    }
+    const w = new ExprWriter(raw);
+    return this.perRow(s, 'map', w.object(n.project ?? scanProjection(n)), w.usesContext, `select ${n.fields.map((f) => f.name).join(', ')}`);
+  }
+
+  private aggregate(n: AggregateNode): DataStream<Row> {
+    const tvf = n.input;
+    if (!n.window || tvf.kind !== 'windowTvf') throw new SqlError('a GROUP BY without a window reached the planner (the binder should have refused it)', 0);
+    const input = this.node(tvf.input);
+    const windowField: Record<string, 'start' | 'end' | 'time'> = { window_start: 'start', window_end: 'end', window_time: 'time' };
+    const isWindowKey = (name: string): boolean => windowField[name] !== undefined;
+    const keyOf = (e: AggregateNode['keys'][number]): string | undefined => (e.expr.kind === 'column' && isWindowKey(e.expr.name.parts[0]!) ? e.expr.name.parts[0] : undefined);
+    const dataKeys = n.keys.filter((k) => keyOf(k) === undefined);
+    const outputs = n.fields.map((f): { name: string; from: OutputSource } => {
+      const key = n.keys.find((k) => k.name === f.name);
+      if (key) {
+        const w = keyOf(key);
+        return { name: f.name, from: w ? { kind: 'window', which: windowField[w]! } : { kind: 'key', index: dataKeys.indexOf(key), keyCount: dataKeys.length } };
+      }
+      return { name: f.name, from: { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
+    });
+    const agg = compileAggregate(aggregateSource(n.aggs, tvf.input.fields, outputs));
+    const keyFn = compileFunction<RowFn<unknown>>(keySource(dataKeys, tvf.input.fields));
+    const keys = dataKeys.map((k) => printExpr(k.expr)).join(', ');
+    return input
+      .keyBy((r) => keyFn(r))
+      .window(assigner(n.window), { time: n.window.time })
+      .aggregate<unknown[], Row>({ create: agg.create, add: agg.add, merge: agg.merge, result: agg.result })
+      .name(`${n.window.kind} window aggregate${keys ? ` by ${keys}` : ''}`);
+  }
+
+  /** A windowing TVF read directly (no aggregation): each row once per window it falls in. */
+  private windowRows(n: Extract<LogicalNode, { kind: 'windowTvf' }>): DataStream<Row> {
+    const def = n.window;
+    if (def.kind === 'SESSION') throw new SqlError('SESSION(...) rows are known only when the session closes: aggregate them with GROUP BY window_start, window_end', 0);
+    if (def.time === 'processing') throw new SqlError(`${def.kind}(...) on processing time must be aggregated: GROUP BY window_start, window_end`, 0);
+    const size = def.sizeMs!;
+    const slide = def.slideMs ?? size;
+    const timeFn = compileFunction<RowFn<number>>(new ExprWriter(n.input.fields).fn({ kind: 'column', name: { kind: 'name', parts: [def.timeField], at: 0 }, at: 0 }));
+    const cumulate = def.kind === 'CUMULATE';
+    return this.node(n.input)
+      .flatMap<Row>((r, out) => {
+        const t = timeFn(r);
+        if (t == null) return;
+        if (cumulate) {
+          const start = t - (((t % size) + size) % size);
+          for (let end = start + slide * Math.floor((t - start) / slide + 1); end <= start + size; end += slide) out.collect({ ...r, window_start: start, window_end: end, window_time: end - 1 });
+          return;
+        }
+        const last = t - (((t % slide) + slide) % slide);
+        for (let start = last; start > t - size; start -= slide) out.collect({ ...r, window_start: start, window_end: start + size, window_time: start + size - 1 });
+      })
+      .name(`${def.kind} windows of ${def.timeField}`);
+  }
+}
+
+function assigner(w: WindowDef): ReturnType<typeof Windows.tumbling> {
+  switch (w.kind) {
+    case 'TUMBLE':
+      return Windows.tumbling(w.sizeMs!);
+    case 'HOP':
+      return Windows.sliding(w.sizeMs!, w.slideMs!);
+    case 'SESSION':
+      return Windows.session(w.gapMs!);
+    case 'CUMULATE':
+      throw new SqlError('CUMULATE(...) with GROUP BY is not supported yet (the engine has no cumulating window); use HOP or TUMBLE', 0);
+  }
+}
