@@ -7,13 +7,13 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-cluster, checkpoint, recovery, takeover, tls, submit, latency, protocol, kafka.
+ * Groups: nexmark-local, nexmark-sql, nexmark-cluster, checkpoint, recovery, takeover, tls, submit, latency, protocol, kafka.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CheckpointBench } from './checkpoint.js';
 import type { LatencyResult } from './cluster.js';
-import { CLUSTER_QUERIES, QUERIES } from './nexmark.js';
+import { CLUSTER_QUERIES, QUERIES, SQL_QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
 import type { RecoveryBench } from './recovery.js';
 import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
@@ -28,7 +28,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'tls', 'submit', 'latency', 'protocol', 'kafka'];
+const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'tls', 'submit', 'latency', 'protocol', 'kafka'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -68,6 +68,13 @@ if (wantsGroup('nexmark-local')) {
     const events = quick ? 1_000_000 : stateless ? 4_000_000 : 2_000_000;
     const r = runScript<BenchResult>(`nexmark ${q} local`, script('nexmark.ts'), ['local', q, '--events', String(events), '--runs', quick ? '2' : '5']);
     report(r, rss(r));
+  }
+}
+if (wantsGroup('nexmark-sql')) {
+  for (const q of SQL_QUERIES.filter(wantsQuery)) {
+    const events = quick ? 1_000_000 : ['q0', 'q1', 'q2'].includes(q) ? 4_000_000 : 2_000_000;
+    const r = runScript<BenchResult>(`nexmark ${q} SQL`, script('nexmark.ts'), ['sql', q, '--events', String(events), '--runs', quick ? '2' : '5']);
+    report(r, `SDK ${fmt.format(r.sdkRecordsPerSec as number)}/s; SQL/SDK ${(r.ratioToSdk as number).toFixed(2)}x; ${rss(r)}`);
   }
 }
 if (wantsGroup('nexmark-cluster')) {

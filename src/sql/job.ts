@@ -17,6 +17,7 @@ import { planToStreams, type SqlSink } from './physical.js';
 import { printStatement } from './printer.js';
 import { connectorOptions } from './connector-options.js';
 import { bindTable } from './scan.js';
+import { comparable, typeName } from './types.js';
 
 export const COLLECT_NAME = 'result';
 
@@ -63,6 +64,10 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
   if (plan.fields.length !== columns.length) {
     throw new SqlError(`INSERT INTO ${name}: the query gives ${plan.fields.length} columns (${plan.fields.map((f) => f.name).join(', ')}); the table has ${columns.length} (${columns.map((c) => c.name).join(', ')})`, s.query.at);
   }
+  plan.fields.forEach((f, i) => {
+    const c = columns[i]!;
+    if (!comparable(f.type, c.type)) throw new SqlError(`INSERT INTO ${name}: column ${i + 1} of the query (${f.name}) is ${typeName(f.type)}; the table's ${c.name} is ${typeName(c.type)} (CAST it)`, s.query.at);
+  });
   // The table's column names are what its sink writes.
   const renamed: LogicalNode = plan.fields.every((f, i) => f.name === columns[i]!.name)
     ? plan

@@ -8,7 +8,7 @@ import type { Expr } from './ast.js';
 import { isDeterministic, scopeOf } from './binder.js';
 import { compileFunction, ExprWriter } from './codegen.js';
 import { and, columnsOf, fieldRef, mapChildren, some, substitute } from './expressions.js';
-import type { Field, LogicalNode, NamedExpr, ScanNode } from './logical.js';
+import { inputsOf, type Field, type LogicalNode, type NamedExpr, type ScanNode } from './logical.js';
 import { scanProjection } from './scan.js';
 import { typeOf } from './typing.js';
 
@@ -20,10 +20,42 @@ export function optimize(plan: LogicalNode): LogicalNode {
   let current = foldConstants(plan);
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     const next = rewrite(current);
-    if (next === current) return current;
+    if (next === current) break;
     current = next;
   }
-  return current;
+  return readsEventTime(current) ? current : withoutWatermarks(current);
+}
+
+/** Whether anything in the plan needs records' event times: an event-time window, or CURRENT_WATERMARK. */
+function readsEventTime(n: LogicalNode): boolean {
+  const watermarkCall = (e: Expr): boolean => some(e, (x) => x.kind === 'call' && x.name === 'CURRENT_WATERMARK');
+  const own = ((): boolean => {
+    switch (n.kind) {
+      case 'scan':
+        return [n.filter, ...(n.project ?? []).map((p) => p.expr)].some((e) => e !== undefined && watermarkCall(e));
+      case 'filter':
+        return watermarkCall(n.condition);
+      case 'project':
+        return n.exprs.some((e) => watermarkCall(e.expr));
+      case 'windowTvf':
+        return n.window.time === 'event';
+      case 'aggregate':
+        return n.window?.time === 'event';
+      case 'union':
+        return false;
+    }
+  })();
+  return own || inputsOf(n).some(readsEventTime);
+}
+
+/** The plan with no watermark assigned: no operator reads event time, and no sink writes it. */
+function withoutWatermarks(n: LogicalNode): LogicalNode {
+  if (n.kind === 'scan') {
+    if (!n.watermark) return n;
+    const { watermark: _, ...rest } = n;
+    return rest;
+  }
+  return withInputs(n, withoutWatermarks);
 }
 
 const RULES: Rule[] = [mergeFilters, mergeProjects, filterThroughProject, filterThroughWindow, filterIntoScan, projectIntoScan, renameIntoAggregate, pruneBelowWindowAggregate];
@@ -133,7 +165,8 @@ function pruneBelowWindowAggregate(n: LogicalNode): LogicalNode | undefined {
   while (tvf.kind === 'filter') tvf = tvf.input;
   if (tvf.kind !== 'windowTvf') return undefined;
   const below = tvf.input;
-  const needed = new Set<string>([tvf.window.timeField]);
+  // A processing-time window reads the clock, not the column.
+  const needed = new Set<string>(tvf.window.time === 'event' ? [tvf.window.timeField] : []);
   for (const k of n.keys) columnsOf(k.expr, needed);
   for (const a of n.aggs) if (a.arg) columnsOf(a.arg, needed);
   for (let f = n.input; f.kind === 'filter'; f = f.input) columnsOf(f.condition, needed);

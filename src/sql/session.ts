@@ -11,6 +11,7 @@ import { SqlError } from './errors.js';
 import { COLLECT_NAME, explainScript, planQuery } from './job.js';
 import { parseSql } from './parser.js';
 import { printStatement } from './printer.js';
+import { declaredTypeName } from './types.js';
 
 export type SqlMode = 'explain' | 'compile' | 'submit';
 
@@ -24,6 +25,8 @@ export interface CompiledSqlJob {
   /** For a SELECT, the collect name its rows arrive under; absent for INSERT INTO. */
   collect?: string;
   columns: string[];
+  /** The columns' types, as a sink table's DDL would declare them. */
+  columnTypes: string[];
 }
 
 export type SqlResult =
@@ -83,7 +86,7 @@ export class SqlSession {
     const explain = explainScript(script, info, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.params ?? {} });
     const moduleSource = `// A clink SQL job, made by clink sql.\nimport { sqlJob } from 'clink';\nexport default await sqlJob(${JSON.stringify(info)}, ${JSON.stringify(script)});\n`;
     const first = planned[0]!;
-    return { name, script, moduleSource, explain, columns: first.plan.fields.map((f) => f.name), ...(s.kind === 'query' ? { collect: COLLECT_NAME } : {}) };
+    return { name, script, moduleSource, explain, columns: first.plan.fields.map((f) => f.name), columnTypes: first.plan.fields.map((f) => declaredTypeName(f.type)), ...(s.kind === 'query' ? { collect: COLLECT_NAME } : {}) };
   }
 }
 

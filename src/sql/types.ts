@@ -61,6 +61,28 @@ export function typeName(t: SqlType): string {
   return t.nullable || t.kind === 'NULL' ? base : `${base} NOT NULL`;
 }
 
+/** A type as a column declaration writes it (no time-attribute marker), e.g. for a sink table's DDL. */
+export function declaredTypeName(t: SqlType): string {
+  switch (t.kind) {
+    case 'DECIMAL':
+      return `DECIMAL(${t.precision}, ${t.scale})`;
+    case 'TIMESTAMP':
+    case 'TIMESTAMP_LTZ':
+      return `${t.kind}(${t.precision})`;
+    case 'ARRAY':
+      return `ARRAY<${declaredTypeName(t.element)}>`;
+    case 'MAP':
+      return `MAP<${declaredTypeName(t.key)}, ${declaredTypeName(t.value)}>`;
+    case 'ROW':
+      return `ROW<${t.fields.map((f) => `${f.name} ${declaredTypeName(f.type)}`).join(', ')}>`;
+    case 'NULL':
+    case 'INTERVAL':
+      return 'STRING';
+    default:
+      return t.kind;
+  }
+}
+
 const NUMERIC_RANK: Record<string, number> = { INT: 1, BIGINT: 2, DECIMAL: 3, DOUBLE: 4 };
 
 export const isNumeric = (t: SqlType): boolean => t.kind in NUMERIC_RANK;
