@@ -4,8 +4,8 @@
  */
 import { formatRecord } from '../connectors/index.js';
 
-/** Columns that hold event times, by name, as windows and the connectors produce them. */
-const TIME_COLUMN = /^(start|end|ts|windowstart|windowend)$|(time|timestamp|at)$/i;
+/** Columns that hold event times, by name, as windows, SQL (window_start) and the connectors produce them. */
+const TIME_COLUMN = /^(start|end|ts|windowstart|windowend)$|_(start|end)$|(time|timestamp|at)$/i;
 // Epoch milliseconds from 2001-09-09 to 2100-01-01: a smaller number under such a name is a count.
 const MIN_EPOCH_MS = 1e12;
 const MAX_EPOCH_MS = 4_102_444_800_000;

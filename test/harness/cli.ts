@@ -12,7 +12,8 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Record<string, string | undefined> = {}): Promise<CliRun> {
+/** `input`, when given, is the process's standard input (else it is left open and empty). */
+export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Record<string, string | undefined> = {}, input?: string): Promise<CliRun> {
   return new Promise((res, rej) => {
     const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...env } });
     let stdout = '';
@@ -25,6 +26,7 @@ export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Rec
       clearTimeout(timer);
       res({ code, stdout, stderr });
     });
+    if (input !== undefined) child.stdin.end(input);
   });
 }
 
