@@ -7,7 +7,7 @@ import type { Expr, Query, Select, TableRef } from './ast.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { columnsOf, fieldRef, find, mapChildren, NONDETERMINISTIC, some } from './expressions.js';
-import { AGGREGATE_FUNCTIONS, type AggregateCall, type AggregateFunctionName, type Field, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import { AGGREGATE_FUNCTIONS, type AggregateCall, type AggregateFunctionName, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 import { bindTable } from './scan.js';
 import { commonType, typeName, type SqlType } from './types.js';
@@ -139,7 +139,7 @@ export class Binder {
     const items = s.items.map((i) => (i.expr.kind === 'star' ? i.expr : liftBound(i.expr)));
     const having = s.having ? liftBound(s.having) : undefined;
     const fields: Field[] = [...keys.map((k) => ({ name: k.name, type: typeOf(k.expr, inScope) })), ...aggs.map((a) => ({ name: a.name, type: a.type }))];
-    let node: LogicalNode = { kind: 'aggregate', input, keys, aggs, ...(window ? { window } : {}), fields };
+    let node: LogicalNode = { kind: 'aggregate', input, keys, aggs, ...(window ? { window } : {}), fields, at: s.at };
     const outScope = scopeOf(fields);
     if (having) {
       condition_(having, node, 'HAVING');
@@ -183,8 +183,47 @@ export class Binder {
       case 'tvf':
         return this.tvf(ref);
       case 'join':
-        throw new SqlError(`${ref.type === 'CROSS' ? 'CROSS' : ref.type} JOIN is not supported yet; the supported-syntax table in the README lists what is`, ref.at);
+        return this.join(ref);
     }
+  }
+
+  /**
+   * An inner join (or `FROM a, b`, whose WHERE the optimizer makes its condition): the two scopes side
+   * by side, field names made unique, the ON condition bound over both.
+   */
+  private join(ref: Extract<TableRef, { kind: 'join' }>): Bound {
+    if (ref.type !== 'INNER' && ref.type !== 'CROSS') throw new SqlError(`${ref.type} OUTER JOIN is not supported yet (its results would be updates); use an inner JOIN`, ref.at);
+    const left = this.from(ref.left);
+    const right = this.from(ref.right);
+    const taken = new Set<string>();
+    const fieldMap: JoinNode['fieldMap'] = [];
+    const rename = (b: Bound, side: 'left' | 'right'): BoundColumn[] =>
+      b.scope.map((c) => {
+        const name = uniqueName(c.field, taken);
+        fieldMap.push({ name, side, from: c.field });
+        return { ...c, field: name };
+      });
+    const scope = [...rename(left, 'left'), ...rename(right, 'right')];
+    const type = (side: 'left' | 'right', from: string): SqlType => (side === 'left' ? left : right).node.fields.find((f) => f.name === from)!.type;
+    const fields = fieldMap.map((m) => ({ name: m.name, type: type(m.side, m.from) }));
+    // A field of a side that no scope column names (a view's own) still travels in the joined row.
+    for (const [side, b] of [['left', left], ['right', right]] as const) {
+      for (const f of b.node.fields) {
+        if (!fieldMap.some((m) => m.side === side && m.from === f.name)) {
+          const name = uniqueName(f.name, taken);
+          fieldMap.push({ name, side, from: f.name });
+          fields.push({ name, type: f.type });
+        }
+      }
+    }
+    let condition: Expr | undefined;
+    if (ref.on) {
+      if (some(ref.on, isAggregateCall)) throw new SqlError('an aggregate cannot stand in a join condition', ref.on.at);
+      condition = this.expr(ref.on, scope);
+      condition_(condition, { kind: 'union', inputs: [], fields }, 'ON');
+    }
+    const node: LogicalNode = { kind: 'join', left: left.node, right: right.node, leftKeys: [], rightKeys: [], ...(condition ? { condition } : {}), fieldMap, fields, at: ref.at };
+    return { node, scope };
   }
 
   /** A table or view by name. */
@@ -233,7 +272,7 @@ export class Binder {
     if (kind === 'CUMULATE' && window.sizeMs! % window.slideMs! !== 0) throw new SqlError(`CUMULATE: the size (${window.sizeMs} ms) must be a whole number of steps (${window.slideMs} ms)`, ref.at);
     for (const w of WINDOW_FIELDS) if (input.fields.some((f) => f.name === w)) throw new SqlError(`${kind}: ${table.name.parts.join('.')} already has a column ${w}`, ref.at);
     const fields: Field[] = [...input.fields, { name: 'window_start', type: TIMESTAMP3 }, { name: 'window_end', type: TIMESTAMP3 }, { name: 'window_time', type: { kind: 'TIMESTAMP', precision: 3, nullable: false, rowtime: time === 'event' } }];
-    const node: LogicalNode = { kind: 'windowTvf', input, window, fields };
+    const node: LogicalNode = { kind: 'windowTvf', input, window, fields, at: ref.at };
     return { node, scope: scopeOf(fields, ref.alias ?? table.name.parts.at(-1)!) };
   }
 

@@ -5,7 +5,7 @@
  */
 import type { JobGraphSpec } from '../plan/index.js';
 import type { Expr } from './ast.js';
-import type { AggregateCall, LogicalNode, NamedExpr, WindowDef } from './logical.js';
+import { inputsOf, type AggregateCall, type LogicalNode, type NamedExpr, type WindowDef } from './logical.js';
 import type { SqlSink } from './physical.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
@@ -51,6 +51,10 @@ function line(n: LogicalNode): string {
     }
     case 'union':
       return `Union(all=[true], fields=[${n.fields.map((f) => f.name).join(', ')}])`;
+    case 'join': {
+      const keys = n.leftKeys.map((k, i) => `${printExpr(k)} = ${printExpr(n.rightKeys[i]!)}`);
+      return `${n.window ? `WindowJoin(window=[${window(n.window)}], ` : 'Join('}type=[inner], keys=[${keys.join(', ')}]${n.condition ? `, where=[${printExpr(n.condition)}]` : ''}, fields=[${n.fields.map((f) => f.name).join(', ')}])`;
+    }
   }
 }
 
@@ -58,7 +62,7 @@ const isRef = (e: Expr, name: string): boolean => e.kind === 'column' && e.name.
 
 function tree(n: LogicalNode, indent: string, out: string[]): void {
   out.push(`${indent}${line(n)}`);
-  const inputs = n.kind === 'scan' ? [] : n.kind === 'union' ? n.inputs : n.kind === 'aggregate' && n.window && n.input.kind === 'windowTvf' ? [n.input.input] : [n.input];
+  const inputs = n.kind === 'aggregate' && n.window && n.input.kind === 'windowTvf' ? [n.input.input] : inputsOf(n);
   for (const i of inputs) tree(i, indent === '' ? '+- ' : `   ${indent}`, out);
 }
 

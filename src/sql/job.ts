@@ -10,7 +10,7 @@ import { Binder } from './binder.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { explainText } from './explain.js';
-import type { LogicalNode } from './logical.js';
+import { inputsOf, type LogicalNode } from './logical.js';
 import { optimize } from './optimizer.js';
 import { parseSql } from './parser.js';
 import { planToStreams, type SqlSink } from './physical.js';
@@ -42,6 +42,22 @@ function withParams(options: Record<string, string>, params: Readonly<Record<str
   return out;
 }
 
+/**
+ * What the optimized plan asks of the engine that it cannot do yet, refused at the query's own text
+ * (the physical planner would only know the generated script's).
+ */
+function checkPlannable(n: LogicalNode): void {
+  if (n.kind === 'join' && n.leftKeys.length === 0) throw new SqlError('a join needs an equality between the two sides (ON a.k = b.k); a join without one (a cross join) is not supported', n.at);
+  if (n.kind === 'aggregate' && n.window?.kind === 'CUMULATE') throw new SqlError('CUMULATE(...) with GROUP BY is not supported yet (the engine has no cumulating window); use HOP or TUMBLE', n.at);
+  if (n.kind === 'windowTvf') {
+    if (n.window.kind === 'SESSION') throw new SqlError('SESSION(...) rows are known only when a session closes: aggregate them with GROUP BY window_start, window_end', n.at);
+    if (n.window.time === 'processing') throw new SqlError(`${n.window.kind}(...) on processing time must be aggregated: GROUP BY window_start, window_end`, n.at);
+  }
+  // A window aggregation's windowTvf is absorbed (it is planned as the window, not as rows).
+  const inputs = n.kind === 'aggregate' && n.window && n.input.kind === 'windowTvf' ? [n.input.input] : inputsOf(n);
+  inputs.forEach(checkPlannable);
+}
+
 /** Binds and optimizes one INSERT INTO or SELECT against the catalog. */
 export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string, string>> = {}): PlannedQuery {
   const binder = new Binder((name) => {
@@ -53,7 +69,11 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
     const resolved = withParams(options, params, at);
     return { ...o, statement: { ...statement, options: Object.entries(resolved).map(([key, value]) => ({ key, value })) } };
   });
-  if (s.kind === 'query') return { plan: optimize(binder.query(s)), sink: { kind: 'collect', name: COLLECT_NAME } };
+  if (s.kind === 'query') {
+    const plan = optimize(binder.query(s));
+    checkPlannable(plan);
+    return { plan, sink: { kind: 'collect', name: COLLECT_NAME } };
+  }
   const name = s.table.parts.join('.');
   const target = lookup(name);
   if (!target) throw new SqlError(`INSERT INTO ${name}: no such table (SHOW TABLES lists them)`, s.table.at);
@@ -61,6 +81,7 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
   const table = bindTable(target.statement);
   const columns = table.columns.filter((c) => table.computed[c.name] === undefined);
   const plan = optimize(binder.query(s.query));
+  checkPlannable(plan);
   if (plan.fields.length !== columns.length) {
     throw new SqlError(`INSERT INTO ${name}: the query gives ${plan.fields.length} columns (${plan.fields.map((f) => f.name).join(', ')}); the table has ${columns.length} (${columns.map((c) => c.name).join(', ')})`, s.query.at);
   }

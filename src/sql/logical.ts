@@ -68,7 +68,7 @@ export type LogicalNode =
   | { kind: 'filter'; input: LogicalNode; condition: Expr; fields: Field[] }
   | { kind: 'project'; input: LogicalNode; exprs: NamedExpr[]; fields: Field[] }
   /** Rows with the window(s) they fall in: window_start, window_end, window_time added to the input's fields. */
-  | { kind: 'windowTvf'; input: LogicalNode; window: WindowDef; fields: Field[] }
+  | { kind: 'windowTvf'; input: LogicalNode; window: WindowDef; fields: Field[]; at: number }
   | {
       kind: 'aggregate';
       input: LogicalNode;
@@ -80,8 +80,35 @@ export type LogicalNode =
        */
       window?: WindowDef;
       fields: Field[];
+      /** Where the query that groups starts, for refusals after binding. */
+      at: number;
     }
-  | { kind: 'union'; inputs: LogicalNode[]; fields: Field[] };
+  | { kind: 'union'; inputs: LogicalNode[]; fields: Field[] }
+  /**
+   * An inner join: a row of the left and one of the right whose keys are equal and for which the rest
+   * of the condition holds. Its rows are the left's fields then the right's (renamed where a name is
+   * taken: `fieldMap` says which side and field each comes from).
+   */
+  | {
+      kind: 'join';
+      left: LogicalNode;
+      right: LogicalNode;
+      /** Equal pairs: leftKeys[i] (over the left's fields) = rightKeys[i] (over the right's). */
+      leftKeys: Expr[];
+      rightKeys: Expr[];
+      /** The rest of the ON condition, over the joined row's fields. */
+      condition?: Expr;
+      /**
+       * Set when both sides are aggregations in this same event-time window and the keys equate their
+       * window_start and window_end: a window join, whose state is dropped as each window closes.
+       */
+      window?: WindowDef;
+      fieldMap: { name: string; side: 'left' | 'right'; from: string }[];
+      fields: Field[];
+      at: number;
+    };
+
+export type JoinNode = Extract<LogicalNode, { kind: 'join' }>;
 
 export type AggregateNode = Extract<LogicalNode, { kind: 'aggregate' }>;
 
@@ -92,6 +119,8 @@ export function inputsOf(n: LogicalNode): LogicalNode[] {
       return [];
     case 'union':
       return n.inputs;
+    case 'join':
+      return [n.left, n.right];
     default:
       return [n.input];
   }

@@ -7,8 +7,8 @@
 import type { Expr } from './ast.js';
 import { isDeterministic, scopeOf } from './binder.js';
 import { compileFunction, ExprWriter } from './codegen.js';
-import { and, columnsOf, fieldRef, mapChildren, some, substitute } from './expressions.js';
-import { inputsOf, type Field, type LogicalNode, type NamedExpr, type ScanNode } from './logical.js';
+import { and, columnsOf, conjuncts, fieldRef, mapChildren, some, substitute } from './expressions.js';
+import { inputsOf, type Field, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
 import { scanProjection } from './scan.js';
 import { typeOf } from './typing.js';
 
@@ -43,6 +43,8 @@ function readsEventTime(n: LogicalNode): boolean {
         return n.window?.time === 'event';
       case 'union':
         return false;
+      case 'join':
+        return n.condition !== undefined && watermarkCall(n.condition);
     }
   })();
   return own || inputsOf(n).some(readsEventTime);
@@ -58,7 +60,22 @@ function withoutWatermarks(n: LogicalNode): LogicalNode {
   return withInputs(n, withoutWatermarks);
 }
 
-const RULES: Rule[] = [mergeFilters, mergeProjects, filterThroughProject, filterThroughWindow, filterIntoScan, projectIntoScan, renameIntoAggregate, pruneBelowWindowAggregate];
+const RULES: Rule[] = [
+  mergeFilters,
+  mergeProjects,
+  filterThroughProject,
+  filterThroughWindow,
+  filterIntoScan,
+  projectIntoScan,
+  renameIntoAggregate,
+  pruneBelowWindowAggregate,
+  filterIntoJoin,
+  splitJoinCondition,
+  pruneBelowJoin,
+  renameIntoJoin,
+  dropIdentityProject,
+  joinInWindows,
+];
 
 function rewrite(n: LogicalNode): LogicalNode {
   const inputs = withInputs(n, (i) => rewrite(i));
@@ -77,6 +94,10 @@ function withInputs(n: LogicalNode, f: (i: LogicalNode) => LogicalNode): Logical
     case 'union': {
       const inputs = n.inputs.map(f);
       return inputs.every((x, i) => x === n.inputs[i]) ? n : { ...n, inputs };
+    }
+    case 'join': {
+      const [left, right] = [f(n.left), f(n.right)];
+      return left === n.left && right === n.right ? n : { ...n, left, right };
     }
     default: {
       const input = f(n.input);
@@ -179,6 +200,120 @@ function pruneBelowWindowAggregate(n: LogicalNode): LogicalNode | undefined {
   return { ...n, input: rebuild(n.input) };
 }
 
+/** A filter over a join is part of its condition: `FROM a, b WHERE a.k = b.k` is `a JOIN b ON a.k = b.k`. */
+function filterIntoJoin(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'filter' || n.input.kind !== 'join' || !isDeterministic(n.condition)) return undefined;
+  const j = n.input;
+  return { ...j, condition: j.condition ? and([j.condition, n.condition]) : n.condition };
+}
+
+/**
+ * A join's condition, taken apart: `left = right` conjuncts become the keys the join partitions and
+ * matches on, a conjunct over one side's fields alone filters that side before the join, and what is
+ * left is checked on each joined row.
+ */
+function splitJoinCondition(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'join' || !n.condition) return undefined;
+  const sideOf = new Map(n.fieldMap.map((m) => [m.name, m.side]));
+  const toSide = (side: 'left' | 'right'): Map<string, Expr> => new Map(n.fieldMap.filter((m) => m.side === side).map((m) => [m.name, fieldRef(m.from)]));
+  const [onLeft, onRight] = [toSide('left'), toSide('right')];
+  const sides = (e: Expr): Set<string> => new Set([...columnsOf(e)].map((c) => sideOf.get(c)!));
+  const only = (e: Expr, side: 'left' | 'right'): boolean => {
+    const s = sides(e);
+    return s.size === 1 && s.has(side) && isDeterministic(e);
+  };
+  const leftKeys = [...n.leftKeys];
+  const rightKeys = [...n.rightKeys];
+  const leftFilters: Expr[] = [];
+  const rightFilters: Expr[] = [];
+  const rest: Expr[] = [];
+  for (const c of conjuncts(n.condition)) {
+    if (c.kind === 'binary' && c.op === '=' && only(c.left, 'left') && only(c.right, 'right')) {
+      leftKeys.push(substitute(c.left, onLeft));
+      rightKeys.push(substitute(c.right, onRight));
+    } else if (c.kind === 'binary' && c.op === '=' && only(c.left, 'right') && only(c.right, 'left')) {
+      leftKeys.push(substitute(c.right, onLeft));
+      rightKeys.push(substitute(c.left, onRight));
+    } else if (only(c, 'left')) leftFilters.push(substitute(c, onLeft));
+    else if (only(c, 'right')) rightFilters.push(substitute(c, onRight));
+    else rest.push(c);
+  }
+  if (rest.length === conjuncts(n.condition).length) return undefined;
+  const filtered = (input: LogicalNode, fs: Expr[]): LogicalNode => (fs.length === 0 ? input : { kind: 'filter', input, condition: and(fs), fields: input.fields });
+  const { condition: _, ...join } = n;
+  return { ...join, left: filtered(n.left, leftFilters), right: filtered(n.right, rightFilters), leftKeys, rightKeys, ...(rest.length > 0 ? { condition: and(rest) } : {}) };
+}
+
+/** Under a projection of a join, each side carries only the fields the projection, keys and condition read. */
+function pruneBelowJoin(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'project' || n.input.kind !== 'join') return undefined;
+  const j = n.input;
+  const used = new Set<string>();
+  for (const e of n.exprs) columnsOf(e.expr, used);
+  if (j.condition) columnsOf(j.condition, used);
+  const fieldMap = j.fieldMap.filter((m) => used.has(m.name));
+  if (fieldMap.length === j.fieldMap.length) return undefined;
+  const side = (input: LogicalNode, which: 'left' | 'right', keys: Expr[]): LogicalNode => {
+    const needed = new Set(fieldMap.filter((m) => m.side === which).map((m) => m.from));
+    for (const k of keys) columnsOf(k, needed);
+    const kept = input.fields.filter((f) => needed.has(f.name));
+    return kept.length === input.fields.length ? input : { kind: 'project', input, exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })), fields: kept };
+  };
+  const join: LogicalNode = { ...j, left: side(j.left, 'left', j.leftKeys), right: side(j.right, 'right', j.rightKeys), fieldMap, fields: j.fields.filter((f) => used.has(f.name)) };
+  return { ...n, input: join };
+}
+
+/** A projection that only picks, reorders and renames a join's fields is how the join builds its rows. */
+function renameIntoJoin(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'project' || n.input.kind !== 'join' || n.input.condition) return undefined;
+  const j = n.input;
+  const refs = n.exprs.map((e) => (e.expr.kind === 'column' ? j.fieldMap.find((m) => m.name === (e.expr as { name: { parts: string[] } }).name.parts[0]) : undefined));
+  if (refs.some((r) => r === undefined)) return undefined;
+  const fieldMap = refs.map((r, i) => ({ name: n.exprs[i]!.name, side: r!.side, from: r!.from }));
+  return { ...j, fieldMap, fields: n.fields };
+}
+
+/** A join of two aggregations in the same window, on that window, joins window by window. */
+function joinInWindows(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'join' || n.window) return undefined;
+  const [l, r] = [windowBounds(n.left), windowBounds(n.right)];
+  if (!l || !r || l.window.time !== 'event' || (l.window.kind !== 'TUMBLE' && l.window.kind !== 'HOP')) return undefined;
+  const same = (['kind', 'sizeMs', 'slideMs'] as const).every((k) => l.window[k] === r.window[k]);
+  const isRef = (e: Expr, name: string): boolean => e.kind === 'column' && e.name.parts[0] === name;
+  const pairs = (a: string, b: string): boolean => n.leftKeys.some((k, i) => isRef(k, a) && isRef(n.rightKeys[i]!, b));
+  return same && pairs(l.start, r.start) && pairs(l.end, r.end) ? { ...n, window: l.window } : undefined;
+}
+
+/** The window a node's rows were aggregated in, and the fields that hold its start and end. */
+export function windowBounds(n: LogicalNode): { window: WindowDef; start: string; end: string } | undefined {
+  const ref = (e: Expr): string | undefined => (e.kind === 'column' ? e.name.parts[0] : undefined);
+  switch (n.kind) {
+    case 'aggregate': {
+      const start = n.keys.find((k) => ref(k.expr) === 'window_start')?.name;
+      const end = n.keys.find((k) => ref(k.expr) === 'window_end')?.name;
+      return n.window && start && end && n.fields.some((f) => f.name === start) && n.fields.some((f) => f.name === end) ? { window: n.window, start, end } : undefined;
+    }
+    case 'filter':
+      return windowBounds(n.input);
+    case 'project': {
+      const inner = windowBounds(n.input);
+      const start = inner && n.exprs.find((e) => ref(e.expr) === inner.start)?.name;
+      const end = inner && n.exprs.find((e) => ref(e.expr) === inner.end)?.name;
+      return inner && start && end ? { window: inner.window, start, end } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** A projection that passes its input's fields through as they are, in order, is no work at all. */
+function dropIdentityProject(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'project') return undefined;
+  const f = n.input.fields;
+  const same = n.exprs.length === f.length && n.exprs.every((e, i) => e.name === f[i]!.name && e.expr.kind === 'column' && e.expr.name.parts[0] === f[i]!.name);
+  return same ? n.input : undefined;
+}
+
 /** Every expression of the plan with its constant sub-expressions computed once, here. */
 function foldConstants(n: LogicalNode): LogicalNode {
   const node = withInputs(n, foldConstants);
@@ -191,6 +326,8 @@ function foldConstants(n: LogicalNode): LogicalNode {
       return { ...node, exprs: named(node.exprs, node.input.fields) };
     case 'aggregate':
       return { ...node, keys: named(node.keys, node.input.fields), aggs: node.aggs.map((a) => (a.arg ? { ...a, arg: fold(a.arg, node.input.fields) } : a)) };
+    case 'join':
+      return node.condition ? { ...node, condition: fold(node.condition, node.fields) } : node;
     default:
       return node;
   }

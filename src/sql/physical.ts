@@ -7,10 +7,10 @@
 import type { DataStream, JobEnvironment } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import { aggregateSource, compileAggregate, keySource, type OutputSource } from './aggregates.js';
-import { compileFunction, ExprWriter } from './codegen.js';
+import { access, compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions } from './connector-options.js';
-import { SqlError } from './errors.js';
-import type { AggregateNode, Field, LogicalNode, ScanNode, WindowDef } from './logical.js';
+import type { Expr } from './ast.js';
+import type { AggregateNode, Field, JoinNode, LogicalNode, NamedExpr, ScanNode, WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
@@ -27,6 +27,12 @@ export function planToStreams(env: JobEnvironment, plan: LogicalNode, sink: SqlS
 }
 
 class PhysicalPlanner {
+  /**
+   * One source per table and options: scans of the same table (a self-join, views of one event table)
+   * share it, each with its own filter and projection after it, as Flink reuses sources.
+   */
+  private readonly sources = new Map<string, DataStream<Row>>();
+
   constructor(private readonly env: JobEnvironment) {}
 
   node(n: LogicalNode): DataStream<Row> {
@@ -51,7 +57,60 @@ class PhysicalPlanner {
         const [first, ...rest] = n.inputs.map((i) => this.node(i));
         return first!.union(...rest);
       }
+      case 'join':
+        return this.join(n);
     }
+  }
+
+  /**
+   * A regular inner join: both sides keyed by their join keys; each row is kept (per key, in keyed
+   * state that checkpoints like any other) and joined with every row of the other side kept so far.
+   * Inputs that only append give a join that only appends. A row whose key is NULL joins nothing.
+   * A window join (the optimizer's joinInWindows) keeps rows only until their window closes.
+   */
+  private join(n: JoinNode): DataStream<Row> {
+    const named = (keys: Expr[]): NamedExpr[] => keys.map((expr, i) => ({ name: `k${i}`, expr }));
+    const leftKey = compileFunction<RowFn<unknown>>(keySource(named(n.leftKeys), n.left.fields));
+    const rightKey = compileFunction<RowFn<unknown>>(keySource(named(n.rightKeys), n.right.fields));
+    const combine = compileFunction<(l: Row, r: Row) => Row>(`(l, r) => ({ ${n.fieldMap.map((m) => `${JSON.stringify(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`);
+    const cond = n.condition ? compileFunction<RowFn<boolean>>(new ExprWriter(n.fields).predicate(n.condition)) : undefined;
+    const emit = (l: Row, r: Row, out: { collect(v: Row): void }): void => {
+      const row = combine(l, r);
+      if (!cond || cond(row)) out.collect(row);
+    };
+    const keys = n.leftKeys.map((k, i) => `${printExpr(k)} = ${printExpr(n.rightKeys[i]!)}`).join(' AND ');
+    if (n.window) {
+      // Both sides' rows carry their window's end - 1 as timestamp: in windows of the slide, each row
+      // falls in exactly the one window it was aggregated for.
+      const joined = this.node(n.left)
+        .join(this.node(n.right))
+        .where((l) => leftKey(l))
+        .equalTo((r) => rightKey(r))
+        .window(Windows.tumbling(n.window.slideMs ?? n.window.sizeMs!))
+        .apply((l, r) => combine(l, r))
+        .name(`window join on ${keys}`);
+      return cond ? joined.filter((row) => cond(row)).name(`where ${printExpr(n.condition!)}`) : joined;
+    }
+    const nullKey = (k: unknown): boolean => k == null || (Array.isArray(k) && k.some((x) => x == null));
+    return this.node(n.left)
+      .connect(this.node(n.right))
+      .keyBy(
+        (l) => leftKey(l),
+        (r) => rightKey(r),
+      )
+      .process<Row>({
+        processElement1(l, ctx, out) {
+          if (nullKey(ctx.key)) return;
+          ctx.state.list<Row>('left').add(l);
+          for (const r of ctx.state.list<Row>('right').get()) emit(l, r, out);
+        },
+        processElement2(r, ctx, out) {
+          if (nullKey(ctx.key)) return;
+          ctx.state.list<Row>('right').add(r);
+          for (const l of ctx.state.list<Row>('left').get()) emit(l, r, out);
+        },
+      })
+      .name(`join on ${keys}`);
   }
 
   /** A filter or map over rows; one that reads the watermark runs as a process function to have it. */
@@ -74,7 +133,9 @@ class PhysicalPlanner {
   private scan(n: ScanNode): DataStream<Row> {
     const physical = n.columns.filter((c) => n.computed[c.name] === undefined);
     const options = connectorOptions(n.connector, n.options, physical, 0);
-    let s = this.env.fromSource<Row>(n.connector, options).name(n.table);
+    const key = JSON.stringify([n.connector, options]);
+    let s = this.sources.get(key) ?? this.env.fromSource<Row>(n.connector, options).name(n.table);
+    this.sources.set(key, s);
     const raw: Field[] = physical;
     if (n.filter) {
       const w = new ExprWriter(raw);
@@ -91,7 +152,7 @@ class PhysicalPlanner {
 
   private aggregate(n: AggregateNode): DataStream<Row> {
     const tvf = n.input;
-    if (!n.window || tvf.kind !== 'windowTvf') throw new SqlError('a GROUP BY without a window reached the planner (the binder should have refused it)', 0);
+    if (!n.window || tvf.kind !== 'windowTvf') throw new Error('unreachable: the binder refuses a GROUP BY without a window');
     const input = this.node(tvf.input);
     const windowField: Record<string, 'start' | 'end' | 'time'> = { window_start: 'start', window_end: 'end', window_time: 'time' };
     const isWindowKey = (name: string): boolean => windowField[name] !== undefined;
@@ -115,11 +176,9 @@ class PhysicalPlanner {
       .name(`${n.window.kind} window aggregate${keys ? ` by ${keys}` : ''}`);
   }
 
-  /** A windowing TVF read directly (no aggregation): each row once per window it falls in. */
+  /** A windowing TVF read directly (no aggregation; TUMBLE, HOP or CUMULATE on event time): each row once per window it falls in. */
   private windowRows(n: Extract<LogicalNode, { kind: 'windowTvf' }>): DataStream<Row> {
     const def = n.window;
-    if (def.kind === 'SESSION') throw new SqlError('SESSION(...) rows are known only when the session closes: aggregate them with GROUP BY window_start, window_end', 0);
-    if (def.time === 'processing') throw new SqlError(`${def.kind}(...) on processing time must be aggregated: GROUP BY window_start, window_end`, 0);
     const size = def.sizeMs!;
     const slide = def.slideMs ?? size;
     const timeFn = compileFunction<RowFn<number>>(new ExprWriter(n.input.fields).fn({ kind: 'column', name: { kind: 'name', parts: [def.timeField], at: 0 }, at: 0 }));
@@ -149,6 +208,6 @@ function assigner(w: WindowDef): ReturnType<typeof Windows.tumbling> {
     case 'SESSION':
       return Windows.session(w.gapMs!);
     case 'CUMULATE':
-      throw new SqlError('CUMULATE(...) with GROUP BY is not supported yet (the engine has no cumulating window); use HOP or TUMBLE', 0);
+      throw new Error('unreachable: job.ts checkPlannable refuses a CUMULATE aggregation');
   }
 }

@@ -42,6 +42,25 @@ describe('Nexmark in SQL gives what the SDK versions give', () => {
     });
   }
 
+  test('q3: the same sellers joined with their auctions (a regular join)', async () => {
+    const [a, b] = await Promise.all([sql('q3', {}), sdk('q3', {})]);
+    assert.ok(b.length > 100);
+    assert.deepEqual(sorted(a), sorted(b));
+  });
+
+  test('q7: the same highest bids per window (a join on price, checked against the window)', async () => {
+    const [a, b] = await Promise.all([sql('q7', { eventsPerSecond: SLOW }), sdk('q7', { eventsPerSecond: SLOW })]);
+    const pick = (r: Record<string, unknown>): object => ({ auction: r.auction, price: r.price, bidder: r.bidder, dateTime: r.dateTime });
+    assert.ok(b.length >= 12, 'one or more per window');
+    assert.deepEqual(sorted(a.map(pick)), sorted(b.map(pick)));
+  });
+
+  test('q8: the same new sellers per window (a window join of two window aggregations)', async () => {
+    const [a, b] = await Promise.all([sql('q8', { eventsPerSecond: SLOW }), sdk('q8', { eventsPerSecond: SLOW })]);
+    assert.ok(b.length > 10);
+    assert.deepEqual(sorted(a), sorted(b.map((r) => ({ id: r.id, name: r.name, starttime: r.start }))));
+  });
+
   test('q11: the same sessions and counts', async () => {
     const [a, b] = await Promise.all([sql('q11', { eventsPerSecond: SLOW }), sdk('q11', { eventsPerSecond: SLOW })]);
     const fromSdk = b.map((r) => ({ bidder: r.key, bid_count: r.count, starttime: r.start, endtime: r.end }));

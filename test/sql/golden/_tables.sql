@@ -24,3 +24,15 @@ CREATE TEMPORARY TABLE orders (
 );
 
 CREATE TEMPORARY VIEW big_orders AS SELECT order_id, customer, amount, ts FROM orders WHERE amount > 90;
+
+CREATE TEMPORARY TABLE customers (
+  customer_id INT,
+  region STRING
+) WITH (
+  'connector' = 'datagen',
+  'number-of-rows' = '20',
+  'seed' = '3',
+  'fields.customer_id.kind' = 'sequence',
+  'fields.customer_id.start' = '1',
+  'fields.region.values' = 'north,south,east'
+);

@@ -1,0 +1,14 @@
+-- Nexmark q8, monitor new users: people who opened an auction in the 10-second window they registered
+-- in (the suite's text, with the windowing-TVF form of its windows): a join of two window aggregations.
+SELECT P.id, P.name, P.starttime
+FROM (
+  SELECT id, name, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY id, name, window_start, window_end
+) P
+JOIN (
+  SELECT seller, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY seller, window_start, window_end
+) A
+ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;
