@@ -19,7 +19,8 @@ export interface GeneratedAggregate {
 }
 
 /** Where each output field comes from: a grouping key (by position), the window, or an aggregate. */
-export type OutputSource = { kind: 'key'; index: number; keyCount: number } | { kind: 'window'; which: 'start' | 'end' | 'time' } | { kind: 'aggregate'; call: AggregateCall };
+/** A grouping key's value comes from the key itself when it is the only one, else from the accumulator. */
+export type OutputSource = { kind: 'key'; index: number; keys: readonly NamedExpr[] } | { kind: 'window'; which: 'start' | 'end' | 'time' } | { kind: 'aggregate'; call: AggregateCall };
 
 interface Slots {
   init: string[];
@@ -84,9 +85,17 @@ export function aggregateSource(calls: readonly AggregateCall[], input: readonly
     slots.set(c, s);
     next += s.init.length;
   }
+  // A composite key is one string (cheap to hash), so the accumulator keeps the key's values for the result.
+  const keyOf = outputs.find((o) => o.from.kind === 'key')?.from as Extract<OutputSource, { kind: 'key' }> | undefined;
+  const keyExprs = keyOf && keyOf.keys.length > 1 ? keyOf.keys : [];
+  const keySlot = next;
+  for (const [i, k] of keyExprs.entries()) {
+    const s = `a[${keySlot + i}]`;
+    slots.set({ name: `$key${i}`, fn: 'COUNT', distinct: false, type: { kind: 'NULL', nullable: true } }, { init: ['null'], add: `${s} = ${w.gen(k.expr)};`, merge: `if (${s} === null) ${s} = b[${keySlot + i}];`, result: s });
+  }
   const all = [...slots.values()];
   const props = outputs.map(({ name, from }) => {
-    const v = from.kind === 'key' ? (from.keyCount === 1 ? 'key' : `key[${from.index}]`) : from.kind === 'window' ? (from.which === 'start' ? 'w.start' : from.which === 'end' ? 'w.end' : '(w.end - 1)') : slots.get(from.call)!.result;
+    const v = from.kind === 'key' ? (from.keys.length === 1 ? 'key' : `a[${keySlot + from.index}]`) : from.kind === 'window' ? (from.which === 'start' ? 'w.start' : from.which === 'end' ? 'w.end' : '(w.end - 1)') : slots.get(from.call)!.result;
     return `${JSON.stringify(name)}: ${v}`;
   });
   // The writer's temporaries are declared in add(), the one function that reads rows.
@@ -103,10 +112,17 @@ export function compileAggregate(source: string): GeneratedAggregate {
   return compileFunction<GeneratedAggregate>(source);
 }
 
-/** The key selector's source: one key expression as it is, several as an array. */
-export function keySource(keys: readonly NamedExpr[], input: readonly Field[]): string {
+/**
+ * The key selector's source: one key expression as it is; several as one string (a number as its
+ * digits, a string quoted), which hashes far cheaper than an array. For a join (`nullMatchesNothing`)
+ * a key with a NULL part is null: it joins nothing; a GROUP BY groups NULLs together.
+ */
+export function keySource(keys: readonly NamedExpr[], input: readonly Field[], nullMatchesNothing = false): string {
   const w = new ExprWriter(input);
   if (keys.length === 0) return '() => 0';
   if (keys.length === 1) return w.fn(keys[0]!.expr);
-  return w.fn({ kind: 'call', name: '$ARRAY', args: keys.map((k) => k.expr), distinct: false, at: 0 });
+  const parts = keys.map((k, i) => ({ v: `$k${i}`, src: w.gen(k.expr), string: w.type(k.expr).kind === 'STRING' }));
+  const nulls = nullMatchesNothing ? `if (${parts.map((p) => `${p.v} == null`).join(' || ')}) return null; ` : '';
+  const text = parts.map((p) => (p.string ? `(${p.v} == null ? "null" : JSON.stringify(${p.v}))` : `("" + ${p.v})`)).join(' + "|" + ');
+  return `(r) => { ${w.declarations()}const ${parts.map((p) => `${p.v} = ${p.src}`).join(', ')}; ${nulls}return ${text}; }`;
 }

@@ -7,7 +7,7 @@ import type { Expr, Query, Select, TableRef } from './ast.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { columnsOf, fieldRef, find, mapChildren, NONDETERMINISTIC, some } from './expressions.js';
-import { AGGREGATE_FUNCTIONS, type AggregateCall, type AggregateFunctionName, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import { AGGREGATE_FUNCTIONS, windowBounds, type AggregateCall, type AggregateFunctionName, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 import { bindTable } from './scan.js';
 import { commonType, typeName, type SqlType } from './types.js';
@@ -308,6 +308,11 @@ function windowOf(input: LogicalNode, keys: NamedExpr[], s: Select): WindowDef |
   }
   const refs = new Set(keys.filter((k) => k.expr.kind === 'column').map((k) => (k.expr as { name: { parts: string[] } }).name.parts[0]!));
   if (n.kind !== 'windowTvf') {
+    const below = windowBounds(n);
+    if (below && refs.has(below.start) && refs.has(below.end)) {
+      if (below.window.kind === 'SESSION' || below.window.kind === 'CUMULATE' || below.window.time !== 'event') throw new SqlError(`GROUP BY ${below.start}, ${below.end} again: only event-time TUMBLE and HOP windows can be aggregated again`, s.at);
+      return { ...below.window, cascade: { start: below.start, end: below.end } };
+    }
     throw new SqlError('GROUP BY without a window is not supported yet (its results would be updates, which no sink here takes); group over a windowing TVF: FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...)) GROUP BY window_start, window_end, ...', s.at);
   }
   if (!refs.has('window_start') || !refs.has('window_end')) throw new SqlError(`GROUP BY over ${n.window.kind}(...) must include window_start and window_end`, s.groupBy[0]?.at ?? s.at);

@@ -218,8 +218,6 @@ export class ExprWriter {
         const t = this.temp();
         return `(${a.slice(0, -1).map((x) => `(${t} = ${this.gen(x)}) != null ? ${t} : `).join('')}${this.gen(a.at(-1)!)})`;
       }
-      case '$ARRAY': // a composite grouping key, made by the planner
-        return `[${a.map((x) => this.gen(x)).join(', ')}]`;
       case 'PROCTIME':
         return 'Date.now()';
       case 'CURRENT_WATERMARK':

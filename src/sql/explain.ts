@@ -16,6 +16,7 @@ const named = (xs: readonly NamedExpr[]): string =>
 const call = (a: AggregateCall): string => `${a.fn}(${a.distinct ? 'DISTINCT ' : ''}${a.arg ? printExpr(a.arg) : '*'}) AS ${a.name}`;
 
 function window(w: WindowDef): string {
+  if (w.cascade) return `${window({ ...w, cascade: undefined })} of ${w.cascade.start}, ${w.cascade.end}`;
   const time = `${w.time === 'processing' ? 'PROCTIME ' : ''}${w.timeField}`;
   switch (w.kind) {
     case 'TUMBLE':
@@ -53,7 +54,8 @@ function line(n: LogicalNode): string {
       return `Union(all=[true], fields=[${n.fields.map((f) => f.name).join(', ')}])`;
     case 'join': {
       const keys = n.leftKeys.map((k, i) => `${printExpr(k)} = ${printExpr(n.rightKeys[i]!)}`);
-      return `${n.window ? `WindowJoin(window=[${window(n.window)}], ` : 'Join('}type=[inner], keys=[${keys.join(', ')}]${n.condition ? `, where=[${printExpr(n.condition)}]` : ''}, fields=[${n.fields.map((f) => f.name).join(', ')}])`;
+      const kind = n.window ? `WindowJoin(window=[${window(n.window)}], ` : n.interval ? `IntervalJoin(right.ts - left.ts=[${n.interval.lowerMs} ms, ${n.interval.upperMs} ms], ` : 'Join(';
+      return `${kind}type=[inner], keys=[${keys.join(', ')}]${n.condition ? `, where=[${printExpr(n.condition)}]` : ''}, fields=[${n.fields.map((f) => f.name).join(', ')}])`;
     }
   }
 }

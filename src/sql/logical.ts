@@ -22,8 +22,11 @@ export interface WindowDef {
   sizeMs?: number;
   slideMs?: number;
   gapMs?: number;
-  /** SESSION's PARTITION BY columns, when given. */
-  partitionBy?: string[];
+  /**
+   * A cascaded window: the window of an aggregation below, grouped again by its start and end (which
+   * are fields of the input, named here), as Nexmark q5 takes the largest count per window.
+   */
+  cascade?: { start: string; end: string };
 }
 
 export interface NamedExpr {
@@ -103,6 +106,11 @@ export type LogicalNode =
        * window_start and window_end: a window join, whose state is dropped as each window closes.
        */
       window?: WindowDef;
+      /**
+       * Set when the condition bounds the right row's timestamp to the left's: an interval join
+       * (lowerMs <= right.ts - left.ts <= upperMs), whose state is dropped as the watermark passes.
+       */
+      interval?: { lowerMs: number; upperMs: number };
       fieldMap: { name: string; side: 'left' | 'right'; from: string }[];
       fields: Field[];
       at: number;
@@ -125,3 +133,64 @@ export function inputsOf(n: LogicalNode): LogicalNode[] {
       return [n.input];
   }
 }
+
+/** The window a node's rows were aggregated in, and the fields that hold its start and end. */
+export function windowBounds(n: LogicalNode): { window: WindowDef; start: string; end: string } | undefined {
+  const ref = (e: Expr): string | undefined => (e.kind === 'column' ? e.name.parts[0] : undefined);
+  switch (n.kind) {
+    case 'aggregate': {
+      const start = n.keys.find((k) => ref(k.expr) === (n.window?.cascade?.start ?? 'window_start'))?.name;
+      const end = n.keys.find((k) => ref(k.expr) === (n.window?.cascade?.end ?? 'window_end'))?.name;
+      return n.window && start && end && n.fields.some((f) => f.name === start) && n.fields.some((f) => f.name === end) ? { window: n.window, start, end } : undefined;
+    }
+    case 'filter':
+      return windowBounds(n.input);
+    case 'project': {
+      const inner = windowBounds(n.input);
+      const start = inner && n.exprs.find((e) => ref(e.expr) === inner.start)?.name;
+      const end = inner && n.exprs.find((e) => ref(e.expr) === inner.end)?.name;
+      return inner && start && end ? { window: inner.window, start, end } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * How field `name` of a node's rows relates to the rows' timestamps: the field is the timestamp plus
+ * the offset (an event-time column: 0; a window aggregation's window_end: 1, as its rows carry end - 1).
+ * Undefined when the field does not follow the timestamp.
+ */
+export function timestampOffset(n: LogicalNode, name: string): number | undefined {
+  const ref = (e: Expr | undefined): string | undefined => (e?.kind === 'column' ? e.name.parts[0] : undefined);
+  switch (n.kind) {
+    case 'scan': {
+      if (!n.watermark) return undefined;
+      const expr = n.project ? n.project.find((p) => p.name === name)?.expr : n.columns.some((c) => c.name === name) ? ({ kind: 'column', name: { kind: 'name', parts: [name], at: 0 }, at: 0 } as Expr) : undefined;
+      const time = n.computed[n.watermark.column];
+      const same = ref(expr) === n.watermark.column || (time !== undefined && expr !== undefined && JSON.stringify(expr, dropAt) === JSON.stringify(time, dropAt));
+      return same ? 0 : undefined;
+    }
+    case 'filter':
+      return timestampOffset(n.input, name);
+    case 'project': {
+      const inner = ref(n.exprs.find((e) => e.name === name)?.expr);
+      return inner === undefined ? undefined : timestampOffset(n.input, inner);
+    }
+    case 'aggregate': {
+      if (!n.window || n.window.time !== 'event') return undefined;
+      const key = ref(n.keys.find((k) => k.name === name)?.expr);
+      const end = n.window.cascade?.end ?? 'window_end';
+      const start = n.window.cascade?.start ?? 'window_start';
+      if (key === end) return 1;
+      if (key === 'window_time') return 0;
+      if (key === start && n.window.kind !== 'SESSION') return 1 - n.window.sizeMs!;
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+const dropAt = (k: string, v: unknown): unknown => (k === 'at' ? undefined : v);
+

@@ -8,7 +8,8 @@ import type { Expr } from './ast.js';
 import { isDeterministic, scopeOf } from './binder.js';
 import { compileFunction, ExprWriter } from './codegen.js';
 import { and, columnsOf, conjuncts, fieldRef, mapChildren, some, substitute } from './expressions.js';
-import { inputsOf, type Field, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import { intervalValue } from './codegen.js';
+import { inputsOf, timestampOffset, windowBounds, type Field, type LogicalNode, type NamedExpr, type ScanNode } from './logical.js';
 import { scanProjection } from './scan.js';
 import { typeOf } from './typing.js';
 
@@ -23,7 +24,21 @@ export function optimize(plan: LogicalNode): LogicalNode {
     if (next === current) break;
     current = next;
   }
+  current = reorderedAtRoot(current);
   return readsEventTime(current) ? current : withoutWatermarks(current);
+}
+
+/**
+ * The query's last projection, when it only picks and orders an aggregation's columns, is the order
+ * the aggregation builds its rows in. Only at the root: below, an aggregation keeps its own order so
+ * that two uses of one aggregation keep one shape (and are planned once).
+ */
+function reorderedAtRoot(n: LogicalNode): LogicalNode {
+  if (n.kind !== 'project' || n.input.kind !== 'aggregate') return n;
+  const agg = n.input;
+  const byName = new Map(agg.fields.map((f) => [f.name, f]));
+  const picked = n.exprs.map((e) => (e.expr.kind === 'column' && e.expr.name.parts[0] === e.name ? byName.get(e.name) : undefined));
+  return picked.every((f) => f !== undefined) ? { ...agg, fields: picked as Field[] } : n;
 }
 
 /** Whether anything in the plan needs records' event times: an event-time window, or CURRENT_WATERMARK. */
@@ -44,7 +59,7 @@ function readsEventTime(n: LogicalNode): boolean {
       case 'union':
         return false;
       case 'join':
-        return n.condition !== undefined && watermarkCall(n.condition);
+        return n.interval !== undefined || n.window !== undefined || (n.condition !== undefined && watermarkCall(n.condition));
     }
   })();
   return own || inputsOf(n).some(readsEventTime);
@@ -73,8 +88,10 @@ const RULES: Rule[] = [
   splitJoinCondition,
   pruneBelowJoin,
   renameIntoJoin,
+  referencesIntoJoin,
   dropIdentityProject,
   joinInWindows,
+  joinInInterval,
 ];
 
 function rewrite(n: LogicalNode): LogicalNode {
@@ -155,25 +172,28 @@ function projectIntoScan(n: LogicalNode): LogicalNode | undefined {
 }
 
 /**
- * A projection that only picks, reorders and renames an aggregation's columns is the aggregation's own
- * output: its result function builds the row as the query names it, with no map after it.
+ * The names a projection gives an aggregation's columns become the aggregation's own (its result
+ * builds rows with them); what the projection still does (reorder, drop) stays, as plain references a
+ * join or dropIdentityProject folds away. Aggregations that differ only in what a query keeps of them
+ * then have one shape and are planned once (Nexmark q5 counts bids per auction and window twice).
  */
 function renameIntoAggregate(n: LogicalNode): LogicalNode | undefined {
   if (n.kind !== 'project' || n.input.kind !== 'aggregate') return undefined;
   const agg = n.input;
   const refs = n.exprs.map((e) => (e.expr.kind === 'column' ? e.expr.name.parts[0]! : undefined));
   if (refs.some((r) => r === undefined) || new Set(refs).size !== refs.length) return undefined;
-  const renamed = new Map(refs.map((r, i) => [r!, n.exprs[i]!.name]));
+  const renamed = new Map<string, string>(refs.map((r, i): [string, string] => [r!, n.exprs[i]!.name]).filter(([r, name]) => r !== name));
+  if (renamed.size === 0) return undefined;
   const newName = (old: string): string => renamed.get(old) ?? old;
-  const names = [...agg.keys.map((k) => newName(k.name)), ...agg.aggs.map((a) => newName(a.name))];
+  const names = agg.fields.map((f) => newName(f.name));
   if (new Set(names).size !== names.length) return undefined;
-  const typeOfField = new Map(agg.fields.map((f) => [f.name, f.type]));
-  return {
+  const input: LogicalNode = {
     ...agg,
     keys: agg.keys.map((k) => ({ ...k, name: newName(k.name) })),
     aggs: agg.aggs.map((a) => ({ ...a, name: newName(a.name) })),
-    fields: refs.map((r) => ({ name: newName(r!), type: typeOfField.get(r!)! })),
+    fields: agg.fields.map((f) => ({ name: newName(f.name), type: f.type })),
   };
+  return { ...n, input, exprs: n.exprs.map((e) => ({ name: e.name, expr: fieldRef(e.name) })) };
 }
 
 /**
@@ -284,26 +304,74 @@ function joinInWindows(n: LogicalNode): LogicalNode | undefined {
   return same && pairs(l.start, r.start) && pairs(l.end, r.end) ? { ...n, window: l.window } : undefined;
 }
 
-/** The window a node's rows were aggregated in, and the fields that hold its start and end. */
-export function windowBounds(n: LogicalNode): { window: WindowDef; start: string; end: string } | undefined {
-  const ref = (e: Expr): string | undefined => (e.kind === 'column' ? e.name.parts[0] : undefined);
-  switch (n.kind) {
-    case 'aggregate': {
-      const start = n.keys.find((k) => ref(k.expr) === 'window_start')?.name;
-      const end = n.keys.find((k) => ref(k.expr) === 'window_end')?.name;
-      return n.window && start && end && n.fields.some((f) => f.name === start) && n.fields.some((f) => f.name === end) ? { window: n.window, start, end } : undefined;
+/**
+ * A join whose condition bounds one side's event time to the other's (a.ts BETWEEN b.ts - INTERVAL ...
+ * AND b.ts, on event-time columns or window bounds) is an interval join: rows wait only while the
+ * other side's watermark could still bring a match. The condition stays, checked on each pair.
+ */
+function joinInInterval(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'join' || n.window || n.interval || !n.condition || n.leftKeys.length === 0) return undefined;
+  const side = new Map(n.fieldMap.map((m) => [m.name, m]));
+  // A term is a time field of one side, plus or minus a constant interval: [side, ms added to its timestamp].
+  const term = (e: Expr): ['left' | 'right', number] | undefined => {
+    if (e.kind === 'column') {
+      const m = side.get(e.name.parts[0]!);
+      const off = m && timestampOffset(m.side === 'left' ? n.left : n.right, m.from);
+      return m && off !== undefined ? [m.side, off] : undefined;
     }
-    case 'filter':
-      return windowBounds(n.input);
-    case 'project': {
-      const inner = windowBounds(n.input);
-      const start = inner && n.exprs.find((e) => ref(e.expr) === inner.start)?.name;
-      const end = inner && n.exprs.find((e) => ref(e.expr) === inner.end)?.name;
-      return inner && start && end ? { window: inner.window, start, end } : undefined;
+    if (e.kind === 'binary' && (e.op === '+' || e.op === '-') && e.right.kind === 'interval') {
+      const t = term(e.left);
+      const ms = intervalValue(e.right);
+      return t && [t[0], t[1] + (e.op === '+' ? ms : -ms)];
     }
-    default:
-      return undefined;
+    return undefined;
+  };
+  let lower = -Infinity;
+  let upper = Infinity;
+  const expanded = conjuncts(n.condition).flatMap((c): Expr[] =>
+    c.kind === 'between' && !c.negated
+      ? [
+          { kind: 'binary', op: '>=', left: c.operand, right: c.low, at: c.at },
+          { kind: 'binary', op: '<=', left: c.operand, right: c.high, at: c.at },
+        ]
+      : [c],
+  );
+  for (const c of expanded) {
+    if (c.kind !== 'binary' || !['<', '<=', '>', '>='].includes(c.op)) continue;
+    const [a, b] = [term(c.left), term(c.right)];
+    if (!a || !b || a[0] === b[0]) continue;
+    // As left.ts + x OP right.ts + y, so right.ts - left.ts is bounded by x - y.
+    const [l, r, op] = a[0] === 'left' ? [a, b, c.op] : [b, a, ({ '<': '>', '<=': '>=', '>': '<', '>=': '<=' } as Record<string, string>)[c.op]!];
+    const d = l[1] - r[1];
+    if (op === '<=') lower = Math.max(lower, d);
+    else if (op === '<') lower = Math.max(lower, d + 1);
+    else if (op === '>=') upper = Math.min(upper, d);
+    else upper = Math.min(upper, d - 1);
   }
+  return Number.isFinite(lower) && Number.isFinite(upper) && lower <= upper ? { ...n, interval: { lowerMs: lower, upperMs: upper } } : undefined;
+}
+
+/** A side of a join that only picks and renames its input's fields is read by the join directly. */
+function referencesIntoJoin(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'join') return undefined;
+  const unwrap = (side: LogicalNode): Map<string, string> | undefined => {
+    if (side.kind !== 'project' || !side.exprs.every((e) => e.expr.kind === 'column')) return undefined;
+    return new Map(side.exprs.map((e) => [e.name, (e.expr as { name: { parts: string[] } }).name.parts[0]!]));
+  };
+  const [l, r] = [unwrap(n.left), unwrap(n.right)];
+  if (!l && !r) return undefined;
+  const rename = (keys: Expr[], by: Map<string, string> | undefined): Expr[] => (by ? keys.map((k) => substitute(k, new Map([...by].map(([a, b]) => [a, fieldRef(b)])))) : keys);
+  return {
+    ...n,
+    left: l ? (n.left as { input: LogicalNode }).input : n.left,
+    right: r ? (n.right as { input: LogicalNode }).input : n.right,
+    leftKeys: rename(n.leftKeys, l),
+    rightKeys: rename(n.rightKeys, r),
+    fieldMap: n.fieldMap.map((m) => {
+      const by = m.side === 'left' ? l : r;
+      return by ? { ...m, from: by.get(m.from)! } : m;
+    }),
+  };
 }
 
 /** A projection that passes its input's fields through as they are, in order, is no work at all. */

@@ -32,10 +32,22 @@ class PhysicalPlanner {
    * share it, each with its own filter and projection after it, as Flink reuses sources.
    */
   private readonly sources = new Map<string, DataStream<Row>>();
+  /** Sub-plans already planned, by their shape (positions left out): one computed twice is planned once. */
+  private readonly planned = new Map<string, DataStream<Row>>();
 
   constructor(private readonly env: JobEnvironment) {}
 
   node(n: LogicalNode): DataStream<Row> {
+    const shape = JSON.stringify(n, (k, v: unknown) => (k === 'at' ? undefined : v));
+    let s = this.planned.get(shape);
+    if (!s) {
+      s = this.plan(n);
+      this.planned.set(shape, s);
+    }
+    return s;
+  }
+
+  private plan(n: LogicalNode): DataStream<Row> {
     switch (n.kind) {
       case 'scan':
         return this.scan(n);
@@ -70,8 +82,8 @@ class PhysicalPlanner {
    */
   private join(n: JoinNode): DataStream<Row> {
     const named = (keys: Expr[]): NamedExpr[] => keys.map((expr, i) => ({ name: `k${i}`, expr }));
-    const leftKey = compileFunction<RowFn<unknown>>(keySource(named(n.leftKeys), n.left.fields));
-    const rightKey = compileFunction<RowFn<unknown>>(keySource(named(n.rightKeys), n.right.fields));
+    const leftKey = compileFunction<RowFn<unknown>>(keySource(named(n.leftKeys), n.left.fields, true));
+    const rightKey = compileFunction<RowFn<unknown>>(keySource(named(n.rightKeys), n.right.fields, true));
     const combine = compileFunction<(l: Row, r: Row) => Row>(`(l, r) => ({ ${n.fieldMap.map((m) => `${JSON.stringify(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`);
     const cond = n.condition ? compileFunction<RowFn<boolean>>(new ExprWriter(n.fields).predicate(n.condition)) : undefined;
     const emit = (l: Row, r: Row, out: { collect(v: Row): void }): void => {
@@ -91,7 +103,16 @@ class PhysicalPlanner {
         .name(`window join on ${keys}`);
       return cond ? joined.filter((row) => cond(row)).name(`where ${printExpr(n.condition!)}`) : joined;
     }
-    const nullKey = (k: unknown): boolean => k == null || (Array.isArray(k) && k.some((x) => x == null));
+    if (n.interval) {
+      const joined = this.node(n.left)
+        .keyBy((l) => leftKey(l))
+        .intervalJoin(this.node(n.right).keyBy((r) => rightKey(r)))
+        .between(n.interval.lowerMs, n.interval.upperMs)
+        .process<Row>({ processElement: (l, r, _ctx, out) => emit(l, r, out) })
+        .name(`interval join on ${keys}`);
+      return joined;
+    }
+    const nullKey = (k: unknown): boolean => k == null;
     return this.node(n.left)
       .connect(this.node(n.right))
       .keyBy(
@@ -151,6 +172,7 @@ class PhysicalPlanner {
   }
 
   private aggregate(n: AggregateNode): DataStream<Row> {
+    if (n.window?.cascade) return this.cascadedAggregate(n, n.window);
     const tvf = n.input;
     if (!n.window || tvf.kind !== 'windowTvf') throw new Error('unreachable: the binder refuses a GROUP BY without a window');
     const input = this.node(tvf.input);
@@ -162,7 +184,7 @@ class PhysicalPlanner {
       const key = n.keys.find((k) => k.name === f.name);
       if (key) {
         const w = keyOf(key);
-        return { name: f.name, from: w ? { kind: 'window', which: windowField[w]! } : { kind: 'key', index: dataKeys.indexOf(key), keyCount: dataKeys.length } };
+        return { name: f.name, from: w ? { kind: 'window', which: windowField[w]! } : { kind: 'key', index: dataKeys.indexOf(key), keys: dataKeys } };
       }
       return { name: f.name, from: { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
     });
@@ -174,6 +196,25 @@ class PhysicalPlanner {
       .window(assigner(n.window), { time: n.window.time })
       .aggregate<unknown[], Row>({ create: agg.create, add: agg.add, merge: agg.merge, result: agg.result })
       .name(`${n.window.kind} window aggregate${keys ? ` by ${keys}` : ''}`);
+  }
+
+  /**
+   * A GROUP BY over the start and end of a window aggregation below: its rows carry end - 1 as their
+   * timestamp, so in tumbling windows of the slide each group is complete when the watermark passes its
+   * end, and fires once. Every key (start and end included) comes from the rows.
+   */
+  private cascadedAggregate(n: AggregateNode, w: WindowDef): DataStream<Row> {
+    const outputs = n.fields.map((f): { name: string; from: OutputSource } => {
+      const index = n.keys.findIndex((k) => k.name === f.name);
+      return { name: f.name, from: index >= 0 ? { kind: 'key', index, keys: n.keys } : { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
+    });
+    const agg = compileAggregate(aggregateSource(n.aggs, n.input.fields, outputs));
+    const keyFn = compileFunction<RowFn<unknown>>(keySource(n.keys, n.input.fields));
+    return this.node(n.input)
+      .keyBy((r) => keyFn(r))
+      .window(Windows.tumbling(w.slideMs ?? w.sizeMs!))
+      .aggregate<unknown[], Row>({ create: agg.create, add: agg.add, merge: agg.merge, result: agg.result })
+      .name(`window aggregate by ${n.keys.map((k) => printExpr(k.expr)).join(', ')}`);
   }
 
   /** A windowing TVF read directly (no aggregation; TUMBLE, HOP or CUMULATE on event time): each row once per window it falls in. */

@@ -48,6 +48,12 @@ describe('Nexmark in SQL gives what the SDK versions give', () => {
     assert.deepEqual(sorted(a), sorted(b));
   });
 
+  test('q5: the same hottest auctions per sliding window (a cascaded window aggregation and a window join)', async () => {
+    const [a, b] = await Promise.all([sql('q5', { eventsPerSecond: SLOW }), sdk('q5', { eventsPerSecond: SLOW })]);
+    assert.ok(b.length > 30, 'one or more per window');
+    assert.deepEqual(sorted(a), sorted(b.map((r) => ({ auction: r.auction, num: r.count }))));
+  });
+
   test('q7: the same highest bids per window (a join on price, checked against the window)', async () => {
     const [a, b] = await Promise.all([sql('q7', { eventsPerSecond: SLOW }), sdk('q7', { eventsPerSecond: SLOW })]);
     const pick = (r: Record<string, unknown>): object => ({ auction: r.auction, price: r.price, bidder: r.bidder, dateTime: r.dateTime });
