@@ -26,7 +26,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 export const QUERIES = ['q0', 'q1', 'q2', 'q3', 'q4', 'q5', 'q7', 'q8', 'q11', 'q12'] as const;
 export const CLUSTER_QUERIES = ['q0', 'q1', 'q5', 'q12'] as const;
 /** The queries with a SQL version in examples/nexmark/sql. */
-export const SQL_QUERIES = ['q0', 'q1', 'q2', 'q3', 'q5', 'q7', 'q8', 'q11', 'q12'] as const;
+export const SQL_QUERIES = ['q0', 'q1', 'q2', 'q3', 'q4', 'q5', 'q7', 'q8', 'q11', 'q12'] as const;
 export const queryFile = (q: string): string => join(root, 'examples/nexmark', `${q}.ts`);
 
 let sunk = 0;

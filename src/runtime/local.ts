@@ -2,7 +2,7 @@
  * The local runtime: executes a job's physical plan in this process. Every subtask is an async loop on
  * the event loop; tasks exchange batches through bounded InputQueues (pointer passes, no serialisation).
  */
-import { once } from 'node:events';
+import { once, setMaxListeners } from 'node:events';
 import { ClinkError, JobCancelledError } from '../errors.js';
 import { createPhysicalPlan, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { builtinConnectors } from '../connectors/index.js';
@@ -62,7 +62,8 @@ export interface JobResult {
 export class LocalExecution {
   readonly plan: PhysicalPlan;
   private readonly runners: { task: TaskSpec; runner: SubtaskRunner; queue?: InputQueue }[] = [];
-  private readonly controller = new AbortController();
+  /** Every subtask waits on its signal (one listener per pending wait, removed when it settles). */
+  private readonly controller = ((c: AbortController) => (setMaxListeners(0, c.signal), c))(new AbortController());
   private readonly collected: Record<string, unknown[]> = {};
   private readonly startedAt = performance.now();
   private finishedAt: number | undefined;

@@ -126,3 +126,79 @@ export function keySource(keys: readonly NamedExpr[], input: readonly Field[], n
   const text = parts.map((p) => (p.string ? `(${p.v} == null ? "null" : JSON.stringify(${p.v}))` : `("" + ${p.v})`)).join(' + "|" + ');
   return `(r) => { ${w.declarations()}const ${parts.map((p) => `${p.v} = ${p.src}`).join(', ')}; ${nulls}return ${text}; }`;
 }
+
+/**
+ * A GROUP BY without a window keeps one accumulator per key and updates it as rows come and go: rows
+ * of an updating input (`$op` -U or -D) are taken back out. a[0] counts the group's rows; MIN, MAX and
+ * the DISTINCT aggregates keep a multiset (value -> [value, count]) so a row can leave them again.
+ */
+export interface RetractableAggregate {
+  create(): unknown[];
+  add(row: unknown, acc: unknown[]): void;
+  retract(row: unknown, acc: unknown[]): void;
+  result(acc: unknown[], key: unknown): Record<string, unknown>;
+}
+
+function retractableSlots(call: AggregateCall, first: number, value: string): Slots & { retract: string } {
+  const s = `a[${first}]`;
+  const [x, y] = [`a[${first + 1}]`, `a[${first + 2}]`];
+  const key = `(typeof $v) + ":" + $v`;
+  if (call.fn === 'MIN' || call.fn === 'MAX' || call.distinct) {
+    // A multiset (value -> [value, count]) so a value can leave again, and the figures kept beside it
+    // as values enter and leave, so a result costs nothing: the extreme (rescanned only when the
+    // extreme itself leaves), or the count and sum of the distinct values.
+    const extreme = call.fn === 'MIN' || call.fn === 'MAX';
+    const better = call.fn === 'MIN' ? '<' : '>';
+    const entered = extreme ? `if (${x} === null || $v ${better} ${x}) ${x} = $v;` : `${x}++; ${y} += $v;`;
+    const left = extreme
+      ? `if ($v === ${x}) { ${x} = null; for (const $k2 in ${s}) { const $w = ${s}[$k2][0]; if (${x} === null || $w ${better} ${x}) ${x} = $w; } }`
+      : `${x}--; ${y} -= $v;`;
+    const result: Record<string, string> = { MIN: x, MAX: x, COUNT: x, SUM: `(${x} === 0 ? null : ${y})`, AVG: `(${x} === 0 ? null : ${y} / ${x})` };
+    return {
+      init: extreme ? ['{}', 'null'] : ['{}', '0', '0'],
+      add: `{ const $v = ${value}; if ($v != null) { const $e = ${s}[${key}]; if ($e) $e[1]++; else { ${s}[${key}] = [$v, 1]; ${entered} } } }`,
+      retract: `{ const $v = ${value}; if ($v != null) { const $k = ${key}; const $e = ${s}[$k]; if ($e && --$e[1] === 0) { delete ${s}[$k]; ${left} } } }`,
+      merge: '',
+      result: result[call.fn]!,
+    };
+  }
+  switch (call.fn) {
+    case 'COUNT':
+      return call.arg === undefined
+        ? { init: ['0'], add: `${s}++;`, retract: `${s}--;`, merge: '', result: s }
+        : { init: ['0'], add: `if (${value} != null) ${s}++;`, retract: `if (${value} != null) ${s}--;`, merge: '', result: s };
+    default: {
+      // SUM and AVG: the sum of the non-null values and how many there are.
+      const add = `{ const $v = ${value}; if ($v != null) { ${s} += $v; ${x}++; } }`;
+      const retract = `{ const $v = ${value}; if ($v != null) { ${s} -= $v; ${x}--; } }`;
+      return { init: ['0', '0'], add, retract, merge: '', result: call.fn === 'SUM' ? `(${x} === 0 ? null : ${s})` : `(${x} === 0 ? null : ${s} / ${x})` };
+    }
+  }
+}
+
+/** The source of a RetractableAggregate over rows of `input`, producing rows of `outputs` (keys and aggregates). */
+export function retractableAggregateSource(calls: readonly AggregateCall[], keys: readonly NamedExpr[], input: readonly Field[], outputs: readonly { name: string; from: OutputSource }[]): string {
+  const w = new ExprWriter(input);
+  let next = 1;
+  const slots = new Map<AggregateCall, Slots & { retract: string }>();
+  for (const c of calls) {
+    const s = retractableSlots(c, next, c.arg ? w.gen(c.arg) : 'true');
+    slots.set(c, s);
+    next += s.init.length;
+  }
+  // A composite key is one string: the accumulator keeps the key's values for the result.
+  const keySlot = next;
+  const keyCopies = keys.length > 1 ? keys.map((k, i) => `a[${keySlot + i}] = ${w.gen(k.expr)};`).join(' ') : '';
+  const all = [...slots.values()];
+  const props = outputs.map(({ name, from }) => {
+    const v = from.kind === 'key' ? (keys.length === 1 ? 'key' : `a[${keySlot + from.index}]`) : from.kind === 'aggregate' ? slots.get(from.call)!.result : 'null';
+    return `${JSON.stringify(name)}: ${v}`;
+  });
+  const temps = w.declarations();
+  return `({
+    create: () => [0, ${all.flatMap((s) => s.init).join(', ')}${keys.length > 1 ? `, ${keys.map(() => 'null').join(', ')}` : ''}],
+    add: (r, a) => { ${temps}a[0]++; ${all.map((s) => s.add).join(' ')} ${keyCopies} },
+    retract: (r, a) => { ${temps}a[0]--; ${all.map((s) => s.retract).join(' ')} },
+    result: (a, key) => ({ ${props.join(', ')} }),
+  })`;
+}

@@ -47,9 +47,9 @@ export class ExprWriter {
     return `(${this.row}, $ctx) => { ${this.declarations()}return ${this.type(e).nullable ? `(${body}) === true` : body}; }`;
   }
 
-  /** A function `(r, $ctx) => ({ name: value, ... })`. */
-  object(exprs: readonly NamedExpr[]): string {
-    const props = exprs.map((x) => `${JSON.stringify(x.name)}: ${this.gen(x.expr)}`).join(', ');
+  /** A function `(r, $ctx) => ({ name: value, ... })`; over updates, the row's `$op` goes along. */
+  object(exprs: readonly NamedExpr[], updating = false): string {
+    const props = [...exprs.map((x) => `${JSON.stringify(x.name)}: ${this.gen(x.expr)}`), ...(updating ? [`$op: ${this.row}.$op`] : [])].join(', ');
     return `(${this.row}, $ctx) => { ${this.declarations()}return { ${props} }; }`;
   }
 

@@ -5,7 +5,7 @@
  */
 import type { JobGraphSpec } from '../plan/index.js';
 import type { Expr } from './ast.js';
-import { inputsOf, type AggregateCall, type LogicalNode, type NamedExpr, type WindowDef } from './logical.js';
+import { inputsOf, isUpdating, type AggregateCall, type LogicalNode, type NamedExpr, type WindowDef } from './logical.js';
 import type { SqlSink } from './physical.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
@@ -72,7 +72,7 @@ export function explainText(queries: readonly { plan: LogicalNode; sink: SqlSink
   const out = ['== Optimized Logical Plan =='];
   for (const { plan, sink } of queries) {
     const fields = plan.fields.map((f) => f.name).join(', ');
-    out.push(sink.kind === 'collect' ? `Collect(name=[${sink.name}], fields=[${fields}])` : `Sink(table=[${sink.table}], connector=[${sink.connector}], fields=[${fields}])`);
+    out.push(sink.kind === 'collect' ? `Collect(name=[${sink.name}], fields=[${fields}]${isUpdating(plan) ? ', updates=[materialized]' : ''})` : `Sink(table=[${sink.table}], connector=[${sink.connector}], fields=[${fields}])`);
     tree(plan, '+- ', out);
   }
   out.push('', '== Job Graph ==');

@@ -10,7 +10,7 @@ import { Binder } from './binder.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { explainText } from './explain.js';
-import { inputsOf, type LogicalNode } from './logical.js';
+import { inputsOf, isUpdating, type LogicalNode } from './logical.js';
 import { optimize } from './optimizer.js';
 import { parseSql } from './parser.js';
 import { planToStreams, type SqlSink } from './physical.js';
@@ -20,6 +20,8 @@ import { bindTable } from './scan.js';
 import { comparable, typeName } from './types.js';
 
 export const COLLECT_NAME = 'result';
+/** The sinks that take updating rows (each row with its `$op`). */
+const UPDATE_SINKS = new Set(['print', 'blackhole']);
 
 export interface PlannedQuery {
   plan: LogicalNode;
@@ -49,6 +51,13 @@ function withParams(options: Record<string, string>, params: Readonly<Record<str
 function checkPlannable(n: LogicalNode): void {
   if (n.kind === 'join' && n.leftKeys.length === 0) throw new SqlError('a join needs an equality between the two sides (ON a.k = b.k); a join without one (a cross join) is not supported', n.at);
   if (n.kind === 'aggregate' && n.window?.kind === 'CUMULATE') throw new SqlError('CUMULATE(...) with GROUP BY is not supported yet (the engine has no cumulating window); use HOP or TUMBLE', n.at);
+  if (n.kind !== 'aggregate' || n.window) {
+    const updating = inputsOf(n).find(isUpdating);
+    if (updating && n.kind !== 'filter' && n.kind !== 'project' && n.kind !== 'union') {
+      const what = n.kind === 'join' ? 'a join' : n.kind === 'aggregate' ? 'a window aggregation' : 'a windowing TVF';
+      throw new SqlError(`${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`, n.kind === 'join' || n.kind === 'aggregate' || n.kind === 'windowTvf' ? n.at : 0);
+    }
+  }
   if (n.kind === 'windowTvf') {
     if (n.window.kind === 'SESSION') throw new SqlError('SESSION(...) rows are known only when a session closes: aggregate them with GROUP BY window_start, window_end', n.at);
     if (n.window.time === 'processing') throw new SqlError(`${n.window.kind}(...) on processing time must be aggregated: GROUP BY window_start, window_end`, n.at);
@@ -93,6 +102,9 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
   const renamed: LogicalNode = plan.fields.every((f, i) => f.name === columns[i]!.name)
     ? plan
     : optimize({ kind: 'project', input: plan, exprs: plan.fields.map((f, i) => ({ name: columns[i]!.name, expr: { kind: 'column', name: { kind: 'name', parts: [f.name], at: 0 }, at: 0 } })), fields: plan.fields.map((f, i) => ({ name: columns[i]!.name, type: f.type })) });
+  if (isUpdating(renamed) && !UPDATE_SINKS.has(table.connector)) {
+    throw new SqlError(`INSERT INTO ${name}: the query's results are updates (a GROUP BY without a window), and connector '${table.connector}' takes only appended rows; group in windows (TUMBLE, HOP, SESSION), or write to ${[...UPDATE_SINKS].join(' or ')}`, s.table.at);
+  }
   const options = withParams(table.options, params, target.statement.at);
   return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: connectorOptions(table.connector, options, columns, target.statement.at) } };
 }

@@ -194,3 +194,12 @@ export function timestampOffset(n: LogicalNode, name: string): number | undefine
 
 const dropAt = (k: string, v: unknown): unknown => (k === 'at' ? undefined : v);
 
+/**
+ * Whether a node's rows are updates (each row carries `$op`: +I, -U, +U or -D, as Flink's changelog
+ * rows do) rather than appends: a GROUP BY without a window, and what reads one.
+ */
+export function isUpdating(n: LogicalNode): boolean {
+  if (n.kind === 'aggregate' && !n.window) return true;
+  return inputsOf(n).some(isUpdating);
+}
+

@@ -196,12 +196,23 @@ function renameIntoAggregate(n: LogicalNode): LogicalNode | undefined {
   return { ...n, input, exprs: n.exprs.map((e) => ({ name: e.name, expr: fieldRef(e.name) })) };
 }
 
+/** Below a GROUP BY without a window only its keys and aggregated values are needed. */
+function pruneBelowGroupAggregate(n: Extract<LogicalNode, { kind: 'aggregate' }>): LogicalNode | undefined {
+  const needed = new Set<string>();
+  for (const k of n.keys) columnsOf(k.expr, needed);
+  for (const a of n.aggs) if (a.arg) columnsOf(a.arg, needed);
+  const kept = n.input.fields.filter((f) => needed.has(f.name));
+  if (kept.length === n.input.fields.length || kept.length === 0) return undefined;
+  return { ...n, input: { kind: 'project', input: n.input, exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })), fields: kept } };
+}
+
 /**
  * Below a window aggregation only the keys, the aggregated values and the time column are needed: a
  * projection to those goes under the window (and so into the scan), so rows cross the shuffle small.
  */
 function pruneBelowWindowAggregate(n: LogicalNode): LogicalNode | undefined {
-  if (n.kind !== 'aggregate' || !n.window) return undefined;
+  if (n.kind !== 'aggregate') return undefined;
+  if (!n.window) return pruneBelowGroupAggregate(n);
   let tvf = n.input;
   while (tvf.kind === 'filter') tvf = tvf.input;
   if (tvf.kind !== 'windowTvf') return undefined;

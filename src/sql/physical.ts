@@ -6,11 +6,11 @@
  */
 import type { DataStream, JobEnvironment } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
-import { aggregateSource, compileAggregate, keySource, type OutputSource } from './aggregates.js';
+import { aggregateSource, compileAggregate, keySource, retractableAggregateSource, type OutputSource, type RetractableAggregate } from './aggregates.js';
 import { access, compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions } from './connector-options.js';
 import type { Expr } from './ast.js';
-import type { AggregateNode, Field, JoinNode, LogicalNode, NamedExpr, ScanNode, WindowDef } from './logical.js';
+import { isUpdating, type AggregateNode, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
@@ -22,8 +22,37 @@ export type SqlSink = { kind: 'table'; table: string; connector: string; options
 
 export function planToStreams(env: JobEnvironment, plan: LogicalNode, sink: SqlSink): void {
   const stream = new PhysicalPlanner(env).node(plan);
-  if (sink.kind === 'collect') stream.collect(sink.name).name(`collect ${sink.name}`);
+  if (sink.kind === 'collect') (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
   else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+}
+
+/**
+ * Updates as the rows they leave at the end: each distinct row counted up by +I/+U and down by -U/-D,
+ * in keyed state (so a restart from a checkpoint keeps it), emitted as often as it stands when the
+ * input ends (the watermark +inf fires the timer every row registered).
+ */
+function materialized(updates: DataStream<Row>): DataStream<Row> {
+  const END = Number.MAX_SAFE_INTEGER;
+  return updates
+    .keyBy((r) => {
+      const { $op: _, ...row } = r;
+      return JSON.stringify(row);
+    })
+    .process<Row>({
+      processElement(r, ctx) {
+        const count = ctx.state.value<number>('count');
+        const n = (count.value() ?? 0) + (r.$op === '-U' || r.$op === '-D' ? -1 : 1);
+        if (n === 0) count.clear();
+        else count.update(n);
+        ctx.timers.registerEventTime(END);
+      },
+      onTimer(_ts, ctx, out) {
+        const n = ctx.state.value<number>('count').value() ?? 0;
+        const row = JSON.parse(ctx.key as string) as Row;
+        for (let i = 0; i < n; i++) out.collect(row);
+      },
+    })
+    .name('final rows of the updates');
 }
 
 class PhysicalPlanner {
@@ -58,7 +87,7 @@ class PhysicalPlanner {
       }
       case 'project': {
         const w = new ExprWriter(n.input.fields);
-        const src = w.object(n.exprs);
+        const src = w.object(n.exprs, isUpdating(n.input));
         return this.perRow(this.node(n.input), 'map', src, w.usesContext, `select ${n.fields.map((f) => f.name).join(', ')}`);
       }
       case 'windowTvf':
@@ -172,7 +201,8 @@ class PhysicalPlanner {
   }
 
   private aggregate(n: AggregateNode): DataStream<Row> {
-    if (n.window?.cascade) return this.cascadedAggregate(n, n.window);
+    if (!n.window) return this.groupAggregate(n);
+    if (n.window.cascade) return this.cascadedAggregate(n, n.window);
     const tvf = n.input;
     if (!n.window || tvf.kind !== 'windowTvf') throw new Error('unreachable: the binder refuses a GROUP BY without a window');
     const input = this.node(tvf.input);
@@ -196,6 +226,46 @@ class PhysicalPlanner {
       .window(assigner(n.window), { time: n.window.time })
       .aggregate<unknown[], Row>({ create: agg.create, add: agg.add, merge: agg.merge, result: agg.result })
       .name(`${n.window.kind} window aggregate${keys ? ` by ${keys}` : ''}`);
+  }
+
+  /**
+   * A GROUP BY without a window: per key, an accumulator rows enter and (from an updating input) leave;
+   * each change of the key's result goes out as -U of the old row and +U of the new (+I the first time,
+   * -D when the group empties), as Flink's GroupAggregate emits them.
+   */
+  private groupAggregate(n: AggregateNode): DataStream<Row> {
+    const outputs = n.fields.map((f): { name: string; from: OutputSource } => {
+      const index = n.keys.findIndex((k) => k.name === f.name);
+      return { name: f.name, from: index >= 0 ? { kind: 'key', index, keys: n.keys } : { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
+    });
+    const agg = compileFunction<RetractableAggregate>(retractableAggregateSource(n.aggs, n.keys, n.input.fields, outputs));
+    const keyFn = compileFunction<RowFn<unknown>>(keySource(n.keys, n.input.fields));
+    const same = (a: Row, b: Row): boolean => n.fields.every((f) => a[f.name] === b[f.name]);
+    return this.node(n.input)
+      .keyBy((r) => keyFn(r))
+      .process<Row>({
+        processElement(r, ctx, out) {
+          const accState = ctx.state.value<unknown[]>('acc');
+          const lastState = ctx.state.value<Row>('last');
+          const acc = accState.value() ?? agg.create();
+          if (r.$op === '-U' || r.$op === '-D') agg.retract(r, acc);
+          else agg.add(r, acc);
+          const last = lastState.value();
+          if (acc[0] === 0) {
+            accState.clear();
+            lastState.clear();
+            if (last) out.collect({ ...last, $op: '-D' });
+            return;
+          }
+          accState.update(acc);
+          const row = agg.result(acc, ctx.key);
+          if (last && same(last, row)) return;
+          if (last) out.collect({ ...last, $op: '-U' });
+          out.collect({ ...row, $op: last ? '+U' : '+I' });
+          lastState.update(row);
+        },
+      })
+      .name(`group aggregate${n.keys.length > 0 ? ` by ${n.keys.map((k) => printExpr(k.expr)).join(', ')}` : ''}`);
   }
 
   /**
