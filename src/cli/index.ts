@@ -167,13 +167,16 @@ export async function main(argv: string[]): Promise<number> {
       .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
       .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false)
       .addOption(new Option('--guarantee <level>', "the delivery guarantee the job needs end to end; a submit that cannot give it is refused, naming what limits it [default: defineJob's guarantee, or none]").choices(['at-most-once', 'at-least-once', 'exactly-once']));
-  const coordinatorOption = (cmd: Command): Command =>
+  // `local`: without --coordinator the command works on this machine (clink sql), so there is no default.
+  const coordinatorOption = (cmd: Command, local = false): Command =>
     cmd
       .addOption(
-        new Option('--coordinator <host:port,...>', "the coordinator's control port (clink node --port); several: the HA coordinators, the first that answers leads")
-          .env('CLINK_COORDINATOR')
-          .argParser(parseCoordinators)
-          .default(parseCoordinators(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
+        local
+          ? new Option('--coordinator <host:port,...>', "submit to the cluster at this control port (clink node --port) [default: run on this machine]").env('CLINK_COORDINATOR').argParser(parseCoordinators)
+          : new Option('--coordinator <host:port,...>', "the coordinator's control port (clink node --port); several: the HA coordinators, the first that answers leads")
+              .env('CLINK_COORDINATOR')
+              .argParser(parseCoordinators)
+              .default(parseCoordinators(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
       )
       .option('--ha-dir <dir>', 'find the leading coordinator in this HA directory (instead of --coordinator)')
       .option('--etcd-endpoints <urls>', 'find the leading coordinator in etcd (comma-separated; instead of --coordinator)', (v: string) => v.split(',').filter(Boolean))
@@ -249,7 +252,7 @@ export async function main(argv: string[]): Promise<number> {
 
   // -e and -f run in the order given, so each source is kept in one list as commander reads it.
   const sqlSources: { kind: 'text' | 'file'; value: string }[] = [];
-  const sqlCommand = checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('sql').description('run SQL statements: from -e and -f, standard input, or an interactive shell')))))
+  const sqlCommand = checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('sql').description('run SQL statements: from -e and -f, standard input, or an interactive shell')), true)))
     .option('-e, --execute <statements>', 'SQL statements to run (repeatable; with -f, in the order given)', (v: string) => (sqlSources.push({ kind: 'text', value: v }), v))
     .option('-f, --file <file>', 'a file of SQL statements to run (repeatable)', (v: string) => (sqlSources.push({ kind: 'file', value: v }), v))
     .addOption(new Option('--mode <mode>', 'what a query or INSERT does: explain (print its plan), compile (print its job module, for clink submit), submit (run it)').choices(['explain', 'compile', 'submit']).default('submit'))
@@ -257,14 +260,14 @@ export async function main(argv: string[]): Promise<number> {
     .option('--name <name>', "the job's name [default: from the statement]")
     .option('--no-progress', 'do not show progress on standard error')
     .option('--workers <n>', 'without --coordinator: local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt);
-  sqlCommand.action(async (o: JobFlags & CheckpointFlags & TargetFlags & { mode: 'explain' | 'compile' | 'submit'; sqlCatalogDir?: string; name?: string; progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number }) => {
+  sqlCommand.action(async (o: JobFlags & CheckpointFlags & Omit<TargetFlags, 'coordinator'> & { coordinator?: Endpoint[]; mode: 'explain' | 'compile' | 'submit'; sqlCatalogDir?: string; name?: string; progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number }) => {
     const { sqlCommand: run } = await import('./sql.js');
     // Without --coordinator (or CLINK_COORDINATOR, or an HA directory), jobs run on this machine.
-    const remote = sqlCommand.getOptionValueSource('coordinator') !== 'default' || o.haDir !== undefined || o.etcdEndpoints !== undefined;
+    const remote = o.coordinator !== undefined || o.haDir !== undefined || o.etcdEndpoints !== undefined;
     await run({
       sources: sqlSources,
       mode: o.mode,
-      ...(remote ? { coordinator: target(o) } : {}),
+      ...(remote ? { coordinator: target({ ...o, coordinator: o.coordinator ?? parseCoordinators(DEFAULT_COORDINATOR) }) } : {}),
       ...(o.sqlCatalogDir ? { catalogDir: o.sqlCatalogDir } : {}),
       ...(o.parallelism ? { parallelism: o.parallelism } : {}),
       params: o.param,

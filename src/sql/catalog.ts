@@ -93,7 +93,7 @@ export class SqlCatalog {
       case 'alterTableRename':
         return this.rename(s);
       case 'showTables':
-        return { message: `${this.list().length} tables and views`, rows: this.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary })) };
+        return { message: this.list().length === 1 ? '1 table or view' : `${this.list().length} tables and views`, rows: this.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary })) };
       case 'describe':
         return this.describe(s.name);
     }

@@ -133,11 +133,9 @@ export function buildSqlScript(env: JobEnvironment, script: string): PlannedQuer
   try {
     const statements = parseSql(script);
     const catalog = scriptCatalog(statements);
-    return scriptQueries(statements, script).map((q) => {
-      const planned = planQuery(q, (n) => catalog.get(n), env.params);
-      planToStreams(env, planned.plan, planned.sink);
-      return planned;
-    });
+    const planned = scriptQueries(statements, script).map((q) => planQuery(q, (n) => catalog.get(n), env.params));
+    planToStreams(env, planned);
+    return planned;
   } catch (err) {
     throw err instanceof SqlError ? err.withText(script) : err;
   }

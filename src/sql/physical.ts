@@ -20,10 +20,14 @@ type RowFn<R> = (row: Row, ctx?: unknown) => R;
 /** Where a query's rows go: a catalog table's connector, or the caller (collect, under a name). */
 export type SqlSink = { kind: 'table'; table: string; connector: string; options: Record<string, unknown> } | { kind: 'collect'; name: string };
 
-export function planToStreams(env: JobEnvironment, plan: LogicalNode, sink: SqlSink): void {
-  const stream = new PhysicalPlanner(env).node(plan);
-  if (sink.kind === 'collect') (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
-  else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+/** Plans queries into one job: the queries of a statement set share sources and common sub-plans. */
+export function planToStreams(env: JobEnvironment, queries: readonly { plan: LogicalNode; sink: SqlSink }[]): void {
+  const planner = new PhysicalPlanner(env);
+  for (const { plan, sink } of queries) {
+    const stream = planner.node(plan);
+    if (sink.kind === 'collect') (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
+    else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+  }
 }
 
 /**

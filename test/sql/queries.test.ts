@@ -239,3 +239,45 @@ describe('SQL binder refusals: a message naming the fault, at its byte offset', 
     });
   });
 });
+
+describe('SQL into sinks', () => {
+  test('EXECUTE STATEMENT SET: two INSERTs into file tables run as one job; each file holds its rows as JSON lines', async () => {
+    const { mkdtemp, readdir, readFile, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'clink-sql-sink-'));
+    try {
+      const text = `${TABLES}
+        CREATE TEMPORARY TABLE big (order_id BIGINT, amount DOUBLE) WITH ('connector' = 'file', 'path' = '${join(dir, 'big')}');
+        CREATE TEMPORARY TABLE per_window (customer INT, wend TIMESTAMP(3), n BIGINT) WITH ('connector' = 'file', 'path' = '${join(dir, 'windows')}');
+        EXECUTE STATEMENT SET BEGIN
+          INSERT INTO big SELECT order_id, amount FROM orders WHERE amount > 90;
+          INSERT INTO per_window SELECT customer, window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '30' SECOND)) GROUP BY customer, window_start, window_end;
+        END;`;
+      const session = new SqlSession(await SqlCatalog.open(BUILTIN_CAPABILITIES.map((c) => c.name)));
+      const results = await session.execute(text, { parallelism: 2 });
+      const job = results.at(-1)!;
+      assert.equal(job.kind, 'job');
+      if (job.kind !== 'job') return;
+      assert.match(job.job.explain, /Sink\(table=\[big\], connector=\[file\]/);
+      assert.match(job.job.explain, /Sink\(table=\[per_window\], connector=\[file\]/);
+      const { runJob } = await import('../../src/index.js');
+      const { sqlJobDefinition } = await import('../../src/sql/index.js');
+      await runJob(sqlJobDefinition({ name: job.job.name, version: '1' }, job.job.script), { parallelism: 2 });
+      const lines = async (sub: string): Promise<object[]> => {
+        const files = (await readdir(join(dir, sub))).filter((f) => f.endsWith('.jsonl'));
+        const text = (await Promise.all(files.map((f) => readFile(join(dir, sub, f), 'utf8')))).join('');
+        return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as object);
+      };
+      sameRows(await lines('big'), BIG.map((o) => ({ order_id: o.order_id, amount: o.amount })));
+      const windows = [...groupBy(ORDERS, (o) => `${o.customer}/${Math.floor((o.ts - START) / 30_000)}`).values()].map((g) => ({
+        customer: g[0]!.customer,
+        wend: START + (Math.floor((g[0]!.ts - START) / 30_000) + 1) * 30_000,
+        n: g.length,
+      }));
+      sameRows(await lines('windows'), windows);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
