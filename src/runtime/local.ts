@@ -62,7 +62,7 @@ export interface JobResult {
 export class LocalExecution {
   readonly plan: PhysicalPlan;
   private readonly runners: { task: TaskSpec; runner: SubtaskRunner; queue?: InputQueue }[] = [];
-  /** Every subtask waits on its signal (one listener per pending wait, removed when it settles). */
+  // Every subtask waits on its signal (one listener per pending wait, removed when it settles).
   private readonly controller = ((c: AbortController) => (setMaxListeners(0, c.signal), c))(new AbortController());
   private readonly collected: Record<string, unknown[]> = {};
   private readonly startedAt = performance.now();
