@@ -52,6 +52,8 @@ function line(n: LogicalNode): string {
     }
     case 'union':
       return `Union(all=[true], fields=[${n.fields.map((f) => f.name).join(', ')}])`;
+    case 'rank':
+      return `WindowRank(partitionBy=[${n.partitionBy.map(printExpr).join(', ')}], orderBy=[${n.orderBy.map((o) => `${printExpr(o.expr)}${o.descending ? ' DESC' : ''}`).join(', ')}], limit=[${n.limit ?? 'none'}], rank=[${n.rankField}])`;
     case 'join': {
       const keys = n.leftKeys.map((k, i) => `${printExpr(k)} = ${printExpr(n.rightKeys[i]!)}`);
       const kind = n.window ? `WindowJoin(window=[${window(n.window)}], ` : n.interval ? `IntervalJoin(right.ts - left.ts=[${n.interval.lowerMs} ms, ${n.interval.upperMs} ms], ` : 'Join(';

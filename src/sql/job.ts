@@ -10,7 +10,7 @@ import { Binder } from './binder.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { explainText } from './explain.js';
-import { inputsOf, isUpdating, type LogicalNode } from './logical.js';
+import { inputsOf, isUpdating, windowBounds, type LogicalNode } from './logical.js';
 import { optimize } from './optimizer.js';
 import { parseSql } from './parser.js';
 import { planToStreams, type SqlSink } from './physical.js';
@@ -54,8 +54,16 @@ function checkPlannable(n: LogicalNode): void {
   if (n.kind !== 'aggregate' || n.window) {
     const updating = inputsOf(n).find(isUpdating);
     if (updating && n.kind !== 'filter' && n.kind !== 'project' && n.kind !== 'union') {
-      const what = n.kind === 'join' ? 'a join' : n.kind === 'aggregate' ? 'a window aggregation' : 'a windowing TVF';
-      throw new SqlError(`${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`, n.kind === 'join' || n.kind === 'aggregate' || n.kind === 'windowTvf' ? n.at : 0);
+      const what = n.kind === 'join' ? 'a join' : n.kind === 'aggregate' ? 'a window aggregation' : n.kind === 'rank' ? 'a Top-N' : 'a windowing TVF';
+      throw new SqlError(`${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`, n.kind === 'join' || n.kind === 'aggregate' || n.kind === 'windowTvf' || n.kind === 'rank' ? n.at : 0);
+    }
+  }
+  if (n.kind === 'rank') {
+    if (n.limit === undefined) throw new SqlError('ROW_NUMBER() OVER (...) needs an outer WHERE rownum <= N (a Top-N); a numbering of every row is not supported yet', n.at);
+    const w = windowBounds(n.input);
+    const partitioned = (field: string): boolean => n.partitionBy.some((e) => e.kind === 'column' && e.name.parts[0] === field);
+    if (!w || w.window.time !== 'event' || !partitioned(w.start) || !partitioned(w.end)) {
+      throw new SqlError('a Top-N is supported per window: ROW_NUMBER() OVER (PARTITION BY window_start, window_end ...) over an event-time window aggregation', n.at);
     }
   }
   if (n.kind === 'windowTvf') {

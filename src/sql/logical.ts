@@ -88,6 +88,12 @@ export type LogicalNode =
     }
   | { kind: 'union'; inputs: LogicalNode[]; fields: Field[] }
   /**
+   * ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...): each row numbered within its partition, in
+   * `rankField`. With `limit` (an outer WHERE rownum <= N) it is a Top-N; the engine runs it per
+   * window (window Top-N), as the partition includes the window of the aggregation below.
+   */
+  | { kind: 'rank'; input: LogicalNode; partitionBy: Expr[]; orderBy: { expr: Expr; descending: boolean }[]; rankField: string; limit?: number; fields: Field[]; at: number }
+  /**
    * An inner join: a row of the left and one of the right whose keys are equal and for which the rest
    * of the condition holds. Its rows are the left's fields then the right's (renamed where a name is
    * taken: `fieldMap` says which side and field each comes from).
@@ -117,6 +123,7 @@ export type LogicalNode =
     };
 
 export type JoinNode = Extract<LogicalNode, { kind: 'join' }>;
+export type RankNode = Extract<LogicalNode, { kind: 'rank' }>;
 
 export type AggregateNode = Extract<LogicalNode, { kind: 'aggregate' }>;
 
@@ -144,6 +151,7 @@ export function windowBounds(n: LogicalNode): { window: WindowDef; start: string
       return n.window && start && end && n.fields.some((f) => f.name === start) && n.fields.some((f) => f.name === end) ? { window: n.window, start, end } : undefined;
     }
     case 'filter':
+    case 'rank':
       return windowBounds(n.input);
     case 'project': {
       const inner = windowBounds(n.input);
@@ -172,6 +180,7 @@ export function timestampOffset(n: LogicalNode, name: string): number | undefine
       return same ? 0 : undefined;
     }
     case 'filter':
+    case 'rank':
       return timestampOffset(n.input, name);
     case 'project': {
       const inner = ref(n.exprs.find((e) => e.name === name)?.expr);

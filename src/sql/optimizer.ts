@@ -57,6 +57,7 @@ function readsEventTime(n: LogicalNode): boolean {
       case 'aggregate':
         return n.window?.time === 'event';
       case 'union':
+      case 'rank':
         return false;
       case 'join':
         return n.interval !== undefined || n.window !== undefined || (n.condition !== undefined && watermarkCall(n.condition));
@@ -92,6 +93,7 @@ const RULES: Rule[] = [
   dropIdentityProject,
   joinInWindows,
   joinInInterval,
+  limitRank,
 ];
 
 function rewrite(n: LogicalNode): LogicalNode {
@@ -360,6 +362,26 @@ function joinInInterval(n: LogicalNode): LogicalNode | undefined {
     else upper = Math.min(upper, d - 1);
   }
   return Number.isFinite(lower) && Number.isFinite(upper) && lower <= upper ? { ...n, interval: { lowerMs: lower, upperMs: upper } } : undefined;
+}
+
+/** `WHERE rownum <= N` over a ROW_NUMBER() makes it a Top-N: only the first N of each partition are kept. */
+function limitRank(n: LogicalNode): LogicalNode | undefined {
+  if (n.kind !== 'filter' || n.input.kind !== 'rank') return undefined;
+  const rank = n.input;
+  const isRank = (e: Expr): boolean => e.kind === 'column' && e.name.parts[0] === rank.rankField;
+  const int = (e: Expr): number | undefined => (e.kind === 'number' && /^\d+$/.test(e.text) ? Number(e.text) : undefined);
+  let limit: number | undefined;
+  const rest = conjuncts(n.condition).filter((c) => {
+    if (c.kind !== 'binary') return true;
+    const [op, v] = isRank(c.left) ? [c.op, int(c.right)] : isRank(c.right) ? [({ '>=': '<=', '>': '<', '=': '=' } as Record<string, string>)[c.op], int(c.left)] : [undefined, undefined];
+    const n_ = v === undefined ? undefined : op === '<=' ? v : op === '<' ? v - 1 : op === '=' && v === 1 ? 1 : undefined;
+    if (n_ === undefined) return true;
+    limit = Math.min(limit ?? Infinity, n_);
+    return false;
+  });
+  if (limit === undefined) return undefined;
+  const limited: LogicalNode = { ...rank, limit: Math.min(rank.limit ?? Infinity, limit) };
+  return rest.length === 0 ? limited : { ...n, input: limited, condition: and(rest) };
 }
 
 /** A side of a join that only picks and renames its input's fields is read by the join directly. */

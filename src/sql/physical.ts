@@ -10,7 +10,7 @@ import { aggregateSource, compileAggregate, keySource, retractableAggregateSourc
 import { access, compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions } from './connector-options.js';
 import type { Expr } from './ast.js';
-import { isUpdating, type AggregateNode, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import { isUpdating, windowBounds, type AggregateNode, type Field, type JoinNode, type LogicalNode, type NamedExpr, type RankNode, type ScanNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
@@ -104,7 +104,44 @@ class PhysicalPlanner {
       }
       case 'join':
         return this.join(n);
+      case 'rank':
+        return this.topN(n);
     }
+  }
+
+  /**
+   * A window Top-N: the rows of each partition (which includes the window below) meet in a tumbling
+   * window of the slide (their timestamps are the window's end - 1), are sorted when it closes, and the
+   * first N go on numbered. NULLs sort first ascending and last descending, as in Flink.
+   */
+  private topN(n: RankNode): DataStream<Row> {
+    const w = windowBounds(n.input)!;
+    const named = n.partitionBy.map((expr, i) => ({ name: `p${i}`, expr }));
+    const keyFn = compileFunction<RowFn<unknown>>(keySource(named, n.input.fields));
+    const writer = new ExprWriter(n.input.fields);
+    const orderKeys = n.orderBy.map((o) => ({ get: compileFunction<RowFn<unknown>>(writer.fn(o.expr)), sign: o.descending ? -1 : 1 }));
+    const compare = (a: Row, b: Row): number => {
+      for (const k of orderKeys) {
+        const [x, y] = [k.get(a), k.get(b)];
+        if (x === y) continue;
+        if (x == null) return -k.sign;
+        if (y == null) return k.sign;
+        return (x < y ? -1 : 1) * k.sign;
+      }
+      return 0;
+    };
+    const limit = n.limit!;
+    const rankField = n.rankField;
+    return this.node(n.input)
+      .keyBy((r) => keyFn(r))
+      .window(Windows.tumbling(w.window.slideMs ?? w.window.sizeMs!))
+      .process<Row>({
+        process(_key, _window, rows, out) {
+          rows.sort(compare);
+          for (let i = 0; i < rows.length && i < limit; i++) out.collect({ ...rows[i]!, [rankField]: i + 1 });
+        },
+      })
+      .name(`top ${limit} by ${n.orderBy.map((o) => printExpr(o.expr)).join(', ')}`);
   }
 
   /**

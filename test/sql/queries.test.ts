@@ -141,6 +141,16 @@ describe('SQL queries against reference computations', () => {
     sameRows((await runSql(golden('session'))).rows, want);
   });
 
+  test('window Top-N: the first rows of each window by ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY ...)', async () => {
+    const want = [...groupBy(ORDERS, (o) => String(Math.floor((o.ts - START) / 30_000))).values()].flatMap((w) => {
+      const wend = START + (Math.floor((w[0]!.ts - START) / 30_000) + 1) * 30_000;
+      const totals = [...groupBy(w, (o) => String(o.customer)).values()].map((g) => ({ customer: g[0]!.customer, window_end: wend, total: g.reduce((s, o) => s + cents(o), 0) }));
+      totals.sort((a, b) => b.total - a.total || a.customer - b.customer);
+      return totals.slice(0, 2).map((t, i) => ({ ...t, rn: i + 1 }));
+    });
+    sameRows((await runSql(golden('top-n'))).rows, want);
+  });
+
   test('GROUP BY without a window: updates materialized; a GROUP BY over updates retracts', async () => {
     const byProduct = [...groupBy(ORDERS, (o) => o.product).values()].map((g) => ({
       product: g[0]!.product,
@@ -208,6 +218,9 @@ describe('SQL binder refusals: a message naming the fault, at its byte offset', 
     ["CREATE TEMPORARY TABLE out2 (c INT, n BIGINT) WITH ('connector' = 'file', 'path' = '/tmp/x'); INSERT INTO out2 SELECT customer, COUNT(*) FROM orders GROUP BY customer;", 'out2 SELECT', /INSERT INTO out2: the query's results are updates \(a GROUP BY without a window\), and connector 'file' takes only appended rows/],
     ['SELECT c.n FROM (SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer) c JOIN customers d ON c.customer = d.customer_id;', 'JOIN customers', /a join over the results of a GROUP BY without a window \(updates\) is not supported yet/],
     ['SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL \'1\' MINUTE)) GROUP BY window_start;', 'window_start;', /must include window_start and window_end/],
+    ['SELECT order_id, ROW_NUMBER() OVER (ORDER BY amount) AS rn FROM orders;', 'ROW_NUMBER', /ROW_NUMBER\(\) OVER \(\.\.\.\) needs an outer WHERE rownum <= N/],
+    ['SELECT * FROM (SELECT order_id, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount) AS rn FROM orders) WHERE rn <= 3;', 'ROW_NUMBER', /a Top-N is supported per window/],
+    ['SELECT order_id, SUM(amount) OVER (PARTITION BY customer ORDER BY ts) FROM orders;', 'SUM(amount) OVER', /SUM\(\.\.\.\) OVER \(\.\.\.\) \(an OVER aggregation\) is not supported yet/],
     ['SELECT order_id FROM orders ORDER BY order_id;', 'order_id;', /ORDER BY on a streaming query is not supported/],
     ['SELECT a.order_id FROM orders a LEFT JOIN customers b ON a.customer = b.customer_id;', 'LEFT', /LEFT OUTER JOIN is not supported yet/],
     ['SELECT a.order_id FROM orders a JOIN customers b ON a.customer > b.customer_id;', 'JOIN customers', /a join needs an equality between the two sides/],
