@@ -10,9 +10,47 @@ import type { Field } from './logical.js';
 
 type Json = Record<string, unknown>;
 
+/** Flink's option names for our options, per connector. */
 const ALIASES: Record<string, Record<string, string>> = {
   datagen: { 'number-of-rows': 'count' },
+  kafka: {
+    'properties.bootstrap.servers': 'bootstrapServers',
+    'properties.group.id': 'groupId',
+    'scan.startup.mode': 'startFrom',
+    'scan.startup.timestamp-millis': 'startTimestampMs',
+    'scan.bounded': 'bounded',
+    format: 'valueFormat',
+    'value.format': 'valueFormat',
+    'key.format': 'keyFormat',
+    'sink.delivery-guarantee': 'delivery',
+    'sink.transactional-id-prefix': 'transactionalIdPrefix',
+  },
 };
+
+/** Flink's values for our values, per connector and option. */
+const VALUES: Record<string, Record<string, Record<string, string>>> = {
+  kafka: { startFrom: { 'earliest-offset': 'earliest', 'latest-offset': 'latest' } },
+};
+
+/**
+ * Options that belong to one side of a connector: a table is read and written with one set of WITH
+ * options, and each side's schema refuses the other's.
+ */
+const ONE_SIDE: Record<string, { source: string[]; sink: string[] }> = {
+  kafka: {
+    source: ['startFrom', 'startTimestampMs', 'groupId', 'bounded', 'isolation', 'watermarks', 'partitionDiscoveryIntervalMs', 'maxRecordsPerSecond', 'fetchMaxBytes', 'fetchMaxWaitMs'],
+    sink: ['delivery', 'transactionalIdPrefix', 'transactionTimeoutMs', 'keyField', 'maxRequestBytes', 'maxBufferedRecords', 'compression'],
+  },
+  nats: { source: ['stream', 'startFrom', 'startSequence', 'bounded', 'bufferMessages'], sink: ['messageIdField', 'messageIdPrefix', 'maxPending'] },
+  file: { source: ['format'], sink: ['rollBytes'] },
+};
+
+/** Connectors whose source records wrap the row (a Kafka record's value, a NATS message's): a table's row is that value. */
+const ENVELOPES = new Set(['kafka', 'nats']);
+
+export function rowIsValue(connector: string): boolean {
+  return ENVELOPES.has(connector);
+}
 
 const camel = (k: string): string => k.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
@@ -22,11 +60,14 @@ function value(text: string): unknown {
   return text;
 }
 
-/** The connector options of a table: `options` as written, `columns` its physical columns. */
-export function connectorOptions(connector: string, options: Record<string, string>, columns: readonly Field[], at: number): Json {
+/** The connector options of a table read (`source`) or written (`sink`): `options` as written, `columns` its physical columns. */
+export function connectorOptions(connector: string, options: Record<string, string>, columns: readonly Field[], at: number, side: 'source' | 'sink'): Json {
   const out: Json = {};
-  for (const [rawKey, text] of Object.entries(options)) {
+  const other = ONE_SIDE[connector]?.[side === 'source' ? 'sink' : 'source'] ?? [];
+  for (const [rawKey, raw] of Object.entries(options)) {
     const key = ALIASES[connector]?.[rawKey] ?? rawKey;
+    if (other.includes(camel(key.split('.')[0]!))) continue;
+    const text = VALUES[connector]?.[key]?.[raw] ?? raw;
     const path = key.split('.');
     let at_ = out;
     for (const [i, part] of path.entries()) {

@@ -114,7 +114,7 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
     throw new SqlError(`INSERT INTO ${name}: the query's results are updates (a GROUP BY without a window), and connector '${table.connector}' takes only appended rows; group in windows (TUMBLE, HOP, SESSION), or write to ${[...UPDATE_SINKS].join(' or ')}`, s.table.at);
   }
   const options = withParams(table.options, params, target.statement.at);
-  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: connectorOptions(table.connector, options, columns, target.statement.at) } };
+  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: connectorOptions(table.connector, options, columns, target.statement.at, 'sink') } };
 }
 
 /** The catalog a script's own CREATE statements make (they were checked when the script was compiled). */

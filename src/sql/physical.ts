@@ -8,7 +8,7 @@ import type { DataStream, JobEnvironment } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import { aggregateSource, compileAggregate, keySource, retractableAggregateSource, type OutputSource, type RetractableAggregate } from './aggregates.js';
 import { access, compileFunction, ExprWriter } from './codegen.js';
-import { connectorOptions } from './connector-options.js';
+import { connectorOptions, rowIsValue } from './connector-options.js';
 import type { Expr } from './ast.js';
 import { isUpdating, windowBounds, type AggregateNode, type Field, type JoinNode, type LogicalNode, type NamedExpr, type RankNode, type ScanNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
@@ -223,10 +223,14 @@ class PhysicalPlanner {
 
   private scan(n: ScanNode): DataStream<Row> {
     const physical = n.columns.filter((c) => n.computed[c.name] === undefined);
-    const options = connectorOptions(n.connector, n.options, physical, 0);
+    const options = connectorOptions(n.connector, n.options, physical, 0, 'source');
     const key = JSON.stringify([n.connector, options]);
-    let s = this.sources.get(key) ?? this.env.fromSource<Row>(n.connector, options).name(n.table);
-    this.sources.set(key, s);
+    let s = this.sources.get(key);
+    if (!s) {
+      s = this.env.fromSource<Row>(n.connector, options).name(n.table);
+      if (rowIsValue(n.connector)) s = s.map((r) => r.value as Row).name(`${n.table} values`);
+      this.sources.set(key, s);
+    }
     const raw: Field[] = physical;
     if (n.filter) {
       const w = new ExprWriter(raw);

@@ -253,6 +253,29 @@ describe('SQL binder refusals: a message naming the fault, at its byte offset', 
   });
 });
 
+describe('SQL connector options', () => {
+  test("Flink's option names map to the connector's, each side keeps its own, datagen fills in the columns left out", async () => {
+    const { connectorOptions } = await import('../../src/sql/connector-options.js');
+    const kafka = {
+      'properties.bootstrap.servers': 'b:9092',
+      topic: 't',
+      format: 'json',
+      'scan.startup.mode': 'earliest-offset',
+      'scan.bounded': 'true',
+      'sink.delivery-guarantee': 'exactly-once',
+      'sink.transactional-id-prefix': 'p',
+    };
+    assert.deepEqual(connectorOptions('kafka', kafka, [], 0, 'source'), { bootstrapServers: 'b:9092', topic: 't', valueFormat: 'json', startFrom: 'earliest', bounded: true });
+    assert.deepEqual(connectorOptions('kafka', kafka, [], 0, 'sink'), { bootstrapServers: 'b:9092', topic: 't', valueFormat: 'json', delivery: 'exactly-once', transactionalIdPrefix: 'p' });
+    const datagen = connectorOptions('datagen', { 'number-of-rows': '10', 'rows-per-second': '5', 'fields.a.kind': 'sequence', 'fields.b.values': 'x,y' }, [
+      { name: 'a', type: { kind: 'BIGINT', nullable: true } },
+      { name: 'b', type: { kind: 'STRING', nullable: true } },
+      { name: 'c', type: { kind: 'DOUBLE', nullable: true } },
+    ], 0, 'source');
+    assert.deepEqual(datagen, { count: 10, rowsPerSecond: 5, fields: { a: { kind: 'sequence' }, b: { kind: 'oneOf', values: ['x', 'y'] }, c: { kind: 'double' } } });
+  });
+});
+
 describe('SQL into sinks', () => {
   test('EXECUTE STATEMENT SET: two INSERTs into file tables run as one job; each file holds its rows as JSON lines', async () => {
     const { mkdtemp, readdir, readFile, rm } = await import('node:fs/promises');
