@@ -7,10 +7,10 @@
 import type { DataStream, JobEnvironment } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import { aggregateSource, compileAggregate, keySource, retractableAggregateSource, type OutputSource, type RetractableAggregate } from './aggregates.js';
-import { access, compileFunction, ExprWriter } from './codegen.js';
+import { compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions, rowIsValue } from './connector-options.js';
-import type { Expr } from './ast.js';
-import { isUpdating, windowBounds, type AggregateNode, type Field, type JoinNode, type LogicalNode, type NamedExpr, type RankNode, type ScanNode, type WindowDef } from './logical.js';
+import { isUpdating, type AggregateNode, type Field, type LogicalNode, type ScanNode, type WindowDef } from './logical.js';
+import { joinStreams, topNStream } from './physical-keyed.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
@@ -103,105 +103,10 @@ class PhysicalPlanner {
         return first!.union(...rest);
       }
       case 'join':
-        return this.join(n);
+        return joinStreams(n, this.node(n.left), this.node(n.right));
       case 'rank':
-        return this.topN(n);
+        return topNStream(n, this.node(n.input));
     }
-  }
-
-  /**
-   * A window Top-N: the rows of each partition (which includes the window below) meet in a tumbling
-   * window of the slide (their timestamps are the window's end - 1), are sorted when it closes, and the
-   * first N go on numbered. NULLs sort first ascending and last descending, as in Flink.
-   */
-  private topN(n: RankNode): DataStream<Row> {
-    const w = windowBounds(n.input)!;
-    const named = n.partitionBy.map((expr, i) => ({ name: `p${i}`, expr }));
-    const keyFn = compileFunction<RowFn<unknown>>(keySource(named, n.input.fields));
-    const writer = new ExprWriter(n.input.fields);
-    const orderKeys = n.orderBy.map((o) => ({ get: compileFunction<RowFn<unknown>>(writer.fn(o.expr)), sign: o.descending ? -1 : 1 }));
-    const compare = (a: Row, b: Row): number => {
-      for (const k of orderKeys) {
-        const [x, y] = [k.get(a), k.get(b)];
-        if (x === y) continue;
-        if (x == null) return -k.sign;
-        if (y == null) return k.sign;
-        return (x < y ? -1 : 1) * k.sign;
-      }
-      return 0;
-    };
-    const limit = n.limit!;
-    const rankField = n.rankField;
-    return this.node(n.input)
-      .keyBy((r) => keyFn(r))
-      .window(Windows.tumbling(w.window.slideMs ?? w.window.sizeMs!))
-      .process<Row>({
-        process(_key, _window, rows, out) {
-          rows.sort(compare);
-          for (let i = 0; i < rows.length && i < limit; i++) out.collect({ ...rows[i]!, [rankField]: i + 1 });
-        },
-      })
-      .name(`top ${limit} by ${n.orderBy.map((o) => printExpr(o.expr)).join(', ')}`);
-  }
-
-  /**
-   * A regular inner join: both sides keyed by their join keys; each row is kept (per key, in keyed
-   * state that checkpoints like any other) and joined with every row of the other side kept so far.
-   * Inputs that only append give a join that only appends. A row whose key is NULL joins nothing.
-   * A window join (the optimizer's joinInWindows) keeps rows only until their window closes.
-   */
-  private join(n: JoinNode): DataStream<Row> {
-    const named = (keys: Expr[]): NamedExpr[] => keys.map((expr, i) => ({ name: `k${i}`, expr }));
-    const leftKey = compileFunction<RowFn<unknown>>(keySource(named(n.leftKeys), n.left.fields, true));
-    const rightKey = compileFunction<RowFn<unknown>>(keySource(named(n.rightKeys), n.right.fields, true));
-    const combine = compileFunction<(l: Row, r: Row) => Row>(`(l, r) => ({ ${n.fieldMap.map((m) => `${JSON.stringify(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`);
-    const cond = n.condition ? compileFunction<RowFn<boolean>>(new ExprWriter(n.fields).predicate(n.condition)) : undefined;
-    const emit = (l: Row, r: Row, out: { collect(v: Row): void }): void => {
-      const row = combine(l, r);
-      if (!cond || cond(row)) out.collect(row);
-    };
-    const keys = n.leftKeys.map((k, i) => `${printExpr(k)} = ${printExpr(n.rightKeys[i]!)}`).join(' AND ');
-    if (n.window) {
-      // Both sides' rows carry their window's end - 1 as timestamp: in windows of the slide, each row
-      // falls in exactly the one window it was aggregated for.
-      const joined = this.node(n.left)
-        .join(this.node(n.right))
-        .where((l) => leftKey(l))
-        .equalTo((r) => rightKey(r))
-        .window(Windows.tumbling(n.window.slideMs ?? n.window.sizeMs!))
-        .apply((l, r) => combine(l, r))
-        .name(`window join on ${keys}`);
-      return cond ? joined.filter((row) => cond(row)).name(`where ${printExpr(n.condition!)}`) : joined;
-    }
-    if (n.interval) {
-      const joined = this.node(n.left)
-        .keyBy((l) => leftKey(l))
-        .intervalJoin(this.node(n.right).keyBy((r) => rightKey(r)))
-        .between(n.interval.lowerMs, n.interval.upperMs)
-        .process<Row>({ processElement: (l, r, _ctx, out) => emit(l, r, out) })
-        .name(`interval join on ${keys}`);
-      return joined;
-    }
-    const nullKey = (k: unknown): boolean => k == null;
-    return this.node(n.left)
-      .connect(this.node(n.right))
-      .keyBy(
-        (l) => leftKey(l),
-        (r) => rightKey(r),
-      )
-      .process<Row>({
-        processElement1(l, ctx, out) {
-          if (nullKey(ctx.key)) return;
-          ctx.state.list<Row>('left').add(l);
-          for (const r of ctx.state.list<Row>('right').get()) emit(l, r, out);
-        },
-        processElement2(r, ctx, out) {
-          if (nullKey(ctx.key)) return;
-          ctx.state.list<Row>('right').add(r);
-          for (const l of ctx.state.list<Row>('left').get()) emit(l, r, out);
-        },
-      })
-      .name(`join on ${keys}`);
   }
 
   /** A filter or map over rows; one that reads the watermark runs as a process function to have it. */
