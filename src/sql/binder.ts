@@ -7,7 +7,8 @@ import type { Expr, Query, Select, TableRef } from './ast.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { columnsOf, fieldRef, find, mapChildren, NONDETERMINISTIC, some } from './expressions.js';
-import { AGGREGATE_FUNCTIONS, windowBounds, type AggregateCall, type AggregateFunctionName, type Field, type JoinNode, type LogicalNode, type RankNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import { AGGREGATE_FUNCTIONS, windowBounds, type AggregateCall, type AggregateFunctionName, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import { bindOver } from './over.js';
 import { printExpr } from './printer.js';
 import { bindTable } from './scan.js';
 import { commonType, typeName, type SqlType } from './types.js';
@@ -82,12 +83,9 @@ export class Binder {
     if (s.distinct) throw new SqlError('SELECT DISTINCT is not supported yet; GROUP BY the columns inside a window instead', s.at);
     if (!grouped) {
       if (s.having) throw new SqlError('HAVING needs GROUP BY or an aggregate', s.having.at);
-      const ranked = this.rank(s, node, scope);
-      if (ranked) {
-        const { rank, call } = ranked;
-        const rankScope = [...scope, { qualifier: '', name: rank.rankField, type: rank.fields.at(-1)!.type, field: rank.rankField }];
-        return this.project(s, rank, rankScope, (e) => (e === call ? fieldRef(rank.rankField, e.at) : this.expr(e, scope)));
-      }
+      const taken = new Set(node.fields.map((f) => f.name));
+      const over = bindOver(s, node, scope, (e) => this.expr(e, scope), (name) => uniqueName(name, taken));
+      if (over) return this.project(s, over.node, scope, (e) => over.replace(this.expr(e, scope)));
       return this.project(s, node, scope, (e) => this.expr(e, scope));
     }
     return this.aggregate(s, node, scope);
@@ -156,35 +154,6 @@ export class Binder {
       if (e.kind === 'star') throw new SqlError('SELECT * with GROUP BY: name the grouped columns and aggregates', e.at);
       return e;
     });
-  }
-
-  /**
-   * `ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...)` in a SELECT list: a rank node below the
-   * projection, the call's value its rank field. Other OVER functions are refused here.
-   */
-  private rank(s: Select, input: LogicalNode, scope: BoundColumn[]): { rank: RankNode; call: Expr } | undefined {
-    const over = s.items.map((i) => find(i.expr, (e) => e.kind === 'call' && e.over !== undefined)).filter((e): e is Expr => e !== undefined);
-    if (over.length === 0) return undefined;
-    const call = over[0] as Extract<Expr, { kind: 'call' }>;
-    if (call.name !== 'ROW_NUMBER') throw new SqlError(`${call.name}(...) OVER (...) (an OVER aggregation) is not supported yet; ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY ...) is`, call.at);
-    if (over.length > 1) throw new SqlError('one ROW_NUMBER() OVER (...) per SELECT', over[1]!.at);
-    if (!s.items.some((i) => i.expr === call)) throw new SqlError('ROW_NUMBER() OVER (...) stands as a column of its own (ROW_NUMBER() OVER (...) AS rownum)', call.at);
-    if (call.args.length > 0) throw new SqlError('ROW_NUMBER() takes no arguments', call.at);
-    const spec = call.over!;
-    if (spec.orderBy.length === 0) throw new SqlError('ROW_NUMBER() OVER (...) needs an ORDER BY: which rows come first', call.at);
-    if (spec.frame) throw new SqlError('ROW_NUMBER() OVER (...) takes no ROWS or RANGE frame', call.at);
-    const taken = new Set(input.fields.map((f) => f.name));
-    const rankField = uniqueName('$rownum', taken);
-    const rank: RankNode = {
-      kind: 'rank',
-      input,
-      partitionBy: spec.partitionBy.map((e) => this.expr(e, scope)),
-      orderBy: spec.orderBy.map((o) => ({ expr: this.expr(o.expr, scope), descending: o.descending })),
-      rankField,
-      fields: [...input.fields, { name: rankField, type: { kind: 'BIGINT', nullable: false } }],
-      at: call.at,
-    };
-    return { rank, call };
   }
 
   /** Registers an aggregate call (once per distinct call) and returns the field that holds its result. */

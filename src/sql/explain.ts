@@ -52,6 +52,10 @@ function line(n: LogicalNode): string {
     }
     case 'union':
       return `Union(all=[true], fields=[${n.fields.map((f) => f.name).join(', ')}])`;
+    case 'over': {
+      const frame = n.frame.preceding === null ? 'UNBOUNDED PRECEDING' : n.frame.unit === 'ROWS' ? `${n.frame.preceding} PRECEDING` : `${n.frame.preceding} ms PRECEDING`;
+      return `OverAggregate(partitionBy=[${n.partitionBy.map(printExpr).join(', ')}], orderBy=[${n.orderField}], ${n.frame.unit}=[${frame} AND CURRENT ROW], select=[${n.aggs.map(call).join(', ')}])`;
+    }
     case 'rank':
       return `WindowRank(partitionBy=[${n.partitionBy.map(printExpr).join(', ')}], orderBy=[${n.orderBy.map((o) => `${printExpr(o.expr)}${o.descending ? ' DESC' : ''}`).join(', ')}], limit=[${n.limit ?? 'none'}], rank=[${n.rankField}])`;
     case 'join': {

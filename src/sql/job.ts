@@ -10,7 +10,7 @@ import { Binder } from './binder.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { explainText } from './explain.js';
-import { inputsOf, isUpdating, windowBounds, type LogicalNode } from './logical.js';
+import { inputsOf, isUpdating, timestampOffset, windowBounds, type LogicalNode } from './logical.js';
 import { optimize } from './optimizer.js';
 import { parseSql } from './parser.js';
 import { planToStreams, type SqlSink } from './physical.js';
@@ -54,9 +54,12 @@ function checkPlannable(n: LogicalNode): void {
   if (n.kind !== 'aggregate' || n.window) {
     const updating = inputsOf(n).find(isUpdating);
     if (updating && n.kind !== 'filter' && n.kind !== 'project' && n.kind !== 'union') {
-      const what = n.kind === 'join' ? 'a join' : n.kind === 'aggregate' ? 'a window aggregation' : n.kind === 'rank' ? 'a Top-N' : 'a windowing TVF';
-      throw new SqlError(`${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`, n.kind === 'join' || n.kind === 'aggregate' || n.kind === 'windowTvf' || n.kind === 'rank' ? n.at : 0);
+      const what = n.kind === 'join' ? 'a join' : n.kind === 'aggregate' ? 'a window aggregation' : n.kind === 'rank' ? 'a Top-N' : n.kind === 'over' ? 'an OVER aggregation' : 'a windowing TVF';
+      throw new SqlError(`${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`, 'at' in n ? n.at : 0);
     }
+  }
+  if (n.kind === 'over' && timestampOffset(n.input, n.orderField) !== 0) {
+    throw new SqlError(`OVER (... ORDER BY ${n.orderField}): an OVER aggregation is ordered by the event-time column (the one with WATERMARK FOR)`, n.at);
   }
   if (n.kind === 'rank') {
     if (n.limit === undefined) throw new SqlError('ROW_NUMBER() OVER (...) needs an outer WHERE rownum <= N (a Top-N); a numbering of every row is not supported yet', n.at);

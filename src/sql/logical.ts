@@ -92,6 +92,12 @@ export type LogicalNode =
    * `rankField`. With `limit` (an outer WHERE rownum <= N) it is a Top-N; the engine runs it per
    * window (window Top-N), as the partition includes the window of the aggregation below.
    */
+  /**
+   * Aggregates over each row's window of its partition: the rows before it in event time (ORDER BY
+   * the event-time column), back `preceding` rows (ROWS) or milliseconds (RANGE; its peers at the
+   * same time included), or from the first (null). Each row goes on with the aggregates' values.
+   */
+  | { kind: 'over'; input: LogicalNode; partitionBy: Expr[]; orderField: string; frame: { unit: 'ROWS' | 'RANGE'; preceding: number | null }; aggs: AggregateCall[]; fields: Field[]; at: number }
   | { kind: 'rank'; input: LogicalNode; partitionBy: Expr[]; orderBy: { expr: Expr; descending: boolean }[]; rankField: string; limit?: number; fields: Field[]; at: number }
   /**
    * An inner join: a row of the left and one of the right whose keys are equal and for which the rest
@@ -124,6 +130,7 @@ export type LogicalNode =
 
 export type JoinNode = Extract<LogicalNode, { kind: 'join' }>;
 export type RankNode = Extract<LogicalNode, { kind: 'rank' }>;
+export type OverNode = Extract<LogicalNode, { kind: 'over' }>;
 
 export type AggregateNode = Extract<LogicalNode, { kind: 'aggregate' }>;
 
@@ -152,6 +159,7 @@ export function windowBounds(n: LogicalNode): { window: WindowDef; start: string
     }
     case 'filter':
     case 'rank':
+    case 'over':
       return windowBounds(n.input);
     case 'project': {
       const inner = windowBounds(n.input);
@@ -181,6 +189,7 @@ export function timestampOffset(n: LogicalNode, name: string): number | undefine
     }
     case 'filter':
     case 'rank':
+    case 'over':
       return timestampOffset(n.input, name);
     case 'project': {
       const inner = ref(n.exprs.find((e) => e.name === name)?.expr);

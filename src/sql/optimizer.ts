@@ -59,6 +59,8 @@ function readsEventTime(n: LogicalNode): boolean {
       case 'union':
       case 'rank':
         return false;
+      case 'over':
+        return true;
       case 'join':
         return n.interval !== undefined || n.window !== undefined || (n.condition !== undefined && watermarkCall(n.condition));
     }

@@ -1,13 +1,13 @@
 /**
  * Physical planning of the keyed operators that are more than one SDK call: joins (regular, interval,
- * window) and the window Top-N. Each takes its inputs already planned and returns the stream it makes.
+ * window) and the window Top-N, and the OVER aggregation. Each takes its inputs already planned and returns the stream it makes.
  */
 import type { DataStream } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import type { Expr } from './ast.js';
-import { keySource } from './aggregates.js';
+import { aggregateSource, compileAggregate, keySource } from './aggregates.js';
 import { access, compileFunction, ExprWriter } from './codegen.js';
-import { windowBounds, type JoinNode, type NamedExpr, type RankNode } from './logical.js';
+import { windowBounds, type JoinNode, type NamedExpr, type OverNode, type RankNode } from './logical.js';
 import { printExpr } from './printer.js';
 
 type Row = Record<string, unknown>;
@@ -107,3 +107,69 @@ export function topNStream(n: RankNode, input: DataStream<Row>): DataStream<Row>
     })
     .name(`top ${limit} by ${n.orderBy.map((o) => printExpr(o.expr)).join(', ')}`);
 }
+
+/**
+ * An OVER aggregation on event time: a row waits in its key's state until the watermark passes its
+ * time (a late row is dropped, as in Flink), then goes on with the aggregates over its frame: from the
+ * key's first row (running accumulators), or over the rows kept for the frame (the last n + 1 rows, or
+ * those within the interval, its peers at the same time included).
+ */
+export function overStream(n: OverNode, input: DataStream<Row>): DataStream<Row> {
+  const named = n.partitionBy.map((expr, i) => ({ name: `p${i}`, expr }));
+  const keyFn = compileFunction<RowFn<unknown>>(keySource(named, n.input.fields));
+  const agg = compileAggregate(aggregateSource(n.aggs, n.input.fields, n.aggs.map((call) => ({ name: call.name, from: { kind: 'aggregate', call } }))));
+  const { unit, preceding } = n.frame;
+  const NO_WINDOW = { start: 0, end: 0 };
+  const over = (rows: readonly Row[]): Row => {
+    const acc = agg.create();
+    for (const r of rows) agg.add(r, acc);
+    return agg.result(acc, undefined, NO_WINDOW);
+  };
+  return input
+    .keyBy((r) => keyFn(r))
+    .process<Row>({
+      processElement(r, ctx) {
+        const ts = ctx.timestamp;
+        if (ts === undefined || ts <= ctx.timers.currentWatermark()) return;
+        const pending = ctx.state.map<number, Row[]>('pending');
+        pending.put(ts, [...(pending.get(ts) ?? []), r]);
+        ctx.timers.registerEventTime(ts);
+      },
+      onTimer(ts, ctx, out) {
+        const pending = ctx.state.map<number, Row[]>('pending');
+        const rows = pending.get(ts) ?? [];
+        pending.remove(ts);
+        if (preceding === null) {
+          const accState = ctx.state.value<unknown[]>('acc');
+          const acc = accState.value() ?? agg.create();
+          if (unit === 'RANGE') {
+            for (const r of rows) agg.add(r, acc);
+            const values = agg.result(acc, undefined, NO_WINDOW);
+            for (const r of rows) out.collect({ ...r, ...values });
+          } else {
+            for (const r of rows) {
+              agg.add(r, acc);
+              out.collect({ ...r, ...agg.result(acc, undefined, NO_WINDOW) });
+            }
+          }
+          accState.update(acc);
+          return;
+        }
+        const frameState = ctx.state.value<{ ts: number; row: Row }[]>('frame');
+        let frame = frameState.value() ?? [];
+        if (unit === 'RANGE') {
+          frame = [...frame.filter((f) => f.ts >= ts - preceding), ...rows.map((row) => ({ ts, row }))];
+          const values = over(frame.map((f) => f.row));
+          for (const r of rows) out.collect({ ...r, ...values });
+        } else {
+          for (const row of rows) {
+            frame = [...frame, { ts, row }].slice(-(preceding + 1));
+            out.collect({ ...row, ...over(frame.map((f) => f.row)) });
+          }
+        }
+        frameState.update(frame);
+      },
+    })
+    .name(`over ${n.aggs.map((a) => a.fn).join(', ')} by ${n.partitionBy.map(printExpr).join(', ') || 'all'}`);
+}
+

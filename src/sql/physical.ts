@@ -10,7 +10,7 @@ import { aggregateSource, compileAggregate, keySource, retractableAggregateSourc
 import { compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions, rowIsValue } from './connector-options.js';
 import { isUpdating, type AggregateNode, type Field, type LogicalNode, type ScanNode, type WindowDef } from './logical.js';
-import { joinStreams, topNStream } from './physical-keyed.js';
+import { joinStreams, overStream, topNStream } from './physical-keyed.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
@@ -106,6 +106,8 @@ class PhysicalPlanner {
         return joinStreams(n, this.node(n.left), this.node(n.right));
       case 'rank':
         return topNStream(n, this.node(n.input));
+      case 'over':
+        return overStream(n, this.node(n.input));
     }
   }
 

@@ -151,6 +151,21 @@ describe('SQL queries against reference computations', () => {
     sameRows((await runSql(golden('top-n'))).rows, want);
   });
 
+  test('OVER aggregations in event time: running (RANGE UNBOUNDED), the last rows (ROWS n PRECEDING), the last seconds (RANGE INTERVAL)', async () => {
+    const byCustomer = (rows: readonly Order[]): Order[][] => [...groupBy(rows, (o) => String(o.customer)).values()].map((g) => [...g].sort((a, b) => a.ts - b.ts));
+    const running = byCustomer(ORDERS).flatMap((g) => g.map((o, i) => ({ order_id: o.order_id, customer: o.customer, orders_so_far: i + 1, spent_so_far: g.slice(0, i + 1).reduce((s, x) => s + cents(x), 0) })));
+    sameRows((await runSql(golden('over-running'))).rows, running);
+    const rows = byCustomer(ORDERS).flatMap((g) =>
+      g.map((o, i) => {
+        const last = g.slice(Math.max(0, i - 2), i + 1).map((x) => x.amount);
+        return { order_id: o.order_id, customer: o.customer, largest_of_3: Math.max(...last), mean_of_3: last.reduce((s, a) => s + a, 0) / last.length };
+      }),
+    );
+    sameRows((await runSql(golden('over-rows'))).rows, rows);
+    const range = byCustomer(BIG).flatMap((g) => g.map((o) => ({ order_id: o.order_id, customer: o.customer, recent: g.filter((x) => x.ts <= o.ts && x.ts >= o.ts - 20_000).length })));
+    sameRows((await runSql(golden('over-range'))).rows, range);
+  });
+
   test('GROUP BY without a window: updates materialized; a GROUP BY over updates retracts', async () => {
     const byProduct = [...groupBy(ORDERS, (o) => o.product).values()].map((g) => ({
       product: g[0]!.product,
@@ -220,7 +235,9 @@ describe('SQL binder refusals: a message naming the fault, at its byte offset', 
     ['SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL \'1\' MINUTE)) GROUP BY window_start;', 'window_start;', /must include window_start and window_end/],
     ['SELECT order_id, ROW_NUMBER() OVER (ORDER BY amount) AS rn FROM orders;', 'ROW_NUMBER', /ROW_NUMBER\(\) OVER \(\.\.\.\) needs an outer WHERE rownum <= N/],
     ['SELECT * FROM (SELECT order_id, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount) AS rn FROM orders) WHERE rn <= 3;', 'ROW_NUMBER', /a Top-N is supported per window/],
-    ['SELECT order_id, SUM(amount) OVER (PARTITION BY customer ORDER BY ts) FROM orders;', 'SUM(amount) OVER', /SUM\(\.\.\.\) OVER \(\.\.\.\) \(an OVER aggregation\) is not supported yet/],
+    ['SELECT order_id, SUM(amount) OVER (PARTITION BY customer ORDER BY amount) FROM orders;', 'SUM(amount) OVER', /an OVER aggregation is ordered by the event-time column/],
+    ['SELECT SUM(amount) OVER (ORDER BY ts), COUNT(*) OVER (PARTITION BY customer ORDER BY ts) FROM orders;', 'COUNT(*) OVER', /share one window/],
+    ['SELECT SUM(amount) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING) FROM orders;', 'SUM(amount) OVER', /an OVER frame/],
     ['SELECT order_id FROM orders ORDER BY order_id;', 'order_id;', /ORDER BY on a streaming query is not supported/],
     ['SELECT a.order_id FROM orders a LEFT JOIN customers b ON a.customer = b.customer_id;', 'LEFT', /LEFT OUTER JOIN is not supported yet/],
     ['SELECT a.order_id FROM orders a JOIN customers b ON a.customer > b.customer_id;', 'JOIN customers', /a join needs an equality between the two sides/],
