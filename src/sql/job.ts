@@ -50,7 +50,6 @@ function withParams(options: Record<string, string>, params: Readonly<Record<str
  */
 function checkPlannable(n: LogicalNode): void {
   if (n.kind === 'join' && n.leftKeys.length === 0) throw new SqlError('a join needs an equality between the two sides (ON a.k = b.k); a join without one (a cross join) is not supported', n.at);
-  if (n.kind === 'aggregate' && n.window?.kind === 'CUMULATE') throw new SqlError('CUMULATE(...) with GROUP BY is not supported yet (the engine has no cumulating window); use HOP or TUMBLE', n.at);
   if (n.kind !== 'aggregate' || n.window) {
     const updating = inputsOf(n).find(isUpdating);
     if (updating && n.kind !== 'filter' && n.kind !== 'project' && n.kind !== 'union') {

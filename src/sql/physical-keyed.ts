@@ -2,12 +2,12 @@
  * Physical planning of the keyed operators that are more than one SDK call: joins (regular, interval,
  * window) and the window Top-N, and the OVER aggregation. Each takes its inputs already planned and returns the stream it makes.
  */
-import type { DataStream } from '../sdk/index.js';
+import type { DataStream, KeyedStream } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import type { Expr } from './ast.js';
-import { aggregateSource, compileAggregate, keySource } from './aggregates.js';
+import { aggregateSource, compileAggregate, keySource, type GeneratedAggregate } from './aggregates.js';
 import { access, compileFunction, ExprWriter } from './codegen.js';
-import { windowBounds, type JoinNode, type NamedExpr, type OverNode, type RankNode } from './logical.js';
+import { windowBounds, type JoinNode, type NamedExpr, type OverNode, type RankNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 
 type Row = Record<string, unknown>;
@@ -171,5 +171,42 @@ export function overStream(n: OverNode, input: DataStream<Row>): DataStream<Row>
       },
     })
     .name(`over ${n.aggs.map((a) => a.fn).join(', ')} by ${n.partitionBy.map(printExpr).join(', ') || 'all'}`);
+}
+
+/**
+ * A CUMULATE window aggregation, which the engine has no window for: per key, an accumulator per
+ * window end in keyed state. A row enters every window of its period that ends after it (the period's
+ * windows grow by a step up to its size); each fires when time passes its end and is dropped.
+ */
+export function cumulateStream(w: WindowDef, keyed: KeyedStream<Row, unknown>, agg: GeneratedAggregate, keys: string): DataStream<Row> {
+  const size = w.sizeMs!;
+  const step = w.slideMs!;
+  const event = w.time === 'event';
+  return keyed
+    .process<Row>({
+      processElement(r, ctx) {
+        const t = event ? ctx.timestamp : ctx.timers.currentProcessingTime();
+        if (t === undefined) return;
+        const start = t - (((t % size) + size) % size);
+        const accs = ctx.state.map<number, unknown[]>('windows');
+        for (let end = start + step * (Math.floor((t - start) / step) + 1); end <= start + size; end += step) {
+          if (event && end - 1 <= ctx.timers.currentWatermark()) continue; // that window has fired: late for it
+          const acc = accs.get(end) ?? agg.create();
+          accs.put(end, agg.add(r, acc));
+          if (event) ctx.timers.registerEventTime(end - 1);
+          else ctx.timers.registerProcessingTime(end);
+        }
+      },
+      onTimer(ts, ctx, out) {
+        const end = event ? ts + 1 : ts;
+        const accs = ctx.state.map<number, unknown[]>('windows');
+        const acc = accs.get(end);
+        if (!acc) return;
+        accs.remove(end);
+        const start = end - 1 - (((end - 1) % size) + size) % size;
+        out.collect(agg.result(acc, ctx.key, { start, end }));
+      },
+    })
+    .name(`CUMULATE window aggregate${keys ? ` by ${keys}` : ''}`);
 }
 

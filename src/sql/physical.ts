@@ -10,7 +10,7 @@ import { aggregateSource, compileAggregate, keySource, retractableAggregateSourc
 import { compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions, rowIsValue } from './connector-options.js';
 import { isUpdating, type AggregateNode, type Field, type LogicalNode, type ScanNode, type WindowDef } from './logical.js';
-import { joinStreams, overStream, topNStream } from './physical-keyed.js';
+import { cumulateStream, joinStreams, overStream, topNStream } from './physical-keyed.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
@@ -173,6 +173,7 @@ class PhysicalPlanner {
     const agg = compileAggregate(aggregateSource(n.aggs, tvf.input.fields, outputs));
     const keyFn = compileFunction<RowFn<unknown>>(keySource(dataKeys, tvf.input.fields));
     const keys = dataKeys.map((k) => printExpr(k.expr)).join(', ');
+    if (n.window.kind === 'CUMULATE') return cumulateStream(n.window, input.keyBy((r) => keyFn(r)), agg, keys);
     return input
       .keyBy((r) => keyFn(r))
       .window(assigner(n.window), { time: n.window.time })
@@ -271,6 +272,6 @@ function assigner(w: WindowDef): ReturnType<typeof Windows.tumbling> {
     case 'SESSION':
       return Windows.session(w.gapMs!);
     case 'CUMULATE':
-      throw new Error('unreachable: job.ts checkPlannable refuses a CUMULATE aggregation');
+      throw new Error('unreachable: CUMULATE is planned by cumulateStream');
   }
 }
