@@ -3,7 +3,7 @@
  * slot per call (AVG takes two), so it is cheap to copy and checkpoints as plain data; every function
  * merges, so the window's pre-aggregation before the shuffle always applies.
  */
-import { compileFunction, ExprWriter } from './codegen.js';
+import { compileFunction, ExprWriter, propertyName } from './codegen.js';
 import type { AggregateCall, Field, NamedExpr } from './logical.js';
 
 export interface WindowRow {
@@ -96,7 +96,7 @@ export function aggregateSource(calls: readonly AggregateCall[], input: readonly
   const all = [...slots.values()];
   const props = outputs.map(({ name, from }) => {
     const v = from.kind === 'key' ? (from.keys.length === 1 ? 'key' : `a[${keySlot + from.index}]`) : from.kind === 'window' ? (from.which === 'start' ? 'w.start' : from.which === 'end' ? 'w.end' : '(w.end - 1)') : slots.get(from.call)!.result;
-    return `${JSON.stringify(name)}: ${v}`;
+    return `${propertyName(name)}: ${v}`;
   });
   // The writer's temporaries are declared in add(), the one function that reads rows.
   const temps = w.declarations();
@@ -192,7 +192,7 @@ export function retractableAggregateSource(calls: readonly AggregateCall[], keys
   const all = [...slots.values()];
   const props = outputs.map(({ name, from }) => {
     const v = from.kind === 'key' ? (keys.length === 1 ? 'key' : `a[${keySlot + from.index}]`) : from.kind === 'aggregate' ? slots.get(from.call)!.result : 'null';
-    return `${JSON.stringify(name)}: ${v}`;
+    return `${propertyName(name)}: ${v}`;
   });
   const temps = w.declarations();
   return `({

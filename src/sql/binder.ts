@@ -105,6 +105,7 @@ export class Binder {
       }
       const expr = bind(item.expr);
       const name = item.alias ?? (item.expr.kind === 'column' ? item.expr.name.parts.at(-1)! : `EXPR$${i}`);
+      if (name === '__proto__') throw new SqlError('the column name __proto__ is reserved (rows are JavaScript objects); choose another', item.expr.at);
       exprs.push({ name: uniqueName(name, taken), expr });
     });
     const inScope = scopeOf(input.fields);

@@ -117,6 +117,7 @@ export class SqlCatalog {
     if (!this.connectors.has(connector)) throw new SqlError(`table ${nameOf(s.name)} names connector '${connector}', which this build does not have; it has ${[...this.connectors].sort().join(', ')}`, s.at);
     const seen = new Map<string, ColumnDef>();
     for (const c of s.columns) {
+      if (c.name === '__proto__') throw new SqlError('the column name __proto__ is reserved (rows are JavaScript objects); choose another', c.at);
       if (seen.has(c.name)) throw new SqlError(`column ${c.name} is defined twice in table ${nameOf(s.name)}`, c.at);
       seen.set(c.name, c);
     }

@@ -16,6 +16,14 @@ import { typeOf, type Scope } from './typing.js';
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const INTERVAL_MS: Record<string, number> = { SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000 };
 
+/**
+ * Source of a property name in an object literal. A computed name for `__proto__`, which as a plain
+ * name would set the row's prototype instead of a column.
+ */
+export function propertyName(name: string): string {
+  return name === '__proto__' ? '["__proto__"]' : JSON.stringify(name);
+}
+
 /** Source of a property access on `row`. */
 export function access(row: string, field: string): string {
   return IDENT.test(field) ? `${row}.${field}` : `${row}[${JSON.stringify(field)}]`;
@@ -49,7 +57,7 @@ export class ExprWriter {
 
   /** A function `(r, $ctx) => ({ name: value, ... })`; over updates, the row's `$op` goes along. */
   object(exprs: readonly NamedExpr[], updating = false): string {
-    const props = [...exprs.map((x) => `${JSON.stringify(x.name)}: ${this.gen(x.expr)}`), ...(updating ? [`$op: ${this.row}.$op`] : [])].join(', ');
+    const props = [...exprs.map((x) => `${propertyName(x.name)}: ${this.gen(x.expr)}`), ...(updating ? [`$op: ${this.row}.$op`] : [])].join(', ');
     return `(${this.row}, $ctx) => { ${this.declarations()}return { ${props} }; }`;
   }
 

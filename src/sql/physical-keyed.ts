@@ -6,7 +6,7 @@ import type { DataStream, KeyedStream } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import type { Expr } from './ast.js';
 import { aggregateSource, compileAggregate, keySource, type GeneratedAggregate } from './aggregates.js';
-import { access, compileFunction, ExprWriter } from './codegen.js';
+import { access, compileFunction, ExprWriter, propertyName } from './codegen.js';
 import { windowBounds, type JoinNode, type NamedExpr, type OverNode, type RankNode, type WindowDef } from './logical.js';
 import { printExpr } from './printer.js';
 
@@ -23,7 +23,7 @@ export function joinStreams(n: JoinNode, left: DataStream<Row>, right: DataStrea
   const named = (keys: Expr[]): NamedExpr[] => keys.map((expr, i) => ({ name: `k${i}`, expr }));
   const leftKey = compileFunction<RowFn<unknown>>(keySource(named(n.leftKeys), n.left.fields, true));
   const rightKey = compileFunction<RowFn<unknown>>(keySource(named(n.rightKeys), n.right.fields, true));
-  const combine = compileFunction<(l: Row, r: Row) => Row>(`(l, r) => ({ ${n.fieldMap.map((m) => `${JSON.stringify(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`);
+  const combine = compileFunction<(l: Row, r: Row) => Row>(`(l, r) => ({ ${n.fieldMap.map((m) => `${propertyName(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`);
   const cond = n.condition ? compileFunction<RowFn<boolean>>(new ExprWriter(n.fields).predicate(n.condition)) : undefined;
   const emit = (l: Row, r: Row, out: { collect(v: Row): void }): void => {
     const row = combine(l, r);

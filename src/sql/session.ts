@@ -52,7 +52,12 @@ export class SqlSession {
 
   /** Runs every statement of `text` in order; the first that fails stops the rest (what ran, stays). */
   async execute(text: string, o: SqlRunOptions = {}): Promise<SqlResult[]> {
-    const statements = parseSql(text);
+    let statements: Statement[];
+    try {
+      statements = parseSql(text);
+    } catch (err) {
+      throw tooDeep(err, 0, text);
+    }
     if (statements.length === 0) throw new SqlError('no statement: the text is empty', 0, text);
     const results: SqlResult[] = [];
     for (const s of statements) {
@@ -67,7 +72,7 @@ export class SqlSession {
           results.push(o.mode === 'explain' ? { kind: 'explain', statement: shown, plan: job.explain } : { kind: 'job', statement: shown, job });
         }
       } catch (err) {
-        throw err instanceof SqlError ? err.withText(text) : err;
+        throw err instanceof SqlError ? err.withText(text) : tooDeep(err, s.at, text);
       }
     }
     return results;
@@ -88,6 +93,12 @@ export class SqlSession {
     const first = planned[0]!;
     return { name, script, moduleSource, explain, columns: first.plan.fields.map((f) => f.name), columnTypes: first.plan.fields.map((f) => declaredTypeName(f.type)), ...(s.kind === 'query' ? { collect: COLLECT_NAME } : {}) };
   }
+}
+
+/** A statement nested past what the planner's recursion can hold is refused as such, not as a crash. */
+export function tooDeep(err: unknown, at: number, text: string): unknown {
+  if (!(err instanceof RangeError) || !/call stack/.test(err.message)) return err;
+  return new SqlError('the statement nests too deeply for the planner (hundreds of levels of parentheses, or thousands of ANDs in one condition); split it, or use IN (...)', at, text);
 }
 
 function defaultName(s: Dml, script: string): string {

@@ -112,6 +112,11 @@ describe('SQL over HTTP', () => {
       assert.equal((await second.post(PER_USER, '?mode=run')).status, 400);
       assert.equal((await second.post(' ')).status, 400);
       assert.equal((await second.post(PER_USER, '?parallelism=zero')).body.code, 'CLINK_ERR_INVALID_ARGUMENT');
+      const deep = await second.post(`SELECT ${'('.repeat(2000)}user_id${')'.repeat(2000)} FROM clicks`);
+      assert.equal(deep.status, 400, 'a statement nested past the planner is refused, not a crash');
+      assert.match(deep.body.error!, /nests too deeply/);
+      const huge = await second.post(`SELECT ${'user_id, '.repeat(9000)}user_id FROM clicks`);
+      assert.equal(huge.status, 413, 'a statement over 64 KiB is refused before it is planned');
       await second.close();
     } finally {
       await rm(dir, { recursive: true, force: true });
