@@ -218,6 +218,43 @@ export class ExprWriter {
         return this.nullSafe(a, ([s, start, len]) => `$rt.substring(${s}, ${start}, ${len ?? 'undefined'})`);
       case 'DATE_FORMAT':
         return this.nullSafe(a, ([t, f]) => `$rt.dateFormat(${t}, ${f})`);
+      case 'YEAR':
+      case 'QUARTER':
+      case 'MONTH':
+      case 'DAYOFMONTH':
+      case 'DAYOFYEAR':
+      case 'DAYOFWEEK':
+      case 'HOUR':
+      case 'MINUTE':
+      case 'SECOND':
+        return unary((x) => `$rt.datePart(${x}, ${JSON.stringify(e.name)})`);
+      case 'LOG10':
+        return unary((x) => `Math.log10(${x})`);
+      case 'LOG2':
+        return unary((x) => `Math.log2(${x})`);
+      case 'SIGN':
+        return unary((x) => `Math.sign(${x})`);
+      case 'LOCATE':
+        return this.nullSafe(a, ([n, s]) => `(${s}.indexOf(${n}) + 1)`);
+      case 'INITCAP':
+        return unary((x) => `$rt.initcap(${x})`);
+      case 'REVERSE':
+        return unary((x) => `[...${x}].reverse().join("")`);
+      case 'REGEXP_REPLACE':
+        return this.nullSafe(a, ([s, re, r]) => `${s}.replace($rt.regexp(${re}, "g"), ${r})`);
+      case 'REGEXP_EXTRACT':
+        return this.nullSafe(a, ([s, re, g]) => `$rt.regexpExtract(${s}, ${re}, ${g ?? 0})`);
+      case 'SPLIT_INDEX':
+        return this.nullSafe(a, ([s, d, i]) => `(${s}.split(${d})[${i}] ?? null)`);
+      case 'LPAD':
+      case 'RPAD':
+        return this.nullSafe(a, ([s, n, p]) => `$rt.pad(${s}, ${n}, ${p}, ${e.name === 'LPAD'})`);
+      case 'REPEAT':
+        return this.nullSafe(a, ([s, n]) => `${s}.repeat(Math.max(0, ${n}))`);
+      case 'FROM_UNIXTIME':
+        return unary((x) => `$rt.dateFormat(${x} * 1000, "yyyy-MM-dd HH:mm:ss")`);
+      case 'NOW':
+        return 'Date.now()';
       case 'TO_TIMESTAMP':
         return unary((x) => `$rt.toTimestamp(${x})`);
       case 'IF':

@@ -11,6 +11,7 @@ export class SqlRuntimeError extends Error {
 }
 
 const likeCache = new Map<string, RegExp>();
+const regexpCache = new Map<string, RegExp>();
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
 
 /** A LIKE pattern as a regular expression: % any run, _ any one character, everything else literal. */
@@ -98,6 +99,59 @@ export const SQL_RUNTIME = {
     if (v === 'true') return true;
     if (v === 'false') return false;
     throw new SqlRuntimeError(`SQL: CAST('${s}' AS BOOLEAN): expected TRUE or FALSE`);
+  },
+  /** YEAR(ts), HOUR(ts), ...: a part of a UTC timestamp; DAYOFWEEK is 1 (Sunday) to 7, as in Flink. */
+  datePart(ms: number, part: string): number {
+    const d = new Date(ms);
+    switch (part) {
+      case 'YEAR':
+        return d.getUTCFullYear();
+      case 'QUARTER':
+        return Math.floor(d.getUTCMonth() / 3) + 1;
+      case 'MONTH':
+        return d.getUTCMonth() + 1;
+      case 'DAYOFMONTH':
+        return d.getUTCDate();
+      case 'DAYOFYEAR':
+        return Math.floor((ms - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000) + 1;
+      case 'DAYOFWEEK':
+        return d.getUTCDay() + 1;
+      case 'HOUR':
+        return d.getUTCHours();
+      case 'MINUTE':
+        return d.getUTCMinutes();
+      default:
+        return d.getUTCSeconds();
+    }
+  },
+  initcap(s: string): string {
+    return s.toLowerCase().replace(/(^|[^\p{L}\p{N}])(\p{L})/gu, (_, sep: string, c: string) => sep + c.toUpperCase());
+  },
+  /** A regular expression from a query's text, compiled once per pattern; an invalid one fails the row as a CAST does. */
+  regexp(pattern: string, flags = ''): RegExp {
+    const key = `${flags}/${pattern}`;
+    let re = regexpCache.get(key);
+    if (!re) {
+      try {
+        re = new RegExp(pattern, flags);
+      } catch (err) {
+        throw new SqlRuntimeError(`SQL: invalid regular expression '${pattern}': ${(err as Error).message}`);
+      }
+      if (regexpCache.size < 1000) regexpCache.set(key, re);
+    }
+    re.lastIndex = 0;
+    return re;
+  },
+  regexpExtract(s: string, pattern: string, group: number): string | null {
+    const m = SQL_RUNTIME.regexp(pattern).exec(s);
+    return m?.[group] ?? null;
+  },
+  /** LPAD/RPAD: to `length` characters, cut or filled with `fill` repeated; NULL for a negative length, as in Flink. */
+  pad(s: string, length: number, fill: string, left: boolean): string | null {
+    if (length < 0) return null;
+    if (s.length >= length) return s.slice(0, length);
+    if (fill.length === 0) return s;
+    return left ? s.padStart(length, fill) : s.padEnd(length, fill);
   },
   /** CURRENT_WATERMARK: null before the first watermark. */
   watermark(ctx: { currentWatermark(): number } | undefined): number | null {

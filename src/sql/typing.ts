@@ -45,6 +45,33 @@ const numeric = (f: (t: SqlType) => SqlType): SqlFunction['type'] => (args, call
 const str = (nullable: boolean): SqlType => ({ kind: 'STRING', nullable });
 const isString = (t: SqlType): boolean => t.kind === 'STRING';
 
+const isInt = (t: SqlType): boolean => t.kind === 'INT' || t.kind === 'BIGINT';
+
+/** A part of a timestamp (YEAR(ts), HOUR(ts), ...): a number. */
+function datePart(args: SqlType[], call: Extract<Expr, { kind: 'call' }>): SqlType {
+  arity(call, 1);
+  wants(call, 0, args[0]!, isTime, 'a timestamp');
+  return { kind: 'BIGINT', nullable: args[0]!.nullable };
+}
+
+/** A function of `min` to `max` strings, giving `result` (a string by default). */
+function strings(min: number, max: number, result?: (nullable: boolean) => SqlType): SqlFunction['type'] {
+  return (args, call) => {
+    arity(call, min, max);
+    args.forEach((a, i) => wants(call, i, a, isString, 'a string'));
+    const nullable = args.some((a) => a.nullable);
+    return result ? result(nullable) : str(nullable);
+  };
+}
+
+function pad(args: SqlType[], call: Extract<Expr, { kind: 'call' }>): SqlType {
+  arity(call, 3);
+  wants(call, 0, args[0]!, isString, 'a string');
+  wants(call, 1, args[1]!, isInt, 'INT');
+  wants(call, 2, args[2]!, isString, 'a string');
+  return str(args.some((a) => a.nullable));
+}
+
 function substringType(args: SqlType[], call: Extract<Expr, { kind: 'call' }>): SqlType {
   arity(call, 2, 3);
   wants(call, 0, args[0]!, isString, 'a string');
@@ -107,6 +134,21 @@ export const FUNCTIONS: Record<string, SqlFunction> = {
     aggregate: false,
     type: (args, call) => (arity(call, 2), wants(call, 0, args[0]!, isTime, 'a timestamp'), wants(call, 1, args[1]!, isString, 'a string'), str(args.some((a) => a.nullable))),
   },
+  ...Object.fromEntries(['YEAR', 'QUARTER', 'MONTH', 'DAYOFMONTH', 'DAYOFYEAR', 'DAYOFWEEK', 'HOUR', 'MINUTE', 'SECOND'].map((name) => [name, { aggregate: false, type: datePart }])),
+  LOG10: { aggregate: false, type: numeric(() => ({ kind: 'DOUBLE', nullable: true })) },
+  LOG2: { aggregate: false, type: numeric(() => ({ kind: 'DOUBLE', nullable: true })) },
+  SIGN: { aggregate: false, type: numeric((t) => t) },
+  LOCATE: { aggregate: false, type: strings(2, 2, () => ({ kind: 'INT', nullable: true })) },
+  INITCAP: { aggregate: false, type: strings(1, 1) },
+  REVERSE: { aggregate: false, type: strings(1, 1) },
+  REGEXP_REPLACE: { aggregate: false, type: strings(3, 3) },
+  REGEXP_EXTRACT: { aggregate: false, type: (args, call) => (arity(call, 2, 3), wants(call, 0, args[0]!, isString, 'a string'), wants(call, 1, args[1]!, isString, 'a string'), str(true)) },
+  SPLIT_INDEX: { aggregate: false, type: (args, call) => (arity(call, 3), wants(call, 0, args[0]!, isString, 'a string'), wants(call, 1, args[1]!, isString, 'a string'), wants(call, 2, args[2]!, isInt, 'INT'), str(true)) },
+  LPAD: { aggregate: false, type: pad },
+  RPAD: { aggregate: false, type: pad },
+  REPEAT: { aggregate: false, type: (args, call) => (arity(call, 2), wants(call, 0, args[0]!, isString, 'a string'), wants(call, 1, args[1]!, isInt, 'INT'), str(args.some((a) => a.nullable))) },
+  FROM_UNIXTIME: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, isInt, 'INT or BIGINT (seconds)'), str(args[0]!.nullable)) },
+  NOW: { aggregate: false, type: (_args, call) => (arity(call, 0), { kind: 'TIMESTAMP_LTZ', precision: 3, nullable: false }) },
   TO_TIMESTAMP: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, isString, 'a string'), { kind: 'TIMESTAMP', precision: 3, nullable: true }) },
   IF: {
     aggregate: false,

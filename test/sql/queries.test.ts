@@ -177,6 +177,28 @@ describe('SQL queries against reference computations', () => {
     sameRows((await runSql(golden('over-range'))).rows, range);
   });
 
+  test('functions on dates, numbers and strings, computed per row', async () => {
+    const sql = `SELECT order_id, YEAR(ts) AS y, QUARTER(ts) AS q, MONTH(ts) AS mo, DAYOFMONTH(ts) AS dom, DAYOFYEAR(ts) AS doy, DAYOFWEEK(ts) AS dow,
+        HOUR(ts) AS h, MINUTE(ts) AS mi, SECOND(ts) AS s, SIGN(amount - 50) AS sg, ROUND(LOG10(amount), 6) AS lg,
+        LOCATE('an', product) AS loc, INITCAP(product || ' pie') AS ic, REVERSE(product) AS rev, REGEXP_REPLACE(product, 'a', 'A') AS rr,
+        REGEXP_EXTRACT(product, '(b|c)(\\w+)', 2) AS rx, SPLIT_INDEX('a,b,c', ',', MOD(customer, 4)) AS part, LPAD(product, 8, '*') AS lp,
+        RPAD(product, 3, '*') AS rp, REPEAT('ab', MOD(customer, 3)) AS rep, FROM_UNIXTIME(order_id * 3600) AS fu
+      FROM orders WHERE order_id <= 60;`;
+    const want = ORDERS.filter((o) => o.order_id <= 60).map((o) => {
+      const d = new Date(o.ts);
+      const m = /(b|c)(\w+)/.exec(o.product);
+      return {
+        order_id: o.order_id, y: 2026, q: 1, mo: 1, dom: 1, doy: 1, dow: 5, h: 0, mi: 0, s: d.getUTCSeconds(),
+        sg: Math.sign(o.amount - 50), lg: Math.round(Math.log10(o.amount) * 1e6) / 1e6,
+        loc: o.product.indexOf('an') + 1, ic: o.product[0]!.toUpperCase() + o.product.slice(1) + ' Pie', rev: [...o.product].reverse().join(''),
+        rr: o.product.replaceAll('a', 'A'), rx: m ? m[2]! : null, part: ['a', 'b', 'c'][o.customer % 4] ?? null,
+        lp: o.product.padStart(8, '*').slice(0, 8), rp: o.product.slice(0, 3), rep: 'ab'.repeat(o.customer % 3),
+        fu: new Date(o.order_id * 3600 * 1000).toISOString().slice(0, 19).replace('T', ' '),
+      };
+    });
+    sameRows((await runSql(TABLES + sql)).rows, want);
+  });
+
   test('GROUP BY without a window: updates materialized; a GROUP BY over updates retracts', async () => {
     const byProduct = [...groupBy(ORDERS, (o) => o.product).values()].map((g) => ({
       product: g[0]!.product,
