@@ -116,13 +116,27 @@ async function runJob(job: CompiledSqlJob, o: SqlCommandOptions): Promise<void> 
   }
 }
 
-/** The interactive shell: statements end at ';', history is kept in ~/.clink_sql_history, Ctrl-D leaves. */
+/** The interactive shell: statements end at ';', history is kept in ~/.clink_sql_history, Ctrl-C cancels, Ctrl-D leaves. */
 async function shell(session: SqlSession, o: SqlCommandOptions): Promise<void> {
   const historyPath = join(homedir(), HISTORY_FILE);
   const history = (await readFile(historyPath, 'utf8').catch(() => '')).split('\n').filter(Boolean).reverse();
   const rl = createInterface({ input: process.stdin, output: process.stdout, prompt: 'clink> ', history, historySize: HISTORY_LINES, removeHistoryDuplicates: true });
   process.stdout.write("clink SQL shell: statements end with ';'. HELP; lists what is supported, Ctrl-D leaves.\n");
   let pending = '';
+  let running = false;
+  // Ctrl-C (read as a key: the terminal is raw) cancels the running query, or drops the statement
+  // being typed; only Ctrl-D leaves.
+  rl.on('SIGINT', () => {
+    if (running) {
+      process.kill(process.pid, 'SIGINT');
+      return;
+    }
+    pending = '';
+    rl.write(null, { ctrl: true, name: 'u' }); // what was typed on this line goes too
+    process.stdout.write('^C\n');
+    rl.setPrompt('clink> ');
+    rl.prompt();
+  });
   rl.prompt();
   for await (const line of rl) {
     pending += (pending ? '\n' : '') + line;
@@ -130,14 +144,14 @@ async function shell(session: SqlSession, o: SqlCommandOptions): Promise<void> {
       process.stdout.write(SHELL_HELP);
       pending = '';
     } else if (endsStatement(pending)) {
-      rl.pause();
+      running = true;
       try {
         await runText(session, pending, o);
       } catch (err) {
         process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
       }
+      running = false;
       pending = '';
-      rl.resume();
     }
     rl.setPrompt(pending ? '    -> ' : 'clink> ');
     rl.prompt();
