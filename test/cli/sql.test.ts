@@ -4,11 +4,11 @@
  * persisted catalog, and a statement with a fault: a one-line message with the caret under it, exit 1.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { runCli } from '../harness/cli.js';
+import { runCli, runCliOnTerminal } from '../harness/cli.js';
 import { endsStatement } from '../../src/cli/sql.js';
 
 let dir: string;
@@ -98,6 +98,20 @@ describe('clink sql', () => {
     const piped = await runCli(['sql', '--sql-catalog-dir', catalog, '--workers', '0', '--no-progress', '--output', 'json'], dir, 60_000, {}, 'SELECT n * n AS square FROM nums WHERE n < 4;');
     assert.equal(piped.code, 0, piped.stderr);
     assert.deepEqual((JSON.parse(piped.stdout) as { result: { square: number }[] }).result.map((x) => x.square).sort((a, b) => a - b), [0, 1, 4, 9]);
+  });
+
+  test('the shell on a terminal: a statement over two lines, a query\'s table, a fault with its caret, history kept; end of input leaves', async () => {
+    const home = join(dir, 'home');
+    await mkdir(home, { recursive: true });
+    const typed = "CREATE TEMPORARY TABLE n (x BIGINT) WITH ('connector' = 'datagen',\n'number-of-rows' = '3', 'fields.x.kind' = 'sequence');\nSELECT x * 10 AS y FROM n;\nSELECT nope FROM n;\n";
+    const r = await runCliOnTerminal(['sql', '--workers', '0', '--no-progress'], dir, 120_000, { text: typed, env: { HOME: home } });
+    const screen = r.stdout.replaceAll('\r', '');
+    assert.match(screen, /clink SQL shell: statements end with ';'/);
+    assert.match(screen, /-> .*created temporary table n/, 'the first statement took two lines');
+    assert.match(screen, /result \(3 rows\)\ny\n-+\n0\n10\n20\n/);
+    assert.match(screen, /error: no column nope; the columns are x \(at byte 8\)\nSELECT nope FROM n;\n {7}\^/);
+    const history = await readFile(join(home, '.clink_sql_history'), 'utf8');
+    assert.match(history, /SELECT x \* 10 AS y FROM n;/);
   });
 
   test('a statement ends at a semicolon outside quotes and comments', () => {

@@ -34,10 +34,11 @@ export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Rec
  * Run the CLI on a pseudo-terminal, as a person would see it (script(1) from util-linux): standard
  * output and error arrive together in `stdout`, with the terminal's \r\n line ends.
  */
-export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000): Promise<CliRun> {
+export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000, input?: { text: string; env?: Record<string, string> }): Promise<CliRun> {
   const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   return new Promise((res, rej) => {
-    const child = spawn('script', ['-qec', `"${process.execPath}" --import "${TSX}" "${BIN}" ${quoted}`, '/dev/null'], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache') } });
+    // With input: typed at the terminal (script passes its standard input on), then end of input (Ctrl-D).
+    const child = spawn('script', ['-qec', `"${process.execPath}" --import "${TSX}" "${BIN}" ${quoted}`, '/dev/null'], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...input?.env } });
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
@@ -46,6 +47,7 @@ export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000
       clearTimeout(timer);
       res({ code, stdout, stderr: '' });
     });
+    if (input) child.stdin.end(input.text);
   });
 }
 
