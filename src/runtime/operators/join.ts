@@ -74,9 +74,15 @@ export class IntervalJoinOperator extends KeyedOperator {
 
   protected override onTimer(timestamp: number): void {
     const wm = timestamp;
-    const keepLeft = this.left.get().filter((b) => b.ts + this.upper > wm);
-    const keepRight = this.right.get().filter((b) => b.ts - this.lower > wm);
-    this.left.update(keepLeft);
-    this.right.update(keepRight);
+    // A side left empty is cleared, so a key whose rows have all expired leaves the state for good.
+    for (const [side, keep] of [
+      [this.left, (b: Buffered) => b.ts + this.upper > wm],
+      [this.right, (b: Buffered) => b.ts - this.lower > wm],
+    ] as const) {
+      const rows = side.get();
+      const kept = rows.filter(keep);
+      if (kept.length === 0) side.clear();
+      else if (kept.length !== rows.length) side.update(kept);
+    }
   }
 }
