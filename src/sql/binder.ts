@@ -53,7 +53,6 @@ export class Binder {
     if (q.limit !== undefined) throw new SqlError('LIMIT on a streaming query is not supported; for the top rows per window use ROW_NUMBER() OVER (PARTITION BY window_start ...)', q.at);
     const body = q.body;
     if (body.kind === 'select') return this.select(body);
-    if (!body.all) throw new SqlError('UNION without ALL (a distinct union) is not supported yet; use UNION ALL', body.at);
     const left = this.query(body.left);
     const right = this.query(body.right);
     if (left.fields.length !== right.fields.length) throw new SqlError(`UNION ALL: the left side has ${left.fields.length} columns, the right ${right.fields.length}`, body.at);
@@ -66,7 +65,8 @@ export class Binder {
     const renamed: LogicalNode = right.fields.every((f, i) => f.name === fields[i]!.name)
       ? right
       : { kind: 'project', input: right, exprs: right.fields.map((f, i) => ({ name: fields[i]!.name, expr: fieldRef(f.name) })), fields: right.fields.map((f, i) => ({ name: fields[i]!.name, type: f.type })) };
-    return { kind: 'union', inputs: [left, renamed], fields };
+    const union: LogicalNode = { kind: 'union', inputs: [left, renamed], fields };
+    return body.all ? union : distinct(union, body.at);
   }
 
   private select(s: Select): LogicalNode {
@@ -80,7 +80,12 @@ export class Binder {
       node = { kind: 'filter', input: node, condition, fields: node.fields };
     }
     const grouped = s.groupBy.length > 0 || s.items.some((i) => some(i.expr, isAggregateCall)) || (s.having !== undefined && some(s.having, isAggregateCall));
-    if (s.distinct) throw new SqlError('SELECT DISTINCT is not supported yet; GROUP BY the columns inside a window instead', s.at);
+    if (s.distinct) return distinct(this.selectList(s, node, scope, grouped), s.at);
+    return this.selectList(s, node, scope, grouped);
+  }
+
+  /** The SELECT list (and its GROUP BY, HAVING, OVER) over the FROM and WHERE. */
+  private selectList(s: Select, node: LogicalNode, scope: BoundColumn[], grouped: boolean): LogicalNode {
     if (!grouped) {
       if (s.having) throw new SqlError('HAVING needs GROUP BY or an aggregate', s.having.at);
       const taken = new Set(node.fields.map((f) => f.name));
@@ -291,6 +296,15 @@ function rebind(e: Expr, scope: BoundColumn[]): Expr {
   if (e.kind === 'column') return fieldRef((resolveColumn(e, scope) as BoundColumn).field, e.at);
   if (e.kind === 'call' && e.over) return e;
   return mapChildren(e, (c) => rebind(c, scope));
+}
+
+/**
+ * Each distinct row once: a GROUP BY of every column with no aggregate. Its results are updates in
+ * form, but a row, once there, never changes: only its first appearance goes out.
+ */
+function distinct(input: LogicalNode, at: number): LogicalNode {
+  const keys = input.fields.map((f) => ({ name: f.name, expr: fieldRef(f.name, at) }));
+  return { kind: 'aggregate', input, keys, aggs: [], fields: input.fields, at };
 }
 
 export function isAggregateCall(e: Expr): e is Extract<Expr, { kind: 'call' }> {
