@@ -112,11 +112,43 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
   const renamed: LogicalNode = plan.fields.every((f, i) => f.name === columns[i]!.name)
     ? plan
     : optimize({ kind: 'project', input: plan, exprs: plan.fields.map((f, i) => ({ name: columns[i]!.name, expr: { kind: 'column', name: { kind: 'name', parts: [f.name], at: 0 }, at: 0 } })), fields: plan.fields.map((f, i) => ({ name: columns[i]!.name, type: f.type })) });
-  if (isUpdating(renamed) && !UPDATE_SINKS.has(table.connector)) {
-    throw new SqlError(`INSERT INTO ${name}: the query's results are updates (a GROUP BY without a window), and connector '${table.connector}' takes only appended rows; group in windows (TUMBLE, HOP, SESSION), or write to ${[...UPDATE_SINKS].join(' or ')}`, s.table.at);
-  }
+  const upsert = isUpdating(renamed) && !UPDATE_SINKS.has(table.connector) ? upsertInto(name, table.connector, target.statement.primaryKey, renamed, s.table.at) : undefined;
   const options = withParams(table.options, params, target.statement.at);
-  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: connectorOptions(table.connector, options, columns, target.statement.at, 'sink') } };
+  const sinkOptions = { ...connectorOptions(table.connector, options, columns, target.statement.at, 'sink'), ...(upsert ? { mode: 'upsert', primaryKey: upsert } : {}) };
+  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: sinkOptions } };
+}
+
+/**
+ * Updates into a table that takes them as upserts by its primary key (PostgreSQL): the key must be the
+ * one the updates are keyed by (the GROUP BY's columns), and no row may ever need deleting (a GROUP BY
+ * over updates can empty a group). Returns the key's columns.
+ */
+function upsertInto(name: string, connector: string, primaryKey: string[] | undefined, plan: LogicalNode, at: number): string[] {
+  const why = (what: string): never => {
+    throw new SqlError(`INSERT INTO ${name}: the query's results are updates (a GROUP BY without a window); ${what}`, at);
+  };
+  if (connector !== 'postgres') why(`connector '${connector}' takes only appended rows; group in windows (TUMBLE, HOP, SESSION), or write to ${[...UPDATE_SINKS].join(', ')} or a postgres table with a PRIMARY KEY`);
+  if (!primaryKey) why(`a postgres table takes them as upserts by its key: declare PRIMARY KEY (...) NOT ENFORCED on the GROUP BY's columns`);
+  const key = upsertKeyOf(plan);
+  if (!key || key.length !== primaryKey!.length || !key.every((k) => primaryKey!.includes(k))) why(`the table's PRIMARY KEY (${primaryKey!.join(', ')}) must be the columns the results are grouped by (${key?.join(', ') ?? 'none that reach the table'})`);
+  if (mayDelete(plan)) why('a GROUP BY over updates can empty a group, and a row the sink would have to delete; group the rows directly');
+  return primaryKey!;
+}
+
+/** The columns that identify an updating plan's rows (the GROUP BY's, as the plan names them), if they reach its output. */
+function upsertKeyOf(n: LogicalNode): string[] | undefined {
+  if (n.kind === 'aggregate' && !n.window) return n.keys.map((k) => k.name);
+  if (n.kind === 'filter') return upsertKeyOf(n.input);
+  if (n.kind !== 'project') return undefined;
+  const inner = upsertKeyOf(n.input);
+  const out = inner?.map((k) => n.exprs.find((e) => e.expr.kind === 'column' && e.expr.name.parts[0] === k)?.name);
+  return out?.every((k) => k !== undefined) ? (out as string[]) : undefined;
+}
+
+/** Whether an updating plan can retract a row for good (-D): an aggregation over updates. */
+function mayDelete(n: LogicalNode): boolean {
+  if (n.kind === 'aggregate' && !n.window && isUpdating(n.input)) return true;
+  return inputsOf(n).some(mayDelete);
 }
 
 /** The catalog a script's own CREATE statements make (they were checked when the script was compiled). */

@@ -26,8 +26,23 @@ export function planToStreams(env: JobEnvironment, queries: readonly { plan: Log
   for (const { plan, sink } of queries) {
     const stream = planner.node(plan);
     if (sink.kind === 'collect') (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
+    else if (isUpdating(plan) && sink.options.mode === 'upsert') upserts(stream).sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
     else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
   }
+}
+
+/**
+ * Updates as upserts: the new row of each change (+I, +U) and nothing for the old (-U), which the new
+ * row replaces under the table's key; print and blackhole take the changes as they are.
+ */
+function upserts(updates: DataStream<Row>): DataStream<Row> {
+  return updates
+    .filter((r) => r.$op !== '-U')
+    .map((r) => {
+      const { $op: _, ...row } = r;
+      return row;
+    })
+    .name('upserts');
 }
 
 /**
