@@ -42,8 +42,16 @@ const ONE_SIDE: Record<string, { source: string[]; sink: string[] }> = {
     sink: ['delivery', 'transactionalIdPrefix', 'transactionTimeoutMs', 'keyField', 'maxRequestBytes', 'maxBufferedRecords', 'compression'],
   },
   nats: { source: ['stream', 'startFrom', 'startSequence', 'bounded', 'bufferMessages'], sink: ['messageIdField', 'messageIdPrefix', 'maxPending'] },
-  file: { source: ['format'], sink: ['rollBytes'] },
+  file: { source: [], sink: ['rollBytes'] },
 };
+
+/**
+ * A file table in CSV ('format' = 'csv'): the file connector reads and writes it as lines, and the SQL
+ * planner turns each line into a row of the table's columns and back (RFC 4180 quoting).
+ */
+export function isCsv(connector: string, options: Record<string, string>): boolean {
+  return connector === 'file' && options.format === 'csv';
+}
 
 /** Connectors whose source records wrap the row (a Kafka record's value, a NATS message's): a table's row is that value. */
 const ENVELOPES = new Set(['kafka', 'nats']);
@@ -80,6 +88,10 @@ export function connectorOptions(connector: string, options: Record<string, stri
         at_ = (at_[name] ??= {}) as Json;
       }
     }
+  }
+  if (isCsv(connector, options)) {
+    out.format = 'lines';
+    delete out.csv;
   }
   return connector === 'datagen' ? datagenFields(out, columns, at) : out;
 }

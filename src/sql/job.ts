@@ -15,7 +15,7 @@ import { optimize } from './optimizer.js';
 import { parseSql } from './parser.js';
 import { planToStreams, type SqlSink } from './physical.js';
 import { printStatement } from './printer.js';
-import { connectorOptions } from './connector-options.js';
+import { connectorOptions, isCsv } from './connector-options.js';
 import { bindTable } from './scan.js';
 import { comparable, typeName } from './types.js';
 
@@ -115,7 +115,8 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
   const upsert = isUpdating(renamed) && !UPDATE_SINKS.has(table.connector) ? upsertInto(name, table.connector, target.statement.primaryKey, renamed, s.table.at) : undefined;
   const options = withParams(table.options, params, target.statement.at);
   const sinkOptions = { ...connectorOptions(table.connector, options, columns, target.statement.at, 'sink'), ...(upsert ? { mode: 'upsert', primaryKey: upsert } : {}) };
-  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: sinkOptions } };
+  const csv = isCsv(table.connector, options) ? { csv: { columns, delimiter: options['csv.field-delimiter'] ?? ',' } } : {};
+  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: sinkOptions, ...csv } };
 }
 
 /**

@@ -8,7 +8,8 @@ import type { DataStream, JobEnvironment } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
 import { aggregateSource, compileAggregate, keySource, retractableAggregateSource, type OutputSource, type RetractableAggregate } from './aggregates.js';
 import { compileFunction, ExprWriter } from './codegen.js';
-import { connectorOptions, rowIsValue } from './connector-options.js';
+import { connectorOptions, isCsv, rowIsValue } from './connector-options.js';
+import { csvReader, csvWriter } from './csv.js';
 import { isUpdating, type AggregateNode, type Field, type LogicalNode, type ScanNode, type WindowDef } from './logical.js';
 import { cumulateStream, joinStreams, overStream, topNStream } from './physical-keyed.js';
 import { printExpr } from './printer.js';
@@ -18,7 +19,9 @@ type Row = Record<string, unknown>;
 type RowFn<R> = (row: Row, ctx?: unknown) => R;
 
 /** Where a query's rows go: a catalog table's connector, or the caller (collect, under a name). */
-export type SqlSink = { kind: 'table'; table: string; connector: string; options: Record<string, unknown> } | { kind: 'collect'; name: string };
+export type SqlSink =
+  | { kind: 'table'; table: string; connector: string; options: Record<string, unknown>; /** A CSV file table: rows written as lines of these columns. */ csv?: { columns: Field[]; delimiter: string } }
+  | { kind: 'collect'; name: string };
 
 /** Plans queries into one job: the queries of a statement set share sources and common sub-plans. */
 export function planToStreams(env: JobEnvironment, queries: readonly { plan: LogicalNode; sink: SqlSink }[]): void {
@@ -27,7 +30,10 @@ export function planToStreams(env: JobEnvironment, queries: readonly { plan: Log
     const stream = planner.node(plan);
     if (sink.kind === 'collect') (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
     else if (isUpdating(plan) && sink.options.mode === 'upsert') upserts(stream).sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
-    else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+    else if (sink.csv) {
+      const line = csvWriter(sink.csv.columns, sink.csv.delimiter);
+      stream.map((r) => line(r)).name(`${sink.table} as CSV`).sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+    } else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
   }
 }
 
@@ -151,6 +157,10 @@ class PhysicalPlanner {
     if (!s) {
       s = this.env.fromSource<Row>(n.connector, options).name(n.table);
       if (rowIsValue(n.connector)) s = s.map((r) => r.value as Row).name(`${n.table} values`);
+      if (isCsv(n.connector, n.options)) {
+        const row = csvReader(physical, n.options['csv.field-delimiter'] ?? ',');
+        s = s.map((line) => row(line as unknown as string)).name(`${n.table} from CSV`);
+      }
       this.sources.set(key, s);
     }
     const raw: Field[] = physical;

@@ -334,6 +334,33 @@ describe('SQL connector options', () => {
 });
 
 describe('SQL into sinks', () => {
+  test("CSV file tables ('format' = 'csv'): quoted fields, empty fields as NULL, types read and written back", async () => {
+    const { mkdtemp, mkdir, readdir, readFile, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'clink-sql-csv-'));
+    try {
+      await mkdir(join(dir, 'in'));
+      const input = ['1,Ada,"London, UK",36.5,2026-01-01 10:00:00', '2,"Grace ""Amazing""",,41,2026-01-02 11:30:00.250', '3,Linus,Helsinki,,1767225600000', ''];
+      await writeFile(join(dir, 'in', 'people.csv'), input.join('\n'));
+      const text = `
+        CREATE TEMPORARY TABLE people (id INT, name STRING, city STRING, score DOUBLE, seen TIMESTAMP(3)) WITH ('connector' = 'file', 'path' = '${join(dir, 'in')}', 'format' = 'csv');
+        CREATE TEMPORARY TABLE out3 (id INT, name STRING, city STRING, twice DOUBLE, seen TIMESTAMP(3)) WITH ('connector' = 'file', 'path' = '${join(dir, 'out')}', 'format' = 'csv');
+        INSERT INTO out3 SELECT id, UPPER(name), COALESCE(city, 'nowhere'), score * 2, seen FROM people;`;
+      const session = new SqlSession(await SqlCatalog.open(BUILTIN_CAPABILITIES.map((c) => c.name)));
+      const job = (await session.execute(text, { parallelism: 1 })).at(-1)!;
+      if (job.kind !== 'job') return assert.fail('not a job');
+      const { runJob } = await import('../../src/index.js');
+      const { sqlJobDefinition } = await import('../../src/sql/index.js');
+      await runJob(sqlJobDefinition({ name: job.job.name, version: '1' }, job.job.script), { parallelism: 1 });
+      const files = (await readdir(join(dir, 'out'))).filter((f) => !f.startsWith('.'));
+      const lines = (await Promise.all(files.map((f) => readFile(join(dir, 'out', f), 'utf8')))).join('').split('\n').filter(Boolean).sort();
+      assert.deepEqual(lines, ['1,ADA,"London, UK",73,2026-01-01 10:00:00.000', '2,"GRACE ""AMAZING""",nowhere,82,2026-01-02 11:30:00.250', '3,LINUS,Helsinki,,2026-01-01 00:00:00.000']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('EXECUTE STATEMENT SET: two INSERTs into file tables run as one job; each file holds its rows as JSON lines', async () => {
     const { mkdtemp, readdir, readFile, rm } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');

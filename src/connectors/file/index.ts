@@ -26,6 +26,8 @@ const SinkOptions = z
     path: z.string().min(1),
     /** Start a new part file at the first batch boundary after this many bytes. @default 128 MiB */
     rollBytes: z.number().int().positive().default(DEFAULT_ROLL_BYTES),
+    /** jsonl: each record as a JSON line; lines: each record (a string) as the line itself. @default 'jsonl' */
+    format: z.enum(['jsonl', 'lines']).default('jsonl'),
   })
   .strict();
 
@@ -208,7 +210,7 @@ export const file: Connector<unknown, unknown> = {
       };
       return {
         write(v) {
-          const line = (JSON.stringify(v) ?? 'null') + '\n';
+          const line = (o.format === 'lines' && typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null')) + '\n';
           pending.push(line);
           pendingBytes += line.length;
         },
