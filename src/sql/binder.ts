@@ -287,9 +287,35 @@ export class Binder {
 
   /** `e` bound to the fields of the scope's rows, and type-checked. */
   expr(e: Expr, scope: BoundColumn[]): Expr {
-    typeOf(e, scope);
-    return rebind(e, scope);
+    const withFields = rowFields(e, scope);
+    typeOf(withFields, scope);
+    return rebind(withFields, scope);
   }
+}
+
+/**
+ * `r.f` (or `t.r.f`) where r is a ROW column, not a table: the field f of r, as ITEM(r, 'f'). A name
+ * that a table or alias qualifies stays a column.
+ */
+function rowFields(e: Expr, scope: BoundColumn[]): Expr {
+  // An OVER call is replaced by its field by identity (over.ts binds its arguments on their own).
+  if (e.kind === 'call' && e.over) return e;
+  if (e.kind !== 'column') {
+    let changed = false;
+    const out = mapChildren(e, (c) => {
+      const r = rowFields(c, scope);
+      changed ||= r !== c;
+      return r;
+    });
+    return changed ? out : e;
+  }
+  const parts = e.name.parts;
+  if (parts.length < 2) return e;
+  const qualified = scope.some((c) => c.qualifier === parts[0] && c.name === parts[1]);
+  const [columnParts, fields] = qualified ? [parts.slice(0, 2), parts.slice(2)] : [parts.slice(0, 1), parts.slice(1)];
+  if (fields.length === 0) return e;
+  const base: Expr = { kind: 'column', name: { ...e.name, parts: columnParts }, at: e.at };
+  return fields.reduce<Expr>((acc, f) => ({ kind: 'call', name: 'ITEM', args: [acc, { kind: 'string', value: f, at: e.at }], distinct: false, at: e.at }), base);
 }
 
 function rebind(e: Expr, scope: BoundColumn[]): Expr {

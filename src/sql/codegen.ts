@@ -255,6 +255,14 @@ export class ExprWriter {
         return unary((x) => `$rt.dateFormat(${x} * 1000, "yyyy-MM-dd HH:mm:ss")`);
       case 'NOW':
         return 'Date.now()';
+      case 'ITEM': {
+        const base = this.type(a[0]!).kind;
+        return this.nullSafe(a, ([c, i]) => (base === 'ARRAY' ? `(${c}[${i} - 1] ?? null)` : `(Object.hasOwn(${c}, ${i}) ? ${c}[${i}] : null)`));
+      }
+      case 'CARDINALITY': {
+        const base = this.type(a[0]!).kind;
+        return unary((x) => (base === 'ARRAY' ? `${x}.length` : `Object.keys(${x}).length`));
+      }
       case 'TO_TIMESTAMP':
         return unary((x) => `$rt.toTimestamp(${x})`);
       case 'IF':

@@ -144,9 +144,21 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
     this.OR([
       { ALT: (): Expr => ({ kind: 'unary', op: '-', at: this.CONSUME(P.Minus).startOffset, operand: this.SUBRULE(this.unary) }) },
       { ALT: (): Expr => ({ kind: 'unary', op: '+', at: this.CONSUME(P.Plus).startOffset, operand: this.SUBRULE2(this.unary) }) },
-      { ALT: () => this.SUBRULE(this.primary) },
+      { ALT: () => this.SUBRULE(this.postfix) },
     ]),
   );
+
+  /** `a[i]`, `m['k']`: an element of an array (from 1) or a map's value, as the call ITEM(a, i). */
+  protected postfix = this.RULE('postfix', (): Expr => {
+    let e = this.SUBRULE(this.primary);
+    this.MANY(() => {
+      const at = this.CONSUME(P.LBracket).startOffset;
+      const index = this.SUBRULE(this.expr);
+      this.CONSUME(P.RBracket);
+      e = { kind: 'call', name: 'ITEM', args: [e, index], distinct: false, at };
+    });
+    return e;
+  });
 
   protected primary = this.RULE('primary', (): Expr =>
     this.OR([

@@ -148,6 +148,23 @@ export const FUNCTIONS: Record<string, SqlFunction> = {
   RPAD: { aggregate: false, type: pad },
   REPEAT: { aggregate: false, type: (args, call) => (arity(call, 2), wants(call, 0, args[0]!, isString, 'a string'), wants(call, 1, args[1]!, isInt, 'INT'), str(args.some((a) => a.nullable))) },
   FROM_UNIXTIME: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, isInt, 'INT or BIGINT (seconds)'), str(args[0]!.nullable)) },
+  ITEM: {
+    aggregate: false,
+    type: (args, call) => {
+      arity(call, 2);
+      const [c, i] = [args[0]!, args[1]!];
+      if (c.kind === 'ARRAY') return wants(call, 1, i, isInt, 'INT'), withNullable(c.element, true);
+      if (c.kind === 'MAP') return withNullable(c.value, true);
+      const name = call.args[1]!;
+      if (c.kind === 'ROW' && name.kind === 'string') {
+        const f = c.fields.find((x) => x.name === name.value);
+        if (!f) throw new SqlError(`the ROW has no field ${name.value}; its fields are ${c.fields.map((x) => x.name).join(', ')}`, name.at);
+        return withNullable(f.type, true);
+      }
+      throw new SqlError(`${printExpr(call.args[0]!)}[...]: an element is taken from an ARRAY (by position from 1) or a MAP (by key); this is ${typeName(c)}`, call.at);
+    },
+  },
+  CARDINALITY: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, (t) => t.kind === 'ARRAY' || t.kind === 'MAP', 'an ARRAY or MAP'), { kind: 'INT', nullable: args[0]!.nullable }) },
   NOW: { aggregate: false, type: (_args, call) => (arity(call, 0), { kind: 'TIMESTAMP_LTZ', precision: 3, nullable: false }) },
   TO_TIMESTAMP: { aggregate: false, type: (args, call) => (arity(call, 1), wants(call, 0, args[0]!, isString, 'a string'), { kind: 'TIMESTAMP', precision: 3, nullable: true }) },
   IF: {

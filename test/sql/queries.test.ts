@@ -361,6 +361,33 @@ describe('SQL into sinks', () => {
     }
   });
 
+  test('ARRAY, MAP and ROW columns: elements by position from 1, values by key, fields by name; CARDINALITY', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'clink-sql-nested-'));
+    try {
+      const records = [
+        { id: 1, tags: ['red', 'big'], props: { color: 'red', size: 'L' }, pos: { x: 1, y: 2, at: { z: 9 } } },
+        { id: 2, tags: [], props: {}, pos: { x: 5, y: -1, at: { z: 0 } } },
+        { id: 3, tags: ['blue'], props: { size: 'S' }, pos: null },
+      ];
+      await writeFile(join(dir, 'things.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const { rows } = await runSql(`
+        CREATE TEMPORARY TABLE things (id INT, tags ARRAY<STRING>, props MAP<STRING, STRING>, pos ROW<x INT, y INT, at ROW<z INT>>)
+          WITH ('connector' = 'file', 'path' = '${join(dir, 'things.jsonl')}');
+        SELECT id, tags[1] AS first_tag, tags[2] AS second_tag, CARDINALITY(tags) AS n, props['size'] AS size, pos.x + pos.y AS sum, t.pos.at.z AS z
+        FROM things t;`);
+      sameRows(rows, [
+        { id: 1, first_tag: 'red', second_tag: 'big', n: 2, size: 'L', sum: 3, z: 9 },
+        { id: 2, first_tag: null, second_tag: null, n: 0, size: null, sum: 4, z: 0 },
+        { id: 3, first_tag: 'blue', second_tag: null, n: 1, size: 'S', sum: null, z: null },
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('EXECUTE STATEMENT SET: two INSERTs into file tables run as one job; each file holds its rows as JSON lines', async () => {
     const { mkdtemp, readdir, readFile, rm } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');
