@@ -1,7 +1,8 @@
 /**
- * CSV rows for file tables ('format' = 'csv'): a line split into the table's physical columns (RFC
- * 4180: fields in double quotes may hold the delimiter, quotes doubled, no line breaks inside), each
- * field read as its column's type (an empty field is NULL), and a row written back the same way.
+ * Rows from connectors whose values are not yet the columns' types. CSV for file tables ('format' =
+ * 'csv'): a line split into the table's physical columns (RFC 4180: fields in double quotes may hold the
+ * delimiter, quotes doubled, no line breaks inside), each field read as its column's type (an empty
+ * field is NULL), and a row written back the same way. PostgreSQL rows: numbers and times as numbers.
  */
 import type { Field } from './logical.js';
 import { SQL_RUNTIME, SqlRuntimeError } from './sql-runtime.js';
@@ -59,6 +60,20 @@ function read(text: string, f: Field): unknown {
     default:
       return text;
   }
+}
+
+/**
+ * A function that gives a PostgreSQL row's values their columns' types: pg hands BIGINT and NUMERIC
+ * over as strings (to keep their precision) and timestamps as Dates.
+ */
+export function pgRowReader(columns: readonly Field[]): (row: Row) => Row {
+  const numeric = columns.filter((c) => c.type.kind === 'BIGINT' || c.type.kind === 'DECIMAL' || c.type.kind === 'DOUBLE' || c.type.kind === 'INT').map((c) => c.name);
+  const times = columns.filter((c) => c.type.kind === 'TIMESTAMP' || c.type.kind === 'TIMESTAMP_LTZ').map((c) => c.name);
+  return (row) => {
+    for (const n of numeric) if (typeof row[n] === 'string') row[n] = Number(row[n]);
+    for (const n of times) if (row[n] instanceof Date) row[n] = (row[n] as Date).getTime();
+    return row;
+  };
 }
 
 /** A function from a CSV line to a row of `columns`. */

@@ -9,7 +9,7 @@ import { Windows } from '../sdk/index.js';
 import { aggregateSource, compileAggregate, keySource, retractableAggregateSource, type OutputSource, type RetractableAggregate } from './aggregates.js';
 import { compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions, isCsv, rowIsValue } from './connector-options.js';
-import { csvReader, csvWriter } from './csv.js';
+import { csvReader, csvWriter, pgRowReader } from './csv.js';
 import { isUpdating, type AggregateNode, type Field, type LogicalNode, type ScanNode, type WindowDef } from './logical.js';
 import { cumulateStream, joinStreams, overStream, topNStream } from './physical-keyed.js';
 import { printExpr } from './printer.js';
@@ -157,6 +157,10 @@ class PhysicalPlanner {
     if (!s) {
       s = this.env.fromSource<Row>(n.connector, options).name(n.table);
       if (rowIsValue(n.connector)) s = s.map((r) => r.value as Row).name(`${n.table} values`);
+      if (n.connector === 'postgres') {
+        const typed = pgRowReader(physical);
+        s = s.map((r) => typed(r)).name(`${n.table} typed`);
+      }
       if (isCsv(n.connector, n.options)) {
         const row = csvReader(physical, n.options['csv.field-delimiter'] ?? ',');
         s = s.map((line) => row(line as unknown as string)).name(`${n.table} from CSV`);

@@ -1,6 +1,7 @@
 // SQL updates into the real PostgreSQL `npm run test:services` starts: a GROUP BY without a window
 // written INSERT INTO a table with a PRIMARY KEY on the grouped columns is a stream of upserts, so the
-// table ends with one row per key holding its final aggregates; a key that is not the GROUP BY's is refused.
+// table ends with one row per key holding its final aggregates (read back through SQL too); a key that
+// is not the GROUP BY's is refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runJob } from '../../src/index.js';
@@ -29,6 +30,11 @@ describe('SQL updates into PostgreSQL', () => {
     assert.equal(rows.reduce((n, r) => n + Number(r.orders), 0), 3000, 'every order counted once, in its key\'s last row');
     const expected = await runSelect(session, 'SELECT customer, COUNT(*) AS orders, SUM(amount) AS total FROM orders GROUP BY customer;');
     assert.deepEqual(rows.map((r) => ({ customer: r.customer, orders: Number(r.orders), total: Number(r.total) })), expected.sort((a, b) => (a.customer as number) - (b.customer as number)));
+
+    // Read back through SQL: a postgres table as a source, its BIGINTs numbers again.
+    const back = await runSelect(session, `CREATE TEMPORARY TABLE totals_in (customer INT, orders BIGINT, total BIGINT) WITH ('connector' = 'postgres', 'connection-string' = '${url}', 'table' = '${table}', 'key-column' = 'customer');
+      SELECT customer, orders * 2 AS twice FROM totals_in WHERE total > 0;`);
+    assert.deepEqual(back.sort((a, b) => (a.customer as number) - (b.customer as number)), expected.map((r) => ({ customer: r.customer, twice: (r.orders as number) * 2 })));
 
     await assert.rejects(
       session.execute(`CREATE TEMPORARY TABLE wrong_key (customer INT, orders BIGINT, PRIMARY KEY (orders) NOT ENFORCED) WITH ('connector' = 'postgres', 'connection-string' = '${url}', 'table' = '${table}');
