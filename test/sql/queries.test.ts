@@ -177,6 +177,14 @@ describe('SQL queries against reference computations', () => {
     sameRows((await runSql(golden('over-range'))).rows, range);
   });
 
+  test('CURRENT_WATERMARK(ts): NULL before the first watermark, then behind every row that is not late', async () => {
+    const { rows } = await runSql(TABLES + 'SELECT order_id, ts, CURRENT_WATERMARK(ts) AS wm FROM orders;', { parallelism: 1 });
+    assert.equal(rows.length, 2000);
+    const seen = rows.filter((r) => r.wm !== null);
+    assert.ok(seen.length > 0 && seen.length < rows.length, `${seen.length} rows saw a watermark`);
+    for (const r of seen) assert.ok((r.wm as number) < (r.ts as number) && (r.wm as number) >= START - 1000, `row ${String(r.order_id)}: watermark ${String(r.wm)}, ts ${String(r.ts)}`);
+  });
+
   test('functions on dates, numbers and strings, computed per row', async () => {
     const sql = `SELECT order_id, YEAR(ts) AS y, QUARTER(ts) AS q, MONTH(ts) AS mo, DAYOFMONTH(ts) AS dom, DAYOFYEAR(ts) AS doy, DAYOFWEEK(ts) AS dow,
         HOUR(ts) AS h, MINUTE(ts) AS mi, SECOND(ts) AS s, SIGN(amount - 50) AS sg, ROUND(LOG10(amount), 6) AS lg,
