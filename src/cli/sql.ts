@@ -116,12 +116,12 @@ async function runJob(job: CompiledSqlJob, o: SqlCommandOptions): Promise<void> 
   }
 }
 
-/** The interactive shell: statements end at ';', history is kept in ~/.clink_sql_history, Ctrl-C cancels, Ctrl-D leaves. */
+/** The interactive shell: statements end at ';', history is kept in ~/.clink_sql_history, Ctrl-C cancels, QUIT; or Ctrl-D leaves. */
 async function shell(session: SqlSession, o: SqlCommandOptions): Promise<void> {
   const historyPath = join(homedir(), HISTORY_FILE);
   const history = (await readFile(historyPath, 'utf8').catch(() => '')).split('\n').filter(Boolean).reverse();
   const rl = createInterface({ input: process.stdin, output: process.stdout, prompt: 'clink> ', history, historySize: HISTORY_LINES, removeHistoryDuplicates: true });
-  process.stdout.write("clink SQL shell: statements end with ';'. HELP; lists what is supported, Ctrl-D leaves.\n");
+  process.stdout.write("clink SQL shell: statements end with ';'. HELP; lists what is supported; QUIT; or Ctrl-D leaves.\n");
   let pending = '';
   let running = false;
   // Ctrl-C (read as a key: the terminal is raw) cancels the running query, or drops the statement
@@ -140,7 +140,9 @@ async function shell(session: SqlSession, o: SqlCommandOptions): Promise<void> {
   rl.prompt();
   for await (const line of rl) {
     pending += (pending ? '\n' : '') + line;
-    if (pending.trim().toUpperCase() === 'HELP;') {
+    const word = pending.trim().toUpperCase();
+    if (word === 'QUIT;' || word === 'EXIT;') break; // as in Flink's SQL client
+    if (word === 'HELP;') {
       process.stdout.write(SHELL_HELP);
       pending = '';
     } else if (endsStatement(pending)) {
@@ -156,8 +158,12 @@ async function shell(session: SqlSession, o: SqlCommandOptions): Promise<void> {
     rl.setPrompt(pending ? '    -> ' : 'clink> ');
     rl.prompt();
   }
+  rl.close();
   const kept = (rl as unknown as { history: string[] }).history.slice(0, HISTORY_LINES).reverse();
   await writeFile(historyPath, kept.join('\n') + '\n').catch(() => undefined);
+  // The terminal is done with: a closed interface can leave it referenced (the end of input arriving
+  // while a query ran), which would keep the process alive after the shell.
+  process.stdin.destroy();
   process.stdout.write('\n');
 }
 

@@ -100,10 +100,11 @@ describe('clink sql', () => {
     assert.deepEqual((JSON.parse(piped.stdout) as { result: { square: number }[] }).result.map((x) => x.square).sort((a, b) => a - b), [0, 1, 4, 9]);
   });
 
-  test('the shell on a terminal: a statement over two lines, a query\'s table, a fault with its caret, history kept; end of input leaves', async () => {
+  test('the shell on a terminal: a statement over two lines, a query\'s table, a fault with its caret, history kept; QUIT; leaves', async () => {
     const home = join(dir, 'home');
     await mkdir(home, { recursive: true });
-    const typed = "CREATE TEMPORARY TABLE n (x BIGINT) WITH ('connector' = 'datagen',\n'number-of-rows' = '3', 'fields.x.kind' = 'sequence');\nSELECT x * 10 AS y FROM n;\nSELECT nope FROM n;\n";
+    const typed = "CREATE TEMPORARY TABLE n (x BIGINT) WITH ('connector' = 'datagen',\n'number-of-rows' = '3', 'fields.x.kind' = 'sequence');\nSELECT x * 10 AS y FROM n;\nSELECT nope FROM n;\nQUIT;\n";
+    // QUIT; leaves (a Ctrl-D typed through script(1)'s piped input arrives only while the terminal is still in line mode).
     const r = await runCliOnTerminal(['sql', '--workers', '0', '--no-progress'], dir, 120_000, { text: typed, env: { HOME: home } });
     const screen = r.stdout.replaceAll('\r', '');
     assert.match(screen, /clink SQL shell: statements end with ';'/);
