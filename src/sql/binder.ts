@@ -11,7 +11,7 @@ import { AGGREGATE_FUNCTIONS, windowBounds, type AggregateCall, type AggregateFu
 import { bindOver } from './over.js';
 import { printExpr } from './printer.js';
 import { bindTable } from './scan.js';
-import { commonType, typeName, type SqlType } from './types.js';
+import { commonType, INTERVAL_UNIT_MS, typeName, type SqlType } from './types.js';
 import { FUNCTIONS, resolveColumn, typeOf, type ScopeColumn } from './typing.js';
 
 /** A column as a query sees it: by qualifier and name, and the field of the row that holds it. */
@@ -369,8 +369,7 @@ function windowOf(input: LogicalNode, keys: NamedExpr[], s: Select): WindowDef |
 /** A whole number of milliseconds from an INTERVAL literal. */
 export function intervalMs(e: Expr): number {
   if (e.kind !== 'interval') throw new SqlError(`${printExpr(e)}: expected an interval such as INTERVAL '10' SECOND`, e.at);
-  const unit: Record<string, number> = { SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000 };
-  const per = unit[e.unit];
+  const per = INTERVAL_UNIT_MS[e.unit];
   if (per === undefined) throw new SqlError(`INTERVAL ... ${e.unit}: a window or watermark interval is in SECOND, MINUTE, HOUR or DAY`, e.at);
   const ms = Number(e.value) * per;
   if (!Number.isInteger(ms) || ms <= 0) throw new SqlError(`INTERVAL '${e.value}' ${e.unit}: must be a positive whole number of milliseconds`, e.at);

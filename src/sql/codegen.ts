@@ -10,11 +10,10 @@ import { SqlError } from './errors.js';
 import type { Field, NamedExpr } from './logical.js';
 import { printExpr } from './printer.js';
 import { likeRegExp, SQL_RUNTIME } from './sql-runtime.js';
-import type { SqlType } from './types.js';
+import { INTERVAL_UNIT_MS, type SqlType } from './types.js';
 import { typeOf, type Scope } from './typing.js';
 
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-const INTERVAL_MS: Record<string, number> = { SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000 };
 
 /**
  * Source of a property name in an object literal. A computed name for `__proto__`, which as a plain
@@ -285,7 +284,7 @@ export class ExprWriter {
 const isSimple = (e: Expr): boolean => e.kind === 'column';
 
 export function intervalValue(e: Extract<Expr, { kind: 'interval' }>): number {
-  const per = INTERVAL_MS[e.unit];
+  const per = INTERVAL_UNIT_MS[e.unit];
   if (per === undefined) throw new SqlError(`INTERVAL '${e.value}' ${e.unit}: intervals of months and years are not supported`, e.at);
   return Number(e.value) * per;
 }

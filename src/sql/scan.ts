@@ -7,7 +7,7 @@ import { SqlError } from './errors.js';
 import { fieldRef, mapChildren } from './expressions.js';
 import type { Field, ScanNode } from './logical.js';
 import { printExpr } from './printer.js';
-import { fromDeclared, type SqlType } from './types.js';
+import { fromDeclared, INTERVAL_UNIT_MS, type SqlType } from './types.js';
 import { typeOf } from './typing.js';
 
 type CreateTable = Extract<Statement, { kind: 'createTable' }>;
@@ -46,8 +46,7 @@ function watermarkDelay(column: string, e: Expr): number {
   const isColumn = (x: Expr): boolean => x.kind === 'column' && x.name.parts.length === 1 && x.name.parts[0] === column;
   if (isColumn(e)) return 0;
   if (e.kind === 'binary' && e.op === '-' && isColumn(e.left) && e.right.kind === 'interval') {
-    const per: Record<string, number> = { SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000 };
-    const ms = Number(e.right.value) * (per[e.right.unit] ?? NaN);
+    const ms = Number(e.right.value) * (INTERVAL_UNIT_MS[e.right.unit] ?? NaN);
     if (Number.isInteger(ms) && ms >= 0) return ms;
   }
   throw new SqlError(`WATERMARK FOR ${column} AS ${printExpr(e)}: a watermark is written ${column} or ${column} - INTERVAL 'n' SECOND`, e.at);

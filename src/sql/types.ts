@@ -14,6 +14,9 @@ export type SqlType =
   | { kind: 'MAP'; key: SqlType; value: SqlType; nullable: boolean }
   | { kind: 'ROW'; fields: { name: string; type: SqlType }[]; nullable: boolean };
 
+/** Milliseconds in each interval unit the engine computes with (months and years have no fixed length). */
+export const INTERVAL_UNIT_MS: Readonly<Record<string, number>> = { SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000 };
+
 export const DEFAULT_DECIMAL = { precision: 10, scale: 0 };
 export const DEFAULT_TIMESTAMP_PRECISION = 3;
 
@@ -41,43 +44,33 @@ export function fromDeclared(t: DataType, notNull = false): SqlType {
 
 /** How a type reads in a message: as SQL would write it, with NOT NULL when it is so. */
 export function typeName(t: SqlType): string {
-  const base = ((): string => {
-    switch (t.kind) {
-      case 'DECIMAL':
-        return `DECIMAL(${t.precision}, ${t.scale})`;
-      case 'TIMESTAMP':
-      case 'TIMESTAMP_LTZ':
-        return `${t.kind}(${t.precision})${t.rowtime ? ' *ROWTIME*' : ''}`;
-      case 'ARRAY':
-        return `ARRAY<${typeName(t.element)}>`;
-      case 'MAP':
-        return `MAP<${typeName(t.key)}, ${typeName(t.value)}>`;
-      case 'ROW':
-        return `ROW<${t.fields.map((f) => `${f.name} ${typeName(f.type)}`).join(', ')}>`;
-      default:
-        return t.kind;
-    }
-  })();
+  const base = spell(t, false);
   return t.nullable || t.kind === 'NULL' ? base : `${base} NOT NULL`;
 }
 
 /** A type as a column declaration writes it (no time-attribute marker), e.g. for a sink table's DDL. */
 export function declaredTypeName(t: SqlType): string {
+  return spell(t, true);
+}
+
+/** A type's SQL spelling; `declared`: as DDL takes it (a NULL or INTERVAL type declared as STRING). */
+function spell(t: SqlType, declared: boolean): string {
+  const inner = (x: SqlType): string => (declared ? spell(x, true) : typeName(x));
   switch (t.kind) {
     case 'DECIMAL':
       return `DECIMAL(${t.precision}, ${t.scale})`;
     case 'TIMESTAMP':
     case 'TIMESTAMP_LTZ':
-      return `${t.kind}(${t.precision})`;
+      return `${t.kind}(${t.precision})${t.rowtime && !declared ? ' *ROWTIME*' : ''}`;
     case 'ARRAY':
-      return `ARRAY<${declaredTypeName(t.element)}>`;
+      return `ARRAY<${inner(t.element)}>`;
     case 'MAP':
-      return `MAP<${declaredTypeName(t.key)}, ${declaredTypeName(t.value)}>`;
+      return `MAP<${inner(t.key)}, ${inner(t.value)}>`;
     case 'ROW':
-      return `ROW<${t.fields.map((f) => `${f.name} ${declaredTypeName(f.type)}`).join(', ')}>`;
+      return `ROW<${t.fields.map((f) => `${f.name} ${inner(f.type)}`).join(', ')}>`;
     case 'NULL':
     case 'INTERVAL':
-      return 'STRING';
+      return declared ? 'STRING' : t.kind;
     default:
       return t.kind;
   }
