@@ -36,6 +36,7 @@ export default defineJob({ name: 'fraud-detection', version: '1', description: '
       },
     })
     .name('transactions')
+    .uid('transactions')
     // The detector depends on the order of an account's transactions. One source subtask (and its
     // chained timestamp assigner) keeps that order; with several, an account's transactions would
     // interleave from several splits or be rebalanced.
@@ -62,6 +63,7 @@ export default defineJob({ name: 'fraud-detection', version: '1', description: '
       },
     })
     .name('detect')
+    .uid('detect')
     .collect('alerts');
 });
 

@@ -22,7 +22,9 @@ export default defineJob({ name: 'kafka-pipeline', version: '1', description: 'o
   const bootstrapServers = env.params.bootstrap ?? '127.0.0.1:9092';
   env
     .fromSource<KafkaRecord<string, Order>>('kafka', { bootstrapServers, topic: env.params.in ?? 'orders', watermarks: { maxOutOfOrdernessMs: 5_000, idleTimeoutMs: 10_000 } })
+    .uid('orders')
     .filter((r) => r.value !== null && TO_EUR[r.value.currency] !== undefined)
     .map((r) => ({ id: r.value.id, eur: Math.round(r.value.amount * TO_EUR[r.value.currency]! * 100) / 100, at: r.timestamp }))
-    .sinkTo('kafka', { bootstrapServers, topic: env.params.out ?? 'orders-eur', keyField: 'id', delivery: 'exactly-once', transactionalIdPrefix: 'kafka-pipeline' });
+    .sinkTo('kafka', { bootstrapServers, topic: env.params.out ?? 'orders-eur', keyField: 'id', delivery: 'exactly-once', transactionalIdPrefix: 'kafka-pipeline' })
+    .uid('orders-eur');
 });

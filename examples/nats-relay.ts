@@ -11,6 +11,7 @@ export default defineJob({ name: 'nats-relay', version: '1', description: 'large
   const servers = env.params.servers ?? '127.0.0.1:4222';
   env
     .fromSource<NatsRecord<{ id: string; amount: number }>>('nats', { servers, stream: 'ORDERS' })
+    .uid('orders')
     .filter((m) => m.value.amount >= Number(env.params.threshold ?? 1000))
     .map((m) => m.value)
     .sinkTo('nats', { servers, subject: 'BIG.orders', messageIdPrefix: 'nats-relay', messageIdField: 'id' });

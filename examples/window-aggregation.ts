@@ -35,6 +35,7 @@ export default defineJob({ name: 'sensor-stats', version: '1', description: 'per
       },
     })
     .name('readings')
+    .uid('readings')
     .assignTimestamps((r) => r.ts, { maxOutOfOrdernessMs: 2_000 })
     .keyBy((r) => r.sensor)
     .window(Windows.tumbling(WINDOW_MS))
@@ -50,6 +51,7 @@ export default defineJob({ name: 'sensor-stats', version: '1', description: 'per
       }),
     })
     .name('stats per window')
+    .uid('stats')
     .collect('sensor stats per 5 minutes');
 });
 

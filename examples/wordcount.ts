@@ -16,7 +16,7 @@ const TEXT = [
 
 export default defineJob({ name: 'wordcount', version: '1', description: 'count words in text' }, (env) => {
   const lines = env.params.input
-    ? env.fromSource<string>('file', { path: env.params.input, format: 'lines' })
+    ? env.fromSource<string>('file', { path: env.params.input, format: 'lines' }).uid('lines')
     : env.fromElements(TEXT);
   lines
     .flatMap<string>((line, out) => {
@@ -36,5 +36,6 @@ export default defineJob({ name: 'wordcount', version: '1', description: 'count 
       },
     })
     .name('count')
+    .uid('count')
     .collect('word counts');
 });

@@ -1,5 +1,7 @@
 /** `clink submit`, `clink jobs`, `clink cancel`: a client of a running coordinator. */
-import type { CheckpointSettings, JobOutcome } from '../client/index.js';
+import { NO_CHECKPOINTS, type CheckpointSettings, type JobOutcome } from '../client/index.js';
+import { determinismFindings, refuseOnErrors } from '../lint/index.js';
+import { gateJob, jobFindings } from './job-checks.js';
 import { ClinkError } from '../errors.js';
 import { prepareSubmission, typecheckJob } from '../loader/index.js';
 import { exitOnInterrupt } from './interrupt.js';
@@ -44,12 +46,19 @@ export async function submitCommand(
     typecheck?: boolean;
     /** Overrides the job's own (defineJob's guarantee). */
     guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
+    /** Autoscaler bounds (--autoscale): linted, and refused until rescaling exists. */
+    autoscale?: { min: number; max: number };
   },
 ): Promise<void> {
   if (o.typecheck !== false) await typecheckJob(jobPath);
-  // The coordinator validates the plan; checking it here too would cost start-up time for nothing.
-  const { compiled, spec } = await prepareSubmission(jobPath, { parallelism: o.parallelism ?? 1, params: o.params });
+  // The lint's job checks run here, before anything ships (the coordinator checks the plan again).
+  const { compiled, spec } = await prepareSubmission(jobPath, {
+    parallelism: o.parallelism ?? 1,
+    params: o.params,
+    verifyBuild: (built, rebuild) => refuseOnErrors(determinismFindings(built, rebuild)),
+  });
   if (o.guarantee) spec.job.guarantee = o.guarantee;
+  gateJob(jobFindings(spec, { settings: { ...NO_CHECKPOINTS, ...o.checkpoint }, ...(o.autoscale ? { autoscale: o.autoscale } : {}) }));
   const client = await connectToLeader(o.coordinator);
   try {
     const { jobId } = await client.submit({

@@ -7,12 +7,43 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import { ClinkError, UserCodeError } from '../errors.js';
-import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
+import { parseCoordinators, type Endpoint } from './endpoint.js';
 import type { TlsFlags } from './tls-flags.js';
 import { installInterrupts } from './interrupt.js';
-import type { CheckpointSettings } from '../client/index.js';
-import { checkTlsFlags, collectParam, intArg, nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
+import { checkTlsFlags, nonNegativeInt, positiveInt } from './flags.js';
+import {
+  addOptions,
+  autoscaleOptions,
+  checkpointOptions,
+  checkpointSettings,
+  coordinatorTargetOptions,
+  DEFAULT_COORDINATOR,
+  jobOptions,
+  localRunOptions,
+  outputOptions,
+  submitOptions,
+  target,
+  typecheckOptions,
+  type CheckpointFlags,
+  type JobFlags,
+  type TargetFlags,
+} from './options.js';
 import { addNodeCommand } from './node-command.js';
+import { givenNodeFlags, nodeFindings, nodeOptions } from './node-options.js';
+import { lintError, type Finding } from '../lint/index.js';
+import { tlsFlagProblems } from './tls-flags.js';
+
+/**
+ * The lint's findings on node and TLS flags: as `role`'s node when given; else as each role whose own
+ * flags were given (a coordinator's checks with clink node's defaults for the rest); else the TLS
+ * flags as a client's.
+ */
+function lintedFlags(role: 'coordinator' | 'worker' | undefined, o: Record<string, unknown>, cmd: Command): Finding[] {
+  const given = givenNodeFlags(cmd);
+  const roles = role ? [role] : (['coordinator', 'worker'] as const).filter((r) => given.some((g) => g.role === r));
+  if (roles.length === 0) return tlsFlagProblems(o as TlsFlags, 'client').map((m) => lintError('tls-flags', m));
+  return roles.flatMap((r) => nodeFindings(r, o, role ? given : given.filter((g) => g.role === r || g.role === 'both')).findings);
+}
 
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
@@ -28,10 +59,6 @@ export const EXIT_USAGE = 2;
 export const EXIT_INTERNAL = 70;
 export const EXIT_TEMPFAIL = 75;
 export const EXIT_INTERRUPTED = 130;
-
-/** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
-export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
-
 
 
 /** A Node system error (EACCES, ENOSPC, ECONNREFUSED, ...): the machine said no, not a bug in clink. */
@@ -60,55 +87,6 @@ function clinkVersion(): string {
   return pkg.version;
 }
 
-type JobFlags = { parallelism?: number; param: Record<string, string> };
-type CheckpointFlags = {
-  checkpointDir?: string;
-  checkpointIntervalMs: number;
-  checkpointsRetained: number;
-  stateBackend?: string;
-  alignment: 'aligned' | 'unaligned';
-  maxRestartsFromCheckpoint: number;
-  maxRestartsOnWorkerLoss?: number;
-  maxRegionRetries: number;
-  maxRestarts?: number;
-  restoreFromDir?: string;
-  restoreFromCheckpointId: number;
-  allowNonRestoredState: boolean;
-  guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
-};
-
-
-
-type TargetFlags = TlsFlags & { coordinator: Endpoint[]; haDir?: string; etcdEndpoints?: string[]; etcdCluster: string; handshakeTimeoutMs: number };
-
-/** Where a client command finds its coordinator, and how it connects. */
-function target(o: TargetFlags): CoordinatorTarget {
-  const tls: TlsFlags = { ...(o.tlsCa ? { tlsCa: o.tlsCa } : {}), ...(o.tlsClientCert ? { tlsClientCert: o.tlsClientCert } : {}), ...(o.tlsClientKey ? { tlsClientKey: o.tlsClientKey } : {}), ...(o.tlsNoVerifyHostname ? { tlsNoVerifyHostname: true } : {}) };
-  return {
-    endpoints: o.coordinator,
-    ...(o.haDir ? { haDir: o.haDir } : {}),
-    ...(o.etcdEndpoints ? { etcdEndpoints: o.etcdEndpoints, etcdCluster: o.etcdCluster } : {}),
-    ...(o.tlsCa ? { tls } : {}),
-    handshakeTimeoutMs: o.handshakeTimeoutMs,
-  };
-}
-
-
-function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
-  return {
-    checkpointDir: o.checkpointDir ?? '',
-    intervalMs: o.checkpointIntervalMs,
-    checkpointsRetained: o.checkpointsRetained,
-    stateBackendUri: o.stateBackend ?? '',
-    alignment: o.alignment,
-    maxRestartsOnWorkerLoss: renamed(o, 'maxRestartsFromCheckpoint', 'maxRestartsOnWorkerLoss'),
-    maxRestarts: renamed(o, 'maxRegionRetries', 'maxRestarts'),
-    restoreFromDir: o.restoreFromDir ?? '',
-    restoreFromCheckpointId: o.restoreFromCheckpointId,
-    allowNonRestoredState: o.allowNonRestoredState,
-  };
-}
-
 export async function main(argv: string[]): Promise<number> {
   process.setSourceMapsEnabled(true);
   const program = new Command()
@@ -133,67 +111,13 @@ export async function main(argv: string[]): Promise<number> {
   let exitCode = EXIT_OK;
   let uninstallInterrupts: (() => void) | undefined;
 
-  const jobOptions = (cmd: Command): Command =>
-    cmd
-      .addOption(new Option('-p, --parallelism <n>', 'default parallelism of operators').argParser(positiveInt))
-      .option('--param <key=value>', 'a job parameter, read as env.params.key (repeatable)', collectParam, {});
-  const typecheckOption = (cmd: Command): Command => cmd.option('--no-typecheck', 'run without type-checking the job first (it is checked when TypeScript is installed)');
-  const outputOptions = (cmd: Command): Command =>
-    cmd
-      .addOption(new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'))
-      .option('--max-rows <n>', 'rows of each collected result to print (0: all)', nonNegativeInt, 20);
-  const checkpointOptions = (cmd: Command): Command =>
-    cmd
-      .option('--checkpoint-dir <dir>', 'take checkpoints into this directory (none without it)')
-      .option('--checkpoint-interval-ms <ms>', 'how often to checkpoint (0: never on a timer)', nonNegativeInt, 0)
-      .option('--checkpoints-retained <n>', 'completed checkpoints to keep (older ones are deleted)', positiveInt, 1)
-      .option('--state-backend <uri>', 'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]')
-      .addOption(new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)').choices(['aligned', 'unaligned']).default('aligned'))
-      .option(
-        '--max-restarts-from-checkpoint <n>',
-        'with checkpoints: how often the whole job restarts from its last checkpoint after a worker is lost or a subtask fails (-1: automatic, 10)',
-        intArg(-1),
-        -1,
-      )
-      .addOption(renamedFlag('--max-restarts-on-worker-loss <n>', 'maxRestartsFromCheckpoint', intArg(-1)))
-      .option(
-        '--max-region-retries <n>',
-        "without checkpoints: how often each failed subtask is retried, re-running its failover region from the beginning (at-least-once) (-1: the coordinator's default, 0 unless set)",
-        intArg(-1),
-        -1,
-      )
-      .addOption(renamedFlag('--max-restarts <n>', 'maxRegionRetries', intArg(-1)))
-      .option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job")
-      .option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)', nonNegativeInt, 0)
-      .option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)', false)
-      .addOption(new Option('--guarantee <level>', "the delivery guarantee the job needs end to end; a submit that cannot give it is refused, naming what limits it [default: defineJob's guarantee, or none]").choices(['at-most-once', 'at-least-once', 'exactly-once']));
-  // `local`: without --coordinator the command works on this machine (clink sql), so there is no default.
-  const coordinatorOption = (cmd: Command, local = false): Command =>
-    cmd
-      .addOption(
-        local
-          ? new Option('--coordinator <host:port,...>', "submit to the cluster at this control port (clink node --port) [default: run on this machine]").env('CLINK_COORDINATOR').argParser(parseCoordinators)
-          : new Option('--coordinator <host:port,...>', "the coordinator's control port (clink node --port); several: the HA coordinators, the first that answers leads")
-              .env('CLINK_COORDINATOR')
-              .argParser(parseCoordinators)
-              .default(parseCoordinators(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
-      )
-      .option('--ha-dir <dir>', 'find the leading coordinator in this HA directory (instead of --coordinator)')
-      .option('--etcd-endpoints <urls>', 'find the leading coordinator in etcd (comma-separated; instead of --coordinator)', (v: string) => v.split(',').filter(Boolean))
-      .option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys', 'default')
-      .option('--tls-ca <file>', "connect over TLS, verifying the coordinator's certificate against this CA (PEM)")
-      .option('--tls-client-cert <file>', 'under mTLS: this client\'s certificate (PEM)')
-      .option('--tls-client-key <file>', 'under mTLS: its private key (PEM)')
-      .option('--tls-no-verify-hostname', "check the coordinator's certificate chain but not that it names the host (needs --tls-ca)")
-      .option('--handshake-timeout-ms <ms>', 'TCP connect and TLS handshake must finish within this', positiveInt, 5_000);
-
-  typecheckOption(checkpointOptions(outputOptions(jobOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)')))))
-    .option('--no-progress', 'do not show progress on standard error')
-    .option('--workers <n>', 'local worker processes (0 runs everything in this process) [default: one per core]', nonNegativeInt)
-    .option('--batch-size <n>', 'records per batch between tasks', positiveInt, 1_000)
-    .option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill', nonNegativeInt, 0)
-    .addOption(slotSharingOption())
-    .action(async (job: string, o: JobFlags & CheckpointFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number; slotSharing: 'on' | 'off'; typecheck: boolean }) => {
+  addOptions(program.command('run').description('compile a job module and run it on this machine').argument('<job>', 'job file (.ts or .js)'), [
+    ...jobOptions(),
+    ...outputOptions(),
+    ...checkpointOptions(),
+    ...typecheckOptions(),
+    ...localRunOptions(),
+  ]).action(async (job: string, o: JobFlags & CheckpointFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number; slotSharing: 'on' | 'off'; typecheck: boolean }) => {
       const { runCommand } = await import('./run.js');
       await runCommand(job, {
         checkpoint: checkpointSettings(o),
@@ -222,22 +146,27 @@ export async function main(argv: string[]): Promise<number> {
       (await import('./init.js')).initCommand(dir, { ...(o.name ? { name: o.name } : {}), ...(o.clink ? { clink: o.clink } : {}), install: o.install }),
     );
 
-  jobOptions(program.command('plan').description("print a job's plan: operators, edges and chained tasks").argument('<job>', 'job file'))
+  addOptions(program.command('plan').description("print a job's plan: operators, edges and chained tasks").argument('<job>', 'job file'), jobOptions())
     .option('--json', 'print the JobGraphSpec as JSON')
     .action(async (job: string, o: JobFlags & { json?: boolean }) => {
       const { planCommand } = await import('./plan.js');
       await planCommand(job, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.param, json: o.json === true });
     });
 
-  typecheckOption(checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file'))))))
-    .option('--name <name>', "the job's name [default: its defineJob name]")
-    .option('--wait', 'wait for the job to end; exit non-zero with its error if it fails')
-    .option('--no-progress', 'with --wait, do not show progress on standard error')
-    .action(async (job: string, o: JobFlags & CheckpointFlags & TargetFlags & { name?: string; wait?: boolean; progress: boolean; output: 'table' | 'json'; maxRows: number; typecheck: boolean }) => {
+  addOptions(program.command('submit').description('submit a job to a coordinator and print its id').argument('<job>', 'job file'), [
+    ...jobOptions(),
+    ...coordinatorTargetOptions(),
+    ...outputOptions(),
+    ...checkpointOptions(),
+    ...typecheckOptions(),
+    ...autoscaleOptions(),
+    ...submitOptions(),
+  ]).action(async (job: string, o: JobFlags & CheckpointFlags & TargetFlags & { autoscale?: { min: number; max: number }; name?: string; wait?: boolean; progress: boolean; output: 'table' | 'json'; maxRows: number; typecheck: boolean }) => {
       const { submitCommand } = await import('./client.js');
       await submitCommand(job, {
         checkpoint: checkpointSettings(o),
         ...(o.guarantee ? { guarantee: o.guarantee } : {}),
+        ...(o.autoscale ? { autoscale: o.autoscale } : {}),
         coordinator: target(o),
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),
         params: o.param,
@@ -252,7 +181,12 @@ export async function main(argv: string[]): Promise<number> {
 
   // -e and -f run in the order given, so each source is kept in one list as commander reads it.
   const sqlSources: { kind: 'text' | 'file'; value: string }[] = [];
-  const sqlCommand = checkpointOptions(outputOptions(coordinatorOption(jobOptions(program.command('sql').description('run SQL statements: from -e and -f, standard input, or an interactive shell')), true)))
+  const sqlCommand = addOptions(program.command('sql').description('run SQL statements: from -e and -f, standard input, or an interactive shell'), [
+    ...jobOptions(),
+    ...coordinatorTargetOptions(true),
+    ...outputOptions(),
+    ...checkpointOptions(),
+  ])
     .option('-e, --execute <statements>', 'SQL statements to run (repeatable; with -f, in the order given)', (v: string) => (sqlSources.push({ kind: 'text', value: v }), v))
     .option('-f, --file <file>', 'a file of SQL statements to run (repeatable)', (v: string) => (sqlSources.push({ kind: 'file', value: v }), v))
     .addOption(new Option('--mode <mode>', 'what a query or INSERT does: explain (print its plan), compile (print its job module, for clink submit), submit (run it)').choices(['explain', 'compile', 'submit']).default('submit'))
@@ -280,18 +214,18 @@ export async function main(argv: string[]): Promise<number> {
     });
   });
 
-  coordinatorOption(program.command('jobs').description('list running and recent jobs'))
+  addOptions(program.command('jobs').description('list running and recent jobs'), coordinatorTargetOptions())
     .option('--json', 'print JSON')
     .action(async (o: TargetFlags & { json?: boolean }) => (await import('./client.js')).jobsCommand({ coordinator: target(o), json: o.json === true }));
 
-  coordinatorOption(program.command('savepoint').description('take a savepoint of a running job into a directory and print its path').argument('<jobId>', 'the job id'))
+  addOptions(program.command('savepoint').description('take a savepoint of a running job into a directory and print its path').argument('<jobId>', 'the job id'), coordinatorTargetOptions())
     .requiredOption('--dir <dir>', 'where the savepoint goes')
     .option('--cancel', 'end the job once the savepoint is durable')
     .action(async (jobId: string, o: TargetFlags & { dir: string; cancel?: boolean }) =>
       (await import('./client.js')).savepointCommand(jobId, { coordinator: target(o), dir: o.dir, cancel: o.cancel === true }),
     );
 
-  coordinatorOption(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'))
+  addOptions(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'), coordinatorTargetOptions())
     .action(async (jobId: string, o: TargetFlags) => (await import('./client.js')).cancelCommand(jobId, { coordinator: target(o) }));
 
   program
@@ -302,6 +236,40 @@ export async function main(argv: string[]): Promise<number> {
 
 
   addNodeCommand(program, (code) => (exitCode = code));
+
+  addOptions(program.command('lint').description('check a job and the flags of run, submit or node without a cluster: exit 0 clean (warnings allowed), 1 on an error').argument('[job]', 'job file'), [
+    ...jobOptions(),
+    ...checkpointOptions(),
+    ...autoscaleOptions(),
+    new Option('--output <format>', 'findings as text lines or one JSON document (table: text, so a run command line pastes as is)').choices(['text', 'table', 'json']).default('text'),
+    ...outputOptions(),
+    ...typecheckOptions(),
+    new Option('--role <role>', "lint a node's flags as this role's (without it: each role whose own flags are given)").choices(['coordinator', 'worker']),
+    new Option('--graph-json <file>', 'check this JobGraphSpec (clink plan --json) instead of a job module'),
+    new Option('--available-slots <n>', "the cluster's slots: a job that needs more is an error").argParser(positiveInt),
+    ...nodeOptions().map((n) => n.option),
+    ...coordinatorTargetOptions(),
+    ...localRunOptions(),
+    ...submitOptions(),
+  ]).action(async (job: string | undefined, o: JobFlags & CheckpointFlags & { role?: 'coordinator' | 'worker'; graphJson?: string; availableSlots?: number; autoscale?: { min: number; max: number }; output: string; typecheck: boolean; slotSharing: 'on' | 'off' }, cmd: Command) => {
+    if (job && o.graphJson) cmd.error('error: give a job file or --graph-json, not both');
+    const { lintCommand } = await import('./lint.js');
+    exitCode = await lintCommand({
+      ...(job ? { job } : {}),
+      ...(o.graphJson ? { graphJson: o.graphJson } : {}),
+      typecheck: o.typecheck,
+      ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+      params: o.param,
+      ...(o.guarantee ? { guarantee: o.guarantee } : {}),
+      settings: checkpointSettings(o),
+      coordinatorRegionRetries: 0,
+      slotSharing: o.slotSharing === 'on',
+      ...(o.availableSlots !== undefined ? { availableSlots: o.availableSlots } : {}),
+      ...(o.autoscale ? { autoscale: o.autoscale } : {}),
+      flagFindings: lintedFlags(o.role, o as unknown as Record<string, unknown>, cmd),
+      output: o.output === 'json' ? 'json' : 'text',
+    });
+  });
 
   try {
     await program.parseAsync(argv);

@@ -22,6 +22,8 @@ export interface NodeFlags {
   tls?: TlsFlags;
   /** Said at start: the node runs open beyond loopback (--insecure). */
   exposureWarning?: string;
+  /** The lint's warnings on these flags (`clink lint` prints the same), logged at start. */
+  configWarnings?: { check: string; message: string }[];
   ha?: HaFlags;
   readyFile?: string;
   httpPort?: number;

@@ -23,6 +23,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     // Read once, from the environment only: a flag would show it in ps.
     const authToken = authTokenFromEnv();
     if (flags.exposureWarning) log.warn(flags.exposureWarning);
+    for (const w of flags.configWarnings ?? []) log.warn({ check: w.check }, `configuration: ${w.message}`);
     const tls = flags.tls ? await loadTls(flags.tls) : {};
     const security = { ...(authToken ? { authToken } : {}), ...(tls.server ? { tls: tls.server } : {}), ...(otlp ? { tracer: otlp.tracer } : {}) };
     if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, security);

@@ -3,12 +3,13 @@
  * process, workers in local processes), the same path a cluster run takes.
  */
 import { availableParallelism } from 'node:os';
-import type { CheckpointSettings } from '../client/index.js';
-import { slotNeed, toSummary } from '../coordinator/index.js';
+import { NO_CHECKPOINTS, type CheckpointSettings } from '../client/index.js';
+import { gateJob, jobFindings } from './job-checks.js';
+import { toSummary } from '../coordinator/index.js';
 import { EmbeddedCluster } from '../embedded/index.js';
 import { loadJobModule, typecheckJob } from '../loader/index.js';
 import { createLogger } from '../log/index.js';
-import { createPhysicalPlan } from '../plan/index.js';
+import { createPhysicalPlan, slotNeed } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import { jobFailed, printCollected } from './client.js';
 import { InterruptedError, onInterrupt } from './interrupt.js';
@@ -39,10 +40,16 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   if (o.typecheck !== false) await typecheckJob(jobPath);
   const loaded = await loadJobModule(jobPath);
   const parallelism = o.parallelism ?? 1;
-  const built = buildJob(loaded.job, { parallelism, params: o.params });
-  if (o.guarantee) built.spec.job.guarantee = o.guarantee;
-  const plan = createPhysicalPlan(built.spec);
+  const build = (): ReturnType<typeof buildJob> => {
+    const b = buildJob(loaded.job, { parallelism, params: o.params });
+    if (o.guarantee) b.spec.job.guarantee = o.guarantee;
+    return b;
+  };
+  const built = build();
   const slotSharing = o.slotSharing ?? true;
+  // The lint's job checks, as clink submit applies them; the local coordinator's default retries are 0.
+  gateJob(jobFindings(built.spec, { settings: { ...NO_CHECKPOINTS, ...o.checkpoint }, coordinatorRegionRetries: 0, slotSharing }, () => build().spec));
+  const plan = createPhysicalPlan(built.spec);
   const { slots } = slotNeed(plan, slotSharing);
   const workers = Math.min(o.workers ?? availableParallelism(), slots);
   const slotsPerWorker = workers === 0 ? slots : Math.ceil(slots / workers);

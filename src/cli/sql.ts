@@ -82,7 +82,9 @@ async function runText(session: SqlSession, text: string, o: SqlCommandOptions):
 
 async function show(r: SqlResult, o: SqlCommandOptions): Promise<void> {
   if (r.kind === 'message') {
-    if (o.output === 'json') process.stdout.write(JSON.stringify({ message: r.message, ...(r.rows ? { rows: r.rows } : {}) }) + '\n');
+    // Under --mode compile standard output is the job module alone (`> job.ts`): the rest goes to stderr.
+    if (o.mode === 'compile') process.stderr.write(`${r.message}\n`);
+    else if (o.output === 'json') process.stdout.write(JSON.stringify({ message: r.message, ...(r.rows ? { rows: r.rows } : {}) }) + '\n');
     else process.stdout.write(`${r.message}\n${r.rows && r.rows.length > 0 ? formatTable(r.rows, 0) + '\n' : ''}`);
     return;
   }

@@ -11,28 +11,17 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ClinkError, InvalidArgumentError, StateError } from '../errors.js';
+import { ClinkError, StateError } from '../errors.js';
+import { checkpointSettingsFindings, refuseOnErrors } from '../lint/index.js';
 import type { MessageOf } from '../protocol/index.js';
-import { checkpointIdOfStateDir, checkpointStateDir, stateBackendDir, subtaskStateFile } from '../state/index.js';
+import { checkpointIdOfStateDir, checkpointStateDir, subtaskStateFile } from '../state/index.js';
 import { fencedWrite } from '../ha/index.js';
 import { writeFileDurably, makeDirectory } from '../util/index.js';
 import type { CheckpointIdentity } from './restore-gate.js';
 
-/** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change. */
+/** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change (the lint's settings checks). */
 export function checkCheckpointConfig(c: MessageOf<'SubmitJob'>['checkpoint']): void {
-  if (c.alignment !== 'aligned') {
-    throw new InvalidArgumentError(`--alignment ${c.alignment}: only aligned checkpoints are supported so far; submit with --alignment aligned`);
-  }
-  if (c.checkpointsRetained < 1) throw new InvalidArgumentError(`--checkpoints-retained ${c.checkpointsRetained}: keep at least 1 checkpoint`);
-  if (c.stateBackendUri) {
-    if (!c.checkpointDir) throw new InvalidArgumentError(`--state-backend ${c.stateBackendUri} needs --checkpoint-dir too (the COMPLETED markers go there)`);
-    try {
-      stateBackendDir(c.stateBackendUri);
-    } catch (err) {
-      throw new InvalidArgumentError((err as Error).message);
-    }
-  }
-  if (c.intervalMs > 0 && !c.checkpointDir) throw new InvalidArgumentError(`--checkpoint-interval-ms ${c.intervalMs} needs --checkpoint-dir (where checkpoints go)`);
+  refuseOnErrors(checkpointSettingsFindings(c));
 }
 
 export interface CompletedMarker {

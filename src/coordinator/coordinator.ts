@@ -12,6 +12,7 @@
  */
 import { createServer, type Server } from 'node:net';
 import { ClinkError, listenError } from '../errors.js';
+import { coordinatorConfigFindings, refuseOnErrors } from '../lint/index.js';
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import type { FrameConnection, TlsServerConfig } from '../net/index.js';
@@ -89,6 +90,8 @@ export class Coordinator {
     private readonly deps: CoordinatorDeps,
   ) {
     this.config = Object.freeze({ ...DEFAULT_COORDINATOR_CONFIG, ...config });
+    // A setting that would make every worker be lost (a zero outbound bound) is refused, as clink node refuses it.
+    refuseOnErrors(coordinatorConfigFindings(this.config));
     const clock = (this.clock = deps.clock ?? systemClock);
     const { metrics } = deps;
     this.tracer = deps.tracer ?? NO_TRACING;

@@ -16,7 +16,7 @@ export type { DepartedSession } from './worker-registry.js';
 export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
 export { decideFailure, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
 export * from './config.js';
-export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, slotNeed, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
+export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export { resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';
 export { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission, type AdmissionVerdict } from './admission.js';

@@ -7,7 +7,7 @@
  */
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
-import { subtaskKey } from '../plan/index.js';
+import { slotNeed, subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
@@ -16,7 +16,7 @@ import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } 
 import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
 import { transition } from './job-lifecycle.js';
 import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
-import { placementSubtasks, slotNeed, type PlacementPlan } from './placement.js';
+import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { recordRestore } from './deployer.js';
 import type { SlotWaiter } from './slot-waiter.js';
 

@@ -8,7 +8,7 @@ import { ClinkError, ConnectorError } from '../errors.js';
 import { guaranteeRefusal, jobGuarantee, unknownConnectors } from '../connectors/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
-import { createPhysicalPlan, failoverRegions, type JobGraphSpec } from '../plan/index.js';
+import { createPhysicalPlan, failoverRegions, slotNeed, type JobGraphSpec } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import { checkCheckpointConfig, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
@@ -17,7 +17,7 @@ import type { CoordinatorConfig } from './config.js';
 import { recordRestore } from './deployer.js';
 import type { CachedModule, JobState } from './job-state.js';
 import { countChannels } from './job-views.js';
-import { placementSubtasks, slotNeed, type PlacementPlan } from './placement.js';
+import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { checkRestore } from './restore-gate.js';
 import type { SlotWaiter } from './slot-waiter.js';
 

@@ -56,15 +56,6 @@ export function placementSubtasks(plan: PhysicalPlan, slotSharing: boolean, keep
   return plan.subtasks.filter(keep).map((s) => ({ taskId: s.taskId, index: s.index, slot: slotSharing ? `${group.get(s.taskId)}#${s.index}` : subtaskKey(s.taskId, s.index) }));
 }
 
-/** Slots a whole job needs, and what they are made of (for the refusal message). */
-export function slotNeed(plan: PhysicalPlan, slotSharing: boolean): { slots: number; detail: string } {
-  if (!slotSharing) return { slots: plan.subtasks.length, detail: 'one slot per subtask: --slot-sharing off' };
-  const widest = new Map<string, number>();
-  for (const t of plan.tasks) widest.set(t.slotSharingGroup, Math.max(widest.get(t.slotSharingGroup) ?? 0, t.parallelism));
-  const parts = [...widest].map(([g, n], i) => `${i === 0 ? 'slot sharing group ' : ''}'${g}': ${n}`);
-  return { slots: [...widest.values()].reduce((a, b) => a + b, 0), detail: parts.join(', ') };
-}
-
 export function assignTaskPlacement(subtasks: readonly PlacementSubtask[], workers: readonly PlacementWorker[], totalSlots: number, detail = ''): PlacementPlan {
   const sorted = [...workers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const free = new Map(sorted.map((w) => [w.id, w.freeSlots]));

@@ -102,6 +102,7 @@ async function compileFresh(sourcePath: string, path: string): Promise<CompiledJ
     throw new JobLoadError(`job file not found: ${path} (resolved to ${sourcePath})`);
   }
   if (!st.isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
+  if (/\.sql$/i.test(sourcePath)) throw new JobLoadError(`${path} is SQL, not a job module: run it with clink sql -f ${path} (--mode explain to check it), or make a job module of it with clink sql -f ${path} --mode compile`);
   // esbuild is loaded only when a module must actually be bundled.
   const { build } = await import('esbuild');
   let result: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[]; metafile?: esbuild.Metafile };
@@ -222,7 +223,13 @@ function describe(v: unknown): string {
  */
 export async function prepareSubmission(
   path: string,
-  o: { parallelism: number; params: Record<string, string>; cacheDir?: string },
+  o: {
+    parallelism: number;
+    params: Record<string, string>;
+    cacheDir?: string;
+    /** Check a freshly built spec (given a way to build it again) before it is cached; a throw refuses it. */
+    verifyBuild?: (spec: JobGraphSpec, rebuild: () => JobGraphSpec) => void;
+  },
 ): Promise<{ compiled: CompiledJob; spec: JobGraphSpec }> {
   const cacheDir = o.cacheDir ?? defaultCacheDir();
   const compiled = await compileJobModule(path, { cacheDir });
@@ -231,7 +238,9 @@ export async function prepareSubmission(
   const cached = await readFile(specPath, 'utf8').then((t) => JSON.parse(t) as JobGraphSpec).catch(() => undefined);
   if (cached) return { compiled, spec: cached };
   const { job } = await loadJobBundle(compiled.code, { cacheDir, sourceMap: compiled.sourceMap, label: `job module ${path}` });
-  const { spec } = buildJob(job, { parallelism: o.parallelism, params: o.params });
+  const build = (): JobGraphSpec => buildJob(job, { parallelism: o.parallelism, params: o.params }).spec;
+  const spec = build();
+  o.verifyBuild?.(spec, build);
   await writeFile(specPath, JSON.stringify(spec));
   return { compiled, spec };
 }

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "dc1b7372e479b04578fa563d213e314e39fd91b99d6d1dfb7901bb848975424c",
+  "fingerprint": "26ae4a54e74e3395661372f10a881dce508cfa0cb8173667566f4a78aa6fef6f",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
@@ -27,10 +27,11 @@ export const SDK_MANIFEST = {
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "194cd83e7193e9f6ad6fc96845b16af35e787da550e2b847d1587a56642ed2f7",
     "index.d.ts": "5d6b0bacd7d2fbed5b3930b1716597f0df0f2b164ee17ebe6eb289b8705c6390",
-    "plan/index.d.ts": "4e7c227371ad8982f861ff0d89bce75ceefb865cda1af197c6fb075649d928cb",
+    "plan/index.d.ts": "3ad1e969a2c659909855b8852bbc543cbfdb8d3773253cb8f22ae577eb970e95",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
-    "plan/planner.d.ts": "932781b31a64779fbdf8a081681b488cb977c174fb67799e2ddfe507e99654b5",
+    "plan/planner.d.ts": "8e43da9b5aca9b10c5bb33d7e4dd1196740b619a73e151ee039896eeddb1891a",
     "plan/pre-aggregation.d.ts": "738cd48c58d4ab7fc75486b5485c4e6f2816f977bb205cef5ee842e711954938",
+    "plan/slots.d.ts": "4375bb1c077f136a12a316168decaf6b5d1dcc4f34aa973cf07f4c73f695d634",
     "plan/spec.d.ts": "16995add449760ef6519bd1553ccfd7671cef2fee9e017b04ad825b124a8e144",
     "plan/topology.d.ts": "abda10fea25ce3e662c509bb3f8e5f78aed53af6dd14422df77aa92a5ac1de1a",
     "runtime/aligner.d.ts": "2cb3429cc0068bd571d8f023ec1bd9a576cdfa6f57548e422383d75bf77148e4",
@@ -47,8 +48,8 @@ export const SDK_MANIFEST = {
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "e90ee830f504a756faf78a1f8dcb4f5bc0452494907a286b3f54671bc5459ea8",
     "sdk/connector.d.ts": "a5ef28db2b1247345c5a7bde5433a3726ed6ad647b38cc8783ef8265059891a0",
-    "sdk/env.d.ts": "6acfa4eac86b3729795cdb5e381e525ceaf6f78d03e7e6852226822944d4972b",
-    "sdk/graph.d.ts": "00114531bd057a7a545f11d5dca4c881e85e3e24aaec0338ce2c7fd8690cbc8d",
+    "sdk/env.d.ts": "6c4bcb188b6aa9078d1c8367e9a247493c1de153f0a7401ca4d3fd9df8f1991b",
+    "sdk/graph.d.ts": "352d41d088e2cf4f6d788b839aa742ed69a00160429e38e685a925867f813ce3",
     "sdk/index.d.ts": "a7ff277a7716a0eefc29649a7d04c7b05f09b7a74987fec8748d28afec1b1ee6",
     "sdk/job.d.ts": "e2c52e4dc3429b3c56628a6926f7d8f5702ec5fdd1e465804f2dc676f39194d7",
     "sdk/stream.d.ts": "f640001b61cc0eb7f3e7c02ad7647a1cf3df2aeb9a46762ac16c6788db11255f",

@@ -20,6 +20,7 @@ export {
   OPERATOR_TYPES,
   CHAINING_STRATEGIES,
   jobGraphSpecSchema,
+  specProblems,
   type EdgeKind,
   type OperatorType,
   type ChainingStrategy,
@@ -27,6 +28,7 @@ export {
   type EdgeSpec,
   type JobGraphSpec,
 } from './spec.js';
-export { createPhysicalPlan, validateSpec, chainingRule, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
+export { createPhysicalPlan, validateSpec, keyedAboveKeyGroups, chainingRule, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
 export { subtaskKey, taskOf, networkEdges, inputChannels, channelNumber, failoverRegions, type InputChannel } from './topology.js';
 export { withoutUnchainablePreAggregation, type PrunedSpec } from './pre-aggregation.js';
+export { slotNeed, reachableParallelisms } from './slots.js';

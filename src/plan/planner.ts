@@ -167,14 +167,10 @@ export function validateSpec(input: JobGraphSpec): JobGraphSpec {
     if (!seen) inputsSeen.set(down.id, (seen = new Set()));
     seen.add(e.inputIndex);
   }
+  const aboveKeyGroups = keyedAboveKeyGroups(spec);
+  if (aboveKeyGroups.length > 0) throw new PlanError(aboveKeyGroups[0]!);
   let sinks = 0;
   for (const o of spec.operators) {
-    if (o.keyed && o.parallelism > spec.maxParallelism) {
-      throw new PlanError(
-        `keyed operator '${o.name}' has parallelism ${o.parallelism}, above the ${MAX_PARALLELISM} key groups; ` +
-          `set a parallelism of at most ${MAX_PARALLELISM}`,
-      );
-    }
     if (o.type === 'sink') sinks++;
     const seen = inputsSeen.get(o.id) ?? new Set<number>();
     for (let i = 0; i < o.inputs; i++) {
@@ -187,6 +183,16 @@ export function validateSpec(input: JobGraphSpec): JobGraphSpec {
   }
   if (sinks === 0) throw new PlanError('job has no sink: end a pipeline with print(), sinkTo(...) or collect()');
   return spec;
+}
+
+/**
+ * Keyed operators above the 128 key groups: the surplus subtasks would get no key group, so no records,
+ * and their state would be dropped at restore.
+ */
+export function keyedAboveKeyGroups(spec: Pick<JobGraphSpec, 'operators'>): string[] {
+  return spec.operators
+    .filter((o) => o.keyed && o.parallelism > MAX_PARALLELISM)
+    .map((o) => `keyed operator '${o.name}' has parallelism ${o.parallelism}, above the ${MAX_PARALLELISM} key groups; set a parallelism of at most ${MAX_PARALLELISM}`);
 }
 
 function topologicalOrder(

@@ -22,6 +22,11 @@ export class JobEnvironment {
     return this.defaultParallelism;
   }
 
+  /** @internal Operator ids minted from here on begin with `prefix` (the SQL planner's `sql_`). */
+  mintIdsWith(prefix: string): void {
+    this.graph.idPrefix = prefix;
+  }
+
   setParallelism(n: number): this {
     this.defaultParallelism = checkParallelism('env.setParallelism()', n);
     return this;

@@ -47,6 +47,9 @@ export class GraphBuilder {
   readonly nodes: OpNode[] = [];
   private readonly edges: PendingEdge[] = [];
   private readonly counters = new Map<string, number>();
+  // Ids minted for operators without a uid(): `_inline_<type>_<n>`; the SQL planner mints `sql_<type>_<n>`
+  // (its plan decides them, as Flink SQL's do), which the lint does not ask a uid() of.
+  idPrefix = '_inline_';
 
   addOperator(
     type: OperatorType,
@@ -56,7 +59,7 @@ export class GraphBuilder {
     const label = init.label ?? type;
     const n = this.counters.get(label) ?? 0;
     this.counters.set(label, n + 1);
-    const id = `_inline_${label}_${n}`;
+    const id = `${this.idPrefix}${label}_${n}`;
     const node: OpNode = {
       id,
       name: id,

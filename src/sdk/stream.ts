@@ -48,8 +48,9 @@ abstract class OperatorHandle {
     if (this.graph.nodes.some((n) => n.id === id && n !== this.node)) {
       throw new InvalidArgumentError(`uid '${id}' is already used by another operator`);
     }
+    // An operator not named yet is called by its id.
+    if (this.node.name === this.node.id) this.node.name = id;
     this.node.id = id;
-    if (this.node.name.startsWith('_inline_')) this.node.name = id;
     return this;
   }
 

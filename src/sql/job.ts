@@ -172,11 +172,15 @@ function scriptQueries(statements: Statement[], text: string): Dml[] {
 }
 
 /** Plans a script's queries into the job's environment. */
+/** The operator ids of a SQL job: the plan's, by the planner's order (design record 015). */
+const SQL_ID_PREFIX = 'sql_';
+
 export function buildSqlScript(env: JobEnvironment, script: string): PlannedQuery[] {
   try {
     const statements = parseSql(script);
     const catalog = scriptCatalog(statements);
     const planned = scriptQueries(statements, script).map((q) => planQuery(q, (n) => catalog.get(n), env.params));
+    env.mintIdsWith(SQL_ID_PREFIX);
     planToStreams(env, planned);
     return planned;
   } catch (err) {

@@ -10,6 +10,7 @@ import { EnvironmentError } from '../errors.js';
 import { WrongProtocolError } from '../net/index.js';
 import { ProtocolVersionError } from '../protocol/index.js';
 import { RegistrationRefusedError, Worker, type WorkerConfig, type WorkerDeps } from './worker.js';
+import { setTimer } from '../util/index.js';
 
 export interface ReconnectPolicy {
   /** @default 100 */
@@ -191,11 +192,11 @@ export class WorkerSupervisor {
         if (this.closing) break;
         await new Promise<void>((r) => {
           const done = (): void => {
-            clearTimeout(t);
+            if (t) clearTimeout(t);
             stopWatch();
             r();
           };
-          const t = setTimeout(done, delay);
+          const t = setTimer(done, delay);
           const stopWatch = this.watchLeader(seen, () => this.wake?.());
           this.wake = done;
         });

@@ -61,12 +61,13 @@ describe('clink sql', () => {
     assert.match(inline.stdout, /TableSourceScan\(table=\[clicks\], connector=\[datagen\], project=\[ts\], watermark=\[ts - 1000 ms\]\)/);
   });
 
-  test('--mode compile prints a job module that clink run runs', async () => {
+  test('--mode compile prints a job module (and nothing else on standard output) that clink run runs', async () => {
     const c = await runCli(['sql', '-f', 'clicks.sql', '-e', WINDOWED, '--mode', 'compile', '--name', 'clicks-per-window'], dir);
     assert.equal(c.code, 0, c.stderr);
-    assert.match(c.stdout, /import \{ sqlJob \} from 'clink';/);
+    assert.match(c.stdout, /^\/\/ A clink SQL job[^]*import \{ sqlJob \} from 'clink';/);
+    assert.match(c.stderr, /created/, 'the DDL messages go to standard error');
     const module = join(dir, 'clicks-job.js');
-    await writeFile(module, c.stdout.slice(c.stdout.indexOf('// A clink SQL job')));
+    await writeFile(module, c.stdout);
     const r = await runCli(['run', module, '--workers', '0', '--no-progress', '--output', 'json'], dir, 120_000);
     assert.equal(r.code, 0, r.stderr);
     const rows = (JSON.parse(r.stdout) as { result: { clicks: number }[] }).result;

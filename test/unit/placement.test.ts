@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { assignTaskPlacement, countChannels, NotEnoughSlotsError, placementSubtasks, slotNeed, type PlacementPlan } from '../../src/coordinator/index.js';
-import { createPhysicalPlan } from '../../src/plan/index.js';
+import { assignTaskPlacement, countChannels, NotEnoughSlotsError, placementSubtasks, type PlacementPlan } from '../../src/coordinator/index.js';
+import { createPhysicalPlan, slotNeed } from '../../src/plan/index.js';
 import { buildJob, defineJob, type JobEnvironment } from '../../src/index.js';
 
 /** A q0-like forward-only pipeline of four tasks (chaining broken so every edge is a channel). */

@@ -1,0 +1,153 @@
+/**
+ * The flags of `clink run`, `submit`, `sql` and `node`, declared once: each command adds the groups it
+ * takes, and `clink lint` takes them all, so a command line pasted into lint is parsed by the same
+ * code as the command it previews (and a clean lint means the same settings).
+ */
+import { type Command, Option } from 'commander';
+import type { CheckpointSettings } from '../client/index.js';
+import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
+import { collectParam, flagValue, intArg, nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
+import type { TlsFlags } from './tls-flags.js';
+
+/** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
+export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
+
+/** Add `options` to `cmd`, leaving out any whose long flag it already has (the first declaration wins). */
+export function addOptions(cmd: Command, options: readonly Option[]): Command {
+  for (const o of options) if (!cmd.options.some((have) => have.long === o.long)) cmd.addOption(o);
+  return cmd;
+}
+
+export type JobFlags = { parallelism?: number; param: Record<string, string> };
+
+export const jobOptions = (): Option[] => [
+  new Option('-p, --parallelism <n>', 'default parallelism of operators').argParser(positiveInt),
+  new Option('--param <key=value>', 'a job parameter, read as env.params.key (repeatable)').argParser(collectParam).default({}),
+];
+
+export const typecheckOptions = (): Option[] => [new Option('--no-typecheck', 'run without type-checking the job first (it is checked when TypeScript is installed)')];
+
+export const outputOptions = (): Option[] => [
+  new Option('--output <format>', 'how to print collected results').choices(['table', 'json']).default('table'),
+  new Option('--max-rows <n>', 'rows of each collected result to print (0: all)').argParser(nonNegativeInt).default(20),
+];
+
+export type CheckpointFlags = {
+  checkpointDir?: string;
+  checkpointIntervalMs: number;
+  checkpointsRetained: number;
+  stateBackend?: string;
+  alignment: 'aligned' | 'unaligned';
+  maxRestartsFromCheckpoint: number;
+  maxRestartsOnWorkerLoss?: number;
+  maxRegionRetries: number;
+  maxRestarts?: number;
+  restoreFromDir?: string;
+  restoreFromCheckpointId: number;
+  allowNonRestoredState: boolean;
+  guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
+};
+
+/** `min..max`, both whole numbers >= 1, min <= max. */
+function parseBounds(v: string): { min: number; max: number } {
+  const m = /^(\d+)\.\.(\d+)$/.exec(v.trim());
+  if (!m) throw new Error(`expected min..max (two whole numbers, as 2..8), got '${v}'`);
+  const [min, max] = [Number(m[1]), Number(m[2])];
+  if (min < 1 || min > max) throw new Error(`expected 1 <= min <= max, got ${min}..${max}`);
+  return { min, max };
+}
+
+export const checkpointOptions = (): Option[] => [
+  new Option('--checkpoint-dir <dir>', 'take checkpoints into this directory (none without it)'),
+  new Option('--checkpoint-interval-ms <ms>', 'how often to checkpoint (0: never on a timer)').argParser(nonNegativeInt).default(0),
+  new Option('--checkpoints-retained <n>', 'completed checkpoints to keep (older ones are deleted)').argParser(positiveInt).default(1),
+  new Option('--state-backend <uri>', 'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]'),
+  new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)').choices(['aligned', 'unaligned']).default('aligned'),
+  new Option('--max-restarts-from-checkpoint <n>', 'with checkpoints: how often the whole job restarts from its last checkpoint after a worker is lost or a subtask fails (-1: automatic, 10)')
+    .argParser(intArg(-1))
+    .default(-1),
+  renamedFlag('--max-restarts-on-worker-loss <n>', 'maxRestartsFromCheckpoint', intArg(-1)),
+  new Option(
+    '--max-region-retries <n>',
+    "without checkpoints: how often each failed subtask is retried, re-running its failover region from the beginning (at-least-once) (-1: the coordinator's default, 0 unless set)",
+  )
+    .argParser(intArg(-1))
+    .default(-1),
+  renamedFlag('--max-restarts <n>', 'maxRegionRetries', intArg(-1)),
+  new Option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job"),
+  new Option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)').argParser(nonNegativeInt).default(0),
+  new Option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)').default(false),
+  new Option('--guarantee <level>', "the delivery guarantee the job needs end to end; a submit that cannot give it is refused, naming what limits it [default: defineJob's guarantee, or none]").choices([
+    'at-most-once',
+    'at-least-once',
+    'exactly-once',
+  ]),
+];
+
+/** Submit's and lint's: bounds for an autoscaler. */
+export const autoscaleOptions = (): Option[] => [
+  new Option('--autoscale <min..max>', 'bounds of the parallelism an autoscaler may give the job (rescaling a running job is not built yet: clink lint checks the bounds, and submit refuses them)').argParser(flagValue(parseBounds)),
+];
+
+export function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
+  return {
+    checkpointDir: o.checkpointDir ?? '',
+    intervalMs: o.checkpointIntervalMs,
+    checkpointsRetained: o.checkpointsRetained,
+    stateBackendUri: o.stateBackend ?? '',
+    alignment: o.alignment,
+    maxRestartsOnWorkerLoss: renamed(o, 'maxRestartsFromCheckpoint', 'maxRestartsOnWorkerLoss'),
+    maxRestarts: renamed(o, 'maxRegionRetries', 'maxRestarts'),
+    restoreFromDir: o.restoreFromDir ?? '',
+    restoreFromCheckpointId: o.restoreFromCheckpointId,
+    allowNonRestoredState: o.allowNonRestoredState,
+  };
+}
+
+export type TargetFlags = TlsFlags & { coordinator: Endpoint[]; haDir?: string; etcdEndpoints?: string[]; etcdCluster: string; handshakeTimeoutMs: number };
+
+/** `local`: without --coordinator the command works on this machine (clink sql), so there is no default. */
+export const coordinatorTargetOptions = (local = false): Option[] => [
+  local
+    ? new Option('--coordinator <host:port,...>', 'submit to the cluster at this control port (clink node --port) [default: run on this machine]').env('CLINK_COORDINATOR').argParser(parseCoordinators)
+    : new Option('--coordinator <host:port,...>', "the coordinator's control port (clink node --port); several: the HA coordinators, the first that answers leads")
+        .env('CLINK_COORDINATOR')
+        .argParser(parseCoordinators)
+        .default(parseCoordinators(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
+  new Option('--ha-dir <dir>', 'find the leading coordinator in this HA directory (instead of --coordinator)'),
+  new Option('--etcd-endpoints <urls>', 'find the leading coordinator in etcd (comma-separated; instead of --coordinator)').argParser((v: string) => v.split(',').filter(Boolean)),
+  new Option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys').default('default'),
+  new Option('--tls-ca <file>', "connect over TLS, verifying the coordinator's certificate against this CA (PEM)"),
+  new Option('--tls-client-cert <file>', "under mTLS: this client's certificate (PEM)"),
+  new Option('--tls-client-key <file>', 'under mTLS: its private key (PEM)'),
+  new Option('--tls-no-verify-hostname', "check the coordinator's certificate chain but not that it names the host (needs --tls-ca)"),
+  new Option('--handshake-timeout-ms <ms>', 'TCP connect and TLS handshake must finish within this').argParser(positiveInt).default(5_000),
+];
+
+/** Where a client command finds its coordinator, and how it connects. */
+export function target(o: TargetFlags): CoordinatorTarget {
+  const tls: TlsFlags = { ...(o.tlsCa ? { tlsCa: o.tlsCa } : {}), ...(o.tlsClientCert ? { tlsClientCert: o.tlsClientCert } : {}), ...(o.tlsClientKey ? { tlsClientKey: o.tlsClientKey } : {}), ...(o.tlsNoVerifyHostname ? { tlsNoVerifyHostname: true } : {}) };
+  return {
+    endpoints: o.coordinator,
+    ...(o.haDir ? { haDir: o.haDir } : {}),
+    ...(o.etcdEndpoints ? { etcdEndpoints: o.etcdEndpoints, etcdCluster: o.etcdCluster } : {}),
+    ...(o.tlsCa ? { tls } : {}),
+    handshakeTimeoutMs: o.handshakeTimeoutMs,
+  };
+}
+
+/** `clink run`'s own: how the local cluster runs. */
+export const localRunOptions = (): Option[] => [
+  new Option('--no-progress', 'do not show progress on standard error'),
+  new Option('--workers <n>', 'local worker processes (0 runs everything in this process) [default: one per core]').argParser(nonNegativeInt),
+  new Option('--batch-size <n>', 'records per batch between tasks').argParser(positiveInt).default(1_000),
+  new Option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill').argParser(nonNegativeInt).default(0),
+  slotSharingOption(),
+];
+
+/** `clink submit`'s own. */
+export const submitOptions = (): Option[] => [
+  new Option('--name <name>', "the job's name [default: its defineJob name]"),
+  new Option('--wait', 'wait for the job to end; exit non-zero with its error if it fails'),
+  new Option('--no-progress', 'with --wait, do not show progress on standard error'),
+];
