@@ -13,7 +13,7 @@ export async function planCommand(jobPath: string, o: { parallelism?: number; pa
   }
   const lines = [`job ${spec.job.name} ${spec.job.version} (module sha256 ${sha256.slice(0, 12)})`, 'tasks:'];
   for (const t of plan.tasks) {
-    const ins = t.inputs.map((e) => `${e.kind} from ${e.source}`).join(', ');
+    const ins = t.inputs.map((e) => `${e.kind} from ${e.source}${e.output ? ` (its ${e.output} records)` : ''}`).join(', ');
     lines.push(`  [${t.parallelism}x] ${t.name}${ins ? `  <- ${ins}` : ''}`);
   }
   process.stdout.write(lines.join('\n') + '\n');

@@ -43,7 +43,21 @@ export function jobGraphFindings(spec: JobGraphSpec, o: GraphLintOptions): Findi
   }
   if (o.checkpointing) out.push(...uidFindings(spec));
   out.push(...watermarkFindings(spec));
+  out.push(...latenessFindings(spec));
   return out;
+}
+
+/** A window that waits for late records but drops what comes later without a trace. */
+function latenessFindings(spec: JobGraphSpec): Finding[] {
+  const withLateOutput = new Set(spec.edges.filter((e) => e.output === 'late').map((e) => e.source));
+  return spec.operators
+    .filter((op) => op.type === 'window' && typeof op.options.allowedLatenessMs === 'number' && op.options.allowedLatenessMs > 0 && !withLateOutput.has(op.id))
+    .map((op) =>
+      lintWarning(
+        'lateness-without-late-output',
+        `window '${op.name}' allows ${String(op.options.allowedLatenessMs)} ms of lateness but has no late-data output: records later than that are dropped, and only counted; call sideOutputLateData() on the windowed stream and read lateData() on its result`,
+      ),
+    );
 }
 
 /** Rescale bounds (--autoscale min..max): checked against the job's parallelism when there is a job. */

@@ -17,6 +17,8 @@ export {
 } from './keygroups.js';
 export {
   EDGE_KINDS,
+  SIDE_OUTPUTS,
+  type SideOutput,
   OPERATOR_TYPES,
   CHAINING_STRATEGIES,
   jobGraphSpecSchema,

@@ -83,6 +83,8 @@ function chainsWith(g: GraphIndex): (e: EdgeSpec) => boolean {
     const down = g.ops.get(e.target)!;
     return (
       e.kind === 'FORWARD' &&
+      // A side output is a writer's routing: its consumer starts a task of its own.
+      e.output === undefined &&
       g.groupOf.get(up.id) === g.groupOf.get(down.id) &&
       up.parallelism === down.parallelism &&
       g.outEdges.get(up.id)!.length === 1 &&

@@ -47,11 +47,17 @@ export interface OperatorSpec {
   options: Record<string, unknown>;
 }
 
+/** Side outputs an operator can send records to besides its main output: a window's late records. */
+export const SIDE_OUTPUTS = ['late'] as const;
+export type SideOutput = (typeof SIDE_OUTPUTS)[number];
+
 export interface EdgeSpec {
   source: string;
   target: string;
   kind: EdgeKind;
   inputIndex: 0 | 1;
+  /** The source's side output this edge carries; absent: its main output. */
+  output?: SideOutput;
 }
 
 export interface JobGraphSpec {
@@ -96,6 +102,7 @@ export function jobGraphSpecSchema(): ZodType<JobGraphSpec> {
       target: z.string().min(1),
       kind: z.enum(EDGE_KINDS),
       inputIndex: z.union([z.literal(0), z.literal(1)]),
+      output: z.enum(SIDE_OUTPUTS).optional(),
     })
     .strict();
   schema = z

@@ -11,6 +11,8 @@ import type { ProcessingTimeService } from './timers.js';
 
 export interface Output {
   collect(value: unknown, timestamp: number): void;
+  /** A record for a side output (a window's late records); only a task's writer has side outputs. */
+  collectSide?(output: string, value: unknown, timestamp: number): void;
   emitWatermark(watermark: number): void;
   emitStatus(idle: boolean): void;
 }

@@ -83,6 +83,7 @@ export function buildSubtask(
       }),
       target: plan.spec.operators.find((o) => o.id === edge.target)!,
       maxParallelism: plan.spec.maxParallelism,
+      ...(edge.output ? { output: edge.output } : {}),
       ...(edge.kind === 'HASH' ? { keySelector: functions.get(edge.target)!.keySelectors![edge.inputIndex]! } : {}),
     };
   });

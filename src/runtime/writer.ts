@@ -22,6 +22,8 @@ export interface EdgeOutput {
   /** The keyed operator the edge feeds (for error messages). */
   target: OperatorSpec;
   maxParallelism: number;
+  /** The side output the edge carries; absent: the main output. */
+  output?: string;
 }
 
 class EdgeWriter {
@@ -107,7 +109,10 @@ class EdgeWriter {
 
 export class RecordWriter implements Output {
   private readonly edges: EdgeWriter[];
+  /** The main output's edges, and the one when there is one (the common case, without a loop). */
+  private readonly main: EdgeWriter[];
   private readonly single: EdgeWriter | undefined;
+  private readonly sides = new Map<string, EdgeWriter[]>();
   private readonly queues: ChannelSink[];
   recordsOut = 0;
   /** The last watermark emitted (NO_TIMESTAMP until one is). */
@@ -126,7 +131,9 @@ export class RecordWriter implements Output {
     private readonly schedule?: (at: number, cb: () => void) => void,
   ) {
     this.edges = edges.map((e) => new EdgeWriter(e, batchSize, subtaskIndex, parallelism));
-    this.single = this.edges.length === 1 ? this.edges[0] : undefined;
+    this.main = this.edges.filter((w) => w.e.output === undefined);
+    for (const w of this.edges) if (w.e.output !== undefined) (this.sides.get(w.e.output) ?? this.sides.set(w.e.output, []).get(w.e.output)!).push(w);
+    this.single = this.main.length === 1 ? this.main[0] : undefined;
     this.queues = [...new Set(edges.flatMap((e) => e.targets.map((t) => t.queue)))];
   }
 
@@ -136,7 +143,14 @@ export class RecordWriter implements Output {
       this.single.collect(value, timestamp, this.subtaskIndex);
       return;
     }
-    for (const e of this.edges) e.collect(value, timestamp, this.subtaskIndex);
+    for (const e of this.main) e.collect(value, timestamp, this.subtaskIndex);
+  }
+
+  collectSide(output: string, value: unknown, timestamp: number): void {
+    const edges = this.sides.get(output);
+    if (!edges) return;
+    this.recordsOut++;
+    for (const e of edges) e.collect(value, timestamp, this.subtaskIndex);
   }
 
   emitWatermark(watermark: number): void {

@@ -3,7 +3,7 @@
  * turns them into a JobGraphSpec plus the table of user functions, keyed by operator id.
  */
 import { InvalidArgumentError } from '../errors.js';
-import type { ChainingStrategy, EdgeKind, EdgeSpec, JobGraphSpec, OperatorSpec, OperatorType } from '../plan/index.js';
+import type { ChainingStrategy, EdgeKind, EdgeSpec, JobGraphSpec, OperatorSpec, OperatorType, SideOutput } from '../plan/index.js';
 import { MAX_PARALLELISM, withoutUnchainablePreAggregation } from '../plan/index.js';
 import type { Connector } from './connector.js';
 
@@ -41,6 +41,7 @@ interface PendingEdge {
   target: OpNode;
   kind: PendingEdgeKind;
   inputIndex: 0 | 1;
+  output?: SideOutput;
 }
 
 export class GraphBuilder {
@@ -75,8 +76,8 @@ export class GraphBuilder {
     return node;
   }
 
-  addEdge(source: OpNode, target: OpNode, kind: PendingEdgeKind, inputIndex: 0 | 1 = 0): void {
-    this.edges.push({ source, target, kind, inputIndex });
+  addEdge(source: OpNode, target: OpNode, kind: PendingEdgeKind, inputIndex: 0 | 1 = 0, output?: SideOutput): void {
+    this.edges.push({ source, target, kind, inputIndex, ...(output ? { output } : {}) });
   }
 
   build(
@@ -102,6 +103,7 @@ export class GraphBuilder {
       target: e.target.id,
       kind: e.kind !== 'AUTO' ? e.kind : parallelismOf(e.source) === parallelismOf(e.target) ? 'FORWARD' : 'REBALANCE',
       inputIndex: e.inputIndex,
+      ...(e.output ? { output: e.output } : {}),
     }));
     const declared: JobGraphSpec = {
       specVersion: 1,

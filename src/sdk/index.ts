@@ -19,6 +19,7 @@ export {
   DataSink,
   KeyedStream,
   WindowedStream,
+  WindowResultStream,
   ConnectedStreams,
   KeyedConnectedStreams,
   IntervalJoinBuilder,

@@ -189,7 +189,7 @@ export class DataStream<T> extends OperatorHandle {
   /** Windows over the whole stream (not per key), computed by a single subtask; results have key `undefined`. */
   windowAll(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, undefined> {
     checkAssigner(assigner);
-    return new WindowedStream<T, undefined>(this.graph, this.node, () => undefined, assigner, options.time ?? 'event', true);
+    return new WindowedStream<T, undefined>(this.graph, this.node, () => undefined, assigner, windowSettings(assigner, options), true);
   }
 
   /** Two streams of different types processed by one operator. */
@@ -307,7 +307,7 @@ export class KeyedStream<T, K> {
 
   window(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, K> {
     checkAssigner(assigner);
-    return new WindowedStream<T, K>(this.graph, this.input, this.keyFn, assigner, options.time ?? 'event');
+    return new WindowedStream<T, K>(this.graph, this.input, this.keyFn, assigner, windowSettings(assigner, options));
   }
 
   /** Join with another keyed stream on records whose timestamps lie within `[lower, upper]` of each other. */
@@ -327,6 +327,20 @@ function checkAssigner(a: WindowAssigner): void {
   }
 }
 
+interface WindowSettings {
+  time: 'event' | 'processing';
+  allowedLatenessMs: number;
+}
+
+function windowSettings(a: WindowAssigner, o: WindowOptions): WindowSettings {
+  const time = o.time ?? 'event';
+  const lateness = o.allowedLatenessMs ?? 0;
+  if (!Number.isSafeInteger(lateness) || lateness < 0) throw new InvalidArgumentError(`window(): allowedLatenessMs must be a whole number of ms >= 0, got ${String(lateness)}`);
+  if (lateness > 0 && time === 'processing') throw new InvalidArgumentError('window(): allowedLatenessMs applies to event-time windows; a processing-time window has no late records');
+  if (lateness > 0 && a.kind === 'session') throw new InvalidArgumentError('window(): allowedLatenessMs applies to tumbling and sliding windows (not to sessions yet)');
+  return { time, allowedLatenessMs: lateness };
+}
+
 /** The key of a pre-aggregated `[key, accumulator]` partial. */
 const partialKey = (p: readonly [unknown, unknown]): unknown => p[0];
 
@@ -337,18 +351,31 @@ export class WindowedStream<T, K> {
     private readonly input: OpNode,
     private readonly keyFn: KeySelector<T, K>,
     private readonly assigner: WindowAssigner,
-    private readonly time: 'event' | 'processing',
+    private readonly settings: WindowSettings,
     private readonly nonParallel = false,
   ) {}
 
-  private win<R>(fn: 'aggregate' | 'reduce' | 'count' | 'process', udf: object | undefined): DataStream<R> {
+  private lateOutput = false;
+
+  /**
+   * Send the records a window drops as late (its end and any allowedLatenessMs behind the watermark)
+   * to a side output, read with `lateData()` on the window's result. Windows of such a stream are not
+   * pre-aggregated before the shuffle, so the late records are the records themselves.
+   */
+  sideOutputLateData(): this {
+    this.lateOutput = true;
+    return this;
+  }
+
+  private win<R>(fn: 'aggregate' | 'reduce' | 'count' | 'process', udf: object | undefined): WindowResultStream<R, T> {
     const assigner = { ...this.assigner };
+    const { time, allowedLatenessMs } = this.settings;
     // Tumbling and sliding windows whose accumulators merge are pre-aggregated before the shuffle: each
     // upstream subtask sends one [key, accumulator] per key and pane of a batch, not every record.
-    const combine = assigner.kind !== 'session' && (fn === 'count' || fn === 'reduce' || (fn === 'aggregate' && typeof (udf as { merge?: unknown }).merge === 'function'));
+    const combine = !this.lateOutput && assigner.kind !== 'session' && (fn === 'count' || fn === 'reduce' || (fn === 'aggregate' && typeof (udf as { merge?: unknown }).merge === 'function'));
     let input = this.input;
     if (combine) {
-      input = this.graph.addOperator('localWindowAggregate', { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) }, { options: { assigner, time: this.time, function: fn } });
+      input = this.graph.addOperator('localWindowAggregate', { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) }, { options: { assigner, time, function: fn } });
       input.sameParallelismAs = this.input;
       input.name = `window pre-aggregation (${input.id})`;
       this.graph.addEdge(this.input, input, 'FORWARD', 0);
@@ -358,14 +385,22 @@ export class WindowedStream<T, K> {
       { keySelectors: [combine ? partialKey : this.keyFn], ...(udf ? { udf } : {}) },
       {
         keyed: true,
-        options: { assigner, time: this.time, function: fn, ...(combine ? { preAggregated: true } : {}), ...(this.nonParallel ? { nonParallel: true } : {}) },
+        options: {
+          assigner,
+          time,
+          function: fn,
+          ...(combine ? { preAggregated: true } : {}),
+          ...(this.nonParallel ? { nonParallel: true } : {}),
+          ...(allowedLatenessMs > 0 ? { allowedLatenessMs } : {}),
+          ...(this.lateOutput ? { lateDataOutput: true } : {}),
+        },
       },
     );
     this.graph.addEdge(input, node, 'HASH', 0);
-    return new DataStream<R>(this.graph, node);
+    return new WindowResultStream<R, T>(this.graph, node, this.lateOutput);
   }
 
-  aggregate<ACC, R>(fn: AggregateFunction<T, ACC, R, K>): DataStream<R> {
+  aggregate<ACC, R>(fn: AggregateFunction<T, ACC, R, K>): WindowResultStream<R, T> {
     checkMethod('aggregate()', fn, 'create');
     checkMethod('aggregate()', fn, 'add');
     checkMethod('aggregate()', fn, 'result');
@@ -374,20 +409,43 @@ export class WindowedStream<T, K> {
   }
 
   /** Emits one reduced value per key and window. */
-  reduce(fn: (a: T, b: T) => T): DataStream<T> {
+  reduce(fn: (a: T, b: T) => T): WindowResultStream<T, T> {
     checkFunction('reduce()', fn);
     return this.win('reduce', { reduce: fn });
   }
 
   /** Emits `{ key, start, end, count }` per key and window. */
-  count(): DataStream<WindowCount<K>> {
+  count(): WindowResultStream<WindowCount<K>, T> {
     return this.win('count', undefined);
   }
 
   /** Buffers a window's elements and hands them all to `fn.process` when it fires. */
-  process<R>(fn: ProcessWindowFunction<T, K, R>): DataStream<R> {
+  process<R>(fn: ProcessWindowFunction<T, K, R>): WindowResultStream<R, T> {
     checkMethod('process()', fn, 'process');
     return this.win('process', fn);
+  }
+}
+
+/** A window's results; `lateData()` is the stream of the records it dropped as late. */
+export class WindowResultStream<R, T> extends DataStream<R> {
+  /** @internal */
+  constructor(
+    graph: GraphBuilder,
+    node: OpNode,
+    private readonly lateOutput: boolean,
+  ) {
+    super(graph, node);
+  }
+
+  /** The records the window found late (declare it first with `sideOutputLateData()` on the windowed stream). */
+  lateData(): DataStream<T> {
+    if (!this.lateOutput) throw new InvalidArgumentError(`lateData(): call sideOutputLateData() on the windowed stream first, as in .window(...).sideOutputLateData().aggregate(...)`);
+    // A stream of its own (its name and uid are not the window's): an identity step fed by the side output.
+    const node = this.graph.addOperator('map', { fn: (v: unknown) => v }, { label: 'lateData' });
+    node.name = 'late data';
+    node.sameParallelismAs = this.node;
+    this.graph.addEdge(this.node, node, 'FORWARD', 0, 'late');
+    return new DataStream<T>(this.graph, node);
   }
 }
 
@@ -501,6 +559,7 @@ export class JoinBuilder<A, B> {
         return {
           window: (assigner, options = {}) => {
             checkAssigner(assigner);
+            if (options.allowedLatenessMs) throw new InvalidArgumentError('window joins do not take allowedLatenessMs: a late pair is dropped');
             if (assigner.kind === 'session') {
               throw new InvalidArgumentError('window joins support tumbling and sliding windows; for sessions use connect().keyBy().process()');
             }

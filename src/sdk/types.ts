@@ -152,4 +152,10 @@ export interface WatermarkOptions {
 export interface WindowOptions {
   /** @default 'event' */
   time?: 'event' | 'processing';
+  /**
+   * Event-time tumbling and sliding windows: keep each window this long after it fires. A record for it
+   * that arrives in that time is added and the window fires again for its key, with the updated
+   * result; later ones are dropped, or sent to `lateData()` after `sideOutputLateData()`. @default 0
+   */
+  allowedLatenessMs?: number;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Windows, type TimeWindow, type WindowCount } from '../../src/index.js';
+import { buildJob, defineJob, Windows, type JobEnvironment, type TimeWindow, type WindowCount } from '../../src/index.js';
 import { collect, sortBy } from '../helpers.js';
 
 interface Ev {
@@ -56,6 +56,64 @@ describe('windows', () => {
       { key: 'a', start: 0, end: 10_000, sum: 1 },
       { key: 'a', start: 20_000, end: 30_000, sum: 6 },
     ]));
+  });
+
+  test('allowed lateness: a late record within it re-fires its window for its key, with the updated result; later ones are dropped', async () => {
+    // One record per batch, so the watermark advances between records (no out-of-orderness bound).
+    const out = await collect(
+      (env) => {
+        env
+          .fromElements([ev('a', 1, 1_000), ev('b', 1, 2_000), ev('a', 2, 12_000), ev('a', 4, 3_000), ev('a', 8, 16_000), ev('a', 16, 5_000), ev('a', 32, 31_000)])
+          .assignTimestamps((e) => e.ts)
+          .keyBy((e) => e.k)
+          .window(Windows.tumbling(10_000), { allowedLatenessMs: 5_000 })
+          .aggregate(sumAgg)
+          .collect();
+      },
+      { batchSize: 1 },
+    );
+    // Watermark 11,999 passes [0, 10,000): it fires for a and b (in key-group order).
+    assert.deepEqual(sortBy(out.slice(0, 2)), sortBy([
+      { key: 'a', start: 0, end: 10_000, sum: 1 },
+      { key: 'b', start: 0, end: 10_000, sum: 1 },
+    ]));
+    assert.deepEqual(out.slice(2), [
+      // 3,000 arrives at watermark 11,999, within the 5,000 ms allowed: a's window fires again, updated; b's does not.
+      { key: 'a', start: 0, end: 10_000, sum: 5 },
+      // At watermark 15,999 the window is gone: 5,000 is dropped. Then the rest fires in order.
+      { key: 'a', start: 10_000, end: 20_000, sum: 10 },
+      { key: 'a', start: 30_000, end: 40_000, sum: 32 },
+    ]);
+  });
+
+  test('sideOutputLateData: the records a window drops go to lateData(), as they came', async () => {
+    const out = await collect(
+      (env) => {
+        const sums = env
+          .fromElements([ev('a', 1, 1_000), ev('a', 2, 25_000), ev('a', 100, 3_000), ev('b', 7, 24_000), ev('a', 4, 26_000)])
+          // One assigner, so one watermark sees every record in order (the windows run at 2).
+          .assignTimestamps((e) => e.ts)
+          .setParallelism(1)
+          .keyBy((e) => e.k)
+          .window(Windows.tumbling(10_000))
+          .sideOutputLateData()
+          .aggregate(sumAgg);
+        sums.collect('sums');
+        sums.lateData().map((e) => ({ late: e })).collect('late');
+      },
+      { batchSize: 1, parallelism: 2 },
+      'late',
+    );
+    assert.deepEqual(out, [{ late: ev('a', 100, 3_000) }]);
+  });
+
+  test('lateness is refused where it cannot apply, and lateData() without sideOutputLateData() says what to call', () => {
+    const keyed = (env: JobEnvironment) => env.fromElements([ev('a', 1, 1)]).keyBy((e) => e.k);
+    const build = (f: (env: JobEnvironment) => void) => () => buildJob(defineJob({ name: 'x', version: '1' }, f));
+    assert.throws(build((env) => void keyed(env).window(Windows.tumbling(10), { time: 'processing', allowedLatenessMs: 5 })), /allowedLatenessMs applies to event-time windows/);
+    assert.throws(build((env) => void keyed(env).window(Windows.session(10), { allowedLatenessMs: 5 })), /allowedLatenessMs applies to tumbling and sliding windows/);
+    assert.throws(build((env) => void keyed(env).window(Windows.tumbling(10), { allowedLatenessMs: -1 })), /allowedLatenessMs must be a whole number of ms >= 0, got -1/);
+    assert.throws(build((env) => void keyed(env).window(Windows.tumbling(10)).count().lateData()), /lateData\(\): call sideOutputLateData\(\) on the windowed stream first/);
   });
 
   test('window results carry the window’s last millisecond as their timestamp', async () => {

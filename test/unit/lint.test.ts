@@ -187,6 +187,22 @@ describe('lint: a job graph', () => {
     assert.deepEqual(graph((env) => void env.fromSource<{ key: string }>('kafka', { bootstrapServers: 'k:9092', topic: 't', watermarks: { maxOutOfOrdernessMs: 0 } }).keyBy((r) => r.key).window(Windows.tumbling(5)).count().print()), []);
   });
 
+  test('a window with allowed lateness and no late-data output is warned of; with lateData() it is not', () => {
+    const f = graph((env) => {
+      env.fromSequence(1, 10).assignTimestamps((x) => x).keyBy((x) => x % 2).window(Windows.tumbling(5), { allowedLatenessMs: 1_000 }).count().name('pairs').print();
+    });
+    assert.equal(
+      only(f, 'lateness-without-late-output').message,
+      "window 'pairs' allows 1000 ms of lateness but has no late-data output: records later than that are dropped, and only counted; call sideOutputLateData() on the windowed stream and read lateData() on its result",
+    );
+    const withOutput = graph((env) => {
+      const counts = env.fromSequence(1, 10).assignTimestamps((x) => x).keyBy((x) => x % 2).window(Windows.tumbling(5), { allowedLatenessMs: 1_000 }).sideOutputLateData().count();
+      counts.print();
+      counts.lateData().print();
+    });
+    assert.deepEqual(withOutput, []);
+  });
+
   test('a build that is not deterministic is an error naming where the two builds differ', () => {
     let n = 0;
     const job = defineJob({ name: 'clocked', version: '1' }, (env) => void env.fromSequence(1, 10 + n++).print());

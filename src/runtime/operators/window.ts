@@ -63,8 +63,14 @@ export class WindowOperator extends KeyedOperator {
   /** Session windows: a keyed table of each key's sessions, and their ends in firing order. */
   private sessions!: StateTable<KeySessions>;
   private readonly sessionEnds = new BinaryHeap<{ end: number; nk: unknown; kg: number }>((a, b) => a.end < b.end);
-  /** Records dropped because their window had already fired. */
+  /** Records dropped because every window they belong to had fired and passed its allowed lateness. */
   lateRecordsDropped = 0;
+  /** Event time: how long a fired window is kept for late records (they re-fire it for their key). */
+  private lateness = 0;
+  /** Late records go to the 'late' side output instead of being dropped. */
+  private lateOutput = false;
+  /** Starts of windows that have fired and are kept for their allowed lateness (in the snapshot). */
+  private readonly fired = new Set<number>();
 
   constructor(private readonly makeAccumulator: (op: WindowOperator) => WindowAccumulator) {
     super();
@@ -73,9 +79,11 @@ export class WindowOperator extends KeyedOperator {
   override async open(): Promise<void> {
     this.initKeyedState();
     this.sessions = this.backend.internalTable<KeySessions>(SESSIONS);
-    const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing' };
+    const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing'; allowedLatenessMs?: number; lateDataOutput?: boolean };
     this.assigner = o.assigner;
     this.processingTime = o.time === 'processing';
+    this.lateness = o.allowedLatenessMs ?? 0;
+    this.lateOutput = o.lateDataOutput === true;
     const agg = this.makeAccumulator(this);
     // Its input is [key, accumulator] partials of an upstream LocalWindowAggregateOperator: merge them in.
     this.agg = this.ctx.spec.options.preAggregated === true ? { ...agg, add: (acc, p) => agg.merge(acc, (p as [unknown, unknown])[1]) } : agg;
@@ -103,24 +111,28 @@ export class WindowOperator extends KeyedOperator {
         ),
       );
     }
+    let added: boolean;
     try {
-      if (this.assigner.kind === 'session') this.addToSession(value, ts, input);
-      else this.addToPanes(value, ts, input);
+      added = this.assigner.kind === 'session' ? this.addToSession(value, ts, input) : this.addToPanes(value, ts, input);
     } catch (err) {
       throw this.userError(err);
     }
+    if (added) return;
+    if (this.lateOutput && this.out.collectSide) this.out.collectSide('late', value, timestamp);
+    else this.lateRecordsDropped++;
   }
 
-  private addToPanes(value: unknown, ts: number, input: number): void {
+  /** Add a record to each window it belongs to; false when every one of them is gone (the record is late). */
+  private addToPanes(value: unknown, ts: number, input: number): boolean {
     const a = this.assigner as Exclude<WindowAssigner, { kind: 'session' }>;
     const size = a.sizeMs;
     const slide = a.kind === 'sliding' ? a.slideMs : size;
     const lastStart = paneStart(ts, a.offsetMs, slide);
+    let added = false;
     for (let start = lastStart; start > ts - size; start -= slide) {
-      if (!this.processingTime && start + size - 1 <= this.currentWatermark) {
-        this.lateRecordsDropped++;
-        continue;
-      }
+      // A window is gone once the watermark passes its end and its allowed lateness.
+      if (!this.processingTime && start + size - 1 + this.lateness <= this.currentWatermark) continue;
+      added = true;
       let pane = this.panes.get(start);
       if (!pane) {
         pane = this.backend.internalTable<PaneEntry>(paneName(start));
@@ -131,12 +143,18 @@ export class WindowOperator extends KeyedOperator {
       }
       const nk = this.backend.currentNormalizedKey;
       const kg = this.backend.currentKeyGroup;
-      const e = pane.get(kg, nk);
-      if (!e) pane.set(kg, nk, { key: this.backend.currentKey, keyGroup: kg, acc: this.agg.add(this.agg.create(), value, input) });
+      let e = pane.get(kg, nk);
+      if (!e) pane.set(kg, nk, (e = { key: this.backend.currentKey, keyGroup: kg, acc: this.agg.add(this.agg.create(), value, input) }));
       // Entries of an immutable accumulator are replaced, never changed, so a snapshot can keep the old one.
-      else if (pane.valuesImmutable) pane.set(kg, nk, { key: e.key, keyGroup: kg, acc: this.agg.add(e.acc, value, input) });
+      else if (pane.valuesImmutable) pane.set(kg, nk, (e = { key: e.key, keyGroup: kg, acc: this.agg.add(e.acc, value, input) }));
       else e.acc = this.agg.add(e.acc, value, input);
+      // A late record within the allowed lateness: the window fires again for this key, with the update.
+      if (this.lateness > 0 && (this.fired.has(start) || start + size - 1 <= this.currentWatermark)) {
+        this.fired.add(start);
+        this.emit(e.acc, e, start, start + size);
+      }
     }
+    return added;
   }
 
   private insertStart(start: number): void {
@@ -146,14 +164,12 @@ export class WindowOperator extends KeyedOperator {
     s.splice(i, 0, start);
   }
 
-  private addToSession(value: unknown, ts: number, input: number): void {
+  /** Add a record to its key's sessions; false when its session would already have fired (it is late). */
+  private addToSession(value: unknown, ts: number, input: number): boolean {
     const gap = (this.assigner as { gapMs: number }).gapMs;
     let start = ts;
     let end = ts + gap;
-    if (!this.processingTime && end - 1 <= this.currentWatermark) {
-      this.lateRecordsDropped++;
-      return;
-    }
+    if (!this.processingTime && end - 1 <= this.currentWatermark) return false;
     const nk = this.backend.currentNormalizedKey;
     const kg = this.backend.currentKeyGroup;
     let ks = this.sessions.get(kg, nk);
@@ -172,6 +188,7 @@ export class WindowOperator extends KeyedOperator {
     ks.sessions = kept;
     this.sessionEnds.push({ end, nk, kg });
     if (this.processingTime) this.scheduleFire(end);
+    return true;
   }
 
   private scheduleFire(end: number): void {
@@ -198,12 +215,19 @@ export class WindowOperator extends KeyedOperator {
       return;
     }
     const size = this.assigner.sizeMs;
-    while (this.starts.length > 0 && this.starts[0]! + size - 1 <= time) {
-      const start = this.starts.shift()!;
+    // Fire each window the time has passed the end of (once); drop it once it is past its lateness too.
+    for (const start of this.starts) {
+      if (start + size - 1 > time) break;
+      if (this.fired.has(start)) continue;
       const pane = this.panes.get(start)!;
-      this.panes.delete(start);
-      this.backend.dropInternalTable(paneName(start));
       for (const g of pane.groups) if (g) for (const e of g.values()) this.emit(e.acc, e, start, start + size);
+      if (this.lateness > 0) this.fired.add(start);
+    }
+    while (this.starts.length > 0 && this.starts[0]! + size - 1 + this.lateness <= time) {
+      const start = this.starts.shift()!;
+      this.panes.delete(start);
+      this.fired.delete(start);
+      this.backend.dropInternalTable(paneName(start));
     }
   }
 
@@ -219,7 +243,7 @@ export class WindowOperator extends KeyedOperator {
 
   protected override snapshotOwn(): unknown {
     // Panes and sessions are backend tables: the backend's snapshot holds them.
-    return { lateRecordsDropped: this.lateRecordsDropped };
+    return { lateRecordsDropped: this.lateRecordsDropped, ...(this.fired.size > 0 ? { fired: [...this.fired] } : {}) };
   }
 
   /** After the backend was restored (only this subtask's key groups): index its panes and sessions again. */
@@ -244,7 +268,10 @@ export class WindowOperator extends KeyedOperator {
         }
       }
     });
-    this.lateRecordsDropped = (own as { lateRecordsDropped: number }).lateRecordsDropped;
+    const o = own as { lateRecordsDropped: number; fired?: number[] };
+    this.lateRecordsDropped = o.lateRecordsDropped;
+    // Windows that fired before the checkpoint do not fire again: a late record updates its key alone.
+    for (const start of o.fired ?? []) if (this.panes.has(start)) this.fired.add(start);
   }
 
   override finish(): void {
