@@ -54,10 +54,12 @@ export default defineJob({ name: 'clicks-per-minute', version: '1' }, (env) => {
       seed: 1,
       fields: { user: { kind: 'int', min: 1, max: 50 }, ts: { kind: 'timestamp', startMs: Date.UTC(2026, 0, 1), stepMs: 5, jitterMs: 1_000 } },
     })
+    .uid('clicks') // a checkpoint finds an operator's state by its uid
     .assignTimestamps((c) => c.ts, { maxOutOfOrdernessMs: 1_000 })
     .keyBy((c) => c.user)
     .window(Windows.tumbling(60_000))
     .count()
+    .uid('clicks-per-user')
     .collect('per user and minute');
 });
 `;

@@ -1,6 +1,7 @@
 /** The Kafka connector's options, checked at plan time; each has a default a local setup can use. */
 import { z } from 'zod';
 import { Format } from '../formats.js';
+import { MAX_TIMER_DELAY_MS } from '../../util/index.js';
 
 const Brokers = z
   .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
@@ -44,7 +45,7 @@ export const KafkaSourceOptions = z
     /** Pace each subtask to this many records per second (tests, demos); default: flat out. */
     maxRecordsPerSecond: z.number().positive().optional(),
     fetchMaxBytes: z.number().int().positive().default(8 << 20),
-    fetchMaxWaitMs: z.number().int().min(0).default(100),
+    fetchMaxWaitMs: z.number().int().min(0).max(MAX_TIMER_DELAY_MS).default(100),
   })
   .strict()
   .superRefine((o, ctx) => {

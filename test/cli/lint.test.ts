@@ -1,0 +1,220 @@
+// clink lint from outside: exit codes (0 clean with warnings allowed, 1 errors, 2 bad usage), job
+// modules and --graph-json, --output json; clink node refusing and logging the same findings; clink
+// submit accepting a lint-clean command line and refusing a lint error with the lint's message. Each
+// check's exact message is in test/unit/lint.test.ts.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { runCli } from '../harness/cli.js';
+import { ClusterHarness } from '../harness/cluster.js';
+
+const clink = runCli;
+let dir: string;
+
+const JOBS: Record<string, string> = {
+  'clean.ts': `
+    import { defineJob } from 'clink';
+    export default defineJob({ name: 'clean', version: '1' }, (env) => {
+      env.fromSequence(1, 100).uid('numbers').keyBy((x) => x % 3).count().uid('counts').collect('counts');
+    });`,
+  'keyed200.ts': `
+    import { defineJob } from 'clink';
+    export default defineJob({ name: 'wide', version: '1' }, (env) => {
+      env.fromSequence(1, 10).keyBy((x) => x).count().name('too wide').setParallelism(200).print().setParallelism(1);
+    });`,
+  'unknown.ts': `
+    import { defineJob } from 'clink';
+    export default defineJob({ name: 'unknown', version: '1' }, (env) => {
+      env.fromSource('kafkaa', {}).name('in').print();
+    });`,
+  'printed-exactly-once.ts': `
+    import { defineJob } from 'clink';
+    export default defineJob({ name: 'eo', version: '1', guarantee: 'exactly-once' }, (env) => {
+      env.fromSequence(1, 10).print().name('console');
+    });`,
+  'stateful.ts': `
+    import { defineJob, Windows } from 'clink';
+    export default defineJob({ name: 'stateful', version: '1' }, (env) => {
+      env.fromSource<{ k: number; ts: number }>('datagen', { count: 10, fields: { k: { kind: 'int', min: 1, max: 3 }, ts: { kind: 'timestamp' } } })
+        .assignTimestamps((r) => r.ts).keyBy((r) => r.k).window(Windows.tumbling(10), { allowedLatenessMs: 5 }).count().print();
+    });`,
+  'no-watermarks.ts': `
+    import { defineJob, Windows } from 'clink';
+    export default defineJob({ name: 'nowm', version: '1' }, (env) => {
+      env.fromSequence(1, 10).name('numbers').keyBy((x) => x % 2).window(Windows.tumbling(5)).count().name('per 5').print();
+    });`,
+  'clocked.ts': `
+    import { defineJob } from 'clink';
+    let builds = 0;
+    export default defineJob({ name: 'clocked', version: '1' }, (env) => {
+      env.fromSequence(1, 10 + builds++).print();
+    });`,
+};
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'clink-lint-'));
+  for (const [name, text] of Object.entries(JOBS)) await writeFile(join(dir, name), text);
+  await writeFile(join(dir, 'wide.json'), JSON.stringify({
+    specVersion: 1,
+    job: { name: 'wide', version: '1' },
+    maxParallelism: 128,
+    defaultParallelism: 1,
+    params: {},
+    operators: [
+      { id: 'in', name: 'in', type: 'source', parallelism: 1, keyed: false, inputs: 0, chaining: 'ALWAYS', options: { connector: 'sequence', from: 1, to: 9 } },
+      { id: 'agg', name: 'agg', type: 'keyedReduce', parallelism: 129, keyed: true, inputs: 1, chaining: 'ALWAYS', options: {} },
+      { id: 'out', name: 'out', type: 'sink', parallelism: 1, keyed: false, inputs: 1, chaining: 'ALWAYS', options: { connector: 'print' } },
+    ],
+    edges: [
+      { source: 'in', target: 'agg', kind: 'HASH', inputIndex: 0 },
+      { source: 'agg', target: 'out', kind: 'REBALANCE', inputIndex: 0 },
+    ],
+  }));
+  await writeFile(join(dir, 'broken.json'), '{ "specVersion": ');
+});
+after(() => rm(dir, { recursive: true, force: true }));
+
+/** The check ids of a `--output json` run. */
+const checksOf = (stdout: string): string[] => (JSON.parse(stdout) as { findings: { check: string }[] }).findings.map((f) => f.check);
+
+describe('clink lint', { concurrency: 4 }, () => {
+  test('nothing to say: exit 0, "lint: clean"', async () => {
+    const r = await clink(['lint', 'clean.ts', '--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '1000', '-p', '4'], dir);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'lint: clean\n');
+  });
+
+  test('settings accepted and ignored, half-set pairs and contradictions: errors exit 1, each on its line; warnings alone exit 0', async () => {
+    const r = await clink(['lint', '--checkpoint-interval-ms', '1000', '--restore-from-checkpoint-id', '3', '--alignment', 'unaligned', '--checkpoints-retained', '2'], dir);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(
+      r.stdout,
+      [
+        'error: --alignment unaligned: only aligned checkpoints are supported so far; submit with --alignment aligned [alignment-unsupported]',
+        'error: --checkpoint-interval-ms 1000 needs --checkpoint-dir (where checkpoints go) [interval-without-dir]',
+        'error: --restore-from-checkpoint-id 3 needs --restore-from-dir (the checkpoint directory or savepoint it is in); without it the job would start with no state [restore-id-without-dir]',
+        'warning: --checkpoints-retained 2 is ignored without --checkpoint-dir: no checkpoint is taken [retained-without-dir]',
+        'lint: 3 errors, 1 warning',
+        '',
+      ].join('\n'),
+    );
+    const warned = await clink(['lint', '--allow-non-restored-state', '--max-restarts-from-checkpoint', '3'], dir);
+    assert.equal(warned.code, 0, warned.stdout);
+    assert.match(warned.stdout, /^lint: 0 errors, 2 warnings$/m);
+  });
+
+  test('bad usage exits 2: a malformed value, a job and --graph-json both', async () => {
+    for (const args of [['lint', '--checkpoint-interval-ms', 'soon'], ['lint', 'clean.ts', '--graph-json', 'wide.json'], ['lint', '--autoscale', '8..2']]) {
+      const r = await clink(args, dir);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /error: /);
+    }
+  });
+
+  test('job graph errors from a module: keyed above 128, an unknown connector, exactly-once through print, a build that is not deterministic', async () => {
+    const cases: [string, string[], string][] = [
+      ['keyed200.ts', [], "error: keyed operator 'too wide' has parallelism 200, above the 128 key groups; set a parallelism of at most 128 [keyed-above-key-groups]"],
+      ['unknown.ts', [], "error: operator 'in' names connector 'kafkaa', which this build does not have; it has blackhole, datagen, file, kafka, nats, nexmark, postgres, print, sequence (or pass a connector object) [unknown-connector]"],
+      ['printed-exactly-once.ts', ['--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '100'], "error: the job asks for exactly-once but can give at-least-once: limited by sink 'console' (connector print) [guarantee]"],
+      ['clocked.ts', [], "error: the job's build function is not deterministic: two builds gave different graphs (at operators[0].options.to: 10 vs 11); every worker builds it again, so it would run another job than the one planned: do not read the clock, random numbers or anything that changes while building (pass values with --param) [nondeterministic-build]"],
+    ];
+    for (const [job, flags, line] of cases) {
+      const r = await clink(['lint', job, ...flags], dir);
+      assert.equal(r.code, 1, `${job}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stdout.split('\n')[0], line, job);
+    }
+  });
+
+  test('job graph warnings exit 0: stateful operators without uids under checkpoints, lateness without late output, no watermarks', async () => {
+    const stateful = await clink(['lint', 'stateful.ts', '--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '100', '--output', 'json'], dir);
+    assert.equal(stateful.code, 0, stateful.stderr);
+    assert.deepEqual(checksOf(stateful.stdout), ['stateful-without-uid', 'stateful-without-uid', 'lateness-without-late-output']);
+    const unstamped = await clink(['lint', 'no-watermarks.ts', '--output', 'json'], dir);
+    assert.equal(unstamped.code, 0, unstamped.stderr);
+    assert.deepEqual(JSON.parse(unstamped.stdout), {
+      ok: true,
+      errors: 0,
+      warnings: 1,
+      findings: [
+        {
+          severity: 'warning',
+          check: 'no-watermarks',
+          message: "event-time window 'per 5' has no watermark strategy between it and 'numbers': records from there carry no event time and no watermark moves it, so it cannot fire; call assignTimestamps(...) after the source, or use { time: 'processing' }",
+        },
+      ],
+    });
+  });
+
+  test('capacity and rescale bounds, when asked: --available-slots, --autoscale', async () => {
+    const slots = await clink(['lint', 'clean.ts', '-p', '4', '--available-slots', '3'], dir);
+    assert.equal(slots.code, 1);
+    assert.match(slots.stdout, /^error: the job needs 4 slots \(slot sharing group 'default': 4\) but --available-slots is 3: lower its parallelism, or add workers or --slots \[slots\]$/m);
+    const scale = await clink(['lint', 'clean.ts', '-p', '4', '--autoscale', '3..10', '--output', 'json'], dir);
+    assert.equal(scale.code, 1);
+    assert.deepEqual(checksOf(scale.stdout), ['autoscale-unsupported', 'autoscale-without-checkpoints', 'autoscale-unreachable']);
+  });
+
+  test('--graph-json: the planner\'s and the lint\'s checks on a spec; a file that is not one is an error', async () => {
+    const wide = await clink(['lint', '--graph-json', 'wide.json'], dir);
+    assert.equal(wide.code, 1);
+    assert.equal(wide.stdout, "error: keyed operator 'agg' has parallelism 129, above the 128 key groups; set a parallelism of at most 128 [keyed-above-key-groups]\nlint: 1 error, 0 warnings\n");
+    const broken = await clink(['lint', '--graph-json', 'broken.json'], dir);
+    assert.equal(broken.code, 1);
+    assert.match(broken.stdout, /^error: --graph-json broken\.json is not JSON: .* \[graph-invalid\]$/m);
+  });
+
+  test("a node's flags: a zero bound is an error clink node refuses to start with (exit 2), in the same words", async () => {
+    const lint = await clink(['lint', '--role', 'coordinator', '--max-outbound-control-frames', '0', '--outbound-stall-timeout-ms', '1500'], dir);
+    assert.equal(lint.code, 1);
+    const message = '--max-outbound-control-frames 0: a bound of zero refuses every frame of its class, and each refusal costs the worker its connection, so every worker would be lost at its first frame; give a positive bound';
+    assert.equal(lint.stdout.split('\n')[0], `error: ${message} [outbound-bound-zero]`);
+    assert.match(lint.stdout, /^warning: --outbound-stall-timeout-ms 1500 is at or below --heartbeat-timeout-ms 2000: .* \[stall-within-heartbeat\]$/m);
+    const node = await clink(['node', '--role', 'coordinator', '--port', '0', '--max-outbound-control-frames', '0'], dir);
+    assert.equal(node.code, 2);
+    assert.equal(node.stderr, `error: ${message}\n(add --help for usage)\n`);
+    // Without --role, a role's checks run when its own flags are given; a flag the role ignores is said.
+    const worker = await clink(['lint', '--role', 'worker', '--port', '7000', '--heartbeat-interval-ms', '2500'], dir);
+    assert.equal(worker.code, 0);
+    assert.match(worker.stdout, /^warning: --port is a coordinator setting and is ignored by --role worker \[flag-for-other-role\]$/m);
+    assert.match(worker.stdout, /^warning: --heartbeat-interval-ms 2500 is at or above the coordinator's --heartbeat-timeout-ms 2000: /m);
+  });
+});
+
+describe('the lint at submit and at node start', () => {
+  let h: ClusterHarness;
+  before(async () => {
+    h = await ClusterHarness.start({ workers: 1, slots: 4, coordinatorArgs: ['--outbound-stall-timeout-ms=1500'] });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test('clink node logs each warning at start', async () => {
+    await h.waitForLog(h.coordinator, /^configuration: --outbound-stall-timeout-ms 1500 is at or below --heartbeat-timeout-ms 2000: /);
+  });
+
+  test('a lint-clean command line is accepted by submit; a lint error is refused by submit before anything ships, with the same message', async () => {
+    const target = ['--coordinator', `127.0.0.1:${h.controlPort}`];
+    const flags = ['-p', '2', '--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '500'];
+    await writeFile(join(h.dir, 'clean.ts'), JOBS['clean.ts']!);
+    const lint = await clink(['lint', 'clean.ts', ...flags, ...target], h.dir);
+    assert.equal(lint.code, 0, lint.stdout);
+    const accepted = await clink(['submit', 'clean.ts', ...flags, ...target, '--wait', '--no-progress', '--output', 'json'], h.dir);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.equal((JSON.parse(accepted.stdout) as { state: string }).state, 'FINISHED');
+    for (const [job, extra] of [['clean.ts', ['--restore-from-checkpoint-id', '3']], ['unknown.ts', []], ['clocked.ts', []]] as const) {
+      await writeFile(join(h.dir, job), JOBS[job]!);
+      const linted = await clink(['lint', job, ...flags, ...extra, ...target], h.dir);
+      assert.equal(linted.code, 1, linted.stdout);
+      const line = linted.stdout.split('\n')[0]!.replace(/ \[[a-z-]+\]$/, '');
+      const refused = await clink(['submit', job, ...flags, ...extra, ...target], h.dir);
+      assert.equal(refused.code, 1, refused.stderr);
+      // The warnings come first, as lint lists them; then the refusal.
+      assert.equal(refused.stderr.trimEnd().split('\n').at(-1), line, job);
+    }
+    const jobs = (await (await h.client()).listJobs(true)).length;
+    assert.equal(jobs, 1, 'only the clean job reached the coordinator');
+  });
+});
