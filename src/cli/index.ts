@@ -238,15 +238,16 @@ export async function main(argv: string[]): Promise<number> {
   addNodeCommand(program, (code) => (exitCode = code));
 
   addOptions(program.command('lint').description('check a job and the flags of run, submit or node without a cluster: exit 0 clean (warnings allowed), 1 on an error').argument('[job]', 'job file'), [
-    ...jobOptions(),
-    ...checkpointOptions(),
-    ...autoscaleOptions(),
+    // The lint's own first; then every flag of run, submit and node (the first declaration of a flag wins).
     new Option('--output <format>', 'findings as text lines or one JSON document (table: text, so a run command line pastes as is)').choices(['text', 'table', 'json']).default('text'),
-    ...outputOptions(),
-    ...typecheckOptions(),
     new Option('--role <role>', "lint a node's flags as this role's (without it: each role whose own flags are given)").choices(['coordinator', 'worker']),
     new Option('--graph-json <file>', 'check this JobGraphSpec (clink plan --json) instead of a job module'),
     new Option('--available-slots <n>', "the cluster's slots: a job that needs more is an error").argParser(positiveInt),
+    ...jobOptions(),
+    ...checkpointOptions(),
+    ...autoscaleOptions(),
+    ...outputOptions(),
+    ...typecheckOptions(),
     ...nodeOptions().map((n) => n.option),
     ...coordinatorTargetOptions(),
     ...localRunOptions(),
