@@ -25,8 +25,11 @@ export async function connect(o: ConnectionOptions, who: string): Promise<pg.Cli
     await client.connect();
   } catch (err) {
     await client.end().catch(() => undefined);
-    // Refused, reset or timed out: the server may be restarting. A bad password or database is not transient.
-    const transient = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|timeout|starting up|shutting down|recovery/i.test((err as Error).message);
+    // Refused, reset or timed out, or a server starting or stopping (SQLSTATE class 57P: "not yet accepting
+    // connections", "starting up", "shutting down"): it may be restarting. A bad password or database is not transient.
+    const sqlState = (err as { code?: unknown }).code;
+    const transient =
+      (typeof sqlState === 'string' && sqlState.startsWith('57P')) || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|timeout|starting up|shutting down|recovery|not yet accepting connections/i.test((err as Error).message);
     throw new ConnectorError(`${who}: cannot connect to PostgreSQL at ${serverOf(o.connectionString)}: ${(err as Error).message}`, { cause: err, transient });
   }
   return client;
