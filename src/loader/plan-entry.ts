@@ -5,6 +5,8 @@
  * code; what it answers is one message.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { determinismFindings, refuseOnErrors } from '../lint/index.js';
+import type { JobGraphSpec } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import { bundleSdk, localSdk } from './gate.js';
 import { compileJobModule, loadJobBundle } from './load.js';
@@ -21,7 +23,10 @@ async function plan(): Promise<PlanReply> {
           return { code, sourceMap: request.module.sourceMap, sha256: '', sdk: bundleSdk(code) ?? localSdk() };
         })();
   const { job, sha256 } = await loadJobBundle(compiled.code, { cacheDir: request.cacheDir, sourceMap: compiled.sourceMap, label: request.label });
-  const { spec } = buildJob(job, { parallelism: request.parallelism, params: request.params });
+  const build = (): JobGraphSpec => buildJob(job, { parallelism: request.parallelism, params: request.params }).spec;
+  const spec = build();
+  // Every worker builds it again: a build that gives another graph the second time is refused here.
+  refuseOnErrors(determinismFindings(spec, build));
   return { ok: true, module: { ...compiled, sha256 }, spec };
 }
 

@@ -53,7 +53,7 @@ describe('submitting over HTTP', () => {
     }
   });
 
-  test('refusals name what is wrong: a malformed or unknown query parameter, no module, an unknown hash, a file that does not compile, a build function that never returns', async () => {
+  test('refusals name what is wrong: a malformed or unknown query parameter, no module, an unknown hash, a file that does not compile, a build that is not deterministic, a build function that never returns', async () => {
     const { log } = memoryLogger();
     const metrics = new ClinkMetrics();
     const coordinator = await Coordinator.start({ port: 0 }, { log, metrics });
@@ -93,6 +93,11 @@ describe('submitting over HTTP', () => {
       assert.equal(syntax.status, 400);
       assert.equal(syntax.code, 'CLINK_ERR_JOB_LOAD');
       assert.match(syntax.message, /broken\.ts:2:\d+: Unexpected "\)"/);
+      const clocked = join(scratch, 'clocked.ts');
+      await writeFile(clocked, "import { defineJob } from 'clink';\nlet builds = 0;\nexport default defineJob({ name: 'c', version: '1' }, (env) => { env.fromSequence(1, 10 + builds++).print(); });\n");
+      const unsteady = await post('/api/v1/jobs', { file: clocked, as: 'clocked.ts' });
+      assert.deepEqual([unsteady.status, unsteady.code], [400, 'CLINK_ERR_JOB_DEFINITION']);
+      assert.match(unsteady.message, /the job's build function is not deterministic: two builds gave different graphs \(at operators\[0\]\.options\.to: 10 vs 11\)/);
       const started = Date.now();
       const endless = await post('/api/v1/jobs', { file: fixture('endless-build.ts'), as: 'endless.ts' });
       assert.equal(endless.status, 400);
