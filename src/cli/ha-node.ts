@@ -39,7 +39,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
     {
       role: 'coordinator',
       metrics,
-      config: { ...flags.coordinator, haDir, ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}) },
+      config: { ...flags.coordinator, haDir, ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), warnings: flags.configWarnings ?? [] },
       coordinator: () => coordinator,
       ...(authToken ? { authToken } : {}),
       ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}),

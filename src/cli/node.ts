@@ -31,7 +31,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
       const coordinator = await Coordinator.start(flags.coordinator, { log, metrics, ...security });
       let http: Awaited<ReturnType<typeof startHttp>>;
       try {
-        http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, ...(authToken ? { authToken } : {}), ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}), ...(flags.sqlCatalogDir ? { sqlCatalogDir: flags.sqlCatalogDir } : {}) }, coordinator.config.bindHost, '--bind-host');
+        http = await startHttp(flags.httpPort, log, { role: 'coordinator', metrics, config: { ...coordinator.config, warnings: flags.configWarnings ?? [] }, coordinator, ...(authToken ? { authToken } : {}), ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}), ...(flags.sqlCatalogDir ? { sqlCatalogDir: flags.sqlCatalogDir } : {}) }, coordinator.config.bindHost, '--bind-host');
       } catch (err) {
         await coordinator.stop();
         throw err;
@@ -70,7 +70,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     let supervisor: WorkerSupervisor | undefined;
     // The HTTP port outlives sessions; health is 503 while the worker has none.
     const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });
-    const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: config as unknown as Record<string, unknown>, health, worker: () => supervisor?.describe(), ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
+    const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: { ...config, warnings: flags.configWarnings ?? [] }, health, worker: () => supervisor?.describe(), ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
     if (http) config.httpPort = http.port;
     // Each session listens on a data port of its own: the ready file follows the current one.
     const writeReady = async (w: { dataPort: number }): Promise<void> => {

@@ -191,8 +191,11 @@ describe('the lint at submit and at node start', () => {
     await h?.close();
   });
 
-  test('clink node logs each warning at start', async () => {
+  test('clink node logs each warning at start; GET /api/v1/config reports them', async () => {
     await h.waitForLog(h.coordinator, /^configuration: --outbound-stall-timeout-ms 1500 is at or below --heartbeat-timeout-ms 2000: /);
+    const config = await h.http<{ outboundStallTimeoutMs: number; warnings: { check: string; message: string }[] }>('/api/v1/config');
+    assert.equal(config.body.outboundStallTimeoutMs, 1500);
+    assert.deepEqual(config.body.warnings.map((w) => w.check), ['stall-within-heartbeat']);
   });
 
   test('a lint-clean command line is accepted by submit; a lint error is refused by submit before anything ships, with the same message', async () => {
