@@ -113,6 +113,31 @@ describe('clink lint', { concurrency: 4 }, () => {
     }
   });
 
+  test('every settings and node check from a command line, each id once, with its exit code', async () => {
+    const cases: [string[], number, string[]][] = [
+      [
+        ['--checkpoint-interval-ms', '5', '--restore-from-checkpoint-id', '2', '--alignment', 'unaligned', '--state-backend', '/tmp/s', '--checkpoints-retained', '2', '--max-restarts-from-checkpoint', '1', '--allow-non-restored-state'],
+        1,
+        ['alignment-unsupported', 'state-backend-without-dir', 'interval-without-dir', 'restore-id-without-dir', 'non-restored-without-restore', 'retained-without-dir', 'restarts-without-dir'],
+      ],
+      [['--checkpoint-dir', 'ck', '--state-backend', 's3://b/x', '--max-region-retries', '2'], 1, ['state-backend-invalid', 'region-retries-with-dir', 'dir-without-interval']],
+      [['--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '3000000000'], 0, ['timer-too-long']],
+      [
+        ['--role', 'coordinator', '--max-outbound-bulk-bytes', '0', '--max-outbound-control-bytes', '0', '--heartbeat-timeout-ms', '200000', '--restart-drain-timeout-ms', '150000', '--outbound-stall-timeout-ms', '160000', '--watchdog-interval-ms', '170000', '--restart-backoff-initial-ms', '90000', '--slots', '2'],
+        1,
+        ['outbound-bound-zero', 'outbound-bound-zero', 'stall-within-heartbeat', 'stall-beyond-drain', 'watchdog-above-stall', 'backoff-initial-above-max', 'flag-for-other-role'],
+      ],
+      [['--role', 'coordinator', '--max-outbound-bulk-bytes', '1024', '--watchdog-interval-ms', '3000', '--outbound-stall-timeout-ms', '0'], 0, ['outbound-bulk-below-frame', 'watchdog-above-heartbeat']],
+      [['--role', 'coordinator', '--bind-host', '0.0.0.0', '--tls-key', 'k.pem', '--etcd-endpoints', 'http://127.0.0.1:2379'], 1, ['tls-flags', 'exposure', 'etcd-without-ha-dir']],
+      [['--role', 'worker', '--heartbeat-interval-ms', '2000', '--reconnect-initial-backoff-ms', '9000', '--port', '1'], 0, ['heartbeat-interval-above-timeout', 'backoff-initial-above-max', 'flag-for-other-role']],
+    ];
+    for (const [flags, code, checks] of cases) {
+      const r = await clink(['lint', ...flags, '--output', 'json'], dir);
+      assert.equal(r.code, code, `${flags.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.deepEqual(checksOf(r.stdout), checks, flags.join(' '));
+    }
+  });
+
   test('job graph errors from a module: keyed above 128, an unknown connector, exactly-once through print, a build that is not deterministic', async () => {
     const cases: [string, string[], string][] = [
       ['keyed200.ts', [], "error: keyed operator 'too wide' has parallelism 200, above the 128 key groups; set a parallelism of at most 128 [keyed-above-key-groups]"],
