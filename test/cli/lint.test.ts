@@ -79,7 +79,7 @@ after(() => rm(dir, { recursive: true, force: true }));
 /** The check ids of a `--output json` run. */
 const checksOf = (stdout: string): string[] => (JSON.parse(stdout) as { findings: { check: string }[] }).findings.map((f) => f.check);
 
-describe('clink lint', { concurrency: 4 }, () => {
+describe('clink lint', { concurrency: 2 }, () => {
   test('nothing to say: exit 0, "lint: clean"', async () => {
     const r = await clink(['lint', 'clean.ts', '--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '1000', '-p', '4'], dir);
     assert.equal(r.code, 0, r.stderr);
