@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "9841e3c86fc69a20b96dc86536bf64bbf6727e6bf9dc595339af70bc45784bfd",
+  "fingerprint": "18d00eb6ab1fa0d1916b59d2f4fa08466fc36e4ffacf036011cbdb841c792b9b",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
@@ -53,7 +53,7 @@ export const SDK_MANIFEST = {
     "sdk/index.d.ts": "70033752f5b3f6f5d657fb4d0bc11ada9cc6a5d4c832248d5d8f8a8ae09a12d1",
     "sdk/job.d.ts": "e2c52e4dc3429b3c56628a6926f7d8f5702ec5fdd1e465804f2dc676f39194d7",
     "sdk/stream.d.ts": "ed04ec077f2eb83eac2936312d05229111147e695edae19852c2e24b3581fa53",
-    "sdk/types.d.ts": "cb36680a22ca2ce1adaba9e3433a678a1d44efe84ad6295d1073ce844ddfaef2",
+    "sdk/types.d.ts": "906e2d9574193892c5c98c242c80023b642b1df1fd8c3778460828461de3432d",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "6e7052e322f90bb50e6b63acf3626b926d2b0cd1e8be3775a878a77b7e59c91f",
     "state/file.d.ts": "b2ee73b9a0df58dcea9fcee6f55dc28e19e0dd0be6d603c7b8ef00c16065d579",

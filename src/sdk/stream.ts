@@ -189,7 +189,7 @@ export class DataStream<T> extends OperatorHandle {
   /** Windows over the whole stream (not per key), computed by a single subtask; results have key `undefined`. */
   windowAll(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, undefined> {
     checkAssigner(assigner);
-    return new WindowedStream<T, undefined>(this.graph, this.node, () => undefined, assigner, windowSettings(assigner, options), true);
+    return new WindowedStream<T, undefined>(this.graph, this.node, () => undefined, assigner, windowSettings(options), true);
   }
 
   /** Two streams of different types processed by one operator. */
@@ -307,7 +307,7 @@ export class KeyedStream<T, K> {
 
   window(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, K> {
     checkAssigner(assigner);
-    return new WindowedStream<T, K>(this.graph, this.input, this.keyFn, assigner, windowSettings(assigner, options));
+    return new WindowedStream<T, K>(this.graph, this.input, this.keyFn, assigner, windowSettings(options));
   }
 
   /** Join with another keyed stream on records whose timestamps lie within `[lower, upper]` of each other. */
@@ -332,12 +332,11 @@ interface WindowSettings {
   allowedLatenessMs: number;
 }
 
-function windowSettings(a: WindowAssigner, o: WindowOptions): WindowSettings {
+function windowSettings(o: WindowOptions): WindowSettings {
   const time = o.time ?? 'event';
   const lateness = o.allowedLatenessMs ?? 0;
   if (!Number.isSafeInteger(lateness) || lateness < 0) throw new InvalidArgumentError(`window(): allowedLatenessMs must be a whole number of ms >= 0, got ${String(lateness)}`);
   if (lateness > 0 && time === 'processing') throw new InvalidArgumentError('window(): allowedLatenessMs applies to event-time windows; a processing-time window has no late records');
-  if (lateness > 0 && a.kind === 'session') throw new InvalidArgumentError('window(): allowedLatenessMs applies to tumbling and sliding windows (not to sessions yet)');
   return { time, allowedLatenessMs: lateness };
 }
 

@@ -153,9 +153,9 @@ export interface WindowOptions {
   /** @default 'event' */
   time?: 'event' | 'processing';
   /**
-   * Event-time tumbling and sliding windows: keep each window this long after it fires. A record for it
-   * that arrives in that time is added and the window fires again for its key, with the updated
-   * result; later ones are dropped, or sent to `lateData()` after `sideOutputLateData()`. @default 0
+   * Event-time windows: keep each window (a session too) this long after it fires. A record for it that
+   * arrives in that time is added (a session merges it) and the window fires again for its key, with
+   * the updated result; later ones are dropped, or sent to `lateData()` after `sideOutputLateData()`. @default 0
    */
   allowedLatenessMs?: number;
 }

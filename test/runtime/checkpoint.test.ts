@@ -70,14 +70,16 @@ describe('checkpoints and restore (local runtime)', () => {
     assert.deepEqual(sortBy(restored.collected.counts!), sortBy(expected.collected.counts!));
   });
 
-  test('windows kept for their allowed lateness do not fire again after a restore', async () => {
+  for (const kind of ['tumbling', 'session'] as const)
+  test(`${kind} windows kept for their allowed lateness do not fire again after a restore`, async () => {
     // In-order timestamps: each window fires once, at the watermark, and is kept an hour for late records.
+    // Sessions: one a second per key (the key is the second), closed by a 1 ms gap.
     const job = defineJob({ name: 'ckpt-lateness', version: '1' }, (env) => {
       env
         .fromSource<{ ts: number }>('datagen', { count: 20_000, ...(env.params.rate ? { rowsPerSecond: Number(env.params.rate) } : {}), fields: { ts: { kind: 'timestamp', startMs: 0, stepMs: 1 } } })
         .assignTimestamps((r) => r.ts)
-        .keyBy(() => 'all')
-        .window(Windows.tumbling(1_000), { allowedLatenessMs: 3_600_000 })
+        .keyBy((r) => (kind === 'session' ? Math.floor(r.ts / 1_000) : 0))
+        .window(kind === 'session' ? Windows.session(1) : Windows.tumbling(1_000), { allowedLatenessMs: 3_600_000 })
         .count()
         .map((c) => c.start)
         .collect('fired');

@@ -86,6 +86,29 @@ describe('windows', () => {
     ]);
   });
 
+  test('allowed lateness on sessions: a late record merges into a fired session, which fires again at once; past the lateness it is dropped', async () => {
+    const out = await collect(
+      (env) => {
+        env
+          .fromElements([ev('a', 1, 1_000), ev('a', 2, 5_000), ev('a', 4, 1_500), ev('a', 8, 9_000), ev('a', 16, 2_000)])
+          .assignTimestamps((e) => e.ts)
+          .keyBy((e) => e.k)
+          .window(Windows.session(1_000), { allowedLatenessMs: 5_000 })
+          .aggregate(sumAgg)
+          .collect();
+      },
+      { batchSize: 1 },
+    );
+    assert.deepEqual(out, [
+      // Watermark 4,999 fires [1,000, 2,000); 1,500 then merges into it: [1,000, 2,500) is due, so it fires at once.
+      { key: 'a', start: 1_000, end: 2_000, sum: 1 },
+      { key: 'a', start: 1_000, end: 2_500, sum: 5 },
+      // Watermark 8,999 fires [5,000, 6,000) and cleans [1,000, 2,500) up (2,499 + 5,000 <= 8,999): 2,000 is dropped.
+      { key: 'a', start: 5_000, end: 6_000, sum: 2 },
+      { key: 'a', start: 9_000, end: 10_000, sum: 8 },
+    ]);
+  });
+
   test('sideOutputLateData: the records a window drops go to lateData(), as they came', async () => {
     const out = await collect(
       (env) => {
@@ -111,7 +134,6 @@ describe('windows', () => {
     const keyed = (env: JobEnvironment) => env.fromElements([ev('a', 1, 1)]).keyBy((e) => e.k);
     const build = (f: (env: JobEnvironment) => void) => () => buildJob(defineJob({ name: 'x', version: '1' }, f));
     assert.throws(build((env) => void keyed(env).window(Windows.tumbling(10), { time: 'processing', allowedLatenessMs: 5 })), /allowedLatenessMs applies to event-time windows/);
-    assert.throws(build((env) => void keyed(env).window(Windows.session(10), { allowedLatenessMs: 5 })), /allowedLatenessMs applies to tumbling and sliding windows/);
     assert.throws(build((env) => void keyed(env).window(Windows.tumbling(10), { allowedLatenessMs: -1 })), /allowedLatenessMs must be a whole number of ms >= 0, got -1/);
     assert.throws(build((env) => void keyed(env).window(Windows.tumbling(10)).count().lateData()), /lateData\(\): call sideOutputLateData\(\) on the windowed stream first/);
   });

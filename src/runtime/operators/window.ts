@@ -32,6 +32,17 @@ interface Session {
   start: number;
   end: number;
   acc: unknown;
+  /** Fired, and kept for its allowed lateness. */
+  fired?: boolean;
+}
+
+/** When a session is due: its firing (at end - 1), or with allowed lateness its cleanup (end - 1 + lateness). */
+interface SessionDue {
+  at: number;
+  end: number;
+  nk: unknown;
+  kg: number;
+  cleanup?: boolean;
 }
 
 interface KeySessions {
@@ -62,7 +73,7 @@ export class WindowOperator extends KeyedOperator {
   private readonly starts: number[] = [];
   /** Session windows: a keyed table of each key's sessions, and their ends in firing order. */
   private sessions!: StateTable<KeySessions>;
-  private readonly sessionEnds = new BinaryHeap<{ end: number; nk: unknown; kg: number }>((a, b) => a.end < b.end);
+  private readonly sessionsDue = new BinaryHeap<SessionDue>((a, b) => a.at < b.at);
   /** Records dropped because every window they belong to had fired and passed its allowed lateness. */
   lateRecordsDropped = 0;
   /** Event time: how long a fired window is kept for late records (they re-fire it for their key). */
@@ -164,12 +175,12 @@ export class WindowOperator extends KeyedOperator {
     s.splice(i, 0, start);
   }
 
-  /** Add a record to its key's sessions; false when its session would already have fired (it is late). */
+  /** Add a record to its key's sessions; false when its session is past firing and its allowed lateness (it is late). */
   private addToSession(value: unknown, ts: number, input: number): boolean {
     const gap = (this.assigner as { gapMs: number }).gapMs;
     let start = ts;
     let end = ts + gap;
-    if (!this.processingTime && end - 1 <= this.currentWatermark) return false;
+    if (!this.processingTime && end - 1 + this.lateness <= this.currentWatermark) return false;
     const nk = this.backend.currentNormalizedKey;
     const kg = this.backend.currentKeyGroup;
     let ks = this.sessions.get(kg, nk);
@@ -184,9 +195,15 @@ export class WindowOperator extends KeyedOperator {
         acc = this.agg.merge(s.acc, acc);
       } else kept.push(s);
     }
-    kept.push({ start, end, acc });
+    const merged: Session = { start, end, acc };
+    kept.push(merged);
     ks.sessions = kept;
-    this.sessionEnds.push({ end, nk, kg });
+    if (!this.processingTime && end - 1 <= this.currentWatermark) {
+      // Late, within the allowed lateness: the session fires now for this key, and is kept until its cleanup.
+      merged.fired = true;
+      this.emit(acc, ks, start, end);
+      this.sessionsDue.push({ at: end - 1 + this.lateness, end, nk, kg, cleanup: true });
+    } else this.sessionsDue.push({ at: end - 1, end, nk, kg });
     if (this.processingTime) this.scheduleFire(end);
     return true;
   }
@@ -202,15 +219,23 @@ export class WindowOperator extends KeyedOperator {
   /** Fire every window whose last millisecond is <= `time`. */
   private fireUpTo(time: number): void {
     if (this.assigner.kind === 'session') {
-      for (let top = this.sessionEnds.peek(); top && top.end - 1 <= time; top = this.sessionEnds.peek()) {
-        this.sessionEnds.pop();
+      for (let top = this.sessionsDue.peek(); top && top.at <= time; top = this.sessionsDue.peek()) {
+        this.sessionsDue.pop();
         const ks = this.sessions.get(top.kg, top.nk);
         const i = ks ? ks.sessions.findIndex((s) => s.end === top.end) : -1;
         if (i < 0) continue; // merged into a longer session since
         const s = ks!.sessions[i]!;
+        // A cleanup finds its session fired; a firing finds it not yet fired (else it fired late, at once).
+        if (top.cleanup !== true && s.fired === true) continue;
+        if (top.cleanup === true && s.fired !== true) continue;
+        if (top.cleanup !== true) this.emit(s.acc, ks!, s.start, s.end);
+        if (top.cleanup !== true && this.lateness > 0) {
+          s.fired = true;
+          this.sessionsDue.push({ at: s.end - 1 + this.lateness, end: s.end, nk: top.nk, kg: top.kg, cleanup: true });
+          continue;
+        }
         ks!.sessions.splice(i, 1);
         if (ks!.sessions.length === 0) this.sessions.delete(top.kg, top.nk);
-        this.emit(s.acc, ks!, s.start, s.end);
       }
       return;
     }
@@ -263,7 +288,7 @@ export class WindowOperator extends KeyedOperator {
       if (!g) return;
       for (const [nk, ks] of g) {
         for (const s of ks.sessions) {
-          this.sessionEnds.push({ end: s.end, nk, kg });
+          this.sessionsDue.push(s.fired === true ? { at: s.end - 1 + this.lateness, end: s.end, nk, kg, cleanup: true } : { at: s.end - 1, end: s.end, nk, kg });
           if (this.processingTime) this.scheduleFire(s.end);
         }
       }
