@@ -48,6 +48,9 @@ export interface JobOutcome {
 
 export type JobSummary = MessageOf<'ListJobsReply'>['jobs'][number];
 
+/** The states a job ends in. */
+const ENDED_STATES = new Set(['FINISHED', 'FAILED', 'CANCELED']);
+
 export type CheckpointSettings = MessageOf<'SubmitJob'>['checkpoint'];
 
 export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
@@ -88,6 +91,8 @@ export class ClusterClient {
   private readonly waiting: { type: Message['type']; resolve: (m: Message) => void; reject: (e: Error) => void }[] = [];
   private readonly completions = new Map<string, JobOutcome>();
   private readonly completionWaiters = new Map<string, ((o: JobOutcome) => void)[]>();
+  /** Jobs submitted on this connection: the coordinator reports their end here (JobCompleted). */
+  private readonly submittedHere = new Set<string>();
   private closedError: Error | undefined;
 
   private constructor(private readonly conn: FrameConnection) {}
@@ -206,15 +211,38 @@ export class ClusterClient {
       const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector|the job asks for/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
       throw new ClinkError(code, `submit refused: ${ack.message}`);
     }
+    this.submittedHere.add(ack.jobId);
     return { jobId: ack.jobId, uploadedBytes };
   }
 
-  /** Resolves when the coordinator reports the job ended (on this connection). */
-  waitForCompletion(jobId: string): Promise<JobOutcome> {
+  /**
+   * Resolves when the job ends. The end of a job submitted on this connection is reported on it, with
+   * its collected results; another client's job is followed through ListJobs every `pollMs` (its
+   * collected results go to the client that submitted it). A job the coordinator does not know (nor
+   * among its last ended ones) is CLINK_ERR_NOT_FOUND; a lost connection resolves as state UNKNOWN.
+   */
+  waitForCompletion(jobId: string, o: { pollMs?: number } = {}): Promise<JobOutcome> {
     const done = this.completions.get(jobId);
     if (done) return Promise.resolve(done);
     if (this.closedError) return Promise.reject(this.closedError);
+    if (!this.submittedHere.has(jobId)) return this.followListed(jobId, o.pollMs ?? 500);
     return new Promise((resolve) => (this.completionWaiters.get(jobId) ?? this.completionWaiters.set(jobId, []).get(jobId)!).push(resolve));
+  }
+
+  private async followListed(jobId: string, pollMs: number): Promise<JobOutcome> {
+    for (;;) {
+      let jobs: JobSummary[];
+      try {
+        jobs = await this.listJobs(true);
+      } catch (err) {
+        if (!this.closedError) throw err;
+        return { jobId, ok: false, state: 'UNKNOWN', error: `lost the coordinator: ${this.closedError.message}`, durationMs: 0, collected: {} };
+      }
+      const job = jobs.find((j) => j.jobId === jobId);
+      if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `job ${jobId} is not known to the coordinator (it lists running jobs and its recently ended ones)`);
+      if (ENDED_STATES.has(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
+      await new Promise((r) => setTimer(() => r(undefined), pollMs));
+    }
   }
 
   async listJobs(includeCompleted = true): Promise<JobSummary[]> {

@@ -60,6 +60,16 @@ describe('a cluster of a coordinator and three workers', () => {
     assert.equal(done.state, 'FINISHED');
   });
 
+  test("a client waits for another client's job to end (followed through ListJobs); an unknown job is not found", async () => {
+    const { jobId, client } = await h.submit(job('keyed-windows'), { parallelism: 1, params: { count: '5000' } });
+    const other = await h.client();
+    const [theirs, mine] = await Promise.all([other.waitForCompletion(jobId, { pollMs: 50 }), client.waitForCompletion(jobId)]);
+    assert.deepEqual([theirs.state, theirs.ok, theirs.collected], ['FINISHED', true, {}], 'collected results go to the submitter');
+    assert.equal(mine.state, 'FINISHED');
+    assert.ok(Object.keys(mine.collected).length > 0);
+    await assert.rejects(other.waitForCompletion('nosuchjob'), { code: 'CLINK_ERR_NOT_FOUND', message: 'job nosuchjob is not known to the coordinator (it lists running jobs and its recently ended ones)' });
+  });
+
   test('a client that sends nothing does not hold up a worker registering', async () => {
     const idle = connect(h.controlPort, '127.0.0.1');
     await new Promise((r) => idle.once('connect', r));
