@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -67,8 +67,9 @@ describe('job modules travel by reference', () => {
       { log, metrics: new ClinkMetrics(), moduleStore: forgetful },
     );
     const client = await ClusterClient.connect('127.0.0.1', coordinator.port);
+    const cacheDir = await mkdtemp(join(tmpdir(), 'clink-forgetful-'));
     try {
-      const loaded = await loadJobModule(job('trivial'), { cacheDir: join(tmpdir(), `clink-forgetful-${process.pid}`) });
+      const loaded = await loadJobModule(job('trivial'), { cacheDir });
       const submit = () => client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1 }).spec, params: {}, buildParallelism: 1 });
       const first = await client.waitForCompletion((await submit()).jobId);
       assert.equal(first.ok, true, first.error);
@@ -79,6 +80,7 @@ describe('job modules travel by reference', () => {
       client.close();
       await worker.close();
       await coordinator.stop();
+      await rm(cacheDir, { recursive: true, force: true });
     }
   });
 
