@@ -14,6 +14,7 @@ import multipart from '@fastify/multipart';
 import { submitJobMessage, submitSettingsFromQuery, SUBMIT_PARAMETERS, type SubmitSettings } from '../client/index.js';
 import type { Coordinator } from '../coordinator/index.js';
 import { ClinkError, type ErrorCode } from '../errors.js';
+import { checkpointSettingsFindings, jobGraphFindings } from '../lint/index.js';
 import { bundleSdk, defaultCacheDir, planInThread, type PlanRequest } from '../loader/index.js';
 import { sendError } from './errors.js';
 import { ErrorReply } from './schemas.js';
@@ -51,8 +52,18 @@ export function submitFailure(err: unknown): { status: number; code: ErrorCode; 
 
 const SubmitReply = {
   type: 'object',
-  properties: { jobId: { type: 'string' }, name: { type: 'string' }, moduleSha256: { type: 'string', description: 'submit it again by this hash' }, state: { type: 'string' } },
-  required: ['jobId', 'name', 'moduleSha256', 'state'],
+  properties: {
+    jobId: { type: 'string' },
+    name: { type: 'string' },
+    moduleSha256: { type: 'string', description: 'submit it again by this hash' },
+    state: { type: 'string' },
+    warnings: {
+      type: 'array',
+      description: "the lint's warnings on the job and its settings (clink lint prints the same)",
+      items: { type: 'object', properties: { check: { type: 'string' }, message: { type: 'string' } }, required: ['check', 'message'] },
+    },
+  },
+  required: ['jobId', 'name', 'moduleSha256', 'state', 'warnings'],
   additionalProperties: true,
 };
 const SubmitQuery = {
@@ -90,7 +101,15 @@ export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator
         if (settings.guarantee) planned.spec.job.guarantee = settings.guarantee;
         const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}) }, true);
         const job = await coordinator().submitFromOutside(m);
-        return reply.code(201).send({ jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state });
+        // The errors refused it already (the coordinator's gates are the lint's); the warnings go back with it.
+        const c = m.checkpoint;
+        const warnings = [
+          ...checkpointSettingsFindings(c),
+          ...jobGraphFindings(planned.spec, { checkpointing: c.checkpointDir !== '', regionRetries: c.maxRestarts >= 0 ? c.maxRestarts : coordinator().config.maxRegionRetries }),
+        ]
+          .filter((f) => f.severity === 'warning')
+          .map(({ check, message }) => ({ check, message }));
+        return reply.code(201).send({ jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state, warnings });
       } catch (err) {
         const failure = submitFailure(err);
         return sendError(reply, failure.status, failure.code, failure.message);

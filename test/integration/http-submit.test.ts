@@ -45,6 +45,14 @@ describe('submitting over HTTP', () => {
       const again = await h.http<Record<string, string>>('/api/v1/jobs?param=count=300', { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
       assert.equal(again.status, 201, again.text);
       assert.equal(again.body.moduleSha256, first.body.moduleSha256);
+      assert.deepEqual((first.body as unknown as { warnings: unknown[] }).warnings, [], 'nothing for the lint to say');
+      // The lint's warnings come back with an accepted submit.
+      const ckpt = await mkdtemp(join(tmpdir(), 'clink-http-ckpt-'));
+      const warned = await h.http<{ warnings: { check: string }[] }>(`/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}`, { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
+      assert.equal(warned.status, 201, warned.text);
+      // (the fixture's stateful operators have no uid: under checkpoints, that is said too)
+      assert.deepEqual(warned.body.warnings.map((w) => w.check), ['dir-without-interval', 'stateful-without-uid', 'stateful-without-uid']);
+      await rm(ckpt, { recursive: true, force: true });
       const second = await ended(again.body.jobId!);
       assert.equal(second.state, 'FINISHED', second.error);
       assert.equal(second.sourceRecords, 300);
