@@ -1,7 +1,7 @@
 /** `clink submit`, `clink jobs`, `clink cancel`: a client of a running coordinator. */
 import { NO_CHECKPOINTS, type CheckpointSettings, type JobOutcome } from '../client/index.js';
-import { determinismFindings, refuseOnErrors } from '../lint/index.js';
-import { gateJob, jobFindings } from './job-checks.js';
+import { determinismFindings, jobFindings, refuseOnErrors } from '../lint/index.js';
+import { gateJob } from './job-checks.js';
 import { ClinkError } from '../errors.js';
 import { prepareSubmission, typecheckJob } from '../loader/index.js';
 import { exitOnInterrupt } from './interrupt.js';

@@ -29,21 +29,7 @@ import {
   type TargetFlags,
 } from './options.js';
 import { addNodeCommand } from './node-command.js';
-import { givenNodeFlags, nodeFindings, nodeOptions } from './node-options.js';
-import { lintError, type Finding } from '../lint/index.js';
-import { tlsFlagProblems } from './tls-flags.js';
-
-/**
- * The lint's findings on node and TLS flags: as `role`'s node when given; else as each role whose own
- * flags were given (a coordinator's checks with clink node's defaults for the rest); else the TLS
- * flags as a client's.
- */
-function lintedFlags(role: 'coordinator' | 'worker' | undefined, o: Record<string, unknown>, cmd: Command): Finding[] {
-  const given = givenNodeFlags(cmd);
-  const roles = role ? [role] : (['coordinator', 'worker'] as const).filter((r) => given.some((g) => g.role === r));
-  if (roles.length === 0) return tlsFlagProblems(o as TlsFlags, 'client').map((m) => lintError('tls-flags', m));
-  return roles.flatMap((r) => nodeFindings(r, o, role ? given : given.filter((g) => g.role === r || g.role === 'both')).findings);
-}
+import { nodeOptions } from './node-options.js';
 
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.
@@ -254,7 +240,7 @@ export async function main(argv: string[]): Promise<number> {
     ...submitOptions(),
   ]).action(async (job: string | undefined, o: JobFlags & CheckpointFlags & { role?: 'coordinator' | 'worker'; graphJson?: string; availableSlots?: number; autoscale?: { min: number; max: number }; output: string; typecheck: boolean; slotSharing: 'on' | 'off' }, cmd: Command) => {
     if (job && o.graphJson) cmd.error('error: give a job file or --graph-json, not both');
-    const { lintCommand } = await import('./lint.js');
+    const { lintCommand, lintedFlags } = await import('./lint.js');
     exitCode = await lintCommand({
       ...(job ? { job } : {}),
       ...(o.graphJson ? { graphJson: o.graphJson } : {}),

@@ -1,41 +1,5 @@
-/**
- * The lint's job checks as `clink run`, `submit` and `lint` apply them: the checkpoint settings, the
- * build's determinism and the graph. run and submit print the warnings and refuse on an error, with
- * the message `clink lint` prints for it.
- */
-import type { CheckpointSettings } from '../client/index.js';
-import { autoscaleFindings, checkpointSettingsFindings, determinismFindings, jobGraphFindings, refuseOnErrors, type Finding } from '../lint/index.js';
-import type { JobGraphSpec } from '../plan/index.js';
-
-export interface JobCheckInput {
-  settings: CheckpointSettings;
-  /** Retries without checkpoints when the job sets none (-1): the coordinator's default; undefined: not known here, so not held against the job. */
-  coordinatorRegionRetries?: number;
-  slotSharing?: boolean;
-  availableSlots?: number;
-  autoscale?: { min: number; max: number };
-}
-
-/** The settings' findings, and with a job (`spec`) its build's and graph's. */
-export function jobFindings(spec: JobGraphSpec | undefined, i: JobCheckInput, rebuild?: () => JobGraphSpec): Finding[] {
-  const s = i.settings;
-  const checkpointing = s.checkpointDir !== '';
-  const out = checkpointSettingsFindings(s);
-  if (spec && rebuild) out.push(...determinismFindings(spec, rebuild));
-  if (spec) {
-    out.push(
-      ...jobGraphFindings(spec, {
-        checkpointing,
-        regionRetries: s.maxRestarts >= 0 ? s.maxRestarts : (i.coordinatorRegionRetries ?? Number.POSITIVE_INFINITY),
-        ...(i.slotSharing !== undefined ? { slotSharing: i.slotSharing } : {}),
-        ...(i.availableSlots !== undefined ? { availableSlots: i.availableSlots } : {}),
-      }),
-    );
-  }
-  // A rescale restores from a periodic checkpoint.
-  if (i.autoscale) out.push(...autoscaleFindings(i.autoscale, checkpointing && s.intervalMs > 0, spec));
-  return out;
-}
+/** How `clink run` and `submit` apply the lint's job checks: the warnings said, an error refused with the lint's message. */
+import { refuseOnErrors, type Finding } from '../lint/index.js';
 
 /** Say each warning on standard error; refuse on an error. */
 export function gateJob(findings: readonly Finding[]): void {

@@ -5,11 +5,14 @@
 import { readFile } from 'node:fs/promises';
 import type { CheckpointSettings } from '../client/index.js';
 import { ClinkError } from '../errors.js';
-import { errorsOf, formatFindings, lintError, type Finding } from '../lint/index.js';
+import { errorsOf, formatFindings, jobFindings, lintError, type Finding } from '../lint/index.js';
 import { loadJobModule, typecheckJob } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
-import { jobFindings } from './job-checks.js';
+import type { Command } from 'commander';
+import { nodeFindings } from './node-checks.js';
+import { givenNodeFlags } from './node-options.js';
+import { tlsFlagProblems, type TlsFlags } from './tls-flags.js';
 
 export interface LintCommandInput {
   /** A job module, or --graph-json: the graph to check (neither: only the settings). */
@@ -28,6 +31,18 @@ export interface LintCommandInput {
   /** Findings on the node and TLS flags, made where the command line is parsed. */
   flagFindings: Finding[];
   output: 'text' | 'json';
+}
+
+/**
+ * The lint's findings on node and TLS flags: as `role`'s node when given; else as each role whose own
+ * flags were given (a coordinator's checks with clink node's defaults for the rest); else the TLS
+ * flags as a client's.
+ */
+export function lintedFlags(role: 'coordinator' | 'worker' | undefined, o: Record<string, unknown>, cmd: Command): Finding[] {
+  const given = givenNodeFlags(cmd);
+  const roles = role ? [role] : (['coordinator', 'worker'] as const).filter((r) => given.some((g) => g.role === r));
+  if (roles.length === 0) return tlsFlagProblems(o as TlsFlags, 'client').map((m) => lintError('tls-flags', m));
+  return roles.flatMap((r) => nodeFindings(r, o, role ? given : given.filter((g) => g.role === r || g.role === 'both')).findings);
 }
 
 /** A failure to load or build the job, as a finding: the submit would be refused with it. */

@@ -1,7 +1,6 @@
 /** `clink node`: the flags of a coordinator or worker node, checked (the lint's node checks), and handed to node.ts. */
 import { type Command, Option } from 'commander';
-import { errorsOf } from '../lint/index.js';
-import { givenNodeFlags, nodeFindings, nodeFlagsOf, nodeOptions } from './node-options.js';
+import { givenNodeFlags, nodeFlagsOf, nodeOptions } from './node-options.js';
 
 /** Add the `node` command; its exit code (0 after a graceful stop) goes to `setExitCode`. */
 export function addNodeCommand(program: Command, setExitCode: (code: number) => void): void {
@@ -13,6 +12,7 @@ export function addNodeCommand(program: Command, setExitCode: (code: number) => 
   cmd.action(async (o: Record<string, unknown>, cmd: Command) => {
     const role = o.role as 'coordinator' | 'worker';
     // The same checks `clink lint` runs: an error refuses the start (exit 2), each warning is logged at start.
+    const [{ nodeFindings }, { errorsOf }] = await Promise.all([import('./node-checks.js'), import('../lint/index.js')]);
     const { findings, exposureWarning } = nodeFindings(role, o, givenNodeFlags(cmd));
     const errors = errorsOf(findings);
     if (errors.length > 0) cmd.error(errors.map((f) => `error: ${f.message}`).join('\n'));

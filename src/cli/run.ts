@@ -4,7 +4,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { NO_CHECKPOINTS, type CheckpointSettings } from '../client/index.js';
-import { gateJob, jobFindings } from './job-checks.js';
+import { gateJob } from './job-checks.js';
+import { jobFindings } from '../lint/index.js';
 import { toSummary } from '../coordinator/index.js';
 import { EmbeddedCluster } from '../embedded/index.js';
 import { loadJobModule, typecheckJob } from '../loader/index.js';

@@ -126,6 +126,19 @@ function deliveryOf(c: ConnectorCapabilities | undefined, side: 'source' | 'sink
   return chosen === 'at-most-once' || chosen === 'at-least-once' || chosen === 'exactly-once' ? chosen : choice.default;
 }
 
+/**
+ * Whether an operator's connector keeps state a restore must find again by the operator's id: a source's
+ * position, or a sink's pending commits (transactional, at exactly-once). Connectors the runtime handles
+ * itself (fromElements, collect) and ones the job brings are not judged.
+ */
+export function keepsConnectorState(op: { type: string; options: Record<string, unknown> }): boolean {
+  const name = op.options.connector;
+  if (typeof name !== 'string' || INTERNAL.has(name) || op.options.connectorInJob === true) return false;
+  if (op.type === 'source') return true;
+  const c = BUILTIN_CAPABILITIES.find((x) => x.name === name);
+  return op.type === 'sink' && c?.sink?.transactional === true && deliveryOf(c, 'sink', op.options) === 'exactly-once';
+}
+
 /** Why a job that asks for `wanted` cannot have it (one line naming what limits it), or undefined. */
 export function guaranteeRefusal(wanted: Delivery | undefined, got: JobGuarantee): string | undefined {
   if (!wanted || RANK[got.level] >= RANK[wanted]) return undefined;

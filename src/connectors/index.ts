@@ -34,7 +34,7 @@ export { postgres, PostgresSinkOptions, PostgresSourceOptions } from './postgres
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
-export { BUILTIN_CAPABILITIES, guaranteeRefusal, jobGuarantee, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
+export { BUILTIN_CAPABILITIES, guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
 
 /** The connectors a job can name by string, given where `print` writes. */
 export function builtinConnectors(stdout: (text: string) => void | Promise<void>): Map<string, Connector> {

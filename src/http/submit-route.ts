@@ -14,7 +14,7 @@ import multipart from '@fastify/multipart';
 import { submitJobMessage, submitSettingsFromQuery, SUBMIT_PARAMETERS, type SubmitSettings } from '../client/index.js';
 import type { Coordinator } from '../coordinator/index.js';
 import { ClinkError, type ErrorCode } from '../errors.js';
-import { checkpointSettingsFindings, jobGraphFindings } from '../lint/index.js';
+import { jobFindings } from '../lint/index.js';
 import { bundleSdk, defaultCacheDir, planInThread, type PlanRequest } from '../loader/index.js';
 import { sendError } from './errors.js';
 import { ErrorReply } from './schemas.js';
@@ -102,11 +102,7 @@ export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator
         const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}) }, true);
         const job = await coordinator().submitFromOutside(m);
         // The errors refused it already (the coordinator's gates are the lint's); the warnings go back with it.
-        const c = m.checkpoint;
-        const warnings = [
-          ...checkpointSettingsFindings(c),
-          ...jobGraphFindings(planned.spec, { checkpointing: c.checkpointDir !== '', regionRetries: c.maxRestarts >= 0 ? c.maxRestarts : coordinator().config.maxRegionRetries }),
-        ]
+        const warnings = jobFindings(planned.spec, { settings: m.checkpoint, coordinatorRegionRetries: coordinator().config.maxRegionRetries })
           .filter((f) => f.severity === 'warning')
           .map(({ check, message }) => ({ check, message }));
         return reply.code(201).send({ jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state, warnings });

@@ -3,7 +3,7 @@
  * do what they say. Errors here are refused at submit, by the client and (structure, connectors,
  * guarantee) by the coordinator; warnings say what will not work as the job expects.
  */
-import { guaranteeRefusal, jobGuarantee, unknownConnectors } from '../connectors/index.js';
+import { guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors } from '../connectors/index.js';
 import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, reachableParallelisms, slotNeed, specProblems, type JobGraphSpec, type OperatorSpec, type PhysicalPlan } from '../plan/index.js';
 import { lintError, lintWarning, type Finding } from './finding.js';
 
@@ -82,19 +82,8 @@ export function autoscaleFindings(bounds: { min: number; max: number }, checkpoi
   return out;
 }
 
-/** Internal sources and sinks of the runtime (fromElements, collect): their state matches by position. */
-const INTERNAL_CONNECTORS = new Set(['elements', 'collect']);
-/** Sinks that hold pending commits in a checkpoint (two-phase commit), by connector and chosen delivery. */
-const TRANSACTIONAL_SINKS = new Set(['file', 'kafka', 'postgres']);
-
 /** Whether an operator keeps state a restore must find again by its id. */
-function keepsState(op: OperatorSpec): boolean {
-  if (op.keyed) return true;
-  const connector = op.options.connector;
-  if (typeof connector !== 'string' || INTERNAL_CONNECTORS.has(connector) || op.options.connectorInJob === true) return false;
-  if (op.type === 'source') return true;
-  return op.type === 'sink' && TRANSACTIONAL_SINKS.has(connector) && (connector === 'file' || op.options.delivery === 'exactly-once');
-}
+const keepsState = (op: OperatorSpec): boolean => op.keyed || keepsConnectorState(op);
 
 /**
  * Generated ids (`_inline_<type>_<n>`) count operators in declaration order: a changed job renumbers

@@ -12,3 +12,4 @@ export { checkpointSettingsFindings, timerFinding, type CheckpointSettings } fro
 export { coordinatorConfigFindings, flagOf, roleFindings, workerConfigFindings, type CoordinatorLintConfig, type WorkerLintConfig } from './node.js';
 export { autoscaleFindings, jobGraphFindings, type GraphLintOptions } from './graph.js';
 export { determinismFindings, firstDifference } from './determinism.js';
+export { jobFindings, type JobCheckInput } from './job.js';

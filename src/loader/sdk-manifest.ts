@@ -2,13 +2,13 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "18d00eb6ab1fa0d1916b59d2f4fa08466fc36e4ffacf036011cbdb841c792b9b",
+  "fingerprint": "b5cb4de0ae52611a5e199401433a73d483e726ac1bafe05a11ce90688d8cd95f",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
-    "connectors/capabilities.d.ts": "e697e6783b8a1fd08520017bde9e5ae750f2896969f333c0d7a975462083ef61",
+    "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
     "connectors/datagen/index.d.ts": "f683479a0cc731f54f200536efcc50d37fe7062a09c073b2a655a12943990c00",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
-    "connectors/index.d.ts": "5570ebf4af91e553e4ea0908d76195e0b6d6ab91b42656a71d8f154ff5e8759b",
+    "connectors/index.d.ts": "8bafe3130053c38761a4a9f9cd44109d2e5604ec3765fdbecbfb62be02318bcc",
     "connectors/kafka/index.d.ts": "1eae17db6eb1e97ac4a51dc82f017e4b883569410f851d19ef670d3fd2e2202e",
     "connectors/kafka/options.d.ts": "18c95c5f64028f7407725148fbe45427789f1d6c5d2528ffabc453d25943fd52",
     "connectors/kafka/partitions.d.ts": "f1f96759dbd42e88e6aa1ff92f185d8c1c7d3e9a6d14e7ac6f89ccdf58996e5d",
