@@ -202,10 +202,15 @@ export class WindowOperator extends KeyedOperator {
       // Late, within the allowed lateness: the session fires now for this key, and is kept until its cleanup.
       merged.fired = true;
       this.emit(acc, ks, start, end);
-      this.sessionsDue.push({ at: end - 1 + this.lateness, end, nk, kg, cleanup: true });
-    } else this.sessionsDue.push({ at: end - 1, end, nk, kg });
+    }
+    this.sessionsDue.push(this.dueOf(merged, nk, kg));
     if (this.processingTime) this.scheduleFire(end);
     return true;
+  }
+
+  /** What a session waits for next: its firing, or once fired its cleanup after the allowed lateness. */
+  private dueOf(s: Session, nk: unknown, kg: number): SessionDue {
+    return s.fired === true ? { at: s.end - 1 + this.lateness, end: s.end, nk, kg, cleanup: true } : { at: s.end - 1, end: s.end, nk, kg };
   }
 
   private scheduleFire(end: number): void {
@@ -226,13 +231,14 @@ export class WindowOperator extends KeyedOperator {
         if (i < 0) continue; // merged into a longer session since
         const s = ks!.sessions[i]!;
         // A cleanup finds its session fired; a firing finds it not yet fired (else it fired late, at once).
-        if (top.cleanup !== true && s.fired === true) continue;
-        if (top.cleanup === true && s.fired !== true) continue;
-        if (top.cleanup !== true) this.emit(s.acc, ks!, s.start, s.end);
-        if (top.cleanup !== true && this.lateness > 0) {
-          s.fired = true;
-          this.sessionsDue.push({ at: s.end - 1 + this.lateness, end: s.end, nk: top.nk, kg: top.kg, cleanup: true });
-          continue;
+        if ((top.cleanup === true) !== (s.fired === true)) continue;
+        if (top.cleanup !== true) {
+          this.emit(s.acc, ks!, s.start, s.end);
+          if (this.lateness > 0) {
+            s.fired = true;
+            this.sessionsDue.push(this.dueOf(s, top.nk, top.kg));
+            continue;
+          }
         }
         ks!.sessions.splice(i, 1);
         if (ks!.sessions.length === 0) this.sessions.delete(top.kg, top.nk);
@@ -288,7 +294,7 @@ export class WindowOperator extends KeyedOperator {
       if (!g) return;
       for (const [nk, ks] of g) {
         for (const s of ks.sessions) {
-          this.sessionsDue.push(s.fired === true ? { at: s.end - 1 + this.lateness, end: s.end, nk, kg, cleanup: true } : { at: s.end - 1, end: s.end, nk, kg });
+          this.sessionsDue.push(this.dueOf(s, nk, kg));
           if (this.processingTime) this.scheduleFire(s.end);
         }
       }
