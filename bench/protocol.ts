@@ -62,6 +62,7 @@ const deploy: Message = makeMessage('Deploy', {
     keyGroupStart: i * 16,
     keyGroupEnd: i * 16 + 15,
     restoreCheckpointId: 0,
+    restoreParallelism: 0,
     attempt: 0,
   })),
   modules: [{ sha256: 'ab'.repeat(32), bytes: new Uint8Array(0), sourceMap: new Uint8Array(0) }],

@@ -63,3 +63,9 @@ export function helpLine(flag: string, text: string): RegExp {
  * --test-timeout bounds a file as a whole, so each scenario carries its own bound and a hang names it.
  */
 export const SCENARIO = { timeout: 180_000 } as const;
+
+/** How many rows an index-space source (datagen, nexmark) had read at this position (connectors/index-space.ts). */
+export function rowsRead(position: unknown): number {
+  const p = position as { from: number; next: number[] };
+  return p.next.reduce((n, r, k) => n + (r - (p.from + k)) / 128, 0);
+}

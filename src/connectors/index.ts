@@ -36,6 +36,29 @@ export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
 export { BUILTIN_CAPABILITIES, guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
 
+/**
+ * Why an operator cannot be restored at another parallelism because of its connector, or undefined when
+ * it can: a source must divide its positions (SourceFactory.rescale), a sink must clear what the earlier
+ * subtasks it takes over left (SinkFactory.rescalable). Read from the connector objects, or for one a job
+ * brings, from what its spec says of it (connectorRescalable).
+ */
+export function connectorRescaleRefusal(op: { name: string; type: string; options: Record<string, unknown> }): string | undefined {
+  const name = op.options.connector;
+  if (typeof name !== 'string' || (op.type !== 'source' && op.type !== 'sink')) return undefined;
+  if (name === 'collect') return undefined;
+  if (name === 'elements') return `source '${op.name}' (fromElements) runs at parallelism 1 only`;
+  let able: boolean;
+  if (op.options.connectorInJob === true) able = op.options.connectorRescalable === true;
+  else {
+    const c = builtinConnectors(() => undefined).get(name);
+    able = op.type === 'source' ? c?.source?.rescale !== undefined : c?.sink?.rescalable === true;
+  }
+  if (able) return undefined;
+  return op.type === 'source'
+    ? `source '${op.name}' (connector ${name}) cannot divide its positions among another number of subtasks`
+    : `sink '${op.name}' (connector ${name}) cannot hand what its subtasks left to another number of them`;
+}
+
 /** The connectors a job can name by string, given where `print` writes. */
 export function builtinConnectors(stdout: (text: string) => void | Promise<void>): Map<string, Connector> {
   return new Map<string, Connector>([

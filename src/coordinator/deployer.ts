@@ -12,7 +12,7 @@ import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
 import { countChannels } from './job-views.js';
 import type { ModuleCache } from './module-cache.js';
 import { slotOf, type PlacementPlan } from './placement.js';
-import { checkRestore } from './restore-gate.js';
+import { checkRestore, type RestoreDecision } from './restore-gate.js';
 
 export interface DeployerDeps {
   log: Logger;
@@ -63,7 +63,7 @@ export class Deployer {
     const byWorker = new Map<string, SubtaskState[]>();
     for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
     job.edges = countChannels(job.plan, byWorker);
-    const restored = restore ? this.logRestore(job, restore) : new Set<string>();
+    const decision = restore ? this.logRestore(job, restore) : undefined;
     for (const [workerId, sts] of placement) {
       const s = this.deps.sessions.get(workerId)!;
       const tasks = sts.map((st) => {
@@ -76,8 +76,9 @@ export class Deployer {
           chainJson: JSON.stringify(task.operators.map((o) => o.id)),
           keyGroupStart: range.start,
           keyGroupEnd: range.end,
-          restoreCheckpointId: restore && restored.has(st.taskId) ? restore.checkpointId : 0,
+          restoreCheckpointId: restore && decision?.restoredTasks.has(st.taskId) ? restore.checkpointId : 0,
           attempt: job.attempt,
+          restoreParallelism: decision?.rescaled.get(st.taskId) ?? 0,
         };
       });
       this.deps.post(
@@ -124,15 +125,16 @@ export class Deployer {
     return bySession.size;
   }
 
-  /** Say what a deploy restores (the gate passed at submit); returns the tasks whose state it loads. */
-  private logRestore(job: JobState, restore: CompletedMarker): Set<string> {
+  /** Say what a deploy restores (the gate passed at submit); returns which tasks' state it loads, and which rescaled. */
+  private logRestore(job: JobState, restore: CompletedMarker): RestoreDecision {
     const log = this.deps.log;
     const d = checkRestore(restore, job.plan, job.name, job.checkpoint.allowNonRestoredState);
     const fields = { jobId: job.id, checkpointId: restore.checkpointId, attempt: job.attempt };
     log.info(fields, `restored job ${job.id} from ${restore.stateDir} (checkpoint ${restore.checkpointId}, ${d.restoredOperators} operators)`);
     if (d.dropped.length > 0) log.warn(fields, `job ${job.id}: the state of operators ${d.dropped.join(', ')} in checkpoint ${restore.checkpointId} is dropped (--allow-non-restored-state): the job no longer has them`);
     if (d.fresh.length > 0) log.info(fields, `job ${job.id}: tasks ${d.fresh.join(', ')} have no state in checkpoint ${restore.checkpointId} and start empty`);
+    for (const [task, from] of d.rescaled) log.info(fields, `job ${job.id}: task ${task} is restored at parallelism ${job.plan.tasks.find((t) => t.id === task)!.parallelism} from its ${from} subtasks in checkpoint ${restore.checkpointId}`);
     if (d.graphChanged) log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`);
-    return d.restoredTasks;
+    return d;
   }
 }

@@ -5,7 +5,9 @@
  * restored only when its chain and parallelism are unchanged. Decided here, before any slot is waited for:
  *
  * - another job's name: refused (two jobs of the same shape share generated operator ids);
- * - a task whose chain or parallelism changed: refused, naming it;
+ * - a task whose chain changed: refused, naming it;
+ * - a task whose parallelism changed: restored rescaled (runtime/rescale.ts) when each of its operators
+ *   can be (a connector that cannot divide its positions or its leftovers is refused, named);
  * - state of operators the plan no longer has: refused, unless --allow-non-restored-state drops it;
  * - tasks the checkpoint has no state for (operators added since): they start empty, and the log says so.
  *
@@ -14,7 +16,8 @@
  */
 import { createHash } from 'node:crypto';
 import { ClinkError } from '../errors.js';
-import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
+import { connectorRescaleRefusal } from '../connectors/index.js';
+import { subtaskKey, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 
 /** What a checkpoint records of its job's shape. */
 export interface CheckpointIdentity {
@@ -40,6 +43,8 @@ export interface RestoreSource {
 export interface RestoreDecision {
   /** Tasks whose state is loaded. */
   restoredTasks: Set<string>;
+  /** Of those, the ones restored at another parallelism: the parallelism the checkpoint has them at. */
+  rescaled: Map<string, number>;
   /** Operators whose state is loaded. */
   restoredOperators: number;
   /** Operators with state in the checkpoint that the plan lacks (dropped by --allow-non-restored-state). */
@@ -65,7 +70,8 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
   const planned = new Map(mine.tasks.map((t) => [t.id, t]));
   const problems: string[] = [];
   const dropped: string[] = [];
-  const rescaled: string[] = [];
+  const unrescalable: string[] = [];
+  const rescaled = new Map<string, number>();
   const restoredTasks = new Set<string>();
   let restoredOperators = 0;
   for (const t of theirs.tasks) {
@@ -74,22 +80,30 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
       dropped.push(...t.operators.map((o) => o.id));
       continue;
     }
-    if (chainOf(now) !== chainOf(t)) problems.push(`task ${t.id}'s chain was ${chainOf(t)}, the plan has ${chainOf(now)}`);
-    else if (now.parallelism !== t.parallelism) rescaled.push(`task ${t.id} at ${t.parallelism}, the plan ${now.parallelism}`);
-    else {
-      restoredTasks.add(t.id);
-      restoredOperators += t.operators.length;
+    if (chainOf(now) !== chainOf(t)) {
+      problems.push(`task ${t.id}'s chain was ${chainOf(t)}, the plan has ${chainOf(now)}`);
+      continue;
     }
+    if (now.parallelism !== t.parallelism) {
+      const why = rescaleRefusal(plan.tasks.find((x) => x.id === t.id)!);
+      if (why) {
+        unrescalable.push(`task ${t.id} at ${t.parallelism}, the plan ${now.parallelism}: ${why}`);
+        continue;
+      }
+      rescaled.set(t.id, t.parallelism);
+    }
+    restoredTasks.add(t.id);
+    restoredOperators += t.operators.length;
   }
   const plannedOps = new Set(mine.tasks.flatMap((t) => t.operators.map((o) => o.id)));
   // An operator that moved to another chain is not gone: its state just cannot follow it.
   const moved = dropped.filter((o) => plannedOps.has(o));
   if (moved.length > 0) problems.push(`operators ${moved.join(', ')} are chained differently now, so their state cannot be read back`);
-  if (rescaled.length > 0) {
+  if (unrescalable.length > 0) {
     const held = theirs.tasks.reduce((n, t) => n + t.parallelism, 0);
     throw new ClinkError(
       'CLINK_ERR_PLAN',
-      `restore layout differs: checkpoint ${id} holds state for ${held} subtasks, the plan deploys ${plan.subtasks.length} (${rescaled.join('; ')}); submit with the parallelism the checkpoint was taken at`,
+      `restore layout differs: checkpoint ${id} holds state for ${held} subtasks, the plan deploys ${plan.subtasks.length} (${unrescalable.join('; ')}); submit those at the parallelism the checkpoint was taken at`,
     );
   }
   if (problems.length > 0) {
@@ -103,12 +117,23 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
   }
   return {
     restoredTasks,
+    rescaled,
     restoredOperators,
     dropped,
     fresh: mine.tasks.filter((t) => !restoredTasks.has(t.id)).map((t) => t.id),
     graphHash: mine.graphHash,
     graphChanged: theirs.graphHash !== mine.graphHash,
   };
+}
+
+/** Why a task cannot be restored at another parallelism (its first operator that cannot), or undefined. */
+export function rescaleRefusal(task: TaskSpec): string | undefined {
+  for (const op of task.operators) {
+    if (op.options.nonParallel === true) return `operator '${op.name}' runs at parallelism 1 only`;
+    const why = connectorRescaleRefusal(op);
+    if (why) return why;
+  }
+  return undefined;
 }
 
 /** A marker without identities: only the subtask sets can be compared, and they must be equal. */
@@ -126,5 +151,5 @@ function legacyLayout(source: RestoreSource, plan: PhysicalPlan, graphHash: stri
         '; submit with the parallelism the checkpoint was taken at',
     );
   }
-  return { restoredTasks: new Set(plan.tasks.map((t) => t.id)), restoredOperators: plan.spec.operators.length, dropped: [], fresh: [], graphHash, graphChanged: false };
+  return { restoredTasks: new Set(plan.tasks.map((t) => t.id)), rescaled: new Map(), restoredOperators: plan.spec.operators.length, dropped: [], fresh: [], graphHash, graphChanged: false };
 }

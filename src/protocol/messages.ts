@@ -72,6 +72,7 @@ export const DeploymentTask = struct('DeploymentTask', {
   keyGroupEnd: field(u32, 'last key group this subtask owns (inclusive)'),
   restoreCheckpointId: field(u64, '0 = start fresh'),
   attempt: tail(u32, 0, 'restart attempt this deploy belongs to'),
+  restoreParallelism: tail(u32, 0, "the task's parallelism in the restored checkpoint when it differs (a rescaled restore); 0 = the same"),
 });
 
 export const EdgePort = struct('EdgePort', {

@@ -1,5 +1,5 @@
 /** Builds operator instances and connector readers/writers from a spec and the job's function table. */
-import { ConnectorError } from '../errors.js';
+import { ConnectorError, StateError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
 import type { Connector, OperatorFunctions, SinkWriter, SourceContext, SourceReader } from '../sdk/index.js';
 import type { OperatorContext, StreamOperator } from './operator.js';
@@ -48,7 +48,7 @@ export function validateConnectors(
     const c = connectorOf(spec, functions.get(spec.id) ?? {}, registry, side);
     const factory = c[side]!;
     // Secrets are read here, where the connector runs, into a copy: the spec keeps the reference.
-    const { connectorInJob: _, ...declared } = spec.options;
+    const { connectorInJob: _, connectorRescalable: __, ...declared } = spec.options;
     const options = resolveSecrets(declared, spec.name);
     validated.set(spec.id, factory.validate ? factory.validate(options) : options);
   }
@@ -78,6 +78,14 @@ export function createSourceReader(
     };
   }
   return connectorOf(spec, fns, registry, 'source').source!.createReader(options, ctx);
+}
+
+/** A source restored at another parallelism: its connector divides the earlier positions (SourceFactory.rescale). */
+export async function rescaledSourcePosition(spec: OperatorSpec, fns: OperatorFunctions, registry: ConnectorRegistry, options: unknown, positions: readonly unknown[], ctx: SourceContext): Promise<unknown> {
+  const source = connectorOf(spec, fns, registry, 'source').source!;
+  if (!source.rescale) throw new StateError(`source '${spec.name}' (connector ${String(spec.options.connector)}) cannot divide its positions, so it cannot be restored at another parallelism`);
+  const divided = await source.rescale(positions, ctx.parallelism, options);
+  return divided[ctx.subtaskIndex];
 }
 
 export function createOperator(ctx: OperatorContext, registry: ConnectorRegistry, options: unknown): StreamOperator {

@@ -22,6 +22,7 @@ export { BarrierAligner, type AlignerEvent } from './aligner.js';
 export { buildSubtask, type ChannelSink, type SubtaskEnvironment } from './subtask.js';
 export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
+export { rescaleInputs, assignedSubtasks, overlappingSubtasks, type RescaledSnapshot, type RestoreSnapshot } from './rescale.js';
 export { MAX_COLLECTED_BYTES } from './operators/collect.js';
 export type { RuntimeServices } from './operator.js';
 export { StreamOperator, type Output, type OperatorContext } from './operator.js';

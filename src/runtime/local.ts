@@ -9,6 +9,7 @@ import { builtinConnectors } from '../connectors/index.js';
 import { buildJob, type BuildOptions, type BuiltJob, type Connector, type JobDefinition } from '../sdk/index.js';
 import { validateConnectors } from './factory.js';
 import type { RuntimeServices } from './operator.js';
+import { rescaleInputs, type RestoreSnapshot } from './rescale.js';
 import { InputQueue } from './queue.js';
 import { buildSubtask, type SubtaskEnvironment } from './subtask.js';
 import type { SubtaskRunner, SubtaskSnapshot } from './task.js';
@@ -32,6 +33,19 @@ export interface LocalRunOptions extends BuildOptions {
   connectors?: Record<string, Connector>;
   /** Resume from a checkpoint an earlier run of the same plan took. */
   restore?: JobSnapshot;
+}
+
+/**
+ * What subtask `index` of `task` restores from a job snapshot: its own, or when the snapshot holds the
+ * task at another parallelism, the earlier subtasks' it reads (runtime/rescale.ts).
+ */
+function restoreOf(snapshot: JobSnapshot, task: TaskSpec, index: number): RestoreSnapshot {
+  const held = Object.keys(snapshot.subtasks).filter((k) => k.startsWith(`${task.id}#`)).length;
+  if (held === 0) throw new ClinkError('CLINK_ERR_PLAN', `checkpoint ${snapshot.checkpointId} has no state for task ${task.id}; it was taken of another plan`);
+  if (held === task.parallelism) return snapshot.subtasks[subtaskKey(task.id, index)]!;
+  const parts = new Map<number, SubtaskSnapshot>();
+  for (const i of rescaleInputs(held, task.parallelism, index, task.inputs.length === 0)) parts.set(i, snapshot.subtasks[subtaskKey(task.id, i)]!);
+  return { rescaledFrom: held, parts };
 }
 
 /** A checkpoint of a whole job: every subtask's snapshot, by `<task id>#<subtask index>`. */
@@ -109,10 +123,7 @@ export class LocalExecution {
       for (let index = 0; index < task.parallelism; index++) {
         const queue = task.inputs.length > 0 ? queues.get(task.id)![index]! : undefined;
         const key = subtaskKey(task.id, index);
-        const restored = options.restore?.subtasks[key];
-        if (options.restore && !restored) {
-          throw new ClinkError('CLINK_ERR_PLAN', `checkpoint ${options.restore.checkpointId} has no state for subtask ${key}; it was taken with another layout`);
-        }
+        const restored = options.restore ? restoreOf(options.restore, task, index) : undefined;
         const runner = buildSubtask(env, task, index, queue, (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!, {
           ...(restored ? { restore: restored } : {}),
           onSnapshot: (id, snap) => this.onSnapshot(id, key, snap),

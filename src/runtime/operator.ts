@@ -3,10 +3,11 @@
  * the next operator (ChainedOutput) or the task's RecordWriter. Batch processing is synchronous; only
  * `open`, `endBatch`, `finish` and `close` may return promises.
  */
-import { UserCodeError } from '../errors.js';
+import { StateError, UserCodeError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
 import type { OperatorFunctions, RuntimeContext } from '../sdk/index.js';
 import { NO_TIMESTAMP } from './elements.js';
+import type { RescaledParts } from './rescale.js';
 import type { ProcessingTimeService } from './timers.js';
 
 export interface Output {
@@ -99,6 +100,17 @@ export abstract class StreamOperator {
 
   /** Restore what snapshotState returned; called after open(), before any record. */
   restoreState(_state: unknown): void {}
+
+  /**
+   * Restore at another parallelism, from the earlier subtasks' parts (see runtime/rescale.ts). An
+   * operator that keeps no state has nothing to take; one that keeps state it cannot redistribute says so
+   * (the restore gate refuses such a rescale before it starts, so this is a guard).
+   */
+  restoreRescaled(parts: RescaledParts): void {
+    if ([...parts.overlapping, ...parts.assigned].some((p) => p !== undefined)) {
+      throw new StateError(`operator '${this.ctx.spec.name}' (${this.ctx.spec.type}) keeps state that cannot be restored at another parallelism`);
+    }
+  }
 
   /** After restoreState(), before any record: finish what the checkpoint left to do (a sink's commits). */
   afterRestore(): void | Promise<void> {}

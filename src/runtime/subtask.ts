@@ -7,7 +7,8 @@
 import { channelNumber, inputChannels, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
 import type { StreamElement } from './elements.js';
-import { createOperator, createSourceReader, type ConnectorRegistry } from './factory.js';
+import { createOperator, createSourceReader, rescaledSourcePosition, type ConnectorRegistry } from './factory.js';
+import { isRescaled, sourcePositions } from './rescale.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import { InputQueue } from './queue.js';
 import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './task.js';
@@ -106,8 +107,12 @@ export function buildSubtask(
   if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
   if (head.type === 'source') {
     const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
+    const restore = checkpoints.restore;
     return new SubtaskRunner({
       ...common,
+      ...(restore && isRescaled(restore)
+        ? { rescaledPosition: () => rescaledSourcePosition(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourcePositions(restore), sourceCtx) }
+        : {}),
       ...(finalCheckpoint ? { finalCheckpoint: () => finalCheckpoint(task.id, index) } : {}),
       createReader: () => createSourceReader(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourceCtx),
     });

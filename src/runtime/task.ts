@@ -11,6 +11,7 @@ import { abortable } from '../util/index.js';
 import { markFatal } from '../errors.js';
 import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
+import { isRescaled, restoreRescaled, type RestoreSnapshot } from './rescale.js';
 import { SinkOperator } from './operators/basic.js';
 import type { InputQueue } from './queue.js';
 import { BarrierAligner, type AlignerEvent } from './aligner.js';
@@ -58,8 +59,10 @@ export interface SubtaskSetup {
   input?: { queue: InputQueue; channelInputs: number[] };
   /** For source tasks. */
   createReader?: () => SourceReader<unknown> | Promise<SourceReader<unknown>>;
-  /** State to resume from, taken by an earlier run's checkpoint. */
-  restore?: SubtaskSnapshot;
+  /** State to resume from, taken by an earlier run's checkpoint (at this parallelism or, rescaled, another). */
+  restore?: RestoreSnapshot;
+  /** A source restored at another parallelism: its position, divided by its connector (runtime/rescale.ts). */
+  rescaledPosition?: () => Promise<unknown>;
   /** Receives this subtask's snapshot for each checkpoint, once it is encoded, and how long its barriers took to align. */
   onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number }) => void;
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
@@ -128,7 +131,8 @@ export class SubtaskRunner {
         for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
         const restore = this.setup.restore;
         if (restore) {
-          operators.forEach((op, i) => op.restoreState(restore.operators[i]));
+          if (isRescaled(restore)) restoreRescaled(operators, restore, this.setup.index, this.setup.task.parallelism);
+          else operators.forEach((op, i) => op.restoreState(restore.operators[i]));
           for (const op of operators) await this.bounded(op.afterRestore());
         }
       } catch (err) {
@@ -249,7 +253,9 @@ export class SubtaskRunner {
     const head = this.setup.operators[0]!;
     const reader = await this.bounded(this.setup.createReader!());
     this.reader = reader;
-    if (this.setup.restore?.source !== undefined) await this.bounded(reader.restore?.(this.setup.restore.source));
+    const restore = this.setup.restore;
+    const position = restore && isRescaled(restore) ? await this.bounded(this.setup.rescaledPosition!()) : restore?.source;
+    if (position !== undefined) await this.bounded(reader.restore?.(position));
     const next = head.out;
     let emittedWatermark = NO_TIMESTAMP;
     let sourceIdle = false;

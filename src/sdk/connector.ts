@@ -56,19 +56,45 @@ export interface SinkWriter<T> {
    * recorded): make it visible. Must be idempotent.
    */
   commit?(committable: unknown): void | Promise<void>;
-  /** After a restore: delete what was prepared or written after the restored checkpoint. */
-  recover?(committed: readonly unknown[]): void | Promise<void>;
+  /**
+   * After a restore: delete what was prepared or written after the restored checkpoint by each subtask
+   * `scope.subtasks` names (subtask indexes of the layout the checkpoint was taken at: this one's own at
+   * the same parallelism; after a rescale, every earlier subtask this one takes over, see RecoverScope).
+   */
+  recover?(committed: readonly unknown[], scope: RecoverScope): void | Promise<void>;
+}
+
+/**
+ * Whose leftovers a sink subtask clears on restore. At the same parallelism, itself. Restored at another
+ * parallelism p', subtask s takes over every earlier subtask i with i mod p' = s (their committables
+ * come with them), and none when s is past the earlier parallelism.
+ */
+export interface RecoverScope {
+  readonly subtasks: readonly number[];
+  /** The parallelism the restored checkpoint was taken at. */
+  readonly parallelism: number;
 }
 
 export interface SourceFactory<T, O> {
   /** Check options at plan time; throw an error that names the option and the fix. */
   validate?(options: unknown): O;
   createReader(options: O, ctx: SourceContext): SourceReader<T> | Promise<SourceReader<T>>;
+  /**
+   * A restore at another parallelism: from the positions of every earlier subtask (by index; undefined
+   * where one had none), the position of each of `parallelism` new subtasks, so that together they read
+   * exactly what the earlier ones had not. Without it, a source cannot change parallelism on restore.
+   */
+  rescale?(positions: readonly unknown[], parallelism: number, options: O): unknown[] | Promise<unknown[]>;
 }
 
 export interface SinkFactory<T, O> {
   validate?(options: unknown): O;
   createWriter(options: O, ctx: SinkContext): SinkWriter<T> | Promise<SinkWriter<T>>;
+  /**
+   * The sink may be restored at another parallelism: its recover() clears what every subtask of
+   * `scope.subtasks` left, or it keeps nothing between checkpoints (no preCommit).
+   */
+  readonly rescalable?: boolean;
 }
 
 /** A connector has a name and a source side, a sink side, or both. */

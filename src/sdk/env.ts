@@ -67,7 +67,14 @@ export class JobEnvironment {
       typeof connector === 'object' ? { connector: connector as Connector } : {},
       {
         // connectorInJob: the connector travels in the job module (the submit gate does not look it up by name).
-        options: { connector: name, ...opts, ...(typeof connector === 'object' ? { connectorInJob: true } : {}), ...(typeof connector === 'object' && connector.parallelSource === false ? { nonParallel: true } : {}) },
+        // connectorRescalable: likewise, that it can redistribute its positions (a restore at another parallelism).
+        options: {
+          connector: name,
+          ...opts,
+          ...(typeof connector === 'object' ? { connectorInJob: true } : {}),
+          ...(typeof connector === 'object' && connector.parallelSource === false ? { nonParallel: true } : {}),
+          ...(typeof connector === 'object' && connector.source!.rescale ? { connectorRescalable: true } : {}),
+        },
       },
     );
     return new DataStream<T>(this.graph, node);

@@ -84,9 +84,10 @@ export class GraphBuilder {
     job: { name: string; version: string; description?: string; guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once' },
     defaultParallelism: number,
     params: Record<string, string>,
+    overrides: Readonly<Record<string, number>> = {},
   ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
     const parallelismOf = (n: OpNode): number =>
-      n.parallelism ?? (n.sameParallelismAs ? parallelismOf(n.sameParallelismAs) : n.options.nonParallel === true ? 1 : defaultParallelism);
+      (Object.hasOwn(overrides, n.id) ? overrides[n.id] : undefined) ?? n.parallelism ?? (n.sameParallelismAs ? parallelismOf(n.sameParallelismAs) : n.options.nonParallel === true ? 1 : defaultParallelism);
     const operators: OperatorSpec[] = this.nodes.map((n) => ({
       id: n.id,
       name: n.name,

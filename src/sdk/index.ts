@@ -37,6 +37,7 @@ export type {
   SourceContext,
   SinkWriter,
   SinkContext,
+  RecoverScope,
   ReadStatus,
 } from './connector.js';
 export type * from './types.js';

@@ -61,6 +61,11 @@ export interface BuiltJob {
 export interface BuildOptions {
   parallelism?: number;
   params?: Record<string, string>;
+  /**
+   * Parallelism of operators by id, over what the build function gave them: a rescale's targets, and a
+   * worker rebuilding the plan it was sent (whose parallelism may have been rescaled since the submit).
+   */
+  parallelismOf?: Readonly<Record<string, number>>;
 }
 
 /** Run a job's build function and return its plan and function table. The same module gives the same plan. */
@@ -79,5 +84,5 @@ export function buildJob(job: JobDefinition, options: BuildOptions = {}): BuiltJ
   if (graph.nodes.length === 0) {
     throw new JobDefinitionError(`job '${job.name}': build function declared no operators; add a source and a sink`);
   }
-  return graph.build(job, env.parallelism, { ...params });
+  return graph.build(job, env.parallelism, { ...params }, options.parallelismOf);
 }

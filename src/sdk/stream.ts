@@ -214,7 +214,9 @@ export class DataStream<T> extends OperatorHandle {
       if (!connector.sink) throw new InvalidArgumentError(`connector '${name}' has no sink side`);
       if (connector.sink.validate) options = connector.sink.validate(options) as Record<string, unknown>;
     }
-    return this.sink(name, { connector: name, ...options, ...(typeof connector === 'object' ? { connectorInJob: true } : {}) }, typeof connector === 'object' ? { connector } : {});
+    // connectorRescalable: the rescale gate cannot look a job's own connector up, so the spec says it.
+    const inJob = typeof connector === 'object' ? { connectorInJob: true, ...(connector.sink!.rescalable === true ? { connectorRescalable: true } : {}) } : {};
+    return this.sink(name, { connector: name, ...options, ...inJob }, typeof connector === 'object' ? { connector } : {});
   }
 
   /** Collect results for the caller of a local run, under `name`: `result.collected[name]`. */

@@ -130,7 +130,9 @@ export class JobHost {
       });
       const spec = JSON.parse(m.specJson) as JobGraphSpec;
       const params = JSON.parse(m.params) as Record<string, string>;
-      const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params });
+      // Each operator at the parallelism the spec gives it: a rescale may have changed it since the submit.
+      const parallelismOf = Object.fromEntries(spec.operators.map((o) => [o.id, o.parallelism]));
+      const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params, parallelismOf });
       // The guarantee asked for is the submit's (--guarantee may override defineJob's), not the plan's.
       const plan = (s: JobGraphSpec): string => {
         const { guarantee: _, ...job } = s.job;

@@ -16,11 +16,13 @@ import {
   DEFAULT_QUEUE_CAPACITY_BATCHES,
   InputQueue,
   MAX_COLLECTED_BYTES,
+  rescaleInputs,
   validateConnectors,
   type ChannelSink,
   type SubtaskEnvironment,
   type SubtaskPhaseCode,
   type SubtaskRunner,
+  type RestoreSnapshot,
   type SubtaskSnapshot,
 } from '../runtime/index.js';
 import { readFile } from 'node:fs/promises';
@@ -57,7 +59,7 @@ interface DeployedSubtask {
   index: number;
   queue: InputQueue | undefined;
   /** State to resume from (read from the checkpoint the deploy names). */
-  restore?: SubtaskSnapshot;
+  restore?: RestoreSnapshot;
   runner?: SubtaskRunner;
   collected: Record<string, unknown[]>;
   /** The first error seen before the subtask was cancelled. */
@@ -345,8 +347,19 @@ export class WorkerJob {
     for (const st of this.subtasks) {
       const t = this.deploy.tasks.find((x) => x.taskId === st.task.id && x.subtaskIndex === st.index);
       if (!t || t.restoreCheckpointId === 0) continue;
-      const file = subtaskStateFile(dir, subtaskKey(st.task.id, st.index));
-      st.restore = decodeStateFile(await readFile(file), file) as SubtaskSnapshot;
+      const read = async (index: number): Promise<SubtaskSnapshot> => {
+        const file = subtaskStateFile(dir, subtaskKey(st.task.id, index));
+        return decodeStateFile(await readFile(file), file) as SubtaskSnapshot;
+      };
+      if (t.restoreParallelism === 0) {
+        st.restore = await read(st.index);
+        continue;
+      }
+      // Rescaled: the earlier subtasks' snapshots this one reads (runtime/rescale.ts says which).
+      const from = t.restoreParallelism;
+      const parts = new Map<number, SubtaskSnapshot>();
+      for (const i of rescaleInputs(from, st.task.parallelism, st.index, st.task.inputs.length === 0)) parts.set(i, await read(i));
+      st.restore = { rescaledFrom: from, parts };
     }
   }
 

@@ -31,7 +31,7 @@ test('a checkpoint trigger the worker cannot take part in (its subtasks not all 
     });
     const tasks = plan.subtasks.map((s) => {
       const range = KeyGroupRange.forSubtask(s.index, 1, spec.maxParallelism);
-      return { taskId: s.taskId, subtaskIndex: s.index, parallelism: 1, chainJson: '[]', keyGroupStart: range.start, keyGroupEnd: range.end, restoreCheckpointId: 0, attempt: 0 };
+      return { taskId: s.taskId, subtaskIndex: s.index, parallelism: 1, chainJson: '[]', keyGroupStart: range.start, keyGroupEnd: range.end, restoreCheckpointId: 0, attempt: 0, restoreParallelism: 0 };
     });
     await host.handle(
       makeMessage('Deploy', {

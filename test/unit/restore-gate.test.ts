@@ -64,9 +64,18 @@ describe('the restore gate', () => {
     });
   });
 
-  test('another parallelism is refused as a layout difference, naming the task', () => {
-    assert.throws(() => checkRestore(checkpointOf(plan('j', counts, 2), 'j'), plan('j', counts, 3), 'j', false), {
-      message: /^restore layout differs: checkpoint 7 holds state for 4 subtasks, the plan deploys 6 \(task _inline_source_0 at 2, the plan 3; task counts at 2, the plan 3\); submit with the parallelism the checkpoint was taken at$/,
+  test('another parallelism restores rescaled, saying which tasks and from what parallelism', () => {
+    const d = checkRestore(checkpointOf(plan('j', counts, 2), 'j'), plan('j', counts, 3), 'j', false);
+    assert.deepEqual([...d.rescaled].sort(), [['_inline_source_0', 2], ['counts', 2]]);
+    assert.equal(d.restoredTasks.size, 2);
+  });
+
+  test('another parallelism is refused, naming the connector, for a task whose connector cannot divide its state', () => {
+    const pg = (env: JobEnvironment) =>
+      env.fromSource('postgres', { connection: 'postgres://x', table: 't', keyColumn: 'id' }).keyBy((x) => String(x)).count().uid('counts').collect();
+    assert.throws(() => checkRestore(checkpointOf(plan('j', pg, 2), 'j'), plan('j', pg, 3), 'j', false), {
+      code: 'CLINK_ERR_PLAN',
+      message: /^restore layout differs: checkpoint 7 holds state for 4 subtasks, the plan deploys 6 \(task _inline_source_0 at 2, the plan 3: source '.*' \(connector postgres\) cannot divide its positions among another number of subtasks\); submit those at the parallelism the checkpoint was taken at$/,
     });
   });
 

@@ -7,6 +7,7 @@ export const blackhole: Connector<never, unknown> = {
   name: 'blackhole',
   sink: {
     validate: (o) => parseOptions('blackhole', z.object({}).strict(), o),
+    rescalable: true,
     createWriter: () => ({ write() {} }),
   },
 };

@@ -1,9 +1,11 @@
 /**
  * datagen: deterministic synthetic rows. Row i's fields are a pure function of (seed, i), so the same
- * seed gives the same rows at any parallelism. Subtask s of p generates rows s, s+p, s+2p, ...
+ * seed gives the same rows at any parallelism. Row i is in split i mod 128 and a subtask owns a range of
+ * splits (connectors/index-space.ts), so a restore at another parallelism divides the rows left exactly.
  */
 import { z } from 'zod';
 import type { Connector, SourceOutput } from '../../sdk/index.js';
+import { IndexSpaceCursor, rescaleIndexSpace } from '../index-space.js';
 import { parseOptions, RatePacer } from '../options.js';
 
 const Field = z.discriminatedUnion('kind', [
@@ -98,23 +100,22 @@ export const datagen: Connector<Record<string, unknown>> = {
     validate: (o) => parseOptions('datagen', DatagenOptions, o),
     createReader(o: z.infer<typeof DatagenOptions>, ctx) {
       const rowOf = compile(o.seed, o.fields);
-      const p = ctx.parallelism;
       const count = o.count ?? Number.POSITIVE_INFINITY;
-      let row = ctx.subtaskIndex;
-      const pacer = new RatePacer(o.rowsPerSecond === undefined ? undefined : o.rowsPerSecond / p, ctx.signal);
+      const cursor = new IndexSpaceCursor(ctx.subtaskIndex, ctx.parallelism);
+      const pacer = new RatePacer(o.rowsPerSecond === undefined ? undefined : o.rowsPerSecond * cursor.share, ctx.signal);
+      const emit = (out: SourceOutput<Record<string, unknown>>): ((row: number) => void) => (row) => out.collect(rowOf(row));
       return {
         async read(out: SourceOutput<Record<string, unknown>>, max: number) {
           const n = await pacer.allowance(max);
-          let i = 0;
-          for (; i < n && row < count; i++, row += p) out.collect(rowOf(row));
-          pacer.emitted(i);
-          return row >= count ? 'END' : 'MORE';
+          pacer.emitted(cursor.advance(n, count, emit(out)));
+          return cursor.done(count) ? 'END' : 'MORE';
         },
-        snapshot: () => ({ row }),
+        snapshot: () => cursor.snapshot(),
         restore(position) {
-          row = (position as { row: number }).row;
+          cursor.restore(position, `datagen source '${ctx.operatorName}'`);
         },
       };
     },
+    rescale: (positions, parallelism) => rescaleIndexSpace(positions, parallelism),
   },
 };

@@ -103,13 +103,31 @@ class LineReader {
   }
 }
 
+/** [path, lines to skip] of each file a subtask has left to read. */
+type FilesLeft = [string, number][];
+
+/**
+ * What a source subtask has left, from its position: `{ files }`, or `{ fi, line }` (an index into its
+ * share of the listing, the form before rescaling existed), or none (its whole share: file i of the
+ * sorted listing goes to subtask i mod p).
+ */
+function filesOf(position: unknown, all: readonly string[], index: number, parallelism: number): FilesLeft {
+  const p = position as { files?: FilesLeft; fi?: number; line?: number } | undefined;
+  if (p?.files) return p.files.map(([f, l]) => [f, l]);
+  const mine: FilesLeft = all.filter((_, i) => i % parallelism === index).map((f) => [f, 0]);
+  if (p?.fi === undefined) return mine;
+  const left = mine.slice(p.fi);
+  if (left[0]) left[0][1] = p.line ?? 0;
+  return left;
+}
+
 export const file: Connector<unknown, unknown> = {
   name: 'file',
   source: {
     validate: (o) => parseOptions('file source', SourceOptions, o),
     async createReader(o: z.infer<typeof SourceOptions>, ctx) {
-      const all = await listInputFiles(o.path);
-      const mine = all.filter((_, i) => i % ctx.parallelism === ctx.subtaskIndex);
+      /** The files this subtask reads, with the lines of each to skip (read before a restored checkpoint). */
+      let files = filesOf(undefined, await listInputFiles(o.path), ctx.subtaskIndex, ctx.parallelism);
       let fi = 0;
       let reader: LineReader | null = null;
       /** Lines of file `fi` to skip after a restore (they were read before the checkpoint). */
@@ -128,8 +146,9 @@ export const file: Connector<unknown, unknown> = {
           let n = 0;
           while (n < max) {
             if (!reader) {
-              if (fi >= mine.length) return 'END';
-              reader = new LineReader(mine[fi]!);
+              if (fi >= files.length) return 'END';
+              reader = new LineReader(files[fi]![0]);
+              skip = files[fi]![1];
             }
             const line = reader.nextSync() ?? (await reader.next());
             if (line === undefined) {
@@ -150,17 +169,23 @@ export const file: Connector<unknown, unknown> = {
         async close() {
           await reader?.close();
         },
-        snapshot: () => ({ fi, line: reader?.lineNo ?? 0 }),
-        restore(position) {
-          const p = position as { fi: number; line: number };
-          fi = p.fi;
-          skip = p.line;
+        // The files left and the lines of the current one read: a rescale deals them out again.
+        snapshot: () => ({ files: files.slice(fi).map(([path, lines], k) => [path, k === 0 && reader ? reader.lineNo : lines]) }),
+        async restore(position) {
+          files = filesOf(position, await listInputFiles(o.path), ctx.subtaskIndex, ctx.parallelism);
+          fi = 0;
         },
       };
+    },
+    async rescale(positions, parallelism, o: z.infer<typeof SourceOptions>) {
+      const all = await listInputFiles(o.path);
+      const left = positions.flatMap((p, i) => filesOf(p, all, i, positions.length));
+      return Array.from({ length: parallelism }, (_, s) => ({ files: left.filter((_, k) => k % parallelism === s) }));
     },
   },
   sink: {
     validate: (o) => parseOptions('file sink', SinkOptions, o),
+    rescalable: true,
     async createWriter(o: z.infer<typeof SinkOptions>, ctx) {
       try {
         await makeDirectory(o.path);
@@ -247,10 +272,13 @@ export const file: Connector<unknown, unknown> = {
             }
           }
         },
-        async recover() {
-          // Parts of this subtask still hidden were written after the restored checkpoint: drop them.
+        async recover(_committed, scope) {
+          // Parts still hidden of this subtask, and of the earlier ones it takes over after a rescale,
+          // were written after the restored checkpoint: drop them. (No other running subtask writes
+          // under those prefixes: one taken over by s has an index i = s mod p', past the new parallelism.)
+          const prefixes = [...new Set([ctx.subtaskIndex, ...scope.subtasks])].map((i) => `.part-${i}-`);
           for (const name of await readdir(o.path)) {
-            if (name.startsWith(`.${prefix}`) && (name.endsWith('.inprogress') || name.endsWith('.pending'))) await rm(join(o.path, name), { force: true });
+            if (prefixes.some((p) => name.startsWith(p)) && (name.endsWith('.inprogress') || name.endsWith('.pending'))) await rm(join(o.path, name), { force: true });
           }
         },
       };

@@ -20,9 +20,22 @@ export const kafka: Connector<KafkaRecord, unknown> = {
     validate: (o) => parseOptions('kafka source', KafkaSourceOptions, o),
     // The client library loads with the first reader or writer: a job without Kafka never pays for it.
     createReader: async (o, ctx) => (await import('./source.js')).createKafkaReader(o, ctx),
+    // Each subtask's position holds the offsets of the partitions it owned: every new subtask gets them
+    // all and reads those it owns now (partitions are dealt by ownerOf at any parallelism).
+    rescale(positions, parallelism) {
+      const offsets: Record<string, string> = {};
+      let topic: string | undefined;
+      for (const p of positions as ({ topic: string; offsets: Record<string, string> } | undefined)[]) {
+        if (!p) continue;
+        topic = p.topic;
+        Object.assign(offsets, p.offsets);
+      }
+      return Array.from({ length: parallelism }, () => (topic === undefined ? undefined : { topic, offsets: { ...offsets } }));
+    },
   },
   sink: {
     validate: (o) => parseOptions('kafka sink', KafkaSinkOptions, o),
+    rescalable: true,
     createWriter: async (o, ctx) => (await import('./sink.js')).createKafkaWriter(o, ctx),
   },
 };

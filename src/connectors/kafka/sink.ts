@@ -9,7 +9,7 @@
 import { compatibilityPartitioner, Producer, type MessageToProduce, type ProducerOptions } from '@platformatic/kafka';
 import type { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
-import type { SinkContext, SinkWriter } from '../../sdk/index.js';
+import type { RecoverScope, SinkContext, SinkWriter } from '../../sdk/index.js';
 import { encode } from '../formats.js';
 import type { KafkaSinkOptions } from './options.js';
 import { forceClose, kafkaErrorName, TransactionsClient, type TxnRef } from './transactions.js';
@@ -22,6 +22,8 @@ type Options = z.output<typeof KafkaSinkOptions>;
 export interface KafkaCommittable {
   /** The number of the first transactional id not used before this checkpoint. */
   next: number;
+  /** The subtask whose ids these are (absent in checkpoints from before rescaling: the restoring subtask's). */
+  subtask?: number;
   txn?: TxnRef & { seq: number };
 }
 
@@ -202,10 +204,11 @@ class TransactionalWriter extends BatchingWriter {
     await this.drain();
     const txn = this.current;
     this.current = undefined;
-    if (!txn) return { next: await (this.next ??= this.fenceFrom(0)) };
+    if (!txn) return { next: await (this.next ??= this.fenceFrom(0)), subtask: this.ctx.subtaskIndex };
     this.prepared.set(txn.seq, txn);
     return {
       next: txn.seq + 1,
+      subtask: this.ctx.subtaskIndex,
       txn: { seq: txn.seq, transactionalId: this.idOf(txn.seq), producerId: String(txn.producer.producerId), producerEpoch: txn.producer.producerEpoch! },
     };
   }
@@ -224,17 +227,23 @@ class TransactionalWriter extends BatchingWriter {
     await this.txns.commit(c.txn);
   }
 
-  /** After a restore: everything after the checkpoint's transactions is fenced, so aborted. */
-  recover(committed: readonly unknown[]): Promise<void> {
-    const from = Math.max(0, ...committed.map((c) => (c as KafkaCommittable).next));
-    this.next = this.fenceFrom(from);
-    return this.next.then(() => undefined);
+  /**
+   * After a restore: everything after the checkpoint's transactions is fenced, so aborted: this subtask's
+   * ids, and after a rescale those of the earlier subtasks it takes over.
+   */
+  async recover(committed: readonly unknown[], scope: RecoverScope): Promise<void> {
+    const own = this.ctx.subtaskIndex;
+    const nextOf = (i: number): number => Math.max(0, ...committed.map((c) => c as KafkaCommittable).filter((c) => (c.subtask ?? own) === i).map((c) => c.next));
+    for (const i of scope.subtasks) if (i !== own) await this.fenceFrom(nextOf(i), i);
+    this.next = this.fenceFrom(nextOf(own));
+    await this.next;
   }
 
-  /** Fence ids from `seq` up to the first never used; returns that one's number. */
-  private async fenceFrom(seq: number): Promise<number> {
+  /** Fence ids of subtask `subtask` (this one's by default) from `seq` up to the first never used; returns that one's number. */
+  private async fenceFrom(seq: number, subtask = this.ctx.subtaskIndex): Promise<number> {
+    const prefix = `${this.o.transactionalIdPrefix!}-${subtask}`;
     for (let n = seq; ; n++) {
-      if ((await this.txns.fence(this.idOf(n), this.o.transactionTimeoutMs)) === 0) return n;
+      if ((await this.txns.fence(`${prefix}-${n}`, this.o.transactionTimeoutMs)) === 0) return n;
     }
   }
 

@@ -89,7 +89,9 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     // A barrier can come before the first read took up the restored positions (a slow start after a
     // restore): those positions are still this subtask's, and a checkpoint without them would send a
     // later restore back to the earliest offsets, writing again what was committed.
-    const offsets: Record<string, string> = { ...this.restored };
+    // Only the partitions it owns: after a rescale it was given every subtask's offsets.
+    const offsets: Record<string, string> = {};
+    for (const [p, o] of Object.entries(this.restored ?? {})) if (ownerOf(this.o.topic, Number(p), this.ctx.parallelism) === this.ctx.subtaskIndex) offsets[p] = o;
     for (const s of this.splits.values()) offsets[s.partition] = String(s.next);
     return { topic: this.o.topic, offsets };
   }

@@ -1,12 +1,14 @@
 /**
  * nexmark: the Nexmark benchmark's events (people, auctions, bids) as a source. Deterministic for a
- * seed and splittable: subtask s of p generates events s, s+p, s+2p, ..., so the subtasks together
- * emit the single generator's stream at any parallelism. Bounded by `events`, unbounded without it.
+ * seed and splittable: event n is in split n mod 128 and a subtask owns a range of splits
+ * (connectors/index-space.ts), so the subtasks together emit the single generator's stream at any
+ * parallelism, and a restore at another one divides what is left exactly. Bounded by `events`, unbounded without it.
  * Event time (`dateTime`) advances 1000 / `eventsPerSecond` ms per event whatever the wall clock does;
  * `rateLimited` also paces emission to `eventsPerSecond` in wall-clock time.
  */
 import { z } from 'zod';
 import type { Connector, SourceOutput } from '../../sdk/index.js';
+import { IndexSpaceCursor, rescaleIndexSpace } from '../index-space.js';
 import { parseOptions, RatePacer } from '../options.js';
 import { DEFAULT_BASE_TIME_MS, NexmarkGenerator, type NexmarkEvent } from './generator.js';
 
@@ -52,31 +54,32 @@ export const nexmark: Connector<NexmarkEvent> = {
     validate: (o) => parseOptions('nexmark', NexmarkOptions, o),
     createReader(o: z.infer<typeof NexmarkOptions>, ctx) {
       const gen = new NexmarkGenerator({ seed: o.seed, eventsPerSecond: o.eventsPerSecond, baseTimeMs: o.baseTimeMs });
-      const p = ctx.parallelism;
       const events = o.events ?? Number.POSITIVE_INFINITY;
-      let next = ctx.subtaskIndex;
+      const cursor = new IndexSpaceCursor(ctx.subtaskIndex, ctx.parallelism);
+      let sink: SourceOutput<NexmarkEvent> | undefined;
+      const collect = (n: number): void => sink!.collect(gen.event(n));
       const emit = (out: SourceOutput<NexmarkEvent>, n: number): number => {
-        let i = 0;
-        for (; i < n && next < events; i++, next += p) out.collect(gen.event(next));
-        return i;
+        sink = out;
+        return cursor.advance(n, events, collect);
       };
-      const pacer = o.rateLimited ? new RatePacer(o.eventsPerSecond / p, ctx.signal) : undefined;
+      const pacer = o.rateLimited ? new RatePacer(o.eventsPerSecond * cursor.share, ctx.signal) : undefined;
       return {
         // Flat out, a read is synchronous: no promise per batch on the benchmark's hot path.
         read: pacer
           ? async (out: SourceOutput<NexmarkEvent>, max: number) => {
               pacer.emitted(emit(out, await pacer.allowance(max)));
-              return next >= events ? 'END' : 'MORE';
+              return cursor.done(events) ? 'END' : 'MORE';
             }
           : (out: SourceOutput<NexmarkEvent>, max: number) => {
               emit(out, max);
-              return next >= events ? 'END' : 'MORE';
+              return cursor.done(events) ? 'END' : 'MORE';
             },
-        snapshot: () => ({ next }),
+        snapshot: () => cursor.snapshot(),
         restore(position) {
-          next = (position as { next: number }).next;
+          cursor.restore(position, `nexmark source '${ctx.operatorName}'`);
         },
       };
     },
+    rescale: (positions, parallelism) => rescaleIndexSpace(positions, parallelism),
   },
 };

@@ -14,5 +14,5 @@ export const postgres: Connector<Record<string, unknown>, unknown> = {
   parallelSource: true,
   // The client library loads with the first reader or writer: a job without PostgreSQL never pays for it.
   source: { validate: (o) => parseOptions('postgres source', PostgresSourceOptions, o), createReader: async (o, ctx) => (await import('./source.js')).createPostgresReader(o, ctx) },
-  sink: { validate: (o) => parseOptions('postgres sink', PostgresSinkOptions, o), createWriter: async (o, ctx) => (await import('./sink.js')).createPostgresWriter(o, ctx) },
+  sink: { validate: (o) => parseOptions('postgres sink', PostgresSinkOptions, o), rescalable: true, createWriter: async (o, ctx) => (await import('./sink.js')).createPostgresWriter(o, ctx) },
 };

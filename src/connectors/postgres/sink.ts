@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import type { z } from 'zod';
-import type { SinkContext, SinkWriter } from '../../sdk/index.js';
+import type { RecoverScope, SinkContext, SinkWriter } from '../../sdk/index.js';
 import { connect, describeError } from './client.js';
 import type { PostgresSinkOptions } from './options.js';
 import { insertStatement, maxRowsPerStatement } from './sql.js';
@@ -19,6 +19,11 @@ export interface PostgresCommittable {
 }
 
 const WHO = 'postgres sink';
+
+/** The prepared-transaction names of a subtask's transactions start with this. */
+function prefixOf(o: { transactionIdPrefix?: string | undefined }, subtask: number): string {
+  return `${o.transactionIdPrefix ?? ''}-${subtask}-`;
+}
 
 export async function createPostgresWriter(o: Options, ctx: SinkContext): Promise<SinkWriter<unknown>> {
   return new PostgresWriter(o, ctx, await connect(o, WHO));
@@ -45,7 +50,7 @@ class PostgresWriter implements SinkWriter<unknown> {
     private readonly client: pg.Client,
   ) {
     this.exactlyOnce = o.delivery === 'exactly-once';
-    this.prefix = `${o.transactionIdPrefix ?? ''}-${ctx.subtaskIndex}-`;
+    this.prefix = prefixOf(o, ctx.subtaskIndex);
   }
 
   write(value: unknown): void {
@@ -61,7 +66,7 @@ class PostgresWriter implements SinkWriter<unknown> {
     const rows = this.rows;
     this.rows = [];
     if (this.exactlyOnce) {
-      await (this.cleared ??= this.rollBackPrepared());
+      await (this.cleared ??= this.rollBackPrepared(this.prefix));
       if (!this.inTransaction) {
         await this.query('BEGIN', [], 'BEGIN');
         this.inTransaction = true;
@@ -131,9 +136,15 @@ class PostgresWriter implements SinkWriter<unknown> {
     }
   }
 
-  /** After a restore (its checkpoint's transactions committed): roll back every other one of this subtask. */
-  recover(): Promise<void> {
-    this.cleared = this.rollBackPrepared();
+  /**
+   * After a restore (its checkpoint's transactions committed): roll back every other one of this subtask
+   * and of the earlier subtasks it takes over after a rescale.
+   */
+  recover(_committed: readonly unknown[], scope: RecoverScope): Promise<void> {
+    const prefixes = new Set([this.prefix, ...scope.subtasks.map((i) => prefixOf(this.o, i))]);
+    this.cleared = (async () => {
+      for (const p of prefixes) await this.rollBackPrepared(p);
+    })();
     return this.cleared;
   }
 
@@ -141,16 +152,16 @@ class PostgresWriter implements SinkWriter<unknown> {
     return (this.control ??= connect(this.o, WHO));
   }
 
-  private async rollBackPrepared(): Promise<void> {
+  private async rollBackPrepared(prefix: string): Promise<void> {
     const control = await this.controlClient();
     let r: pg.QueryResult<{ gid: string }>;
     try {
-      r = await control.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1', [this.prefix]);
+      r = await control.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1', [prefix]);
     } catch (err) {
       throw describeError(WHO, 'listing prepared transactions', err);
     }
     for (const { gid } of r.rows) {
-      if (!/^\d+$/.test(gid.slice(this.prefix.length))) continue; // another sink's prefix that starts like ours
+      if (!/^\d+$/.test(gid.slice(prefix.length))) continue; // another sink's prefix that starts like ours
       await control.query(`ROLLBACK PREPARED ${control.escapeLiteral(gid)}`).catch((err: { code?: string }) => {
         if (err.code !== '42704') throw describeError(WHO, `ROLLBACK PREPARED '${gid}'`, err);
       });

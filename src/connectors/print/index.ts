@@ -45,6 +45,7 @@ export function printConnector(stdout: (text: string) => void | Promise<void>): 
     name: 'print',
     sink: {
       validate: (o) => parseOptions('print', Options, o),
+      rescalable: true,
       createWriter(o: z.infer<typeof Options>, ctx) {
         const prefix = (o.prefix ?? '') + (ctx.parallelism > 1 ? `${ctx.subtaskIndex + 1}> ` : '');
         let lines: string[] = [];

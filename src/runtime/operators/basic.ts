@@ -1,9 +1,10 @@
 /** Stateless operators: source head, map, flatMap, filter, process, union, timestamps, sink. */
 import { ConnectorError } from '../../errors.js';
 import { abortable } from '../../util/index.js';
-import type { Collector, ProcessContext, ProcessFunction, SinkWriter } from '../../sdk/index.js';
+import type { Collector, ProcessContext, ProcessFunction, RecoverScope, SinkWriter } from '../../sdk/index.js';
 import { MAX_WATERMARK, NO_TIMESTAMP } from '../elements.js';
 import { StreamOperator } from '../operator.js';
+import type { RescaledParts } from '../rescale.js';
 
 type AnyFn = (...args: unknown[]) => unknown;
 
@@ -188,6 +189,13 @@ export class AssignTimestampsOperator extends StreamOperator {
     this.lastEmitted = s.lastEmitted;
     this.currentWatermark = s.lastEmitted;
   }
+
+  /** Rescaled: the least progress of the subtasks taken over, so no record of theirs turns late; none: fresh. */
+  override restoreRescaled(parts: RescaledParts): void {
+    const taken = parts.assigned.filter((p): p is { maxTimestamp: number; lastEmitted: number } => p !== undefined);
+    if (taken.length === 0) return;
+    this.restoreState({ maxTimestamp: Math.min(...taken.map((t) => t.maxTimestamp)), lastEmitted: Math.min(...taken.map((t) => t.lastEmitted)) });
+  }
 }
 
 export class SinkOperator extends StreamOperator {
@@ -250,6 +258,8 @@ export class SinkOperator extends StreamOperator {
   private readonly prepared = new Map<number, unknown>();
   /** Restored: the checkpoint's own committables, to finish on open. */
   private recovered: unknown[] | undefined;
+  /** Rescaled: the earlier subtasks whose leftovers this one clears. */
+  private recoverScope: RecoverScope | undefined;
 
   override async prepareSnapshot(checkpointId: number): Promise<void> {
     if (!this.writer.preCommit) return;
@@ -264,6 +274,12 @@ export class SinkOperator extends StreamOperator {
 
   override restoreState(state: unknown): void {
     this.recovered = (state as { committables?: unknown[] } | undefined)?.committables ?? [];
+  }
+
+  /** Rescaled: the pending commits of the subtasks taken over, and their leftovers to clear. */
+  override restoreRescaled(parts: RescaledParts): void {
+    this.recovered = parts.assigned.flatMap((s) => (s as { committables?: unknown[] } | undefined)?.committables ?? []);
+    this.recoverScope = { subtasks: parts.assignedIndexes, parallelism: parts.from };
   }
 
   override async notifyCheckpointComplete(checkpointId: number): Promise<void> {
@@ -286,7 +302,7 @@ export class SinkOperator extends StreamOperator {
   override async afterRestore(): Promise<void> {
     if (!this.recovered) return;
     for (const c of this.recovered) await this.writer.commit?.(c);
-    await this.writer.recover?.(this.recovered);
+    await this.writer.recover?.(this.recovered, this.recoverScope ?? { subtasks: [this.ctx.subtaskIndex], parallelism: this.ctx.parallelism });
     this.recovered = undefined;
   }
 }

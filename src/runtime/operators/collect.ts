@@ -7,6 +7,7 @@
  */
 import { ConnectorError, markFatal } from '../../errors.js';
 import { recordsCodec } from '../../util/index.js';
+import type { RescaledParts } from '../rescale.js';
 import { SinkOperator } from './basic.js';
 
 /** The most a subtask's collect() sinks may gather (they travel back in one frame). */
@@ -36,6 +37,11 @@ export class CollectSinkOperator extends SinkOperator {
   override restoreState(state: unknown): void {
     this.chunks = [...((state as { chunks?: Uint8Array[] } | undefined)?.chunks ?? [])];
     this.bytes = this.chunks.reduce((n, c) => n + c.length, 0);
+  }
+
+  /** Rescaled: the chunks of the subtasks taken over (each earlier subtask's go to exactly one). */
+  override restoreRescaled(parts: RescaledParts): void {
+    this.restoreState({ chunks: parts.assigned.flatMap((s) => (s as { chunks?: Uint8Array[] } | undefined)?.chunks ?? []) });
   }
 
   /** Encode the records written since the last seal into a chunk of their own. */

@@ -1,4 +1,5 @@
 /** Keyed operators: state per key (kept per key group) and per-key timers. */
+import { StateError } from '../../errors.js';
 import { KeyGroupRange } from '../../plan/index.js';
 import type {
   RuntimeContext,
@@ -12,6 +13,7 @@ import type {
 import { KeyedStateBackend, type BackendSnapshot } from '../../state/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
 import { StreamOperator } from '../operator.js';
+import type { RescaledParts } from '../rescale.js';
 import { KeyedTimerService, type KeyedTimer } from '../timers.js';
 import { processContext, timestampedCollector } from './basic.js';
 
@@ -71,6 +73,30 @@ export abstract class KeyedOperator extends StreamOperator {
     this.backend.restore(s.state);
     this.timers.rebuild();
     this.restoreOwn(s.own);
+  }
+
+  /**
+   * Rescaled: the backend takes every overlapping part (keeping only this subtask's key groups: they are
+   * disjoint across the earlier subtasks), then the operator's own state is merged (mergeOwn).
+   */
+  override restoreRescaled(parts: RescaledParts): void {
+    type Part = { state: BackendSnapshot; own: unknown } | undefined;
+    if (!this.backend) {
+      this.restoreOwn(this.mergeOwn(parts.overlapping, parts.assigned));
+      return;
+    }
+    for (const p of parts.overlapping as Part[]) if (p) this.backend.restore(p.state);
+    this.timers.rebuild();
+    this.restoreOwn(this.mergeOwn((parts.overlapping as Part[]).map((p) => p?.own), (parts.assigned as Part[]).map((p) => p?.own)));
+  }
+
+  /**
+   * This operator's own state (snapshotOwn) from the earlier subtasks' after a rescale: `overlapping`
+   * are those whose key groups overlap this subtask's, `assigned` those it takes over. Default: none is kept.
+   */
+  protected mergeOwn(overlapping: unknown[], assigned: unknown[]): unknown {
+    if ([...overlapping, ...assigned].some((o) => o !== undefined)) throw new StateError(`operator '${this.ctx.spec.name}' keeps state of its own that cannot be restored at another parallelism`);
+    return undefined;
   }
 
   /** State an operator keeps outside the backend (window panes, for one). */

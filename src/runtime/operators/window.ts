@@ -277,6 +277,16 @@ export class WindowOperator extends KeyedOperator {
     return { lateRecordsDropped: this.lateRecordsDropped, ...(this.fired.size > 0 ? { fired: [...this.fired] } : {}) };
   }
 
+  /**
+   * Rescaled: late records dropped are counted once (by the subtasks taken over); fired windows are the
+   * union (aligned barriers give every subtask the same watermark at a checkpoint, so they agree).
+   */
+  protected override mergeOwn(overlapping: unknown[], assigned: unknown[]): unknown {
+    type Own = { lateRecordsDropped: number; fired?: number[] } | undefined;
+    const fired = new Set((overlapping as Own[]).flatMap((o) => o?.fired ?? []));
+    return { lateRecordsDropped: (assigned as Own[]).reduce((n, o) => n + (o?.lateRecordsDropped ?? 0), 0), ...(fired.size > 0 ? { fired: [...fired] } : {}) };
+  }
+
   /** After the backend was restored (only this subtask's key groups): index its panes and sessions again. */
   protected override restoreOwn(own: unknown): void {
     for (const [name, table] of this.backend.internalTables<PaneEntry>(PANE_PREFIX)) {
