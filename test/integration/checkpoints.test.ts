@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile } from 'node:fs/promises';
+import { cp, readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,7 +21,7 @@ async function sinkJobAndOutput(h: ClusterHarness): Promise<{ loaded: Awaited<Re
 }
 
 describe('checkpoints on a cluster', () => {
-  test('a job cancelled mid-stream and resubmitted from its checkpoint gives exactly the uninterrupted output; a restore at another layout is refused', async () => {
+  test('a job cancelled mid-stream and resubmitted from its checkpoint gives exactly the uninterrupted output, at its parallelism and rescaled to another', async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 3 });
     try {
       const ckpt = join(h.dir, 'ckpt');
@@ -55,11 +55,12 @@ describe('checkpoints on a cluster', () => {
       const markers = (await readdir(join(ckpt, '_jobs', first.jobId))).filter((n) => n.startsWith('COMPLETED-'));
       assert.equal(markers.length, 1, 'one checkpoint retained');
 
-      // A restore at another parallelism is refused before any slot is waited for.
-      await assert.rejects(
-        client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 3 }).spec, params: {}, buildParallelism: 3, checkpoint: { restoreFromDir: ckpt } }),
-        /restore layout differs: checkpoint \d+ holds state for 6 subtasks, the plan deploys 9 \(task _inline_source_0 at 2, the plan 3; .*\); submit with the parallelism the checkpoint was taken at/,
-      );
+      // At another parallelism the checkpoint is restored rescaled, with the same output.
+      const rescaled = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 3 }).spec, params: {}, buildParallelism: 3, checkpoint: { restoreFromDir: ckpt } });
+      const atThree = await client.waitForCompletion(rescaled.jobId);
+      assert.equal(atThree.ok, true, atThree.error);
+      for (const name of ['windows', 'totals']) assert.deepEqual(sortBy(atThree.collected[name]!), sortBy(expected.collected[name]!), `${name} at 3`);
+      await h.waitForLog(h.coordinator, new RegExp(`^job ${rescaled.jobId}: task _inline_source_0 is restored at parallelism 3 from its 2 subtasks in checkpoint \\d+$`));
 
       const second = await client.submit({
         module: loaded,
@@ -116,9 +117,9 @@ test('exactly once: a keyed window job with the transactional file sink, cancell
   }
 });
 
-test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2 (exactly once) and is refused at 3', async () => {
+test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2, 1, 3 and 8, each exactly once', async () => {
   const { runCli } = await import('../harness/cli.js');
-  const h = await ClusterHarness.start({ workers: 2, slots: 3 });
+  const h = await ClusterHarness.start({ workers: 2, slots: 4 });
   try {
     const { loaded, expected } = await sinkJobAndOutput(h);
     const out = join(h.dir, 'out');
@@ -134,13 +135,18 @@ test('clink savepoint --cancel: a savepoint taken at parallelism 2 restores at 2
     assert.equal(r.stdout.trim(), sp);
     assert.equal((await client.waitForCompletion(jobId)).state, 'CANCELED');
     assert.ok((await readdir(sp)).some((n) => /^COMPLETED-\d+$/.test(n)));
-    await assert.rejects(
-      client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 3, params: { out } }).spec, params: { out }, buildParallelism: 3, checkpoint: { restoreFromDir: sp } }),
-      /restore layout differs: checkpoint \d+ holds state for 4 subtasks, the plan deploys 6/,
-    );
-    const again = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: { out } }).spec, params: { out }, buildParallelism: 2, checkpoint: { restoreFromDir: sp } });
-    assert.equal((await client.waitForCompletion(again.jobId)).ok, true);
-    assert.deepEqual(await visibleLines(out), expected, 'every window result exactly once');
+    // Each restore writes into a copy of what the first run left (committed parts, and the pending parts
+    // the savepoint's commits name), so each must come out exactly the uninterrupted output.
+    for (const parallelism of [2, 1, 3, 8]) {
+      const into = join(h.dir, `out-${parallelism}`);
+      await cp(out, into, { recursive: true });
+      const p = { out: into };
+      const again = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism, params: p }).spec, params: p, buildParallelism: parallelism, checkpoint: { restoreFromDir: sp } });
+      const done = await client.waitForCompletion(again.jobId);
+      assert.equal(done.ok, true, done.error);
+      assert.deepEqual(await visibleLines(into), expected, `every window result exactly once at ${parallelism}`);
+      assert.deepEqual((await readdir(into)).filter((n) => n.startsWith('.')), [], `no hidden leftovers at ${parallelism}`);
+    }
   } finally {
     await h.close();
   }
