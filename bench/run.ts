@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-sql, nexmark-cluster, checkpoint, recovery, takeover, tls, submit, latency, protocol, kafka.
+ * Groups: nexmark-local, nexmark-sql, nexmark-cluster, checkpoint, recovery, rescale, takeover, tls, submit, latency, protocol, kafka.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import type { LatencyResult } from './cluster.js';
 import { CLUSTER_QUERIES, QUERIES, SQL_QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
 import type { RecoveryBench } from './recovery.js';
+import type { RescaleBench } from './rescale.js';
 import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
 import type { KafkaBench } from './kafka.js';
 import type { TlsBench } from './tls.js';
@@ -28,7 +29,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'checkpoint', 'recovery', 'takeover', 'tls', 'submit', 'latency', 'protocol', 'kafka'];
+const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'checkpoint', 'recovery', 'rescale', 'takeover', 'tls', 'submit', 'latency', 'protocol', 'kafka'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -117,6 +118,14 @@ if (wantsGroup('recovery')) {
       { name: `recovery ${r.subtasks} subtasks`, group: 'recovery', ...r },
       `kill -9 of 1 of ${r.workers} workers (median of ${r.runs}): lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, ` +
         `first checkpoint after the restart at ${r.recoveredMs} ms (${r.recoveredMsRange[0]}-${r.recoveredMsRange[1]} ms)`,
+    );
+  }
+}
+if (wantsGroup('rescale')) {
+  for (const r of runScript<RescaleBench[]>('rescale bench', script('rescale.ts'))) {
+    report(
+      { name: `rescale ${r.mode} ${r.from} -> ${r.to} subtasks`, group: 'rescale', ...r },
+      `pause at the sinks ${r.pauseMs} ms (last batch before -> first after); request answered in ${r.requestMs} ms, job stopped ${r.stoppedMs} ms`,
     );
   }
 }

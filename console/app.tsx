@@ -1,7 +1,7 @@
 /**
  * The clink console, served by the coordinator at /: an overview of workers, slots and jobs; a job's
  * graph with live rates and backpressure, its throughput and checkpoint durations over time, its
- * checkpoints and restarts; workers; a submit form. It polls the HTTP API every second; with
+ * checkpoints, restarts and rescales; workers; a submit form. It polls the HTTP API every second; with
  * CLINK_AUTH_TOKEN set, it asks for the token once and sends it as a bearer token.
  */
 import { render } from 'preact';
@@ -70,7 +70,7 @@ function Overview() {
   const workers = usePoll(api.workers, 'workers');
   const [rate, setRate] = useState<number[][]>([[], []]);
   const [last, setLast] = useState<{ at: number; records: number } | undefined>();
-  const running = (jobs.value ?? []).filter((j) => j.state === 'RUNNING' || j.state === 'RESTARTING' || j.state === 'DEPLOYING');
+  const running = (jobs.value ?? []).filter((j) => j.state === 'RUNNING' || j.state === 'RESTARTING' || j.state === 'RESCALING' || j.state === 'DEPLOYING');
   useEffect(() => {
     if (!jobs.value) return;
     const now = Date.now();
@@ -173,6 +173,8 @@ function JobPage({ id }: { id: string }) {
       <Table testId="checkpoints" head={['id', 'kind', 'duration', 'size', 'alignment', 'completed']} rows={[...ckpts].reverse().slice(0, 20).map((c) => [c.checkpointId, c.kind, `${c.durationMs} ms`, `${fmt(c.stateBytes)} B`, `${c.alignmentMs} ms`, when(c.completedAtMs)])} />
       <h3>Restarts</h3>
       <Table testId="restarts" head={['at', 'cause', 'from checkpoint', 'attempt']} rows={j.restarts.map((r) => [when(r.at), r.cause, r.restoredFrom, r.attempt])} />
+      <h3>Rescales</h3>
+      <Table testId="rescales" head={['at', 'changes', 'cause', 'from checkpoint', 'paused']} rows={(j.rescales ?? []).map((r) => [when(r.at), r.changes.join(', '), r.cause, r.restoredFrom, r.runningAt === undefined ? 'redeploying' : `${r.runningAt - r.at} ms`])} />
       <h3>Retries</h3>
       <Table head={['at', 'subtask', 'cause', 'retry']} rows={j.retries.map((r) => [when(r.at), r.subtask, r.cause, r.retry])} />
       <h3>Subtasks</h3>

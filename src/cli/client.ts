@@ -126,6 +126,18 @@ export async function cancelCommand(jobId: string, o: { coordinator: Coordinator
   }
 }
 
+/** `clink rescale`: drain and replan at the new parallelism; prints what changed and how long the job paused. */
+export async function rescaleCommand(jobId: string, o: { coordinator: CoordinatorTarget; parallelism: number; operators: Record<string, number> }): Promise<void> {
+  const client = await connectToLeader(o.coordinator);
+  try {
+    const r = await client.rescale(jobId, o.parallelism, o.operators);
+    if (!r.ok) throw new ClinkError('CLINK_ERR_JOB_FAILED', r.message);
+    process.stdout.write(`${r.message}\n`);
+  } finally {
+    client.close();
+  }
+}
+
 export async function savepointCommand(jobId: string, o: { coordinator: CoordinatorTarget; dir: string; cancel: boolean }): Promise<void> {
   const client = await connectToLeader(o.coordinator);
   try {

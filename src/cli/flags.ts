@@ -18,6 +18,13 @@ export const intArg = (min: number): ((v: string) => number) => flagValue(wholeN
 
 export const positiveInt = intArg(1);
 
+/** `--operator <uid>=<n>`, repeatable: each adds one operator's parallelism. */
+export function operatorTarget(value: string, previous: Record<string, number>): Record<string, number> {
+  const m = /^([^=]+)=(\d+)$/.exec(value);
+  if (!m || Number(m[2]) < 1) throw new InvalidArgumentError(`expected <uid>=<parallelism>, the parallelism a whole number >= 1, got '${value}'`);
+  return { ...previous, [m[1]!]: Number(m[2]) };
+}
+
 export const nonNegativeInt = intArg(0);
 
 export function collectParam(v: string, acc: Record<string, string>): Record<string, string> {

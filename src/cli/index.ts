@@ -10,7 +10,7 @@ import { ClinkError, UserCodeError } from '../errors.js';
 import { parseCoordinators, type Endpoint } from './endpoint.js';
 import type { TlsFlags } from './tls-flags.js';
 import { installInterrupts } from './interrupt.js';
-import { checkTlsFlags, nonNegativeInt, positiveInt } from './flags.js';
+import { checkTlsFlags, nonNegativeInt, operatorTarget, positiveInt } from './flags.js';
 import {
   addOptions,
   autoscaleOptions,
@@ -87,7 +87,7 @@ export async function main(argv: string[]): Promise<number> {
     .addOption(new Option('--log-format <format>', 'log lines as pretty text or JSON [default: pretty on a terminal, json otherwise]').choices(['pretty', 'json']).env('CLINK_LOG_FORMAT'))
     .addOption(new Option('--log-level <level>', "least severe log lines shown [default: info; 'error' for clink run]").choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).env('CLINK_LOG_LEVEL'))
     .hook('preAction', (cmd, action) => {
-      if (['submit', 'jobs', 'cancel', 'savepoint', 'sql'].includes(action.name())) checkTlsFlags(action, action.opts<TlsFlags>(), 'client');
+      if (['submit', 'jobs', 'cancel', 'savepoint', 'rescale', 'sql'].includes(action.name())) checkTlsFlags(action, action.opts<TlsFlags>(), 'client');
       if (action.name() !== 'node') uninstallInterrupts = installInterrupts();
       // Through the environment, so local worker processes and job threads log the same way.
       const o = cmd.opts<{ logFormat?: string; logLevel?: string }>();
@@ -210,6 +210,20 @@ export async function main(argv: string[]): Promise<number> {
     .action(async (jobId: string, o: TargetFlags & { dir: string; cancel?: boolean }) =>
       (await import('./client.js')).savepointCommand(jobId, { coordinator: target(o), dir: o.dir, cancel: o.cancel === true }),
     );
+
+  addOptions(
+    program
+      .command('rescale')
+      .description("change a running job's parallelism (drain and replan through a checkpoint; no restart budget spent)")
+      .argument('<jobId>', 'the job id'),
+    coordinatorTargetOptions(),
+  )
+    .option('--parallelism <n>', "the job's new parallelism (for operators without their own)", positiveInt)
+    .option('--operator <uid=n>', "an operator's own parallelism, by its uid (repeatable)", operatorTarget, {})
+    .action(async (jobId: string, o: TargetFlags & { parallelism?: number; operator: Record<string, number> }, cmd: Command) => {
+      if (o.parallelism === undefined && Object.keys(o.operator).length === 0) cmd.error('error: give --parallelism <n> or --operator <uid>=<n>');
+      await (await import('./client.js')).rescaleCommand(jobId, { coordinator: target(o), parallelism: o.parallelism ?? 0, operators: o.operator });
+    });
 
   addOptions(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'), coordinatorTargetOptions())
     .action(async (jobId: string, o: TargetFlags) => (await import('./client.js')).cancelCommand(jobId, { coordinator: target(o) }));

@@ -71,7 +71,8 @@ export class ProgressDisplay {
       this.drawn = true;
       return;
     }
-    const stateTurned = prev !== undefined && prev.state !== s.state && (prev.state === 'RESTARTING' || s.state === 'RESTARTING');
+    const redeploying = (state: string): boolean => state === 'RESTARTING' || state === 'RESCALING';
+    const stateTurned = prev !== undefined && prev.state !== s.state && (redeploying(prev.state) || redeploying(s.state));
     if (restarted || retried || stateTurned || t - this.lastPlainAt >= this.plainIntervalMs) {
       this.lastPlainAt = t;
       this.out.write(this.line(s, t) + (restarted ? `  (restart: ${s.lastRestartCause})` : '') + '\n');

@@ -261,6 +261,15 @@ export class ClusterClient {
     return { ok: r.ok, message: r.message, path: r.savepointPath };
   }
 
+  /**
+   * Rescale a running job (drain and replan): to `parallelism` (0 keeps it) and `operators` at their own.
+   * Resolves once it runs again, or refused; the wait covers a checkpoint, the drain and the redeploy.
+   */
+  async rescale(jobId: string, parallelism: number, operators: Record<string, number> = {}, timeoutMs = 300_000): Promise<{ ok: boolean; message: string }> {
+    const r = await this.request(makeMessage('RescaleJob', { jobId, parallelism, operators: Object.entries(operators).map(([operatorId, n]) => ({ operatorId, parallelism: n })) }), 'ClientReply', timeoutMs);
+    return { ok: r.ok, message: r.message };
+  }
+
   close(): void {
     this.conn.close();
   }

@@ -100,10 +100,8 @@ export class CheckpointCoordinator {
    */
   async savepoint(job: JobState, dir: string, cancelAfter: boolean): Promise<SavepointResult> {
     if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
-    if (this.busy(job)) await this.whenIdle(job, SAVEPOINT_WAIT_FOR_IDLE_MS);
-    if (job.state !== 'RUNNING') return { ok: false, message: `job ${job.id} is ${job.state}, not RUNNING`, path: '' };
-    if (this.busy(job)) return { ok: false, message: `job ${job.id} has a checkpoint in progress; try again`, path: '' };
-    if (job.subtasks.some((t) => t.finished)) return { ok: false, message: `a savepoint needs every subtask of job ${job.id} running`, path: '' };
+    const refused = await this.readyFor(job, 'a savepoint');
+    if (refused) return { ok: false, message: refused, path: '' };
     const target = resolvePath(dir);
     let id: number;
     try {
@@ -115,6 +113,38 @@ export class CheckpointCoordinator {
     const result = await new Promise<SavepointResult>((done) => this.begin(job, id, { dir: target, done }));
     if (result.ok && cancelAfter) this.deps.cancel(job.id, `cancelled after savepoint ${id}`);
     return result;
+  }
+
+  /**
+   * Take a checkpoint of the job's own now (a rescale restores from it): as a savepoint waits, but into
+   * the job's checkpoint directory. Resolves once its marker is durable, with its id, or refused.
+   */
+  async checkpointNow(job: JobState, what: string): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
+    if (!job.checkpoint.checkpointDir) return { ok: false, message: `${what} restores from a checkpoint, and job ${job.id} has no checkpoint directory; submit it with --checkpoint-dir` };
+    const refused = await this.readyFor(job, what);
+    if (refused) return { ok: false, message: refused };
+    let id: number;
+    try {
+      id = await this.claim(job, jobDir(job.checkpoint.checkpointDir, job.id));
+    } catch (err) {
+      this.claimed(job);
+      return { ok: false, message: `${what}: could not claim a checkpoint id: ${(err as Error).message}` };
+    }
+    if (job.state !== 'RUNNING') {
+      this.claimed(job);
+      return { ok: false, message: `job ${job.id} is ${job.state}, not RUNNING` };
+    }
+    const r = await new Promise<{ ok: boolean; message: string }>((done) => this.begin(job, id, undefined, false, done));
+    return r.ok ? { ok: true, checkpointId: id } : { ok: false, message: `${what}: ${r.message}` };
+  }
+
+  /** Why a checkpoint asked for now cannot be taken (after waiting a while for one in flight), or undefined. */
+  private async readyFor(job: JobState, what: string): Promise<string | undefined> {
+    if (this.busy(job)) await this.whenIdle(job, SAVEPOINT_WAIT_FOR_IDLE_MS);
+    if (job.state !== 'RUNNING') return `job ${job.id} is ${job.state}, not RUNNING`;
+    if (this.busy(job)) return `job ${job.id} has a checkpoint in progress; try again`;
+    if (job.subtasks.some((t) => t.finished)) return `${what} needs every subtask of job ${job.id} running`;
+    return undefined;
   }
 
   /** A source subtask reached the end of its input and asks for the final checkpoint. */
@@ -160,6 +190,7 @@ export class CheckpointCoordinator {
     job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
+    p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${reason}` });
     p.span?.end({ 'clink.checkpoint.outcome': 'aborted' }, reason);
     this.deps.metrics.checkpointsAborted.inc();
     this.deps.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
@@ -183,6 +214,7 @@ export class CheckpointCoordinator {
   forget(job: JobState, cause: string): void {
     const p = job.pendingCheckpoint;
     p?.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${cause}`, path: '' });
+    p?.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${cause}` });
     p?.span?.end({ 'clink.checkpoint.outcome': 'abandoned' }, cause);
     job.pendingCheckpoint = undefined;
     delete job.finalRequests;
@@ -208,7 +240,7 @@ export class CheckpointCoordinator {
   }
 
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
-  private begin(job: JobState, id: number, savepoint?: Pending['savepoint'], final = false): void {
+  private begin(job: JobState, id: number, savepoint?: Pending['savepoint'], final = false, requested?: Pending['requested']): void {
     job.startingCheckpoint = false;
     const now = this.deps.clock.now();
     const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
@@ -221,6 +253,7 @@ export class CheckpointCoordinator {
       files: {},
       alignmentMs: 0,
       ...(savepoint ? { savepoint } : {}),
+      ...(requested ? { requested } : {}),
       ...(final ? { final } : {}),
     };
     this.deps.postToJob(
@@ -269,6 +302,7 @@ export class CheckpointCoordinator {
     if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.deployedAt >= this.deps.restartBudgetResetAfterMs) job.restartsSpent = 0;
     log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
     this.deps.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
+    p.requested?.({ ok: true, message: `checkpoint ${p.id} of job ${job.id} completed` });
     if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
     else {
       const retained = job.checkpoint.checkpointsRetained;

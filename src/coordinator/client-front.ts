@@ -9,6 +9,7 @@ import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, type ClientSessions
 import type { JobState, JobView } from './job-state.js';
 import { checkSubmitSdk } from './job-submission.js';
 import { toSummary } from './job-views.js';
+import type { RescaleOutcome, RescaleRequest } from './rescaler.js';
 
 /** What clients may ask of the coordinator. */
 export interface ClientRequests {
@@ -18,6 +19,7 @@ export interface ClientRequests {
   listJobs(includeCompleted: boolean): JobView[];
   cancel(jobId: string, reason: string): { ok: boolean; message: string };
   savepoint(jobId: string, dir: string, cancelAfter: boolean): Promise<{ ok: boolean; message: string; path: string }>;
+  rescale(jobId: string, request: RescaleRequest, cause: string): Promise<RescaleOutcome>;
   /** The client's session closed: a job it submitted has no one to tell when it ends. */
   forget(c: ClientSession): void;
 }
@@ -76,8 +78,11 @@ export class ClientFront {
         return reply(makeMessage('ClientReply', { requestKind: MessageKind.Savepoint, ok: r.ok, jobId: m.jobId, message: r.message, savepointPath: r.path }));
       }
       case 'RescaleJob':
-      case 'RescaleOperator':
-        return reply(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: false, jobId: m.jobId, message: `${m.type} is not supported by this coordinator yet` }));
+      case 'RescaleOperator': {
+        const request = m.type === 'RescaleJob' ? { parallelism: m.parallelism, operators: Object.fromEntries(m.operators.map((o) => [o.operatorId, o.parallelism])) } : { parallelism: 0, operators: { [m.operatorId]: m.parallelism } };
+        const r = await this.requests.rescale(m.jobId, request, `client ${c.name}`);
+        return reply(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: r.ok, jobId: m.jobId, message: r.message }));
+      }
       default:
         throw new FrameDecodeError(`a client may not send ${m.type}`);
     }

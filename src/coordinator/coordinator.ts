@@ -39,6 +39,15 @@ import { ModuleCache } from './module-cache.js';
 import { SlotWaiter } from './slot-waiter.js';
 import { WorkerRegistry, type DepartedSession } from './worker-registry.js';
 import { recordHeartbeat } from './task-metrics.js';
+import { Rescaler, type RescaleOutcome, type RescaleRequest } from './rescaler.js';
+import { defaultCacheDir, planInThread } from '../loader/index.js';
+import type { JobGraphSpec } from '../plan/index.js';
+
+/** A rescale's plan: the job's module built again at the new parallelism, in a plan thread. */
+async function planRescale(module: CachedModule, parallelism: number, params: Record<string, string>, parallelismOf: Record<string, number>): Promise<JobGraphSpec> {
+  const planned = await planInThread({ module: { code: module.bytes, sourceMap: module.sourceMap }, parallelism, params, parallelismOf, cacheDir: defaultCacheDir(), label: `job module ${module.sha256.slice(0, 12)}` });
+  return planned.spec;
+}
 
 export interface CoordinatorDeps {
   log: Logger;
@@ -80,6 +89,7 @@ export class Coordinator {
   private readonly deployer: Deployer;
   private readonly checkpoints: CheckpointCoordinator;
   private readonly recovery: JobRecovery;
+  private readonly rescaler: Rescaler;
   /** What every JobMaster is built with. */
   private readonly jobDeps: JobMasterDeps;
   private readonly ha: HaJobs | undefined;
@@ -158,6 +168,20 @@ export class Coordinator {
       finishSubtask: (job, st, error) => this.onJob(job, (j) => j.finishSubtask(st, error)),
       deploy: (job, placement, restore) => this.deployer.deploy(job, placement, restore),
     });
+    this.rescaler = new Rescaler({
+      clock,
+      log,
+      checkpoints: this.checkpoints,
+      recovery: this.recovery,
+      plan: planRescale,
+      totalSlots: () => [...registry.sessions.values()].reduce((n, s) => n + s.slots, 0),
+      slotSharing: this.config.slotSharing,
+      persist: async (job) => {
+        const staged = job.rescaling;
+        if (staged) await this.ha?.persist(job, { specJson: staged.specJson, params: job.params, buildParallelism: staged.buildParallelism, checkpoint: job.checkpoint });
+      },
+      settleTimeoutMs: this.config.restartDrainTimeoutMs + this.config.restartCapacityTimeoutMs,
+    });
     this.jobDeps = {
       clock,
       log,
@@ -184,6 +208,7 @@ export class Coordinator {
         listJobs: (all) => this.listJobs(all),
         cancel: (jobId, reason) => this.cancel(jobId, reason),
         savepoint: (jobId, dir, cancelAfter) => this.savepoint(jobId, dir, cancelAfter),
+        rescale: (jobId, request, cause) => this.rescale(jobId, request, cause),
         forget: (c) => {
           for (const j of this.jobs.runningJobs()) if (j.client === c) delete j.client;
         },
@@ -282,6 +307,13 @@ export class Coordinator {
     const master = this.jobs.master(jobId);
     if (!master) return { ok: false, message: `no running job ${jobId}`, path: '' };
     return this.checkpoints.savepoint(master.job, dir, cancelAfter);
+  }
+
+  /** Rescale a running job by drain and replan (see Rescaler); resolves once it runs again, or refused. */
+  async rescale(jobId: string, request: RescaleRequest, cause: string): Promise<RescaleOutcome> {
+    const master = this.jobs.master(jobId);
+    if (!master) return { ok: false, code: 'CLINK_ERR_NOT_FOUND', message: `no running job ${jobId}` };
+    return this.rescaler.rescale(master.job, request, cause);
   }
 
   /** Completed checkpoints of a job (newest last). */

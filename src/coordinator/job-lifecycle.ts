@@ -8,7 +8,9 @@
  *   DEPLOYING  -> FINISHED     every subtask finished before the job was seen running
  *   RUNNING    -> RESTARTING   as from DEPLOYING
  *   RUNNING    -> FINISHED     every subtask finished (and a final checkpoint, if any, completed)
+ *   RUNNING    -> RESCALING    a rescale's checkpoint completed: the job drains to be deployed again
  *   RESTARTING -> DEPLOYING    survivors drained, slots found: the next attempt is deployed
+ *   RESCALING  -> DEPLOYING    drained (a worker lost meanwhile changes nothing): deployed at the new parallelism
  *   any live   -> FAILED       a failure with no restart or retry left, a drain or capacity timeout
  *   any live   -> CANCELED     a client's cancel, a savepoint with --cancel
  *
@@ -16,12 +18,13 @@
  * while the region drains and is deployed again.
  */
 
-export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'RESCALING' | 'FINISHED' | 'FAILED' | 'CANCELED';
 
 export const JOB_TRANSITIONS: Readonly<Record<JobStateName, readonly JobStateName[]>> = {
   DEPLOYING: ['RUNNING', 'RESTARTING', 'FINISHED', 'FAILED', 'CANCELED'],
-  RUNNING: ['RESTARTING', 'FINISHED', 'FAILED', 'CANCELED'],
+  RUNNING: ['RESTARTING', 'RESCALING', 'FINISHED', 'FAILED', 'CANCELED'],
   RESTARTING: ['DEPLOYING', 'FAILED', 'CANCELED'],
+  RESCALING: ['DEPLOYING', 'FAILED', 'CANCELED'],
   FINISHED: [],
   FAILED: [],
   CANCELED: [],
@@ -36,6 +39,11 @@ export class IllegalTransitionError extends Error {
     super(`illegal job state transition ${from} -> ${to} (${what}); legal from ${from}: ${JOB_TRANSITIONS[from].join(', ') || 'none (terminal)'}`);
     this.name = 'IllegalTransitionError';
   }
+}
+
+/** Draining to be deployed again: after a failure (RESTARTING) or for a rescale (RESCALING). */
+export function isRedeploying(state: JobStateName): boolean {
+  return state === 'RESTARTING' || state === 'RESCALING';
 }
 
 /** A state nothing leaves. */

@@ -13,7 +13,7 @@ import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { MAX_JOB_COLLECTED_BYTES } from './config.js';
 import type { Deployer } from './deployer.js';
 import { firstLine, type Failure, type FailureDecision } from './failure-handler.js';
-import { isTerminal, transition } from './job-lifecycle.js';
+import { isRedeploying, isTerminal, transition } from './job-lifecycle.js';
 import type { JobRecovery } from './job-recovery.js';
 import { releaseSlot, type JobState, type SubtaskState, type WorkerSession } from './job-state.js';
 
@@ -80,6 +80,8 @@ export class JobMaster {
     }
     job.state = transition(job.state, 'RUNNING', `job ${job.id}`);
     job.runningAt = this.deps.clock.now();
+    const rescale = job.rescales.at(-1);
+    if (rescale && rescale.attempt === job.attempt && rescale.runningAt === undefined) rescale.runningAt = job.runningAt;
     this.deps.log.info({ jobId: job.id }, `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${workers} workers`);
   }
 
@@ -88,7 +90,7 @@ export class JobMaster {
     const st = this.subtaskOf(m.taskId, m.subtaskIndex, s);
     if (!st || st.finished) return;
     this.finishSubtask(st, m.ok ? undefined : m.error || 'failed');
-    if (job.state === 'RESTARTING') {
+    if (isRedeploying(job.state)) {
       // A survivor drained: what it did belongs to the abandoned attempt.
       this.deps.recovery.maybeRedeploy(job);
       return;
@@ -121,14 +123,14 @@ export class JobMaster {
     if (mine.length === 0) return;
     for (const st of mine) this.finishSubtask(st, error);
     // Lost while draining for a restart: those subtasks are gone either way; the restart goes on.
-    if (this.job.state === 'RESTARTING') this.deps.recovery.maybeRedeploy(this.job);
+    if (isRedeploying(this.job.state)) this.deps.recovery.maybeRedeploy(this.job);
     else if (this.handleFailure({ error }) === 'fail') this.maybeComplete();
   }
 
   /** The watchdog's sweep: drains that overran, and a peer failure whose cause never showed. */
   tick(now: number): void {
     const job = this.job;
-    if (job.state === 'RESTARTING') this.deps.recovery.checkDrain(job, now);
+    if (isRedeploying(job.state)) this.deps.recovery.checkDrain(job, now);
     else if (job.retrying.size > 0) this.deps.recovery.checkRetryDrain(job, now);
     if (job.peerFailure && job.state === 'RUNNING' && now - job.peerFailure.at > this.deps.peerVerdictMs) {
       // A peer connection broke and no worker was declared lost: heal it the same way.
@@ -178,7 +180,7 @@ export class JobMaster {
   /** The job ends once every subtask has finished and nothing (a restart, a retry, a final checkpoint) is still to come. */
   maybeComplete(): void {
     const job = this.job;
-    if (job.finishedAt !== undefined || job.state === 'RESTARTING' || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
+    if (job.finishedAt !== undefined || isRedeploying(job.state) || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
     // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
     if (job.state === 'RUNNING' && (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.deps.checkpoints.finalWanted(job)))) return;
     // A checkpoint whose acks were all in is still writing its marker (and pruning older ones): a client

@@ -7,15 +7,15 @@
  */
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
-import { slotNeed, subtaskKey } from '../plan/index.js';
+import { failoverRegions, slotNeed, subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { hasCompletedCheckpoint, jobDir, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } from './config.js';
 import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
-import { transition } from './job-lifecycle.js';
-import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
+import { isRedeploying, transition } from './job-lifecycle.js';
+import type { JobState, StagedRescale, SubtaskState, WorkerSession } from './job-state.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { recordRestore } from './deployer.js';
 import type { SlotWaiter } from './slot-waiter.js';
@@ -118,6 +118,21 @@ export class JobRecovery {
     this.maybeRedeploy(job);
   }
 
+  /**
+   * A rescale's checkpoint completed: stop the job and, once it has drained, deploy it from that
+   * checkpoint with the staged plan (no restart budget spent, no backoff).
+   */
+  beginRescale(job: JobState, staged: StagedRescale): void {
+    job.state = transition(job.state, 'RESCALING', `job ${job.id}`);
+    job.rescaling = staged;
+    job.restarting = { cause: `rescale (${staged.changes.join(', ')})`, since: this.deps.clock.now(), span: (this.deps.tracer ?? NO_TRACING).start('clink.rescale', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.rescale.mode': 'drain_and_replan' }) };
+    this.deps.checkpoints.forget(job, 'rescaling');
+    delete job.peerFailure;
+    this.deps.log.info({ jobId: job.id, checkpointId: staged.checkpointId }, `job ${job.id} (${job.name}) rescaling (${staged.changes.join(', ')}) from checkpoint ${staged.checkpointId}: draining`);
+    this.deps.postToJob(job, makeMessage('CancelJob', { jobId: job.id, reason: `rescaling (${staged.changes.join(', ')})` }));
+    this.maybeRedeploy(job);
+  }
+
   /** A survivor that neither drains nor dies within restartDrainTimeoutMs fails the job, named. */
   checkDrain(job: JobState, now: number): void {
     const r = job.restarting;
@@ -143,10 +158,11 @@ export class JobRecovery {
   }
 
   maybeRedeploy(job: JobState): void {
-    if (job.state !== 'RESTARTING' || !job.subtasks.every((t) => t.finished)) return;
+    if (!isRedeploying(job.state) || !job.subtasks.every((t) => t.finished)) return;
     this.redeploy(job).catch((err: unknown) => {
       job.restarting?.span?.end({ 'clink.restart.outcome': 'failed' }, (err as Error).message);
-      this.deps.failJob(job, `restart after ${job.restarting?.cause ?? 'a worker loss'} failed: ${(err as Error).message}`);
+      const what = job.rescaling ? job.restarting?.cause ?? 'rescale' : `restart after ${job.restarting?.cause ?? 'a worker loss'}`;
+      this.deps.failJob(job, `${what} failed: ${(err as Error).message}`);
       this.deps.maybeComplete(job);
     });
   }
@@ -155,31 +171,52 @@ export class JobRecovery {
     const { cause, since, backoffMs = 0, span } = job.restarting!;
     // Exponential backoff between restarts: a job that fails again at once does not spin the cluster.
     if (backoffMs > 0) await this.deps.slots.wait(backoffMs);
-    if (job.state !== 'RESTARTING' || this.deps.stopping()) return;
+    if (!isRedeploying(job.state) || this.deps.stopping()) return;
     // A checkpoint completing as the failure came: survivors may commit it, so the restore starts from it.
     await job.markerWrite?.catch(() => undefined);
     const restore = await this.restorePoint(job);
     if (restore && job.checkpoint.checkpointDir) await this.store.recordRestore(job.checkpoint.checkpointDir, job.id, restore, this.deps.config.epoch);
-    const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing);
+    const staged = job.rescaling;
+    const plan = staged?.plan ?? job.plan;
+    const subtasks = placementSubtasks(plan, this.deps.config.slotSharing);
     // From the placement to the deploy nothing awaits (see submit).
     const placement = await this.deps.slots.place(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, {
-      giveUp: () => job.state !== 'RESTARTING',
+      giveUp: () => !isRedeploying(job.state),
       registrationRestartsClock: true,
-      detail: slotNeed(job.plan, this.deps.config.slotSharing).detail,
+      detail: slotNeed(plan, this.deps.config.slotSharing).detail,
     });
-    if (job.state !== 'RESTARTING') return;
+    if (!isRedeploying(job.state)) return;
     job.attempt++;
     job.restarting = undefined;
     job.state = transition(job.state, 'DEPLOYING', `job ${job.id}`);
     job.checkpointFloor = Math.max(job.checkpointFloor, restore?.checkpointId ?? 0);
     job.lastCheckpointAt = this.deps.clock.now();
-    job.restarts.push({ at: since, deployedAt: this.deps.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
+    if (staged) this.applyRescale(job, staged, since, restore?.checkpointId ?? 0);
+    else job.restarts.push({ at: since, deployedAt: this.deps.clock.now(), cause, restoredFrom: restore?.checkpointId ?? 0, attempt: job.attempt });
     this.deps.deploy(job, placement, restore);
     span?.end({ 'clink.restart.outcome': 'redeployed', 'clink.restart.restored_from': restore?.checkpointId ?? 0, 'clink.job.attempt': job.attempt });
     this.deps.log.info(
       { jobId: job.id, attempt: job.attempt, restoredFrom: restore?.checkpointId ?? 0 },
       `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,
     );
+  }
+
+  /** The job takes the staged plan: its spec, plan, regions and parallelism settings from here on. */
+  private applyRescale(job: JobState, staged: StagedRescale, since: number, restoredFrom: number): void {
+    job.spec = staged.spec;
+    job.plan = staged.plan;
+    job.specJson = staged.specJson;
+    job.buildParallelism = staged.buildParallelism;
+    job.parallelismOf = staged.parallelismOf;
+    job.regions = failoverRegions(staged.plan);
+    job.regionOf = new Map(job.regions.flatMap((keys, i) => keys.map((k) => [k, i] as const)));
+    job.progress.clear();
+    job.subtaskProgress.clear();
+    // The earlier layout's subtasks (all drained) are not the new one's: none of them is deployed again.
+    for (const t of job.subtasks) job.collectedBytes -= t.collected?.length ?? 0;
+    job.subtasks = [];
+    job.rescaling = undefined;
+    job.rescales.push({ requestedAt: staged.requestedAt, at: since, deployedAt: this.deps.clock.now(), changes: staged.changes, restoredFrom, attempt: job.attempt, cause: staged.cause });
   }
 
   /**

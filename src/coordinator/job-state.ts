@@ -13,6 +13,36 @@ import type { SubtaskSample } from './task-metrics.js';
 import type { Span } from '../metrics/index.js';
 
 /** One restart of a job after a worker loss. */
+/** A rescale carried out (drain and replan): what changed, from which checkpoint, and how long the job paused. */
+export interface JobRescale {
+  /** When it was asked for, and when the job stopped (its checkpoint completed, the drain began). */
+  requestedAt: number;
+  at: number;
+  /** When the new attempt was deployed, and when it was running again (absent until it is). */
+  deployedAt: number;
+  runningAt?: number;
+  /** Each task whose parallelism changed: `<task> <from> -> <to>`. */
+  changes: string[];
+  /** The checkpoint it restored from (the one it took). */
+  restoredFrom: number;
+  attempt: number;
+  /** Who asked: a client, the HTTP API, the autoscaler (with its reason). */
+  cause: string;
+}
+
+/** A rescale between its checkpoint and its redeploy: the plan the job is deployed with next. */
+export interface StagedRescale {
+  spec: JobGraphSpec;
+  plan: PhysicalPlan;
+  specJson: string;
+  buildParallelism: number;
+  parallelismOf: Record<string, number>;
+  changes: string[];
+  checkpointId: number;
+  requestedAt: number;
+  cause: string;
+}
+
 export interface JobRestart {
   /** When the loss was acted on (the survivors told to stop). */
   at: number;
@@ -139,6 +169,8 @@ export interface JobState {
     alignmentMs: number;
     /** For a savepoint: where it goes, and who waits for it. */
     savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
+    /** A checkpoint of the job's own asked for (a rescale's): who waits for it. */
+    requested?: (r: { ok: boolean; message: string }) => void;
     final?: boolean;
     /** Its clink.checkpoint span (OTLP), ended with the checkpoint. */
     span?: Span;
@@ -158,6 +190,12 @@ export interface JobState {
   /** The deploy attempt running: 0 at submit, one more at each restart. */
   attempt: number;
   restarts: JobRestart[];
+  /** Rescales carried out; they spend no restart budget. */
+  rescales: JobRescale[];
+  /** While RESCALING: the plan it is deployed with next. */
+  rescaling?: StagedRescale;
+  /** Operators' parallelism set by rescales (`--operator uid=N`), kept across later ones. */
+  parallelismOf: Record<string, number>;
   /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
   restartsSpent: number;
   /** While RESTARTING: the loss being healed, when the drain began, and the backoff before the redeploy. */
@@ -195,6 +233,8 @@ export interface JobView {
   subtasks: { taskId: string; index: number; workerId: string; attempt: number; finished: boolean; error?: string }[];
   /** Each restart after a worker loss: when, why, and the checkpoint it resumed from. */
   restarts: JobRestart[];
+  /** Each rescale (drain and replan): what changed, the checkpoint it restored from, and when it ran again. */
+  rescales: JobRescale[];
   /** Each retry of a failed subtask's failover region (jobs without checkpoints). */
   retries: JobRetry[];
   /** The delivery guarantee it runs with end to end, and the source or sink that limits it ('' when none does). */

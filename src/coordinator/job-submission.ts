@@ -112,6 +112,8 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     lastCheckpointAt: clock.now(),
     attempt: 0,
     restarts: [],
+    rescales: [],
+    parallelismOf: {},
     restartsSpent: 0,
     checkpoints: [],
     checkpointsCompleted: 0,

@@ -27,6 +27,7 @@ export function jobView(j: JobState, now: number): JobView {
     edges: j.edges,
     subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, attempt: t.attempt, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
     restarts: j.restarts,
+    rescales: j.rescales,
     retries: j.retries,
     guarantee: j.guarantee,
     checkpointsCompleted: j.checkpointsCompleted,

@@ -1,5 +1,5 @@
 /**
- * A coordinator's routes: jobs (list, detail, checkpoints, cancel, savepoint) and workers. A standby
+ * A coordinator's routes: jobs (list, detail, checkpoints, cancel, savepoint, rescale) and workers. A standby
  * (no coordinator until it is elected) answers them 503 naming where the leader is.
  */
 import type { FastifyInstance } from 'fastify';
@@ -7,7 +7,7 @@ import type { Coordinator } from '../coordinator/index.js';
 import { sendError } from './errors.js';
 import { sqlRoutes } from './sql-route.js';
 import { submitRoute } from './submit-route.js';
-import { ActionReply, CheckpointList, ErrorReply, JobDetail, JobIdParams, JobList, SavepointBody, SavepointReply, WorkerList } from './schemas.js';
+import { ActionReply, CheckpointList, ErrorReply, JobDetail, JobIdParams, JobList, RescaleBody, RescaleReply, SavepointBody, SavepointReply, WorkerList } from './schemas.js';
 
 type Health = () => { ok: boolean; status: string } & Record<string, unknown>;
 
@@ -46,6 +46,25 @@ export function coordinatorRoutes(api: FastifyInstance, current: () => Coordinat
       if (!c.job(req.params.id)) return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', noJob(req.params.id));
       const r = await c.savepoint(req.params.id, req.body.dir, req.body.cancel ?? false);
       return r.ok ? r : sendError(reply, 409, 'CLINK_ERR_STATE', r.message);
+    },
+  );
+  api.post<ById & { Body: { parallelism?: number; operators?: Record<string, number> } }>(
+    '/api/v1/jobs/:id/rescale',
+    {
+      schema: {
+        summary: 'rescale a running job by drain and replan (a checkpoint, a stop, a redeploy from it at the new parallelism); answers once it runs again',
+        params: JobIdParams,
+        body: RescaleBody,
+        response: { 200: RescaleReply, 409: ErrorReply, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const c = coordinator();
+      if (!c.job(req.params.id)) return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', noJob(req.params.id));
+      const r = await c.rescale(req.params.id, { parallelism: req.body.parallelism ?? 0, operators: req.body.operators ?? {} }, 'the HTTP API');
+      if (r.ok) return r;
+      const status = r.code === 'CLINK_ERR_NOT_FOUND' ? 404 : r.code === 'CLINK_ERR_STATE' || r.code === 'CLINK_ERR_NOT_ENOUGH_SLOTS' ? 409 : 400;
+      return sendError(reply, status, r.code, r.message);
     },
   );
   api.get('/api/v1/workers', { schema: { summary: 'live workers (slots, address, what runs on each, how its last session ended) and the sessions that ended', response: { 200: WorkerList, ...errors } } }, async () => {

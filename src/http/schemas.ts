@@ -23,9 +23,19 @@ const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 /** Every error reply: a stable code from docs/errors.md and a message saying what to do. */
 export const ErrorReply = open({ code: str('a CLINK_ERR_* code (docs/errors.md)'), message: str() }, ['code', 'message']);
 
-const JOB_STATES = ['CREATED', 'DEPLOYING', 'RUNNING', 'RESTARTING', 'FINISHED', 'FAILED', 'CANCELED'];
+const JOB_STATES = ['CREATED', 'DEPLOYING', 'RUNNING', 'RESTARTING', 'RESCALING', 'FINISHED', 'FAILED', 'CANCELED'];
 
 const Restart = open({ at: int(), deployedAt: int(), cause: str(), restoredFrom: int('the checkpoint it resumed from (0: the beginning)'), attempt: int() });
+const Rescale = open({
+  requestedAt: int(),
+  at: int('when the job stopped (its checkpoint completed)'),
+  deployedAt: int(),
+  runningAt: int('when it ran again (absent until it does)'),
+  changes: list(str(), '<task> <from> -> <to>'),
+  restoredFrom: int('the checkpoint it took and restored from'),
+  attempt: int(),
+  cause: str('who asked (a client, the HTTP API, the autoscaler and why)'),
+});
 const Retry = open({ at: int(), deployedAt: int(), subtask: str('<task>#<index>'), workerId: str(), cause: str(), retry: int(), subtasks: int('subtasks re-run (the failover region)') });
 
 export const JobSummary = open(
@@ -44,6 +54,7 @@ export const JobSummary = open(
     edges: open({ local: int('channels inside one worker (pointer passes)'), socket: int('channels across processes') }),
     subtasks: list(open({ taskId: str(), index: int(), workerId: str(), attempt: int(), finished: bool(), error: str() }, ['taskId', 'index', 'workerId', 'attempt', 'finished'])),
     restarts: list(Restart, 'restarts from a checkpoint, with their causes'),
+    rescales: list(Rescale, 'rescales (drain and replan), newest last'),
     retries: list(Retry, 'region retries (jobs without checkpoints)'),
     guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
     checkpointsCompleted: int('checkpoints (of every kind) it has completed'),
@@ -148,6 +159,16 @@ export const ConfigReply = open({ role: str() }, ['role']);
 export const ConnectorList = open({ connectors: list({ type: 'object', additionalProperties: true }) });
 export const ActionReply = open({ ok: bool(), message: str() }, ['ok', 'message']);
 export const SavepointReply = open({ ok: bool(), message: str(), path: str() }, ['ok', 'message', 'path']);
+
+export const RescaleBody = {
+  type: 'object',
+  properties: {
+    parallelism: { type: 'integer', minimum: 1, description: "the job's new parallelism (operators without their own)" },
+    operators: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 }, description: "operators' own parallelism, by uid" },
+  },
+  additionalProperties: false,
+};
+export const RescaleReply = open({ ok: bool(), message: str(), changes: list(str(), '<task> <from> -> <to>'), checkpointId: int('the checkpoint it restored from'), pauseMs: int('from the job stopping to it running again') }, ['ok', 'message', 'changes', 'checkpointId', 'pauseMs']);
 
 export const JobIdParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 128 } }, required: ['id'] };
 export const SavepointBody = {

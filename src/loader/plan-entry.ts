@@ -23,7 +23,7 @@ async function plan(): Promise<PlanReply> {
           return { code, sourceMap: request.module.sourceMap, sha256: '', sdk: bundleSdk(code) ?? localSdk() };
         })();
   const { job, sha256 } = await loadJobBundle(compiled.code, { cacheDir: request.cacheDir, sourceMap: compiled.sourceMap, label: request.label });
-  const build = (): JobGraphSpec => buildJob(job, { parallelism: request.parallelism, params: request.params }).spec;
+  const build = (): JobGraphSpec => buildJob(job, { parallelism: request.parallelism, params: request.params, ...(request.parallelismOf ? { parallelismOf: request.parallelismOf } : {}) }).spec;
   const spec = build();
   // Every worker builds it again: a build that gives another graph the second time is refused here.
   refuseOnErrors(determinismFindings(spec, build));

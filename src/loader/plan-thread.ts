@@ -18,6 +18,8 @@ export interface PlanRequest {
   module: { path: string } | { code: Uint8Array; sourceMap: Uint8Array };
   parallelism: number;
   params: Record<string, string>;
+  /** Operators' parallelism by id, over what the build function gives them (a rescale's targets). */
+  parallelismOf?: Record<string, number>;
   cacheDir: string;
   /** How errors name the module (`job module upload.ts`). */
   label: string;

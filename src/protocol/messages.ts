@@ -75,6 +75,11 @@ export const DeploymentTask = struct('DeploymentTask', {
   restoreParallelism: tail(u32, 0, "the task's parallelism in the restored checkpoint when it differs (a rescaled restore); 0 = the same"),
 });
 
+export const OperatorParallelism = struct('OperatorParallelism', {
+  operatorId: field(string, 'the operator id (its uid)'),
+  parallelism: field(u32),
+});
+
 export const EdgePort = struct('EdgePort', {
   inputIndex: field(u32, 'which input of the downstream subtask'),
   upstreamTaskId: field(string),
@@ -223,9 +228,10 @@ export const MESSAGES = {
   ListJobs: message(14, 'client->coordinator', 'list running and recently completed jobs', {
     includeCompleted: tail(bool, true),
   }),
-  RescaleJob: message(15, 'client->coordinator', "change a whole job's parallelism", {
+  RescaleJob: message(15, 'client->coordinator', "change a job's parallelism: the whole job's, and operators' own", {
     jobId: field(string),
-    parallelism: field(u32),
+    parallelism: field(u32, "the job's parallelism; 0 = keep it (only operators change)"),
+    operators: tail(list(OperatorParallelism), [], "operators' own parallelism, by id (uid)"),
   }),
 
   // coordinator -> client

@@ -57,6 +57,27 @@ describe('clink submit, jobs and cancel against a running cluster', () => {
     assert.match(again.stderr, /already ended \(CANCELED\)/);
   });
 
+  test('rescale: --parallelism rescales a running job and prints what changed; bad usage exits 2, a refusal 1', async () => {
+    const r = await clink(['submit', join(FIXTURES, 'unbounded.ts'), at, '-p', '2', '--checkpoint-dir', join(h.dir, 'ck-rescale'), '--checkpoint-interval-ms', '200'], h.dir);
+    assert.equal(r.code, 0, r.stderr);
+    const jobId = r.stdout.trim();
+    await h.waitForJob(jobId, ['RUNNING']);
+    const none = await clink(['rescale', jobId, at], h.dir);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /^error: give --parallelism <n> or --operator <uid>=<n>/);
+    const bad = await clink(['rescale', jobId, at, '--operator', 'map'], h.dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /expected <uid>=<parallelism>, the parallelism a whole number >= 1, got 'map'/);
+    const unknown = await clink(['rescale', jobId, at, '--operator', 'nope=2'], h.dir);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, new RegExp(`^error: rescale of job ${jobId} refused: job 'unbounded' has no operator 'nope'; its operators are `));
+    const ok = await clink(['rescale', jobId, at, '--parallelism', '3'], h.dir);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, new RegExp(`^job ${jobId} rescaled \\(_inline_source_0 2 -> 3, .*\\) from checkpoint \\d+; it paused \\d+ ms\n$`));
+    assert.equal((await clink(['cancel', jobId, at], h.dir)).code, 0);
+    await h.waitForJob(jobId, ['CANCELED']);
+  });
+
   test("slot sharing: the README's two workers of 4 slots run -p 8; a second slot sharing group is refused, naming the groups", async () => {
     const r = await clink(['submit', join(FIXTURES, 'shared-slots.ts'), at, '-p', '8', '--wait', '--output', 'json'], h.dir);
     assert.equal(r.code, 0, r.stderr);

@@ -123,7 +123,9 @@ describe('the additive-tail idiom', () => {
   }
 
   /** Tail fields a message gained after those pinned frames were made: they decode to their defaults. */
-  const addedSince = (name: 'SubmitJob' | 'Deploy'): object => (name === 'Deploy' ? { dataSecret: '' } : {});
+  // What a Deploy has gained since those vectors were pinned: the data secret, and each task's restore parallelism.
+  const addedSince = (name: 'SubmitJob' | 'Deploy'): object =>
+    name === 'Deploy' ? { dataSecret: '', tasks: (sampleMessage('Deploy') as MessageOf<'Deploy'>).tasks.map((t) => ({ ...t, restoreParallelism: 0 })) } : {};
 
   test('a SubmitJob pinned before CheckpointConfig.checkpointsRetained existed decodes, keeping 1 checkpoint', async () => {
     const old = Buffer.from((await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(), 'hex');
@@ -162,7 +164,7 @@ describe('the additive-tail idiom', () => {
     for (const [k, f] of Object.entries(fields)) if (!f.tail) f.codec.write(b, sample[k]);
     b.patchU32(at, b.length - 4);
     const decoded = task.of.read(new MessageReader(b.view()), 'task') as Record<string, unknown>;
-    assert.deepEqual(decoded, { ...sample, attempt: 0 });
+    assert.deepEqual(decoded, { ...sample, attempt: 0, restoreParallelism: 0 });
   });
 });
 

@@ -10,16 +10,20 @@ const LEGAL = new Set([
   'DEPLOYING>FAILED',
   'DEPLOYING>CANCELED',
   'RUNNING>RESTARTING',
+  'RUNNING>RESCALING',
   'RUNNING>FINISHED',
   'RUNNING>FAILED',
   'RUNNING>CANCELED',
   'RESTARTING>DEPLOYING',
   'RESTARTING>FAILED',
   'RESTARTING>CANCELED',
+  'RESCALING>DEPLOYING',
+  'RESCALING>FAILED',
+  'RESCALING>CANCELED',
 ]);
 
 test('every legal job state transition is allowed and every other one throws, naming the job and what is legal', () => {
-  assert.deepEqual(STATES, ['DEPLOYING', 'RUNNING', 'RESTARTING', 'FINISHED', 'FAILED', 'CANCELED']);
+  assert.deepEqual(STATES, ['DEPLOYING', 'RUNNING', 'RESTARTING', 'RESCALING', 'FINISHED', 'FAILED', 'CANCELED']);
   for (const from of STATES) {
     for (const to of STATES) {
       if (LEGAL.has(`${from}>${to}`)) assert.equal(transition(from, to, 'job x'), to);
