@@ -175,6 +175,14 @@ function JobPage({ id }: { id: string }) {
       <Table testId="restarts" head={['at', 'cause', 'from checkpoint', 'attempt']} rows={j.restarts.map((r) => [when(r.at), r.cause, r.restoredFrom, r.attempt])} />
       <h3>Rescales</h3>
       <Table testId="rescales" head={['at', 'changes', 'cause', 'from checkpoint', 'paused']} rows={(j.rescales ?? []).map((r) => [when(r.at), r.changes.join(', '), r.cause, r.restoredFrom, r.runningAt === undefined ? 'redeploying' : `${r.runningAt - r.at} ms`])} />
+      {j.autoscaler ? (
+        <>
+          <h3>
+            Autoscaler ({j.autoscaler.min}..{j.autoscaler.max})
+          </h3>
+          <Table testId="autoscaler" head={['at', 'decision', 'reason', 'outcome']} rows={[...j.autoscaler.decisions].reverse().map((d) => [when(d.at), d.action, d.reason, d.outcome ?? ''])} />
+        </>
+      ) : null}
       <h3>Retries</h3>
       <Table head={['at', 'subtask', 'cause', 'retry']} rows={j.retries.map((r) => [when(r.at), r.subtask, r.cause, r.retry])} />
       <h3>Subtasks</h3>

@@ -46,7 +46,7 @@ export function JobGraph({ tasks, edges }: { tasks: GraphTask[]; edges: GraphEdg
             ×{task.parallelism} · {fmt(task.metrics.recordsInPerSecond)} in/s · {fmt(task.metrics.recordsOutPerSecond)} out/s
           </text>
           <text x={x + 10} y={y + 60} class="vertex-detail" data-testid="backpressure">
-            backpressure {Math.round(task.metrics.backpressure * 100)}%
+            backpressure {Math.round(task.metrics.backpressure * 100)}% · busy {Math.round(task.metrics.busy * 100)}%
           </text>
         </g>
       ))}

@@ -46,7 +46,7 @@ export async function submitCommand(
     typecheck?: boolean;
     /** Overrides the job's own (defineJob's guarantee). */
     guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
-    /** Autoscaler bounds (--autoscale): linted, and refused until rescaling exists. */
+    /** Autoscaler bounds (--autoscale). */
     autoscale?: { min: number; max: number };
   },
 ): Promise<void> {
@@ -68,6 +68,7 @@ export async function submitCommand(
       buildParallelism: o.parallelism ?? 1,
       ...(o.name ? { name: o.name } : {}),
       ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}),
+      ...(o.autoscale ? { autoscale: o.autoscale } : {}),
     });
     // With --output json, standard output is one JSON document and nothing else.
     if (o.output === 'json' && !o.wait) process.stdout.write(JSON.stringify({ jobId }) + '\n');

@@ -8,6 +8,7 @@ import type { CheckpointSettings } from '../client/index.js';
 import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
 import { collectParam, flagValue, intArg, nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
 import type { TlsFlags } from './tls-flags.js';
+import { bounds } from '../util/index.js';
 
 /** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
 export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
@@ -49,13 +50,6 @@ export type CheckpointFlags = {
 };
 
 /** `min..max`, both whole numbers >= 1, min <= max. */
-function parseBounds(v: string): { min: number; max: number } {
-  const m = /^(\d+)\.\.(\d+)$/.exec(v.trim());
-  if (!m) throw new Error(`expected min..max (two whole numbers, as 2..8), got '${v}'`);
-  const [min, max] = [Number(m[1]), Number(m[2])];
-  if (min < 1 || min > max) throw new Error(`expected 1 <= min <= max, got ${min}..${max}`);
-  return { min, max };
-}
 
 export const checkpointOptions = (): Option[] => [
   new Option('--checkpoint-dir <dir>', 'take checkpoints into this directory (none without it)'),
@@ -86,7 +80,7 @@ export const checkpointOptions = (): Option[] => [
 
 /** Submit's and lint's: bounds for an autoscaler. */
 export const autoscaleOptions = (): Option[] => [
-  new Option('--autoscale <min..max>', 'bounds of the parallelism an autoscaler may give the job (rescaling a running job is not built yet: clink lint checks the bounds, and submit refuses them)').argParser(flagValue(parseBounds)),
+  new Option('--autoscale <min..max>', 'let the autoscaler rescale the job within these bounds: out on sustained backpressure, in on sustained idleness (needs --checkpoint-dir)').argParser(flagValue(bounds)),
 ];
 
 export function checkpointSettings(o: CheckpointFlags): CheckpointSettings {

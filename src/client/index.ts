@@ -33,6 +33,8 @@ export interface SubmitOptions {
   buildParallelism?: number;
   /** Checkpointing and restore; unset fields keep their defaults (no checkpoints, no restore). */
   checkpoint?: Partial<CheckpointSettings>;
+  /** Let the autoscaler rescale the job within these bounds (needs a checkpoint directory). */
+  autoscale?: { min: number; max: number };
   /** Advertise another SDK than the module's own (tests of the gate). */
   sdkAdvert?: { fingerprint: string; manifest: Record<string, string> };
 }
@@ -82,6 +84,8 @@ export function submitJobMessage(o: SubmitOptions, withBytes: boolean): MessageO
     sdkManifest: JSON.stringify(o.sdkAdvert?.manifest ?? localSdkManifest()),
     sdkVersion: o.module.sdk.version,
     buildParallelism: o.buildParallelism ?? 0,
+    autoscaleMin: o.autoscale?.min ?? 0,
+    autoscaleMax: o.autoscale?.max ?? 0,
   });
 }
 

@@ -5,7 +5,7 @@
  * the parameter.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { booleanText, keyValue, oneOf, wholeNumber, type ValueParser } from '../util/index.js';
+import { booleanText, bounds, keyValue, oneOf, wholeNumber, type ValueParser } from '../util/index.js';
 import type { CheckpointSettings } from './index.js';
 
 const text: ValueParser<string> = (v) => v;
@@ -18,6 +18,7 @@ export const SUBMIT_PARAMETERS = {
   parallelism: { flag: '--parallelism', parse: wholeNumber(1), doc: 'default parallelism of operators' },
   name: { flag: '--name', parse: text, doc: "the job's name [default: its defineJob name]" },
   guarantee: { flag: '--guarantee', parse: oneOf(GUARANTEES), doc: 'the delivery guarantee the job needs end to end' },
+  autoscale: { flag: '--autoscale', parse: bounds, doc: 'let the autoscaler rescale the job within min..max (needs checkpoint_dir)' },
   checkpoint_dir: { flag: '--checkpoint-dir', parse: text, doc: 'take checkpoints into this directory (none without it)' },
   checkpoint_interval_ms: { flag: '--checkpoint-interval-ms', parse: wholeNumber(0), doc: 'how often to checkpoint (0: never on a timer)' },
   checkpoints_retained: { flag: '--checkpoints-retained', parse: wholeNumber(1), doc: 'completed checkpoints to keep' },
@@ -35,6 +36,7 @@ export interface SubmitSettings {
   parallelism?: number;
   name?: string;
   guarantee?: GuaranteeLevel;
+  autoscale?: { min: number; max: number };
   params: Record<string, string>;
   checkpoint: Partial<CheckpointSettings>;
 }
@@ -86,5 +88,6 @@ export function submitSettingsFromQuery(query: Readonly<Record<string, string | 
     ...(values.parallelism !== undefined ? { parallelism: values.parallelism as number } : {}),
     ...(values.name !== undefined ? { name: values.name as string } : {}),
     ...(values.guarantee !== undefined ? { guarantee: values.guarantee as GuaranteeLevel } : {}),
+    ...(values.autoscale !== undefined ? { autoscale: values.autoscale as { min: number; max: number } } : {}),
   };
 }

@@ -82,6 +82,12 @@ export interface CoordinatorConfig {
   restartBackoffInitialMs: number;
   /** @default 60,000 */
   restartBackoffMaxMs: number;
+  /** Autoscaler (a job submitted with --autoscale): how long a signal must hold before it acts. @default 30,000 */
+  autoscaleSustainMs: number;
+  /** Autoscaler: quiet time after a job's rescale (or start). @default 60,000 */
+  autoscaleCooldownMs: number;
+  /** Autoscaler: rescales of one job allowed in any hour. @default 6 */
+  autoscaleMaxChangesPerHour: number;
 }
 
 export const DEFAULT_RESTART_BACKOFF_INITIAL_MS = 1_000;
@@ -121,4 +127,7 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   frameBodyTimeoutMs: DEFAULT_FRAME_BODY_TIMEOUT_MS,
   restartBackoffInitialMs: DEFAULT_RESTART_BACKOFF_INITIAL_MS,
   restartBackoffMaxMs: DEFAULT_RESTART_BACKOFF_MAX_MS,
+  autoscaleSustainMs: 30_000,
+  autoscaleCooldownMs: 60_000,
+  autoscaleMaxChangesPerHour: 6,
 });

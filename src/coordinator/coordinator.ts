@@ -40,6 +40,7 @@ import { SlotWaiter } from './slot-waiter.js';
 import { WorkerRegistry, type DepartedSession } from './worker-registry.js';
 import { recordHeartbeat } from './task-metrics.js';
 import { Rescaler, type RescaleOutcome, type RescaleRequest } from './rescaler.js';
+import { Autoscalers } from './autoscaler.js';
 import { defaultCacheDir, planInThread } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 
@@ -90,6 +91,7 @@ export class Coordinator {
   private readonly checkpoints: CheckpointCoordinator;
   private readonly recovery: JobRecovery;
   private readonly rescaler: Rescaler;
+  private readonly autoscalers: Autoscalers;
   /** What every JobMaster is built with. */
   private readonly jobDeps: JobMasterDeps;
   private readonly ha: HaJobs | undefined;
@@ -178,10 +180,11 @@ export class Coordinator {
       slotSharing: this.config.slotSharing,
       persist: async (job) => {
         const staged = job.rescaling;
-        if (staged) await this.ha?.persist(job, { specJson: staged.specJson, params: job.params, buildParallelism: staged.buildParallelism, checkpoint: job.checkpoint });
+        if (staged) await this.ha?.persist(job, { specJson: staged.specJson, params: job.params, buildParallelism: staged.buildParallelism, checkpoint: job.checkpoint, autoscaleMin: job.autoscale?.policy.min ?? 0, autoscaleMax: job.autoscale?.policy.max ?? 0 });
       },
       settleTimeoutMs: this.config.restartDrainTimeoutMs + this.config.restartCapacityTimeoutMs,
     });
+    this.autoscalers = new Autoscalers({ log, clock, rescale: (job, to, cause) => this.rescaler.rescale(job, { parallelism: to, operators: {} }, cause) });
     this.jobDeps = {
       clock,
       log,
@@ -351,6 +354,7 @@ export class Coordinator {
     }
     for (const master of this.jobs.masters()) master.tick(now);
     this.checkpoints.tick(this.jobs.runningJobs());
+    this.autoscalers.tick(this.jobs.runningJobs(), now);
     this.clients.sweep(now, (c) => this.jobs.runningJobs().some((j) => j.client === c));
     this.registry.judge(now);
   }

@@ -27,7 +27,7 @@ export const RECOVERY_WORKER_SETTLE_MS = 1_000;
 export const RECOVERY_WORKER_SETTLE_DEADLINE_MS = 5_000;
 
 /** What a job's submit asked for, as far as a successor needs it. */
-export type SubmittedAs = Pick<MessageOf<'SubmitJob'>, 'specJson' | 'params' | 'buildParallelism' | 'checkpoint'>;
+export type SubmittedAs = Pick<MessageOf<'SubmitJob'>, 'specJson' | 'params' | 'buildParallelism' | 'checkpoint' | 'autoscaleMin' | 'autoscaleMax'>;
 
 export interface HaJobsDeps {
   store: HaJobStore;
@@ -59,7 +59,17 @@ export class HaJobs {
 
   /** Persist a running job for a successor; a job that cannot be persisted is cancelled and the error thrown. */
   async persist(job: JobState, m: SubmittedAs, submittedAt = job.startedAt): Promise<void> {
-    const manifest: JobManifest = { jobId: job.id, jobName: job.name, specJson: m.specJson, params: m.params, buildParallelism: m.buildParallelism, checkpoint: m.checkpoint, moduleSha256: job.module.sha256, submittedAt };
+    const manifest: JobManifest = {
+      jobId: job.id,
+      jobName: job.name,
+      specJson: m.specJson,
+      params: m.params,
+      buildParallelism: m.buildParallelism,
+      checkpoint: m.checkpoint,
+      moduleSha256: job.module.sha256,
+      submittedAt,
+      ...(m.autoscaleMax > 0 ? { autoscale: { min: m.autoscaleMin, max: m.autoscaleMax } } : {}),
+    };
     try {
       await this.deps.store.persist(manifest, job.module);
     } catch (err) {
@@ -145,7 +155,16 @@ export class HaJobs {
   private async resubmit(manifest: JobManifest, ownRestore: CompletedMarker | undefined): Promise<void> {
     const module = await this.deps.store.module(manifest.moduleSha256);
     this.deps.holdModule(module);
-    const m = { jobName: manifest.jobName, specJson: manifest.specJson, params: manifest.params, buildParallelism: manifest.buildParallelism, checkpoint: manifest.checkpoint, modules: [module] } as unknown as MessageOf<'SubmitJob'>;
+    const m = {
+      jobName: manifest.jobName,
+      specJson: manifest.specJson,
+      params: manifest.params,
+      buildParallelism: manifest.buildParallelism,
+      checkpoint: manifest.checkpoint,
+      modules: [module],
+      autoscaleMin: manifest.autoscale?.min ?? 0,
+      autoscaleMax: manifest.autoscale?.max ?? 0,
+    } as unknown as MessageOf<'SubmitJob'>;
     const placed = await this.deps.place(m, { jobId: manifest.jobId, ownRestore, waitForSlotsMs: 0 });
     if (this.deps.running(manifest.jobId)) return;
     const { job, restore } = placed;

@@ -9,6 +9,7 @@ import type { CompletedMarker } from './checkpoints.js';
 import type { ClientSession } from './client-sessions.js';
 import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
+import type { AutoscaleRecord, JobAutoscale } from './autoscaler.js';
 import type { SubtaskSample } from './task-metrics.js';
 import type { Span } from '../metrics/index.js';
 
@@ -194,6 +195,8 @@ export interface JobState {
   rescales: JobRescale[];
   /** While RESCALING: the plan it is deployed with next. */
   rescaling?: StagedRescale;
+  /** Its autoscaler (submitted with --autoscale min..max). */
+  autoscale?: JobAutoscale;
   /** Operators' parallelism set by rescales (`--operator uid=N`), kept across later ones. */
   parallelismOf: Record<string, number>;
   /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
@@ -235,6 +238,8 @@ export interface JobView {
   restarts: JobRestart[];
   /** Each rescale (drain and replan): what changed, the checkpoint it restored from, and when it ran again. */
   rescales: JobRescale[];
+  /** Its autoscaler, when it has one: the bounds and the decisions made (newest last). */
+  autoscaler?: { min: number; max: number; decisions: AutoscaleRecord[] };
   /** Each retry of a failed subtask's failover region (jobs without checkpoints). */
   retries: JobRetry[];
   /** The delivery guarantee it runs with end to end, and the source or sink that limits it ('' when none does). */

@@ -19,6 +19,8 @@ import type { CachedModule, JobState } from './job-state.js';
 import { countChannels } from './job-views.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { checkRestore } from './restore-gate.js';
+import { autoscaleFindings, refuseOnErrors } from '../lint/index.js';
+import { newJobAutoscale } from './autoscaler.js';
 import type { SlotWaiter } from './slot-waiter.js';
 
 export interface SubmissionDeps {
@@ -66,6 +68,11 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   const { config, clock } = deps;
   checkCheckpointConfig(m.checkpoint);
   const spec = JSON.parse(m.specJson) as JobGraphSpec;
+  const autoscale = m.autoscaleMax > 0 ? { min: m.autoscaleMin, max: m.autoscaleMax } : undefined;
+  if (autoscale) {
+    if (autoscale.min < 1 || autoscale.min > autoscale.max) throw new ClinkError('CLINK_ERR_INVALID_ARGUMENT', `--autoscale ${autoscale.min}..${autoscale.max}: expected 1 <= min <= max`);
+    refuseOnErrors(autoscaleFindings(autoscale, m.checkpoint.checkpointDir !== '', spec));
+  }
   const plan = createPhysicalPlan(spec);
   // A connector this build does not have is refused here, not found out by a worker.
   const unknown = unknownConnectors(spec.operators);
@@ -114,6 +121,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     restarts: [],
     rescales: [],
     parallelismOf: {},
+    ...(autoscale ? { autoscale: newJobAutoscale(autoscale, { sustainMs: config.autoscaleSustainMs, cooldownMs: config.autoscaleCooldownMs, maxChangesPerHour: config.autoscaleMaxChangesPerHour }, clock.now()) } : {}),
     restartsSpent: 0,
     checkpoints: [],
     checkpointsCompleted: 0,

@@ -28,6 +28,7 @@ export function jobView(j: JobState, now: number): JobView {
     subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, attempt: t.attempt, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
     restarts: j.restarts,
     rescales: j.rescales,
+    ...(j.autoscale ? { autoscaler: { min: j.autoscale.policy.min, max: j.autoscale.policy.max, decisions: j.autoscale.decisions } } : {}),
     retries: j.retries,
     guarantee: j.guarantee,
     checkpointsCompleted: j.checkpointsCompleted,

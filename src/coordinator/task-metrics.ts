@@ -1,7 +1,7 @@
 /**
  * Per-task metrics from heartbeats: each running subtask reports its counts, the time it waited for room
- * downstream and its last watermark; rates and the backpressure ratio come from the difference between
- * its last two reports. What the API and the console show of a running job's operators.
+ * downstream and for input, and its last watermark; rates, the backpressure ratio and the busy share come
+ * from the difference between its last two reports. What the API and the console show of a running job's operators.
  */
 import type { MessageOf, SubtaskProgressReport } from '../protocol/index.js';
 import { subtaskKey } from '../plan/index.js';
@@ -22,10 +22,14 @@ export interface TaskMetrics {
   recordsOutPerSecond: number;
   /** The share of the last interval its busiest subtask spent waiting for room downstream, 0 to 1. */
   backpressure: number;
+  /** The share of the last interval its busiest subtask spent working (neither waiting for input nor for room), 0 to 1. */
+  busy: number;
   /** The least watermark of its subtasks (null: none emitted yet, or none reported). */
   watermark: number | null;
   /** Subtasks with a report. */
   reporting: number;
+  /** Subtasks with two reports, whose rates and shares are measured. */
+  measured: number;
 }
 
 /** A heartbeat from worker `workerId`: its jobs' totals and each running subtask's report. */
@@ -46,7 +50,7 @@ export function recordSubtaskProgress(job: JobState, report: SubtaskProgressRepo
 }
 
 export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {
-  const m: TaskMetrics = { recordsIn: 0, recordsOut: 0, recordsInPerSecond: 0, recordsOutPerSecond: 0, backpressure: 0, watermark: null, reporting: 0 };
+  const m: TaskMetrics = { recordsIn: 0, recordsOut: 0, recordsInPerSecond: 0, recordsOutPerSecond: 0, backpressure: 0, busy: 0, watermark: null, reporting: 0, measured: 0 };
   let watermark = Infinity;
   for (let i = 0; i < parallelism; i++) {
     const s = job.subtaskProgress.get(subtaskKey(taskId, i));
@@ -57,14 +61,18 @@ export function taskMetrics(job: JobState, taskId: string, parallelism: number):
     watermark = Math.min(watermark, s.report.watermark);
     const p = s.previous;
     if (!p) continue;
+    m.measured++;
     const seconds = (s.at - p.at) / 1000;
     m.recordsInPerSecond += (s.report.recordsIn - p.report.recordsIn) / seconds;
     m.recordsOutPerSecond += (s.report.recordsOut - p.report.recordsOut) / seconds;
-    m.backpressure = Math.max(m.backpressure, Math.min(1, (s.report.backpressuredMs - p.report.backpressuredMs) / (s.at - p.at)));
+    const waited = (s.report.backpressuredMs - p.report.backpressuredMs) / (s.at - p.at);
+    m.backpressure = Math.max(m.backpressure, Math.min(1, waited));
+    m.busy = Math.max(m.busy, Math.min(1, Math.max(0, 1 - waited - (s.report.idleMs - p.report.idleMs) / (s.at - p.at))));
   }
   m.recordsInPerSecond = Math.round(m.recordsInPerSecond);
   m.recordsOutPerSecond = Math.round(m.recordsOutPerSecond);
   m.backpressure = Math.max(0, Math.round(m.backpressure * 100) / 100);
+  m.busy = Math.round(m.busy * 100) / 100;
   m.watermark = m.reporting > 0 && Number.isFinite(watermark) ? watermark : null;
   return m;
 }

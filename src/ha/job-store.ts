@@ -21,6 +21,8 @@ export interface JobManifest {
   specJson: string;
   params: string;
   buildParallelism: number;
+  /** The autoscaler's bounds, when it was submitted with --autoscale. */
+  autoscale?: { min: number; max: number };
   checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
   moduleSha256: string;
   submittedAt: number;

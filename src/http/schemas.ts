@@ -35,7 +35,7 @@ const Rescale = open({
   restoredFrom: int('the checkpoint it took and restored from'),
   attempt: int(),
   cause: str('who asked (a client, the HTTP API, the autoscaler and why)'),
-});
+}, ['requestedAt', 'at', 'deployedAt', 'changes', 'restoredFrom', 'attempt', 'cause']);
 const Retry = open({ at: int(), deployedAt: int(), subtask: str('<task>#<index>'), workerId: str(), cause: str(), retry: int(), subtasks: int('subtasks re-run (the failover region)') });
 
 export const JobSummary = open(
@@ -55,12 +55,17 @@ export const JobSummary = open(
     subtasks: list(open({ taskId: str(), index: int(), workerId: str(), attempt: int(), finished: bool(), error: str() }, ['taskId', 'index', 'workerId', 'attempt', 'finished'])),
     restarts: list(Restart, 'restarts from a checkpoint, with their causes'),
     rescales: list(Rescale, 'rescales (drain and replan), newest last'),
+    autoscaler: open({
+      min: int(),
+      max: int(),
+      decisions: list(open({ at: int(), action: { type: 'string', enum: ['rescale', 'hold'] }, limit: str('for a hold: bound, cooldown or rate'), reason: str(), outcome: str('for a rescale: rescaled, or why it was refused') }, ['at', 'action', 'reason']), 'newest last'),
+    }),
     retries: list(Retry, 'region retries (jobs without checkpoints)'),
     guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
     checkpointsCompleted: int('checkpoints (of every kind) it has completed'),
     lastCheckpointId: int('the latest completed checkpoint (0: none yet)'),
   },
-  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'retries', 'guarantee', 'checkpointsCompleted', 'lastCheckpointId'],
+  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'rescales', 'retries', 'guarantee', 'checkpointsCompleted', 'lastCheckpointId'],
 );
 
 const TaskMetrics = open({
@@ -69,8 +74,10 @@ const TaskMetrics = open({
   recordsInPerSecond: int(),
   recordsOutPerSecond: int(),
   backpressure: num('share of the last interval its busiest subtask waited for room downstream, 0 to 1'),
+  busy: num('share of the last interval its busiest subtask spent working (not waiting for input or room), 0 to 1'),
   watermark: nullable(num('the least watermark of its subtasks, ms')),
   reporting: int('subtasks with a report'),
+  measured: int('subtasks with two reports (rates, backpressure and busy are measured over them)'),
 });
 
 const JobGraph = open({

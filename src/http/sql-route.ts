@@ -134,7 +134,7 @@ async function submit(c: Coordinator, moduleSource: string, name: string, settin
     const parallelism = settings.parallelism ?? 1;
     const planned = await planInThread({ module: { path }, label: `SQL job ${name}`, parallelism, params: settings.params, cacheDir: defaultCacheDir() }, planTimeoutMs ? { timeoutMs: planTimeoutMs } : {});
     if (settings.guarantee) planned.spec.job.guarantee = settings.guarantee;
-    const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}) }, true);
+    const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}), ...(settings.autoscale ? { autoscale: settings.autoscale } : {}) }, true);
     const job = await c.submitFromOutside(m);
     return { jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state };
   } finally {

@@ -99,10 +99,10 @@ export function submitRoute(api: FastifyInstance, coordinator: () => Coordinator
         const parallelism = settings.parallelism ?? 1;
         const planned = await planInThread({ ...module, parallelism, params: settings.params, cacheDir: defaultCacheDir() }, planTimeoutMs ? { timeoutMs: planTimeoutMs } : {});
         if (settings.guarantee) planned.spec.job.guarantee = settings.guarantee;
-        const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}) }, true);
+        const m = submitJobMessage({ module: planned.module, spec: planned.spec, params: settings.params, buildParallelism: parallelism, checkpoint: settings.checkpoint, ...(settings.name ? { name: settings.name } : {}), ...(settings.autoscale ? { autoscale: settings.autoscale } : {}) }, true);
         const job = await coordinator().submitFromOutside(m);
         // The errors refused it already (the coordinator's gates are the lint's); the warnings go back with it.
-        const warnings = jobFindings(planned.spec, { settings: m.checkpoint, coordinatorRegionRetries: coordinator().config.maxRegionRetries })
+        const warnings = jobFindings(planned.spec, { settings: m.checkpoint, coordinatorRegionRetries: coordinator().config.maxRegionRetries, ...(settings.autoscale ? { autoscale: settings.autoscale } : {}) })
           .filter((f) => f.severity === 'warning')
           .map(({ check, message }) => ({ check, message }));
         return reply.code(201).send({ jobId: job.id, name: job.name, moduleSha256: planned.module.sha256, state: job.state, warnings });

@@ -4,7 +4,7 @@
  * guarantee) by the coordinator; warnings say what will not work as the job expects.
  */
 import { guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors } from '../connectors/index.js';
-import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, reachableParallelisms, slotNeed, specProblems, type JobGraphSpec, type OperatorSpec, type PhysicalPlan } from '../plan/index.js';
+import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, slotNeed, specProblems, type JobGraphSpec, type OperatorSpec, type PhysicalPlan } from '../plan/index.js';
 import { lintError, lintWarning, type Finding } from './finding.js';
 
 export interface GraphLintOptions {
@@ -60,25 +60,21 @@ function latenessFindings(spec: JobGraphSpec): Finding[] {
     );
 }
 
-/** Rescale bounds (--autoscale min..max): checked against the job's parallelism when there is a job. */
-export function autoscaleFindings(bounds: { min: number; max: number }, checkpointing: boolean, spec?: JobGraphSpec): Finding[] {
+/**
+ * Autoscaler bounds (--autoscale min..max). It rescales by drain and replan, doubling or halving within
+ * the bounds, from a checkpoint it takes itself: it needs a checkpoint directory, and keyed operators
+ * stop at 128.
+ */
+export function autoscaleFindings(bounds: { min: number; max: number }, checkpointDir: boolean, spec?: JobGraphSpec): Finding[] {
   const range = `--autoscale ${bounds.min}..${bounds.max}`;
-  const out: Finding[] = [lintError('autoscale-unsupported', `${range}: this build cannot rescale a running job yet, so the bounds would be ignored; drop the flag`)];
-  if (!checkpointing) out.push(lintWarning('autoscale-without-checkpoints', `${range} without --checkpoint-dir and --checkpoint-interval-ms: a rescale restores from a completed checkpoint, so every rescale would be refused`));
+  const out: Finding[] = [];
+  if (!checkpointDir) out.push(lintError('autoscale-without-checkpoints', `${range} without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir`));
   if (!spec || specProblems(spec) !== undefined) return out;
-  const p = spec.defaultParallelism;
-  const keyed = spec.operators.some((op) => op.keyed);
-  const reachable = reachableParallelisms(p, keyed ? Math.min(bounds.max, MAX_PARALLELISM) : bounds.max).filter((n) => n >= bounds.min);
-  const unreachable = [bounds.min, bounds.max].filter((n, i, a) => a.indexOf(n) === i && !reachable.includes(n));
-  if (unreachable.length > 0) {
-    const why = keyed && bounds.max > MAX_PARALLELISM ? `multiples and divisors of ${p}, at most ${MAX_PARALLELISM} for keyed operators` : `multiples and divisors of ${p}`;
-    out.push(
-      lintWarning(
-        'autoscale-unreachable',
-        `${range}: ${unreachable.join(' and ')} cannot be reached from parallelism ${p} (a rescale moves to ${why}); reachable in that range: ${reachable.length > 0 ? reachable.join(', ') : 'none'}`,
-      ),
-    );
+  if (bounds.max > MAX_PARALLELISM && spec.operators.some((op) => op.keyed)) {
+    out.push(lintError('autoscale-unreachable', `${range}: keyed operators cannot run above ${MAX_PARALLELISM} (the key groups); reachable: ${Math.min(bounds.min, MAX_PARALLELISM)}..${MAX_PARALLELISM}`));
   }
+  const p = spec.defaultParallelism;
+  if (p < bounds.min || p > bounds.max) out.push(lintWarning('autoscale-outside', `${range}: the job starts at parallelism ${p}, outside the bounds, and the autoscaler moves it only on backpressure or idleness; submit with -p inside them`));
   return out;
 }
 

@@ -33,7 +33,6 @@ export function jobFindings(spec: JobGraphSpec | undefined, i: JobCheckInput, re
       }),
     );
   }
-  // A rescale restores from a periodic checkpoint.
-  if (i.autoscale) out.push(...autoscaleFindings(i.autoscale, checkpointing && s.intervalMs > 0, spec));
+  if (i.autoscale) out.push(...autoscaleFindings(i.autoscale, s.checkpointDir !== '', spec));
   return out;
 }

@@ -132,6 +132,7 @@ export const SubtaskProgress = struct('SubtaskProgress', {
   recordsOut: field(u64, 'records it handed downstream (a task ending in a sink: the sink wrote)'),
   backpressuredMs: field(u64, 'time spent waiting for room downstream since it started'),
   watermark: field(f64, 'the last watermark it emitted (-Infinity: none yet)'),
+  idleMs: tail(u64, 0, 'time spent waiting for input (a source: for its reader) since it started'),
 });
 
 export const MESSAGES = {
@@ -214,6 +215,8 @@ export const MESSAGES = {
     buildParallelism: tail(u32, 0, 'the parallelism the build function was given; 0 = the spec\'s default'),
     sdkManifest: tail(string, '{}', 'per-file hashes of the SDK declarations the module was built against (JSON), to name what differs'),
     sdkVersion: tail(string, '', 'the clink version the module was built with'),
+    autoscaleMin: tail(u32, 0, 'the least parallelism the autoscaler may give the job (--autoscale min..max)'),
+    autoscaleMax: tail(u32, 0, 'the most parallelism the autoscaler may give the job; 0 = no autoscaler'),
   }),
   RescaleOperator: message(12, 'client->coordinator', "change one operator's parallelism", {
     jobId: field(string),

@@ -90,6 +90,8 @@ export class SubtaskRunner {
   recordsIn = 0;
   /** Time spent waiting for room downstream (backpressure), measured only when it has to wait. */
   backpressuredMs = 0;
+  /** Time spent waiting for input (a source: for a read that had nothing yet, or was paced). */
+  idleMs = 0;
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
   private readonly pendingBarriers: number[] = [];
@@ -280,7 +282,11 @@ export class SubtaskRunner {
         if (this.pendingBarriers.length > 0) await this.injectPendingBarriers();
         this.setup.onPhase?.(SubtaskPhase.READING);
         let status = reader.read(out, this.setup.batchSize);
-        if (typeof status !== 'string') status = await this.bounded(status);
+        if (typeof status !== 'string') {
+          const since = performance.now();
+          status = await this.bounded(status);
+          this.idleMs += performance.now() - since;
+        }
         await this.afterBatch();
         if (status === 'END') break;
       }
@@ -371,7 +377,9 @@ export class SubtaskRunner {
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
         this.setup.onPhase?.(SubtaskPhase.IDLE);
+        const since = performance.now();
         e = await queue.take();
+        this.idleMs += performance.now() - since;
       }
       if (aligner.hold(e)) continue;
       switch (e.kind) {

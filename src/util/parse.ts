@@ -30,3 +30,12 @@ export const keyValue: ValueParser<[string, string]> = (v) => {
   if (i <= 0) throw new Error(`expected key=value, got '${v}'`);
   return [v.slice(0, i), v.slice(i + 1)];
 };
+
+/** `min..max`, two whole numbers with 1 <= min <= max (--autoscale and the `autoscale` query parameter). */
+export const bounds: ValueParser<{ min: number; max: number }> = (v) => {
+  const m = /^(\d+)\.\.(\d+)$/.exec(v.trim());
+  if (!m) throw new Error(`expected min..max (two whole numbers, as 2..8), got '${v}'`);
+  const [min, max] = [Number(m[1]), Number(m[2])];
+  if (min < 1 || min > max) throw new Error(`expected 1 <= min <= max, got ${min}..${max}`);
+  return { min, max };
+};

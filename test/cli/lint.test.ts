@@ -176,9 +176,11 @@ describe('clink lint', { concurrency: 2 }, () => {
     const slots = await clink(['lint', 'clean.ts', '-p', '4', '--available-slots', '3'], dir);
     assert.equal(slots.code, 1);
     assert.match(slots.stdout, /^error: the job needs 4 slots \(slot sharing group 'default': 4\) but --available-slots is 3: lower its parallelism, or add workers or --slots \[slots\]$/m);
-    const scale = await clink(['lint', 'clean.ts', '-p', '4', '--autoscale', '3..10', '--output', 'json'], dir);
+    const scale = await clink(['lint', 'clean.ts', '-p', '4', '--autoscale', '8..200', '--output', 'json'], dir);
     assert.equal(scale.code, 1);
-    assert.deepEqual(checksOf(scale.stdout), ['autoscale-unsupported', 'autoscale-without-checkpoints', 'autoscale-unreachable']);
+    assert.deepEqual(checksOf(scale.stdout), ['autoscale-without-checkpoints', 'autoscale-unreachable', 'autoscale-outside']);
+    const fine = await clink(['lint', 'clean.ts', '-p', '4', '--autoscale', '2..8', '--checkpoint-dir', 'ck'], dir);
+    assert.equal(fine.code, 0, fine.stdout);
   });
 
   test('--graph-json: the planner\'s and the lint\'s checks on a spec; a file that is not one is an error', async () => {

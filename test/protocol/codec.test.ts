@@ -124,13 +124,14 @@ describe('the additive-tail idiom', () => {
 
   /** Tail fields a message gained after those pinned frames were made: they decode to their defaults. */
   // What a Deploy has gained since those vectors were pinned: the data secret, and each task's restore parallelism.
+  // What SubmitJob and Deploy have gained since those vectors were pinned (decoded with their defaults).
   const addedSince = (name: 'SubmitJob' | 'Deploy'): object =>
-    name === 'Deploy' ? { dataSecret: '', tasks: (sampleMessage('Deploy') as MessageOf<'Deploy'>).tasks.map((t) => ({ ...t, restoreParallelism: 0 })) } : {};
+    name === 'Deploy' ? { dataSecret: '', tasks: (sampleMessage('Deploy') as MessageOf<'Deploy'>).tasks.map((t) => ({ ...t, restoreParallelism: 0 })) } : { autoscaleMin: 0, autoscaleMax: 0 };
 
   test('a SubmitJob pinned before CheckpointConfig.checkpointsRetained existed decodes, keeping 1 checkpoint', async () => {
     const old = Buffer.from((await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(), 'hex');
     const sample = sampleMessage('SubmitJob') as MessageOf<'SubmitJob'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false } });
+    assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince('SubmitJob'), checkpoint: { ...sample.checkpoint, checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false } });
   });
 
   for (const name of ['SubmitJob', 'Deploy'] as const) {

@@ -19,7 +19,6 @@ import {
   workerConfigFindings,
   type Finding,
 } from '../../src/lint/index.js';
-import { reachableParallelisms } from '../../src/plan/index.js';
 import { buildJob, defineJob, Windows, type JobEnvironment } from '../../src/index.js';
 import { ClinkError } from '../../src/errors.js';
 
@@ -214,15 +213,12 @@ describe('lint: a job graph', () => {
     assert.equal(firstDifference({ a: [1, { b: 2 }] }, { a: [1, { b: 2, c: 3 }] }), 'a[1].c: absent vs 3');
   });
 
-  test('autoscale bounds: refused until rescaling exists; unreachable ends warned of with the reachable values; no checkpoints warned of', () => {
-    assert.deepEqual(reachableParallelisms(4, 16), [1, 2, 4, 8, 12, 16]);
-    const spec = specOf((env) => void env.fromSequence(1, 10).keyBy((x) => x).count().print(), { parallelism: 4 });
-    const f = autoscaleFindings({ min: 3, max: 10 }, false, spec);
-    assert.equal(only(f, 'autoscale-unsupported').message, '--autoscale 3..10: this build cannot rescale a running job yet, so the bounds would be ignored; drop the flag');
-    assert.equal(only(f, 'autoscale-unreachable').message, '--autoscale 3..10: 3 and 10 cannot be reached from parallelism 4 (a rescale moves to multiples and divisors of 4); reachable in that range: 4, 8');
-    assert.match(only(f, 'autoscale-without-checkpoints').message, /^--autoscale 3\.\.10 without --checkpoint-dir and --checkpoint-interval-ms: /);
-    assert.equal(only(autoscaleFindings({ min: 2, max: 256 }, true, spec), 'autoscale-unreachable').message, '--autoscale 2..256: 256 cannot be reached from parallelism 4 (a rescale moves to multiples and divisors of 4, at most 128 for keyed operators); reachable in that range: 2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84, 88, 92, 96, 100, 104, 108, 112, 116, 120, 124, 128');
-    assert.deepEqual(autoscaleFindings({ min: 2, max: 8 }, true, spec).map((x) => x.check), ['autoscale-unsupported']);
+  test('autoscale bounds: no checkpoint directory is an error; keyed operators above 128 unreachable; a job starting outside the bounds warned of', () => {
+    const spec = specOf((env) => env.fromSequence(1, 10).keyBy((x) => x % 2).count().uid('counts').collect(), { parallelism: 4 });
+    assert.equal(only(autoscaleFindings({ min: 3, max: 10 }, false, spec), 'autoscale-without-checkpoints').message, "--autoscale 3..10 without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir");
+    assert.equal(only(autoscaleFindings({ min: 2, max: 256 }, true, spec), 'autoscale-unreachable').message, '--autoscale 2..256: keyed operators cannot run above 128 (the key groups); reachable: 2..128');
+    assert.match(only(autoscaleFindings({ min: 8, max: 16 }, true, spec), 'autoscale-outside').message, /^--autoscale 8\.\.16: the job starts at parallelism 4, outside the bounds/);
+    assert.deepEqual(autoscaleFindings({ min: 2, max: 8 }, true, spec), []);
   });
 
   test('findings print as lines with a count, or as one JSON document', () => {

@@ -1,0 +1,54 @@
+// The autoscaler on a real cluster: a job that cannot keep up is scaled out to its maximum, and scaled
+// back in to its minimum once its load is gone; every decision is on the job with its reason.
+import assert from 'node:assert/strict';
+import { writeFile, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import type { JobView } from '../../src/coordinator/index.js';
+import { ClusterHarness } from '../harness/cluster.js';
+
+const JOB = resolve(import.meta.dirname, '../fixtures/jobs/throttled.ts');
+
+test('the autoscaler scales a throttled job out to its maximum and, once idle, back in to its minimum', async () => {
+  const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--autoscale-sustain-ms', '1500', '--autoscale-cooldown-ms', '1500'], workerArgs: ['--batch-size', '32'] });
+  try {
+    const load = join(h.dir, 'load');
+    await writeFile(load, '');
+    const loaded = await loadJobModule(JOB, { cacheDir: join(h.dir, 'c') });
+    const params = { load, rate: '1000', workMs: '2' };
+    const client = await h.client();
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ck') }, autoscale: { min: 1, max: 2 } });
+    const view = async (): Promise<JobView> => (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+    const until = async (what: string, f: (v: JobView) => boolean, timeoutMs = 60_000): Promise<JobView> => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const v = await view();
+        if (!v.rescales) throw new Error(`no job view: ${JSON.stringify(v).slice(0, 600)}`);
+        if (f(v)) return v;
+        if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms: ${JSON.stringify(v.autoscaler)} ${JSON.stringify(v.rescales)}`);
+        await sleep(100);
+      }
+    };
+    const out = await until('a scale-out', (v) => v.rescales.length >= 1 && v.rescales[0]!.runningAt !== undefined);
+    assert.match(out.rescales[0]!.cause, /^autoscaler: task .* (backpressured|busy) \d+% of the time for \d+ s: scale out 1 -> 2$/);
+    assert.ok(out.rescales[0]!.changes.includes('work 1 -> 2') || out.rescales[0]!.changes.some((c) => / 1 -> 2$/.test(c)));
+    // Still loaded at its maximum: it holds there, and says so once.
+    await until('a hold at the maximum', (v) => v.autoscaler!.decisions.some((d) => d.action === 'hold' && d.limit === 'bound'));
+    await rm(load);
+    const back = await until('a scale-in', (v) => v.rescales.length >= 2 && v.rescales[1]!.runningAt !== undefined);
+    assert.match(back.rescales[1]!.cause, /^autoscaler: no task busier than \d+% \(.*\) for \d+ s: scale in 2 -> 1$/);
+    assert.equal(back.state, 'RUNNING');
+    assert.equal(back.restarts.length, 0);
+    const decisions = back.autoscaler!.decisions.filter((d) => d.action === 'rescale');
+    assert.deepEqual(decisions.map((d) => d.outcome), ['rescaled', 'rescaled']);
+    assert.ok(back.autoscaler!.min === 1 && back.autoscaler!.max === 2);
+    await h.waitForLog(h.coordinator, new RegExp(`^job ${jobId} autoscaler: .*scale in 2 -> 1$`));
+    await client.cancel(jobId);
+    client.close();
+  } finally {
+    await h.close();
+  }
+});
