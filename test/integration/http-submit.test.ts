@@ -85,8 +85,12 @@ describe('submitting over HTTP', () => {
       assert.equal(badParallelism.message, "query parameter parallelism: expected a whole number >= 1, got '0'");
       const badAlignment = await post('/api/v1/jobs?alignment=sideways', { file: fixture('trivial.ts') });
       assert.equal(badAlignment.message, "query parameter alignment: expected one of aligned, unaligned, got 'sideways'");
+      const badBounds = await post('/api/v1/jobs?autoscale=8..2', { file: fixture('trivial.ts') });
+      assert.equal(badBounds.message, 'query parameter autoscale: expected 1 <= min <= max, got 8..2');
+      const noCheckpoints = await post('/api/v1/jobs?autoscale=1..4', { file: fixture('trivial.ts') });
+      assert.deepEqual([noCheckpoints.status, noCheckpoints.message], [400, "submit refused: --autoscale 1..4 without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir"]);
       const unknown = await post('/api/v1/jobs?paralelism=2', { file: fixture('trivial.ts') });
-      assert.match(unknown.message, /^unknown query parameter 'paralelism'; a submit takes parallelism, name, guarantee, checkpoint_dir/);
+      assert.match(unknown.message, /^unknown query parameter 'paralelism'; a submit takes parallelism, name, guarantee, autoscale, checkpoint_dir/);
       const nothing = await post('/api/v1/jobs', { json: {} });
       assert.equal(nothing.status, 400);
       assert.match(nothing.message, /multipart upload \(field "module"\)/);
