@@ -56,6 +56,16 @@ export function targetRefusal(spec: JobGraphSpec, r: RescaleRequest): string | u
   return undefined;
 }
 
+/** Each operator target extended to every operator of the task (chain) that holds it. */
+export function chainTargets(plan: PhysicalPlan, operators: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [id, n] of Object.entries(operators)) {
+    const task = plan.tasks.find((t) => t.operators.some((o) => o.id === id));
+    for (const o of task?.operators ?? []) out[o.id] = n;
+  }
+  return out;
+}
+
 /** `<task> <from> -> <to>` for each task of `next` whose parallelism differs from `now`'s. */
 export function parallelismChanges(now: PhysicalPlan, next: PhysicalPlan): string[] {
   const before = new Map(now.tasks.map((t) => [t.id, t.parallelism]));
@@ -77,7 +87,8 @@ export class Rescaler {
     this.inFlight.add(job);
     try {
       const requestedAt = this.deps.clock.now();
-      const parallelismOf = { ...job.parallelismOf, ...request.operators };
+      // A target names an operator; it applies to the chain (task) that holds it, which would otherwise split.
+      const parallelismOf = { ...job.parallelismOf, ...chainTargets(job.plan, request.operators) };
       const build = request.parallelism || job.buildParallelism || job.spec.defaultParallelism;
       let spec: JobGraphSpec;
       let plan: PhysicalPlan;

@@ -4,6 +4,9 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { test } from 'node:test';
 import { visibleLines } from '../helpers.js';
+import { join, resolve } from 'node:path';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
 import { submitSinkJob } from '../harness/file-sink-job.js';
 import type { JobView } from '../../src/coordinator/index.js';
@@ -65,6 +68,27 @@ test('rescale refusals name what is wrong and what would be accepted, and leave 
     const ok = await h.http<{ ok: boolean; changes: string[]; pauseMs: number }>(`/api/v1/jobs/${jobId}/rescale`, { method: 'POST', body: { parallelism: 1 } });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.ok(ok.body.changes.some((c) => /2 -> 1$/.test(c)));
+    await client.cancel(jobId);
+    client.close();
+  } finally {
+    await h.close();
+  }
+});
+
+test('--operator rescales the task (chain) that holds the operator, and nothing else', async () => {
+  const h = await ClusterHarness.start({ workers: 1, slots: 3 });
+  try {
+    const loaded = await loadJobModule(resolve(import.meta.dirname, '../fixtures/jobs/throttled.ts'), { cacheDir: join(h.dir, 'c') });
+    const params = { load: join(h.dir, 'no-load'), rate: '500' };
+    const client = await h.client();
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ck') } });
+    await h.waitForJob(jobId, ['RUNNING']);
+    const r = await client.rescale(jobId, 0, { work: 3 });
+    assert.equal(r.ok, true, r.message);
+    assert.match(r.message, /\(work 1 -> 3\)/);
+    const view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+    const running = (task: string): number => view.subtasks.filter((t) => t.taskId === task && !t.finished).length;
+    assert.deepEqual([running('_inline_source_0'), running('work')], [1, 3]);
     await client.cancel(jobId);
     client.close();
   } finally {
