@@ -77,6 +77,7 @@ export const nodeOptions = (): NodeOption[] => [
   coordinator(opt('--autoscale-sustain-ms <ms>', 'coordinator: the autoscaler acts on backpressure or idleness that has held this long', positiveInt, 30_000)),
   coordinator(opt('--autoscale-cooldown-ms <ms>', "coordinator: the autoscaler leaves a job alone this long after its last rescale (or start)", nonNegativeInt, 60_000)),
   coordinator(opt('--autoscale-max-changes-per-hour <n>', 'coordinator: rescales the autoscaler may make to one job in any hour', positiveInt, 6)),
+  coordinator(opt('--autoscale-lag-records <n>', "coordinator: the autoscaler scales a job out when its sources stay this many records behind their input without catching up", positiveInt, 10_000)),
   coordinator(opt('--max-client-sessions <n>', 'coordinator: client sessions open at once; more are refused as busy', positiveInt, 256)),
   coordinator(opt('--client-idle-timeout-ms <ms>', 'coordinator: a client session with no request (and no job of its own running) is closed after this long', positiveInt, 300_000)),
   coordinator(opt('--max-client-outbound-bytes <n>', 'coordinator: unread reply bytes a client may have queued before it is dropped', positiveInt, 16 * 1024 * 1024)),
@@ -154,6 +155,7 @@ export function nodeFlagsOf(o: Record<string, unknown>): NodeFlags {
       autoscaleSustainMs: n('autoscaleSustainMs'),
       autoscaleCooldownMs: n('autoscaleCooldownMs'),
       autoscaleMaxChangesPerHour: n('autoscaleMaxChangesPerHour'),
+      autoscaleLagRecords: n('autoscaleLagRecords'),
     },
     worker: {
       ...(o.id ? { id: o.id as string } : {}),

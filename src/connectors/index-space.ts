@@ -73,7 +73,10 @@ export class IndexSpaceCursor {
 
   /** True once every owned split has passed `end`. */
   done(end: number): boolean {
-    return this.first > this.last || this.row >= end || this.nextRows().every((r) => r >= end);
+    if (this.first > this.last || this.row >= end) return true;
+    // Every owned split has a row in the next block of 128: far from the end, one of them is below it.
+    if (this.ahead.size === 0 && this.row + INDEX_SPLITS <= end) return false;
+    return this.nextRows().every((r) => r >= end);
   }
 
   private nextRows(): number[] {

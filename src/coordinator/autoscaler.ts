@@ -5,7 +5,9 @@
  *
  * - out (double, up to max) when for `sustainMs` some task has been backpressured at least
  *   `backpressureHigh` of the time, or busy at least `busyHigh` of it: the job cannot keep up with its
- *   input (a saturated task shows as busy when it shares its thread with what feeds it);
+ *   input (a saturated task shows as busy when it shares its thread with what feeds it); or when its
+ *   sources' lag behind their input (Kafka: records not read yet) stayed at `lagHigh` or more and did
+ *   not shrink over that time;
  * - in (halve, down to min) when for `sustainMs` no task was busy more than `busyLow` of the time and
  *   none was backpressured: the job has far more subtasks than its input needs;
  *
@@ -27,6 +29,8 @@ export interface AutoscalePolicy {
   busyHigh: number;
   /** No task busier than this share (and none backpressured) means the job is idle. @default 0.2 */
   busyLow: number;
+  /** Sources this many records behind their input (and not catching up) are lagging. @default 10,000 */
+  lagHigh: number;
   /** How long a signal must hold before it is acted on. @default 30 000 */
   sustainMs: number;
   /** Quiet time after a rescale (or the start). @default 60 000 */
@@ -39,6 +43,7 @@ export const DEFAULT_AUTOSCALE_POLICY: Omit<AutoscalePolicy, 'min' | 'max'> = {
   backpressureHigh: 0.5,
   busyHigh: 0.9,
   busyLow: 0.2,
+  lagHigh: 10_000,
   sustainMs: 30_000,
   cooldownMs: 60_000,
   maxChangesPerHour: 6,
@@ -50,6 +55,8 @@ export interface AutoscaleSample {
   parallelism: number;
   maxBackpressure: number;
   maxBusy: number;
+  /** Records its sources have not read yet from their input (0: none, or they cannot tell). */
+  sourceLag: number;
   /** The task behind the figures, for the reason. */
   backpressuredTask: string;
   busiestTask: string;
@@ -57,8 +64,8 @@ export interface AutoscaleSample {
 
 /** What the autoscaler remembers of a job between samples. */
 export interface AutoscaleState {
-  /** Since when the current signal has held (undefined: none holds). */
-  signal?: { kind: 'out' | 'in'; since: number };
+  /** Since when the current signal has held (undefined: none holds), and the sources' lag then. */
+  signal?: { kind: 'out' | 'in'; since: number; lag: number };
   /** When the job last changed parallelism (or started). */
   lastChangeAt: number;
   /** Rescales it asked for, when. */
@@ -74,20 +81,29 @@ const pct = (x: number): string => `${Math.round(100 * x)}%`;
 
 /** Look at a sample; returns the decision and updates `state.signal` (the caller records a rescale it makes). */
 export function decideAutoscale(p: AutoscalePolicy, state: AutoscaleState, s: AutoscaleSample): AutoscaleDecision {
-  const kind = s.maxBackpressure >= p.backpressureHigh || s.maxBusy >= p.busyHigh ? 'out' : s.maxBackpressure < 0.05 && s.maxBusy <= p.busyLow ? 'in' : undefined;
+  const pressured = s.maxBackpressure >= p.backpressureHigh || s.maxBusy >= p.busyHigh;
+  const lagging = s.sourceLag >= p.lagHigh;
+  const kind = pressured || lagging ? 'out' : s.maxBackpressure < 0.05 && s.maxBusy <= p.busyLow ? 'in' : undefined;
   if (!kind) {
     delete state.signal;
     return { action: 'none' };
   }
-  if (state.signal?.kind !== kind) state.signal = { kind, since: s.at };
+  if (state.signal?.kind !== kind) state.signal = { kind, since: s.at, lag: s.sourceLag };
   const held = s.at - state.signal.since;
   if (held < p.sustainMs) return { action: 'none' };
+  if (kind === 'out' && !pressured && s.sourceLag < state.signal.lag) {
+    // Lagging but catching up: watch again from here.
+    state.signal = { kind, since: s.at, lag: s.sourceLag };
+    return { action: 'none' };
+  }
   const to = kind === 'out' ? Math.min(p.max, s.parallelism * 2) : Math.max(p.min, Math.ceil(s.parallelism / 2));
   const why =
     kind === 'out'
       ? s.maxBackpressure >= p.backpressureHigh
         ? `task ${s.backpressuredTask} backpressured ${pct(s.maxBackpressure)} of the time for ${Math.round(held / 1000)} s`
-        : `task ${s.busiestTask} busy ${pct(s.maxBusy)} of the time for ${Math.round(held / 1000)} s`
+        : pressured
+          ? `task ${s.busiestTask} busy ${pct(s.maxBusy)} of the time for ${Math.round(held / 1000)} s`
+          : `sources ${s.sourceLag} records behind their input, not catching up for ${Math.round(held / 1000)} s`
       : `no task busier than ${pct(s.maxBusy)} (${s.busiestTask}) for ${Math.round(held / 1000)} s`;
   if (to === s.parallelism) return { action: 'hold', limit: 'bound', reason: `${why}, but the job is at its ${kind === 'out' ? 'maximum' : 'minimum'} parallelism ${s.parallelism}` };
   if (s.at - state.lastChangeAt < p.cooldownMs) return { action: 'hold', limit: 'cooldown', reason: `${why}, but the last change was ${Math.round((s.at - state.lastChangeAt) / 1000)} s ago (cool-down ${Math.round(p.cooldownMs / 1000)} s)` };
@@ -132,7 +148,7 @@ const DECISIONS_KEPT = 50;
 /** How often a job is looked at (heartbeats come every 500 ms; the signal must hold for sustainMs anyway). */
 export const AUTOSCALE_SAMPLE_MS = 1_000;
 
-export function newJobAutoscale(bounds: { min: number; max: number }, tuning: Pick<AutoscalePolicy, 'sustainMs' | 'cooldownMs' | 'maxChangesPerHour'>, now: number): JobAutoscale {
+export function newJobAutoscale(bounds: { min: number; max: number }, tuning: Partial<Pick<AutoscalePolicy, 'sustainMs' | 'cooldownMs' | 'maxChangesPerHour' | 'lagHigh'>>, now: number): JobAutoscale {
   return { policy: { ...DEFAULT_AUTOSCALE_POLICY, ...tuning, ...bounds }, state: { lastChangeAt: now, changes: [] }, decisions: [], sampledAt: 0, busy: false };
 }
 
@@ -147,10 +163,11 @@ export function keepDecision(a: JobAutoscale, r: AutoscaleRecord): boolean {
 
 /** A look at a running job whose every subtask has reported twice; undefined until then. */
 export function sampleJob(job: JobState, now: number): AutoscaleSample | undefined {
-  const s: AutoscaleSample = { at: now, parallelism: job.spec.defaultParallelism, maxBackpressure: 0, maxBusy: 0, backpressuredTask: '', busiestTask: '' };
+  const s: AutoscaleSample = { at: now, parallelism: job.spec.defaultParallelism, maxBackpressure: 0, maxBusy: 0, sourceLag: 0, backpressuredTask: '', busiestTask: '' };
   for (const t of job.plan.tasks) {
     const m = taskMetrics(job, t.id, t.parallelism);
     if (m.measured < t.parallelism) return undefined;
+    s.sourceLag += m.lagRecords;
     if (m.backpressure >= s.maxBackpressure) [s.maxBackpressure, s.backpressuredTask] = [m.backpressure, t.name];
     if (m.busy >= s.maxBusy) [s.maxBusy, s.busiestTask] = [m.busy, t.name];
   }

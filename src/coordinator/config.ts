@@ -88,6 +88,8 @@ export interface CoordinatorConfig {
   autoscaleCooldownMs: number;
   /** Autoscaler: rescales of one job allowed in any hour. @default 6 */
   autoscaleMaxChangesPerHour: number;
+  /** Autoscaler: sources this many records behind their input, and not catching up, scale a job out. @default 10,000 */
+  autoscaleLagRecords: number;
 }
 
 export const DEFAULT_RESTART_BACKOFF_INITIAL_MS = 1_000;
@@ -130,4 +132,5 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   autoscaleSustainMs: 30_000,
   autoscaleCooldownMs: 60_000,
   autoscaleMaxChangesPerHour: 6,
+  autoscaleLagRecords: 10_000,
 });

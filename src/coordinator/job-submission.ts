@@ -121,7 +121,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     restarts: [],
     rescales: [],
     parallelismOf: {},
-    ...(autoscale ? { autoscale: newJobAutoscale(autoscale, { sustainMs: config.autoscaleSustainMs, cooldownMs: config.autoscaleCooldownMs, maxChangesPerHour: config.autoscaleMaxChangesPerHour }, clock.now()) } : {}),
+    ...(autoscale ? { autoscale: newJobAutoscale(autoscale, { sustainMs: config.autoscaleSustainMs, cooldownMs: config.autoscaleCooldownMs, maxChangesPerHour: config.autoscaleMaxChangesPerHour, lagHigh: config.autoscaleLagRecords }, clock.now()) } : {}),
     restartsSpent: 0,
     checkpoints: [],
     checkpointsCompleted: 0,

@@ -24,6 +24,8 @@ export interface TaskMetrics {
   backpressure: number;
   /** The share of the last interval its busiest subtask spent working (neither waiting for input nor for room), 0 to 1. */
   busy: number;
+  /** A source task's records not yet read from its external system (the sum over its subtasks). */
+  lagRecords: number;
   /** The least watermark of its subtasks (null: none emitted yet, or none reported). */
   watermark: number | null;
   /** Subtasks with a report. */
@@ -50,7 +52,7 @@ export function recordSubtaskProgress(job: JobState, report: SubtaskProgressRepo
 }
 
 export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {
-  const m: TaskMetrics = { recordsIn: 0, recordsOut: 0, recordsInPerSecond: 0, recordsOutPerSecond: 0, backpressure: 0, busy: 0, watermark: null, reporting: 0, measured: 0 };
+  const m: TaskMetrics = { recordsIn: 0, recordsOut: 0, recordsInPerSecond: 0, recordsOutPerSecond: 0, backpressure: 0, busy: 0, lagRecords: 0, watermark: null, reporting: 0, measured: 0 };
   let watermark = Infinity;
   for (let i = 0; i < parallelism; i++) {
     const s = job.subtaskProgress.get(subtaskKey(taskId, i));
@@ -58,6 +60,7 @@ export function taskMetrics(job: JobState, taskId: string, parallelism: number):
     m.reporting++;
     m.recordsIn += s.report.recordsIn;
     m.recordsOut += s.report.recordsOut;
+    m.lagRecords += s.report.lagRecords;
     watermark = Math.min(watermark, s.report.watermark);
     const p = s.previous;
     if (!p) continue;

@@ -75,6 +75,7 @@ const TaskMetrics = open({
   recordsOutPerSecond: int(),
   backpressure: num('share of the last interval its busiest subtask waited for room downstream, 0 to 1'),
   busy: num('share of the last interval its busiest subtask spent working (not waiting for input or room), 0 to 1'),
+  lagRecords: int("a source task's records not yet read from its external system (Kafka: partition ends minus positions)"),
   watermark: nullable(num('the least watermark of its subtasks, ms')),
   reporting: int('subtasks with a report'),
   measured: int('subtasks with two reports (rates, backpressure and busy are measured over them)'),

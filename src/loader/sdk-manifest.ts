@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "9fde1534e2b35a88d959e32ede25839b72e54856bdd0b6128e08cbbb2ebd6777",
+  "fingerprint": "1f0713164276aa516e606ec6f30c6a9ac17c8ceb5ea7a2120f553679f4df9c6a",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -45,10 +45,10 @@ export const SDK_MANIFEST = {
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "34a0d685b1e3d287e5200cd0526ded3d8755afe4de9a8bfcc40e1233cf0057a7",
     "runtime/subtask.d.ts": "d756e347674c871f1ff75c3383011787a2fea00b2015d84b6e206777e2ab6e2f",
-    "runtime/task.d.ts": "6ab7c1efec66b5f1e2fa3e31ccdb57e70abecfeafa56d3cbc45a12f8384bb257",
+    "runtime/task.d.ts": "a922c4fc08772af05799830c50ee2455127c9d73470e7446b40fd39ad8dda6f7",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "6db77319803008a9fa03fd69f793cc0b0fe977775e7d4256c680b5f5a48422ff",
-    "sdk/connector.d.ts": "eecc4ab73c532082669280203d20235133128bf149df2d175fa9f0be89538932",
+    "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
     "sdk/env.d.ts": "6c4bcb188b6aa9078d1c8367e9a247493c1de153f0a7401ca4d3fd9df8f1991b",
     "sdk/graph.d.ts": "42d687441c50a41a8c73bec5a0aad63c51fb480771a43f89786577247319513f",
     "sdk/index.d.ts": "0fa22d3a80f90a5bbd4a85ac843d9b035fc5be9e1e04f401509b670a2ab995c2",

@@ -133,6 +133,7 @@ export const SubtaskProgress = struct('SubtaskProgress', {
   backpressuredMs: field(u64, 'time spent waiting for room downstream since it started'),
   watermark: field(f64, 'the last watermark it emitted (-Infinity: none yet)'),
   idleMs: tail(u64, 0, 'time spent waiting for input (a source: for its reader) since it started'),
+  lagRecords: tail(u64, 0, "a source's records not read yet from its external system (SourceReader.lag); 0 = none or unknown"),
 });
 
 export const MESSAGES = {

@@ -112,6 +112,11 @@ export class SubtaskRunner {
     return tail instanceof SinkOperator ? tail.recordsIn : this.setup.writer.recordsOut;
   }
 
+  /** A source's lag behind its input (SourceReader.lag), 0 when it cannot tell or is no source. */
+  get lag(): number {
+    return this.reader?.lag?.() ?? 0;
+  }
+
   /** The last watermark this subtask emitted (NO_TIMESTAMP until one is). */
   get watermark(): number {
     return this.setup.writer.watermark;

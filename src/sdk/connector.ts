@@ -30,6 +30,12 @@ export interface SourceReader<T> {
   snapshot?(): unknown;
   /** Resume from a position snapshot() returned, before the first read. */
   restore?(position: unknown): void | Promise<void>;
+  /**
+   * How far behind its input it is: records the external system holds that it has not emitted yet (a
+   * Kafka reader: each partition's end minus its position). The autoscaler scales out on lag that does
+   * not shrink. Absent: it cannot tell.
+   */
+  lag?(): number;
 }
 
 export interface SinkContext {

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { decideAutoscale, keepDecision, newJobAutoscale, recordAutoscale, type AutoscalePolicy, type AutoscaleSample, type AutoscaleState } from '../../src/coordinator/autoscaler.js';
 
-const policy: AutoscalePolicy = { min: 1, max: 8, backpressureHigh: 0.5, busyHigh: 0.9, busyLow: 0.2, sustainMs: 30_000, cooldownMs: 60_000, maxChangesPerHour: 6 };
+const policy: AutoscalePolicy = { min: 1, max: 8, backpressureHigh: 0.5, busyHigh: 0.9, busyLow: 0.2, lagHigh: 10_000, sustainMs: 30_000, cooldownMs: 60_000, maxChangesPerHour: 6 };
 const fresh = (): AutoscaleState => ({ lastChangeAt: -1e9, changes: [] });
-const sample = (at: number, o: Partial<AutoscaleSample>): AutoscaleSample => ({ at, parallelism: 2, maxBackpressure: 0, maxBusy: 0.5, backpressuredTask: 'window', busiestTask: 'window', ...o });
+const sample = (at: number, o: Partial<AutoscaleSample>): AutoscaleSample => ({ at, parallelism: 2, maxBackpressure: 0, maxBusy: 0.5, sourceLag: 0, backpressuredTask: 'window', busiestTask: 'window', ...o });
 
 /** Feed one sample a second from `from` to `to` (inclusive); returns the decisions that were not 'none'. */
 function run(state: AutoscaleState, from: number, to: number, o: Partial<AutoscaleSample>, p = policy) {
@@ -25,6 +25,18 @@ describe('the autoscaler', () => {
 
   test('a saturated task (busy, not backpressured: it shares its thread with its feeder) also scales out', () => {
     assert.deepEqual(run(fresh(), 0, 30_000, { maxBusy: 0.95, busiestTask: 'map' }).map((d) => d.reason), ['task map busy 95% of the time for 30 s: scale out 2 -> 4']);
+  });
+
+  test('sources lagging behind their input and not catching up scale out; lag that shrinks is watched again', () => {
+    assert.deepEqual(run(fresh(), 0, 30_000, { sourceLag: 50_000, maxBusy: 0.3 }).map((d) => d.reason), ['sources 50000 records behind their input, not catching up for 30 s: scale out 2 -> 4']);
+    const s = fresh();
+    assert.deepEqual(run(s, 0, 29_000, { sourceLag: 50_000, maxBusy: 0.3 }), []);
+    assert.deepEqual(run(s, 30_000, 30_000, { sourceLag: 40_000, maxBusy: 0.3 }), [], 'catching up: no rescale');
+    assert.equal(s.signal?.since, 30_000, 'the window starts again');
+    assert.equal(run(s, 31_000, 60_000, { sourceLag: 45_000, maxBusy: 0.3 }).at(-1)?.action, 'rescale');
+    // A small lag is no signal, and an idle job with a big lag is not scaled in.
+    assert.deepEqual(run(fresh(), 0, 40_000, { sourceLag: 500, maxBusy: 0.3 }), []);
+    assert.equal(run(fresh(), 0, 40_000, { sourceLag: 50_000, maxBusy: 0.05 })[0]?.reason.includes('scale out'), true);
   });
 
   test('a signal that lapses starts over', () => {

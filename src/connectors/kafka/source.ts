@@ -43,6 +43,8 @@ interface Split {
   fetchAt: bigint;
   /** Bounded: the end offset seen at start. */
   stopAt?: bigint;
+  /** The partition's end as the last fetch saw it (its last stable offset under read_committed). */
+  end?: bigint;
   maxTimestamp: number;
   lastRecordAt: number;
   idle: boolean;
@@ -94,6 +96,13 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     for (const [p, o] of Object.entries(this.restored ?? {})) if (ownerOf(this.o.topic, Number(p), this.ctx.parallelism) === this.ctx.subtaskIndex) offsets[p] = o;
     for (const s of this.splits.values()) offsets[s.partition] = String(s.next);
     return { topic: this.o.topic, offsets };
+  }
+
+  /** Records in its partitions not emitted yet, as the last fetches saw their ends. */
+  lag(): number {
+    let n = 0n;
+    for (const s of this.splits.values()) if (s.end !== undefined && s.end > s.next) n += s.end - s.next;
+    return Number(n);
   }
 
   restore(position: unknown): void {
@@ -292,6 +301,7 @@ class KafkaReader implements SourceReader<KafkaRecord> {
           this.staleMetadata = true; // leadership moved: ask for it again
           continue;
         }
+        split.end = this.isolation === 1 && p.lastStableOffset >= 0n ? p.lastStableOffset : p.highWatermark;
         const aborted = [...(p.abortedTransactions ?? [])].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : 1));
         let ai = 0;
         for (const batch of p.records ?? []) {

@@ -1,0 +1,50 @@
+// The autoscaler's input-lag signal on a real broker: a Kafka source read at 1 000 records a second by
+// one subtask while 2 000 a second arrive falls further behind (not backpressured: it is rate-limited),
+// and the autoscaler scales it out, naming the lag.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { JobDetail } from '../../src/coordinator/index.js';
+import { loadJobModule } from '../../src/loader/index.js';
+import { buildJob } from '../../src/sdk/index.js';
+import { ClusterHarness } from '../harness/cluster.js';
+import { createTopic, KAFKA_PIPE_JOB, kafkaBootstrap, kafkaPipeParams, produceJson, topicName } from '../harness/kafka.js';
+
+test('sources falling behind their Kafka input are scaled out by the autoscaler, naming the lag', { timeout: 180_000 }, async () => {
+  const bootstrap = kafkaBootstrap();
+  const input = topicName('as-in');
+  const output = topicName('as-out');
+  await createTopic(bootstrap, input, 2);
+  await createTopic(bootstrap, output, 2);
+  const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--autoscale-sustain-ms', '2000', '--autoscale-cooldown-ms', '1000', '--autoscale-lag-records', '3000'] });
+  let producing = true;
+  let next = 0;
+  const producer = (async () => {
+    while (producing) {
+      await produceJson(bootstrap, input, Array.from({ length: 400 }, () => ({ id: next++ })), (r) => String(r.id));
+      await sleep(200);
+    }
+  })();
+  try {
+    const loaded = await loadJobModule(KAFKA_PIPE_JOB, { cacheDir: join(h.dir, 'c') });
+    const params = kafkaPipeParams(bootstrap, input, output, 1_000);
+    const client = await h.client();
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ck'), intervalMs: 500 }, autoscale: { min: 1, max: 2 } });
+    const deadline = Date.now() + 90_000;
+    let view: JobDetail;
+    for (;;) {
+      view = (await h.http<JobDetail>(`/api/v1/jobs/${jobId}`)).body;
+      if (view.rescales[0]?.runningAt !== undefined) break;
+      assert.ok(Date.now() < deadline, `no scale-out: ${JSON.stringify(view.autoscaler)} ${JSON.stringify(view.graph?.tasks.map((t) => t.metrics))}`);
+      await sleep(200);
+    }
+    assert.match(view.rescales[0]!.cause, /^autoscaler: sources \d+ records behind their input, not catching up for \d+ s: scale out 1 -> 2$/);
+    await client.cancel(jobId);
+    client.close();
+  } finally {
+    producing = false;
+    await producer;
+    await h.close();
+  }
+});
