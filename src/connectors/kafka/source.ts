@@ -56,6 +56,9 @@ export function createKafkaReader(o: Options, ctx: SourceContext): SourceReader<
   return new KafkaReader(o, ctx);
 }
 
+/** How often a reader asked for its lag asks the brokers for its partitions' ends. */
+const LAG_REFRESH_MS = 2_000;
+
 class KafkaReader implements SourceReader<KafkaRecord> {
   private readonly consumer: Consumer;
   private readonly splits = new Map<number, Split>();
@@ -69,6 +72,9 @@ class KafkaReader implements SourceReader<KafkaRecord> {
   private readonly isolation: number;
   private readonly pacer: RatePacer | undefined;
   private readonly fetcher: Fetcher;
+  /** When the partitions' ends were last asked for (for the lag), and whether an ask is out. */
+  private endsAt = 0;
+  private endsInFlight = false;
 
   constructor(
     private readonly o: Options,
@@ -98,11 +104,36 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     return { topic: this.o.topic, offsets };
   }
 
-  /** Records in its partitions not emitted yet, as the last fetches saw their ends. */
+  /**
+   * Records in its partitions not emitted yet. A fetch brings the partitions' ends, but a reader with a
+   * full queue fetches seldom, so the ends are also asked for now and then (not awaited).
+   */
   lag(): number {
+    this.refreshEnds();
     let n = 0n;
     for (const s of this.splits.values()) if (s.end !== undefined && s.end > s.next) n += s.end - s.next;
     return Number(n);
+  }
+
+  private refreshEnds(): void {
+    if (this.endsInFlight || this.splits.size === 0 || Date.now() - this.endsAt < LAG_REFRESH_MS) return;
+    this.endsInFlight = true;
+    const partitions = [...this.splits.keys()];
+    this.offsets(partitions, LATEST)
+      .then(
+        (ends) => {
+          for (const p of partitions) {
+            const s = this.splits.get(p);
+            const e = ends[p];
+            if (s && e !== undefined && (s.end === undefined || e > s.end)) s.end = e;
+          }
+        },
+        () => undefined, // the next fetch brings them anyway
+      )
+      .finally(() => {
+        this.endsInFlight = false;
+        this.endsAt = Date.now();
+      });
   }
 
   restore(position: unknown): void {
