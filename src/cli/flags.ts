@@ -19,7 +19,7 @@ export const intArg = (min: number): ((v: string) => number) => flagValue(wholeN
 export const positiveInt = intArg(1);
 
 /** `--operator <uid>=<n>`, repeatable: each adds one operator's parallelism. */
-export function operatorTarget(value: string, previous: Record<string, number>): Record<string, number> {
+export function operatorTarget(value: string, previous: Record<string, number> | undefined): Record<string, number> {
   const m = /^([^=]+)=(\d+)$/.exec(value);
   if (!m || Number(m[2]) < 1) throw new InvalidArgumentError(`expected <uid>=<parallelism>, the parallelism a whole number >= 1, got '${value}'`);
   return { ...previous, [m[1]!]: Number(m[2]) };

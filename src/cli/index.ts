@@ -219,10 +219,11 @@ export async function main(argv: string[]): Promise<number> {
     coordinatorTargetOptions(),
   )
     .option('--parallelism <n>', "the job's new parallelism (for operators without their own)", positiveInt)
-    .option('--operator <uid=n>', 'the parallelism of the task (chain) that holds this operator, by its uid (repeatable)', operatorTarget, {})
-    .action(async (jobId: string, o: TargetFlags & { parallelism?: number; operator: Record<string, number> }, cmd: Command) => {
-      if (o.parallelism === undefined && Object.keys(o.operator).length === 0) cmd.error('error: give --parallelism <n> or --operator <uid>=<n>');
-      await (await import('./client.js')).rescaleCommand(jobId, { coordinator: target(o), parallelism: o.parallelism ?? 0, operators: o.operator });
+    .option('--operator <uid=n>', 'the parallelism of the task (chain) that holds this operator, by its uid (repeatable)', operatorTarget)
+    .action(async (jobId: string, o: TargetFlags & { parallelism?: number; operator?: Record<string, number> }, cmd: Command) => {
+      const operators = o.operator ?? {};
+      if (o.parallelism === undefined && Object.keys(operators).length === 0) cmd.error('error: give --parallelism <n> or --operator <uid>=<n>');
+      await (await import('./client.js')).rescaleCommand(jobId, { coordinator: target(o), parallelism: o.parallelism ?? 0, operators });
     });
 
   addOptions(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'), coordinatorTargetOptions())

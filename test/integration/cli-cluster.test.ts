@@ -76,6 +76,13 @@ describe('clink submit, jobs and cancel against a running cluster', () => {
     assert.match(ok.stdout, new RegExp(`^job ${jobId} rescaled \\(_inline_source_0 2 -> 3, .*\\) from checkpoint \\d+; it paused \\d+ ms\n$`));
     assert.equal((await clink(['cancel', jobId, at], h.dir)).code, 0);
     await h.waitForJob(jobId, ['CANCELED']);
+    // Without a checkpoint directory there is nothing to restore from.
+    const bare = (await clink(['submit', join(FIXTURES, 'unbounded.ts'), at], h.dir)).stdout.trim();
+    await h.waitForJob(bare, ['RUNNING']);
+    const refused = await clink(['rescale', bare, at, '--parallelism', '2'], h.dir);
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stderr.trim(), `error: rescale of job ${bare} refused: a rescale restores from a checkpoint, and it has no checkpoint directory; submit it with --checkpoint-dir`);
+    assert.equal((await clink(['cancel', bare, at], h.dir)).code, 0);
   });
 
   test("slot sharing: the README's two workers of 4 slots run -p 8; a second slot sharing group is refused, naming the groups", async () => {
