@@ -39,16 +39,8 @@ import { ModuleCache } from './module-cache.js';
 import { SlotWaiter } from './slot-waiter.js';
 import { WorkerRegistry, type DepartedSession } from './worker-registry.js';
 import { recordHeartbeat } from './task-metrics.js';
-import { Rescaler, type RescaleOutcome, type RescaleRequest } from './rescaler.js';
+import { planRescale, Rescaler, type RescaleOutcome, type RescaleRequest } from './rescaler.js';
 import { Autoscalers } from './autoscaler.js';
-import { defaultCacheDir, planInThread } from '../loader/index.js';
-import type { JobGraphSpec } from '../plan/index.js';
-
-/** A rescale's plan: the job's module built again at the new parallelism, in a plan thread. */
-async function planRescale(module: CachedModule, parallelism: number, params: Record<string, string>, parallelismOf: Record<string, number>): Promise<JobGraphSpec> {
-  const planned = await planInThread({ module: { code: module.bytes, sourceMap: module.sourceMap }, parallelism, params, parallelismOf, cacheDir: defaultCacheDir(), label: `job module ${module.sha256.slice(0, 12)}` });
-  return planned.spec;
-}
 
 export interface CoordinatorDeps {
   log: Logger;

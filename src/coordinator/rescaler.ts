@@ -4,6 +4,7 @@
  * from that checkpoint at the new parallelism. No restart budget is spent. Refusals come before
  * anything stops, each naming what is wrong and what would be accepted.
  */
+import { defaultCacheDir, planInThread } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, slotNeed, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { Clock } from '../util/index.js';
@@ -38,6 +39,12 @@ export interface RescalerDeps {
   persist?: (job: JobState) => Promise<void>;
   /** How long the rescaled job may take to run again before the request is answered anyway. */
   settleTimeoutMs: number;
+}
+
+/** A rescale's plan: the job's module built again at the new parallelism, in a plan thread (RescalerDeps.plan). */
+export async function planRescale(module: CachedModule, parallelism: number, params: Record<string, string>, parallelismOf: Record<string, number>): Promise<JobGraphSpec> {
+  const planned = await planInThread({ module: { code: module.bytes, sourceMap: module.sourceMap }, parallelism, params, parallelismOf, cacheDir: defaultCacheDir(), label: `job module ${module.sha256.slice(0, 12)}` });
+  return planned.spec;
 }
 
 /** Targets that cannot work whatever the plan: unknown operators, values below 1, operators fixed at 1. */

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "1f0713164276aa516e606ec6f30c6a9ac17c8ceb5ea7a2120f553679f4df9c6a",
+  "fingerprint": "8ce0c12badbb581331966442caff0f8ca912b530fb2f0d6cf79e18e05c7e0154",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -43,7 +43,7 @@ export const SDK_MANIFEST = {
     "runtime/operators/basic.d.ts": "735bc2207782db5d37a3d1238b56bee99d48425922755e0b8e66291059e4751a",
     "runtime/operators/collect.d.ts": "c6de18b64c41d339e94d38a40f7469ddf2c54362b97ea109713074a3b9363425",
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
-    "runtime/rescale.d.ts": "34a0d685b1e3d287e5200cd0526ded3d8755afe4de9a8bfcc40e1233cf0057a7",
+    "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
     "runtime/subtask.d.ts": "d756e347674c871f1ff75c3383011787a2fea00b2015d84b6e206777e2ab6e2f",
     "runtime/task.d.ts": "a922c4fc08772af05799830c50ee2455127c9d73470e7446b40fd39ad8dda6f7",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",

@@ -44,7 +44,7 @@ function restoreOf(snapshot: JobSnapshot, task: TaskSpec, index: number): Restor
   if (held === 0) throw new ClinkError('CLINK_ERR_PLAN', `checkpoint ${snapshot.checkpointId} has no state for task ${task.id}; it was taken of another plan`);
   if (held === task.parallelism) return snapshot.subtasks[subtaskKey(task.id, index)]!;
   const parts = new Map<number, SubtaskSnapshot>();
-  for (const i of rescaleInputs(held, task.parallelism, index, task.inputs.length === 0)) parts.set(i, snapshot.subtasks[subtaskKey(task.id, i)]!);
+  for (const i of rescaleInputs(held, task, index)) parts.set(i, snapshot.subtasks[subtaskKey(task.id, i)]!);
   return { rescaledFrom: held, parts };
 }
 

@@ -7,7 +7,7 @@
  *   earlier subtasks i with i mod p' = s, round-robin as Flink's ListState, so each part lands once;
  * - a source's positions: all of them, for the connector's rescale() to divide.
  */
-import { KeyGroupRange, MAX_PARALLELISM } from '../plan/index.js';
+import { KeyGroupRange, MAX_PARALLELISM, type TaskSpec } from '../plan/index.js';
 import type { StreamOperator } from './operator.js';
 import type { SubtaskSnapshot } from './task.js';
 
@@ -42,10 +42,10 @@ export function overlappingSubtasks(from: number, parallelism: number, index: nu
   return out;
 }
 
-/** Which earlier subtasks' snapshots subtask `index` reads: all for a source task, else overlapping and assigned. */
-export function rescaleInputs(from: number, parallelism: number, index: number, isSourceTask: boolean): number[] {
-  if (isSourceTask) return Array.from({ length: from }, (_, i) => i);
-  return [...new Set([...overlappingSubtasks(from, parallelism, index), ...assignedSubtasks(from, parallelism, index)])].sort((a, b) => a - b);
+/** Which earlier subtasks' snapshots subtask `index` of `task` reads: all for a source task, else overlapping and assigned. */
+export function rescaleInputs(from: number, task: TaskSpec, index: number): number[] {
+  if (task.inputs.length === 0) return Array.from({ length: from }, (_, i) => i);
+  return [...new Set([...overlappingSubtasks(from, task.parallelism, index), ...assignedSubtasks(from, task.parallelism, index)])].sort((a, b) => a - b);
 }
 
 /** One operator's view of a rescaled restore (see StreamOperator.restoreRescaled). */

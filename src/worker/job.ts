@@ -358,7 +358,7 @@ export class WorkerJob {
       // Rescaled: the earlier subtasks' snapshots this one reads (runtime/rescale.ts says which).
       const from = t.restoreParallelism;
       const parts = new Map<number, SubtaskSnapshot>();
-      for (const i of rescaleInputs(from, st.task.parallelism, st.index, st.task.inputs.length === 0)) parts.set(i, await read(i));
+      for (const i of rescaleInputs(from, st.task, st.index)) parts.set(i, await read(i));
       st.restore = { rescaledFrom: from, parts };
     }
   }

@@ -71,6 +71,17 @@ export async function startPipe(jobFile: string, params: Record<string, string>)
   return { h, client, jobId, view, checkpointAfter, checkpoints };
 }
 
+/** Rescale the pipe's job to each parallelism in turn, each after two more checkpoints; every rescale must succeed and none may restart it. */
+export async function rescaleInTurn(pipe: Pipe, parallelisms: number[]): Promise<void> {
+  for (const parallelism of parallelisms) {
+    await pipe.checkpoints(2);
+    const r = await pipe.client.rescale(pipe.jobId, parallelism);
+    assert.equal(r.ok, true, r.message);
+  }
+  const view = await pipe.view();
+  assert.equal(view.rescales.length, parallelisms.length);
+  assert.equal(view.restarts.length, 0, 'a rescale is not a restart');
+}
 
 /**
  * kill -9 a worker running one of the job's subtasks `times` times, each after a new checkpoint and a

@@ -103,6 +103,9 @@ class LineReader {
   }
 }
 
+/** How the sink's part files of subtask `i` start (hidden ones with a dot before it). */
+const partPrefix = (i: number): string => `part-${i}-`;
+
 /** [path, lines to skip] of each file a subtask has left to read. */
 type FilesLeft = [string, number][];
 
@@ -192,7 +195,7 @@ export const file: Connector<unknown, unknown> = {
       } catch (err) {
         throw new ConnectorError(`file sink: cannot create directory '${o.path}': ${(err as Error).message}`, { cause: err });
       }
-      const prefix = `part-${ctx.subtaskIndex}-`;
+      const prefix = partPrefix(ctx.subtaskIndex);
       // Continue numbering after part files an earlier run left, never overwriting them.
       let seq = 0;
       for (const name of await readdir(o.path)) {
@@ -276,7 +279,7 @@ export const file: Connector<unknown, unknown> = {
           // Parts still hidden of this subtask, and of the earlier ones it takes over after a rescale,
           // were written after the restored checkpoint: drop them. (No other running subtask writes
           // under those prefixes: one taken over by s has an index i = s mod p', past the new parallelism.)
-          const prefixes = [...new Set([ctx.subtaskIndex, ...scope.subtasks])].map((i) => `.part-${i}-`);
+          const prefixes = [...new Set([ctx.subtaskIndex, ...scope.subtasks])].map((i) => `.${partPrefix(i)}`);
           for (const name of await readdir(o.path)) {
             if (prefixes.some((p) => name.startsWith(p)) && (name.endsWith('.inprogress') || name.endsWith('.pending'))) await rm(join(o.path, name), { force: true });
           }

@@ -159,7 +159,6 @@ class IdempotentWriter extends BatchingWriter {
 }
 
 class TransactionalWriter extends BatchingWriter {
-  private readonly prefix: string;
   private readonly txns: TransactionsClient;
   private readonly stopping = new AbortController();
   /** The number of the next transactional id, once the ids a previous run used are fenced. */
@@ -170,12 +169,12 @@ class TransactionalWriter extends BatchingWriter {
 
   constructor(o: Options, ctx: SinkContext) {
     super(o, ctx);
-    this.prefix = `${o.transactionalIdPrefix!}-${ctx.subtaskIndex}`;
     this.txns = new TransactionsClient({ brokers: o.bootstrapServers, clientId: o.clientId, requestTimeoutMs: o.requestTimeoutMs, signal: this.stopping.signal });
   }
 
-  private idOf(seq: number): string {
-    return `${this.prefix}-${seq}`;
+  /** Transactional id `seq` of subtask `subtask` (this one's by default). */
+  private idOf(seq: number, subtask = this.ctx.subtaskIndex): string {
+    return `${this.o.transactionalIdPrefix!}-${subtask}-${seq}`;
   }
 
   protected async send(messages: MessageToProduce[]): Promise<unknown> {
@@ -241,9 +240,8 @@ class TransactionalWriter extends BatchingWriter {
 
   /** Fence ids of subtask `subtask` (this one's by default) from `seq` up to the first never used; returns that one's number. */
   private async fenceFrom(seq: number, subtask = this.ctx.subtaskIndex): Promise<number> {
-    const prefix = `${this.o.transactionalIdPrefix!}-${subtask}`;
     for (let n = seq; ; n++) {
-      if ((await this.txns.fence(`${prefix}-${n}`, this.o.transactionTimeoutMs)) === 0) return n;
+      if ((await this.txns.fence(this.idOf(n, subtask), this.o.transactionTimeoutMs)) === 0) return n;
     }
   }
 
