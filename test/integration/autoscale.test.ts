@@ -38,12 +38,13 @@ test('the autoscaler scales a throttled job out to its maximum and, once idle, b
     // Still loaded at its maximum: it holds there, and says so once.
     await until('a hold at the maximum', (v) => v.autoscaler!.decisions.some((d) => d.action === 'hold' && d.limit === 'bound'));
     await rm(load);
-    const back = await until('a scale-in', (v) => v.rescales.length >= 2 && v.rescales[1]!.runningAt !== undefined);
+    // The decision's outcome is written when the rescaler answers, which is after the job runs again.
+    const rescaleDecisions = (v: JobView) => v.autoscaler!.decisions.filter((d) => d.action === 'rescale');
+    const back = await until('a scale-in', (v) => v.rescales.length >= 2 && v.rescales[1]!.runningAt !== undefined && rescaleDecisions(v).every((d) => d.outcome !== undefined));
     assert.match(back.rescales[1]!.cause, /^autoscaler: no task busier than \d+% \(.*\) for \d+ s: scale in 2 -> 1$/);
     assert.equal(back.state, 'RUNNING');
     assert.equal(back.restarts.length, 0);
-    const decisions = back.autoscaler!.decisions.filter((d) => d.action === 'rescale');
-    assert.deepEqual(decisions.map((d) => d.outcome), ['rescaled', 'rescaled']);
+    assert.deepEqual(rescaleDecisions(back).map((d) => d.outcome), ['rescaled', 'rescaled']);
     assert.ok(back.autoscaler!.min === 1 && back.autoscaler!.max === 2);
     await h.waitForLog(h.coordinator, new RegExp(`^job ${jobId} autoscaler: .*scale in 2 -> 1$`));
     await client.cancel(jobId);
