@@ -127,11 +127,11 @@ export async function cancelCommand(jobId: string, o: { coordinator: Coordinator
   }
 }
 
-/** `clink rescale`: drain and replan at the new parallelism; prints what changed and how long the job paused. */
-export async function rescaleCommand(jobId: string, o: { coordinator: CoordinatorTarget; parallelism: number; operators: Record<string, number> }): Promise<void> {
+/** `clink rescale`: in place or by drain and replan; prints what changed and how long the job paused. */
+export async function rescaleCommand(jobId: string, o: { coordinator: CoordinatorTarget; parallelism: number; operators: Record<string, number>; mode: 'auto' | 'hot' | 'replan' }): Promise<void> {
   const client = await connectToLeader(o.coordinator);
   try {
-    const r = await client.rescale(jobId, o.parallelism, o.operators);
+    const r = await client.rescale(jobId, o.parallelism, o.operators, undefined, o.mode);
     if (!r.ok) throw new ClinkError('CLINK_ERR_JOB_FAILED', r.message);
     process.stdout.write(`${r.message}\n`);
   } finally {

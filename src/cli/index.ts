@@ -214,16 +214,17 @@ export async function main(argv: string[]): Promise<number> {
   addOptions(
     program
       .command('rescale')
-      .description("change a running job's parallelism (drain and replan through a checkpoint; no restart budget spent)")
+      .description("change a running job's parallelism through a checkpoint, in place or by drain and replan (no restart budget spent)")
       .argument('<jobId>', 'the job id'),
     coordinatorTargetOptions(),
   )
     .option('--parallelism <n>', "the job's new parallelism (for operators without their own)", positiveInt)
     .option('--operator <uid=n>', 'the parallelism of the task (chain) that holds this operator, by its uid (repeatable)', operatorTarget)
-    .action(async (jobId: string, o: TargetFlags & { parallelism?: number; operator?: Record<string, number> }, cmd: Command) => {
+    .addOption(new Option('--mode <mode>', 'hot: replace only the tasks that change while the rest run on (refused when none would); replan: stop and redeploy all; auto: hot when it can').choices(['auto', 'hot', 'replan']).default('auto'))
+    .action(async (jobId: string, o: TargetFlags & { parallelism?: number; operator?: Record<string, number>; mode: 'auto' | 'hot' | 'replan' }, cmd: Command) => {
       const operators = o.operator ?? {};
       if (o.parallelism === undefined && Object.keys(operators).length === 0) cmd.error('error: give --parallelism <n> or --operator <uid>=<n>');
-      await (await import('./client.js')).rescaleCommand(jobId, { coordinator: target(o), parallelism: o.parallelism ?? 0, operators });
+      await (await import('./client.js')).rescaleCommand(jobId, { coordinator: target(o), parallelism: o.parallelism ?? 0, operators, mode: o.mode });
     });
 
   addOptions(program.command('cancel').description('cancel a running job').argument('<jobId>', 'the job id'), coordinatorTargetOptions())

@@ -266,11 +266,12 @@ export class ClusterClient {
   }
 
   /**
-   * Rescale a running job (drain and replan): to `parallelism` (0 keeps it) and `operators` at their own.
+   * Rescale a running job: to `parallelism` (0 keeps it) and `operators` at their own; `mode` 'hot' replaces
+   * only the tasks that change, 'replan' drains and replans, 'auto' is hot when it can.
    * Resolves once it runs again, or refused; the wait covers a checkpoint, the drain and the redeploy.
    */
-  async rescale(jobId: string, parallelism: number, operators: Record<string, number> = {}, timeoutMs = 300_000): Promise<{ ok: boolean; message: string }> {
-    const r = await this.request(makeMessage('RescaleJob', { jobId, parallelism, operators: Object.entries(operators).map(([operatorId, n]) => ({ operatorId, parallelism: n })) }), 'ClientReply', timeoutMs);
+  async rescale(jobId: string, parallelism: number, operators: Record<string, number> = {}, timeoutMs = 300_000, mode: 'auto' | 'hot' | 'replan' = 'auto'): Promise<{ ok: boolean; message: string }> {
+    const r = await this.request(makeMessage('RescaleJob', { jobId, parallelism, operators: Object.entries(operators).map(([operatorId, n]) => ({ operatorId, parallelism: n })), mode }), 'ClientReply', timeoutMs);
     return { ok: r.ok, message: r.message };
   }
 

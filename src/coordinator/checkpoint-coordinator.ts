@@ -70,10 +70,15 @@ export class CheckpointCoordinator {
     for (const job of jobs) {
       const c = job.checkpoint;
       if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || job.startingCheckpoint) continue;
+      // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
+      if (job.cutover && !job.pendingCheckpoint) continue;
       const p = job.pendingCheckpoint;
       if (p) {
         const timeout = Math.max(10_000, 10 * c.intervalMs);
-        if (now - p.startedAt > timeout) this.abort(job, `not complete within ${timeout} ms`);
+        if (now - p.startedAt > timeout) {
+          const waiting = [...p.pending];
+          this.abort(job, `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`);
+        }
         continue;
       }
       if (now - job.lastCheckpointAt < c.intervalMs) continue;
@@ -100,6 +105,7 @@ export class CheckpointCoordinator {
    */
   async savepoint(job: JobState, dir: string, cancelAfter: boolean): Promise<SavepointResult> {
     if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
+    if (job.cutover) return { ok: false, message: `job ${job.id} is being rescaled in place; try again when it is done`, path: '' };
     const refused = await this.readyFor(job, 'a savepoint');
     if (refused) return { ok: false, message: refused, path: '' };
     const target = resolvePath(dir);
@@ -119,7 +125,7 @@ export class CheckpointCoordinator {
    * Take a checkpoint of the job's own now (a rescale restores from it): as a savepoint waits, but into
    * the job's checkpoint directory. Resolves once its marker is durable, with its id, or refused.
    */
-  async checkpointNow(job: JobState, what: string): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
+  async checkpointNow(job: JobState, what: string, beforeTrigger?: (checkpointId: number) => Promise<void>): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
     if (!job.checkpoint.checkpointDir) return { ok: false, message: `${what} restores from a checkpoint, and job ${job.id} has no checkpoint directory; submit it with --checkpoint-dir` };
     const refused = await this.readyFor(job, what);
     if (refused) return { ok: false, message: refused };
@@ -133,6 +139,13 @@ export class CheckpointCoordinator {
     if (job.state !== 'RUNNING') {
       this.claimed(job);
       return { ok: false, message: `job ${job.id} is ${job.state}, not RUNNING` };
+    }
+    try {
+      // A hot rescale arms its workers for this id before any barrier of it flows.
+      await beforeTrigger?.(id);
+    } catch (err) {
+      this.claimed(job);
+      return { ok: false, message: `${what}: ${(err as Error).message}` };
     }
     const r = await new Promise<{ ok: boolean; message: string }>((done) => this.begin(job, id, undefined, false, done));
     return r.ok ? { ok: true, checkpointId: id } : { ok: false, message: `${what}: ${r.message}` };

@@ -9,7 +9,7 @@ import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, type ClientSessions
 import type { JobState, JobView } from './job-state.js';
 import { checkSubmitSdk } from './job-submission.js';
 import { toSummary } from './job-views.js';
-import type { RescaleOutcome, RescaleRequest } from './rescaler.js';
+import type { RescaleModeRequest, RescaleOutcome, RescaleRequest } from './rescaler.js';
 
 /** What clients may ask of the coordinator. */
 export interface ClientRequests {
@@ -79,7 +79,7 @@ export class ClientFront {
       }
       case 'RescaleJob':
       case 'RescaleOperator': {
-        const request = m.type === 'RescaleJob' ? { parallelism: m.parallelism, operators: Object.fromEntries(m.operators.map((o) => [o.operatorId, o.parallelism])) } : { parallelism: 0, operators: { [m.operatorId]: m.parallelism } };
+        const request = m.type === 'RescaleJob' ? { parallelism: m.parallelism, operators: Object.fromEntries(m.operators.map((o) => [o.operatorId, o.parallelism])), mode: m.mode as RescaleModeRequest } : { parallelism: 0, operators: { [m.operatorId]: m.parallelism } };
         const r = await this.requests.rescale(m.jobId, request, `client ${c.name}`);
         return reply(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: r.ok, jobId: m.jobId, message: r.message }));
       }

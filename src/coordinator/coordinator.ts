@@ -41,6 +41,7 @@ import { WorkerRegistry, type DepartedSession } from './worker-registry.js';
 import { recordHeartbeat } from './task-metrics.js';
 import { planRescale, Rescaler, type RescaleOutcome, type RescaleRequest } from './rescaler.js';
 import { Autoscalers } from './autoscaler.js';
+import { HotCutover } from './cutover.js';
 
 export interface CoordinatorDeps {
   log: Logger;
@@ -83,6 +84,7 @@ export class Coordinator {
   private readonly checkpoints: CheckpointCoordinator;
   private readonly recovery: JobRecovery;
   private readonly rescaler: Rescaler;
+  private readonly cutover: HotCutover;
   private readonly autoscalers: Autoscalers;
   /** What every JobMaster is built with. */
   private readonly jobDeps: JobMasterDeps;
@@ -162,6 +164,18 @@ export class Coordinator {
       finishSubtask: (job, st, error) => this.onJob(job, (j) => j.finishSubtask(st, error)),
       deploy: (job, placement, restore) => this.deployer.deploy(job, placement, restore),
     });
+    this.cutover = new HotCutover({
+      clock,
+      log,
+      checkpoints: this.checkpoints,
+      deployer: this.deployer,
+      post,
+      place: (job, subtasks) => this.slots.place(job.id, subtasks, this.config.restartCapacityTimeoutMs),
+      newestCheckpoint: (job) => this.recovery.newestOwnRestore(job.checkpoint.checkpointDir, job.id),
+      replan: (job, staged) => this.recovery.beginRescale(job, staged),
+      slotSharing: this.config.slotSharing,
+      stepTimeoutMs: this.config.restartDrainTimeoutMs,
+    });
     this.rescaler = new Rescaler({
       clock,
       log,
@@ -170,10 +184,10 @@ export class Coordinator {
       plan: planRescale,
       totalSlots: () => [...registry.sessions.values()].reduce((n, s) => n + s.slots, 0),
       slotSharing: this.config.slotSharing,
-      persist: async (job) => {
-        const staged = job.rescaling;
-        if (staged) await this.ha?.persist(job, { specJson: staged.specJson, params: job.params, buildParallelism: staged.buildParallelism, checkpoint: job.checkpoint, autoscaleMin: job.autoscale?.policy.min ?? 0, autoscaleMax: job.autoscale?.policy.max ?? 0 });
+      persist: async (job, staged) => {
+        await this.ha?.persist(job, { specJson: staged.specJson, params: job.params, buildParallelism: staged.buildParallelism, checkpoint: job.checkpoint, autoscaleMin: job.autoscale?.policy.min ?? 0, autoscaleMax: job.autoscale?.policy.max ?? 0 });
       },
+      cutover: this.cutover,
       settleTimeoutMs: this.config.restartDrainTimeoutMs + this.config.restartCapacityTimeoutMs,
     });
     this.autoscalers = new Autoscalers({ log, clock, rescale: (job, to, cause) => this.rescaler.rescale(job, { parallelism: to, operators: {} }, cause) });
@@ -287,6 +301,10 @@ export class Coordinator {
       case 'SubtaskCheckpointed':
       case 'RequestFinalCheckpoint':
         return this.jobs.master(m.jobId)?.onFrame(s, m);
+      case 'BeginRescaleAck': {
+        const master = this.jobs.master(m.jobId);
+        return master && this.cutover.onAck(master.job, s, m);
+      }
       default:
         this.log.debug({ workerId: s.id, type: m.type }, `ignoring ${m.type} from worker ${s.id}`);
     }

@@ -104,22 +104,10 @@ export class Deployer {
    * where they send their output. Returns how many workers run the group.
    */
   connect(job: JobState, group: SubtaskState[], attempt: number): number {
-    const edges = networkEdges(job.plan);
-    const find = (taskId: string, index: number): SubtaskState => job.subtasks.find((t) => t.taskId === taskId && t.index === index)!;
     const bySession = new Map<WorkerSession, MessageOf<'PeerUpdate'>['subtasks']>();
     for (const st of group) {
       st.started = true;
-      const peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] = [];
-      for (const { edge, up, down } of edges) {
-        if (up.id !== st.taskId) continue;
-        for (let d = 0; d < down.parallelism; d++) {
-          const target = find(down.id, d);
-          const port = target.listening!.find((p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex)?.port;
-          if (port === undefined) continue;
-          peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port });
-        }
-      }
-      (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers });
+      (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers: peersOf(job, st) });
     }
     for (const [s, subtasks] of bySession) this.deps.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
     return bySession.size;
@@ -137,4 +125,19 @@ export class Deployer {
     if (d.graphChanged) log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`);
     return d;
   }
+}
+
+/** Where subtask `st` sends its output (optionally only to tasks `to`): each downstream subtask's host and port. */
+export function peersOf(job: JobState, st: SubtaskState, to?: ReadonlySet<string>): MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] {
+  const peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] = [];
+  for (const { edge, up, down } of networkEdges(job.plan)) {
+    if (up.id !== st.taskId || (to && !to.has(down.id))) continue;
+    for (let d = 0; d < down.parallelism; d++) {
+      const target = job.subtasks.find((t) => t.taskId === down.id && t.index === d)!;
+      const port = target.listening!.find((p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex)?.port;
+      if (port === undefined) continue;
+      peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port });
+    }
+  }
+  return peers;
 }

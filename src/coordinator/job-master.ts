@@ -70,10 +70,14 @@ export class JobMaster {
     const st = this.subtaskOf(m.taskId, m.subtaskIndex, s);
     if (!st || st.started || (job.state !== 'DEPLOYING' && job.state !== 'RUNNING')) return;
     st.listening = m.edgePorts;
-    // Every subtask of one deploy attempt (the whole job, or a retried region) starts together.
-    const group = job.subtasks.filter((t) => t.attempt === st.attempt);
+    // Every subtask of one deploy (the whole job, a retried region, a hot rescale's new subtasks) starts together.
+    const group = job.subtasks.filter((t) => t.attempt === st.attempt && !t.started);
     if (!group.every((t) => t.listening)) return;
     const workers = this.deps.deployer.connect(job, group, st.attempt);
+    if (job.cutover) {
+      job.cutover.connected?.();
+      return;
+    }
     if (job.state === 'RUNNING') {
       this.deps.log.info({ jobId: job.id, attempt: st.attempt }, `job ${job.id} (${job.name}): ${group.length} retried subtasks running again as attempt ${st.attempt}`);
       return;
@@ -95,6 +99,8 @@ export class JobMaster {
       this.deps.recovery.maybeRedeploy(job);
       return;
     }
+    // Replaced by a hot rescale, as asked: its state is in the cutover checkpoint.
+    if (st.retiring && m.ok) return;
     const key = subtaskKey(st.taskId, st.index);
     const region = job.regionOf.get(key)!;
     if (job.retrying.has(region)) {

@@ -7,7 +7,7 @@
  */
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
-import { failoverRegions, slotNeed, subtaskKey } from '../plan/index.js';
+import { slotNeed, subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
@@ -15,7 +15,7 @@ import { hasCompletedCheckpoint, jobDir, resolveRestore, type CompletedMarker, t
 import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } from './config.js';
 import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
 import { isRedeploying, transition } from './job-lifecycle.js';
-import type { JobState, StagedRescale, SubtaskState, WorkerSession } from './job-state.js';
+import { takePlan, type JobState, type StagedRescale, type SubtaskState, type WorkerSession } from './job-state.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { recordRestore } from './deployer.js';
 import type { SlotWaiter } from './slot-waiter.js';
@@ -203,20 +203,14 @@ export class JobRecovery {
 
   /** The job takes the staged plan: its spec, plan, regions and parallelism settings from here on. */
   private applyRescale(job: JobState, staged: StagedRescale, since: number, restoredFrom: number): void {
-    job.spec = staged.spec;
-    job.plan = staged.plan;
-    job.specJson = staged.specJson;
-    job.buildParallelism = staged.buildParallelism;
-    job.parallelismOf = staged.parallelismOf;
-    job.regions = failoverRegions(staged.plan);
-    job.regionOf = new Map(job.regions.flatMap((keys, i) => keys.map((k) => [k, i] as const)));
+    takePlan(job, staged);
     job.progress.clear();
     job.subtaskProgress.clear();
     // The earlier layout's subtasks (all drained) are not the new one's: none of them is deployed again.
     for (const t of job.subtasks) job.collectedBytes -= t.collected?.length ?? 0;
     job.subtasks = [];
     job.rescaling = undefined;
-    job.rescales.push({ requestedAt: staged.requestedAt, at: since, deployedAt: this.deps.clock.now(), changes: staged.changes, restoredFrom, attempt: job.attempt, cause: staged.cause });
+    job.rescales.push({ requestedAt: staged.requestedAt, at: since, deployedAt: this.deps.clock.now(), changes: staged.changes, restoredFrom, attempt: job.attempt, cause: staged.cause, mode: 'drain-and-replan' });
   }
 
   /**

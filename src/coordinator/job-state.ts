@@ -3,7 +3,7 @@
  * subtasks, checkpoints, restarts and retries), and the views the API shows of them.
  */
 import type { FrameConnection, Outbox } from '../net/index.js';
-import type { JobGraphSpec, PhysicalPlan } from '../plan/index.js';
+import { failoverRegions, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { CompletedMarker } from './checkpoints.js';
 import type { ClientSession } from './client-sessions.js';
@@ -29,6 +29,17 @@ export interface JobRescale {
   attempt: number;
   /** Who asked: a client, the HTTP API, the autoscaler (with its reason). */
   cause: string;
+  /** How: every task stopped and deployed again, or only the changed ones replaced while the rest ran on. */
+  mode: RescaleMode;
+}
+
+export type RescaleMode = 'drain-and-replan' | 'hot-cutover';
+
+/** A hot rescale in progress (cutover.ts): periodic checkpoints and savepoints wait, retirements are expected. */
+export interface JobCutover {
+  rescaleId: number;
+  /** The new subtasks have all reported their ports and been told their peers. */
+  connected?: () => void;
 }
 
 /** A rescale between its checkpoint and its redeploy: the plan the job is deployed with next. */
@@ -121,6 +132,8 @@ export interface SubtaskState {
   /** What its collect() sinks gathered (msgpack), kept until the job completes. */
   collected?: Uint8Array;
   finished: boolean;
+  /** A hot rescale replaces it: its clean end is expected, not the job's. */
+  retiring?: boolean;
   error?: string;
   recordsIn: number;
   recordsOut: number;
@@ -195,6 +208,8 @@ export interface JobState {
   rescales: JobRescale[];
   /** While RESCALING: the plan it is deployed with next. */
   rescaling?: StagedRescale;
+  /** While a hot rescale rewires it (it stays RUNNING). */
+  cutover?: JobCutover;
   /** Its autoscaler (submitted with --autoscale min..max). */
   autoscale?: JobAutoscale;
   /** Operators' parallelism set by rescales (`--operator uid=N`), kept across later ones. */
@@ -273,4 +288,15 @@ export interface CachedModule {
   sha256: string;
   bytes: Uint8Array;
   sourceMap: Uint8Array;
+}
+
+/** The job takes a rescale's plan: its spec, plan, regions and parallelism settings from here on. */
+export function takePlan(job: JobState, staged: Omit<StagedRescale, 'checkpointId'>): void {
+  job.spec = staged.spec;
+  job.plan = staged.plan;
+  job.specJson = staged.specJson;
+  job.buildParallelism = staged.buildParallelism;
+  job.parallelismOf = staged.parallelismOf;
+  job.regions = failoverRegions(staged.plan);
+  job.regionOf = new Map(job.regions.flatMap((keys, i) => keys.map((k) => [k, i] as const)));
 }

@@ -11,16 +11,22 @@ import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { isTerminal } from './job-lifecycle.js';
 import type { JobRecovery } from './job-recovery.js';
-import type { CachedModule, JobState, StagedRescale } from './job-state.js';
+import type { CachedModule, JobState, RescaleMode, StagedRescale } from './job-state.js';
+import { cutoverTasks, type HotCutover } from './cutover.js';
 import { checkRestore, identityOf } from './restore-gate.js';
 
 /** What a rescale asks for: the job's parallelism (0: keep it) and operators' own, by id (uid). */
 export interface RescaleRequest {
   parallelism: number;
   operators: Record<string, number>;
+  /** 'hot': replace only the tasks that change, or refuse; 'replan': stop all, deploy all; 'auto' (default): hot when it can. */
+  mode?: RescaleModeRequest;
 }
 
-export type RescaleOutcome = { ok: true; message: string; changes: string[]; checkpointId: number; pauseMs: number } | { ok: false; code: RescaleRefusalCode; message: string };
+export type RescaleModeRequest = 'auto' | 'hot' | 'replan';
+export const RESCALE_MODES: readonly RescaleModeRequest[] = ['auto', 'hot', 'replan'];
+
+export type RescaleOutcome = { ok: true; message: string; changes: string[]; checkpointId: number; pauseMs: number; mode: RescaleMode } | { ok: false; code: RescaleRefusalCode; message: string };
 
 /** NOT_FOUND reads as HTTP 404, STATE and NOT_ENOUGH_SLOTS as 409, the rest as 400. */
 export type RescaleRefusalCode = 'CLINK_ERR_NOT_FOUND' | 'CLINK_ERR_STATE' | 'CLINK_ERR_INVALID_ARGUMENT' | 'CLINK_ERR_PLAN' | 'CLINK_ERR_NOT_ENOUGH_SLOTS';
@@ -36,7 +42,9 @@ export interface RescalerDeps {
   totalSlots: () => number;
   slotSharing: boolean;
   /** Persist the staged plan for a successor (HA). */
-  persist?: (job: JobState) => Promise<void>;
+  persist?: (job: JobState, staged: Omit<StagedRescale, 'checkpointId'>) => Promise<void>;
+  /** Hot rescales. */
+  cutover: HotCutover;
   /** How long the rescaled job may take to run again before the request is answered anyway. */
   settleTimeoutMs: number;
 }
@@ -50,6 +58,7 @@ export async function planRescale(module: CachedModule, parallelism: number, par
 /** Targets that cannot work whatever the plan: unknown operators, values below 1, operators fixed at 1. */
 export function targetRefusal(spec: JobGraphSpec, r: RescaleRequest): string | undefined {
   if (!Number.isInteger(r.parallelism) || r.parallelism < 0) return `parallelism must be a whole number >= 1, got ${r.parallelism}`;
+  if (r.mode !== undefined && !RESCALE_MODES.includes(r.mode)) return `mode must be one of ${RESCALE_MODES.join(', ')}, got '${String(r.mode)}'`;
   if (r.parallelism === 0 && Object.keys(r.operators).length === 0) return 'nothing to rescale: give --parallelism or --operator <uid>=<n>';
   const ids = new Map(spec.operators.map((o) => [o.id, o]));
   const unknown = Object.keys(r.operators).filter((id) => !ids.has(id));
@@ -116,21 +125,42 @@ export class Rescaler {
       const need = slotNeed(plan, this.deps.slotSharing).slots;
       const have = this.deps.totalSlots();
       if (need > have) return refuse('CLINK_ERR_NOT_ENOUGH_SLOTS', `at the new parallelism it needs ${need} slots, and the cluster's workers have ${have}; add workers or ask for less`);
-      const taken = await this.deps.checkpoints.checkpointNow(job, `the rescale of job ${job.id}`);
-      if (!taken.ok) return refuse('CLINK_ERR_STATE', taken.message);
-      if (job.state !== 'RUNNING') return refuse('CLINK_ERR_STATE', `it is ${job.state} since its checkpoint ${taken.checkpointId}, not RUNNING`);
-      const staged: StagedRescale = { spec, plan, specJson: JSON.stringify(spec), buildParallelism: build, parallelismOf, changes, checkpointId: taken.checkpointId, requestedAt, cause };
-      this.deps.recovery.beginRescale(job, staged);
-      await this.deps.persist?.(job).catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not persist the rescaled plan of job ${job.id}: ${(err as Error).message}`));
+      const staging = { spec, plan, specJson: JSON.stringify(spec), buildParallelism: build, parallelismOf, changes, requestedAt, cause };
+      const persist = (): Promise<void> | undefined =>
+        this.deps.persist?.(job, staging).catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not persist the rescaled plan of job ${job.id}: ${(err as Error).message}`));
+      const mode = request.mode ?? 'auto';
+      const tasks = mode === 'replan' ? 'drain and replan was asked for' : cutoverTasks(job.plan, plan);
+      if (typeof tasks === 'string' && mode === 'hot') return refuse('CLINK_ERR_INVALID_ARGUMENT', `it cannot be rescaled in place: ${tasks}; rescale it with --mode replan`);
+      let checkpointId = 0;
+      if (typeof tasks !== 'string') {
+        const hot = await this.deps.cutover.run(job, staging, tasks);
+        if (hot.ok) {
+          await persist();
+          const message = `job ${job.id} rescaled in place (${changes.join(', ')}) from checkpoint ${hot.checkpointId}; the tasks beside them paused ${hot.pauseMs} ms`;
+          this.deps.log.info({ jobId: job.id, checkpointId: hot.checkpointId, pauseMs: hot.pauseMs }, message);
+          return { ok: true, message, changes, checkpointId: hot.checkpointId, pauseMs: hot.pauseMs, mode: 'hot-cutover' };
+        }
+        if (job.state !== 'RUNNING' && job.state !== 'RESCALING') return refuse('CLINK_ERR_STATE', `its hot rescale failed (${hot.message}) and it is ${job.state} now`);
+        // Given up before its checkpoint: drain and replan from a new one; after it, it is being replanned from it.
+        checkpointId = hot.checkpointId;
+      }
+      if (checkpointId === 0) {
+        const taken = await this.deps.checkpoints.checkpointNow(job, `the rescale of job ${job.id}`);
+        if (!taken.ok) return refuse('CLINK_ERR_STATE', taken.message);
+        if (job.state !== 'RUNNING') return refuse('CLINK_ERR_STATE', `it is ${job.state} since its checkpoint ${taken.checkpointId}, not RUNNING`);
+        checkpointId = taken.checkpointId;
+        this.deps.recovery.beginRescale(job, { ...staging, checkpointId });
+      }
+      await persist();
       const settled = await this.settled(job);
       const r = job.rescales.at(-1);
       if (!settled || !r || r.runningAt === undefined) {
-        return refuse('CLINK_ERR_STATE', `it was stopped at checkpoint ${taken.checkpointId} and is ${job.state} now${job.error ? `: ${job.error}` : ''}`);
+        return refuse('CLINK_ERR_STATE', `it was stopped at checkpoint ${checkpointId} and is ${job.state} now${job.error ? `: ${job.error}` : ''}`);
       }
       const pauseMs = r.runningAt - r.at;
-      const message = `job ${job.id} rescaled (${changes.join(', ')}) from checkpoint ${taken.checkpointId}; it paused ${pauseMs} ms`;
-      this.deps.log.info({ jobId: job.id, checkpointId: taken.checkpointId, pauseMs }, message);
-      return { ok: true, message, changes, checkpointId: taken.checkpointId, pauseMs };
+      const message = `job ${job.id} rescaled (${changes.join(', ')}) from checkpoint ${checkpointId}; it paused ${pauseMs} ms`;
+      this.deps.log.info({ jobId: job.id, checkpointId, pauseMs }, message);
+      return { ok: true, message, changes, checkpointId, pauseMs, mode: 'drain-and-replan' };
     } finally {
       this.inFlight.delete(job);
     }

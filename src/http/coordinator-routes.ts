@@ -48,11 +48,11 @@ export function coordinatorRoutes(api: FastifyInstance, current: () => Coordinat
       return r.ok ? r : sendError(reply, 409, 'CLINK_ERR_STATE', r.message);
     },
   );
-  api.post<ById & { Body: { parallelism?: number; operators?: Record<string, number> } }>(
+  api.post<ById & { Body: { parallelism?: number; operators?: Record<string, number>; mode?: 'auto' | 'hot' | 'replan' } }>(
     '/api/v1/jobs/:id/rescale',
     {
       schema: {
-        summary: 'rescale a running job by drain and replan (a checkpoint, a stop, a redeploy from it at the new parallelism); answers once it runs again',
+        summary: 'rescale a running job: in place (only the changed tasks replaced, from a checkpoint) or by drain and replan (a checkpoint, a stop, a redeploy from it); answers once it runs again',
         params: JobIdParams,
         body: RescaleBody,
         response: { 200: RescaleReply, 409: ErrorReply, ...errors },
@@ -61,7 +61,7 @@ export function coordinatorRoutes(api: FastifyInstance, current: () => Coordinat
     async (req, reply) => {
       const c = coordinator();
       if (!c.job(req.params.id)) return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', noJob(req.params.id));
-      const r = await c.rescale(req.params.id, { parallelism: req.body.parallelism ?? 0, operators: req.body.operators ?? {} }, 'the HTTP API');
+      const r = await c.rescale(req.params.id, { parallelism: req.body.parallelism ?? 0, operators: req.body.operators ?? {}, mode: req.body.mode ?? 'auto' }, 'the HTTP API');
       if (r.ok) return r;
       const status = r.code === 'CLINK_ERR_NOT_FOUND' ? 404 : r.code === 'CLINK_ERR_STATE' || r.code === 'CLINK_ERR_NOT_ENOUGH_SLOTS' ? 409 : 400;
       return sendError(reply, status, r.code, r.message);

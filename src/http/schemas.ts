@@ -173,10 +173,11 @@ export const RescaleBody = {
   properties: {
     parallelism: { type: 'integer', minimum: 1, description: "the job's new parallelism (operators without their own)" },
     operators: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 }, description: "operators' own parallelism, by uid" },
+    mode: { type: 'string', enum: ['auto', 'hot', 'replan'], default: 'auto', description: "hot: replace only the tasks that change while the rest run on (refused when none would); replan: drain and replan; auto: hot when it can" },
   },
   additionalProperties: false,
 };
-export const RescaleReply = open({ ok: bool(), message: str(), changes: list(str(), '<task> <from> -> <to>'), checkpointId: int('the checkpoint it restored from'), pauseMs: int('from the job stopping to it running again') }, ['ok', 'message', 'changes', 'checkpointId', 'pauseMs']);
+export const RescaleReply = open({ ok: bool(), message: str(), changes: list(str(), '<task> <from> -> <to>'), checkpointId: int('the checkpoint it restored from'), pauseMs: int('from the job stopping to it running again (hot: the tasks beside the replaced ones)'), mode: { type: 'string', enum: ['drain-and-replan', 'hot-cutover'] } }, ['ok', 'message', 'changes', 'checkpointId', 'pauseMs', 'mode']);
 
 export const JobIdParams = { type: 'object', properties: { id: { type: 'string', minLength: 1, maxLength: 128 } }, required: ['id'] };
 export const SavepointBody = {

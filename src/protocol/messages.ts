@@ -197,6 +197,7 @@ export const MESSAGES = {
     ok: field(bool),
     armedSubtasks: field(u32),
     message: field(string),
+    phase: tail(string, 'armed', "the step answered: 'armed' (BeginRescale), 'rebound' (CutoverRebind), 'released' (CutoverPeerUpdate)"),
   }),
 
   // client -> coordinator
@@ -236,6 +237,7 @@ export const MESSAGES = {
     jobId: field(string),
     parallelism: field(u32, "the job's parallelism; 0 = keep it (only operators change)"),
     operators: tail(list(OperatorParallelism), [], "operators' own parallelism, by id (uid)"),
+    mode: tail(string, 'auto', "'replan' (drain and replan), 'hot' (replace only the changed tasks, or refuse), 'auto' (hot when it can)"),
   }),
 
   // coordinator -> client
@@ -338,6 +340,7 @@ export const MESSAGES = {
     operatorId: field(string),
     newParallelism: field(u32),
     epoch,
+    specJson: tail(string, '', "the job's graph after the rescale: the tasks whose parallelism differs from the running plan's are replaced"),
   }),
   CutoverRebind: message(111, 'coordinator->worker', 'bind inbound listeners for the post-cutover subtasks', {
     jobId: field(string),

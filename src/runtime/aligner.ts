@@ -23,7 +23,7 @@ export type AlignerEvent =
 
 export class BarrierAligner {
   private aligning: { id: number; got: Set<number>; since: number } | null = null;
-  private readonly ended: Uint8Array;
+  private readonly ended: number[];
   /** Elements of channels that delivered the barrier, in arrival order, while aligning. */
   private readonly held: StreamElement[] = [];
   /** Released elements, processed before anything new is taken from the queue. */
@@ -34,12 +34,18 @@ export class BarrierAligner {
   cancelled = 0;
 
   constructor(
-    private readonly channels: number,
+    private channels: number,
     private readonly now: () => number = () => performance.now(),
     /** Told of each element it holds back, and of each it lets go (the queue bounds a held channel). */
     private readonly onHold: (e: StreamElement, held: boolean) => void = () => undefined,
   ) {
-    this.ended = new Uint8Array(channels);
+    this.ended = new Array<number>(channels).fill(0);
+  }
+
+  /** A hot rescale's new input channels, numbered after the existing ones (between alignments only). */
+  addChannels(count: number): void {
+    for (let i = 0; i < count; i++) this.ended.push(0);
+    this.channels += count;
   }
 
   /** The checkpoint being aligned, if any. */

@@ -19,8 +19,8 @@ export {
 export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, BARRIER, type StreamElement, type RecordBatch } from './elements.js';
 export { InputQueue } from './queue.js';
 export { BarrierAligner, type AlignerEvent } from './aligner.js';
-export { buildSubtask, type ChannelSink, type SubtaskEnvironment } from './subtask.js';
-export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
+export { buildSubtask, channelTarget, type ChannelSink, type LocalInput, type SubtaskEnvironment } from './subtask.js';
+export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type CutoverAction, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
 export { rescaleInputs, assignedSubtasks, overlappingSubtasks, type RescaledSnapshot, type RestoreSnapshot } from './rescale.js';
 export { MAX_COLLECTED_BYTES } from './operators/collect.js';

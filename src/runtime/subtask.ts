@@ -23,6 +23,27 @@ export interface ChannelSink {
   waitNotFull(): Promise<void>;
 }
 
+/**
+ * A subtask's input in this process as its writers see it: its queue, and which of its channels an
+ * (edge, upstream subtask) is. After a hot rescale that is not the plan's numbering (new channels go
+ * after the old), so a writer asks.
+ */
+export interface LocalInput {
+  queue: InputQueue;
+  channelOf(edgeIndex: number, upstreamSubtask: number): number | undefined;
+}
+
+/** The target a writer pushes to for `sink`: a local queue through its channel's view, else the sink itself. */
+export function channelTarget(sink: ChannelSink | LocalInput, channel: number, edgeIndex: number, upstreamSubtask: number): { queue: ChannelSink; channel: number } {
+  if (sink instanceof InputQueue) return { queue: sink.channel(channel), channel };
+  if ('channelOf' in sink) {
+    const c = sink.channelOf(edgeIndex, upstreamSubtask);
+    if (c === undefined) throw new Error(`no input channel for edge ${edgeIndex} from subtask ${upstreamSubtask}`);
+    return { queue: sink.queue.channel(c), channel: c };
+  }
+  return { queue: sink, channel };
+}
+
 export interface SubtaskEnvironment {
   plan: PhysicalPlan;
   functions: ReadonlyMap<string, OperatorFunctions>;
@@ -54,7 +75,7 @@ export function buildSubtask(
   task: TaskSpec,
   index: number,
   input: InputQueue | undefined,
-  sinkFor: (edgeIndex: number, downstreamSubtask: number) => ChannelSink,
+  sinkFor: (edgeIndex: number, downstreamSubtask: number) => ChannelSink | LocalInput,
   checkpoints: Pick<SubtaskSetup, 'restore' | 'onSnapshot' | 'onSnapshotFailed' | 'onAlignmentCancelled'> = {},
 ): SubtaskRunner {
   const { plan, functions } = env;
@@ -77,11 +98,9 @@ export function buildSubtask(
     const channel = channelNumber(plan, edgeIndex, index);
     return {
       kind: edge.kind,
-      targets: Array.from({ length: down.parallelism }, (_, d) => {
-        const sink = sinkFor(edgeIndex, d);
-        // A queue in this process is written through this channel's view of it (its alignment bound).
-        return { queue: sink instanceof InputQueue ? sink.channel(channel) : sink, channel };
-      }),
+      // A queue in this process is written through this channel's view of it (its alignment bound).
+      targets: Array.from({ length: down.parallelism }, (_, d) => channelTarget(sinkFor(edgeIndex, d), channel, edgeIndex, index)),
+      edgeIndex,
       target: plan.spec.operators.find((o) => o.id === edge.target)!,
       maxParallelism: plan.spec.maxParallelism,
       ...(edge.output ? { output: edge.output } : {}),

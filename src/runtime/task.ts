@@ -7,7 +7,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
-import { abortable } from '../util/index.js';
+import { abortable, deferred, type Deferred } from '../util/index.js';
 import { markFatal } from '../errors.js';
 import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
@@ -21,7 +21,7 @@ import type { RecordWriter } from './writer.js';
 /** How long a task may run batches back to back before it lets other work on the event loop run. */
 export const YIELD_INTERVAL_MS = 10;
 
-export type SubtaskState = 'CREATED' | 'RUNNING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+export type SubtaskState = 'CREATED' | 'RUNNING' | 'FINISHED' | 'RETIRED' | 'FAILED' | 'CANCELED';
 
 /**
  * What a subtask is doing, reported as it changes (per batch, never per record), so a watchdog that
@@ -85,6 +85,12 @@ export interface SubtaskSnapshot {
   source?: unknown;
 }
 
+/** What a subtask waiting at a hot rescale's gate does next: go on, or stop for good (it is replaced). */
+export type CutoverAction = 'resume' | 'retire';
+
+/** Thrown out of a retiring subtask's loop: it ends quietly, its outputs closed, its operators not finished. */
+class Retired extends Error {}
+
 export class SubtaskRunner {
   state: SubtaskState = 'CREATED';
   recordsIn = 0;
@@ -103,6 +109,10 @@ export class SubtaskRunner {
   private wakeSource: (() => void) | undefined;
   /** A task with inputs: its barrier alignment. */
   private aligner: BarrierAligner | undefined;
+  /** A task with inputs: per channel, which operator input it feeds, its watermark and idleness. */
+  private channels: { inputs: number[]; watermarks: number[]; idle: number[]; open: number } | undefined;
+  /** A hot rescale armed here: after checkpoint `id`'s barrier the subtask waits at its gate (cutover.ts). */
+  private cutover: { id: number; gate: Deferred<CutoverAction>; reached: Deferred<void>; atGate: boolean } | undefined;
 
   constructor(readonly setup: SubtaskSetup) {}
 
@@ -145,8 +155,17 @@ export class SubtaskRunner {
       } catch (err) {
         throw this.setup.signal.aborted ? err : markFatal(err);
       }
-      if (this.setup.createReader) await this.runSource();
-      else await this.runInput();
+      try {
+        if (this.setup.createReader) await this.runSource();
+        else await this.runInput();
+      } catch (err) {
+        if (!(err instanceof Retired)) throw err;
+        // Replaced by a hot rescale after its last checkpoint: nothing after that barrier was produced,
+        // its operators hand nothing on (no end of input: a window must not fire), its channels end.
+        this.setup.writer.end();
+        this.state = 'RETIRED';
+        return;
+      }
       this.setup.onPhase?.(SubtaskPhase.FINISHING);
       for (const op of operators) await this.bounded(op.finish());
       this.setup.writer.end();
@@ -227,6 +246,50 @@ export class SubtaskRunner {
     }
     this.snapshot(checkpointId, alignmentMs);
     this.setup.writer.emitBarrier(checkpointId);
+    const c = this.cutover;
+    if (c?.id !== checkpointId) return;
+    // A hot rescale's cutover checkpoint: wait here, between batches, while the rescale rewires.
+    c.atGate = true;
+    c.reached.resolve();
+    const action = await this.bounded(c.gate.promise);
+    this.cutover = undefined;
+    if (action === 'retire') throw new Retired();
+  }
+
+  /**
+   * Arm a hot rescale: after checkpoint `checkpointId`'s barrier this subtask waits at a gate until
+   * `releaseCutover` says whether it goes on (rewired meanwhile) or retires. Resolves once it waits there.
+   */
+  armCutover(checkpointId: number): Promise<void> {
+    const reached = deferred<void>();
+    this.cutover = { id: checkpointId, gate: deferred<CutoverAction>(), reached, atGate: false };
+    return reached.promise;
+  }
+
+  /** Let a subtask waiting at (or armed for) a hot rescale's gate go on or retire; disarms it. */
+  releaseCutover(action: CutoverAction): void {
+    const c = this.cutover;
+    if (!c) return;
+    if (action === 'resume') this.cutover = undefined;
+    c.gate.resolve(action);
+  }
+
+  /** Whether a hot rescale's gate holds this subtask now (the rewiring below is safe only then). */
+  get atCutoverGate(): boolean {
+    return this.cutover?.atGate === true;
+  }
+
+  /** A hot rescale's new input channels (their operator inputs), numbered after the existing ones; only at the gate. */
+  addInputChannels(inputs: readonly number[]): void {
+    const ch = this.channels;
+    if (!ch || !this.atCutoverGate) throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
+    for (const i of inputs) {
+      ch.inputs.push(i);
+      ch.watermarks.push(NO_TIMESTAMP);
+      ch.idle.push(0);
+    }
+    ch.open += inputs.length;
+    this.aligner!.addChannels(inputs.length);
   }
 
   /** Await user or connector work, but stop waiting when the job is cancelled. */
@@ -332,17 +395,16 @@ export class SubtaskRunner {
   private async runInput(): Promise<void> {
     const { queue, channelInputs } = this.setup.input!;
     const head = this.setup.operators[0]!;
-    const n = channelInputs.length;
-    const watermarks = new Float64Array(n).fill(NO_TIMESTAMP);
-    const idle = new Uint8Array(n);
-    let open = n;
+    // Growable: a hot rescale adds channels while the subtask waits at its gate.
+    const ch = (this.channels = { inputs: [...channelInputs], watermarks: channelInputs.map(() => NO_TIMESTAMP), idle: channelInputs.map(() => 0), open: channelInputs.length });
+    const { inputs, watermarks, idle } = ch;
     let combined = NO_TIMESTAMP;
     let taskIdle = false;
 
     const recompute = (): void => {
       let min = MAX_WATERMARK;
       let active = 0;
-      for (let c = 0; c < n; c++) {
+      for (let c = 0; c < inputs.length; c++) {
         if (idle[c]) continue;
         active++;
         if (watermarks[c]! < min) min = watermarks[c]!;
@@ -368,7 +430,7 @@ export class SubtaskRunner {
     // every channel still open has. A held batch's credit goes back only when it is processed, so a
     // remote channel that is held stops sending once its credits are spent; a local one stops when a
     // queue's worth of its batches is held (InputQueue.channel).
-    const aligner = (this.aligner = new BarrierAligner(n, undefined, (e, held) => {
+    const aligner = (this.aligner = new BarrierAligner(inputs.length, undefined, (e, held) => {
       if (e.kind !== BATCH) return;
       if (held) queue.hold(e.channel);
       else queue.release(e.channel);
@@ -378,7 +440,7 @@ export class SubtaskRunner {
       else if (ev.kind === 'cancelled') this.setup.onAlignmentCancelled?.(ev.checkpointId, ev.by);
     };
 
-    while (open > 0) {
+    while (ch.open > 0) {
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
         this.setup.onPhase?.(SubtaskPhase.IDLE);
@@ -393,7 +455,7 @@ export class SubtaskRunner {
           e.onTaken?.();
           this.setup.onPhase?.(SubtaskPhase.PROCESSING);
           this.recordsIn += values.length;
-          if (channelInputs[e.channel] === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
+          if (inputs[e.channel] === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
           else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
           await this.afterBatch();
           break;
@@ -411,7 +473,7 @@ export class SubtaskRunner {
           await this.afterBatch();
           break;
         case END:
-          open--;
+          ch.open--;
           watermarks[e.channel] = MAX_WATERMARK;
           idle[e.channel] = 0;
           recompute();

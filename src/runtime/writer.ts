@@ -24,6 +24,8 @@ export interface EdgeOutput {
   maxParallelism: number;
   /** The side output the edge carries; absent: the main output. */
   output?: string;
+  /** The edge's index in the job graph (a hot rescale retargets an edge by it). */
+  edgeIndex?: number;
 }
 
 class EdgeWriter {
@@ -108,12 +110,12 @@ class EdgeWriter {
 }
 
 export class RecordWriter implements Output {
-  private readonly edges: EdgeWriter[];
+  private edges: EdgeWriter[];
   /** The main output's edges, and the one when there is one (the common case, without a loop). */
-  private readonly main: EdgeWriter[];
-  private readonly single: EdgeWriter | undefined;
-  private readonly sides = new Map<string, EdgeWriter[]>();
-  private readonly queues: ChannelSink[];
+  private main: EdgeWriter[] = [];
+  private single: EdgeWriter | undefined;
+  private sides = new Map<string, EdgeWriter[]>();
+  private queues: ChannelSink[] = [];
   recordsOut = 0;
   /** The last watermark emitted (NO_TIMESTAMP until one is). */
   watermark = NO_TIMESTAMP;
@@ -122,19 +124,38 @@ export class RecordWriter implements Output {
 
   constructor(
     edges: EdgeOutput[],
-    batchSize: number,
+    private readonly batchSize: number,
     private readonly subtaskIndex: number,
-    parallelism: number,
+    private readonly parallelism: number,
     /** How long a partly filled batch may wait to fill before it is sent. 0 sends after every input batch. */
     private readonly lingerMs = 0,
     /** Schedules the send of a lingering batch (a task's processing-time service). */
     private readonly schedule?: (at: number, cb: () => void) => void,
   ) {
     this.edges = edges.map((e) => new EdgeWriter(e, batchSize, subtaskIndex, parallelism));
+    this.wire();
+  }
+
+  private wire(): void {
     this.main = this.edges.filter((w) => w.e.output === undefined);
+    this.sides = new Map();
     for (const w of this.edges) if (w.e.output !== undefined) (this.sides.get(w.e.output) ?? this.sides.set(w.e.output, []).get(w.e.output)!).push(w);
     this.single = this.main.length === 1 ? this.main[0] : undefined;
-    this.queues = [...new Set(edges.flatMap((e) => e.targets.map((t) => t.queue)))];
+    this.queues = [...new Set(this.edges.flatMap((w) => w.e.targets.map((t) => t.queue)))];
+  }
+
+  /**
+   * A hot rescale: edge `edgeIndex` sends to `targets` from now on (partitioned over their number);
+   * returns the targets it sent to, whose channels the caller closes. Only between batches, flushed.
+   */
+  retarget(edgeIndex: number, targets: ChannelTarget[]): ChannelTarget[] {
+    const i = this.edges.findIndex((w) => w.e.edgeIndex === edgeIndex);
+    if (i < 0) throw new Error(`this subtask has no output edge ${edgeIndex}`);
+    const old = this.edges[i]!;
+    old.flush();
+    this.edges[i] = new EdgeWriter({ ...old.e, targets }, this.batchSize, this.subtaskIndex, this.parallelism);
+    this.wire();
+    return old.e.targets;
   }
 
   collect(value: unknown, timestamp: number): void {

@@ -20,13 +20,27 @@ import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
 import { checkpointStateDir, jobStateDir, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import { WorkerJob, type JobProgressReport, type SubtaskReport } from './job.js';
+import { armCutover, cutoverOf, rebindCutover, releaseCutover, type ArmedCutover } from './cutover.js';
 import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import { makeDirectory } from '../util/index.js';
 
 /** The frames a JobHost handles: those of one job. */
-export type JobFrame = MessageOf<'Deploy' | 'PeerUpdate' | 'CancelJob' | 'TriggerCheckpoint' | 'CommitCheckpoint' | 'AbortCheckpoint' | 'FinalCheckpointAssigned'>;
+export type JobFrame = MessageOf<
+  'Deploy' | 'PeerUpdate' | 'CancelJob' | 'TriggerCheckpoint' | 'CommitCheckpoint' | 'AbortCheckpoint' | 'FinalCheckpointAssigned' | 'BeginRescale' | 'CutoverRebind' | 'CutoverPeerUpdate'
+>;
 
-export const JOB_FRAME_TYPES: ReadonlySet<string> = new Set(['Deploy', 'PeerUpdate', 'CancelJob', 'TriggerCheckpoint', 'CommitCheckpoint', 'AbortCheckpoint', 'FinalCheckpointAssigned']);
+export const JOB_FRAME_TYPES: ReadonlySet<string> = new Set([
+  'Deploy',
+  'PeerUpdate',
+  'CancelJob',
+  'TriggerCheckpoint',
+  'CommitCheckpoint',
+  'AbortCheckpoint',
+  'FinalCheckpointAssigned',
+  'BeginRescale',
+  'CutoverRebind',
+  'CutoverPeerUpdate',
+]);
 
 export interface JobHostConfig {
   workerId: string;
@@ -65,6 +79,8 @@ export class JobHost {
   private deployed = false;
   /** State files being written: a subtask reports its end before its last snapshot is durable. */
   private pendingWrites = 0;
+  /** A hot rescale armed here (BeginRescale), until its CutoverPeerUpdate. */
+  private cutover: (ArmedCutover & { rebound?: boolean }) | undefined;
 
   constructor(
     readonly jobId: string,
@@ -74,7 +90,7 @@ export class JobHost {
 
   /** Every deploy has ended (at least one came) and every state file is written and acked. */
   get finished(): boolean {
-    return this.deployed && this.pendingWrites === 0 && this.parts.every((j) => j.finished);
+    return this.deployed && this.pendingWrites === 0 && this.parts.every((j) => j.finished) && !this.cutover;
   }
 
   async handle(m: JobFrame): Promise<void> {
@@ -87,6 +103,8 @@ export class JobHost {
         (this.parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? this.parts.find((j) => !j.isStarted))?.start(m);
         return;
       case 'CancelJob':
+        // The whole job stops (a restart, a replan): a hot rescale armed here is over.
+        if (m.subtasks.length === 0) this.cutover = undefined;
         for (const j of this.parts) j.cancel(m.reason || 'cancelled by the coordinator', m.subtasks);
         return;
       case 'TriggerCheckpoint':
@@ -101,19 +119,65 @@ export class JobHost {
       case 'FinalCheckpointAssigned':
         for (const j of this.parts) j.assignFinalCheckpoint(m.checkpointId);
         return;
+      case 'BeginRescale':
+      case 'CutoverRebind':
+      case 'CutoverPeerUpdate':
+        await this.cutoverStep(m);
+        return;
     }
   }
 
   private triggerCheckpoint(m: MessageOf<'TriggerCheckpoint'>): void {
-    // A job that checkpoints is never retried in part: its newest deploy here is all of it.
-    const job = this.parts.at(-1);
+    // A job that checkpoints is never retried in part, but a hot rescale leaves its new subtasks in a
+    // deploy of their own beside the rest: every deploy with subtasks running takes part.
+    const live = this.parts.filter((j) => !j.finished);
+    const job = live.at(-1);
     if (!job) return;
-    if (m.savepointDir) job.savepointDirs.set(m.checkpointId, m.savepointDir);
-    if (job.triggerCheckpoint(m.checkpointId)) return;
+    for (const j of live) if (m.savepointDir) j.savepointDirs.set(m.checkpointId, m.savepointDir);
+    if (live.every((j) => j.checkpointable)) {
+      for (const j of live) j.triggerCheckpoint(m.checkpointId);
+      return;
+    }
     // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
     this.deps.log.info({ jobId: this.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${this.jobId} declined: not every subtask here is running`);
     const first = job.subtasks[0];
     if (first) this.ackSnapshot(job, m.checkpointId, first.task.id, first.index, new Error(`worker ${this.config.workerId} declined it: not every subtask of the job here is running`));
+  }
+
+  /** A hot rescale's steps (cutover.ts), each answered with a BeginRescaleAck naming it. */
+  private async cutoverStep(m: MessageOf<'BeginRescale' | 'CutoverRebind' | 'CutoverPeerUpdate'>): Promise<void> {
+    const phase = m.type === 'BeginRescale' ? 'armed' : m.type === 'CutoverRebind' ? 'rebound' : 'released';
+    const live = this.parts.filter((j) => !j.finished);
+    let count = 0;
+    let error: string | undefined;
+    try {
+      if (m.type === 'BeginRescale') {
+        const plan = live[0]?.plan;
+        if (!plan) throw new Error(`no subtask of job ${this.jobId} runs here`);
+        const c = (this.cutover = cutoverOf(m, plan));
+        for (const j of live) {
+          const armed = armCutover(j, c);
+          if (typeof armed === 'string') throw new Error(armed);
+          count += armed;
+        }
+      } else {
+        const c = this.cutover;
+        if (!c || c.rescaleId !== m.rescaleId) throw new Error(`rescale ${m.rescaleId} is not armed here`);
+        if (m.type === 'CutoverRebind') for (const j of live) count += await rebindCutover(j, c);
+        else {
+          this.cutover = undefined;
+          // An empty update with nothing rebound gives the rescale up: the armed subtasks only go on.
+          for (const j of live) count += releaseCutover(j, c, m.subtasks.length > 0 || c.rebound ? m : undefined);
+        }
+        if (m.type === 'CutoverRebind') c.rebound = true;
+      }
+    } catch (err) {
+      error = (err as Error).message;
+      this.deps.log.warn({ jobId: this.jobId, rescaleId: m.rescaleId }, `hot rescale ${m.rescaleId} of job ${this.jobId} (${phase}): ${error}`);
+    }
+    this.deps.send(makeMessage('BeginRescaleAck', { jobId: this.jobId, rescaleId: m.rescaleId, ok: error === undefined, armedSubtasks: count, message: error ?? '', phase }));
+    // Its old subtasks retired, none new came: the job is done here once the rescale lets it go.
+    if (this.finished) this.deps.onFinished?.();
   }
 
   private async deploy(m: MessageOf<'Deploy'>): Promise<void> {
@@ -144,11 +208,21 @@ export class JobHost {
           `job module of ${m.jobName} built a different plan on worker ${this.config.workerId} than the one submitted; a build function must declare the same operators in the same order every time`,
         );
       }
-      job = new WorkerJob(m, built, this.deps.data, this.deps.stdout, (r) => this.reportFinished(job, r), this.deps.metrics, {
-        batchSize: this.config.batchSize,
-        lingerMs: this.config.batchLingerMs,
-        ...(this.config.tls?.client ? { tls: this.config.tls.client } : {}),
-      });
+      job = new WorkerJob(
+        m,
+        built,
+        this.deps.data,
+        this.deps.stdout,
+        (r) => this.reportFinished(job, r),
+        this.deps.metrics,
+        {
+          batchSize: this.config.batchSize,
+          lingerMs: this.config.batchLingerMs,
+          ...(this.config.tls?.client ? { tls: this.config.tls.client } : {}),
+        },
+        // After a hot rescale, the job's subtasks here are in several deploys: a local input is a local input.
+        (taskId, index) => this.parts.reduce<ReturnType<WorkerJob['inputOf']>>((found, j) => found ?? (j !== job ? j.inputOf(taskId, index) : undefined), undefined),
+      );
       if (this.deps.onPhase) job.onPhase = this.deps.onPhase;
       // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
       // deploy (other failover regions, after a retry) runs on.
@@ -247,6 +321,7 @@ export class JobHost {
 
   /** Stop every subtask (the session ended). */
   cancelAll(reason: string): void {
+    this.cutover = undefined;
     for (const j of this.parts) j.cancel(reason);
   }
 }

@@ -9,7 +9,7 @@ import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from
 import type { DataServer } from '../dataplane/index.js';
 import { helloMac, RemoteChannel } from '../dataplane/index.js';
 import type { TlsClientConfig } from '../net/index.js';
-import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type InputChannel, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { encodeCollected, type MessageOf, type SubtaskProgressReport } from '../protocol/index.js';
 import {
   buildSubtask,
@@ -19,6 +19,7 @@ import {
   rescaleInputs,
   validateConnectors,
   type ChannelSink,
+  type LocalInput,
   type SubtaskEnvironment,
   type SubtaskPhaseCode,
   type SubtaskRunner,
@@ -70,8 +71,17 @@ interface DeployedSubtask {
   region: AbortController;
   /** Its connections to subtasks in other processes. */
   channels: RemoteChannel[];
+  /** Its input channels, in its channel numbering (a hot rescale appends to them). */
+  inputs: InputChannel[];
   done: boolean;
+  /** Replaced by a hot rescale: it ends quietly and leaves the deploy. */
+  retired?: boolean;
+  /** Settles once it has ended and reported. */
+  ended?: Promise<void>;
 }
+
+/** Another deploy's subtask input in this process, if it runs here (a hot rescale's new subtasks beside the old deploy). */
+export type LocalInputLookup = (taskId: string, index: number) => LocalInput | undefined;
 
 export class WorkerJob {
   readonly plan: PhysicalPlan;
@@ -90,6 +100,8 @@ export class WorkerJob {
     private readonly report: (r: SubtaskReport) => void,
     private readonly metrics?: ClinkMetrics,
     private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = { batchSize: BATCH_SIZE, lingerMs: 0 },
+    /** Subtask inputs of the job's other deploys here. */
+    private readonly elsewhere: LocalInputLookup = () => undefined,
   ) {
     this.plan = createPhysicalPlan(built.spec);
     failoverRegions(this.plan).forEach((keys, i) => keys.forEach((k) => this.regionOf.set(k, i)));
@@ -114,7 +126,7 @@ export class WorkerJob {
 
   /** Whether it runs any of these subtasks (`<task>#<index>`). */
   holdsAny(keys: ReadonlySet<string>): boolean {
-    return this.subtasks.some((s) => keys.has(subtaskKey(s.task.id, s.index)));
+    return this.subtasks.some((s) => !s.retired && keys.has(subtaskKey(s.task.id, s.index)));
   }
 
   get jobId(): string {
@@ -133,15 +145,12 @@ export class WorkerJob {
       if (!task) throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
       const channels = inputChannels(this.plan, task);
       const queue = channels.length > 0 ? new InputQueue(DEFAULT_QUEUE_CAPACITY_BATCHES) : undefined;
-      this.subtasks.push({ task, index: t.subtaskIndex, queue, collected: {}, cancelled: false, region: this.regionController(task.id, t.subtaskIndex), channels: [], done: false });
+      const st: DeployedSubtask = { task, index: t.subtaskIndex, queue, collected: {}, cancelled: false, region: this.regionController(task.id, t.subtaskIndex), channels: [], inputs: channels, done: false };
+      this.subtasks.push(st);
       if (queue) {
         this.data.register(this.jobId, this.attempt, task.id, t.subtaskIndex, {
-          queue,
+          ...this.localInput(st)!,
           ...(this.deploy.dataSecret ? { secret: this.deploy.dataSecret } : {}),
-          channelOf: (edgeIndex, u) => {
-            const i = channels.findIndex((c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === u);
-            return i < 0 ? undefined : i;
-          },
         });
       }
       listenings.push({
@@ -162,6 +171,49 @@ export class WorkerJob {
     return listenings;
   }
 
+  /** A subtask's input as its writers in this process (and the data server) see it. */
+  localInput(st: DeployedSubtask): LocalInput | undefined {
+    if (!st.queue || st.done) return undefined;
+    return {
+      queue: st.queue,
+      channelOf: (edgeIndex, u) => {
+        const i = st.inputs.findIndex((c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === u);
+        return i < 0 ? undefined : i;
+      },
+    };
+  }
+
+  /** The input of subtask `index` of `taskId` if it runs in this deploy. */
+  inputOf(taskId: string, index: number): LocalInput | undefined {
+    const st = this.subtasks.find((s) => s.task.id === taskId && s.index === index);
+    return st ? this.localInput(st) : undefined;
+  }
+
+  /**
+   * Where `st` sends edge `edgeIndex`'s records for downstream subtask `d` of `plan` (the deploy's, or
+   * a hot rescale's next one): that subtask's queue when it runs in this process, else a connection.
+   */
+  sinkTo(st: DeployedSubtask, plan: PhysicalPlan, peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'], edgeIndex: number, d: number): ChannelSink | LocalInput {
+    const edge = plan.spec.edges[edgeIndex]!;
+    const down = taskOf(plan, edge.target);
+    const here = this.inputOf(down.id, d) ?? this.elsewhere(down.id, d);
+    if (here) return here; // same process: a pointer pass
+    const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
+    if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
+    const fields = { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id };
+    const ch = new RemoteChannel(
+      peer.host,
+      peer.port,
+      { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },
+      (err) => this.fail(st, err),
+      this.metrics,
+      { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
+      this.batching.tls,
+    );
+    st.channels.push(ch);
+    return ch;
+  }
+
   /** Every peer is known: connect outputs and run the subtasks. */
   start(update: MessageOf<'PeerUpdate'>): void {
     clearTimeout(this.peerTimer);
@@ -175,8 +227,6 @@ export class WorkerJob {
       this.stop(this.subtasks, markFatal(err as Error));
       return;
     }
-    const local = (taskId: string, index: number): DeployedSubtask | undefined =>
-      this.subtasks.find((s) => s.task.id === taskId && s.index === index);
     for (const st of this.subtasks) {
       if (st.done) continue;
       const env: SubtaskEnvironment = {
@@ -199,33 +249,10 @@ export class WorkerJob {
         },
       };
       const peers = update.subtasks.find((p) => p.taskId === st.task.id && p.subtaskIndex === st.index)?.peers ?? [];
-      const sinks = new Map<string, ChannelSink>();
-      const sinkFor = (edgeIndex: number, d: number): ChannelSink => {
+      const sinks = new Map<string, ChannelSink | LocalInput>();
+      const sinkFor = (edgeIndex: number, d: number): ChannelSink | LocalInput => {
         const k = `${edgeIndex}:${d}`;
-        let sink = sinks.get(k);
-        if (sink) return sink;
-        const edge = this.plan.spec.edges[edgeIndex]!;
-        const down = taskOf(this.plan, edge.target);
-        const here = local(down.id, d);
-        if (here?.queue) sink = here.queue; // same process: a pointer pass
-        else {
-          const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
-          if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
-          const fields = { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id };
-          const ch = new RemoteChannel(
-            peer.host,
-            peer.port,
-            { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },
-            (err) => this.fail(st, err),
-            this.metrics,
-            { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
-            this.batching.tls,
-          );
-          st.channels.push(ch);
-          sink = ch;
-        }
-        sinks.set(k, sink);
-        return sink;
+        return sinks.get(k) ?? sinks.set(k, this.sinkTo(st, this.plan, peers, edgeIndex, d)).get(k)!;
       };
       try {
         st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor, {
@@ -242,7 +269,7 @@ export class WorkerJob {
         this.finish(st);
         continue;
       }
-      void st.runner.run().then(
+      st.ended = st.runner.run().then(
         () => this.finish(st),
         (err: unknown) => {
           this.fail(st, err as Error);
@@ -250,6 +277,13 @@ export class WorkerJob {
         },
       );
     }
+  }
+
+  /** A hot rescale replaces `st`: it ends quietly from its gate and leaves this deploy. Resolves once it has reported. */
+  retire(st: DeployedSubtask): Promise<void> {
+    st.retired = true;
+    st.runner!.releaseCutover('retire');
+    return st.ended ?? Promise.resolve();
   }
 
   /** A subtask failed: remember its error (unless it was cancelled first) and stop its region here. */
@@ -274,6 +308,8 @@ export class WorkerJob {
   private finish(st: DeployedSubtask): void {
     if (st.done) return;
     st.done = true;
+    // Replaced by a hot rescale: it leaves this deploy (checkpoints and progress no longer count it).
+    if (st.retired) this.subtasks.splice(this.subtasks.indexOf(st), 1);
     if (st.queue) this.data.unregister(this.jobId, this.attempt, st.task.id, st.index);
     // A subtask that did not end cleanly leaves its peers no END: cut its connections so they see why.
     if (st.error || st.cancelled) for (const ch of st.channels) ch.destroy();
@@ -363,11 +399,14 @@ export class WorkerJob {
     }
   }
 
+  /** Whether TriggerCheckpoint can be taken part in: every subtask here runs. */
+  get checkpointable(): boolean {
+    return this.subtasks.every((s) => s.runner && !s.done);
+  }
+
   /** TriggerCheckpoint: every subtask here takes part (sources inject barriers, the rest align). */
-  triggerCheckpoint(checkpointId: number): boolean {
-    if (this.subtasks.some((s) => !s.runner || s.done)) return false;
+  triggerCheckpoint(checkpointId: number): void {
     for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId);
-    return true;
   }
 
   /** CommitCheckpoint: the second commit phase, subtask by subtask, in order. */

@@ -22,13 +22,13 @@ export interface SubmittedSinkJob {
 }
 
 /** Submit the file-sink job at parallelism 2, checkpointing into `<dir>/ckpt` every `intervalMs`. */
-export async function submitSinkJob(h: ClusterHarness, o: { intervalMs?: number; rate?: number; maxRestartsOnWorkerLoss?: number } = {}): Promise<SubmittedSinkJob> {
+export async function submitSinkJob(h: ClusterHarness, o: { intervalMs?: number; rate?: number; maxRestartsOnWorkerLoss?: number; params?: Record<string, string> } = {}): Promise<SubmittedSinkJob> {
   const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
   const expectedDir = join(h.dir, 'expected');
-  await runJob(loaded.job, { parallelism: 2, params: { out: expectedDir } });
+  await runJob(loaded.job, { parallelism: 2, params: { ...o.params, out: expectedDir } });
   const out = join(h.dir, 'out');
   const client = await h.client();
-  const params = { out, rate: String(o.rate ?? 3000) };
+  const params = { ...o.params, out, rate: String(o.rate ?? 3000) };
   const { jobId } = await client.submit({
     module: loaded,
     spec: buildJob(loaded.job, { parallelism: 2, params }).spec,

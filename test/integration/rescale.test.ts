@@ -1,5 +1,6 @@
-// Rescale by drain and replan on a real cluster: a keyed window job writing through the transactional
-// file sink, rescaled 2 -> 3 -> 1 -> 4 while it runs, must write exactly what an uninterrupted run writes.
+// Rescale on a real cluster, by drain and replan and in place (hot cutover): a keyed window job writing
+// through the transactional file sink, rescaled 2 -> 3 -> 1 -> 4 while it runs, must write exactly what
+// an uninterrupted run writes.
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { test } from 'node:test';
@@ -8,8 +9,18 @@ import { join, resolve } from 'node:path';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
-import { submitSinkJob } from '../harness/file-sink-job.js';
+import { submitSinkJob, type SubmittedSinkJob } from '../harness/file-sink-job.js';
 import type { JobView } from '../../src/coordinator/index.js';
+
+/** The rescales came mid-stream; the job then ends with every window result exactly once and no part left hidden. */
+async function endsExactlyOnce(h: ClusterHarness, { jobId, client, out, expected }: SubmittedSinkJob): Promise<JobView> {
+  assert.ok((await visibleLines(out)).length < expected.length, 'the rescales came mid-stream');
+  const done = await client.waitForCompletion(jobId);
+  assert.equal(done.ok, true, done.error);
+  assert.deepEqual(await visibleLines(out), expected, 'every window result exactly once');
+  assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no hidden leftovers');
+  return (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+}
 
 test('a keyed window job rescaled 2 -> 3 -> 1 -> 4 under load writes the uninterrupted output exactly once, spending no restart', async () => {
   const h = await ClusterHarness.start({ workers: 2, slots: 4 });
@@ -29,15 +40,12 @@ test('a keyed window job rescaled 2 -> 3 -> 1 -> 4 under load writes the uninter
       assert.equal(view.state, 'RUNNING');
       assert.equal(view.subtasks.filter((t) => t.taskId === '_inline_source_0' && !t.finished).length, parallelism);
     }
-    assert.ok((await visibleLines(out)).length < expected.length, 'the rescales came mid-stream');
-    const done = await client.waitForCompletion(jobId);
-    assert.equal(done.ok, true, done.error);
-    assert.deepEqual(await visibleLines(out), expected, 'every window result exactly once');
-    assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no hidden leftovers');
-    const view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+    const view = await endsExactlyOnce(h, { jobId, client, out, expected });
     assert.equal(view.rescales.length, 3);
     assert.equal(view.restarts.length, 0, 'a rescale is not a restart');
     assert.ok(view.rescales.every((r) => r.runningAt !== undefined && r.restoredFrom > 0 && r.cause.startsWith('client ')));
+    // Every task changes: none could run on, so 'auto' drains and replans.
+    assert.ok(view.rescales.every((r) => r.mode === 'drain-and-replan'));
     client.close();
   } finally {
     await h.close();
@@ -90,6 +98,36 @@ test('--operator rescales the task (chain) that holds the operator, and nothing 
     const running = (task: string): number => view.subtasks.filter((t) => t.taskId === task && !t.finished).length;
     assert.deepEqual([running('_inline_source_0'), running('work')], [1, 3]);
     await client.cancel(jobId);
+    client.close();
+  } finally {
+    await h.close();
+  }
+});
+
+test('the same job rescaled 2 -> 3 -> 1 -> 4 in place (hot cutover): its sources and its sink run on, only the window task is replaced, exactly once', async () => {
+  const h = await ClusterHarness.start({ workers: 2, slots: 4 });
+  try {
+    // The sink apart: the window task has a task feeding it (the sources) and one it feeds (the sink).
+    const { jobId, client, out, expected } = await submitSinkJob(h, { intervalMs: 300, rate: 1_500, params: { sinkApart: '1' } });
+    await h.waitForJob(jobId, ['RUNNING']);
+    const before = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+    const tasks = [...new Set(before.subtasks.map((t) => t.taskId))];
+    assert.equal(tasks.length, 3, tasks.join());
+    const windowTask = tasks.find((t) => t.includes('window'))!;
+    const sinkTask = tasks.find((t) => t !== windowTask && t !== '_inline_source_0')!;
+    for (const parallelism of [3, 1, 4]) {
+      const r = await client.rescale(jobId, 0, { [windowTask]: parallelism }, undefined, 'hot');
+      assert.equal(r.ok, true, r.message);
+      assert.match(r.message, new RegExp(`^job ${jobId} rescaled in place \\(${windowTask} \\d -> ${parallelism}\\) from checkpoint \\d+; the tasks beside them paused \\d+ ms$`));
+      const view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+      assert.equal(view.state, 'RUNNING');
+      assert.equal(view.subtasks.filter((t) => t.taskId === windowTask && !t.finished).length, parallelism);
+      assert.equal(view.subtasks.filter((t) => t.taskId === '_inline_source_0' && !t.finished).length, 2, 'the sources ran on');
+      assert.equal(view.subtasks.filter((t) => t.taskId === sinkTask && !t.finished).length, 2, 'the sinks ran on');
+    }
+    const view = await endsExactlyOnce(h, { jobId, client, out, expected });
+    assert.deepEqual(view.rescales.map((r) => r.mode), ['hot-cutover', 'hot-cutover', 'hot-cutover']);
+    assert.equal(view.restarts.length, 0, 'a rescale is not a restart');
     client.close();
   } finally {
     await h.close();

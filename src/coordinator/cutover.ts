@@ -1,0 +1,203 @@
+/**
+ * A hot rescale (docs/design/016-rescale.md, "Hot cutover"): only the tasks whose parallelism changes
+ * (C) are replaced; the rest keep running with their state in memory. The steps, each answered by every
+ * worker that runs a task taking part (C, the tasks feeding C, those C feeds) with a BeginRescaleAck:
+ *
+ *   BeginRescale(N) ──armed──► checkpoint N (its commit goes out first) ──► CutoverRebind ──rebound──►
+ *   new C deployed from N (rescaled) and told its peers ──► CutoverPeerUpdate ──released──► running
+ *
+ * Before N completes, a failure gives the rescale up (the armed subtasks go on: an empty
+ * CutoverPeerUpdate) and the caller falls back to drain and replan; after it, the job is drained and
+ * replanned from N. A lost worker is the failure handler's, as at any time.
+ */
+import type { Logger } from '../log/index.js';
+import { networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
+import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
+import type { Clock } from '../util/index.js';
+import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
+import type { CompletedMarker } from './checkpoints.js';
+import { peersOf, type Deployer } from './deployer.js';
+import { takePlan, type JobCutover, type JobState, type StagedRescale, type WorkerSession } from './job-state.js';
+import { placementSubtasks, type PlacementPlan, type PlacementSubtask } from './placement.js';
+
+/** The tasks a hot rescale replaces (C) and the running ones beside them that wait while it does. */
+export interface CutoverTasks {
+  changed: string[];
+  neighbours: string[];
+}
+
+/**
+ * Whether `next` can replace `now` in place: the same tasks, chains and edges, some tasks at another
+ * parallelism, and some task left running beside them. Returns why not otherwise.
+ */
+export function cutoverTasks(now: PhysicalPlan, next: PhysicalPlan): CutoverTasks | string {
+  const shape = (p: PhysicalPlan): string => JSON.stringify({ tasks: p.tasks.map((t) => [t.id, t.operators.map((o) => o.id)]), edges: p.spec.edges });
+  if (shape(now) !== shape(next)) return 'the new parallelism changes how its operators chain or connect';
+  const before = new Map(now.tasks.map((t) => [t.id, t.parallelism]));
+  const changed = new Set(next.tasks.filter((t) => before.get(t.id) !== t.parallelism).map((t) => t.id));
+  const neighbours = new Set<string>();
+  for (const { up, down } of networkEdges(next)) {
+    if (changed.has(up.id) && !changed.has(down.id)) neighbours.add(down.id);
+    if (changed.has(down.id) && !changed.has(up.id)) neighbours.add(up.id);
+  }
+  if (changed.size === 0) return 'no task changes parallelism';
+  if (neighbours.size === 0) return 'every task changes parallelism, so none would keep running';
+  return { changed: [...changed], neighbours: [...neighbours] };
+}
+
+export type CutoverResult =
+  | { ok: true; checkpointId: number; pauseMs: number }
+  /** `checkpointId` 0: given up before its checkpoint completed, the job untouched; else drained and replanned from it. */
+  | { ok: false; checkpointId: number; message: string };
+
+export interface HotCutoverDeps {
+  clock: Clock;
+  log: Logger;
+  checkpoints: CheckpointCoordinator;
+  deployer: Deployer;
+  post: (s: WorkerSession, m: Message) => void;
+  /** Slots for the new subtasks (beside the job's own). */
+  place: (job: JobState, subtasks: PlacementSubtask[]) => Promise<PlacementPlan>;
+  /** The job's newest completed checkpoint of its own. */
+  newestCheckpoint: (job: JobState) => Promise<CompletedMarker | undefined>;
+  /** Drain and replan from the cutover checkpoint (JobRecovery.beginRescale). */
+  replan: (job: JobState, staged: StagedRescale) => void;
+  slotSharing: boolean;
+  /** How long each step may take. */
+  stepTimeoutMs: number;
+}
+
+interface StepWait {
+  rescaleId: number;
+  phase: string;
+  pending: Set<WorkerSession>;
+  failed?: string;
+}
+
+export class HotCutover {
+  private seq = 0;
+  private readonly waits = new Map<JobState, StepWait>();
+
+  constructor(private readonly deps: HotCutoverDeps) {}
+
+  /** A worker's BeginRescaleAck. */
+  onAck(job: JobState, s: WorkerSession, m: MessageOf<'BeginRescaleAck'>): void {
+    const w = this.waits.get(job);
+    if (!w || w.rescaleId !== m.rescaleId || w.phase !== m.phase) return;
+    if (!m.ok) w.failed ??= `worker ${s.id}: ${m.message}`;
+    w.pending.delete(s);
+  }
+
+  /** Replace the tasks `tasks.changed` of `job` by those of `staged`, from a checkpoint taken now. */
+  async run(job: JobState, staged: Omit<StagedRescale, 'checkpointId'>, tasks: CutoverTasks): Promise<CutoverResult> {
+    const rescaleId = ++this.seq;
+    const changed = new Set(tasks.changed);
+    const involved = new Set([...tasks.changed, ...tasks.neighbours]);
+    const armed = [...new Set(job.subtasks.filter((t) => !t.finished && involved.has(t.taskId)).map((t) => t.session))];
+    const cutover: JobCutover = (job.cutover = { rescaleId });
+    let checkpointId = 0;
+    // The tasks taking part stop at the cutover checkpoint's barrier, soon after its trigger.
+    let triggeredAt = 0;
+    let completed = false;
+    try {
+      const taken = await this.deps.checkpoints.checkpointNow(job, `the rescale of job ${job.id}`, async (id) => {
+        checkpointId = id;
+        await this.step(job, rescaleId, armed, 'armed', makeMessage('BeginRescale', { jobId: job.id, rescaleId, cutoverCheckpointId: id, operatorId: '', newParallelism: 0, specJson: staged.specJson }));
+        triggeredAt = this.deps.clock.now();
+      });
+      if (!taken.ok) {
+        checkpointId = 0;
+        throw new Error(taken.message);
+      }
+      completed = true;
+      // Its commit went out before this: the old subtasks of C commit, then retire.
+      const old = job.subtasks.filter((t) => changed.has(t.taskId));
+      for (const t of old) t.retiring = true;
+      await this.step(job, rescaleId, armed, 'rebound', makeMessage('CutoverRebind', { jobId: job.id, rescaleId, tasks: [] }));
+      const left = old.find((t) => !t.finished);
+      if (left) throw new Error(`subtask ${subtaskKey(left.taskId, left.index)} did not retire`);
+      const restore = await this.deps.newestCheckpoint(job);
+      if (restore?.checkpointId !== checkpointId) throw new Error(`checkpoint ${checkpointId} is not the job's newest`);
+      this.adopt(job, staged, old, changed);
+      const connected = new Promise<void>((resolve) => (cutover.connected = resolve));
+      const placement = await this.deps.place(job, placementSubtasks(job.plan, this.deps.slotSharing, (s) => changed.has(s.taskId)));
+      this.assertCurrent(job, rescaleId);
+      this.deps.deployer.deploy(job, placement, restore);
+      await this.until(job, rescaleId, 'the new subtasks to start', connected);
+      const update = job.subtasks.filter((t) => tasks.neighbours.includes(t.taskId)).map((st) => ({ taskId: st.taskId, subtaskIndex: st.index, peers: peersOf(job, st, changed) }));
+      // A worker whose old subtasks all retired still holds the armed rescale: it is released too.
+      await this.step(job, rescaleId, armed, 'released', makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: update }));
+      const pauseMs = this.deps.clock.now() - triggeredAt;
+      job.rescales.push({ requestedAt: staged.requestedAt, at: triggeredAt, deployedAt: this.deps.clock.now(), runningAt: this.deps.clock.now(), changes: staged.changes, restoredFrom: checkpointId, attempt: job.attempt, cause: staged.cause, mode: 'hot-cutover' });
+      return { ok: true, checkpointId, pauseMs };
+    } catch (err) {
+      const message = (err as Error).message;
+      if (job.cutover === cutover) job.cutover = undefined;
+      this.waits.delete(job);
+      if (job.state !== 'RUNNING') return { ok: false, checkpointId, message };
+      if (!completed) {
+        // Given up before the checkpoint completed: nothing was replaced, the armed subtasks go on.
+        this.deps.log.warn({ jobId: job.id, rescaleId }, `hot rescale of job ${job.id} given up: ${message}`);
+        for (const s of armed) if (s.state === 'active') this.deps.post(s, makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: [] }));
+        return { ok: false, checkpointId: 0, message };
+      }
+      this.deps.log.warn({ jobId: job.id, rescaleId, checkpointId }, `hot rescale of job ${job.id} failed after checkpoint ${checkpointId}: ${message}; draining and replanning from it`);
+      this.deps.replan(job, { ...staged, checkpointId });
+      return { ok: false, checkpointId, message };
+    } finally {
+      if (job.cutover === cutover) job.cutover = undefined;
+    }
+  }
+
+  /** The job takes the new plan; the retired subtasks leave it, and each input fed by C gets C's new channels. */
+  private adopt(job: JobState, staged: Omit<StagedRescale, 'checkpointId'>, retired: readonly JobState['subtasks'][number][], changed: ReadonlySet<string>): void {
+    takePlan(job, staged);
+    job.subtasks = job.subtasks.filter((t) => !retired.includes(t));
+    // The workers appended the new channels on the same data port (CutoverRebind): the same for the peer lists.
+    for (const { edge, up, down } of networkEdges(job.plan)) {
+      if (!changed.has(up.id) || changed.has(down.id)) continue;
+      for (const st of job.subtasks.filter((t) => t.taskId === down.id)) {
+        const port = st.listening?.[0]?.port;
+        if (port === undefined) continue;
+        const kept = (st.listening ?? []).filter((p) => p.upstreamTaskId !== up.id || p.inputIndex !== edge.inputIndex);
+        st.listening = [...kept, ...Array.from({ length: up.parallelism }, (_, u) => ({ inputIndex: edge.inputIndex, upstreamTaskId: up.id, upstreamSubtask: u, port }))];
+      }
+    }
+  }
+
+  private assertCurrent(job: JobState, rescaleId: number): void {
+    if (job.state !== 'RUNNING' || job.cutover?.rescaleId !== rescaleId) throw new Error(`job ${job.id} is ${job.state}`);
+  }
+
+  /** Send `m` to `sessions` and wait for each one's ack of `phase`. */
+  private async step(job: JobState, rescaleId: number, sessions: WorkerSession[], phase: string, m: Message): Promise<void> {
+    const w: StepWait = { rescaleId, phase, pending: new Set(sessions.filter((s) => s.state === 'active')) };
+    this.waits.set(job, w);
+    for (const s of w.pending) this.deps.post(s, m);
+    await this.until(job, rescaleId, `every worker's ${phase} answer`, undefined, () => {
+      if (w.failed) throw new Error(w.failed);
+      return w.pending.size === 0;
+    });
+  }
+
+  /** Wait for `done` (or `check` to be true), failing when the job stops running or the step's time runs out. */
+  private until(job: JobState, rescaleId: number, what: string, done?: Promise<void>, check?: () => boolean): Promise<void> {
+    let settled = false;
+    void done?.then(() => (settled = true));
+    const deadline = this.deps.clock.now() + this.deps.stepTimeoutMs;
+    return new Promise((resolve, reject) => {
+      const stop = this.deps.clock.every(5, () => {
+        try {
+          this.assertCurrent(job, rescaleId);
+          if (settled || check?.()) {
+            stop();
+            resolve();
+          } else if (this.deps.clock.now() >= deadline) throw new Error(`no ${what} within ${this.deps.stepTimeoutMs} ms`);
+        } catch (err) {
+          stop();
+          reject(err as Error);
+        }
+      });
+    });
+  }
+}
