@@ -1,9 +1,11 @@
 /**
- * Rescale pause: an unbounded keyed job (bench/jobs/rescale-probe.ts) on an embedded cluster of 3 local
- * worker processes, checkpointing every 500 ms, rescaled by drain and replan from 12 to 24 subtasks
- * and back. The pause is measured where the records land: the longest gap between two batches reaching
- * the sinks (last record before -> first record after) while the rescale runs. Also reported: the
- * coordinator's own count, from the job stopping to it running again.
+ * Rescale pause: an unbounded keyed job (bench/jobs/rescale-probe.ts: source -> keyed map -> sink, three
+ * tasks, 24 subtasks at parallelism 8) on an embedded cluster of 3 local worker processes, checkpointing
+ * every 500 ms. Its keyed map goes 8 -> 4 -> 8, by drain and replan and then in place (hot cutover: the
+ * sources and sinks run on), so both modes make the same change side by side. The pause is measured
+ * where the records land: the longest gap between two batches reaching the sinks (last record before ->
+ * first record after) while the rescale runs. Also reported: the coordinator's own count (drain and
+ * replan: the job stopping to it running again; hot: the cutover checkpoint's trigger to the release).
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,7 +17,7 @@ import { createLogger } from '../src/log/index.js';
 import { buildJob } from '../src/sdk/index.js';
 
 export interface RescaleResult {
-  mode: 'drain-and-replan';
+  mode: 'drain-and-replan' | 'hot-cutover';
   from: number;
   to: number;
   /** Subtasks after the rescale. */
@@ -50,27 +52,29 @@ async function measure(quick: boolean): Promise<RescaleResult[]> {
   const cluster = await EmbeddedCluster.start({
     workers: 3,
     slotsPerWorker: 8,
-    log: createLogger({ level: 'error' }),
+    log: createLogger({ level: process.env.BENCH_LOG ?? 'error' }),
     cliCommand: { execPath: process.execPath, args: ['--import', 'tsx', join(root, 'src/cli/bin.ts')] },
   });
   try {
     const loaded = await loadJobModule(join(root, 'bench/jobs/rescale-probe.ts'), { cacheDir: join(dir, 'cache') });
     const params = { rate: '4000', dir };
     const client = await cluster.client();
-    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 4, params }).spec, params, buildParallelism: 4, checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs: 500 } });
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 8, params }).spec, params, buildParallelism: 8, checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs: 500 } });
     const c = cluster.coordinator;
     const out: RescaleResult[] = [];
-    // 3 tasks (source, keyed map, sink): 4 -> 8 is 12 -> 24 subtasks; and back.
-    for (const [from, to] of quick ? [[4, 8]] : [[4, 8], [8, 4], [4, 8]]) {
+    // Source 8, keyed map 8 -> 4 -> 8, sink 8: 24 -> 20 -> 24 subtasks, by each mode in turn.
+    const step = (mode: 'replan' | 'hot', from: number, to: number) => ({ mode, from, to });
+    const steps = quick ? [step('replan', 8, 4), step('hot', 4, 8)] : [step('replan', 8, 4), step('replan', 4, 8), step('hot', 8, 4), step('hot', 4, 8)];
+    for (const { mode, from, to } of steps) {
       while (!c.checkpointsOf(jobId)?.length) await sleep(20);
       await sleep(1_000);
       const asked = Date.now();
-      const r = await client.rescale(jobId, to!);
+      const r = await client.rescale(jobId, 0, { ids: to }, undefined, mode);
       const answered = Date.now();
       if (!r.ok) throw new Error(`rescale bench: ${r.message}`);
       await sleep(1_000);
       const rescale = c.job(jobId)!.rescales.at(-1)!;
-      out.push({ mode: 'drain-and-replan', from: from! * 3, to: to! * 3, subtasks: to! * 3, pauseMs: longestGap(await arrivals(dir), asked, answered + 1_000), requestMs: answered - asked, stoppedMs: rescale.runningAt! - rescale.at });
+      out.push({ mode: rescale.mode, from: 16 + from, to: 16 + to, subtasks: 16 + to, pauseMs: longestGap(await arrivals(dir), asked, answered + 1_000), requestMs: answered - asked, stoppedMs: rescale.runningAt! - rescale.at });
     }
     await client.cancel(jobId);
     client.close();

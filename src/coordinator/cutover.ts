@@ -13,7 +13,7 @@
 import type { Logger } from '../log/index.js';
 import { networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
-import type { Clock } from '../util/index.js';
+import { deferred, type Clock, type Deferred } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import type { CompletedMarker } from './checkpoints.js';
 import { peersOf, type Deployer } from './deployer.js';
@@ -45,6 +45,9 @@ export function cutoverTasks(now: PhysicalPlan, next: PhysicalPlan): CutoverTask
   return { changed: [...changed], neighbours: [...neighbours] };
 }
 
+/** How often a waiting step looks whether the job still runs. */
+const CUTOVER_STATE_CHECK_MS = 25;
+
 export type CutoverResult =
   | { ok: true; checkpointId: number; pauseMs: number }
   /** `checkpointId` 0: given up before its checkpoint completed, the job untouched; else drained and replanned from it. */
@@ -71,7 +74,8 @@ interface StepWait {
   rescaleId: number;
   phase: string;
   pending: Set<WorkerSession>;
-  failed?: string;
+  /** Settles when every session has answered, or one refused. */
+  answered: Deferred<void>;
 }
 
 export class HotCutover {
@@ -84,8 +88,9 @@ export class HotCutover {
   onAck(job: JobState, s: WorkerSession, m: MessageOf<'BeginRescaleAck'>): void {
     const w = this.waits.get(job);
     if (!w || w.rescaleId !== m.rescaleId || w.phase !== m.phase) return;
-    if (!m.ok) w.failed ??= `worker ${s.id}: ${m.message}`;
+    if (!m.ok) w.answered.reject(new Error(`worker ${s.id}: ${m.message}`));
     w.pending.delete(s);
+    if (w.pending.size === 0) w.answered.resolve();
   }
 
   /** Replace the tasks `tasks.changed` of `job` by those of `staged`, from a checkpoint taken now. */
@@ -102,7 +107,7 @@ export class HotCutover {
     try {
       const taken = await this.deps.checkpoints.checkpointNow(job, `the rescale of job ${job.id}`, async (id) => {
         checkpointId = id;
-        await this.step(job, rescaleId, armed, 'armed', makeMessage('BeginRescale', { jobId: job.id, rescaleId, cutoverCheckpointId: id, operatorId: '', newParallelism: 0, specJson: staged.specJson }));
+        await this.step(job, rescaleId, armed, 'armed', makeMessage('BeginRescale', { jobId: job.id, rescaleId, cutoverCheckpointId: id, operatorId: '', newParallelism: 0, specJson: staged.specJson, tasks: tasks.changed }));
         triggeredAt = this.deps.clock.now();
       });
       if (!taken.ok) {
@@ -110,10 +115,12 @@ export class HotCutover {
         throw new Error(taken.message);
       }
       completed = true;
+      const at = { checkpoint: this.deps.clock.now(), rebound: 0, deployed: 0, started: 0 };
       // Its commit went out before this: the old subtasks of C commit, then retire.
       const old = job.subtasks.filter((t) => changed.has(t.taskId));
       for (const t of old) t.retiring = true;
       await this.step(job, rescaleId, armed, 'rebound', makeMessage('CutoverRebind', { jobId: job.id, rescaleId, tasks: [] }));
+      at.rebound = this.deps.clock.now();
       const left = old.find((t) => !t.finished);
       if (left) throw new Error(`subtask ${subtaskKey(left.taskId, left.index)} did not retire`);
       const restore = await this.deps.newestCheckpoint(job);
@@ -123,11 +130,15 @@ export class HotCutover {
       const placement = await this.deps.place(job, placementSubtasks(job.plan, this.deps.slotSharing, (s) => changed.has(s.taskId)));
       this.assertCurrent(job, rescaleId);
       this.deps.deployer.deploy(job, placement, restore);
+      at.deployed = this.deps.clock.now();
       await this.until(job, rescaleId, 'the new subtasks to start', connected);
+      at.started = this.deps.clock.now();
       const update = job.subtasks.filter((t) => tasks.neighbours.includes(t.taskId)).map((st) => ({ taskId: st.taskId, subtaskIndex: st.index, peers: peersOf(job, st, changed) }));
       // A worker whose old subtasks all retired still holds the armed rescale: it is released too.
       await this.step(job, rescaleId, armed, 'released', makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: update }));
       const pauseMs = this.deps.clock.now() - triggeredAt;
+      const steps = { checkpointMs: at.checkpoint - triggeredAt, reboundMs: at.rebound - at.checkpoint, deployMs: at.deployed - at.rebound, startMs: at.started - at.deployed, releaseMs: this.deps.clock.now() - at.started };
+      this.deps.log.info({ jobId: job.id, rescaleId, ...steps }, `hot rescale of job ${job.id}: checkpoint ${steps.checkpointMs} ms, retire and rebind ${steps.reboundMs} ms, place ${steps.deployMs} ms, new subtasks started ${steps.startMs} ms, release ${steps.releaseMs} ms`);
       job.rescales.push({ requestedAt: staged.requestedAt, at: triggeredAt, deployedAt: this.deps.clock.now(), runningAt: this.deps.clock.now(), changes: staged.changes, restoredFrom: checkpointId, attempt: job.attempt, cause: staged.cause, mode: 'hot-cutover' });
       return { ok: true, checkpointId, pauseMs };
     } catch (err) {
@@ -171,33 +182,39 @@ export class HotCutover {
 
   /** Send `m` to `sessions` and wait for each one's ack of `phase`. */
   private async step(job: JobState, rescaleId: number, sessions: WorkerSession[], phase: string, m: Message): Promise<void> {
-    const w: StepWait = { rescaleId, phase, pending: new Set(sessions.filter((s) => s.state === 'active')) };
+    const w: StepWait = { rescaleId, phase, pending: new Set(sessions.filter((s) => s.state === 'active')), answered: deferred<void>() };
     this.waits.set(job, w);
+    if (w.pending.size === 0) w.answered.resolve();
     for (const s of w.pending) this.deps.post(s, m);
-    await this.until(job, rescaleId, `every worker's ${phase} answer`, undefined, () => {
-      if (w.failed) throw new Error(w.failed);
-      return w.pending.size === 0;
-    });
+    await this.until(job, rescaleId, `every worker's ${phase} answer`, w.answered.promise);
   }
 
-  /** Wait for `done` (or `check` to be true), failing when the job stops running or the step's time runs out. */
-  private until(job: JobState, rescaleId: number, what: string, done?: Promise<void>, check?: () => boolean): Promise<void> {
-    let settled = false;
-    void done?.then(() => (settled = true));
+  /**
+   * Wait for `done`, failing when the job stops running (a lost worker: the failure handler's) or the
+   * step's time runs out. The answer is taken when it comes; the job's state is looked at now and then.
+   */
+  private until(job: JobState, rescaleId: number, what: string, done: Promise<void>): Promise<void> {
     const deadline = this.deps.clock.now() + this.deps.stepTimeoutMs;
     return new Promise((resolve, reject) => {
-      const stop = this.deps.clock.every(5, () => {
+      const stop = this.deps.clock.every(CUTOVER_STATE_CHECK_MS, () => {
         try {
           this.assertCurrent(job, rescaleId);
-          if (settled || check?.()) {
-            stop();
-            resolve();
-          } else if (this.deps.clock.now() >= deadline) throw new Error(`no ${what} within ${this.deps.stepTimeoutMs} ms`);
+          if (this.deps.clock.now() >= deadline) throw new Error(`no ${what} within ${this.deps.stepTimeoutMs} ms`);
         } catch (err) {
           stop();
           reject(err as Error);
         }
       });
+      done.then(
+        () => {
+          stop();
+          resolve();
+        },
+        (err: unknown) => {
+          stop();
+          reject(err as Error);
+        },
+      );
     });
   }
 }

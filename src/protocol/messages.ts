@@ -340,7 +340,8 @@ export const MESSAGES = {
     operatorId: field(string),
     newParallelism: field(u32),
     epoch,
-    specJson: tail(string, '', "the job's graph after the rescale: the tasks whose parallelism differs from the running plan's are replaced"),
+    specJson: tail(string, '', "the job's graph after the rescale"),
+    tasks: tail(list(string), [], 'the tasks it replaces (their parallelism changes); the rest run on'),
   }),
   CutoverRebind: message(111, 'coordinator->worker', 'bind inbound listeners for the post-cutover subtasks', {
     jobId: field(string),

@@ -22,12 +22,13 @@ export interface ArmedCutover {
   changed: ReadonlySet<string>;
 }
 
-/** The cutover of `BeginRescale`: the plan it leads to and the tasks it replaces. */
-export function cutoverOf(m: MessageOf<'BeginRescale'>, current: PhysicalPlan): ArmedCutover {
+/**
+ * The cutover of `BeginRescale`: the plan it leads to and the tasks it replaces. The coordinator names
+ * those: after an earlier cutover a deploy's own plan is no longer the running one.
+ */
+export function cutoverOf(m: MessageOf<'BeginRescale'>): ArmedCutover {
   const plan = createPhysicalPlan(JSON.parse(m.specJson) as JobGraphSpec);
-  const before = new Map(current.tasks.map((t) => [t.id, t.parallelism]));
-  const changed = new Set(plan.tasks.filter((t) => before.get(t.id) !== t.parallelism).map((t) => t.id));
-  return { rescaleId: m.rescaleId, checkpointId: m.cutoverCheckpointId, plan, changed };
+  return { rescaleId: m.rescaleId, checkpointId: m.cutoverCheckpointId, plan, changed: new Set(m.tasks) };
 }
 
 /** Whether task `taskId` takes part: it is replaced, feeds a replaced task or is fed by one. */

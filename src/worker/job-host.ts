@@ -152,9 +152,8 @@ export class JobHost {
     let error: string | undefined;
     try {
       if (m.type === 'BeginRescale') {
-        const plan = live[0]?.plan;
-        if (!plan) throw new Error(`no subtask of job ${this.jobId} runs here`);
-        const c = (this.cutover = cutoverOf(m, plan));
+        if (live.length === 0) throw new Error(`no subtask of job ${this.jobId} runs here`);
+        const c = (this.cutover = cutoverOf(m));
         for (const j of live) {
           const armed = armCutover(j, c);
           if (typeof armed === 'string') throw new Error(armed);
