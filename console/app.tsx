@@ -174,7 +174,7 @@ function JobPage({ id }: { id: string }) {
       <h3>Restarts</h3>
       <Table testId="restarts" head={['at', 'cause', 'from checkpoint', 'attempt']} rows={j.restarts.map((r) => [when(r.at), r.cause, r.restoredFrom, r.attempt])} />
       <h3>Rescales</h3>
-      <Table testId="rescales" head={['at', 'changes', 'cause', 'from checkpoint', 'paused']} rows={(j.rescales ?? []).map((r) => [when(r.at), r.changes.join(', '), r.cause, r.restoredFrom, r.runningAt === undefined ? 'redeploying' : `${r.runningAt - r.at} ms`])} />
+      <Table testId="rescales" head={['at', 'changes', 'how', 'cause', 'from checkpoint', 'paused']} rows={(j.rescales ?? []).map((r) => [when(r.at), r.changes.join(', '), r.mode === 'hot-cutover' ? 'in place' : 'drain and replan', r.cause, r.restoredFrom, r.runningAt === undefined ? 'redeploying' : `${r.runningAt - r.at} ms`])} />
       {j.autoscaler ? (
         <>
           <h3>

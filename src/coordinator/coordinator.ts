@@ -170,11 +170,13 @@ export class Coordinator {
       checkpoints: this.checkpoints,
       deployer: this.deployer,
       post,
-      place: (job, subtasks) => this.slots.place(job.id, subtasks, this.config.restartCapacityTimeoutMs),
+      // Within a step's time, and not for a job that stopped meanwhile (a lost worker restarts it).
+      place: (job, subtasks) => this.slots.place(job.id, subtasks, Math.min(this.config.restartDrainTimeoutMs, 30_000), { giveUp: () => job.state !== 'RUNNING' || !job.cutover }),
       newestCheckpoint: (job) => this.recovery.newestOwnRestore(job.checkpoint.checkpointDir, job.id),
       replan: (job, staged) => this.recovery.beginRescale(job, staged),
       slotSharing: this.config.slotSharing,
-      stepTimeoutMs: this.config.restartDrainTimeoutMs,
+      // Each step is a round of frames (the deploy one a module load): far below a drain's bound.
+      stepTimeoutMs: Math.min(this.config.restartDrainTimeoutMs, 30_000),
     });
     this.rescaler = new Rescaler({
       clock,

@@ -186,19 +186,26 @@ export class HotCutover {
     this.waits.set(job, w);
     if (w.pending.size === 0) w.answered.resolve();
     for (const s of w.pending) this.deps.post(s, m);
-    await this.until(job, rescaleId, `every worker's ${phase} answer`, w.answered.promise);
+    // A worker gone meanwhile answers nothing: if it ran a subtask of the job, the job restarts (and the
+    // wait fails); if its subtasks had all retired, nothing of the job is left there to wait for.
+    const gone = (): void => {
+      for (const s of w.pending) if (s.state !== 'active') w.pending.delete(s);
+      if (w.pending.size === 0) w.answered.resolve();
+    };
+    await this.until(job, rescaleId, `every worker's ${phase} answer`, w.answered.promise, gone);
   }
 
   /**
    * Wait for `done`, failing when the job stops running (a lost worker: the failure handler's) or the
    * step's time runs out. The answer is taken when it comes; the job's state is looked at now and then.
    */
-  private until(job: JobState, rescaleId: number, what: string, done: Promise<void>): Promise<void> {
+  private until(job: JobState, rescaleId: number, what: string, done: Promise<void>, look?: () => void): Promise<void> {
     const deadline = this.deps.clock.now() + this.deps.stepTimeoutMs;
     return new Promise((resolve, reject) => {
       const stop = this.deps.clock.every(CUTOVER_STATE_CHECK_MS, () => {
         try {
           this.assertCurrent(job, rescaleId);
+          look?.();
           if (this.deps.clock.now() >= deadline) throw new Error(`no ${what} within ${this.deps.stepTimeoutMs} ms`);
         } catch (err) {
           stop();

@@ -103,6 +103,7 @@ export class Rescaler {
     this.inFlight.add(job);
     try {
       const requestedAt = this.deps.clock.now();
+      const before = { rescales: job.rescales.length, restarts: job.restarts.length };
       // A target names an operator; it applies to the chain (task) that holds it, which would otherwise split.
       const parallelismOf = { ...job.parallelismOf, ...chainTargets(job.plan, request.operators) };
       const build = request.parallelism || job.buildParallelism || job.spec.defaultParallelism;
@@ -152,9 +153,11 @@ export class Rescaler {
         this.deps.recovery.beginRescale(job, { ...staging, checkpointId });
       }
       await persist();
-      const settled = await this.settled(job);
+      const settled = await this.settled(job, before);
       const r = job.rescales.at(-1);
       if (!settled || !r || r.runningAt === undefined) {
+        const restart = job.restarts.length > before.restarts ? job.restarts.at(-1) : undefined;
+        if (restart) return refuse('CLINK_ERR_STATE', `it was stopped at checkpoint ${checkpointId}, and a restart took over (${restart.cause}); it is ${job.state} now`);
         return refuse('CLINK_ERR_STATE', `it was stopped at checkpoint ${checkpointId} and is ${job.state} now${job.error ? `: ${job.error}` : ''}`);
       }
       const pauseMs = r.runningAt - r.at;
@@ -166,11 +169,16 @@ export class Rescaler {
     }
   }
 
-  /** Resolves true once the job runs again after its rescale, false when it ended or the wait ran out. */
-  private settled(job: JobState): Promise<boolean> {
+  /**
+   * Resolves true once the job runs again after its rescale, false when it ended, a restart took over
+   * (a worker lost while it redeployed: the job runs again as the restart left it), or the wait ran out.
+   */
+  private settled(job: JobState, before: { rescales: number; restarts: number }): Promise<boolean> {
     const check = (): boolean | undefined => {
       if (isTerminal(job.state)) return false;
-      if (job.state === 'RUNNING' && job.rescales.at(-1)?.runningAt !== undefined) return true;
+      if (job.state !== 'RUNNING') return undefined;
+      if (job.rescales.length > before.rescales && job.rescales.at(-1)?.runningAt !== undefined) return true;
+      if (job.restarts.length > before.restarts) return false;
       return undefined;
     };
     return new Promise((resolve) => {

@@ -28,14 +28,15 @@ const JOB_STATES = ['CREATED', 'DEPLOYING', 'RUNNING', 'RESTARTING', 'RESCALING'
 const Restart = open({ at: int(), deployedAt: int(), cause: str(), restoredFrom: int('the checkpoint it resumed from (0: the beginning)'), attempt: int() });
 const Rescale = open({
   requestedAt: int(),
-  at: int('when the job stopped (its checkpoint completed)'),
+  at: int('when the job stopped (drain and replan: its checkpoint completed; in place: the cutover checkpoint was triggered)'),
   deployedAt: int(),
   runningAt: int('when it ran again (absent until it does)'),
   changes: list(str(), '<task> <from> -> <to>'),
   restoredFrom: int('the checkpoint it took and restored from'),
   attempt: int(),
   cause: str('who asked (a client, the HTTP API, the autoscaler and why)'),
-}, ['requestedAt', 'at', 'deployedAt', 'changes', 'restoredFrom', 'attempt', 'cause']);
+  mode: { type: 'string', enum: ['drain-and-replan', 'hot-cutover'], description: 'every task redeployed, or only the changed ones replaced in place' },
+}, ['requestedAt', 'at', 'deployedAt', 'changes', 'restoredFrom', 'attempt', 'cause', 'mode']);
 const Retry = open({ at: int(), deployedAt: int(), subtask: str('<task>#<index>'), workerId: str(), cause: str(), retry: int(), subtasks: int('subtasks re-run (the failover region)') });
 
 export const JobSummary = open(
@@ -54,7 +55,7 @@ export const JobSummary = open(
     edges: open({ local: int('channels inside one worker (pointer passes)'), socket: int('channels across processes') }),
     subtasks: list(open({ taskId: str(), index: int(), workerId: str(), attempt: int(), finished: bool(), error: str() }, ['taskId', 'index', 'workerId', 'attempt', 'finished'])),
     restarts: list(Restart, 'restarts from a checkpoint, with their causes'),
-    rescales: list(Rescale, 'rescales (drain and replan), newest last'),
+    rescales: list(Rescale, 'rescales (in place or by drain and replan), newest last'),
     autoscaler: open({
       min: int(),
       max: int(),
