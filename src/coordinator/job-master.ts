@@ -74,7 +74,8 @@ export class JobMaster {
     const group = job.subtasks.filter((t) => t.attempt === st.attempt && !t.started);
     if (!group.every((t) => t.listening)) return;
     const workers = this.deps.deployer.connect(job, group, st.attempt);
-    if (job.cutover) {
+    // A hot rescale's new subtasks (a deploy of a job that runs); a restart's are the job's, below.
+    if (job.cutover && job.state === 'RUNNING') {
       job.cutover.connected?.();
       return;
     }

@@ -106,6 +106,8 @@ export class JobRecovery {
     job.restarting = { cause, since: this.deps.clock.now(), span: (this.deps.tracer ?? NO_TRACING).start('clink.restart', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.restart.cause': cause, 'clink.restart.number': job.restartsSpent + 1 }) };
     this.deps.checkpoints.forget(job, cause);
     delete job.peerFailure;
+    // A hot rescale under way is over: the restart deploys whichever plan the job had taken.
+    delete job.cutover;
     this.deps.slots.capacityChanged(); // a retry of this job waiting for slots gives up
     this.deps.metrics.jobRestarts.inc();
     const backoffMs = restartBackoffMs(job.restartsSpent, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
@@ -125,6 +127,7 @@ export class JobRecovery {
   beginRescale(job: JobState, staged: StagedRescale): void {
     job.state = transition(job.state, 'RESCALING', `job ${job.id}`);
     job.rescaling = staged;
+    delete job.cutover;
     job.restarting = { cause: `rescale (${staged.changes.join(', ')})`, since: this.deps.clock.now(), span: (this.deps.tracer ?? NO_TRACING).start('clink.rescale', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.rescale.mode': 'drain_and_replan' }) };
     this.deps.checkpoints.forget(job, 'rescaling');
     delete job.peerFailure;

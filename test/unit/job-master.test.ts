@@ -188,6 +188,25 @@ describe('the JobMaster', () => {
     assert.equal(h.job.state, 'RUNNING');
   });
 
+  test('a worker lost during a hot rescale: the restart is the job\'s, its subtasks run it again (not taken for the new ones)', async () => {
+    const h = await harness({ checkpoint: { checkpointDir: '/ckpt' } });
+    h.listenAll();
+    let connected = 0;
+    h.job.cutover = { rescaleId: 1, connected: () => void connected++ };
+    h.lose('w1');
+    assert.equal(h.job.state, 'RESTARTING');
+    assert.equal(h.job.cutover, undefined, 'the restart ends the rescale');
+    // Even a cutover still winding down when the restart's subtasks report does not take them.
+    h.job.cutover = { rescaleId: 1, connected: () => void connected++ };
+    h.finish(h.on('w2'), { ok: false, error: 'cancelled' });
+    h.addWorker('w3', 2);
+    await h.sweepAfter(1_000);
+    assert.equal(h.job.state, 'DEPLOYING');
+    h.listenAll();
+    assert.equal(h.job.state, 'RUNNING');
+    assert.equal(connected, 0);
+  });
+
   test('a survivor that does not drain within the drain timeout fails the job, naming it and its worker', async () => {
     const h = await harness({ checkpoint: { checkpointDir: '/ckpt' }, config: { restartDrainTimeoutMs: 5_000 } });
     h.listenAll();
