@@ -109,6 +109,7 @@ export class HotCutover {
         checkpointId = id;
         await this.step(job, rescaleId, armed, 'armed', makeMessage('BeginRescale', { jobId: job.id, rescaleId, cutoverCheckpointId: id, operatorId: '', newParallelism: 0, specJson: staged.specJson, tasks: tasks.changed }));
         triggeredAt = this.deps.clock.now();
+        this.deps.log.info({ jobId: job.id, rescaleId, checkpointId: id }, `hot rescale of job ${job.id} armed on ${armed.length} workers at checkpoint ${id} (${staged.changes.join(', ')})`);
       });
       if (!taken.ok) {
         checkpointId = 0;
@@ -177,7 +178,7 @@ export class HotCutover {
   }
 
   private assertCurrent(job: JobState, rescaleId: number): void {
-    if (job.state !== 'RUNNING' || job.cutover?.rescaleId !== rescaleId) throw new Error(`job ${job.id} is ${job.state}`);
+    if (job.state !== 'RUNNING' || job.cutover?.rescaleId !== rescaleId) throw new Error(`the job stopped running (it is ${job.state})`);
   }
 
   /** Send `m` to `sessions` and wait for each one's ack of `phase`. */

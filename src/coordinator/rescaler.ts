@@ -141,7 +141,10 @@ export class Rescaler {
           this.deps.log.info({ jobId: job.id, checkpointId: hot.checkpointId, pauseMs: hot.pauseMs }, message);
           return { ok: true, message, changes, checkpointId: hot.checkpointId, pauseMs: hot.pauseMs, mode: 'hot-cutover' };
         }
-        if (job.state !== 'RUNNING' && job.state !== 'RESCALING') return refuse('CLINK_ERR_STATE', `its hot rescale failed (${hot.message}) and it is ${job.state} now`);
+        if (job.state !== 'RUNNING' && job.state !== 'RESCALING') {
+          const restart = job.restarts.length > before.restarts ? job.restarts.at(-1) : undefined;
+          return refuse('CLINK_ERR_STATE', `its hot rescale was cut short (${hot.message})${restart ? `, and a restart took over (${restart.cause})` : ''}; it is ${job.state} now`);
+        }
         // Given up before its checkpoint: drain and replan from a new one; after it, it is being replanned from it.
         checkpointId = hot.checkpointId;
       }

@@ -1,5 +1,5 @@
 // kill -9 of a worker while a rescale is under way, at a seeded moment, by drain and replan and in
-// place: before its checkpoint completes (the job restarts at its old parallelism and the rescale is
+// place (there, within the cutover's steps): before its checkpoint completes (the job restarts at its old parallelism and the rescale is
 // refused, saying why) or after it (the loss is absorbed and the job runs rescaled on the survivors; a
 // hot cutover cut short restarts from its checkpoint). Either way the file sink's output is the
 // uninterrupted run's, every window result once. CLINK_CHAOS_SEEDS=<seed> replays.
@@ -27,8 +27,10 @@ for (const mode of ['replan', 'hot'] as const) {
       const victim = running[Math.floor(random() * running.length)]!.workerId;
       const windowTask = running.find((s) => s.taskId.includes('window'))!.taskId;
       const rescale = mode === 'hot' ? client.rescale(jobId, 0, { [windowTask]: 3 }, undefined, 'hot') : client.rescale(jobId, 3, {}, undefined, 'replan');
-      // The plan thread takes a few hundred ms before the checkpoint starts; the rest follows it.
-      const delayMs = Math.floor(random() * 1_500);
+      // Drain and replan: the plan thread takes a few hundred ms before the checkpoint starts; the rest
+      // follows it. In place: from the moment the workers are armed, over the cutover's ~100 ms.
+      if (mode === 'hot') await h.waitForLog(h.coordinator, new RegExp(`^hot rescale of job ${jobId} armed `), 60_000);
+      const delayMs = Math.floor(random() * (mode === 'hot' ? 150 : 1_500));
       await sleep(delayMs);
       h.worker(victim).child.kill('SIGKILL');
       const r = await rescale;

@@ -66,6 +66,11 @@ test('rescale refusals name what is wrong and what would be accepted, and leave 
     await refused(200, {}, /keyed operator '.*' has parallelism 200, above the 128 key groups; set a parallelism of at most 128 \(reachable values: 1\.\.128\)$/);
     await refused(5, {}, /at the new parallelism it needs 5 slots, and the cluster's workers have 4; add workers or ask for less$/);
     await refused(2, {}, /it already runs at that parallelism$/);
+    // In place only when some task runs on beside the changed ones: a whole-job change cannot be.
+    const hot = await client.rescale(jobId, 1, {}, undefined, 'hot');
+    assert.equal(hot.ok, false);
+    assert.match(hot.message, /refused: it cannot be rescaled in place: every task changes parallelism, so none would keep running; rescale it with --mode replan$/);
+    assert.equal((await h.http(`/api/v1/jobs/${jobId}/rescale`, { method: 'POST', body: { parallelism: 1, mode: 'sideways' } })).status, 400);
     const http = await h.http<{ code: string; message: string }>(`/api/v1/jobs/${jobId}/rescale`, { method: 'POST', body: { operators: { nope: 3 } } });
     assert.equal(http.status, 400);
     assert.equal(http.body.code, 'CLINK_ERR_INVALID_ARGUMENT');
