@@ -7,7 +7,8 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
 import type { SourceOutput, SourceReader } from '../sdk/index.js';
-import { abortable, deferred, type Deferred } from '../util/index.js';
+import { abortable } from '../util/index.js';
+import { CutoverGate } from './cutover-gate.js';
 import { markFatal } from '../errors.js';
 import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
 import type { StreamOperator } from './operator.js';
@@ -85,9 +86,6 @@ export interface SubtaskSnapshot {
   source?: unknown;
 }
 
-/** What a subtask waiting at a hot rescale's gate does next: go on, or stop for good (it is replaced). */
-export type CutoverAction = 'resume' | 'retire';
-
 /** Thrown out of a retiring subtask's loop: it ends quietly, its outputs closed, its operators not finished. */
 class Retired extends Error {}
 
@@ -111,8 +109,8 @@ export class SubtaskRunner {
   private aligner: BarrierAligner | undefined;
   /** A task with inputs: per channel, which operator input it feeds, its watermark and idleness. */
   private channels: { inputs: number[]; watermarks: number[]; idle: number[]; open: number } | undefined;
-  /** A hot rescale armed here: after checkpoint `id`'s barrier the subtask waits at its gate (cutover.ts). */
-  private cutover: { id: number; gate: Deferred<CutoverAction>; reached: Deferred<void>; atGate: boolean } | undefined;
+  /** A hot rescale's gate: armed, the subtask waits at it after that checkpoint's barrier. */
+  readonly cutover = new CutoverGate();
 
   constructor(readonly setup: SubtaskSetup) {}
 
@@ -246,43 +244,15 @@ export class SubtaskRunner {
     }
     this.snapshot(checkpointId, alignmentMs);
     this.setup.writer.emitBarrier(checkpointId);
-    const c = this.cutover;
-    if (c?.id !== checkpointId) return;
     // A hot rescale's cutover checkpoint: wait here, between batches, while the rescale rewires.
-    c.atGate = true;
-    c.reached.resolve();
-    const action = await this.bounded(c.gate.promise);
-    this.cutover = undefined;
-    if (action === 'retire') throw new Retired();
-  }
-
-  /**
-   * Arm a hot rescale: after checkpoint `checkpointId`'s barrier this subtask waits at a gate until
-   * `releaseCutover` says whether it goes on (rewired meanwhile) or retires. Resolves once it waits there.
-   */
-  armCutover(checkpointId: number): Promise<void> {
-    const reached = deferred<void>();
-    this.cutover = { id: checkpointId, gate: deferred<CutoverAction>(), reached, atGate: false };
-    return reached.promise;
-  }
-
-  /** Let a subtask waiting at (or armed for) a hot rescale's gate go on or retire; disarms it. */
-  releaseCutover(action: CutoverAction): void {
-    const c = this.cutover;
-    if (!c) return;
-    if (action === 'resume') this.cutover = undefined;
-    c.gate.resolve(action);
-  }
-
-  /** Whether a hot rescale's gate holds this subtask now (the rewiring below is safe only then). */
-  get atCutoverGate(): boolean {
-    return this.cutover?.atGate === true;
+    const gate = this.cutover.passed(checkpointId);
+    if (gate && (await this.bounded(gate)) === 'retire') throw new Retired();
   }
 
   /** A hot rescale's new input channels (their operator inputs), numbered after the existing ones; only at the gate. */
   addInputChannels(inputs: readonly number[]): void {
     const ch = this.channels;
-    if (!ch || !this.atCutoverGate) throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
+    if (!ch || !this.cutover.holding) throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
     for (const i of inputs) {
       ch.inputs.push(i);
       ch.watermarks.push(NO_TIMESTAMP);

@@ -42,7 +42,7 @@ export function armCutover(job: WorkerJob, c: ArmedCutover): number | string {
   const armed = job.subtasks.filter((st) => involved(c, job.plan, st.task.id));
   const idle = armed.find((st) => !st.runner || st.done);
   if (idle) return `subtask ${idle.task.id}#${idle.index} is not running`;
-  for (const st of armed) void st.runner!.armCutover(c.checkpointId);
+  for (const st of armed) st.runner!.cutover.arm(c.checkpointId);
   return armed.length;
 }
 
@@ -52,7 +52,7 @@ export function armCutover(job: WorkerJob, c: ArmedCutover): number | string {
  */
 export async function rebindCutover(job: WorkerJob, c: ArmedCutover): Promise<number> {
   const waiting = job.subtasks.filter((st) => involved(c, job.plan, st.task.id));
-  const away = waiting.find((st) => !st.runner?.atCutoverGate);
+  const away = waiting.find((st) => !st.runner?.cutover.holding);
   if (away) throw new Error(`subtask ${away.task.id}#${away.index} has not reached the cutover checkpoint ${c.checkpointId}'s gate`);
   const retiring = waiting.filter((st) => c.changed.has(st.task.id));
   const ended = retiring.map((st) => job.retire(st));
@@ -91,7 +91,7 @@ export function releaseCutover(job: WorkerJob, c: ArmedCutover, update: MessageO
   for (const st of job.subtasks) {
     const runner = st.runner;
     if (!runner || st.done || !involved(c, job.plan, st.task.id)) continue;
-    if (update && runner.atCutoverGate) {
+    if (update && runner.cutover.holding) {
       const peers = update.subtasks.find((p) => p.taskId === st.task.id && p.subtaskIndex === st.index)?.peers ?? [];
       for (const { edgeIndex, down } of networkEdges(c.plan)) {
         if (!c.changed.has(down.id) || edgeSource(c.plan, edgeIndex) !== st.task.id || c.changed.has(st.task.id)) continue;
@@ -100,7 +100,7 @@ export function releaseCutover(job: WorkerJob, c: ArmedCutover, update: MessageO
         for (const old of runner.setup.writer.retarget(edgeIndex, targets)) old.queue.push({ kind: END, channel: old.channel });
       }
     }
-    runner.releaseCutover('resume');
+    runner.cutover.release('resume');
     released++;
   }
   return released;

@@ -282,7 +282,7 @@ export class WorkerJob {
   /** A hot rescale replaces `st`: it ends quietly from its gate and leaves this deploy. Resolves once it has reported. */
   retire(st: DeployedSubtask): Promise<void> {
     st.retired = true;
-    st.runner!.releaseCutover('retire');
+    st.runner!.cutover.release('retire');
     return st.ended ?? Promise.resolve();
   }
 

@@ -1,9 +1,10 @@
-// What a hot rescale changes inside running subtasks, in-process: an aligner that gains channels, and a
-// writer whose edge is pointed at a new set of subtasks (partitioned over their number).
+// What a hot rescale changes inside running subtasks, in-process: the gate a subtask waits at, an aligner
+// that gains channels, and a writer whose edge is pointed at a new set of subtasks (partitioned over
+// their number).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup, type OperatorSpec } from '../../src/plan/index.js';
-import { BATCH, BarrierAligner, InputQueue, type StreamElement } from '../../src/runtime/index.js';
+import { BATCH, BarrierAligner, CutoverGate, InputQueue, type StreamElement } from '../../src/runtime/index.js';
 import { RecordWriter } from '../../src/runtime/writer.js';
 
 test('an aligner given new channels waits for their barriers too, and not for channels that ended', () => {
@@ -38,4 +39,24 @@ test('a retargeted edge partitions over the new subtasks, and hands back the old
   assert.equal(got.flat().length, 300);
   assert.equal(old.every((q) => q.poll() === undefined), true, 'nothing more for the old ones');
   assert.throws(() => writer.retarget(9, []), /no output edge 9/);
+});
+
+test('a cutover gate holds only at its checkpoint, says go on or retire, and an early go-on disarms it', async () => {
+  const g = new CutoverGate();
+  assert.equal(g.passed(7), undefined, 'not armed: no wait');
+  g.arm(7);
+  assert.equal(g.passed(6), undefined, 'another checkpoint passes');
+  assert.equal(g.holding, false);
+  const wait = g.passed(7)!;
+  assert.equal(g.holding, true);
+  g.release('retire');
+  assert.equal(await wait, 'retire');
+  assert.equal(g.holding, false);
+  g.arm(9);
+  const resumed = g.passed(9)!;
+  g.release('resume');
+  assert.equal(await resumed, 'resume');
+  g.arm(11);
+  g.release('resume');
+  assert.equal(g.passed(11), undefined, 'given up before the barrier: it never stops');
 });
