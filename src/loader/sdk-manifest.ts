@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "03fcdf383090ce0f11351464ef07c7fdef4009e75222b853fd8ed09ee2286c6b",
+  "fingerprint": "221d9dd10fb7ee139cbae3d0a756b0e72d9418bca677fe52f5793e3b8374d6f9",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -35,9 +35,10 @@ export const SDK_MANIFEST = {
     "plan/spec.d.ts": "bb75aa7cd070baba78bf6ae5a6993f9ab463354e2f8f805b82d61c9330d6fac6",
     "plan/topology.d.ts": "abda10fea25ce3e662c509bb3f8e5f78aed53af6dd14422df77aa92a5ac1de1a",
     "runtime/aligner.d.ts": "21ba6b088c1e0386ed42c1b3b052207a92f9e7c430032c3d9e88096bc1ebd3db",
+    "runtime/cutover-gate.d.ts": "5de9918fd45baf3f647e4206bdbbd1c7862bd9fa91046e5983b21ee0b8be1698",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "5d72628ee50a91efdceebb982502c2fc9ff89bda653c15e4fc0b6f8dc0d529d0",
-    "runtime/index.d.ts": "ce450a40c0eb98520dd720e5f8d63d10c699174fa4892eb2ff2e113f437966d3",
+    "runtime/index.d.ts": "a4524423eee1ef5f1d505bf137d7bd485390e7683d5d46c17f567c6633e8f830",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "e7f71180f7572ad0c648b09291e230b753166c87fd87f4f38119d4a5592df634",
     "runtime/operators/basic.d.ts": "735bc2207782db5d37a3d1238b56bee99d48425922755e0b8e66291059e4751a",
@@ -45,7 +46,7 @@ export const SDK_MANIFEST = {
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
     "runtime/subtask.d.ts": "379fad78653cc9573ac66887af9acdd4cd16c3ae5b9a7101858fa1a5cf1f812d",
-    "runtime/task.d.ts": "a44695c0866872c3b006bc45cf3c4ca4c373d83c65534ee927ecd486ae0ecfaa",
+    "runtime/task.d.ts": "7f6a38c82885539a941b332461bb3c66ba79bbec1f273d16aa3c7025d423b18c",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "4281ffdc1dc859a7f8ef94c1cf7b62c5c98d6446cbf59ed0a270988f94e3b992",
     "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
