@@ -337,8 +337,8 @@ export const MESSAGES = {
     jobId: field(string),
     rescaleId: field(u64),
     cutoverCheckpointId: field(u64),
-    operatorId: field(string),
-    newParallelism: field(u32),
+    operatorId: field(string, "unused (''): specJson and tasks say what changes"),
+    newParallelism: field(u32, 'unused (0): specJson gives every parallelism'),
     epoch,
     specJson: tail(string, '', "the job's graph after the rescale"),
     tasks: tail(list(string), [], 'the tasks it replaces (their parallelism changes); the rest run on'),
@@ -346,7 +346,7 @@ export const MESSAGES = {
   CutoverRebind: message(111, 'coordinator->worker', 'bind inbound listeners for the post-cutover subtasks', {
     jobId: field(string),
     rescaleId: field(u64),
-    tasks: field(list(DeploymentTask)),
+    tasks: field(list(DeploymentTask), 'unused (empty): the tasks replaced and the graph came with BeginRescale'),
     epoch,
   }),
   CutoverPeerUpdate: message(112, 'coordinator->worker', 'swap held output groups onto the new peers', {
