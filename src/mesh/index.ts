@@ -1,5 +1,6 @@
 /**
  * Mesh mode (issue 23, docs/design/017-mesh-mode.md): a run with no control plane, the leader being one
- * of its workers. So far: the topology fingerprint the members must agree on.
+ * of its workers. So far: the topology fingerprint the members agree on, and the rendezvous.
  */
 export { shapeDifference, topologyFingerprint, topologyShape, type TopologyShape } from './fingerprint.js';
+export { join, lead, MeshError, DEFAULT_RENDEZVOUS_TIMEOUT_MS, type Joined, type JoinOptions, type Led, type LeadOptions, type Membership } from './rendezvous.js';

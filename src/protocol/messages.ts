@@ -356,6 +356,22 @@ export const MESSAGES = {
     epoch,
   }),
 
+  // worker -> worker: a mesh run's rendezvous (design record 017), on the leader's control port.
+  MeshRegister: message(210, 'worker->worker', "a mesh member joins the run: the first frame on the leader's control port", {
+    exchange: field(str(MAX_REGISTER_STRING_BYTES), 'host:port its peers dial it on: its identity in the run'),
+    fingerprint: field(string, "SHA-256 (hex) of its job's topology shape"),
+    shapeJson: field(string, 'the topology shape hashed (module, key groups, tasks, edges), so a difference can be named'),
+    protocolVersion,
+  }),
+  MeshMembers: message(211, 'worker->worker', 'the leader to each member once every one has registered: who runs, and what', {
+    members: field(list(string), 'every exchange address, sorted: a member is its position'),
+    fingerprint: field(string),
+    shapeJson: field(string),
+  }),
+  MeshRefused: message(212, 'worker->worker', 'the leader turns a member away, saying why (a differing job, an address taken)', {
+    reason: field(string),
+  }),
+
   // worker -> worker: the data plane. One connection per (edge, upstream subtask, downstream subtask).
   DataHello: message(200, 'worker->worker', "the first frame of a data connection: which channel of which subtask it feeds", {
     jobId: field(string),

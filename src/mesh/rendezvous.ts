@@ -1,0 +1,195 @@
+/**
+ * A mesh run's rendezvous (design record 017): the leader, itself a member, listens on its control port;
+ * each joiner registers its exchange address and its topology shape; once every member has registered
+ * the leader sends each the sorted member set and its own shape. A member is its position in that set,
+ * so the leader is member 0 only if its address sorts first. A joiner whose job differs, or whose
+ * address is taken, is refused at once with the reason; one that never comes ends the leader's wait
+ * at its deadline, naming who came; a leader gone mid-way ends each joiner's.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { ClinkError, listenError } from '../errors.js';
+import { connectWithin, FrameConnection } from '../net/index.js';
+import { encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES, type Message, type MessageOf } from '../protocol/index.js';
+import { setTimer } from '../util/index.js';
+import { shapeDifference, topologyFingerprint, type TopologyShape } from './fingerprint.js';
+
+/** A mesh rendezvous failed: the message says which member, what happened and what to do. */
+export class MeshError extends ClinkError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('CLINK_ERR_MESH', message, options);
+  }
+}
+
+/** How long a run's members may take to come together. @default 60,000 */
+export const DEFAULT_RENDEZVOUS_TIMEOUT_MS = 60_000;
+/** How long a connection to the control port may take to register. */
+const REGISTER_TIMEOUT_MS = 10_000;
+
+export interface Membership {
+  /** Every member's exchange address, sorted. */
+  members: string[];
+  /** This process's position in `members`. */
+  me: number;
+  /** The topology every member runs (the leader's). */
+  shape: TopologyShape;
+}
+
+/** The leader's side once settled: its control connection to each joiner, by exchange address. */
+export interface Led extends Membership {
+  joiners: Map<string, FrameConnection>;
+  close(): void;
+}
+
+/** A joiner's side once settled: its control connection to the leader. */
+export interface Joined extends Membership {
+  leader: FrameConnection;
+  close(): void;
+}
+
+export interface LeadOptions {
+  /** Members in all, the leader included. */
+  members: number;
+  control: { host: string; port: number };
+  exchange: string;
+  shape: TopologyShape;
+  timeoutMs?: number;
+  /** Told the control port once it listens (0 asked for a free one). */
+  onListening?: (port: number) => void;
+}
+
+const hostPort = (address: string, flag: string): { host: string; port: number } => {
+  const i = address.lastIndexOf(':');
+  const port = Number(address.slice(i + 1));
+  if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) throw new MeshError(`${flag} ${address} is not host:port`);
+  return { host: address.slice(0, i), port };
+};
+
+const send = (conn: FrameConnection, m: Message): void => void conn.socket.write(encodeFrame(m));
+
+export async function lead(o: LeadOptions): Promise<Led> {
+  if (!Number.isInteger(o.members) || o.members < 1) throw new MeshError(`--lead needs the number of members (at least 1), got ${o.members}`);
+  const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
+  const joiners = new Map<string, FrameConnection>();
+  const fingerprint = topologyFingerprint(o.shape);
+  const server: Server = createServer();
+  const pending = new Set<FrameConnection>();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(listenError(err, o.control.host, o.control.port, { port: '--control', host: '--control' })));
+    server.listen(o.control.port, o.control.host, () => resolve());
+  });
+  const port = (server.address() as { port: number }).port;
+  o.onListening?.(port);
+  const closeAll = (): void => {
+    server.close();
+    for (const c of [...pending, ...joiners.values()]) c.close();
+  };
+  return new Promise<Led>((resolve, reject) => {
+    let settled = false;
+    const settle = (err?: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      server.close();
+      if (err) {
+        closeAll();
+        reject(err);
+        return;
+      }
+      const members = [o.exchange, ...joiners.keys()].sort();
+      const shapeJson = JSON.stringify(o.shape);
+      for (const c of joiners.values()) send(c, makeMessage('MeshMembers', { members, fingerprint, shapeJson }));
+      resolve({ members, me: members.indexOf(o.exchange), shape: o.shape, joiners, close: closeAll });
+    };
+    const deadline = setTimer(() => {
+      const came = [o.exchange, ...joiners.keys()];
+      settle(
+        new MeshError(
+          `${came.length} of ${o.members} members registered within ${timeoutMs} ms (${came.join(', ')}); start the others with clink run <job> --join ${o.control.host}:${port} --exchange <host:port>`,
+        ),
+      );
+    }, timeoutMs);
+    const register = async (socket: Socket): Promise<void> => {
+      socket.setNoDelay(true);
+      const conn = new FrameConnection(socket, { role: 'mesh.leader', firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES });
+      pending.add(conn);
+      const refuse = (reason: string): void => {
+        send(conn, makeMessage('MeshRefused', { reason }));
+        void conn.drained().finally(() => conn.close());
+      };
+      const timer = setTimer(() => conn.close(), REGISTER_TIMEOUT_MS);
+      let first: Message | null = null;
+      try {
+        first = await conn.readOne();
+      } catch {
+        first = null;
+      } finally {
+        clearTimeout(timer);
+        pending.delete(conn);
+      }
+      if (!first) return conn.close();
+      if (first.type !== 'MeshRegister') return refuse(`expected MeshRegister, got ${first.type}: is this a mesh member?`);
+      if (settled || joiners.size + 1 >= o.members) return refuse(`the run is complete with ${o.members} members; ${first.exchange} is not one of them`);
+      if (first.exchange === o.exchange || joiners.has(first.exchange)) return refuse(`exchange address ${first.exchange} is taken by another member; give each member its own --exchange`);
+      let theirs: TopologyShape;
+      try {
+        theirs = JSON.parse(first.shapeJson) as TopologyShape;
+      } catch {
+        return refuse('its topology shape does not parse');
+      }
+      const differs = shapeDifference(o.shape, theirs);
+      if (differs) return refuse(`its job differs from the leader's: ${differs}`);
+      joiners.set(first.exchange, conn);
+      // A joiner gone before the run is complete frees its place.
+      void conn.closed.then(() => {
+        if (!settled && joiners.get(first.exchange) === conn) joiners.delete(first.exchange);
+      });
+      if (joiners.size + 1 === o.members) settle();
+    };
+    server.on('connection', (socket) => void register(socket));
+    if (o.members === 1) settle();
+  });
+}
+
+export interface JoinOptions {
+  /** The leader's control address, host:port. */
+  leader: string;
+  exchange: string;
+  shape: TopologyShape;
+  timeoutMs?: number;
+}
+
+export async function join(o: JoinOptions): Promise<Joined> {
+  const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
+  const { host, port } = hostPort(o.leader, '--join');
+  let socket: Socket;
+  try {
+    socket = await connectWithin(host, port, 'the mesh leader', Math.min(timeoutMs, REGISTER_TIMEOUT_MS));
+  } catch (err) {
+    throw new MeshError(`cannot reach the mesh leader at ${o.leader} (--join): ${(err as Error).message}`, { cause: err });
+  }
+  const conn = new FrameConnection(socket, { role: 'mesh.member' });
+  send(conn, makeMessage('MeshRegister', { exchange: o.exchange, fingerprint: topologyFingerprint(o.shape), shapeJson: JSON.stringify(o.shape) }));
+  const timer = setTimer(() => conn.close(), timeoutMs);
+  let answer: Message | null;
+  try {
+    answer = await conn.readOne();
+  } catch {
+    answer = null;
+  } finally {
+    clearTimeout(timer);
+  }
+  const fail = (message: string): never => {
+    conn.close();
+    throw new MeshError(message);
+  };
+  if (!answer) return fail(`the mesh leader at ${o.leader} closed the connection before the run was complete (it stopped, or ${timeoutMs} ms passed); start it again and rejoin`);
+  if (answer.type === 'MeshRefused') return fail(`the mesh leader at ${o.leader} refused this member: ${answer.reason}`);
+  if (answer.type !== 'MeshMembers') return fail(`the mesh leader at ${o.leader} answered ${answer.type}, not MeshMembers`);
+  const members = answer as MessageOf<'MeshMembers'>;
+  const shape = JSON.parse(members.shapeJson) as TopologyShape;
+  const differs = shapeDifference(shape, o.shape);
+  if (differs) return fail(`this member's job differs from the leader's: ${differs}`);
+  const me = members.members.indexOf(o.exchange);
+  if (me < 0) return fail(`the leader's member set does not include this member's exchange address ${o.exchange}`);
+  return { members: members.members, me, shape, leader: conn, close: () => conn.close() };
+}
