@@ -66,6 +66,18 @@ const hostPort = (address: string, flag: string): { host: string; port: number }
 
 const send = (conn: FrameConnection, m: Message): void => void conn.socket.write(encodeFrame(m));
 
+/** The next frame, or null when the connection ends (or is closed after `ms` without one). */
+async function readWithin(conn: FrameConnection, ms: number): Promise<Message | null> {
+  const timer = setTimer(() => conn.close(), ms);
+  try {
+    return await conn.readOne();
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function lead(o: LeadOptions): Promise<Led> {
   if (!Number.isInteger(o.members) || o.members < 1) throw new MeshError(`--lead needs the number of members (at least 1), got ${o.members}`);
   const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
@@ -116,16 +128,8 @@ export async function lead(o: LeadOptions): Promise<Led> {
         send(conn, makeMessage('MeshRefused', { reason }));
         void conn.drained().finally(() => conn.close());
       };
-      const timer = setTimer(() => conn.close(), REGISTER_TIMEOUT_MS);
-      let first: Message | null = null;
-      try {
-        first = await conn.readOne();
-      } catch {
-        first = null;
-      } finally {
-        clearTimeout(timer);
-        pending.delete(conn);
-      }
+      const first = await readWithin(conn, REGISTER_TIMEOUT_MS);
+      pending.delete(conn);
       if (!first) return conn.close();
       if (first.type !== 'MeshRegister') return refuse(`expected MeshRegister, got ${first.type}: is this a mesh member?`);
       if (settled || joiners.size + 1 >= o.members) return refuse(`the run is complete with ${o.members} members; ${first.exchange} is not one of them`);
@@ -169,15 +173,7 @@ export async function join(o: JoinOptions): Promise<Joined> {
   }
   const conn = new FrameConnection(socket, { role: 'mesh.member' });
   send(conn, makeMessage('MeshRegister', { exchange: o.exchange, fingerprint: topologyFingerprint(o.shape), shapeJson: JSON.stringify(o.shape) }));
-  const timer = setTimer(() => conn.close(), timeoutMs);
-  let answer: Message | null;
-  try {
-    answer = await conn.readOne();
-  } catch {
-    answer = null;
-  } finally {
-    clearTimeout(timer);
-  }
+  const answer = await readWithin(conn, timeoutMs);
   const fail = (message: string): never => {
     conn.close();
     throw new MeshError(message);
