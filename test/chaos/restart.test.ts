@@ -101,17 +101,18 @@ describe('restart from the last checkpoint on worker loss', () => {
   });
 
   // One slot per subtask (--slot-sharing off), so the job needs 4 and a 1-slot worker is not enough.
-  // The timings are margins, not guesses: the worker added registers between 2 s and 8 s into the
-  // restart (a spawn takes well under 6 s even on a loaded machine), so its registration moves the
-  // deadline past the check at 8.5 s by at least 1.5 s.
+  // The timings are margins, not guesses: the worker added registers between 4 s and 12 s into the
+  // restart (a spawn takes well under 8 s even on a loaded machine), so its registration moves the
+  // deadline past the check at 12.5 s by at least 3.5 s, which the replacement's spawn has to register
+  // in (1.5 s was not always enough on a loaded CI machine).
   test('a restart waits for slots the survivors lack; a worker registering meanwhile starts the capacity clock again; a replacement brings them; exact output', SCENARIO, async () => {
-    const capacityMs = 8_000;
+    const capacityMs = 12_000;
     const r = await runningJob({ workers: 2, slots: 2, coordinatorArgs: [`--restart-capacity-timeout-ms=${capacityMs}`, '--slot-sharing=off'] });
     try {
       await r.killAWorker();
       await r.h.waitForJob(r.jobId, ['RESTARTING']);
       const restartAt = Date.now();
-      await untilTime(restartAt + 2_000);
+      await untilTime(restartAt + 4_000);
       await r.h.addWorker(['--slots=1']); // 3 free slots of the 4 needed: not enough, but the clock starts again
       assert.ok(Date.now() < restartAt + capacityMs, `the worker registered ${Date.now() - restartAt} ms into the restart, before its first deadline`);
       await untilTime(restartAt + capacityMs + 500);
