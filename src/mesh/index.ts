@@ -4,3 +4,4 @@
  */
 export { shapeDifference, topologyFingerprint, topologyShape, type TopologyShape } from './fingerprint.js';
 export { join, lead, MeshError, DEFAULT_RENDEZVOUS_TIMEOUT_MS, type Joined, type JoinOptions, type Led, type LeadOptions, type Membership } from './rendezvous.js';
+export { meshPlacement } from './placement.js';
