@@ -57,7 +57,7 @@ export interface LeadOptions {
   onListening?: (port: number) => void;
 }
 
-const hostPort = (address: string, flag: string): { host: string; port: number } => {
+export const hostPort = (address: string, flag: string): { host: string; port: number } => {
   const i = address.lastIndexOf(':');
   const port = Number(address.slice(i + 1));
   if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) throw new MeshError(`${flag} ${address} is not host:port`);
@@ -67,7 +67,7 @@ const hostPort = (address: string, flag: string): { host: string; port: number }
 const send = (conn: FrameConnection, m: Message): void => void conn.socket.write(encodeFrame(m));
 
 /** The next frame, or null when the connection ends (or is closed after `ms` without one). */
-async function readWithin(conn: FrameConnection, ms: number): Promise<Message | null> {
+export async function readWithin(conn: FrameConnection, ms: number): Promise<Message | null> {
   const timer = setTimer(() => conn.close(), ms);
   try {
     return await conn.readOne();

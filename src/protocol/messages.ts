@@ -371,6 +371,10 @@ export const MESSAGES = {
   MeshRefused: message(212, 'worker->worker', 'the leader turns a member away, saying why (a differing job, an address taken)', {
     reason: field(string),
   }),
+  MeshLinkHello: message(213, 'worker->worker', "the first frame of a mesh link: the dialling member (a higher one dials a lower one's exchange port)", {
+    member: field(u32, 'its position in the sorted member set'),
+    fingerprint: field(string, "the run's topology fingerprint: a link from another run is refused"),
+  }),
 
   // worker -> worker: the data plane. One connection per (edge, upstream subtask, downstream subtask).
   DataHello: message(200, 'worker->worker', "the first frame of a data connection: which channel of which subtask it feeds", {
