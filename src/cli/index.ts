@@ -20,6 +20,9 @@ import {
   DEFAULT_COORDINATOR,
   jobOptions,
   localRunOptions,
+  meshOptions,
+  meshFlags,
+  type MeshFlags,
   outputOptions,
   submitOptions,
   target,
@@ -103,9 +106,11 @@ export async function main(argv: string[]): Promise<number> {
     ...checkpointOptions(),
     ...typecheckOptions(),
     ...localRunOptions(),
-  ]).action(async (job: string, o: JobFlags & CheckpointFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number; slotSharing: 'on' | 'off'; typecheck: boolean }) => {
+    ...meshOptions(),
+  ]).action(async (job: string, o: JobFlags & CheckpointFlags & MeshFlags & { progress: boolean; output: 'table' | 'json'; maxRows: number; workers?: number; batchSize: number; batchLingerMs: number; slotSharing: 'on' | 'off'; typecheck: boolean }) => {
       const { runCommand } = await import('./run.js');
       await runCommand(job, {
+        mesh: meshFlags(o),
         checkpoint: checkpointSettings(o),
         ...(o.guarantee ? { guarantee: o.guarantee } : {}),
         ...(o.parallelism ? { parallelism: o.parallelism } : {}),

@@ -9,6 +9,7 @@ import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endp
 import { collectParam, flagValue, intArg, nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
 import type { TlsFlags } from './tls-flags.js';
 import { bounds } from '../util/index.js';
+import { InvalidArgumentError } from '../errors.js';
 
 /** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
 export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
@@ -138,6 +139,52 @@ export const localRunOptions = (): Option[] => [
   new Option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill').argParser(nonNegativeInt).default(0),
   slotSharingOption(),
 ];
+
+/** A mesh run's (design record 017): `--lead` or `--join`, each with `--exchange`. */
+export const meshOptions = (): Option[] => [
+  new Option('--lead <members>', 'lead a mesh run of this many members (itself included), with no coordinator; needs --control and --exchange').argParser(positiveInt).conflicts(['join', 'workers']),
+  new Option('--control <host:port>', "with --lead: where the members register (the leader's control port)"),
+  new Option('--join <host:port>', "join the mesh run led at this control address; needs --exchange").conflicts(['workers']),
+  new Option('--exchange <host:port>', "this member's address on the mesh: its peers dial it there (each member its own)"),
+  new Option('--restart', 'in a mesh run: after a member is lost, rendezvous again and resume from the last completed checkpoint'),
+  new Option('--mesh-timeout-ms <ms>', 'in a mesh run: how long the members may take to come together and link up').argParser(positiveInt).default(60_000),
+];
+
+export interface MeshFlags {
+  lead?: number;
+  control?: string;
+  join?: string;
+  exchange?: string;
+  restart?: boolean;
+  meshTimeoutMs: number;
+}
+
+/** The mesh role the flags ask for (undefined: a local run), or InvalidArgumentError naming the flag missing. */
+export function meshFlags(o: MeshFlags): MeshRunFlags | undefined {
+  const need = (flag: string, by: string): never => {
+    throw new InvalidArgumentError(`${by} needs ${flag}`);
+  };
+  if (o.lead !== undefined) {
+    if (!o.control) need('--control <host:port> (where the members register)', '--lead');
+    if (!o.exchange) need("--exchange <host:port> (this member's address on the mesh)", '--lead');
+    return { role: { lead: o.lead, control: o.control! }, exchange: o.exchange!, restart: o.restart === true, timeoutMs: o.meshTimeoutMs };
+  }
+  if (o.join !== undefined) {
+    if (!o.exchange) need("--exchange <host:port> (this member's address on the mesh)", '--join');
+    return { role: { join: o.join }, exchange: o.exchange!, restart: o.restart === true, timeoutMs: o.meshTimeoutMs };
+  }
+  for (const [flag, set] of [['--control', o.control], ['--exchange', o.exchange], ['--restart', o.restart]] as const) {
+    if (set !== undefined) throw new InvalidArgumentError(`${flag} is for a mesh run: add --lead <members> or --join <leader host:port>`);
+  }
+  return undefined;
+}
+
+export interface MeshRunFlags {
+  role: { lead: number; control: string } | { join: string };
+  exchange: string;
+  restart: boolean;
+  timeoutMs: number;
+}
 
 /** `clink submit`'s own. */
 export const submitOptions = (): Option[] => [

@@ -16,6 +16,8 @@ import { jobFailed, printCollected } from './client.js';
 import { InterruptedError, onInterrupt } from './interrupt.js';
 import { followProgress, ProgressDisplay, type JobProgressSample } from './progress.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
+import { runMeshMember } from './mesh-run.js';
+import type { MeshRunFlags } from './options.js';
 
 export interface RunCommandOptions {
   /** Overrides the job's own (defineJob's guarantee). */
@@ -35,6 +37,8 @@ export interface RunCommandOptions {
   slotSharing?: boolean;
   /** Type-check the job first, when TypeScript is installed. @default true */
   typecheck?: boolean;
+  /** Run as a member of a mesh run (--lead / --join) instead of on a local cluster. */
+  mesh?: MeshRunFlags;
 }
 
 export async function runCommand(jobPath: string, o: RunCommandOptions): Promise<void> {
@@ -51,6 +55,7 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   // The lint's job checks, as clink submit applies them; the local coordinator's default retries are 0.
   gateJob(jobFindings(built.spec, { settings: { ...NO_CHECKPOINTS, ...o.checkpoint }, coordinatorRegionRetries: 0, slotSharing }, () => build().spec));
   const plan = createPhysicalPlan(built.spec);
+  if (o.mesh) return runMeshMember(loaded, built.spec, plan, o.mesh, { ...o, parallelism });
   const { slots } = slotNeed(plan, slotSharing);
   const workers = Math.min(o.workers ?? availableParallelism(), slots);
   const slotsPerWorker = workers === 0 ? slots : Math.ceil(slots / workers);

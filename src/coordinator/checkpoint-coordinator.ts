@@ -16,11 +16,36 @@ import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { checkpointStateDir, jobStateDir } from '../state/index.js';
 import { jobDir, type CompletedMarker } from './checkpoints.js';
-import type { JobState } from './job-state.js';
+import type { JobState, SubtaskState } from './job-state.js';
 import { identityOf } from './restore-gate.js';
 
 type SavepointResult = { ok: boolean; message: string; path: string };
 type Pending = NonNullable<JobState['pendingCheckpoint']>;
+
+/**
+ * What checkpointing reads and keeps of a job: a coordinator's JobState, or a mesh run's leader's
+ * record of its one job (mesh/leader.ts), which has no sessions, restarts in place or rescales.
+ */
+export type CheckpointedJob = Pick<
+  JobState,
+  | 'id'
+  | 'name'
+  | 'plan'
+  | 'state'
+  | 'checkpoint'
+  | 'cutover'
+  | 'pendingCheckpoint'
+  | 'startingCheckpoint'
+  | 'markerWrite'
+  | 'finalRequests'
+  | 'finalCheckpointId'
+  | 'lastCheckpointAt'
+  | 'checkpointFloor'
+  | 'checkpoints'
+  | 'checkpointsCompleted'
+  | 'restarts'
+  | 'restartsSpent'
+> & { subtasks: Pick<SubtaskState, 'taskId' | 'index' | 'finished'>[] };
 
 /** Checkpoint storage: ids claimed on a record, markers, retention, removal of aborted state. */
 export interface CheckpointStorage {
@@ -30,15 +55,15 @@ export interface CheckpointStorage {
   removeState(stateDir: string, checkpointId: number): Promise<void>;
 }
 
-export interface CheckpointCoordinatorDeps {
+export interface CheckpointCoordinatorDeps<J extends CheckpointedJob = JobState> {
   clock: Clock;
   storage: CheckpointStorage;
   /** Send `m` to every live worker running an unfinished subtask of `job`. */
-  postToJob: (job: JobState, m: Message) => void;
+  postToJob: (job: J, m: Message) => void;
   /** Fail the job with `reason` (its tail cannot be committed without its final checkpoint). */
-  failJob: (job: JobState, reason: string) => void;
+  failJob: (job: J, reason: string) => void;
   /** The job may be complete now (a checkpoint it waited for ended). */
-  maybeComplete: (job: JobState) => void;
+  maybeComplete: (job: J) => void;
   cancel: (jobId: string, reason: string) => void;
   log: Logger;
   metrics: ClinkMetrics;
@@ -53,19 +78,19 @@ export const SAVEPOINT_WAIT_FOR_IDLE_MS = 10_000;
 /** Completed checkpoints listed per job (the API's history). */
 const CHECKPOINTS_LISTED = 100;
 
-export class CheckpointCoordinator {
+export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
   /** Who waits for a job's in-flight checkpoint to end (a savepoint). */
-  private readonly idleWaiters = new Map<JobState, (() => void)[]>();
+  private readonly idleWaiters = new Map<J, (() => void)[]>();
 
-  constructor(private readonly deps: CheckpointCoordinatorDeps) {}
+  constructor(private readonly deps: CheckpointCoordinatorDeps<J>) {}
 
   /** A checkpoint is in flight for `job`, or an id is being claimed for one. */
-  busy(job: JobState): boolean {
+  busy(job: J): boolean {
     return job.pendingCheckpoint !== undefined || job.startingCheckpoint === true;
   }
 
   /** On the watchdog's tick: time out overdue checkpoints, start those whose interval has passed. */
-  tick(jobs: Iterable<JobState>): void {
+  tick(jobs: Iterable<J>): void {
     const now = this.deps.clock.now();
     for (const job of jobs) {
       const c = job.checkpoint;
@@ -103,7 +128,7 @@ export class CheckpointCoordinator {
    * SAVEPOINT_WAIT_FOR_IDLE_MS) for a checkpoint in flight to end; resolves once its marker is durable;
    * with `cancelAfter` the job is then cancelled.
    */
-  async savepoint(job: JobState, dir: string, cancelAfter: boolean): Promise<SavepointResult> {
+  async savepoint(job: J, dir: string, cancelAfter: boolean): Promise<SavepointResult> {
     if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
     if (job.cutover) return { ok: false, message: `job ${job.id} is being rescaled in place; try again when it is done`, path: '' };
     const refused = await this.readyFor(job, 'a savepoint');
@@ -125,7 +150,7 @@ export class CheckpointCoordinator {
    * Take a checkpoint of the job's own now (a rescale restores from it): as a savepoint waits, but into
    * the job's checkpoint directory. Resolves once its marker is durable, with its id, or refused.
    */
-  async checkpointNow(job: JobState, what: string, beforeTrigger?: (checkpointId: number) => Promise<void>): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
+  async checkpointNow(job: J, what: string, beforeTrigger?: (checkpointId: number) => Promise<void>): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
     if (!job.checkpoint.checkpointDir) return { ok: false, message: `${what} restores from a checkpoint, and job ${job.id} has no checkpoint directory; submit it with --checkpoint-dir` };
     const refused = await this.readyFor(job, what);
     if (refused) return { ok: false, message: refused };
@@ -152,7 +177,7 @@ export class CheckpointCoordinator {
   }
 
   /** Why a checkpoint asked for now cannot be taken (after waiting a while for one in flight), or undefined. */
-  private async readyFor(job: JobState, what: string): Promise<string | undefined> {
+  private async readyFor(job: J, what: string): Promise<string | undefined> {
     if (this.busy(job)) await this.whenIdle(job, SAVEPOINT_WAIT_FOR_IDLE_MS);
     if (job.state !== 'RUNNING') return `job ${job.id} is ${job.state}, not RUNNING`;
     if (this.busy(job)) return `job ${job.id} has a checkpoint in progress; try again`;
@@ -161,19 +186,19 @@ export class CheckpointCoordinator {
   }
 
   /** A source subtask reached the end of its input and asks for the final checkpoint. */
-  onFinalRequested(job: JobState, taskId: string, index: number): void {
+  onFinalRequested(job: J, taskId: string, index: number): void {
     (job.finalRequests ??= new Set()).add(subtaskKey(taskId, index));
     this.maybeBeginFinal(job);
   }
 
   /** Every source subtask of the job has reached the end of its input and waits for the final checkpoint. */
-  finalWanted(job: JobState): boolean {
+  finalWanted(job: J): boolean {
     const sources = job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
     return (job.finalRequests?.size ?? 0) >= sources;
   }
 
   /** A subtask's ack. One for a checkpoint no longer pending (aborted, superseded) is dropped. */
-  onAck(job: JobState, m: MessageOf<'SubtaskCheckpointed'>): void {
+  onAck(job: J, m: MessageOf<'SubtaskCheckpointed'>): void {
     const p = job.pendingCheckpoint;
     if (!p || p.id !== m.checkpointId) return;
     const key = subtaskKey(m.taskId, m.subtaskIndex);
@@ -196,7 +221,7 @@ export class CheckpointCoordinator {
   }
 
   /** Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one fails the job. */
-  abort(job: JobState, reason: string): void {
+  abort(job: J, reason: string): void {
     const p = job.pendingCheckpoint;
     if (!p) return;
     job.pendingCheckpoint = undefined;
@@ -224,7 +249,7 @@ export class CheckpointCoordinator {
    * The job restarts: its checkpoint in flight (a savepoint's caller hears why) and its final
    * checkpoint's requests belong to the abandoned attempt. No abort is posted: the subtasks are cancelled.
    */
-  forget(job: JobState, cause: string): void {
+  forget(job: J, cause: string): void {
     const p = job.pendingCheckpoint;
     p?.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${cause}`, path: '' });
     p?.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${cause}` });
@@ -241,19 +266,19 @@ export class CheckpointCoordinator {
    * Claim the job's next id on the record in `dir`, above its restore point and its last checkpoint.
    * The job is busy from here until begin() (synchronously after the claim) or claimed().
    */
-  private claim(job: JobState, dir: string): Promise<number> {
+  private claim(job: J, dir: string): Promise<number> {
     job.startingCheckpoint = true;
     return this.deps.storage.claimId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
   }
 
   /** A claim that begins nothing (it failed, or the job stopped running meanwhile). */
-  private claimed(job: JobState): void {
+  private claimed(job: J): void {
     job.startingCheckpoint = false;
     if (!job.pendingCheckpoint) this.notifyIdle(job);
   }
 
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
-  private begin(job: JobState, id: number, savepoint?: Pending['savepoint'], final = false, requested?: Pending['requested']): void {
+  private begin(job: J, id: number, savepoint?: Pending['savepoint'], final = false, requested?: Pending['requested']): void {
     job.startingCheckpoint = false;
     const now = this.deps.clock.now();
     const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
@@ -278,7 +303,7 @@ export class CheckpointCoordinator {
   }
 
   /** Every ack is in: write the marker, then commit (or, if it cannot be written, abort). */
-  private async complete(job: JobState, p: Pending): Promise<void> {
+  private async complete(job: J, p: Pending): Promise<void> {
     const dir = p.savepoint?.dir ?? jobDir(job.checkpoint.checkpointDir, job.id);
     const marker: CompletedMarker = {
       checkpointId: p.id,
@@ -332,7 +357,7 @@ export class CheckpointCoordinator {
    * every source as the final checkpoint: its barrier follows their last record, and the sinks commit
    * the job's tail when it completes.
    */
-  private maybeBeginFinal(job: JobState): void {
+  private maybeBeginFinal(job: J): void {
     if (job.state !== 'RUNNING' || job.finalCheckpointId !== undefined || this.busy(job) || !this.finalWanted(job)) return;
     this.claim(job, jobDir(job.checkpoint.checkpointDir, job.id)).then(
       (id) => {
@@ -348,14 +373,14 @@ export class CheckpointCoordinator {
   }
 
   /** Without its final checkpoint a job's tail cannot be committed exactly once: it fails instead. */
-  private failOnFinal(job: JobState, reason: string): void {
+  private failOnFinal(job: J, reason: string): void {
     this.deps.log.error({ jobId: job.id }, `the final checkpoint of job ${job.id} failed: ${reason}`);
     this.deps.failJob(job, `its final checkpoint failed: ${reason}`);
     this.deps.maybeComplete(job);
   }
 
   /** Resolves when no checkpoint of `job` is in flight, or after `ms`. */
-  private whenIdle(job: JobState, ms: number): Promise<void> {
+  private whenIdle(job: J, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const cancel = this.deps.clock.after(ms, () => done());
       const done = (): void => {
@@ -370,7 +395,7 @@ export class CheckpointCoordinator {
     });
   }
 
-  private notifyIdle(job: JobState): void {
+  private notifyIdle(job: J): void {
     for (const w of [...(this.idleWaiters.get(job) ?? [])]) w();
   }
 }

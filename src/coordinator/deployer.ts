@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/index.js';
-import { KeyGroupRange, networkEdges, subtaskKey } from '../plan/index.js';
+import { KeyGroupRange, networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { jobDir, writeRestoredRecord, type CompletedMarker } from './checkpoints.js';
 import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
@@ -66,21 +66,7 @@ export class Deployer {
     const decision = restore ? this.logRestore(job, restore) : undefined;
     for (const [workerId, sts] of placement) {
       const s = this.deps.sessions.get(workerId)!;
-      const tasks = sts.map((st) => {
-        const task = job.plan.tasks.find((t) => t.id === st.taskId)!;
-        const range = KeyGroupRange.forSubtask(st.index, task.parallelism, job.spec.maxParallelism);
-        return {
-          taskId: st.taskId,
-          subtaskIndex: st.index,
-          parallelism: task.parallelism,
-          chainJson: JSON.stringify(task.operators.map((o) => o.id)),
-          keyGroupStart: range.start,
-          keyGroupEnd: range.end,
-          restoreCheckpointId: restore && decision?.restoredTasks.has(st.taskId) ? restore.checkpointId : 0,
-          attempt: job.attempt,
-          restoreParallelism: decision?.rescaled.get(st.taskId) ?? 0,
-        };
-      });
+      const tasks = sts.map((st) => deploymentTask(job.plan, st, job.attempt, restore, decision));
       this.deps.post(
         s,
         makeMessage('Deploy', {
@@ -125,6 +111,23 @@ export class Deployer {
     if (d.graphChanged) log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`);
     return d;
   }
+}
+
+/** How a Deploy names subtask `st` of `plan`: its key groups, attempt, and what it restores (per the restore gate's decision). */
+export function deploymentTask(plan: PhysicalPlan, st: { taskId: string; index: number }, attempt: number, restore: CompletedMarker | undefined, decision: RestoreDecision | undefined): MessageOf<'Deploy'>['tasks'][number] {
+  const task = plan.tasks.find((t) => t.id === st.taskId)!;
+  const range = KeyGroupRange.forSubtask(st.index, task.parallelism, plan.spec.maxParallelism);
+  return {
+    taskId: st.taskId,
+    subtaskIndex: st.index,
+    parallelism: task.parallelism,
+    chainJson: JSON.stringify(task.operators.map((o) => o.id)),
+    keyGroupStart: range.start,
+    keyGroupEnd: range.end,
+    restoreCheckpointId: restore && decision?.restoredTasks.has(st.taskId) ? restore.checkpointId : 0,
+    attempt,
+    restoreParallelism: decision?.rescaled.get(st.taskId) ?? 0,
+  };
 }
 
 /** Where subtask `st` sends its output (optionally only to tasks `to`): each downstream subtask's host and port. */

@@ -1,10 +1,13 @@
 /**
- * RemoteChannel: the sending end of one data connection, used by a RecordWriter like a local queue.
- * Flow control is credit-based, as in Flink: the receiver grants one credit per record batch it has
- * room for, and returns one each time its task takes a batch. Batches wait here until there is credit;
- * control elements (watermarks, status, end) travel in band, in order, behind them. The channel reports
- * itself full while anything waits, so its task stops pulling input: a slow receiver slows the source,
- * and memory on both sides is bounded by the credits, never by the data rate.
+ * RemoteChannel: the sending end of one channel to a subtask in another process, used by a RecordWriter
+ * like a local queue. Flow control is credit-based, as in Flink: the receiver grants one credit per
+ * record batch it has room for, and returns one each time its task takes a batch. Batches wait here
+ * until there is credit; control elements (watermarks, status, end) travel in band, in order, behind
+ * them. The channel reports itself full while anything waits, so its task stops pulling input: a slow
+ * receiver slows the source, and memory on both sides is bounded by the credits, never by the data rate.
+ *
+ * What carries the frames is a transport: a connection of the channel's own (tcpTransport), or a mesh
+ * link shared by every channel between two processes (link-plane.ts).
  */
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -14,17 +17,29 @@ import { FrameReader, tlsConnectOptions, type TlsClientConfig } from '../net/ind
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame } from './frames.js';
+import type { ChannelLabels } from './inbound.js';
 
-export interface ChannelLabels {
-  job: string;
-  edge: string;
-  from: string;
-  to: string;
+/** What the transport tells its channel. */
+export interface ChannelEvents {
+  /** The receiver has room for this many more batches. */
+  credit(credits: number): void;
+  /** The transport failed or the receiver turned the channel away; ignored once the stream is whole. */
+  lost(err: Error): void;
 }
 
+/** What a channel writes through: whole frames (length prefix included), in order. */
+export interface ChannelTransport {
+  write(frame: Buffer): void;
+  /** DataEnd is written: the stream is whole. */
+  end(): void;
+  /** Stop at once (the job was cancelled or failed). */
+  destroy(): void;
+}
+
+export type OpenTransport = (events: ChannelEvents) => ChannelTransport;
+
 export class RemoteChannel implements ChannelSink {
-  private readonly socket: Socket;
-  private readonly reader: FrameReader;
+  private readonly transport: ChannelTransport;
   private failure: Error | undefined;
   private credits = 0;
   private readonly pending: StreamElement[] = [];
@@ -35,41 +50,20 @@ export class RemoteChannel implements ChannelSink {
   private blockedSince = 0;
 
   constructor(
-    host: string,
-    port: number,
-    hello: Omit<MessageOf<'DataHello'>, 'type'>,
+    open: OpenTransport,
     private readonly onError: (err: Error) => void,
     private readonly metrics?: ClinkMetrics,
     private readonly labels?: ChannelLabels,
-    tls?: TlsClientConfig,
   ) {
-    // Over TLS the hello is queued until the handshake is done; a data peer's certificate must name the host it advertised.
-    this.socket = tls ? tlsConnect({ host, port, ...tlsConnectOptions(host, tls) }) : connect({ host, port, noDelay: true });
-    this.socket.setNoDelay(true);
-    this.socket.write(encodeFrame(makeMessage('DataHello', hello)));
-    this.reader = new FrameReader(this.socket);
-    // Once DataEnd is written the stream is whole: the receiver closes on reading it, and over TLS that
-    // close can reset this side (its close_notify arrives unread), which is no failure.
-    this.socket.on('error', (err) => {
-      if (!this.endWritten) this.fail(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err }));
-    });
-    this.socket.on('close', () => {
-      if (!this.ended) this.fail(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
-    });
-    void this.readCredits();
-  }
-
-  private async readCredits(): Promise<void> {
-    try {
-      for (let f = await this.reader.next(); f; f = await this.reader.next()) {
-        const m = decodeMessage(f);
-        if (m.type !== 'DataCredit') throw new Error(`unexpected ${m.type} from a data receiver`);
-        this.credits += m.credits;
+    this.transport = open({
+      credit: (n) => {
+        this.credits += n;
         this.transmit();
-      }
-    } catch (err) {
-      if (!this.ended && !this.endWritten) this.fail(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
-    }
+      },
+      lost: (err) => {
+        if (!this.endWritten) this.fail(err);
+      },
+    });
   }
 
   push(element: StreamElement): void {
@@ -89,14 +83,14 @@ export class RemoteChannel implements ChannelSink {
       }
       this.pending.shift();
       const frame = elementFrame(e);
-      this.socket.write(frame);
+      this.transport.write(frame);
       if (e.kind === BATCH && this.metrics && this.labels) {
         this.metrics.channelRecordsSent.inc(this.labels, e.values.length);
         this.metrics.channelBytesSent.inc(this.labels, frame.length);
       }
       if (e.kind === END) {
         this.endWritten = true;
-        this.socket.end();
+        this.transport.end();
       }
     }
     if (!this.isFull) this.wake();
@@ -131,8 +125,48 @@ export class RemoteChannel implements ChannelSink {
   /** Close without ending the stream (the job was cancelled or failed). */
   destroy(): void {
     this.ended = true;
-    this.reader.close();
-    this.socket.destroy();
+    this.transport.destroy();
     for (const w of this.waiters.splice(0)) w.reject(new Error('channel closed'));
   }
+}
+
+/** A channel over a data connection of its own to the data server at host:port. */
+export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'DataHello'>, 'type'>, tls?: TlsClientConfig): OpenTransport {
+  return (events) => {
+    // Over TLS the hello is queued until the handshake is done; a data peer's certificate must name the host it advertised.
+    const socket: Socket = tls ? tlsConnect({ host, port, ...tlsConnectOptions(host, tls) }) : connect({ host, port, noDelay: true });
+    socket.setNoDelay(true);
+    socket.write(encodeFrame(makeMessage('DataHello', hello)));
+    const reader = new FrameReader(socket);
+    let finished = false;
+    // Once DataEnd is written the stream is whole: the receiver closes on reading it, and over TLS that
+    // close can reset this side (its close_notify arrives unread), which is no failure.
+    socket.on('error', (err) => events.lost(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })));
+    socket.on('close', () => {
+      if (!finished) events.lost(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
+    });
+    void (async () => {
+      try {
+        for (let f = await reader.next(); f; f = await reader.next()) {
+          const m = decodeMessage(f);
+          if (m.type !== 'DataCredit') throw new Error(`unexpected ${m.type} from a data receiver`);
+          events.credit(m.credits);
+        }
+      } catch (err) {
+        if (!finished) events.lost(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
+      }
+    })();
+    return {
+      write: (frame) => socket.write(frame),
+      end: () => {
+        finished = true;
+        socket.end();
+      },
+      destroy: () => {
+        finished = true;
+        reader.close();
+        socket.destroy();
+      },
+    };
+  };
 }

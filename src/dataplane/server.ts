@@ -1,35 +1,36 @@
 /**
  * DataServer: a worker's one data listener. Each inbound connection carries one channel (an edge, an
  * upstream subtask, a downstream subtask); its first frame, DataHello, names it, and the server hands
- * its record batches to the downstream subtask's InputQueue. Flow control is credit-based: the server
- * grants the sender a fixed number of batches, and one more each time the subtask takes a batch, so
- * what a channel can put in memory here is bounded by its credits. A sender that exceeds them is cut off.
+ * its elements to the downstream subtask's InputQueue under credit-based flow control (inbound.ts).
+ * Its outbound channels are connections of their own to the peers' data servers.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameConnection, secureAccepted, type TlsServerConfig } from '../net/index.js';
-import { BATCH, END, type InputQueue } from '../runtime/index.js';
-import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
-import { frameElement } from './frames.js';
-import { helloMacValid } from './hello-mac.js';
+import { FrameConnection, secureAccepted, type TlsClientConfig, type TlsServerConfig } from '../net/index.js';
+import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES, type MessageOf } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { listenError } from '../errors.js';
+import { DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
+import { RemoteChannel, tcpTransport } from './remote-channel.js';
 
-/** Record batches a channel may have in flight or queued at its receiver. @default 4 */
-export const DEFAULT_CHANNEL_CREDITS = 4;
-
-/** A subtask's input, as the data server sees it. */
-export interface InboundTarget {
-  queue: InputQueue;
-  /** Its deploy attempt's data secret: a connection whose DataHello MAC does not verify under it is refused. */
-  secret?: string;
-  /** The channel number of (edge, upstream subtask) at this subtask, or undefined if it has none. */
-  channelOf(edgeIndex: number, upstreamSubtask: number): number | undefined;
+/** Where a process's subtasks take channels in and open channels out: its data server, or a mesh's links. */
+export interface DataPlane {
+  /** The port a peer's channels reach this process on (what SubtaskListening reports). */
+  readonly port: number;
+  register(jobId: string, attempt: number, taskId: string, subtask: number, target: InboundTarget): void;
+  unregister(jobId: string, attempt: number, taskId: string, subtask: number): void;
+  /** The sending end of a channel to the subtask `hello` names, at the process listening on host:port. */
+  open(
+    host: string,
+    port: number,
+    hello: Omit<MessageOf<'DataHello'>, 'type'>,
+    onError: (err: Error) => void,
+    metrics?: ClinkMetrics,
+    labels?: ChannelLabels,
+    tls?: TlsClientConfig,
+  ): RemoteChannel;
 }
-
-const key = (jobId: string, attempt: number, taskId: string, subtask: number): string => `${jobId}\u0000${attempt}\u0000${taskId}\u0000${subtask}`;
-const ONE_CREDIT = encodeFrame(makeMessage('DataCredit', { credits: 1 }));
 
 export interface DataServerOptions {
   host: string;
@@ -44,14 +45,15 @@ export interface DataServerOptions {
   tls?: TlsServerConfig;
 }
 
-export class DataServer {
+export class DataServer implements DataPlane {
   private readonly server: Server;
-  private readonly targets = new Map<string, InboundTarget>();
+  private readonly targets: InboundTargets;
   private readonly connections = new Set<FrameConnection>();
   port = 0;
 
   private constructor(private readonly options: DataServerOptions) {
     this.server = createServer((s) => this.accept(s));
+    this.targets = new InboundTargets(options.metrics);
   }
 
   static async start(options: DataServerOptions): Promise<DataServer> {
@@ -65,11 +67,15 @@ export class DataServer {
   }
 
   register(jobId: string, attempt: number, taskId: string, subtask: number, target: InboundTarget): void {
-    this.targets.set(key(jobId, attempt, taskId, subtask), target);
+    this.targets.register(jobId, attempt, taskId, subtask, target);
   }
 
   unregister(jobId: string, attempt: number, taskId: string, subtask: number): void {
-    this.targets.delete(key(jobId, attempt, taskId, subtask));
+    this.targets.unregister(jobId, attempt, taskId, subtask);
+  }
+
+  open(...[host, port, hello, onError, metrics, labels, tls]: Parameters<DataPlane['open']>): RemoteChannel {
+    return new RemoteChannel(tcpTransport(host, port, hello, tls), onError, metrics, labels);
   }
 
   private accept(socket: Socket): void {
@@ -97,52 +103,26 @@ export class DataServer {
       clearTimeout(timer);
     }
     if (!hello) return;
-    if (hello.type !== 'DataHello') throw this.refused('not_hello', `expected DataHello, got ${hello.type}`);
-    const target = this.targets.get(key(hello.jobId, hello.attempt, hello.downstreamTaskId, hello.downstreamSubtask));
-    if (!target) throw this.refused('unknown_subtask', `no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
-    const channel = target.channelOf(hello.edgeIndex, hello.upstreamSubtask);
-    if (channel === undefined) throw this.refused('unknown_channel', `subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
-    if (target.secret !== undefined && !helloMacValid(target.secret, hello)) {
-      throw this.refused('bad_secret', `its DataHello for ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} does not prove the attempt's secret`);
-    }
-    const labels = {
-      job: hello.jobId,
-      edge: String(hello.edgeIndex),
-      from: `${hello.upstreamTaskId}#${hello.upstreamSubtask}`,
-      to: `${hello.downstreamTaskId}#${hello.downstreamSubtask}`,
-    };
-    const { queue } = target;
-    const credits = this.options.credits ?? DEFAULT_CHANNEL_CREDITS;
-    let outstanding = credits;
+    const { queue, channel, labels } = this.targets.resolve(hello);
     const socket = conn.socket;
-    const returnCredit = (): void => {
-      outstanding++;
-      if (!socket.destroyed) socket.write(ONE_CREDIT);
-    };
-    socket.write(encodeFrame(makeMessage('DataCredit', { credits })));
+    const inbound = new InboundChannel(
+      queue,
+      channel,
+      labels,
+      (credits) => {
+        if (!socket.destroyed) socket.write(credits === 1 ? ONE_CREDIT : encodeFrame(makeMessage('DataCredit', { credits })));
+      },
+      this.options.credits ?? DEFAULT_CHANNEL_CREDITS,
+      this.options.metrics,
+    );
     for (;;) {
       const payload = await conn.reader.next();
       if (payload === null) throw new Error('the sender closed before its DataEnd');
-      const e = frameElement(decodeMessage(payload), channel);
-      if (!e) throw new Error(`unexpected frame on a data connection`);
-      if (e.kind === BATCH) {
-        if (outstanding <= 0) throw new Error(`the sender exceeded its ${credits} credits`);
-        outstanding--;
-        e.onTaken = returnCredit;
-        this.options.metrics?.channelRecordsReceived.inc(labels, e.values.length);
-        this.options.metrics?.channelBytesReceived.inc(labels, payload.length + 4);
-      }
-      queue.push(e);
-      if (e.kind === END) {
+      if (inbound.take(decodeMessage(payload), payload.length)) {
         conn.close();
         return;
       }
     }
-  }
-
-  private refused(reason: string, why: string): Error {
-    this.options.metrics?.dataConnectionsRefused.inc({ reason });
-    return new Error(`refused: ${why}`);
   }
 
   async close(): Promise<void> {
@@ -150,3 +130,5 @@ export class DataServer {
     await new Promise<void>((r) => this.server.close(() => r()));
   }
 }
+
+const ONE_CREDIT = encodeFrame(makeMessage('DataCredit', { credits: 1 }));

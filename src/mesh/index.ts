@@ -7,3 +7,6 @@ export { shapeDifference, topologyFingerprint, topologyShape, type TopologyShape
 export { join, lead, MeshError, DEFAULT_RENDEZVOUS_TIMEOUT_MS, type Joined, type JoinOptions, type Led, type LeadOptions, type Membership } from './rendezvous.js';
 export { meshPlacement } from './placement.js';
 export { ExchangeListener, openMesh, type MeshLinks, type OpenMeshOptions } from './links.js';
+export { runMesh, meshJobId, type MeshRunOptions, type MeshOutcome } from './run.js';
+export { LeaderRun, type LeaderRunDeps, type LeaderRunOptions, type RunOutcome } from './leader.js';
+export { memberSlice, type MemberSlice } from './deploy.js';

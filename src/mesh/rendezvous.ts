@@ -22,6 +22,8 @@ export class MeshError extends ClinkError {
 
 /** How long a run's members may take to come together. @default 60,000 */
 export const DEFAULT_RENDEZVOUS_TIMEOUT_MS = 60_000;
+/** How often a joiner dials a leader not listening yet. */
+const REDIAL_LEADER_MS = 200;
 /** How long a connection to the control port may take to register. */
 const REGISTER_TIMEOUT_MS = 10_000;
 
@@ -32,6 +34,10 @@ export interface Membership {
   me: number;
   /** The topology every member runs (the leader's). */
   shape: TopologyShape;
+  /** The completed checkpoint every member resumes from (0: from the start). */
+  restoreCheckpointId: number;
+  /** The run attempt: one more at each rendezvous of a restarted run. */
+  attempt: number;
 }
 
 /** The leader's side once settled: its control connection to each joiner, by exchange address. */
@@ -55,6 +61,9 @@ export interface LeadOptions {
   timeoutMs?: number;
   /** Told the control port once it listens (0 asked for a free one). */
   onListening?: (port: number) => void;
+  /** What the members resume from (the leader decides): 0 = from the start. */
+  restoreCheckpointId?: number;
+  attempt?: number;
 }
 
 export const hostPort = (address: string, flag: string): { host: string; port: number } => {
@@ -109,8 +118,10 @@ export async function lead(o: LeadOptions): Promise<Led> {
       }
       const members = [o.exchange, ...joiners.keys()].sort();
       const shapeJson = JSON.stringify(o.shape);
-      for (const c of joiners.values()) send(c, makeMessage('MeshMembers', { members, fingerprint, shapeJson }));
-      resolve({ members, me: members.indexOf(o.exchange), shape: o.shape, joiners, close: closeAll });
+      const restoreCheckpointId = o.restoreCheckpointId ?? 0;
+      const attempt = o.attempt ?? 0;
+      for (const c of joiners.values()) send(c, makeMessage('MeshMembers', { members, fingerprint, shapeJson, restoreCheckpointId, attempt }));
+      resolve({ members, me: members.indexOf(o.exchange), shape: o.shape, restoreCheckpointId, attempt, joiners, close: closeAll });
     };
     const deadline = setTimer(() => {
       const came = [o.exchange, ...joiners.keys()];
@@ -165,11 +176,17 @@ export interface JoinOptions {
 export async function join(o: JoinOptions): Promise<Joined> {
   const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
   const { host, port } = hostPort(o.leader, '--join');
-  let socket: Socket;
-  try {
-    socket = await connectWithin(host, port, 'the mesh leader', Math.min(timeoutMs, REGISTER_TIMEOUT_MS));
-  } catch (err) {
-    throw new MeshError(`cannot reach the mesh leader at ${o.leader} (--join): ${(err as Error).message}`, { cause: err });
+  // Members may start in any order (a batch scheduler starts them at once; a restarted run's leader
+  // leads again only once it has seen the failure): a leader not listening yet is dialled again.
+  const deadline = Date.now() + timeoutMs;
+  let socket: Socket | undefined;
+  for (let tried = 0; !socket; tried++) {
+    try {
+      socket = await connectWithin(host, port, 'the mesh leader', Math.max(1, Math.min(deadline - Date.now(), REGISTER_TIMEOUT_MS)));
+    } catch (err) {
+      if (Date.now() + REDIAL_LEADER_MS >= deadline) throw new MeshError(`cannot reach the mesh leader at ${o.leader} (--join) within ${timeoutMs} ms: ${(err as Error).message}; is it running (clink run <job> --lead ...)?`, { cause: err });
+      await new Promise((r) => setTimeout(r, REDIAL_LEADER_MS));
+    }
   }
   const conn = new FrameConnection(socket, { role: 'mesh.member' });
   send(conn, makeMessage('MeshRegister', { exchange: o.exchange, fingerprint: topologyFingerprint(o.shape), shapeJson: JSON.stringify(o.shape) }));
@@ -187,5 +204,5 @@ export async function join(o: JoinOptions): Promise<Joined> {
   if (differs) return fail(`this member's job differs from the leader's: ${differs}`);
   const me = members.members.indexOf(o.exchange);
   if (me < 0) return fail(`the leader's member set does not include this member's exchange address ${o.exchange}`);
-  return { members: members.members, me, shape, leader: conn, close: () => conn.close() };
+  return { members: members.members, me, shape, restoreCheckpointId: members.restoreCheckpointId, attempt: members.attempt, leader: conn, close: () => conn.close() };
 }

@@ -367,6 +367,8 @@ export const MESSAGES = {
     members: field(list(string), 'every exchange address, sorted: a member is its position'),
     fingerprint: field(string),
     shapeJson: field(string),
+    restoreCheckpointId: tail(u64, 0, "the completed checkpoint of the run's job every member resumes from (--restart); 0 = from the start"),
+    attempt: tail(u32, 0, 'the run attempt: one more at each rendezvous of a restarted run'),
   }),
   MeshRefused: message(212, 'worker->worker', 'the leader turns a member away, saying why (a differing job, an address taken)', {
     reason: field(string),
@@ -374,6 +376,17 @@ export const MESSAGES = {
   MeshLinkHello: message(213, 'worker->worker', "the first frame of a mesh link: the dialling member (a higher one dials a lower one's exchange port)", {
     member: field(u32, 'its position in the sorted member set'),
     fingerprint: field(string, "the run's topology fingerprint: a link from another run is refused"),
+  }),
+  LinkFrame: message(214, 'worker->worker', "one channel's data-plane frame on a mesh link (every channel between two members shares their one link)", {
+    channel: field(u32, 'the channel, numbered by the member that opened it'),
+    fromOpener: field(bool, "true from the channel's sending end (DataHello, records, end), false from its receiving end (DataCredit, DataRefused)"),
+    frame: field(bytes, 'the data-plane message, encoded without its length prefix'),
+  }),
+  MeshReady: message(215, 'worker->worker', "a member to the leader: its slice is deployed and its inputs take channels", {}),
+  MeshStart: message(216, 'worker->worker', 'the leader to every member once all are ready: run', {}),
+  MeshStop: message(217, 'worker->worker', 'the run ends: from the leader to every member (done, or failed with the cause), or from a member that failed', {
+    ok: field(bool, 'the run finished; false: it failed'),
+    reason: field(string, 'why it failed (empty when ok)'),
   }),
 
   // worker -> worker: the data plane. One connection per (edge, upstream subtask, downstream subtask).
@@ -399,6 +412,9 @@ export const MESSAGES = {
   DataEnd: message(204, 'worker->worker', 'the channel has no more records', {}),
   DataBarrier: message(206, 'worker->worker', 'a checkpoint barrier, in band after the records it follows', {
     checkpointId: field(u64),
+  }),
+  DataRefused: message(207, 'worker->worker', 'receiver to sender on a mesh link: this channel is refused (no such subtask, a bad proof), and why', {
+    reason: field(string),
   }),
   DataCredit: message(205, 'worker->worker', 'receiver to sender: room for this many more record batches (credit-based flow control)', {
     credits: field(u32),

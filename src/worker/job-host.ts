@@ -10,7 +10,7 @@
  * runs on the session's own event loop.
  */
 import { ClinkError } from '../errors.js';
-import type { DataServer } from '../dataplane/index.js';
+import type { DataPlane } from '../dataplane/index.js';
 import type { TlsClientConfig, TlsServerConfig } from '../net/index.js';
 import { loadJobBundle } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
@@ -62,7 +62,7 @@ export interface WorkerTls {
 }
 
 export interface JobHostDeps {
-  data: DataServer;
+  data: DataPlane;
   log: Logger;
   metrics: ClinkMetrics;
   stdout: (text: string) => void | Promise<void>;

@@ -6,8 +6,8 @@ import { setMaxListeners } from 'node:events';
 import { decodeStateFile, subtaskStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
-import type { DataServer } from '../dataplane/index.js';
-import { helloMac, RemoteChannel } from '../dataplane/index.js';
+import type { DataPlane } from '../dataplane/index.js';
+import { helloMac, type RemoteChannel } from '../dataplane/index.js';
 import type { TlsClientConfig } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type InputChannel, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { encodeCollected, type MessageOf, type SubtaskProgressReport } from '../protocol/index.js';
@@ -95,7 +95,7 @@ export class WorkerJob {
   constructor(
     readonly deploy: MessageOf<'Deploy'>,
     readonly built: BuiltJob,
-    private readonly data: DataServer,
+    private readonly data: DataPlane,
     private readonly stdout: (text: string) => void | Promise<void>,
     private readonly report: (r: SubtaskReport) => void,
     private readonly metrics?: ClinkMetrics,
@@ -201,7 +201,7 @@ export class WorkerJob {
     const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
     if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
     const fields = { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id };
-    const ch = new RemoteChannel(
+    const ch = this.data.open(
       peer.host,
       peer.port,
       { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },

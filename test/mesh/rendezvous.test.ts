@@ -60,8 +60,24 @@ test('a member that never comes: the leader gives up at its deadline, naming who
   await assert.rejects(one, /^MeshError: the mesh leader at 127\.0\.0\.1:\d+ closed the connection before the run was complete/);
 });
 
-test('no leader at the address: the joiner says where it looked', async () => {
+test('no leader at the address: the joiner dials until its deadline, then says where it looked', async () => {
   const l = await leader(1, '10.0.0.1:7000');
   (await l.led).close();
-  await assert.rejects(join({ leader: `127.0.0.1:${l.port}`, exchange: '10.0.0.2:7000', shape: shape(), timeoutMs: 2_000 }), /^MeshError: cannot reach the mesh leader at 127\.0\.0\.1:\d+ \(--join\): /);
+  await assert.rejects(
+    join({ leader: `127.0.0.1:${l.port}`, exchange: '10.0.0.2:7000', shape: shape(), timeoutMs: 700 }),
+    /^MeshError: cannot reach the mesh leader at 127\.0\.0\.1:\d+ \(--join\) within 700 ms: .*; is it running \(clink run <job> --lead \.\.\.\)\?$/,
+  );
+});
+
+test('a joiner started before its leader waits for it', async () => {
+  const probe = await leader(1, '10.0.0.1:7000');
+  (await probe.led).close();
+  const joining = join({ leader: `127.0.0.1:${probe.port}`, exchange: '10.0.0.2:7000', shape: shape(), timeoutMs: 10_000 });
+  // The joiner has been refused at least once (nothing listens) before the leader comes.
+  await new Promise((r) => setTimeout(r, 300));
+  const leading = lead({ members: 2, control: { host: '127.0.0.1', port: probe.port }, exchange: '10.0.0.1:7000', shape: shape(), timeoutMs: 5_000 });
+  const [led, joined] = await Promise.all([leading, joining]);
+  assert.deepEqual(joined.members, ['10.0.0.1:7000', '10.0.0.2:7000']);
+  led.close();
+  joined.close();
 });

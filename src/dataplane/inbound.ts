@@ -1,0 +1,119 @@
+/**
+ * The receiving end of channels, whatever carries them (a connection of its own, or a mesh link):
+ * which subtask input a DataHello names, and the credit bookkeeping of one channel. The receiver grants
+ * the sender a fixed number of batches, and one more each time the subtask takes a batch, so what a
+ * channel can put in memory here is bounded by its credits. A sender that exceeds them is cut off.
+ */
+import type { ClinkMetrics } from '../metrics/index.js';
+import type { MessageOf, Message } from '../protocol/index.js';
+import { BATCH, END, type InputQueue } from '../runtime/index.js';
+import { frameElement } from './frames.js';
+import { helloMacValid } from './hello-mac.js';
+
+/** Record batches a channel may have in flight or queued at its receiver. @default 4 */
+export const DEFAULT_CHANNEL_CREDITS = 4;
+
+/** A subtask's input, as the data plane sees it. */
+export interface InboundTarget {
+  queue: InputQueue;
+  /** Its deploy attempt's data secret: a connection whose DataHello MAC does not verify under it is refused. */
+  secret?: string;
+  /** The channel number of (edge, upstream subtask) at this subtask, or undefined if it has none. */
+  channelOf(edgeIndex: number, upstreamSubtask: number): number | undefined;
+}
+
+/** A channel the receiver turned away; `reason` labels the refusal metric. */
+export class ChannelRefused extends Error {
+  constructor(
+    readonly reason: string,
+    why: string,
+  ) {
+    super(`refused: ${why}`);
+  }
+}
+
+export interface ChannelLabels {
+  job: string;
+  edge: string;
+  from: string;
+  to: string;
+}
+
+const key = (jobId: string, attempt: number, taskId: string, subtask: number): string => `${jobId}\u0000${attempt}\u0000${taskId}\u0000${subtask}`;
+
+/** The subtask inputs of a process, by (job, attempt, task, subtask). */
+export class InboundTargets {
+  private readonly targets = new Map<string, InboundTarget>();
+
+  constructor(private readonly metrics?: ClinkMetrics) {}
+
+  register(jobId: string, attempt: number, taskId: string, subtask: number, target: InboundTarget): void {
+    this.targets.set(key(jobId, attempt, taskId, subtask), target);
+  }
+
+  unregister(jobId: string, attempt: number, taskId: string, subtask: number): void {
+    this.targets.delete(key(jobId, attempt, taskId, subtask));
+  }
+
+  /** The queue and channel number a DataHello names, or ChannelRefused saying why not. */
+  resolve(hello: Message): { queue: InputQueue; channel: number; labels: ChannelLabels } {
+    if (hello.type !== 'DataHello') throw this.refused('not_hello', `expected DataHello, got ${hello.type}`);
+    const target = this.targets.get(key(hello.jobId, hello.attempt, hello.downstreamTaskId, hello.downstreamSubtask));
+    if (!target) throw this.refused('unknown_subtask', `no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
+    const channel = target.channelOf(hello.edgeIndex, hello.upstreamSubtask);
+    if (channel === undefined) throw this.refused('unknown_channel', `subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
+    if (target.secret !== undefined && !helloMacValid(target.secret, hello)) {
+      throw this.refused('bad_secret', `its DataHello for ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} does not prove the attempt's secret`);
+    }
+    return { queue: target.queue, channel, labels: labelsOf(hello) };
+  }
+
+  private refused(reason: string, why: string): ChannelRefused {
+    this.metrics?.dataConnectionsRefused.inc({ reason });
+    return new ChannelRefused(reason, why);
+  }
+}
+
+export const labelsOf = (hello: Omit<MessageOf<'DataHello'>, 'type'>): ChannelLabels => ({
+  job: hello.jobId,
+  edge: String(hello.edgeIndex),
+  from: `${hello.upstreamTaskId}#${hello.upstreamSubtask}`,
+  to: `${hello.downstreamTaskId}#${hello.downstreamSubtask}`,
+});
+
+/** One channel's receiving end: hands its elements to the subtask's queue and grants credits through `grant`. */
+export class InboundChannel {
+  private outstanding: number;
+
+  constructor(
+    private readonly queue: InputQueue,
+    private readonly channel: number,
+    private readonly labels: ChannelLabels,
+    private readonly grant: (credits: number) => void,
+    private readonly credits = DEFAULT_CHANNEL_CREDITS,
+    private readonly metrics?: ClinkMetrics,
+  ) {
+    this.outstanding = credits;
+    grant(credits);
+  }
+
+  private readonly returnCredit = (): void => {
+    this.outstanding++;
+    this.grant(1);
+  };
+
+  /** Take one data frame (its payload was `bytes` long); true once it was the channel's end. */
+  take(m: Message, bytes: number): boolean {
+    const e = frameElement(m, this.channel);
+    if (!e) throw new Error(`unexpected ${m.type} on a data channel`);
+    if (e.kind === BATCH) {
+      if (this.outstanding <= 0) throw new Error(`the sender exceeded its ${this.credits} credits`);
+      this.outstanding--;
+      e.onTaken = this.returnCredit;
+      this.metrics?.channelRecordsReceived.inc(this.labels, e.values.length);
+      this.metrics?.channelBytesReceived.inc(this.labels, bytes + 4);
+    }
+    this.queue.push(e);
+    return e.kind === END;
+  }
+}

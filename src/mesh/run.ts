@@ -1,0 +1,206 @@
+/**
+ * A mesh run from one member's process (design record 017): rendezvous (as leader or joiner), open the
+ * links, derive the placement and this member's slice, run it; the leader also drives the run
+ * (leader.ts). A failure ends the attempt on every member; with `restart` the members rendezvous again
+ * and resume from the last completed checkpoint, else the run fails with the cause.
+ */
+import type { CheckpointSettings } from '../client/index.js';
+import {
+  claimCheckpointId,
+  jobDir,
+  recordRestore,
+  removeCheckpointState,
+  resolveRestore,
+  retainCheckpoints,
+  writeCompletedMarker,
+  type CompletedMarker,
+} from '../coordinator/index.js';
+import { LinkPlane } from '../dataplane/index.js';
+import type { LoadedJob } from '../loader/index.js';
+import type { Logger } from '../log/index.js';
+import type { ClinkMetrics } from '../metrics/index.js';
+import type { FrameConnection } from '../net/index.js';
+import type { PhysicalPlan } from '../plan/index.js';
+import { makeMessage, type Message } from '../protocol/index.js';
+import { setRepeating, systemClock } from '../util/index.js';
+import { memberSlice } from './deploy.js';
+import { topologyFingerprint, type TopologyShape } from './fingerprint.js';
+import { LeaderRun, type RunOutcome } from './leader.js';
+import { ExchangeListener, openMesh } from './links.js';
+import { MemberRun } from './member.js';
+import { meshPlacement } from './placement.js';
+import { hostPort, join, lead, MeshError, type Joined, type Led } from './rendezvous.js';
+
+export interface MeshRunOptions {
+  role: { lead: number; control: string } | { join: string };
+  exchange: string;
+  module: LoadedJob;
+  plan: PhysicalPlan;
+  specJson: string;
+  shape: TopologyShape;
+  params: Record<string, string>;
+  buildParallelism: number;
+  checkpoint: CheckpointSettings;
+  /** After a failure, rendezvous again and resume from the last completed checkpoint. */
+  restart: boolean;
+  /** Deadline of each rendezvous and of opening the links. */
+  timeoutMs: number;
+  batchSize: number;
+  batchLingerMs: number;
+  log: Logger;
+  metrics: ClinkMetrics;
+  stdout?: (text: string) => void | Promise<void>;
+  /** Told the leader's control port once it listens. */
+  onListening?: (port: number) => void;
+  /** Told each attempt's membership once settled. */
+  onMembers?: (m: { members: string[]; me: number; attempt: number; restoreCheckpointId: number }) => void;
+}
+
+/** What the leader's process reports at the end; a joiner's run ends with `collected` empty. */
+export type MeshOutcome = RunOutcome & { attempts: number; members: string[] };
+
+/** A run's checkpoint job id: stable across attempts and processes (its checkpoints live under it). */
+export const meshJobId = (name: string): string => `mesh-${name.replace(/[^A-Za-z0-9_.-]/g, '-')}`;
+
+export async function runMesh(o: MeshRunOptions): Promise<MeshOutcome> {
+  const listener = await ExchangeListener.listen(o.exchange);
+  const jobName = o.plan.spec.job.name;
+  const jobId = meshJobId(jobName);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const r = await runAttempt(o, listener, jobId, jobName, attempt);
+      if (r.ok) return { ...r, attempts: attempt + 1 };
+      if (!o.restart) throw new MeshError(`mesh run of ${jobName} failed: ${r.reason}${o.checkpoint.checkpointDir ? '; run every member with --restart to resume from the last checkpoint' : ''}`);
+      o.log.warn({ attempt }, `mesh run of ${jobName} attempt ${attempt} failed: ${r.reason}; rendezvous again to resume from the last checkpoint (--restart)`);
+    }
+  } finally {
+    listener.close();
+  }
+}
+
+/** The newest completed checkpoint of the run's job whose files verify, if any. */
+async function latestCheckpoint(checkpoint: CheckpointSettings, jobId: string): Promise<CompletedMarker | undefined> {
+  if (!checkpoint.checkpointDir) return undefined;
+  try {
+    return (await resolveRestore(jobDir(checkpoint.checkpointDir, jobId), 0)).marker;
+  } catch {
+    return undefined;
+  }
+}
+
+async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: string, jobName: string, attempt: number): Promise<RunOutcome & { members: string[] }> {
+  const exchange = listener.address;
+  let membership: Led | Joined;
+  let restore: CompletedMarker | undefined;
+  if ('lead' in o.role) {
+    restore = o.restart ? await latestCheckpoint(o.checkpoint, jobId) : undefined;
+    membership = await lead({
+      members: o.role.lead,
+      control: hostPort(o.role.control, '--control'),
+      exchange,
+      shape: o.shape,
+      timeoutMs: o.timeoutMs,
+      restoreCheckpointId: restore?.checkpointId ?? 0,
+      attempt,
+      ...(o.onListening ? { onListening: o.onListening } : {}),
+    });
+    if (restore && o.checkpoint.checkpointDir) await recordRestore(o.checkpoint.checkpointDir, jobId, restore);
+  } else {
+    membership = await join({ leader: o.role.join, exchange, shape: o.shape, timeoutMs: o.timeoutMs });
+    if (membership.restoreCheckpointId > 0) {
+      if (!o.checkpoint.checkpointDir) throw new MeshError(`the mesh leader resumes from checkpoint ${membership.restoreCheckpointId}, and this member has no --checkpoint-dir; give every member the same one`);
+      restore = (await resolveRestore(jobDir(o.checkpoint.checkpointDir, jobId), membership.restoreCheckpointId)).marker;
+    }
+  }
+  const { members, me } = membership;
+  o.onMembers?.({ members, me, attempt: membership.attempt, restoreCheckpointId: membership.restoreCheckpointId });
+  const controls: FrameConnection[] = 'joiners' in membership ? [...membership.joiners.values()] : [membership.leader];
+  let links;
+  try {
+    links = await openMesh({ members, me, listener, fingerprint: topologyFingerprint(o.shape), timeoutMs: o.timeoutMs });
+  } catch (err) {
+    membership.close();
+    throw err;
+  }
+  const placement = meshPlacement(o.plan, members);
+  const slice = memberSlice({
+    jobId,
+    jobName,
+    plan: o.plan,
+    specJson: o.specJson,
+    module: o.module,
+    params: o.params,
+    buildParallelism: o.buildParallelism,
+    checkpoint: o.checkpoint,
+    placement,
+    members,
+    me,
+    attempt: membership.attempt,
+    ...(restore ? { restore } : {}),
+  });
+  const plane = new LinkPlane({ links: new Map([...links.peers].map(([j, conn]) => [members[j]!, conn])), port: hostPort(exchange, '--exchange').port, log: o.log, metrics: o.metrics });
+  let leader: LeaderRun | undefined;
+  let toLeader: (m: Message) => void;
+  let leaderEnded: Promise<RunOutcome> | undefined;
+  const member: MemberRun = new MemberRun(
+    slice,
+    { workerId: `member-${me}`, peerUpdateTimeoutMs: o.timeoutMs, batchSize: o.batchSize, batchLingerMs: o.batchLingerMs },
+    { data: plane, log: o.log, metrics: o.metrics, stdout: o.stdout ?? ((t) => void process.stdout.write(t)), toLeader: (m) => toLeader(m) },
+  );
+  const stopTick: (() => void)[] = [];
+  if ('joiners' in membership) {
+    const joiners = membership.joiners;
+    const byMember = new Map(members.map((m, i) => [m, i]));
+    let ended!: (r: RunOutcome) => void;
+    leaderEnded = new Promise((r) => (ended = r));
+    const run = (leader = new LeaderRun(
+      { jobId, jobName, plan: o.plan, checkpoint: o.checkpoint, placement, members, restoredFrom: restore?.checkpointId ?? 0 },
+      {
+        clock: systemClock,
+        post: (i, m) => {
+          if (i === me) queueMicrotask(() => void member.onControl(m));
+          else joiners.get(members[i]!)?.send(m);
+        },
+        storage: { claimId: claimCheckpointId, writeMarker: writeCompletedMarker, retain: retainCheckpoints, removeState: removeCheckpointState },
+        log: o.log,
+        metrics: o.metrics,
+        ended,
+      },
+    ));
+    toLeader = (m) => queueMicrotask(() => run.onFrame(me, m));
+    for (const [address, conn] of joiners) {
+      const i = byMember.get(address)!;
+      conn.start({ onMessage: (m) => run.onFrame(i, m) });
+      void conn.closed.then((c) => run.memberLost(i, c.error ? c.error.message : 'its control connection closed'));
+    }
+    const tick = setRepeating(() => run.tick(), 100);
+    stopTick.push(() => clearInterval(tick));
+  } else {
+    const conn = membership.leader;
+    toLeader = (m) => void conn.send(m);
+    conn.start({ onMessage: (m) => member.onControl(m) });
+    void conn.closed.then((c) => member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (${c.error ? c.error.message : 'its control connection closed'})` }));
+  }
+  // A lost link is a lost member: the leader fails the attempt everywhere. A joiner only reports it and
+  // waits for the leader's word, since a link also closes when a member that has seen the run's end
+  // leaves (then the leader has ended the run already and ignores the report).
+  for (const [j, conn] of links.peers) {
+    void conn.closed.then(() => {
+      const reason = `the mesh link between member ${me} (${members[me]}) and member ${j} (${members[j]}) was lost`;
+      if (leader) leader.fail(reason);
+      else toLeader(makeMessage('MeshStop', { ok: false, reason }));
+    });
+  }
+  try {
+    await member.deploy();
+    const stop = await member.stopped;
+    const outcome = leaderEnded ? await leaderEnded : { ok: stop.ok, reason: stop.reason, collected: {}, lastCheckpointId: 0 };
+    return { ...outcome, members };
+  } finally {
+    for (const s of stopTick) s();
+    // The leader's MeshStop goes out before the links and control connections close.
+    await Promise.all(controls.map((c) => c.drained().catch(() => undefined)));
+    plane.close();
+    membership.close();
+  }
+}
