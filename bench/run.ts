@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-sql, nexmark-cluster, checkpoint, recovery, rescale, takeover, tls, submit, latency, protocol, kafka.
+ * Groups: nexmark-local, nexmark-sql, nexmark-cluster, checkpoint, recovery, rescale, takeover, tls, mesh, submit, latency, protocol, kafka.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ import type { RescaleBench } from './rescale.js';
 import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
 import type { KafkaBench } from './kafka.js';
 import type { TlsBench } from './tls.js';
+import type { MeshBench } from './mesh.js';
 import { writeResults, type BenchResult } from './results.js';
 import type { SubmitLatency } from './submit.js';
 
@@ -29,7 +30,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'checkpoint', 'recovery', 'rescale', 'takeover', 'tls', 'submit', 'latency', 'protocol', 'kafka'];
+const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'checkpoint', 'recovery', 'rescale', 'takeover', 'tls', 'mesh', 'submit', 'latency', 'protocol', 'kafka'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -155,6 +156,14 @@ if (wantsGroup('tls')) {
     { name: `${t.query} 2 workers p=${t.parallelism} mTLS`, group: 'tls', recordsPerSec: t.tlsRecordsPerSec, cpuSecondsPerMillion: t.tlsCpuSecondsPerMillion, ...t },
     `plain ${fmt.format(t.plainRecordsPerSec)}/s (${t.plainCpuSecondsPerMillion.toFixed(3)} CPU-s/M): TLS costs ${(100 * (1 - t.tlsRecordsPerSec / t.plainRecordsPerSec)).toFixed(0)}% of throughput (median of ${t.runs}; channels ${t.channels})`,
   );
+}
+if (wantsGroup('mesh')) {
+  for (const m of runScript<MeshBench[]>('mesh bench', script('mesh.ts'))) {
+    report(
+      { name: `${m.query} mesh of 2 p=${m.parallelism}`, group: 'mesh', recordsPerSec: m.meshRecordsPerSec, cpuSecondsPerMillion: m.meshCpuSecondsPerMillion, ...m },
+      `cluster of 2 workers ${fmt.format(m.clusterRecordsPerSec)}/s (${m.clusterCpuSecondsPerMillion.toFixed(3)} CPU-s/M): mesh/cluster ${(m.meshRecordsPerSec / m.clusterRecordsPerSec).toFixed(2)}x; connections ${m.meshLinks} link vs ${m.clusterSockets} channel sockets (median of ${m.runs}; mesh processes cold)`,
+    );
+  }
 }
 if (wantsGroup('submit')) {
   const s = runScript<SubmitLatency>('submit bench', script('submit.ts'));

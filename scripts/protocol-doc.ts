@@ -110,6 +110,16 @@ export function renderProtocolDoc(): string {
     '',
     'A batch of records travels as `[u32 count][u8 flags][f64 timestamp x count, when flags bit 0 is set][msgpack array of count values]` (`encodeRecordBatch`). Timestamps are sent only when some record has one; values use msgpackr records. The data-plane connection that carries them is described with the data plane.',
     '',
+    '## Channels: a connection each, or a shared mesh link',
+    '',
+    "A channel (one edge, one upstream subtask, one downstream subtask) speaks the same frames whatever carries it: the sender's `DataHello` names it; the receiver grants `DataCredit` (4 batches at first, one more per batch its task processes); the sender's `DataBatch`, `DataWatermark`, `DataStatus` and `DataBarrier` follow in order, and `DataEnd` closes it. In a cluster each channel has a TCP connection of its own to the receiving worker's data port, so the receiver refuses a channel by closing it.",
+    '',
+    "In a mesh run (design record 017) two members share exactly one connection, their link, opened by the higher member with `MeshLinkHello`. Every channel between them travels on it as `LinkFrame`s: `channel` is numbered by the member that opened the channel, `fromOpener` says which end wrote it (true: the sender's frames; false: the receiver's `DataCredit`, or `DataRefused` when it turns the channel away or cuts off a sender over its credits), and `frame` is the data-plane message without its length prefix. Credits stay per channel, so a slow receiver holds back its own sender and never the link. A link's loss fails every channel on it that has not ended.",
+    '',
+    '## A mesh run\'s control connection',
+    '',
+    "After `MeshRegister` / `MeshMembers` the leader keeps each member's control connection for the run: each member deploys its own slice and sends `MeshReady`; the leader sends `MeshStart` once all have. The leader then sends the coordinator's checkpoint frames (`TriggerCheckpoint`, `CommitCheckpoint`, `AbortCheckpoint`, `FinalCheckpointAssigned`) and members answer with the worker's (`SubtaskCheckpointed`, `RequestFinalCheckpoint`, `SubtaskFinished`). Both ends send `MeshHeartbeat` every second. `MeshStop` ends the run: from the leader to every member (ok, or failed with the cause), or from a member reporting a failure it saw (a lost link).",
+    '',
   );
   return out.join('\n');
 }

@@ -34,7 +34,7 @@ export const ERROR_CODES = {
   CLINK_ERR_FENCED: 'a superseded leader tried to write metadata a newer leader owns (its epoch is lower)',
   CLINK_ERR_UNAVAILABLE: 'an HTTP route this node cannot answer now (a standby coordinator, a worker between sessions)',
   CLINK_ERR_INTERNAL: 'an HTTP route failed in a way no other code covers (a bug)',
-  CLINK_ERR_MESH: "a mesh run's members could not come together (a differing job, an address taken, a member that never came, a leader gone)",
+  CLINK_ERR_MESH: "a mesh run's members could not come together (a differing job, an address taken, a member that never came, a leader gone), or its run failed (a member lost, a subtask failed)",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

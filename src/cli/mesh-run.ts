@@ -31,6 +31,7 @@ export async function runMeshMember(loaded: LoadedJob, spec: JobGraphSpec, plan:
     checkpoint: { ...NO_CHECKPOINTS, ...o.checkpoint },
     restart: mesh.restart,
     timeoutMs: mesh.timeoutMs,
+    heartbeatTimeoutMs: mesh.heartbeatTimeoutMs,
     batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE,
     batchLingerMs: o.batchLingerMs ?? 0,
     log,

@@ -148,6 +148,7 @@ export const meshOptions = (): Option[] => [
   new Option('--exchange <host:port>', "this member's address on the mesh: its peers dial it there (each member its own)"),
   new Option('--restart', 'in a mesh run: after a member is lost, rendezvous again and resume from the last completed checkpoint'),
   new Option('--mesh-timeout-ms <ms>', 'in a mesh run: how long the members may take to come together and link up').argParser(positiveInt).default(60_000),
+  new Option('--mesh-heartbeat-timeout-ms <ms>', 'in a mesh run: a member (or the leader) silent this long is lost').argParser(positiveInt).default(10_000),
 ];
 
 export interface MeshFlags {
@@ -157,6 +158,7 @@ export interface MeshFlags {
   exchange?: string;
   restart?: boolean;
   meshTimeoutMs: number;
+  meshHeartbeatTimeoutMs: number;
 }
 
 /** The mesh role the flags ask for (undefined: a local run), or InvalidArgumentError naming the flag missing. */
@@ -167,11 +169,11 @@ export function meshFlags(o: MeshFlags): MeshRunFlags | undefined {
   if (o.lead !== undefined) {
     if (!o.control) need('--control <host:port> (where the members register)', '--lead');
     if (!o.exchange) need("--exchange <host:port> (this member's address on the mesh)", '--lead');
-    return { role: { lead: o.lead, control: o.control! }, exchange: o.exchange!, restart: o.restart === true, timeoutMs: o.meshTimeoutMs };
+    return { role: { lead: o.lead, control: o.control! }, exchange: o.exchange!, restart: o.restart === true, timeoutMs: o.meshTimeoutMs, heartbeatTimeoutMs: o.meshHeartbeatTimeoutMs };
   }
   if (o.join !== undefined) {
     if (!o.exchange) need("--exchange <host:port> (this member's address on the mesh)", '--join');
-    return { role: { join: o.join }, exchange: o.exchange!, restart: o.restart === true, timeoutMs: o.meshTimeoutMs };
+    return { role: { join: o.join }, exchange: o.exchange!, restart: o.restart === true, timeoutMs: o.meshTimeoutMs, heartbeatTimeoutMs: o.meshHeartbeatTimeoutMs };
   }
   for (const [flag, set] of [['--control', o.control], ['--exchange', o.exchange], ['--restart', o.restart]] as const) {
     if (set !== undefined) throw new InvalidArgumentError(`${flag} is for a mesh run: add --lead <members> or --join <leader host:port>`);
@@ -184,6 +186,7 @@ export interface MeshRunFlags {
   exchange: string;
   restart: boolean;
   timeoutMs: number;
+  heartbeatTimeoutMs: number;
 }
 
 /** `clink submit`'s own. */

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "d44b60e6df3a0f7c5fa89f26d3e30cc15b1d8e3bba31343d504ef4319a824915",
+  "fingerprint": "428281ce101c5be34e61e8bdbd98297fc6a99dc4634a5721f0ab6dbcdbe91299",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -25,7 +25,7 @@ export const SDK_MANIFEST = {
     "connectors/postgres/options.d.ts": "a7712f86a787e63b991ff0252a725f934d4aef3ba3aba5ccb063bd01164d9472",
     "connectors/print/index.d.ts": "0a1baa4909308c1ad35310aa4aa7ca1c64047feede0f43fa0cac59ed2ed40411",
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
-    "errors.d.ts": "41de806bb6bb6db4b1d9288fe6b37f9ce4ab85ea3d8763e459fa034c27e8c388",
+    "errors.d.ts": "16910f4d7bf6dbb4d983e59c436f461fcc3a8f9b673dc4842ba9598801f59f7f",
     "index.d.ts": "5d6b0bacd7d2fbed5b3930b1716597f0df0f2b164ee17ebe6eb289b8705c6390",
     "plan/index.d.ts": "7b77f42084e852d616becfc87107945f211e7051e33bf64ccfd3d4ed4b46081f",
     "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",

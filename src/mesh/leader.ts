@@ -29,6 +29,8 @@ export interface RunOutcome {
   collected: Record<string, unknown[]>;
   /** The last checkpoint completed in this attempt (0: none). */
   lastCheckpointId: number;
+  /** From MeshStart to the end (0 when it never started). */
+  runMs: number;
 }
 
 export interface LeaderRunOptions {
@@ -53,6 +55,9 @@ export interface LeaderRunDeps {
   ended: (outcome: RunOutcome) => void;
 }
 
+/** How long a member's report of a lost link waits for the loss of the member behind it. */
+export const PEER_VERDICT_MS = 1_000;
+
 type MeshSubtask = { taskId: string; index: number; member: number; finished: boolean; collected?: Uint8Array };
 type MeshJob = Omit<CheckpointedJob, 'subtasks'> & { subtasks: MeshSubtask[] };
 
@@ -62,6 +67,9 @@ export class LeaderRun {
   private readonly ready = new Set<number>();
   private readonly checkpoints: CheckpointCoordinator<MeshJob>;
   private failure: string | undefined;
+  /** A member reported a failure; waiting a moment for the verdict on its cause. */
+  private verdictPending = false;
+  private runningAt: number | undefined;
 
   constructor(
     private readonly o: LeaderRunOptions,
@@ -110,6 +118,7 @@ export class LeaderRun {
         this.ready.add(member);
         if (this.phase === 'deploying' && this.ready.size === this.o.members.length) {
           this.move('running');
+          this.runningAt = this.deps.clock.now();
           this.job.state = 'RUNNING';
           this.job.lastCheckpointAt = this.deps.clock.now();
           for (let i = 0; i < this.o.members.length; i++) this.deps.post(i, makeMessage('MeshStart', {}));
@@ -126,12 +135,16 @@ export class LeaderRun {
         if (!st || st.finished) return;
         st.finished = true;
         if (m.collected.length > 0) st.collected = m.collected;
-        if (!m.ok) this.fail(`subtask ${subtaskKey(m.taskId, m.subtaskIndex)} failed on member ${member} (${this.o.members[member]}): ${m.error}`);
+        const failed = `subtask ${subtaskKey(m.taskId, m.subtaskIndex)} failed on member ${member} (${this.o.members[member]}): ${m.error}`;
+        // A peer gone is the likely cause of a subtask's failure that says so: wait for that verdict.
+        if (!m.ok) (m.peerLost ? this.awaitVerdict(failed) : this.fail(failed));
         this.maybeComplete();
         return;
       }
       case 'MeshStop':
-        if (!m.ok) this.fail(`member ${member} (${this.o.members[member]}) stopped: ${m.reason}`);
+        // A member's report (a link lost) is most likely a consequence of another member's loss: the
+        // verdict on that member, if it comes soon, is the cause to report.
+        if (!m.ok) this.awaitVerdict(`member ${member} (${this.o.members[member]}) stopped: ${m.reason}`);
         return;
       default:
         return;
@@ -141,6 +154,13 @@ export class LeaderRun {
   /** Member `member`'s control connection is gone (EOF, a socket error, heartbeat silence). */
   memberLost(member: number, cause: string): void {
     this.fail(`member ${member} (${this.o.members[member]}) lost (${cause})`);
+  }
+
+  /** Fail with `reason` unless the loss of a member behind it is heard within PEER_VERDICT_MS (that is the cause, then). */
+  private awaitVerdict(reason: string): void {
+    if (this.verdictPending) return;
+    this.verdictPending = true;
+    this.deps.clock.after(PEER_VERDICT_MS, () => this.fail(reason));
   }
 
   /** The periodic sweep: checkpoints due, checkpoints overdue. */
@@ -178,6 +198,7 @@ export class LeaderRun {
       if (!st.collected) continue;
       for (const [name, values] of Object.entries(decodeCollected(st.collected))) (collected[name] ??= []).push(...values);
     }
-    this.deps.ended({ ok, reason, collected, lastCheckpointId: this.job.checkpoints.at(-1)?.checkpointId ?? 0 });
+    const runMs = this.runningAt === undefined ? 0 : this.deps.clock.now() - this.runningAt;
+    this.deps.ended({ ok, reason, collected, lastCheckpointId: this.job.checkpoints.at(-1)?.checkpointId ?? 0, runMs });
   }
 }

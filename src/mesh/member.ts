@@ -76,6 +76,8 @@ export class MemberRun {
       case 'MeshStop':
         this.end({ ok: m.ok, reason: m.reason });
         return;
+      case 'MeshHeartbeat':
+        return;
       default:
         this.deps.log.warn({ type: m.type }, `mesh member: unexpected ${m.type} from the leader, ignored`);
     }

@@ -45,6 +45,8 @@ export interface MeshRunOptions {
   restart: boolean;
   /** Deadline of each rendezvous and of opening the links. */
   timeoutMs: number;
+  /** A control connection silent this long is a lost member (or leader). @default DEFAULT_MESH_HEARTBEAT_TIMEOUT_MS */
+  heartbeatTimeoutMs?: number;
   batchSize: number;
   batchLingerMs: number;
   log: Logger;
@@ -56,8 +58,13 @@ export interface MeshRunOptions {
   onMembers?: (m: { members: string[]; me: number; attempt: number; restoreCheckpointId: number }) => void;
 }
 
-/** What the leader's process reports at the end; a joiner's run ends with `collected` empty. */
-export type MeshOutcome = RunOutcome & { attempts: number; members: string[] };
+/** What the leader's process reports at the end; a joiner's run ends with `collected` empty and `runMs` 0. */
+export type MeshOutcome = RunOutcome & { attempts: number; members: string[]; /** Links in the mesh: one per pair. */ links: number };
+
+/** How often the leader and each member tell each other they are there. */
+const HEARTBEAT_MS = 1_000;
+/** @default for MeshRunOptions.heartbeatTimeoutMs */
+export const DEFAULT_MESH_HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /** A run's checkpoint job id: stable across attempts and processes (its checkpoints live under it). */
 export const meshJobId = (name: string): string => `mesh-${name.replace(/[^A-Za-z0-9_.-]/g, '-')}`;
@@ -69,7 +76,7 @@ export async function runMesh(o: MeshRunOptions): Promise<MeshOutcome> {
   try {
     for (let attempt = 0; ; attempt++) {
       const r = await runAttempt(o, listener, jobId, jobName, attempt);
-      if (r.ok) return { ...r, attempts: attempt + 1 };
+      if (r.ok) return { ...r, attempts: attempt + 1, links: (r.members.length * (r.members.length - 1)) / 2 };
       if (!o.restart) throw new MeshError(`mesh run of ${jobName} failed: ${r.reason}${o.checkpoint.checkpointDir ? '; run every member with --restart to resume from the last checkpoint' : ''}`);
       o.log.warn({ attempt }, `mesh run of ${jobName} attempt ${attempt} failed: ${r.reason}; rendezvous again to resume from the last checkpoint (--restart)`);
     }
@@ -139,7 +146,6 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     ...(restore ? { restore } : {}),
   });
   const plane = new LinkPlane({ links: new Map([...links.peers].map(([j, conn]) => [members[j]!, conn])), port: hostPort(exchange, '--exchange').port, log: o.log, metrics: o.metrics });
-  let leader: LeaderRun | undefined;
   let toLeader: (m: Message) => void;
   let leaderEnded: Promise<RunOutcome> | undefined;
   const member: MemberRun = new MemberRun(
@@ -148,12 +154,15 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     { data: plane, log: o.log, metrics: o.metrics, stdout: o.stdout ?? ((t) => void process.stdout.write(t)), toLeader: (m) => toLeader(m) },
   );
   const stopTick: (() => void)[] = [];
+  const silence = o.heartbeatTimeoutMs ?? DEFAULT_MESH_HEARTBEAT_TIMEOUT_MS;
+  // Silence counts from now: a member that registered early has been quiet while the others came.
+  for (const c of controls) c.lastFrameAt = Date.now();
   if ('joiners' in membership) {
     const joiners = membership.joiners;
     const byMember = new Map(members.map((m, i) => [m, i]));
     let ended!: (r: RunOutcome) => void;
     leaderEnded = new Promise((r) => (ended = r));
-    const run = (leader = new LeaderRun(
+    const run = new LeaderRun(
       { jobId, jobName, plan: o.plan, checkpoint: o.checkpoint, placement, members, restoredFrom: restore?.checkpointId ?? 0 },
       {
         clock: systemClock,
@@ -166,35 +175,54 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
         metrics: o.metrics,
         ended,
       },
-    ));
+    );
     toLeader = (m) => queueMicrotask(() => run.onFrame(me, m));
     for (const [address, conn] of joiners) {
       const i = byMember.get(address)!;
       conn.start({ onMessage: (m) => run.onFrame(i, m) });
       void conn.closed.then((c) => run.memberLost(i, c.error ? c.error.message : 'its control connection closed'));
     }
-    const tick = setRepeating(() => run.tick(), 100);
+    const tick = setRepeating(() => {
+      run.tick();
+      for (const [address, conn] of joiners) {
+        if (Date.now() - conn.lastFrameAt > silence) {
+          run.memberLost(byMember.get(address)!, `no heartbeat for ${silence} ms`);
+          conn.close();
+        }
+      }
+    }, 100);
     stopTick.push(() => clearInterval(tick));
   } else {
     const conn = membership.leader;
     toLeader = (m) => void conn.send(m);
+    const watch = setRepeating(() => {
+      if (Date.now() - conn.lastFrameAt > silence) {
+        member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (no heartbeat for ${silence} ms)` });
+        conn.close();
+      }
+    }, 100);
+    stopTick.push(() => clearInterval(watch));
     conn.start({ onMessage: (m) => member.onControl(m) });
     void conn.closed.then((c) => member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (${c.error ? c.error.message : 'its control connection closed'})` }));
   }
-  // A lost link is a lost member: the leader fails the attempt everywhere. A joiner only reports it and
-  // waits for the leader's word, since a link also closes when a member that has seen the run's end
-  // leaves (then the leader has ended the run already and ignores the report).
+  const beat = setRepeating(() => {
+    for (const c of controls) c.send(makeMessage('MeshHeartbeat', {}));
+  }, HEARTBEAT_MS);
+  stopTick.push(() => clearInterval(beat));
+  // A lost link is a lost member: the leader fails the attempt everywhere. A member (the leader's own
+  // too) only reports it: a link also closes when a member that has seen the run's end leaves (then the
+  // leader has ended the run and ignores the report), and the leader waits a moment for the verdict on
+  // the member behind it, the cause to name.
   for (const [j, conn] of links.peers) {
     void conn.closed.then(() => {
       const reason = `the mesh link between member ${me} (${members[me]}) and member ${j} (${members[j]}) was lost`;
-      if (leader) leader.fail(reason);
-      else toLeader(makeMessage('MeshStop', { ok: false, reason }));
+      toLeader(makeMessage('MeshStop', { ok: false, reason }));
     });
   }
   try {
     await member.deploy();
     const stop = await member.stopped;
-    const outcome = leaderEnded ? await leaderEnded : { ok: stop.ok, reason: stop.reason, collected: {}, lastCheckpointId: 0 };
+    const outcome = leaderEnded ? await leaderEnded : { ok: stop.ok, reason: stop.reason, collected: {}, lastCheckpointId: 0, runMs: 0 };
     return { ...outcome, members };
   } finally {
     for (const s of stopTick) s();

@@ -384,6 +384,7 @@ export const MESSAGES = {
   }),
   MeshReady: message(215, 'worker->worker', "a member to the leader: its slice is deployed and its inputs take channels", {}),
   MeshStart: message(216, 'worker->worker', 'the leader to every member once all are ready: run', {}),
+  MeshHeartbeat: message(218, 'worker->worker', "the leader and each member to each other every second on the control connection: silence past --mesh-heartbeat-timeout-ms is a lost member", {}),
   MeshStop: message(217, 'worker->worker', 'the run ends: from the leader to every member (done, or failed with the cause), or from a member that failed', {
     ok: field(bool, 'the run finished; false: it failed'),
     reason: field(string, 'why it failed (empty when ok)'),

@@ -205,6 +205,46 @@ async function exactOutputDespite(undo: () => void): Promise<void> {
   }
 }
 
+/** `clink run <args>` (a mesh member) in namespace `n`; resolves with its exit and output. */
+function meshMember(n: NodeName, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('ip', ['netns', 'exec', ns(n), process.execPath, '--import', TSX, BIN, 'run', ...args], {
+    cwd: dir,
+    env: { ...process.env, CLINK_LOG_FORMAT: 'json', CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(dir, `cache-${n}`) },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }),
+  );
+}
+
+describe('a mesh run between hosts (network namespaces)', () => {
+  test('three members on three hosts, with no coordinator, give what one process gives', async (t) => {
+    if (refused) return t.skip(refused);
+    const job = join(import.meta.dirname, '../../examples/window-aggregation.ts');
+    const common = [job, '--no-typecheck', '-p', '3', '--output', 'json'];
+    // Started in reverse: joiners dial until the leader listens.
+    const members = [
+      meshMember('w2', [...common, '--join', `${NODES.c}:7000`, '--exchange', `${NODES.w2}:7100`]),
+      meshMember('w1', [...common, '--join', `${NODES.c}:7000`, '--exchange', `${NODES.w1}:7100`]),
+      meshMember('c', [...common, '--lead', '3', '--control', `${NODES.c}:7000`, '--exchange', `${NODES.c}:7100`]),
+    ];
+    const [w2, w1, leader] = await Promise.all(members);
+    for (const r of [w2!, w1!, leader!]) assert.equal(r.code, 0, r.stderr);
+    assert.match(leader!.stderr, new RegExp(`"members":\\["${NODES.c}:7100","${NODES.w1}:7100","${NODES.w2}:7100"\\]`));
+    const local = await meshMember('c', [job, '--no-typecheck', '-p', '3', '--output', 'json', '--workers', '0', '--no-progress']);
+    assert.equal(local.code, 0, local.stderr);
+    const rows = (out: string) => Object.entries(JSON.parse(out) as Record<string, unknown[]>).map(([k, v]) => [k, v.map((r) => JSON.stringify(r)).sort()]);
+    assert.deepEqual(rows(leader!.stdout), rows(local.stdout));
+  });
+});
+
 describe('between hosts (network namespaces, mTLS)', () => {
   test('a worker partitioned one way is lost on both sides and the job restarts from its checkpoint on the other, exactly once', async (t) => {
     if (refused) return t.skip(refused);
