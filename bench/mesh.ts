@@ -3,8 +3,8 @@
  * 2-member mesh (two processes, `runMesh`, one link) and on an embedded cluster of 2 worker processes
  * (a connection per channel), same events, back to back. Records/s is events over the run's time (the
  * mesh: MeshStart to the end; the cluster: submit to completion, after one warm-up run); CPU-s per
- * million events is every member's, or every worker's. Mesh members are fresh processes each run (a
- * mesh run is one process per run): their JIT is cold, the cluster's warm.
+ * million events is every member's, or every worker's. Both are warm: each measures `runs` runs after
+ * one warm-up, the mesh's members living through all of them as the cluster's workers do.
  *   node --import tsx bench/mesh.ts [--quick]
  */
 import { spawn } from 'node:child_process';
@@ -30,34 +30,26 @@ export interface MeshBench {
 
 const member = fileURLToPath(new URL('./mesh-member.ts', import.meta.url));
 
+type MemberRuns = { runMs: number; cpuSeconds: number; links: number }[];
+
 /** Run one member; resolves with its last JSON line. */
-function runMember(args: string[], onControl?: (port: number) => void): Promise<{ runMs: number; cpuSeconds: number; links: number }> {
+function runMember(args: string[]): Promise<MemberRuns> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', member, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d;
-      const m = /control (\d+)\n/.exec(out);
-      if (m && onControl) {
-        onControl(Number(m[1]));
-        onControl = undefined;
-      }
-    });
+    child.stdout.on('data', (d: Buffer) => (out += d));
     child.stderr.on('data', (d: Buffer) => (err += d));
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!)) : reject(new Error(`mesh member exited ${code}:\n${err}`))));
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!) as MemberRuns) : reject(new Error(`mesh member exited ${code}:\n${err}`))));
   });
 }
 
-async function meshRun(query: string, parallelism: number, events: number): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number; links: number }> {
-  const [a, b] = await freePorts(2);
-  let port!: (p: number) => void;
-  const control = new Promise<number>((r) => (port = r));
-  const common = [query, String(parallelism), String(events)];
-  const leader = runMember([...common, 'lead', '2', '127.0.0.1:0', `127.0.0.1:${a}`], port);
-  const joiner = runMember([...common, 'join', `127.0.0.1:${await control}`, `127.0.0.1:${b}`]);
-  const [l, j] = await Promise.all([leader, joiner]);
-  return { recordsPerSec: events / (l.runMs / 1000), cpuSecondsPerMillion: (l.cpuSeconds + j.cpuSeconds) / (events / 1e6), links: l.links };
+/** `runs` measured runs (after one warm-up) of a 2-member mesh, both members living through all of them. */
+async function meshRuns(query: string, parallelism: number, events: number, runs: number): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number; links: number }[]> {
+  const [control, a, b] = await freePorts(3);
+  const common = [query, String(parallelism), String(events), String(runs)];
+  const [l, j] = await Promise.all([runMember([...common, 'lead', '2', `127.0.0.1:${control}`, `127.0.0.1:${a}`]), runMember([...common, 'join', `127.0.0.1:${control}`, `127.0.0.1:${b}`])]);
+  return l.map((r, i) => ({ recordsPerSec: events / (r.runMs / 1000), cpuSecondsPerMillion: (r.cpuSeconds + j[i]!.cpuSeconds) / (events / 1e6), links: r.links }));
 }
 
 export async function runMeshBench(options: { quick?: boolean } = {}): Promise<MeshBench[]> {
@@ -66,8 +58,7 @@ export async function runMeshBench(options: { quick?: boolean } = {}): Promise<M
   const parallelism = 2;
   const out: MeshBench[] = [];
   for (const query of ['q5', 'q12']) {
-    const mesh = [];
-    for (let r = 0; r < runs; r++) mesh.push(await meshRun(query, parallelism, events));
+    const mesh = await meshRuns(query, parallelism, events, runs);
     const file = queryFile(query);
     const cluster = await startBenchCluster(file, parallelism);
     let c;

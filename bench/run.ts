@@ -161,7 +161,7 @@ if (wantsGroup('mesh')) {
   for (const m of runScript<MeshBench[]>('mesh bench', script('mesh.ts'))) {
     report(
       { name: `${m.query} mesh of 2 p=${m.parallelism}`, group: 'mesh', recordsPerSec: m.meshRecordsPerSec, cpuSecondsPerMillion: m.meshCpuSecondsPerMillion, ...m },
-      `cluster of 2 workers ${fmt.format(m.clusterRecordsPerSec)}/s (${m.clusterCpuSecondsPerMillion.toFixed(3)} CPU-s/M): mesh/cluster ${(m.meshRecordsPerSec / m.clusterRecordsPerSec).toFixed(2)}x; connections ${m.meshLinks} link vs ${m.clusterSockets} channel sockets (median of ${m.runs}; mesh processes cold)`,
+      `cluster of 2 workers ${fmt.format(m.clusterRecordsPerSec)}/s (${m.clusterCpuSecondsPerMillion.toFixed(3)} CPU-s/M): mesh/cluster ${(m.meshRecordsPerSec / m.clusterRecordsPerSec).toFixed(2)}x; connections ${m.meshLinks} link vs ${m.clusterSockets} channel sockets (median of ${m.runs})`,
     );
   }
 }

@@ -111,6 +111,8 @@ export async function hasCompletedCheckpoint(dir: string): Promise<boolean> {
 /** A restore point, and the newer checkpoints passed over because a file of theirs failed verification. */
 export interface RestorePoint {
   marker: CompletedMarker;
+  /** The marker directory it was found in (a job's, under a checkpoint directory's `_jobs/`). */
+  markerDir: string;
   skipped: { checkpointId: number; reason: string }[];
 }
 
@@ -146,7 +148,7 @@ export async function resolveRestore(dir: string, checkpointId: number): Promise
       continue;
     }
     const bad = await verifyCheckpoint(marker);
-    if (bad === undefined) return { marker, skipped };
+    if (bad === undefined) return { marker, markerDir, skipped };
     skipped.push({ checkpointId: id, reason: bad });
   }
   const why = skipped.map((s) => `checkpoint ${s.checkpointId}: ${s.reason}`).join('; ');

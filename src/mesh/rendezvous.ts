@@ -34,8 +34,11 @@ export interface Membership {
   me: number;
   /** The topology every member runs (the leader's). */
   shape: TopologyShape;
-  /** The completed checkpoint every member resumes from (0: from the start). */
+  /** The completed checkpoint every member resumes from (0: from the start), and the marker directory holding it. */
   restoreCheckpointId: number;
+  restoreDir: string;
+  /** The leader's checkpoint settings (JSON) every member runs with; '' = each its own. */
+  checkpointJson: string;
   /** The run attempt: one more at each rendezvous of a restarted run. */
   attempt: number;
 }
@@ -61,8 +64,10 @@ export interface LeadOptions {
   timeoutMs?: number;
   /** Told the control port once it listens (0 asked for a free one). */
   onListening?: (port: number) => void;
-  /** What the members resume from (the leader decides): 0 = from the start. */
+  /** What the members resume from (the leader decides): 0 = from the start; and where its marker is. */
   restoreCheckpointId?: number;
+  restoreDir?: string;
+  checkpointJson?: string;
   attempt?: number;
 }
 
@@ -119,9 +124,11 @@ export async function lead(o: LeadOptions): Promise<Led> {
       const members = [o.exchange, ...joiners.keys()].sort();
       const shapeJson = JSON.stringify(o.shape);
       const restoreCheckpointId = o.restoreCheckpointId ?? 0;
+      const restoreDir = o.restoreDir ?? '';
+      const checkpointJson = o.checkpointJson ?? '';
       const attempt = o.attempt ?? 0;
-      for (const c of joiners.values()) send(c, makeMessage('MeshMembers', { members, fingerprint, shapeJson, restoreCheckpointId, attempt }));
-      resolve({ members, me: members.indexOf(o.exchange), shape: o.shape, restoreCheckpointId, attempt, joiners, close: closeAll });
+      for (const c of joiners.values()) send(c, makeMessage('MeshMembers', { members, fingerprint, shapeJson, restoreCheckpointId, attempt, restoreDir, checkpointJson }));
+      resolve({ members, me: members.indexOf(o.exchange), shape: o.shape, restoreCheckpointId, restoreDir, checkpointJson, attempt, joiners, close: closeAll });
     };
     const deadline = setTimer(() => {
       const came = [o.exchange, ...joiners.keys()];
@@ -184,7 +191,7 @@ export async function join(o: JoinOptions): Promise<Joined> {
     try {
       socket = await connectWithin(host, port, 'the mesh leader', Math.max(1, Math.min(deadline - Date.now(), REGISTER_TIMEOUT_MS)));
     } catch (err) {
-      if (Date.now() + REDIAL_LEADER_MS >= deadline) throw new MeshError(`cannot reach the mesh leader at ${o.leader} (--join) within ${timeoutMs} ms: ${(err as Error).message}; is it running (clink run <job> --lead ...)?`, { cause: err });
+      if (Date.now() + REDIAL_LEADER_MS >= deadline) throw new MeshError(`cannot reach the mesh leader at ${o.leader} (--join) within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err });
       await new Promise((r) => setTimeout(r, REDIAL_LEADER_MS));
     }
   }
@@ -204,5 +211,5 @@ export async function join(o: JoinOptions): Promise<Joined> {
   if (differs) return fail(`this member's job differs from the leader's: ${differs}`);
   const me = members.members.indexOf(o.exchange);
   if (me < 0) return fail(`the leader's member set does not include this member's exchange address ${o.exchange}`);
-  return { members: members.members, me, shape, restoreCheckpointId: members.restoreCheckpointId, attempt: members.attempt, leader: conn, close: () => conn.close() };
+  return { members: members.members, me, shape, restoreCheckpointId: members.restoreCheckpointId, restoreDir: members.restoreDir, checkpointJson: members.checkpointJson, attempt: members.attempt, leader: conn, close: () => conn.close() };
 }

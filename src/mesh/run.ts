@@ -76,8 +76,8 @@ export async function runMesh(o: MeshRunOptions): Promise<MeshOutcome> {
   try {
     for (let attempt = 0; ; attempt++) {
       const r = await runAttempt(o, listener, jobId, jobName, attempt);
-      if (r.ok) return { ...r, attempts: attempt + 1, links: (r.members.length * (r.members.length - 1)) / 2 };
-      if (!o.restart) throw new MeshError(`mesh run of ${jobName} failed: ${r.reason}${o.checkpoint.checkpointDir ? '; run every member with --restart to resume from the last checkpoint' : ''}`);
+      if (r.ok) return { ok: r.ok, reason: r.reason, collected: r.collected, lastCheckpointId: r.lastCheckpointId, runMs: r.runMs, members: r.members, attempts: attempt + 1, links: (r.members.length * (r.members.length - 1)) / 2 };
+      if (!o.restart) throw new MeshError(`mesh run of ${jobName} failed: ${r.reason}${r.checkpointed ? '; run every member with --restart to resume from the last checkpoint' : ''}`);
       o.log.warn({ attempt }, `mesh run of ${jobName} attempt ${attempt} failed: ${r.reason}; rendezvous again to resume from the last checkpoint (--restart)`);
     }
   } finally {
@@ -95,12 +95,23 @@ async function latestCheckpoint(checkpoint: CheckpointSettings, jobId: string): 
   }
 }
 
-async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: string, jobName: string, attempt: number): Promise<RunOutcome & { members: string[] }> {
+async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: string, jobName: string, attempt: number): Promise<RunOutcome & { members: string[]; checkpointed: boolean }> {
   const exchange = listener.address;
   let membership: Led | Joined;
   let restore: CompletedMarker | undefined;
+  let restoreDir = '';
+  let checkpoint = o.checkpoint;
   if ('lead' in o.role) {
-    restore = o.restart ? await latestCheckpoint(o.checkpoint, jobId) : undefined;
+    // The run's own newest checkpoint (--restart), else the restore point it was started with.
+    const own = o.restart || attempt > 0 ? await latestCheckpoint(o.checkpoint, jobId) : undefined;
+    if (own) {
+      restore = own;
+      restoreDir = jobDir(o.checkpoint.checkpointDir, jobId);
+    } else if (o.checkpoint.restoreFromDir) {
+      const point = await resolveRestore(o.checkpoint.restoreFromDir, o.checkpoint.restoreFromCheckpointId);
+      restore = point.marker;
+      restoreDir = point.markerDir;
+    }
     membership = await lead({
       members: o.role.lead,
       control: hostPort(o.role.control, '--control'),
@@ -108,16 +119,17 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
       shape: o.shape,
       timeoutMs: o.timeoutMs,
       restoreCheckpointId: restore?.checkpointId ?? 0,
+      restoreDir,
+      checkpointJson: JSON.stringify(o.checkpoint),
       attempt,
       ...(o.onListening ? { onListening: o.onListening } : {}),
     });
     if (restore && o.checkpoint.checkpointDir) await recordRestore(o.checkpoint.checkpointDir, jobId, restore);
   } else {
     membership = await join({ leader: o.role.join, exchange, shape: o.shape, timeoutMs: o.timeoutMs });
-    if (membership.restoreCheckpointId > 0) {
-      if (!o.checkpoint.checkpointDir) throw new MeshError(`the mesh leader resumes from checkpoint ${membership.restoreCheckpointId}, and this member has no --checkpoint-dir; give every member the same one`);
-      restore = (await resolveRestore(jobDir(o.checkpoint.checkpointDir, jobId), membership.restoreCheckpointId)).marker;
-    }
+    // The run checkpoints as the leader says: a member need not repeat the flags, and cannot differ.
+    if (membership.checkpointJson) checkpoint = JSON.parse(membership.checkpointJson) as CheckpointSettings;
+    if (membership.restoreCheckpointId > 0) restore = (await resolveRestore(membership.restoreDir, membership.restoreCheckpointId)).marker;
   }
   const { members, me } = membership;
   o.onMembers?.({ members, me, attempt: membership.attempt, restoreCheckpointId: membership.restoreCheckpointId });
@@ -138,7 +150,7 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     module: o.module,
     params: o.params,
     buildParallelism: o.buildParallelism,
-    checkpoint: o.checkpoint,
+    checkpoint,
     placement,
     members,
     me,
@@ -163,7 +175,7 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     let ended!: (r: RunOutcome) => void;
     leaderEnded = new Promise((r) => (ended = r));
     const run = new LeaderRun(
-      { jobId, jobName, plan: o.plan, checkpoint: o.checkpoint, placement, members, restoredFrom: restore?.checkpointId ?? 0 },
+      { jobId, jobName, plan: o.plan, checkpoint, placement, members, restoredFrom: restore?.checkpointId ?? 0 },
       {
         clock: systemClock,
         post: (i, m) => {
@@ -223,7 +235,7 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     await member.deploy();
     const stop = await member.stopped;
     const outcome = leaderEnded ? await leaderEnded : { ok: stop.ok, reason: stop.reason, collected: {}, lastCheckpointId: 0, runMs: 0 };
-    return { ...outcome, members };
+    return { ...outcome, members, checkpointed: checkpoint.checkpointDir !== '' };
   } finally {
     for (const s of stopTick) s();
     // The leader's MeshStop goes out before the links and control connections close.

@@ -367,8 +367,10 @@ export const MESSAGES = {
     members: field(list(string), 'every exchange address, sorted: a member is its position'),
     fingerprint: field(string),
     shapeJson: field(string),
-    restoreCheckpointId: tail(u64, 0, "the completed checkpoint of the run's job every member resumes from (--restart); 0 = from the start"),
+    restoreCheckpointId: tail(u64, 0, "the completed checkpoint every member resumes from (the run's own with --restart, or --restore-from-dir's); 0 = from the start"),
     attempt: tail(u32, 0, 'the run attempt: one more at each rendezvous of a restarted run'),
+    restoreDir: tail(string, '', 'the marker directory holding restoreCheckpointId (every member reaches it at this path)'),
+    checkpointJson: tail(string, '', "the leader's checkpoint settings (JSON), which every member runs with; empty = each its own"),
   }),
   MeshRefused: message(212, 'worker->worker', 'the leader turns a member away, saying why (a differing job, an address taken)', {
     reason: field(string),

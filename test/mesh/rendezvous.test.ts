@@ -65,7 +65,7 @@ test('no leader at the address: the joiner dials until its deadline, then says w
   (await l.led).close();
   await assert.rejects(
     join({ leader: `127.0.0.1:${l.port}`, exchange: '10.0.0.2:7000', shape: shape(), timeoutMs: 700 }),
-    /^MeshError: cannot reach the mesh leader at 127\.0\.0\.1:\d+ \(--join\) within 700 ms: .*; is it running \(clink run <job> --lead \.\.\.\)\?$/,
+    /^MeshError: cannot reach the mesh leader at 127\.0\.0\.1:\d+ \(--join\) within 700 ms: could not connect to the mesh leader at 127\.0\.0\.1:\d+: connect ECONNREFUSED .*; is one running there\?$/,
   );
 });
 

@@ -73,7 +73,7 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     ...actions,
     finishSubtask: (_job, st, error) => master!.finishSubtask(st, error),
     deploy: (job, placement, restore) => deployer.deploy(job, placement, restore),
-    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, skipped: [] } : undefined), recordRestore: async () => undefined },
+    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [] } : undefined), recordRestore: async () => undefined },
   });
   for (let i = 1; i <= (options.workers ?? 2); i++) addWorker(`w${i}`);
   const submit = {
