@@ -258,10 +258,11 @@ export async function main(argv: string[]): Promise<number> {
     ...nodeOptions().map((n) => n.option),
     ...coordinatorTargetOptions(),
     ...localRunOptions(),
+    ...meshOptions(),
     ...submitOptions(),
-  ]).action(async (job: string | undefined, o: JobFlags & CheckpointFlags & { role?: 'coordinator' | 'worker'; graphJson?: string; availableSlots?: number; autoscale?: { min: number; max: number }; output: string; typecheck: boolean; slotSharing: 'on' | 'off' }, cmd: Command) => {
+  ]).action(async (job: string | undefined, o: JobFlags & CheckpointFlags & MeshFlags & { role?: 'coordinator' | 'worker'; graphJson?: string; availableSlots?: number; autoscale?: { min: number; max: number }; output: string; typecheck: boolean; slotSharing: 'on' | 'off' }, cmd: Command) => {
     if (job && o.graphJson) cmd.error('error: give a job file or --graph-json, not both');
-    const { lintCommand, lintedFlags } = await import('./lint.js');
+    const { lintCommand, lintedFlags, meshFlagFindings } = await import('./lint.js');
     exitCode = await lintCommand({
       ...(job ? { job } : {}),
       ...(o.graphJson ? { graphJson: o.graphJson } : {}),
@@ -274,7 +275,7 @@ export async function main(argv: string[]): Promise<number> {
       slotSharing: o.slotSharing === 'on',
       ...(o.availableSlots !== undefined ? { availableSlots: o.availableSlots } : {}),
       ...(o.autoscale ? { autoscale: o.autoscale } : {}),
-      flagFindings: lintedFlags(o.role, o as unknown as Record<string, unknown>, cmd),
+      flagFindings: [...lintedFlags(o.role, o as unknown as Record<string, unknown>, cmd), ...meshFlagFindings(o)],
       output: o.output === 'json' ? 'json' : 'text',
     });
   });

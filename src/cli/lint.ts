@@ -13,6 +13,7 @@ import type { Command } from 'commander';
 import { nodeFindings } from './node-checks.js';
 import { givenNodeFlags } from './node-options.js';
 import { tlsFlagProblems, type TlsFlags } from './tls-flags.js';
+import { meshFlags, type MeshFlags } from './options.js';
 
 export interface LintCommandInput {
   /** A job module, or --graph-json: the graph to check (neither: only the settings). */
@@ -43,6 +44,16 @@ export function lintedFlags(role: 'coordinator' | 'worker' | undefined, o: Recor
   const roles = role ? [role] : (['coordinator', 'worker'] as const).filter((r) => given.some((g) => g.role === r));
   if (roles.length === 0) return tlsFlagProblems(o as TlsFlags, 'client').map((m) => lintError('tls-flags', m));
   return roles.flatMap((r) => nodeFindings(r, o, role ? given : given.filter((g) => g.role === r || g.role === 'both')).findings);
+}
+
+/** A mesh run's flags (`--lead`, `--join` and their partners) as `clink run` would refuse them. */
+export function meshFlagFindings(o: MeshFlags): Finding[] {
+  try {
+    meshFlags(o);
+    return [];
+  } catch (err) {
+    return [asFinding('mesh-flags', err)];
+  }
 }
 
 /** A failure to load or build the job, as a finding: the submit would be refused with it. */

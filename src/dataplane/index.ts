@@ -10,7 +10,7 @@
  */
 export { DataServer, type DataPlane, type DataServerOptions } from './server.js';
 export { DEFAULT_CHANNEL_CREDITS, type ChannelLabels, type InboundTarget } from './inbound.js';
-export { LinkPlane, type LinkPlaneOptions } from './link-plane.js';
+export { LinkPlane, linkFrameHeader, type LinkPlaneOptions } from './link-plane.js';
 export { RemoteChannel, tcpTransport } from './remote-channel.js';
 export { elementFrame, frameElement } from './frames.js';
 export { helloMac, helloMacValid } from './hello-mac.js';

@@ -10,12 +10,26 @@ import { PeerLostError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import type { FrameConnection } from '../net/index.js';
-import { decodeMessage, encodeFrame, encodeMessage, makeMessage, type Message } from '../protocol/index.js';
+import { decodeMessage, encodeFrame, encodeMessage, makeMessage, MessageKind, type Message } from '../protocol/index.js';
 import { ChannelRefused, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type InboundTarget } from './inbound.js';
 import { RemoteChannel, type ChannelEvents } from './remote-channel.js';
 import type { DataPlane } from './server.js';
 
 const FRAME_HEADER_BYTES = 4;
+/** A LinkFrame's bytes before its inner payload: length, kind, channel, fromOpener, the payload's length. */
+const LINK_HEADER_BYTES = 4 + 1 + 4 + 1 + 4;
+const LINK_FRAME_KIND = MessageKind.LinkFrame;
+
+/** The first bytes of encodeFrame(LinkFrame { channel, fromOpener, frame }) for a `frame` of `payloadBytes`. */
+export function linkFrameHeader(channel: number, fromOpener: boolean, payloadBytes: number): Buffer {
+  const h = Buffer.allocUnsafe(LINK_HEADER_BYTES);
+  h.writeUInt32BE(LINK_HEADER_BYTES - FRAME_HEADER_BYTES + payloadBytes, 0);
+  h.writeUInt8(LINK_FRAME_KIND, 4);
+  h.writeUInt32BE(channel, 5);
+  h.writeUInt8(fromOpener ? 1 : 0, 9);
+  h.writeUInt32BE(payloadBytes, 10);
+  return h;
+}
 
 export interface LinkPlaneOptions {
   /** The link to each peer process, by the address its channels are opened to (`host:port`). */
@@ -44,10 +58,17 @@ class Link {
     return this.nextChannel++;
   }
 
-  /** Write one channel's data-plane frame (`frame` with its length prefix, as elementFrame makes it). */
+  /**
+   * Write one channel's data-plane frame (`frame` with its length prefix, as elementFrame makes it) as a
+   * LinkFrame: its header, then the frame's payload as it is, in one write (no copy of the records).
+   */
   send(channel: number, fromOpener: boolean, frame: Uint8Array): void {
-    if (this.conn.socket.destroyed) return;
-    this.conn.socket.write(encodeFrame(makeMessage('LinkFrame', { channel, fromOpener, frame: frame.subarray(FRAME_HEADER_BYTES) })));
+    const socket = this.conn.socket;
+    if (socket.destroyed) return;
+    socket.cork();
+    socket.write(linkFrameHeader(channel, fromOpener, frame.length - FRAME_HEADER_BYTES));
+    socket.write(frame.subarray(FRAME_HEADER_BYTES));
+    socket.uncork();
   }
 
   sendMessage(channel: number, fromOpener: boolean, m: Message): void {

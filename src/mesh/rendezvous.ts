@@ -140,7 +140,7 @@ export async function lead(o: LeadOptions): Promise<Led> {
     }, timeoutMs);
     const register = async (socket: Socket): Promise<void> => {
       socket.setNoDelay(true);
-      const conn = new FrameConnection(socket, { role: 'mesh.leader', firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES });
+      const conn = new FrameConnection(socket, { role: 'mesh.leader', firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES, dispatchAfterClose: true });
       pending.add(conn);
       const refuse = (reason: string): void => {
         send(conn, makeMessage('MeshRefused', { reason }));
@@ -195,7 +195,7 @@ export async function join(o: JoinOptions): Promise<Joined> {
       await new Promise((r) => setTimeout(r, REDIAL_LEADER_MS));
     }
   }
-  const conn = new FrameConnection(socket, { role: 'mesh.member' });
+  const conn = new FrameConnection(socket, { role: 'mesh.member', dispatchAfterClose: true });
   send(conn, makeMessage('MeshRegister', { exchange: o.exchange, fingerprint: topologyFingerprint(o.shape), shapeJson: JSON.stringify(o.shape) }));
   const answer = await readWithin(conn, timeoutMs);
   const fail = (message: string): never => {

@@ -66,6 +66,18 @@ const HEARTBEAT_MS = 1_000;
 /** @default for MeshRunOptions.heartbeatTimeoutMs */
 export const DEFAULT_MESH_HEARTBEAT_TIMEOUT_MS = 10_000;
 
+/** How long the leader waits for a member to hang up after its MeshStop. */
+const HANG_UP_MS = 2_000;
+
+/** Half-close `conn` (what was written goes first), then wait up to `ms` for the peer to close it. */
+async function hangUp(conn: FrameConnection, ms: number): Promise<void> {
+  conn.socket.end();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([conn.closed, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+  conn.close();
+}
+
 /** A run's checkpoint job id: stable across attempts and processes (its checkpoints live under it). */
 export const meshJobId = (name: string): string => `mesh-${name.replace(/[^A-Za-z0-9_.-]/g, '-')}`;
 
@@ -192,7 +204,11 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     for (const [address, conn] of joiners) {
       const i = byMember.get(address)!;
       conn.start({ onMessage: (m) => run.onFrame(i, m) });
-      void conn.closed.then((c) => run.memberLost(i, c.error ? c.error.message : 'its control connection closed'));
+      // Its last frames (handled even after it hung up) come before the verdict on its loss.
+      void conn.closed.then(async (c) => {
+        await conn.drained();
+        run.memberLost(i, c.error ? c.error.message : 'its control connection closed');
+      });
     }
     const tick = setRepeating(() => {
       run.tick();
@@ -215,7 +231,11 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     }, 100);
     stopTick.push(() => clearInterval(watch));
     conn.start({ onMessage: (m) => member.onControl(m) });
-    void conn.closed.then((c) => member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (${c.error ? c.error.message : 'its control connection closed'})` }));
+    // The leader's MeshStop, read before its connection ended, is the word that counts.
+    void conn.closed.then(async (c) => {
+      await conn.drained();
+      member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (${c.error ? c.error.message : 'its control connection closed'})` });
+    });
   }
   const beat = setRepeating(() => {
     for (const c of controls) c.send(makeMessage('MeshHeartbeat', {}));
@@ -238,8 +258,10 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     return { ...outcome, members, checkpointed: checkpoint.checkpointDir !== '' };
   } finally {
     for (const s of stopTick) s();
-    // The leader's MeshStop goes out before the links and control connections close.
-    await Promise.all(controls.map((c) => c.drained().catch(() => undefined)));
+    // The leader's MeshStop must reach every member: it half-closes each control connection after it
+    // and waits (bounded) for the member to hang up, since closing outright with a member's frames
+    // unread resets the connection, and a reset can drop the MeshStop still unread at the member.
+    if ('joiners' in membership) await Promise.all(controls.map((c) => hangUp(c, HANG_UP_MS)));
     plane.close();
     membership.close();
   }

@@ -130,6 +130,8 @@ describe('clink lint', { concurrency: 2 }, () => {
       [['--role', 'coordinator', '--max-outbound-bulk-bytes', '1024', '--watchdog-interval-ms', '3000', '--outbound-stall-timeout-ms', '0'], 0, ['outbound-bulk-below-frame', 'watchdog-above-heartbeat']],
       [['--role', 'coordinator', '--bind-host', '0.0.0.0', '--tls-key', 'k.pem', '--etcd-endpoints', 'http://127.0.0.1:2379'], 1, ['tls-flags', 'exposure', 'etcd-without-ha-dir']],
       [['--role', 'worker', '--heartbeat-interval-ms', '2000', '--reconnect-initial-backoff-ms', '9000', '--port', '1'], 0, ['heartbeat-interval-above-timeout', 'backoff-initial-above-max', 'flag-for-other-role']],
+      [['--lead', '3', '--exchange', '127.0.0.1:7100'], 1, ['mesh-flags']],
+      [['--join', '127.0.0.1:7000', '--exchange', '127.0.0.1:7100', '--restart', '--mesh-timeout-ms', '5000'], 0, []],
     ];
     for (const [flags, code, checks] of cases) {
       const r = await clink(['lint', ...flags, '--output', 'json'], dir);

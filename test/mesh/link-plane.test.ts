@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { createServer, connect, type Socket } from 'node:net';
 import { test } from 'node:test';
-import { LinkPlane } from '../../src/dataplane/index.js';
+import { elementFrame, LinkPlane, linkFrameHeader } from '../../src/dataplane/index.js';
+import { encodeFrame, makeMessage } from '../../src/protocol/index.js';
 import { FrameConnection } from '../../src/net/index.js';
 import { BATCH, END, InputQueue, type StreamElement } from '../../src/runtime/index.js';
 
@@ -107,5 +108,14 @@ test("the link's loss fails the channels over it; one opened after fails at once
     assert.equal(errors.length, 1);
   } finally {
     close();
+  }
+});
+
+test('a LinkFrame written as a header and the frame as it is reads as the codec encodes it', () => {
+  const frame = elementFrame(batch(42));
+  const payload = frame.subarray(4);
+  for (const fromOpener of [true, false]) {
+    const written = Buffer.concat([linkFrameHeader(7, fromOpener, payload.length), payload]);
+    assert.deepEqual(written, encodeFrame(makeMessage('LinkFrame', { channel: 7, fromOpener, frame: payload })));
   }
 });
