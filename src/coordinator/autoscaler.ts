@@ -97,14 +97,17 @@ export function decideAutoscale(p: AutoscalePolicy, state: AutoscaleState, s: Au
     return { action: 'none' };
   }
   const to = kind === 'out' ? Math.min(p.max, s.parallelism * 2) : Math.max(p.min, Math.ceil(s.parallelism / 2));
-  const why =
-    kind === 'out'
-      ? s.maxBackpressure >= p.backpressureHigh
-        ? `task ${s.backpressuredTask} backpressured ${pct(s.maxBackpressure)} of the time for ${Math.round(held / 1000)} s`
-        : pressured
-          ? `task ${s.busiestTask} busy ${pct(s.maxBusy)} of the time for ${Math.round(held / 1000)} s`
-          : `sources ${s.sourceLag} records behind their input, not catching up for ${Math.round(held / 1000)} s`
-      : `no task busier than ${pct(s.maxBusy)} (${s.busiestTask}) for ${Math.round(held / 1000)} s`;
+  const secs = Math.round(held / 1000);
+  // Every signal that holds is named: sources behind their input tell the user what they see, a busy
+  // or backpressured task why (which shows first on a loaded machine is not the point).
+  const pressure =
+    s.maxBackpressure >= p.backpressureHigh
+      ? `task ${s.backpressuredTask} backpressured ${pct(s.maxBackpressure)} of the time for ${secs} s`
+      : pressured
+        ? `task ${s.busiestTask} busy ${pct(s.maxBusy)} of the time for ${secs} s`
+        : undefined;
+  const lag = lagging ? `sources ${s.sourceLag} records behind their input${pressure ? '' : `, not catching up for ${secs} s`}` : undefined;
+  const why = kind === 'out' ? [pressure, lag].filter((x) => x !== undefined).join(', and ') : `no task busier than ${pct(s.maxBusy)} (${s.busiestTask}) for ${secs} s`;
   if (to === s.parallelism) return { action: 'hold', limit: 'bound', reason: `${why}, but the job is at its ${kind === 'out' ? 'maximum' : 'minimum'} parallelism ${s.parallelism}` };
   if (s.at - state.lastChangeAt < p.cooldownMs) return { action: 'hold', limit: 'cooldown', reason: `${why}, but the last change was ${Math.round((s.at - state.lastChangeAt) / 1000)} s ago (cool-down ${Math.round(p.cooldownMs / 1000)} s)` };
   const recent = state.changes.filter((t) => s.at - t < 3_600_000).length;

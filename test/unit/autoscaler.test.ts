@@ -25,6 +25,8 @@ describe('the autoscaler', () => {
 
   test('a saturated task (busy, not backpressured: it shares its thread with its feeder) also scales out', () => {
     assert.deepEqual(run(fresh(), 0, 30_000, { maxBusy: 0.95, busiestTask: 'map' }).map((d) => d.reason), ['task map busy 95% of the time for 30 s: scale out 2 -> 4']);
+    // Both signals: both named, the pressure first.
+    assert.deepEqual(run(fresh(), 0, 30_000, { maxBusy: 0.95, busiestTask: 'map', sourceLag: 50_000 }).map((d) => d.reason), ['task map busy 95% of the time for 30 s, and sources 50000 records behind their input: scale out 2 -> 4']);
   });
 
   test('sources lagging behind their input and not catching up scale out; lag that shrinks is watched again', () => {
