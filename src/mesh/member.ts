@@ -5,11 +5,8 @@
  * leader's checkpoint frames go to the JobHost as a coordinator's would; what the JobHost reports back
  * (acks, ends, final-checkpoint requests) goes to the leader. MeshStop ends the attempt.
  */
-import type { DataPlane } from '../dataplane/index.js';
-import type { Logger } from '../log/index.js';
-import type { ClinkMetrics } from '../metrics/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
-import { JobHost, type JobHostConfig } from '../worker/index.js';
+import { JobHost, type JobHostConfig, type JobHostDeps } from '../worker/index.js';
 import type { MemberSlice } from './deploy.js';
 
 export interface MemberStop {
@@ -17,14 +14,11 @@ export interface MemberStop {
   reason: string;
 }
 
-export interface MemberRunDeps {
-  data: DataPlane;
-  log: Logger;
-  metrics: ClinkMetrics;
-  stdout: (text: string) => void | Promise<void>;
+/** The JobHost's own dependencies, its frames going to the leader instead of a coordinator. */
+export type MemberRunDeps = Pick<JobHostDeps, 'data' | 'log' | 'metrics' | 'stdout'> & {
   /** A frame to the leader. */
   toLeader: (m: Message) => void;
-}
+};
 
 /** What a member forwards to the leader of what its JobHost reports. */
 const FOR_LEADER: ReadonlySet<string> = new Set(['SubtaskFinished', 'SubtaskCheckpointed', 'RequestFinalCheckpoint']);
