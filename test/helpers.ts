@@ -69,3 +69,12 @@ export function rowsRead(position: unknown): number {
   const p = position as { from: number; next: number[] };
   return p.next.reduce((n, r, k) => n + (r - (p.from + k)) / 128, 0);
 }
+
+/** Poll `check` until it holds; throws naming `what` after `timeoutMs`. */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

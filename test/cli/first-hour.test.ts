@@ -7,12 +7,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 import { BIN, runCli, TSX } from '../harness/cli.js';
 import { ClusterHarness } from '../harness/cluster.js';
-import { helpLine } from '../helpers.js';
+import { helpLine, waitFor } from '../helpers.js';
 import { formatTable } from '../../src/cli/table.js';
 
 const clink = runCli;
@@ -66,14 +65,6 @@ async function freePortHeld(): Promise<{ port: number; close: () => Promise<void
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { port: (server.address() as AddressInfo).port, close: () => new Promise((r) => server.close(() => r())) };
-}
-
-async function waitFor(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(20);
-  }
 }
 
 describe('the command line, without a cluster', () => {

@@ -59,13 +59,18 @@ export async function commitGroupOffsets(bootstrap: string, groupId: string, top
   }
 }
 
-/** Produce JSON values (keyed by `key(v)` when given), in batches of 1000. */
-export async function produceJson<T>(bootstrap: string, topic: string, values: T[], key?: (v: T) => string, timestamp?: (v: T) => number): Promise<void> {
+/** A producer of JSON values kept open across sends (a test that produces all along pays its setup once). */
+export class JsonProducer {
   // Idempotent: a send retried under load (a request that timed out but was written) must not write its records twice.
-  const p = new Producer({ clientId: 'test', bootstrapBrokers: [bootstrap], acks: -1, idempotent: true });
-  try {
+  private readonly p: Producer;
+  constructor(bootstrap: string) {
+    this.p = new Producer({ clientId: 'test', bootstrapBrokers: [bootstrap], acks: -1, idempotent: true });
+  }
+
+  /** Produce `values` (keyed by `key(v)` when given) to `topic`, in batches of 1000. */
+  async send<T>(topic: string, values: T[], key?: (v: T) => string, timestamp?: (v: T) => number): Promise<void> {
     for (let i = 0; i < values.length; i += 1000) {
-      await p.send({
+      await this.p.send({
         messages: values.slice(i, i + 1000).map((v) => ({
           topic,
           key: key ? Buffer.from(key(v)) : undefined,
@@ -74,6 +79,18 @@ export async function produceJson<T>(bootstrap: string, topic: string, values: T
         })),
       });
     }
+  }
+
+  close(): Promise<void> {
+    return this.p.close();
+  }
+}
+
+/** Produce JSON values (keyed by `key(v)` when given), in batches of 1000, with a producer of their own. */
+export async function produceJson<T>(bootstrap: string, topic: string, values: T[], key?: (v: T) => string, timestamp?: (v: T) => number): Promise<void> {
+  const p = new JsonProducer(bootstrap);
+  try {
+    await p.send(topic, values, key, timestamp);
   } finally {
     await p.close();
   }

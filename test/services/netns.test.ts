@@ -18,7 +18,7 @@ import { BIN, TSX } from '../harness/cli.js';
 import { makeCerts, type CertFiles } from '../harness/certs.js';
 import type { ClusterHarness } from '../harness/cluster.js';
 import { submitSinkJob } from '../harness/file-sink-job.js';
-import { visibleLines } from '../helpers.js';
+import { visibleLines, waitFor } from '../helpers.js';
 
 const tag = String(process.pid % 10_000);
 const BRIDGE = `ckbr${tag}`;
@@ -117,14 +117,6 @@ function startNode(n: NodeName, dir: string, args: string[]): NsNode {
   };
 }
 
-async function waitFor(what: string, f: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
-
 let refused: string | undefined;
 let certs: CertFiles;
 let dir: string;
@@ -194,11 +186,16 @@ async function cluster(coordinatorCert: 'c' | 'elsewhere' = 'c') {
 async function exactOutputDespite(undo: () => void): Promise<void> {
   const k = await cluster();
   try {
-    await waitFor('two workers registered', async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2, 60_000);
+    // What each node said last, for a failure here (a degraded network fails in ways seen only on some machines).
+    const logs = () => (['c', 'w1', 'w2'] as const).map((n) => `--- ${n}:\n${(n === 'c' ? k.c : k.workers[n]).log().split('\n').slice(-15).join('\n')}`).join('\n');
+    await waitFor('two workers registered', async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2, 60_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${logs()}`);
+    });
     const { jobId, client, out, expected } = await submitSinkJob(k.harness, { rate: 20_000 });
     const done = await client.waitForCompletion(jobId);
-    assert.equal(done.ok, true, done.error);
-    assert.deepEqual(await visibleLines(out), expected);
+    const restarts = () => k.http<{ restarts: unknown[] }>(`/api/v1/jobs/${jobId}`).then((v) => JSON.stringify(v.restarts), (err: Error) => err.message);
+    assert.equal(done.ok, true, `${done.error}; restarts ${await restarts()}\n${logs()}`);
+    assert.deepEqual(await visibleLines(out), expected, `restarts ${await restarts()}\n${logs()}`);
   } finally {
     undo();
     await k.stop();
