@@ -21,6 +21,8 @@ export interface DataPlaneResult {
   records: number;
   recordsPerSec: number;
   cpuSecondsPerMillion: number;
+  /** This process's CPU per million records: the embedded coordinator's (and the client's, which waits). */
+  coordinatorCpuSecondsPerMillion: number;
   edges: { local: number; socket: number };
   /** Peak resident memory of each worker process (MB). */
   peakRssMb: number[];
@@ -40,9 +42,11 @@ export async function runOn(cluster: EmbeddedCluster, jobFile: string, paralleli
   const pids = cluster.workerPids();
   const rates: number[] = [];
   const cpus: number[] = [];
+  const coordinatorCpus: number[] = [];
   let edges = { local: 0, socket: 0 };
   for (let run = 0; run <= runs; run++) {
     const cpu0 = pids.reduce((n, p) => n + processCpuSeconds(p), 0);
+    const own0 = process.cpuUsage();
     const t0 = performance.now();
     const { jobId } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: parallelism });
     const outcome = await client.waitForCompletion(jobId);
@@ -52,18 +56,31 @@ export async function runOn(cluster: EmbeddedCluster, jobFile: string, paralleli
     if (run === 0) continue; // warm-up
     rates.push(records / wall);
     cpus.push((pids.reduce((n, p) => n + processCpuSeconds(p), 0) - cpu0) / (records / 1e6));
+    const own = process.cpuUsage(own0);
+    coordinatorCpus.push((own.user + own.system) / 1e6 / (records / 1e6));
   }
-  return { job: built.spec.job.name, parallelism, records, recordsPerSec: median(rates), cpuSecondsPerMillion: median(cpus), edges, peakRssMb: pids.map(peakRssMb), runs };
+  return { job: built.spec.job.name, parallelism, records, recordsPerSec: median(rates), cpuSecondsPerMillion: median(cpus), coordinatorCpuSecondsPerMillion: median(coordinatorCpus), edges, peakRssMb: pids.map(peakRssMb), runs };
 }
 
-/** An embedded cluster of 2 worker processes with slots for half of `jobFile`'s subtasks at `parallelism` each. */
-export async function startBenchCluster(jobFile: string, parallelism: number, options: { profileDir?: string; lingerMs?: number; tls?: { ca: string; cert: string; key: string } } = {}): Promise<EmbeddedCluster> {
-  // Slots for half the job on each worker (at least one whole instance), so p >= 2 spans both.
+export interface BenchClusterOptions {
+  profileDir?: string;
+  lingerMs?: number;
+  tls?: { ca: string; cert: string; key: string };
+  /** Worker processes. @default 2 */
+  workers?: number;
+  /** Slots on each; by default enough for an equal share of the job (at least one whole instance). */
+  slotsPerWorker?: number;
+}
+
+/** An embedded cluster of worker processes (2 by default) with slots for an equal share of `jobFile`'s subtasks at `parallelism` each. */
+export async function startBenchCluster(jobFile: string, parallelism: number, options: BenchClusterOptions = {}): Promise<EmbeddedCluster> {
+  const workers = options.workers ?? 2;
+  // Slots for a share of the job on each worker (at least one whole instance), so p >= workers spans all.
   const loaded = await loadJobModule(jobFile);
   const subtasks = createPhysicalPlan(buildJob(loaded.job, { parallelism, params: { count: '1', events: '1' } }).spec).subtasks.length;
   return EmbeddedCluster.start({
-    workers: 2,
-    slotsPerWorker: Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / 2)),
+    workers,
+    slotsPerWorker: options.slotsPerWorker ?? Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / workers)),
     log: createLogger({ level: 'error' }),
     batchLingerMs: options.lingerMs ?? 0,
     ...(options.tls ? { tls: options.tls } : {}),

@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-sql, nexmark-cluster, checkpoint, recovery, rescale, takeover, tls, mesh, submit, latency, protocol, kafka.
+ * Groups: nexmark-local, nexmark-sql, nexmark-cluster, scale, checkpoint, recovery, rescale, takeover, tls, mesh, submit, latency, protocol, kafka.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,7 @@ import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
 import type { KafkaBench } from './kafka.js';
 import type { TlsBench } from './tls.js';
 import type { MeshBench } from './mesh.js';
+import type { ScaleBench } from './scale.js';
 import { writeResults, type BenchResult } from './results.js';
 import type { SubmitLatency } from './submit.js';
 
@@ -30,7 +31,7 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'checkpoint', 'recovery', 'rescale', 'takeover', 'tls', 'mesh', 'submit', 'latency', 'protocol', 'kafka'];
+const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'scale', 'checkpoint', 'recovery', 'rescale', 'takeover', 'tls', 'mesh', 'submit', 'latency', 'protocol', 'kafka'];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
@@ -88,6 +89,24 @@ if (wantsGroup('nexmark-cluster')) {
       const scale = single ? `${(r.recordsPerSec! / single.recordsPerSec!).toFixed(2)}x local p=1; ` : '';
       report({ ...r, ...(single ? { ratioToLocal: r.recordsPerSec! / single.recordsPerSec! } : {}) }, `${scale}${rss(r)}; channels ${String(r.channels)}`);
     }
+  }
+}
+if (wantsGroup('scale')) {
+  const s = runScript<ScaleBench>('scale bench', script('scale.ts'));
+  for (const q of s.queries) {
+    const local = s.queries.find((x) => x.query === q.query && x.workers === 0)!;
+    const where = q.workers === 0 ? 'local p=1' : `${q.workers} worker${q.workers > 1 ? 's' : ''} p=${q.parallelism}`;
+    report(
+      { name: `${q.query} scale ${where}`, group: 'scale', ...q, ratioToLocal: q.recordsPerSec / local.recordsPerSec, cpuRatioToLocal: q.cpuSecondsPerMillion / local.cpuSecondsPerMillion },
+      q.workers === 0 ? `one process (median of ${q.runs})` : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${(q.cpuSecondsPerMillion / local.cpuSecondsPerMillion).toFixed(2)}x its CPU-s/M (whole cluster; median of ${q.runs})`,
+    );
+  }
+  const inProcess = s.shuffle.find((x) => x.channel === 'in-process')!;
+  for (const r of s.shuffle) {
+    report(
+      { name: `shuffle ${r.channel}`, group: 'scale', ...r },
+      r === inProcess ? `one channel, source and sink on one worker (median of ${r.runs})` : `one channel between two workers: ${(r.recordsPerSec / inProcess.recordsPerSec).toFixed(2)}x the in-process records/s, ${(r.cpuSecondsPerMillion / inProcess.cpuSecondsPerMillion).toFixed(2)}x its CPU-s/M`,
+    );
   }
 }
 if (wantsGroup('checkpoint')) {
