@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "428281ce101c5be34e61e8bdbd98297fc6a99dc4634a5721f0ab6dbcdbe91299",
+  "fingerprint": "ca9a4b38007e465deee9074b63eac5049218ec3187d60bd0f23c428cda85d1f0",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -18,7 +18,7 @@ export const SDK_MANIFEST = {
     "connectors/nats/index.d.ts": "8e9630117f7ebbb51a68dd4290e399c0f1d9b67c8892b8e95efc61f47c59dae1",
     "connectors/nats/options.d.ts": "844c7e70a46c7fdcb6040434ca8c7c575da9e3a26f4b1cfe318aa86e97d15bad",
     "connectors/nats/source.d.ts": "7b7f147dea314c24cbbf813a3450e433f3ecf9385f45821d22da42f597b2a48a",
-    "connectors/nexmark/generator.d.ts": "94a86593d35728cb8bbea863db53a561509d46cc7cadf6edd784193e67cc5fa8",
+    "connectors/nexmark/generator.d.ts": "06c21dbb73229ec5ae848da88e9d019fd27a2eea15d47b2346f643141916cb3a",
     "connectors/nexmark/index.d.ts": "4af36524d9395d51d7c2305a2630c4f6ba909c75d4c69d28671f67bc6be14292",
     "connectors/options.d.ts": "5a6f49e65931fde3df133e7687ff6bed3dd70d2091160c9a915809797ad3b62d",
     "connectors/postgres/index.d.ts": "9a6dac1c146ff4d8bd56297aa8c1e525bdd2ec85f245228d196982a5f57ac838",
