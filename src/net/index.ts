@@ -46,4 +46,3 @@ export {
   type TlsServerConfig,
   type TlsClientConfig,
 } from './tls.js';
-export { gatheredWrites } from './gathered-writes.js';

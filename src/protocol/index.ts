@@ -51,6 +51,5 @@ export {
   type Compatibility,
 } from './version.js';
 export type { Codec, Descriptor, FieldSpec, Fields } from './schema.js';
-export { encodeRecordBatch, decodeRecordBatch, type BatchEncoding, type EncodedBatch } from './batch.js';
-export { COLUMNS_SUPPORTED } from './columns.js';
+export { encodeRecordBatch, decodeRecordBatch, type EncodedBatch } from './batch.js';
 export { encodeCollected, decodeCollected } from './collected.js';
