@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { waitFor } from '../helpers.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
@@ -53,14 +53,6 @@ const attr = (s: OtlpSpan, key: string): string | number | boolean | undefined =
   return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : (v?.boolValue ?? v?.doubleValue));
 };
 
-async function until(what: string, ok: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 describe('OTLP export', () => {
   test('a checkpointed job on a cluster: clink.submit and clink.checkpoint spans with their attributes, and the registry as OTLP metrics', async () => {
     const otlp = await receiver();
@@ -70,7 +62,7 @@ describe('OTLP export', () => {
       const client = await h.client();
       const params = { rate: '2000' };
       const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 200 } });
-      await until('a completed clink.checkpoint span', () => otlp.spans.some((s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed'));
+      await waitFor('a completed clink.checkpoint span', () => otlp.spans.some((s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed'));
       const checkpoint = otlp.spans.find((s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed')!;
       assert.equal(attr(checkpoint, 'clink.job.id'), jobId);
       assert.equal(attr(checkpoint, 'clink.checkpoint.kind'), 'periodic');
@@ -82,7 +74,7 @@ describe('OTLP export', () => {
       assert.equal(attr(submit, 'clink.job.id'), jobId);
       assert.equal(attr(submit, 'clink.job.name'), 'unbounded');
       assert.equal(attr(submit, 'clink.tasks'), 2);
-      await until('the registry as OTLP metrics', () => otlp.metricNames.has('clink_checkpoints_completed_total') && otlp.metricNames.has('clink_coordinator_jobs_submitted_total'));
+      await waitFor('the registry as OTLP metrics', () => otlp.metricNames.has('clink_checkpoints_completed_total') && otlp.metricNames.has('clink_coordinator_jobs_submitted_total'));
       await client.cancel(jobId);
     } finally {
       await h.close();
@@ -94,7 +86,7 @@ describe('OTLP export', () => {
     const otlp = await receiver(true);
     const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: [`--otlp-endpoint=127.0.0.1:${otlp.port}`, '--otlp-interval-ms=200'] });
     try {
-      await until('a refused export', () => otlp.requests() >= 2);
+      await waitFor('a refused export', () => otlp.requests() >= 2);
       await h.waitForLog(h.coordinator, /^OTLP export of (metrics|traces) failed: .*\(counted in clink_otlp_export_failures_total; said at most once a minute\)$/);
       const metrics = await fetch(`http://127.0.0.1:${h.httpPort}/metrics`).then((r) => r.text());
       assert.match(metrics, /clink_otlp_export_failures_total\{signal="metrics"\} [1-9]/);
