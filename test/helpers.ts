@@ -1,6 +1,7 @@
 /** Shared test helpers: run a build function as a job, and check nothing is left running. */
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { defineJob, runJob, type JobEnvironment, type LocalRunOptions } from '../src/index.js';
 
@@ -77,4 +78,11 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** A port on 127.0.0.1 something is listening on (and accepting nothing of use), until `close()`. */
+export async function heldPort(): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as AddressInfo).port, close: () => new Promise((r) => server.close(() => r())) };
 }

@@ -82,6 +82,7 @@ const TSCONFIG = {
   compilerOptions: {
     strict: true,
     target: 'ES2022',
+    lib: ['ES2022'],
     module: 'ESNext',
     moduleResolution: 'Bundler',
     allowImportingTsExtensions: true,

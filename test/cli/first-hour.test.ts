@@ -3,69 +3,23 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import { BIN, runCli, TSX } from '../harness/cli.js';
-import { ClusterHarness } from '../harness/cluster.js';
-import { helpLine, waitFor } from '../helpers.js';
+import { BIN, makeJobDir, runCli, TSX } from '../harness/cli.js';
+import { FIRST_HOUR_JOBS } from '../harness/cli-jobs.js';
+import { heldPort, helpLine, waitFor } from '../helpers.js';
 import { formatTable } from '../../src/cli/table.js';
 
 const clink = runCli;
 let dir: string;
 
 before(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'clink-first-hour-'));
-  const files: Record<string, string> = {
-    'rate.ts': `
-      import { defineJob } from 'clink';
-      export default defineJob({ name: 'rate', version: '1' }, (env) => {
-        env.fromSource<{ n: number }>('datagen', { count: 5, rowsPerSecond: Number(env.params.rate ?? 100), seed: 1, fields: { n: { kind: 'sequence' } } })
-          .collect('rows');
-      });`,
-    'windows.ts': `
-      import { defineJob, Windows } from 'clink';
-      export default defineJob({ name: 'windows', version: '1' }, (env) => {
-        const base = Date.UTC(2026, 0, 1);
-        env.fromSequence(0, 49).setParallelism(1)
-          .map((i) => ({ user: i % 25, ts: base + (i % 2) * 60_000 }))
-          .assignTimestamps((r) => r.ts, { maxOutOfOrdernessMs: 0 })
-          .keyBy((r) => r.user).window(Windows.tumbling(60_000)).count().collect('per minute');
-      });`,
-    // Marks the first record it sees, then runs until stopped.
-    'forever.ts': `
-      import { writeFileSync } from 'node:fs';
-      import { defineJob } from 'clink';
-      export default defineJob({ name: 'forever', version: '1' }, (env) => {
-        const marker = env.params.marker!;
-        env.fromSource<{ n: number }>('datagen', { rowsPerSecond: 200, seed: 1, fields: { n: { kind: 'sequence' } } })
-          .map((r) => { if (r.n === 0) writeFileSync(marker, 'running'); return r; }).collect('rows');
-      });`,
-    'mistyped.ts': `
-      import { defineJob } from 'clink';
-      export default defineJob({ name: 'mistyped', version: '1' }, (env) => {
-        env.fromSequence(1, 3).map((x) => x.toUpperCase()).collect('xs');
-      });`,
-    'printer.ts': `
-      import { defineJob } from 'clink';
-      export default defineJob({ name: 'printer', version: '1' }, (env) => {
-        env.fromSequence(1, 2000).map((i) => 'printed-' + i + '-' + 'x'.repeat(40)).print();
-      });`,
-  };
-  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  dir = await makeJobDir('clink-first-hour-', FIRST_HOUR_JOBS);
 });
 after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-async function freePortHeld(): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as AddressInfo).port, close: () => new Promise((r) => server.close(() => r())) };
-}
 
 describe('the command line, without a cluster', () => {
   test('a usage error is one line and a pointer to --help, never the whole help (exit 2)', async () => {
@@ -116,7 +70,7 @@ describe('the command line, without a cluster', () => {
     assert.equal(r.code, 1);
     assert.equal(
       r.stderr,
-      "error: job module mistyped.ts does not type-check (--no-typecheck runs it anyway):\nmistyped.ts:4:45: error TS2339: Property 'toUpperCase' does not exist on type 'number'.\n",
+      "error: job module mistyped.ts does not type-check (--no-typecheck runs it anyway):\nmistyped.ts:4:43: error TS2339: Property 'toUpperCase' does not exist on type 'number'.\n",
     );
     const anyway = await clink(['run', 'mistyped.ts', '--workers', '0', '--no-typecheck'], dir);
     assert.equal(anyway.code, 1);
@@ -124,7 +78,7 @@ describe('the command line, without a cluster', () => {
   });
 
   test('a port in use is a user error naming the flag (exit 1, one line), never an internal error', async () => {
-    const held = await freePortHeld();
+    const held = await heldPort();
     try {
       const control = await clink(['node', '--role=coordinator', `--port=${held.port}`], dir);
       assert.equal(control.code, 1);
@@ -163,7 +117,7 @@ describe('the command line, without a cluster', () => {
   });
 
   test('--coordinator defaults to 127.0.0.1:6123, and CLINK_COORDINATOR sets it', async () => {
-    const held = await freePortHeld();
+    const held = await heldPort();
     await held.close(); // a port nothing listens on
     const viaEnv = await clink(['jobs'], dir, 60_000, { CLINK_COORDINATOR: `127.0.0.1:${held.port}` });
     assert.equal(viaEnv.code, 1);
@@ -185,96 +139,5 @@ describe('the command line, without a cluster', () => {
     child.kill('SIGINT');
     assert.equal(await exited, 130);
     assert.match(stderr, /^interrupted: the job was cancelled$/m);
-  });
-});
-
-describe('the command line against a cluster', () => {
-  let h: ClusterHarness;
-  before(async () => {
-    h = await ClusterHarness.start({ workers: 1, slots: 4 });
-  });
-  after(async () => {
-    await h?.close();
-  });
-
-  test('a client pointed at the HTTP port is told so (exit 1), not "frame header claims 1213486160 bytes"', async () => {
-    const r = await clink(['jobs', `--coordinator=127.0.0.1:${h.httpPort}`], h.dir);
-    assert.equal(r.code, 1);
-    assert.equal(
-      r.stderr,
-      `error: 127.0.0.1:${h.httpPort} is an HTTP port (perhaps the coordinator's --http-port), not its control port; point --coordinator at the control port (clink node --port, default 6123)\n`,
-    );
-  });
-
-  test('an HTTP request at the control port is answered 400 in HTTP, naming the HTTP API; TLS is refused and logged', async () => {
-    const reply = await new Promise<string>((resolve, reject) => {
-      const s = connect(h.controlPort, '127.0.0.1', () => s.write('GET /api/v1/jobs HTTP/1.1\r\nhost: x\r\n\r\n'));
-      let text = '';
-      s.on('data', (d) => (text += d));
-      s.on('close', () => resolve(text));
-      s.on('error', reject);
-    });
-    assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/);
-    assert.ok(reply.endsWith(`\r\n\r\nthis is clink's control port, which speaks its binary protocol, not HTTP; the HTTP API is at http://127.0.0.1:${h.httpPort}\n`), reply);
-    await h.waitForLog(h.coordinator, /connection 127\.0\.0\.1:\d+ refused: it sent an HTTP request to the control port; the HTTP API is at http:\/\/127\.0\.0\.1:\d+/);
-    const tlsError = await new Promise<Error>((resolve) => {
-      const s = tlsConnect({ host: '127.0.0.1', port: h.controlPort, rejectUnauthorized: false });
-      s.on('error', resolve);
-      s.on('secureConnect', () => resolve(new Error('handshake completed')));
-    });
-    assert.notEqual(tlsError.message, 'handshake completed');
-    await h.waitForLog(h.coordinator, /refused: it began a TLS handshake; the control port does not speak TLS/);
-  });
-
-  test('a worker pointed at the HTTP port exits 1 saying so, instead of retrying forever', async () => {
-    const w = h.spawnNode('wrong-port', ['--role=worker', '--id=wrong-port', `--coordinator-port=${h.httpPort}`]);
-    assert.equal(await w.exited, 1);
-    assert.ok(
-      w.logs.some((l) => String(l.msg).includes(`error: worker wrong-port cannot join the coordinator: 127.0.0.1:${h.httpPort} is an HTTP port`)),
-      JSON.stringify(w.logs.map((l) => l.msg)),
-    );
-  });
-
-  test('a worker that has never reached its coordinator stops on SIGINT, and on SIGTERM', async () => {
-    const held = await freePortHeld();
-    await held.close();
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      const w = h.spawnNode(`lonely-${signal}`, ['--role=worker', `--id=lonely-${signal}`, `--coordinator-port=${held.port}`, '--reconnect-max-backoff-ms=200']);
-      await h.waitForLog(w, /cannot register with the coordinator/);
-      w.child.kill(signal);
-      assert.equal(await w.exited, 0, `${signal}: ${JSON.stringify(w.logs.slice(-3))}`);
-    }
-  });
-
-  test('submit --wait --output json prints one JSON document on stdout, nothing else', async () => {
-    const r = await clink(['submit', join(dir, 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait', '--output', 'json'], h.dir);
-    assert.equal(r.code, 0, r.stderr);
-    const doc = JSON.parse(r.stdout) as { jobId: string; state: string; collected: { rows: unknown[] } };
-    assert.match(doc.jobId, /^[0-9a-f]{8}$/);
-    assert.equal(doc.state, 'FINISHED');
-    assert.equal(doc.collected.rows.length, 5);
-    const detached = await clink(['submit', join(dir, 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--output', 'json'], h.dir);
-    assert.deepEqual(Object.keys(JSON.parse(detached.stdout) as object), ['jobId']);
-  });
-
-  test("print() on a worker goes to the worker's stdout as whole plain lines; its log lines stay JSON on stderr", async () => {
-    const r = await clink(['submit', join(dir, 'printer.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait'], h.dir);
-    assert.equal(r.code, 0, r.stderr);
-    const printed = [...h.nodes].flatMap((n) => n.stdout.split('\n').filter((l) => l.startsWith('printed-')));
-    assert.equal(printed.length, 2000);
-    assert.ok(printed.every((l) => /^printed-\d+-x{40}$/.test(l)));
-    for (const n of h.nodes) assert.ok(!n.logs.some((l) => String(l.msg).includes('printed-')), `${n.name}: a printed line in its log`);
-  });
-
-  test('a worker stopped cleanly deregisters: "worker retired: <id> (shutdown)", never "worker lost"', async () => {
-    const w = await h.addWorker([], 'leaver');
-    await h.waitForLog(h.coordinator, /worker registered: leaver/);
-    w.child.kill('SIGTERM');
-    assert.equal(await w.exited, 0);
-    await h.waitForLog(h.coordinator, /^worker retired: leaver \(shutdown\)$/);
-    const { workers } = (await h.http<{ workers: { workerId: string }[] }>('/api/v1/workers')).body;
-    assert.ok(workers.some((x) => x.workerId === 'w1') && !workers.some((x) => x.workerId === 'leaver'), JSON.stringify(workers));
-    // The session is gone from the books: no watchdog verdict can follow.
-    assert.ok(!h.coordinator.logs.some((l) => /worker lost: leaver/.test(String(l.msg))));
   });
 });

@@ -1,61 +1,20 @@
 // clink lint from outside: exit codes (0 clean with warnings allowed, 1 errors, 2 bad usage), job
-// modules and --graph-json, --output json; clink node refusing and logging the same findings; clink
-// submit accepting a lint-clean command line and refusing a lint error with the lint's message. Each
-// check's exact message is in test/unit/lint.test.ts.
+// modules and --graph-json, --output json; clink node refusing the same findings (lint-at-submit.test.ts:
+// logging them, and submit refusing a lint error). Each check's exact message is in test/unit/lint.test.ts.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from '../harness/cli.js';
-import { ClusterHarness } from '../harness/cluster.js';
+import { LINT_JOBS } from '../harness/lint-jobs.js';
 
 const clink = runCli;
 let dir: string;
 
-const JOBS: Record<string, string> = {
-  'clean.ts': `
-    import { defineJob } from 'clink';
-    export default defineJob({ name: 'clean', version: '1' }, (env) => {
-      env.fromSequence(1, 100).uid('numbers').keyBy((x) => x % 3).count().uid('counts').collect('counts');
-    });`,
-  'keyed200.ts': `
-    import { defineJob } from 'clink';
-    export default defineJob({ name: 'wide', version: '1' }, (env) => {
-      env.fromSequence(1, 10).keyBy((x) => x).count().name('too wide').setParallelism(200).print().setParallelism(1);
-    });`,
-  'unknown.ts': `
-    import { defineJob } from 'clink';
-    export default defineJob({ name: 'unknown', version: '1' }, (env) => {
-      env.fromSource('kafkaa', {}).name('in').print();
-    });`,
-  'printed-exactly-once.ts': `
-    import { defineJob } from 'clink';
-    export default defineJob({ name: 'eo', version: '1', guarantee: 'exactly-once' }, (env) => {
-      env.fromSequence(1, 10).print().name('console');
-    });`,
-  'stateful.ts': `
-    import { defineJob, Windows } from 'clink';
-    export default defineJob({ name: 'stateful', version: '1' }, (env) => {
-      env.fromSource<{ k: number; ts: number }>('datagen', { count: 10, fields: { k: { kind: 'int', min: 1, max: 3 }, ts: { kind: 'timestamp' } } })
-        .assignTimestamps((r) => r.ts).keyBy((r) => r.k).window(Windows.tumbling(10), { allowedLatenessMs: 5 }).count().print();
-    });`,
-  'no-watermarks.ts': `
-    import { defineJob, Windows } from 'clink';
-    export default defineJob({ name: 'nowm', version: '1' }, (env) => {
-      env.fromSequence(1, 10).name('numbers').keyBy((x) => x % 2).window(Windows.tumbling(5)).count().name('per 5').print();
-    });`,
-  'clocked.ts': `
-    import { defineJob } from 'clink';
-    let builds = 0;
-    export default defineJob({ name: 'clocked', version: '1' }, (env) => {
-      env.fromSequence(1, 10 + builds++).print();
-    });`,
-};
-
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'clink-lint-'));
-  for (const [name, text] of Object.entries(JOBS)) await writeFile(join(dir, name), text);
+  for (const [name, text] of Object.entries(LINT_JOBS)) await writeFile(join(dir, name), text);
   await writeFile(join(dir, 'wide.json'), JSON.stringify({
     specVersion: 1,
     job: { name: 'wide', version: '1' },
@@ -208,45 +167,5 @@ describe('clink lint', { concurrency: 2 }, () => {
     assert.equal(worker.code, 0);
     assert.match(worker.stdout, /^warning: --port is a coordinator setting and is ignored by --role worker \[flag-for-other-role\]$/m);
     assert.match(worker.stdout, /^warning: --heartbeat-interval-ms 2500 is at or above the coordinator's --heartbeat-timeout-ms 2000: /m);
-  });
-});
-
-describe('the lint at submit and at node start', () => {
-  let h: ClusterHarness;
-  before(async () => {
-    h = await ClusterHarness.start({ workers: 1, slots: 4, coordinatorArgs: ['--outbound-stall-timeout-ms=1500'] });
-  });
-  after(async () => {
-    await h?.close();
-  });
-
-  test('clink node logs each warning at start; GET /api/v1/config reports them', async () => {
-    await h.waitForLog(h.coordinator, /^configuration: --outbound-stall-timeout-ms 1500 is at or below --heartbeat-timeout-ms 2000: /);
-    const config = await h.http<{ outboundStallTimeoutMs: number; warnings: { check: string; message: string }[] }>('/api/v1/config');
-    assert.equal(config.body.outboundStallTimeoutMs, 1500);
-    assert.deepEqual(config.body.warnings.map((w) => w.check), ['stall-within-heartbeat']);
-  });
-
-  test('a lint-clean command line is accepted by submit; a lint error is refused by submit before anything ships, with the same message', async () => {
-    const target = ['--coordinator', `127.0.0.1:${h.controlPort}`];
-    const flags = ['-p', '2', '--checkpoint-dir', 'ck', '--checkpoint-interval-ms', '500'];
-    await writeFile(join(h.dir, 'clean.ts'), JOBS['clean.ts']!);
-    const lint = await clink(['lint', 'clean.ts', ...flags, ...target], h.dir);
-    assert.equal(lint.code, 0, lint.stdout);
-    const accepted = await clink(['submit', 'clean.ts', ...flags, ...target, '--wait', '--no-progress', '--output', 'json'], h.dir);
-    assert.equal(accepted.code, 0, accepted.stderr);
-    assert.equal((JSON.parse(accepted.stdout) as { state: string }).state, 'FINISHED');
-    for (const [job, extra] of [['clean.ts', ['--restore-from-checkpoint-id', '3']], ['unknown.ts', []], ['clocked.ts', []]] as const) {
-      await writeFile(join(h.dir, job), JOBS[job]!);
-      const linted = await clink(['lint', job, ...flags, ...extra, ...target], h.dir);
-      assert.equal(linted.code, 1, linted.stdout);
-      const line = linted.stdout.split('\n')[0]!.replace(/ \[[a-z-]+\]$/, '');
-      const refused = await clink(['submit', job, ...flags, ...extra, ...target], h.dir);
-      assert.equal(refused.code, 1, refused.stderr);
-      // The warnings come first, as lint lists them; then the refusal.
-      assert.equal(refused.stderr.trimEnd().split('\n').at(-1), line, job);
-    }
-    const jobs = (await (await h.client()).listJobs(true)).length;
-    assert.equal(jobs, 1, 'only the clean job reached the coordinator');
   });
 });

@@ -1,5 +1,7 @@
 /** Run the clink CLI as a real process (through tsx), with its own job cache. */
 import { spawn } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -54,4 +56,11 @@ export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000
 /** The frames a redrawn progress line went through (each starts `[clink] <name>`). */
 export function progressFrames(terminalOutput: string, name: string): string[] {
   return terminalOutput.split('\r\x1b[2K').filter((f) => f.startsWith(`[clink] ${name}`));
+}
+
+/** A new temporary directory (named from `prefix`) holding `files`: name to text. */
+export async function makeJobDir(prefix: string, files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  return dir;
 }
