@@ -1,11 +1,24 @@
 /** Stream elements as data-plane frames, and back. */
 import { BARRIER, BATCH, END, STATUS, WATERMARK, type StreamElement } from '../runtime/index.js';
-import { decodeRecordBatch, encodeFrame, encodeRecordBatch, makeMessage, type Message } from '../protocol/index.js';
+import { decodeRecordBatch, encodeFrame, encodeRecordBatch, FRAME_HEADER_BYTES, makeMessage, MessageKind, type Message } from '../protocol/index.js';
 
-export function elementFrame(e: StreamElement): Buffer {
+/** A DataBatch frame's bytes before its batch: the frame length, the kind, the batch's length. */
+const DATA_BATCH_HEAD = FRAME_HEADER_BYTES + 1 + 4;
+
+/** A DataBatch frame, the batch encoded in place after its header (as encodeFrame would lay it out, without copying the batch). */
+export function batchFrame(values: readonly unknown[], timestamps: readonly number[], columns: boolean): Buffer {
+  const frame = encodeRecordBatch(values, timestamps, { columns, prefix: DATA_BATCH_HEAD });
+  frame.writeUInt32BE(frame.length - FRAME_HEADER_BYTES, 0);
+  frame.writeUInt8(MessageKind.DataBatch, FRAME_HEADER_BYTES);
+  frame.writeUInt32BE(frame.length - DATA_BATCH_HEAD, FRAME_HEADER_BYTES + 1);
+  return frame;
+}
+
+/** A stream element as a frame; batches as columns when `columns` (the receiver reads them). */
+export function elementFrame(e: StreamElement, columns = false): Buffer {
   switch (e.kind) {
     case BATCH:
-      return encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(e.values, e.timestamps) }));
+      return batchFrame(e.values, e.timestamps, columns);
     case WATERMARK:
       return encodeFrame(makeMessage('DataWatermark', { timestamp: e.timestamp }));
     case STATUS:

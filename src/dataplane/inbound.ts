@@ -5,13 +5,19 @@
  * channel can put in memory here is bounded by its credits. A sender that exceeds them is cut off.
  */
 import type { ClinkMetrics } from '../metrics/index.js';
-import type { MessageOf, Message } from '../protocol/index.js';
+import { COLUMNS_SUPPORTED, encodeFrame, makeMessage, type MessageOf, type Message } from '../protocol/index.js';
 import { BATCH, END, type InputQueue } from '../runtime/index.js';
 import { frameElement } from './frames.js';
 import { helloMacValid } from './hello-mac.js';
 
 /** Record batches a channel may have in flight or queued at its receiver. @default 4 */
 export const DEFAULT_CHANNEL_CREDITS = 4;
+
+/** A credit grant, saying too whether this process reads columnar batches. */
+export const creditMessage = (credits: number): Message => makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED });
+const ONE_CREDIT = encodeFrame(creditMessage(1));
+/** A credit grant as a whole frame (the grant of one, the common case, encoded once). */
+export const creditFrame = (credits: number): Buffer => (credits === 1 ? ONE_CREDIT : encodeFrame(creditMessage(credits)));
 
 /** A subtask's input, as the data plane sees it. */
 export interface InboundTarget {

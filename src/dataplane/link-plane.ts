@@ -9,9 +9,9 @@
 import { PeerLostError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import type { FrameConnection } from '../net/index.js';
+import { gatheredWrites, type FrameConnection } from '../net/index.js';
 import { decodeMessage, encodeFrame, encodeMessage, makeMessage, MessageKind, type Message } from '../protocol/index.js';
-import { ChannelRefused, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type InboundTarget } from './inbound.js';
+import { ChannelRefused, creditMessage, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type InboundTarget } from './inbound.js';
 import { RemoteChannel, type ChannelEvents } from './remote-channel.js';
 import type { DataPlane } from './server.js';
 
@@ -48,11 +48,14 @@ class Link {
   readonly outbound = new Map<number, ChannelEvents>();
   readonly inbound = new Map<number, InboundChannel>();
   lost: Error | undefined;
+  private readonly write: (chunk: Uint8Array) => void;
 
   constructor(
     readonly address: string,
     readonly conn: FrameConnection,
-  ) {}
+  ) {
+    this.write = gatheredWrites(conn.socket);
+  }
 
   allocate(): number {
     return this.nextChannel++;
@@ -60,20 +63,18 @@ class Link {
 
   /**
    * Write one channel's data-plane frame (`frame` with its length prefix, as elementFrame makes it) as a
-   * LinkFrame: its header, then the frame's payload as it is, in one write (no copy of the records).
+   * LinkFrame: its header, then the frame's payload as it is (no copy of the records), gathered with
+   * the link's other writes of this synchronous run into one writev.
    */
   send(channel: number, fromOpener: boolean, frame: Uint8Array): void {
-    const socket = this.conn.socket;
-    if (socket.destroyed) return;
-    socket.cork();
-    socket.write(linkFrameHeader(channel, fromOpener, frame.length - FRAME_HEADER_BYTES));
-    socket.write(frame.subarray(FRAME_HEADER_BYTES));
-    socket.uncork();
+    if (this.conn.socket.destroyed) return;
+    this.write(linkFrameHeader(channel, fromOpener, frame.length - FRAME_HEADER_BYTES));
+    this.write(frame.subarray(FRAME_HEADER_BYTES));
   }
 
   sendMessage(channel: number, fromOpener: boolean, m: Message): void {
     if (this.conn.socket.destroyed) return;
-    this.conn.socket.write(encodeFrame(makeMessage('LinkFrame', { channel, fromOpener, frame: encodeMessage(m) })));
+    this.write(encodeFrame(makeMessage('LinkFrame', { channel, fromOpener, frame: encodeMessage(m) })));
   }
 }
 
@@ -146,7 +147,7 @@ export class LinkPlane implements DataPlane {
     if (m.type === 'DataHello') {
       try {
         const { queue, channel: number, labels } = this.targets.resolve(m);
-        const grant = (credits: number): void => link.sendMessage(channel, false, makeMessage('DataCredit', { credits }));
+        const grant = (credits: number): void => link.sendMessage(channel, false, creditMessage(credits));
         link.inbound.set(channel, new InboundChannel(queue, number, labels, grant, this.options.credits ?? DEFAULT_CHANNEL_CREDITS, this.options.metrics));
       } catch (err) {
         if (!(err instanceof ChannelRefused)) throw err;
@@ -170,7 +171,7 @@ export class LinkPlane implements DataPlane {
   private toSender(link: Link, channel: number, m: Message): void {
     const events = link.outbound.get(channel);
     if (!events) return;
-    if (m.type === 'DataCredit') events.credit(m.credits);
+    if (m.type === 'DataCredit') events.credit(m.credits, m.columns);
     else if (m.type === 'DataRefused') {
       link.outbound.delete(channel);
       events.lost(new PeerLostError(`data channel to ${link.address} ${m.reason}`));

@@ -13,7 +13,7 @@ import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { PeerLostError } from '../errors.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameReader, tlsConnectOptions, type TlsClientConfig } from '../net/index.js';
+import { FrameReader, gatheredWrites, tlsConnectOptions, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame } from './frames.js';
@@ -21,8 +21,8 @@ import type { ChannelLabels } from './inbound.js';
 
 /** What the transport tells its channel. */
 export interface ChannelEvents {
-  /** The receiver has room for this many more batches. */
-  credit(credits: number): void;
+  /** The receiver has room for this many more batches (and reads columnar batches, or not). */
+  credit(credits: number, columns: boolean): void;
   /** The transport failed or the receiver turned the channel away; ignored once the stream is whole. */
   lost(err: Error): void;
 }
@@ -42,6 +42,8 @@ export class RemoteChannel implements ChannelSink {
   private readonly transport: ChannelTransport;
   private failure: Error | undefined;
   private credits = 0;
+  /** The receiver reads columnar batches (it says so with every credit). */
+  private columns = false;
   private readonly pending: StreamElement[] = [];
   private readonly waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private ended = false;
@@ -56,8 +58,9 @@ export class RemoteChannel implements ChannelSink {
     private readonly labels?: ChannelLabels,
   ) {
     this.transport = open({
-      credit: (n) => {
+      credit: (n, columns) => {
         this.credits += n;
+        this.columns = columns;
         this.transmit();
       },
       lost: (err) => {
@@ -82,7 +85,7 @@ export class RemoteChannel implements ChannelSink {
         this.credits--;
       }
       this.pending.shift();
-      const frame = elementFrame(e);
+      const frame = elementFrame(e, this.columns);
       this.transport.write(frame);
       if (e.kind === BATCH && this.metrics && this.labels) {
         this.metrics.channelRecordsSent.inc(this.labels, e.values.length);
@@ -150,14 +153,15 @@ export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'
         for (let f = await reader.next(); f; f = await reader.next()) {
           const m = decodeMessage(f);
           if (m.type !== 'DataCredit') throw new Error(`unexpected ${m.type} from a data receiver`);
-          events.credit(m.credits);
+          events.credit(m.credits, m.columns);
         }
       } catch (err) {
         if (!finished) events.lost(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
       }
     })();
+    const write = gatheredWrites(socket);
     return {
-      write: (frame) => socket.write(frame),
+      write,
       end: () => {
         finished = true;
         socket.end();

@@ -7,11 +7,11 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameConnection, secureAccepted, type TlsClientConfig, type TlsServerConfig } from '../net/index.js';
-import { decodeMessage, encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES, type MessageOf } from '../protocol/index.js';
+import { FrameConnection, gatheredWrites, secureAccepted, type TlsClientConfig, type TlsServerConfig } from '../net/index.js';
+import { decodeMessage, MAX_FIRST_FRAME_BYTES, type MessageOf } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { listenError } from '../errors.js';
-import { DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
+import { creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
 import { RemoteChannel, tcpTransport } from './remote-channel.js';
 
 /** Where a process's subtasks take channels in and open channels out: its data server, or a mesh's links. */
@@ -105,12 +105,13 @@ export class DataServer implements DataPlane {
     if (!hello) return;
     const { queue, channel, labels } = this.targets.resolve(hello);
     const socket = conn.socket;
+    const write = gatheredWrites(socket);
     const inbound = new InboundChannel(
       queue,
       channel,
       labels,
       (credits) => {
-        if (!socket.destroyed) socket.write(credits === 1 ? ONE_CREDIT : encodeFrame(makeMessage('DataCredit', { credits })));
+        if (!socket.destroyed) write(creditFrame(credits));
       },
       this.options.credits ?? DEFAULT_CHANNEL_CREDITS,
       this.options.metrics,
@@ -131,4 +132,3 @@ export class DataServer implements DataPlane {
   }
 }
 
-const ONE_CREDIT = encodeFrame(makeMessage('DataCredit', { credits: 1 }));

@@ -46,3 +46,4 @@ export {
   type TlsServerConfig,
   type TlsClientConfig,
 } from './tls.js';
+export { gatheredWrites } from './gathered-writes.js';

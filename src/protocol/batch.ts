@@ -1,12 +1,16 @@
 /**
  * The body of a data-plane record batch: [u32 count][u8 flags][f64 timestamp x count, if flag 1]
- * [msgpack array of count values]. Timestamps are sent raw only when some record has one. Values use
- * msgpackr records, the fastest general codec measured (shared/performance-notes.md).
+ * [values]. Timestamps are sent raw only when some record has one. The values are a msgpack array of
+ * count values (msgpackr records, the fastest general codec measured), or, with flag 2, columns
+ * (columns.ts: plain objects of one field list, the shape records almost always have), which a sender
+ * writes only to a receiver that said it reads them (DataCredit.columns).
  */
 import { Packr, Unpackr } from 'msgpackr';
+import { decodeColumns, encodeColumns } from './columns.js';
 import { FrameDecodeError, MessageReader } from './wire.js';
 
 const HAS_TIMESTAMPS = 1;
+const COLUMNAR = 2;
 const packr = new Packr({ useRecords: true, moreTypes: true });
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 
@@ -16,7 +20,14 @@ export interface EncodedBatch {
   timestamps: number[];
 }
 
-export function encodeRecordBatch(values: readonly unknown[], timestamps: readonly number[]): Buffer {
+export interface BatchEncoding {
+  /** Write columns when the values allow (the receiver reads them). @default false */
+  columns?: boolean;
+  /** Bytes left free before the batch, for the caller's frame header (no copy to add one). @default 0 */
+  prefix?: number;
+}
+
+export function encodeRecordBatch(values: readonly unknown[], timestamps: readonly number[], o: BatchEncoding = {}): Buffer {
   const n = values.length;
   let stamped = false;
   for (let i = 0; i < n; i++) {
@@ -25,15 +36,20 @@ export function encodeRecordBatch(values: readonly unknown[], timestamps: readon
       break;
     }
   }
-  const packed = packr.pack(values);
-  const out = Buffer.allocUnsafe(5 + (stamped ? 8 * n : 0) + packed.length);
-  out.writeUInt32BE(n, 0);
-  out.writeUInt8(stamped ? HAS_TIMESTAMPS : 0, 4);
-  let at = 5;
-  if (stamped) {
-    for (let i = 0; i < n; i++, at += 8) out.writeDoubleBE(timestamps[i]!, at);
+  const prefix = o.prefix ?? 0;
+  const head = 5 + (stamped ? 8 * n : 0);
+  let out = o.columns ? encodeColumns(values, prefix, head) : undefined;
+  const flags = (stamped ? HAS_TIMESTAMPS : 0) | (out ? COLUMNAR : 0);
+  if (!out) {
+    const packed = packr.pack(values);
+    out = Buffer.allocUnsafe(prefix + head + packed.length);
+    packed.copy(out, prefix + head);
   }
-  packed.copy(out, at);
+  out.writeUInt32BE(n, prefix);
+  out.writeUInt8(flags, prefix + 4);
+  if (stamped) {
+    for (let i = 0, at = prefix + 5; i < n; i++, at += 8) out.writeDoubleBE(timestamps[i]!, at);
+  }
   return out;
 }
 
@@ -41,7 +57,7 @@ export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
   const r = new MessageReader(body);
   const n = r.u32('batch count');
   const flags = r.u8('batch flags');
-  if (flags > HAS_TIMESTAMPS) throw new FrameDecodeError(`batch flags ${flags} not understood`);
+  if (flags > (HAS_TIMESTAMPS | COLUMNAR)) throw new FrameDecodeError(`batch flags ${flags} not understood`);
   const timestamps = new Array<number>(n);
   if (flags & HAS_TIMESTAMPS) {
     if (n * 8 > r.remaining) throw new FrameDecodeError(`batch of ${n} timestamps cannot fit in ${r.remaining} bytes`);
@@ -50,6 +66,7 @@ export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
     if (n > r.remaining) throw new FrameDecodeError(`batch count ${n} cannot fit in ${r.remaining} bytes`);
     timestamps.fill(Number.NEGATIVE_INFINITY);
   }
+  if (flags & COLUMNAR) return { values: decodeColumns(body, r.offset, n), timestamps };
   let values: unknown;
   try {
     values = unpackr.unpack(body.subarray(r.offset));

@@ -150,6 +150,11 @@ describe('the additive-tail idiom', () => {
     });
   }
 
+  test('a DataCredit pinned before DataCredit.columns existed decodes as a receiver that reads no columns', async () => {
+    const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-columns.hex', VECTORS), 'utf8')).trim(), 'hex');
+    assert.deepEqual(decodeFrame(old), { ...sampleMessage('DataCredit'), columns: false });
+  });
+
   test('a newer peer’s extra trailing bytes are ignored by this decoder', () => {
     const m = makeMessage('Heartbeat', { seq: 3, sentAtMs: 10, runningSubtasks: 2 });
     const longer = Buffer.concat([encodeMessage(m), Buffer.from([0, 0, 0, 9, 1, 2, 3])]);

@@ -1,0 +1,88 @@
+// Data-plane frames built without copies read as the codec encodes them; columns only for a receiver
+// that says it reads them.
+import assert from 'node:assert/strict';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { elementFrame, frameElement, RemoteChannel, tcpTransport } from '../../src/dataplane/index.js';
+import { FrameReader, gatheredWrites } from '../../src/net/index.js';
+import { decodeFrame, decodeMessage, encodeFrame, encodeRecordBatch, makeMessage } from '../../src/protocol/index.js';
+import { BATCH } from '../../src/runtime/index.js';
+
+const values = [
+  { auction: 1, price: 2.5, channel: 'Apple' },
+  { auction: 2, price: 3, channel: 'Baidu' },
+];
+const timestamps = [10, 11];
+
+test('a DataBatch frame built in place equals the codec encoding the same batch', () => {
+  for (const columns of [false, true]) {
+    const frame = elementFrame({ kind: BATCH, channel: 0, values, timestamps }, columns);
+    assert.deepEqual(frame, encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(values, timestamps, { columns }) })));
+    const back = frameElement(decodeFrame(frame), 3);
+    assert.deepEqual(back, { kind: BATCH, channel: 3, values, timestamps });
+  }
+});
+
+test('a batch is columnar only when asked (the receiver said it reads columns)', () => {
+  const flags = (f: Buffer): number => f[9 + 4]!;
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps })) & 2, 0);
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps }, true)) & 2, 2);
+});
+
+test('over a real connection: columns to a receiver whose credits say it reads them, msgpack to an older one', async () => {
+  for (const newer of [true, false]) {
+    const seen: Promise<Buffer> = new Promise((resolve, reject) => {
+      const server = createServer((socket) => {
+        const reader = new FrameReader(socket);
+        void (async () => {
+          const hello = await reader.next();
+          assert.equal(decodeMessage(hello!).type, 'DataHello');
+          // An older receiver's credit has no `columns` field: kind 205, then the u32 count alone.
+          const old = Buffer.from([0, 0, 0, 5, 205, 0, 0, 0, 4]);
+          socket.write(newer ? encodeFrame(makeMessage('DataCredit', { credits: 4, columns: true })) : old);
+          const batch = await reader.next();
+          socket.destroy();
+          server.close();
+          resolve(batch!);
+        })().catch((err: unknown) => {
+          socket.destroy();
+          server.close();
+          reject(err as Error);
+        });
+      }).listen(0, '127.0.0.1');
+      server.once('listening', () => {
+        const port = (server.address() as AddressInfo).port;
+        const hello = { jobId: 'j', attempt: 0, edgeIndex: 0, upstreamSubtask: 0, downstreamTaskId: 't', downstreamSubtask: 0, upstreamTaskId: 'u', mac: '' };
+        const ch = new RemoteChannel(tcpTransport('127.0.0.1', port, hello), () => undefined);
+        ch.push({ kind: BATCH, channel: 0, values, timestamps });
+        void seen.finally(() => ch.destroy()).catch(() => undefined);
+      });
+    });
+    const payload = await seen;
+    assert.equal(payload[0], 201, 'a DataBatch');
+    assert.equal((payload[1 + 4 + 4]! & 2) !== 0, newer, newer ? 'columnar' : 'msgpack');
+  }
+});
+
+test('writes of one synchronous run are gathered (the socket corked until a microtask), in order', async () => {
+  const got: Buffer[] = [];
+  const server = createServer((s) => s.on('data', (d: Buffer) => got.push(d))).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await new Promise((r) => socket.once('connect', r));
+  try {
+    const write = gatheredWrites(socket);
+    write(Buffer.from('a'));
+    write(Buffer.from('b'));
+    assert.equal(socket.writableCorked, 1, 'held while the run goes on');
+    await Promise.resolve();
+    assert.equal(socket.writableCorked, 0, 'released when it yields');
+    write(Buffer.from('c'));
+    await new Promise((r) => setTimeout(r, 0));
+    while (Buffer.concat(got).length < 3) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(Buffer.concat(got).toString(), 'abc');
+  } finally {
+    socket.destroy();
+    server.close();
+  }
+});

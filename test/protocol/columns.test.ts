@@ -1,0 +1,144 @@
+// Columnar record batches (design record 018) against msgpackr, the codec they stand in for: the same
+// values back for any batch, columnar or not; columns chosen only for the shapes they are meant for.
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { Packr, Unpackr } from 'msgpackr';
+import { decodeRecordBatch, encodeRecordBatch, FrameDecodeError } from '../../src/protocol/index.js';
+
+const packr = new Packr({ useRecords: true, moreTypes: true });
+const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
+const viaMsgpack = (values: unknown[]): unknown => unpackr.unpack(packr.pack(values));
+const columnar = (b: Buffer): boolean => (b[4]! & 2) !== 0;
+
+/** msgpackr writes -0 as the integer 0; columns keep it. Compared with msgpackr, -0 reads as 0. */
+function zeroed(v: unknown): unknown {
+  if (Object.is(v, -0)) return 0;
+  if (Array.isArray(v)) return v.map(zeroed);
+  if (v instanceof Map || v instanceof Set || v instanceof Date || ArrayBuffer.isView(v)) return v;
+  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, zeroed(x)]));
+  return v;
+}
+
+const number = fc.oneof(fc.integer(), fc.double(), fc.constantFrom(0, -0, NaN, Infinity, -Infinity, 2 ** 31, -(2 ** 31), 2 ** 53));
+// Strings of every kind: ASCII, any code point, and lone surrogates (not valid UTF-16, packed instead).
+const string = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary-ascii' }));
+const scalar = fc.oneof(number, string, fc.boolean());
+const anyValue = fc.oneof(scalar, fc.constant(null), fc.constant(undefined), fc.array(scalar, { maxLength: 3 }), fc.dictionary(fc.string(), scalar, { maxKeys: 2, noNullPrototype: true }));
+const fieldName = fc.oneof(fc.constantFrom('id', 'price', 'name', '0', '17', '', 'é', 'constructor', 'a b'), fc.string({ maxLength: 8 }));
+
+/** A batch of records with one field list, each field of one kind of value (or any value). */
+const regularBatch = fc
+  .uniqueArray(fieldName, { minLength: 1, maxLength: 6, selector: (k) => k })
+  .filter((names) => !names.includes('__proto__'))
+  .chain((names) =>
+    fc.tuple(...names.map(() => fc.constantFrom(number, string, fc.boolean(), fc.integer(), anyValue))).chain((kinds) =>
+      fc.array(
+        fc.tuple(...kinds).map((vals) => Object.fromEntries(names.map((n, i) => [n, vals[i]]))),
+        { minLength: 1, maxLength: 40 },
+      ),
+    ),
+  );
+
+describe('columnar record batches', () => {
+  test('any batch of one field list decodes to what msgpackr gives, columnar or not; with and without timestamps', () => {
+    let runs = 0;
+    let columnarRuns = 0;
+    fc.assert(
+      fc.property(regularBatch, fc.boolean(), (values, stamped) => {
+        const ts = values.map((_, i) => (stamped ? 1_000 + i : Number.NEGATIVE_INFINITY));
+        const encoded = encodeRecordBatch(values, ts, { columns: true });
+        runs++;
+        if (columnar(encoded)) columnarRuns++;
+        const back = decodeRecordBatch(encoded);
+        assert.deepStrictEqual(zeroed(back.values), zeroed(viaMsgpack(values)));
+        assert.deepStrictEqual(back.timestamps, ts);
+      }),
+      { numRuns: 3_000 },
+    );
+    assert.ok(columnarRuns > runs * 0.9, `${columnarRuns} of ${runs} batches columnar`);
+  });
+
+  test('batches of every shape (primitives, arrays, differing fields, nested) decode to what msgpackr gives', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(anyValue, fc.object({ maxDepth: 2 })), { minLength: 1, maxLength: 20 }), (values) => {
+        const back = decodeRecordBatch(encodeRecordBatch(values, values.map(() => Number.NEGATIVE_INFINITY), { columns: true }));
+        assert.deepStrictEqual(zeroed(back.values), zeroed(viaMsgpack(values)));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  test('typed columns keep every number exactly, -0 and NaN included', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ a: number, b: fc.integer(), s: fc.string({ unit: 'grapheme' }), f: fc.boolean() }, { noNullPrototype: true }), { minLength: 1, maxLength: 50 }), (values) => {
+        const b = encodeRecordBatch(values, values.map(() => Number.NEGATIVE_INFINITY), { columns: true });
+        assert.ok(columnar(b));
+        assert.deepStrictEqual(decodeRecordBatch(b).values, values);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  test('columns only where they are meant to be; msgpackr for the rest', () => {
+    const ts = (n: number) => Array.from({ length: n }, () => Number.NEGATIVE_INFINITY);
+    const bids = [{ auction: 1, price: 2.5, channel: 'x' }, { auction: 2, price: 3, channel: 'é' }];
+    assert.ok(columnar(encodeRecordBatch(bids, ts(2), { columns: true })), 'plain objects of one field list');
+    assert.ok(!columnar(encodeRecordBatch(bids, ts(2))), 'not unless the receiver reads them');
+    assert.ok(!columnar(encodeRecordBatch([1, 2], ts(2), { columns: true })), 'primitives');
+    assert.ok(!columnar(encodeRecordBatch([{ a: 1 }, { b: 1 }], ts(2), { columns: true })), 'differing fields');
+    assert.ok(!columnar(encodeRecordBatch([{ a: 1, b: 2 }, { b: 2, a: 1 }], ts(2), { columns: true })), 'the same fields in another order');
+    assert.ok(!columnar(encodeRecordBatch([{ a: 1 }, { a: 1, b: 2 }], ts(2), { columns: true })), 'a field more');
+    assert.ok(!columnar(encodeRecordBatch([new Date(0), new Date(1)], ts(2), { columns: true })), 'class instances');
+    assert.ok(!columnar(encodeRecordBatch([{}], ts(1), { columns: true })), 'no fields');
+    const proto = JSON.parse('[{"__proto__": 1}]') as unknown[];
+    assert.ok(!columnar(encodeRecordBatch(proto, ts(1), { columns: true })), 'a field named __proto__');
+    assert.deepStrictEqual(decodeRecordBatch(encodeRecordBatch(proto, ts(1), { columns: true })).values, viaMsgpack(proto));
+  });
+
+  test('a prefix leaves room for a frame header, and the batch after it is the same', () => {
+    const values = [{ a: 1.5, b: 'x' }, { a: 2.5, b: 'yy' }];
+    const ts = [5, 6];
+    for (const columns of [false, true]) {
+      const plain = encodeRecordBatch(values, ts, { columns });
+      const prefixed = encodeRecordBatch(values, ts, { columns, prefix: 9 });
+      assert.deepEqual(prefixed.subarray(9), plain);
+    }
+  });
+
+  test('a mutated columnar batch fails only with the typed error', () => {
+    const record = fc.record({ id: fc.integer(), price: fc.double(), name: fc.string(), ok: fc.boolean(), tags: fc.array(fc.string(), { maxLength: 2 }) }, { noNullPrototype: true });
+    fc.assert(
+      fc.property(fc.array(record, { minLength: 1, maxLength: 8 }), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat({ max: 3 }), (values, at, byte, cut) => {
+        const b = Buffer.from(encodeRecordBatch(values, values.map(() => Number.NEGATIVE_INFINITY), { columns: true }));
+        b[at % b.length] = byte;
+        try {
+          decodeRecordBatch(cut > 0 ? b.subarray(0, Math.max(0, b.length - cut * 7)) : b);
+        } catch (err) {
+          assert.ok(err instanceof FrameDecodeError, `escaped as ${(err as Error).constructor.name}: ${(err as Error).message}`);
+        }
+      }),
+      { numRuns: 10_000 },
+    );
+  });
+
+  test('golden vectors: a batch of bids as msgpack and as columns, pinned byte for byte', async () => {
+    const bids = [
+      { auction: 1000, bidder: 2001, price: 1.5, channel: 'Apple', url: 'https://x/é', dateTime: 1_700_000_000_000, flagged: false },
+      { auction: 1001, bidder: -3, price: 250, channel: 'Baidu', url: '', dateTime: 1_700_000_000_013, flagged: true },
+      { auction: 1002, bidder: 7, price: -0, channel: 'Google', url: 'u', dateTime: 1_700_000_000_026, flagged: false },
+    ];
+    const ts = [1, 2, 3];
+    for (const [file, columns] of [['msgpack-bids', false], ['columnar-bids', true]] as const) {
+      const url = new URL(`../vectors/batches/${file}.hex`, import.meta.url);
+      const bytes = encodeRecordBatch(bids, ts, { columns });
+      if (process.env.UPDATE_VECTORS === '1') await writeFile(url, bytes.toString('hex') + '\n');
+      const pinned = Buffer.from((await readFile(url, 'utf8')).trim(), 'hex');
+      assert.equal(bytes.toString('hex'), pinned.toString('hex'), `${file}: the batch encoding changed`);
+      const back = decodeRecordBatch(pinned);
+      assert.deepStrictEqual(back.values, columns ? bids : zeroed(bids));
+      assert.deepStrictEqual(back.timestamps, ts);
+    }
+  });
+});
