@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "ca9a4b38007e465deee9074b63eac5049218ec3187d60bd0f23c428cda85d1f0",
+  "fingerprint": "7359f9f9e63ccd18592a9c06e166fcc75e2cdefd6b02f5e972311beff3b61540",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -27,8 +27,8 @@ export const SDK_MANIFEST = {
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "16910f4d7bf6dbb4d983e59c436f461fcc3a8f9b673dc4842ba9598801f59f7f",
     "index.d.ts": "5d6b0bacd7d2fbed5b3930b1716597f0df0f2b164ee17ebe6eb289b8705c6390",
-    "plan/index.d.ts": "7b77f42084e852d616becfc87107945f211e7051e33bf64ccfd3d4ed4b46081f",
-    "plan/keygroups.d.ts": "14a9f1fc3ca201c53d2e5255a8e3d79f2d337d57473830c18b48f0f363776f6a",
+    "plan/index.d.ts": "bd649da7ab204f57c5dbb063b395b4e2a268e5f9139e2ea436f44d27ddcf86be",
+    "plan/keygroups.d.ts": "350e750bf1b1ac5030ec5271686adc1759a7e73f284c661b2122f62309be276b",
     "plan/planner.d.ts": "8e43da9b5aca9b10c5bb33d7e4dd1196740b619a73e151ee039896eeddb1891a",
     "plan/pre-aggregation.d.ts": "738cd48c58d4ab7fc75486b5485c4e6f2816f977bb205cef5ee842e711954938",
     "plan/slots.d.ts": "3d5312ec8b24de9353c121e489fa9b65aa05e98ac81433721dd6d6634d298cb5",

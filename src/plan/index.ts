@@ -11,6 +11,7 @@ export {
   keyGroupOf,
   hashNormalizedKey,
   normalizeKey,
+  isObjectKey,
   murmurString,
   murmurInt,
   operatorIndexForKeyGroup,

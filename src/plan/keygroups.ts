@@ -57,6 +57,11 @@ export function normalizeKey(key: unknown): unknown {
   return OBJECT_KEY_PREFIX + canonicalJson(key);
 }
 
+/** A normalized key that stands for an object or array key (whose original cannot be read back from it). */
+export function isObjectKey(normalizedKey: unknown): boolean {
+  return typeof normalizedKey === 'string' && normalizedKey.startsWith(OBJECT_KEY_PREFIX);
+}
+
 function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return '[' + v.map(canonicalJson).join(',') + ']';
   if (v instanceof Date) return JSON.stringify(v.toISOString());

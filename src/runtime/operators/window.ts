@@ -11,6 +11,7 @@ import { NO_TIMESTAMP } from '../elements.js';
 import { normalizeKey } from '../../plan/index.js';
 import { StreamOperator, type OperatorContext } from '../operator.js';
 import { KeyedOperator } from './keyed.js';
+import { convertLegacyPane, LEGACY_PANE_PREFIX, Pane, PANE_PREFIX, paneName } from './pane.js';
 
 /** How a window accumulates records and what it emits when it fires. */
 export interface WindowAccumulator {
@@ -20,12 +21,6 @@ export interface WindowAccumulator {
   emit(acc: unknown, key: unknown, window: TimeWindow, out: Collector<unknown>): void;
   /** add() returns a new accumulator and never changes one in place (so a snapshot need not copy it). */
   immutable?: boolean;
-}
-
-interface PaneEntry {
-  key: unknown;
-  keyGroup: number;
-  acc: unknown;
 }
 
 interface Session {
@@ -55,8 +50,6 @@ const mod = (x: number, m: number): number => ((x % m) + m) % m;
 /** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */
 const paneStart = (ts: number, offset: number, slide: number): number => ts - mod(ts - offset, slide);
 
-const PANE_PREFIX = '__pane:';
-const paneName = (start: number): string => `${PANE_PREFIX}${start}`;
 const SESSIONS = '__sessions';
 
 export class WindowOperator extends KeyedOperator {
@@ -65,11 +58,8 @@ export class WindowOperator extends KeyedOperator {
   private agg!: WindowAccumulator;
   private collector!: Collector<unknown>;
   private emitTimestamp = NO_TIMESTAMP;
-  /**
-   * Non-merging windows: window start -> a keyed table (key group, normalized key -> accumulator) in the
-   * backend, so panes are snapshotted copy-on-write with the rest of the keyed state.
-   */
-  private readonly panes = new Map<number, StateTable<PaneEntry>>();
+  /** Non-merging windows: window start -> its pane (a keyed table of accumulators in the backend). */
+  private readonly panes = new Map<number, Pane>();
   private readonly starts: number[] = [];
   /** Session windows: a keyed table of each key's sessions, and their ends in firing order. */
   private sessions!: StateTable<KeySessions>;
@@ -146,23 +136,17 @@ export class WindowOperator extends KeyedOperator {
       added = true;
       let pane = this.panes.get(start);
       if (!pane) {
-        pane = this.backend.internalTable<PaneEntry>(paneName(start));
-        pane.valuesImmutable = this.agg.immutable === true;
+        pane = new Pane(this.backend.internalTable(paneName(start)), this.agg);
         this.panes.set(start, pane);
         this.insertStart(start);
         if (this.processingTime) this.scheduleFire(start + size);
       }
-      const nk = this.backend.currentNormalizedKey;
-      const kg = this.backend.currentKeyGroup;
-      let e = pane.get(kg, nk);
-      if (!e) pane.set(kg, nk, (e = { key: this.backend.currentKey, keyGroup: kg, acc: this.agg.add(this.agg.create(), value, input) }));
-      // Entries of an immutable accumulator are replaced, never changed, so a snapshot can keep the old one.
-      else if (pane.valuesImmutable) pane.set(kg, nk, (e = { key: e.key, keyGroup: kg, acc: this.agg.add(e.acc, value, input) }));
-      else e.acc = this.agg.add(e.acc, value, input);
+      const { currentKey: key, currentNormalizedKey: nk, currentKeyGroup: kg } = this.backend;
+      const acc = pane.add(kg, nk, key, value, input);
       // A late record within the allowed lateness: the window fires again for this key, with the update.
       if (this.lateness > 0 && (this.fired.has(start) || start + size - 1 <= this.currentWatermark)) {
         this.fired.add(start);
-        this.emit(e.acc, e, start, start + size);
+        this.emit(acc, key, nk, kg, start, start + size);
       }
     }
     return added;
@@ -201,7 +185,7 @@ export class WindowOperator extends KeyedOperator {
     if (!this.processingTime && end - 1 <= this.currentWatermark) {
       // Late, within the allowed lateness: the session fires now for this key, and is kept until its cleanup.
       merged.fired = true;
-      this.emit(acc, ks, start, end);
+      this.emit(acc, ks.key, nk, kg, start, end);
     }
     this.sessionsDue.push(this.dueOf(merged, nk, kg));
     if (this.processingTime) this.scheduleFire(end);
@@ -233,7 +217,7 @@ export class WindowOperator extends KeyedOperator {
         // A cleanup finds its session fired; a firing finds it not yet fired (else it fired late, at once).
         if ((top.cleanup === true) !== (s.fired === true)) continue;
         if (top.cleanup !== true) {
-          this.emit(s.acc, ks!, s.start, s.end);
+          this.emit(s.acc, ks!.key, top.nk, top.kg, s.start, s.end);
           if (this.lateness > 0) {
             s.fired = true;
             this.sessionsDue.push(this.dueOf(s, top.nk, top.kg));
@@ -250,8 +234,7 @@ export class WindowOperator extends KeyedOperator {
     for (const start of this.starts) {
       if (start + size - 1 > time) break;
       if (this.fired.has(start)) continue;
-      const pane = this.panes.get(start)!;
-      for (const g of pane.groups) if (g) for (const e of g.values()) this.emit(e.acc, e, start, start + size);
+      this.panes.get(start)!.forEach((acc, key, nk, kg) => this.emit(acc, key, nk, kg, start, start + size));
       if (this.lateness > 0) this.fired.add(start);
     }
     while (this.starts.length > 0 && this.starts[0]! + size - 1 + this.lateness <= time) {
@@ -262,11 +245,11 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
-  private emit(acc: unknown, e: { key: unknown; keyGroup: number }, start: number, end: number): void {
+  private emit(acc: unknown, key: unknown, normalizedKey: unknown, keyGroup: number, start: number, end: number): void {
     this.emitTimestamp = end - 1;
-    this.backend.setCurrentKeyUnchecked(e.key, undefined, e.keyGroup);
+    this.backend.setCurrentKeyUnchecked(key, normalizedKey, keyGroup);
     try {
-      this.agg.emit(acc, e.key, { start, end }, this.collector);
+      this.agg.emit(acc, key, { start, end }, this.collector);
     } catch (err) {
       throw this.userError(err);
     }
@@ -289,14 +272,18 @@ export class WindowOperator extends KeyedOperator {
 
   /** After the backend was restored (only this subtask's key groups): index its panes and sessions again. */
   protected override restoreOwn(own: unknown): void {
-    for (const [name, table] of this.backend.internalTables<PaneEntry>(PANE_PREFIX)) {
+    // A snapshot from before today's pane layout: its panes are converted (then snapshotted anew).
+    for (const [name, legacy] of this.backend.internalTables<unknown>(LEGACY_PANE_PREFIX)) {
+      convertLegacyPane(legacy, this.backend.internalTable(paneName(Number(name.slice(LEGACY_PANE_PREFIX.length)))));
+      this.backend.dropInternalTable(name);
+    }
+    for (const [name, table] of this.backend.internalTables<unknown>(PANE_PREFIX)) {
       const start = Number(name.slice(PANE_PREFIX.length));
       if (table.size === 0) {
         this.backend.dropInternalTable(name);
         continue;
       }
-      table.valuesImmutable = this.agg.immutable === true;
-      this.panes.set(start, table);
+      this.panes.set(start, new Pane(table, this.agg));
       this.insertStart(start);
       if (this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
     }
