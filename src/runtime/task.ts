@@ -94,8 +94,15 @@ export class SubtaskRunner {
   recordsIn = 0;
   /** Time spent waiting for room downstream (backpressure), measured only when it has to wait. */
   backpressuredMs = 0;
-  /** Time spent waiting for input (a source: for a read that had nothing yet, or was paced). */
-  idleMs = 0;
+  /**
+   * Time spent waiting for input (a source: for a read that had nothing yet, or was paced), the wait
+   * under way included: a source's first fetch that takes seconds is waiting, not work, by any look.
+   */
+  get idleMs(): number {
+    return this.idleMsDone + (this.waitingSince === undefined ? 0 : performance.now() - this.waitingSince);
+  }
+  private idleMsDone = 0;
+  private waitingSince: number | undefined;
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
   private readonly pendingBarriers: number[] = [];
@@ -321,9 +328,9 @@ export class SubtaskRunner {
         this.setup.onPhase?.(SubtaskPhase.READING);
         let status = reader.read(out, this.setup.batchSize);
         if (typeof status !== 'string') {
-          const since = performance.now();
+          this.waitingSince = performance.now();
           status = await this.bounded(status);
-          this.idleMs += performance.now() - since;
+          this.endWait();
         }
         await this.afterBatch();
         if (status === 'END') break;
@@ -340,6 +347,11 @@ export class SubtaskRunner {
       await this.bounded(reader.close?.());
     }
     head.processWatermark(MAX_WATERMARK);
+  }
+
+  private endWait(): void {
+    if (this.waitingSince !== undefined) this.idleMsDone += performance.now() - this.waitingSince;
+    this.waitingSince = undefined;
   }
 
   /** A source's barriers for the checkpoints asked of it since its last batch, in order. */
@@ -414,9 +426,9 @@ export class SubtaskRunner {
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
         this.setup.onPhase?.(SubtaskPhase.IDLE);
-        const since = performance.now();
+        this.waitingSince = performance.now();
         e = await queue.take();
-        this.idleMs += performance.now() - since;
+        this.endWait();
       }
       if (aligner.hold(e)) continue;
       switch (e.kind) {

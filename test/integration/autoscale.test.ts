@@ -9,8 +9,10 @@ import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import type { JobView } from '../../src/coordinator/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
+import { waitFor } from '../helpers.js';
 
 const JOB = resolve(import.meta.dirname, '../fixtures/jobs/throttled.ts');
+const GATED = resolve(import.meta.dirname, '../fixtures/jobs/gated-source.ts');
 
 test('the autoscaler scales a throttled job out to its maximum and, once idle, back in to its minimum', async () => {
   const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--autoscale-sustain-ms', '1500', '--autoscale-cooldown-ms', '1500'], workerArgs: ['--batch-size', '32'] });
@@ -48,6 +50,37 @@ test('the autoscaler scales a throttled job out to its maximum and, once idle, b
     assert.ok(back.autoscaler!.min === 1 && back.autoscaler!.max === 2);
     await h.waitForLog(h.coordinator, new RegExp(`^job ${jobId} autoscaler: .*scale in 2 -> 1$`));
     await client.cancel(jobId);
+    client.close();
+  } finally {
+    await h.close();
+  }
+});
+
+test('a source waiting on a long first read is idle, not busy, by the measure the autoscaler acts on', async () => {
+  const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: ['--autoscale-sustain-ms', '1000', '--autoscale-cooldown-ms', '0'] });
+  try {
+    const gate = join(h.dir, 'gate');
+    const loaded = await loadJobModule(GATED, { cacheDir: join(h.dir, 'c') });
+    const params = { gate };
+    const client = await h.client();
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ck') }, autoscale: { min: 1, max: 2 } });
+    type Metrics = { busy: number; measured: number; recordsIn: number };
+    const sourceMetrics = async (): Promise<Metrics> => (await h.http<JobView & { graph: { tasks: { metrics: Metrics }[] } }>(`/api/v1/jobs/${jobId}`)).body.graph.tasks[0]!.metrics;
+    await waitFor('the source task measured', async () => (await sourceMetrics()).measured === 1);
+    // Watched for three times the autoscaler's sustain: a wait under way counted as work made it 100%
+    // busy (and scaled out) until the read returned.
+    const seen: number[] = [];
+    for (const end = Date.now() + 3_000; Date.now() < end; await sleep(200)) {
+      const m = await sourceMetrics();
+      assert.equal(m.recordsIn, 0, 'still waiting');
+      seen.push(m.busy);
+    }
+    assert.ok(seen.every((b) => b < 0.5), `busy while waiting: ${seen.join(', ')}`);
+    await writeFile(gate, '');
+    const outcome = await client.waitForCompletion(jobId);
+    assert.equal(outcome.ok, true, outcome.error);
+    const view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+    assert.deepEqual(view.rescales, [], JSON.stringify(view.autoscaler));
     client.close();
   } finally {
     await h.close();

@@ -12,10 +12,10 @@ test(`postgres exactly once: kill -9 of a worker three times at random moments (
   const random = prng(SEED);
   const table = tableName('eo');
   await sql(url, `CREATE TABLE ${table} (id int, v int)`);
-  const pipe = await startPipe(PG_SINK_JOB, { url, table, prefix: table, count: '24000', rate: '2000' });
+  const pipe = await startPipe(PG_SINK_JOB, { url, table, prefix: table, count: '40000', rate: '2000' });
   try {
     const log = await killWorkersAtRandom(pipe, random, 3);
-    await assertPgExactlyOnce(pipe, url, table, 24_000, `seed ${SEED} (${log.join('; ')})`);
+    await assertPgExactlyOnce(pipe, url, table, 40_000, `seed ${SEED} (${log.join('; ')})`);
     t.diagnostic(log.join('; '));
   } finally {
     await pipe.h.close();

@@ -10,12 +10,12 @@ test('postgres exactly once across rescales 2 -> 3 -> 1 mid-stream', { timeout: 
   const url = pgUrl();
   const table = tableName('rs');
   await sql(url, `CREATE TABLE ${table} (id int, v int)`);
-  const pipe = await startPipe(PG_SINK_JOB, { url, table, prefix: table, count: '15000', rate: '1500' });
+  const pipe = await startPipe(PG_SINK_JOB, { url, table, prefix: table, count: '30000', rate: '1500' });
   try {
     await rescaleInTurn(pipe, [3, 1]);
     const view = await pipe.view();
     assert.ok(view.state === 'RUNNING' || view.state === 'FINISHED');
-    await assertPgExactlyOnce(pipe, url, table, 15_000, 'rescaled 2 -> 3 -> 1');
+    await assertPgExactlyOnce(pipe, url, table, 30_000, 'rescaled 2 -> 3 -> 1');
   } finally {
     await pipe.h.close();
   }
