@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "7359f9f9e63ccd18592a9c06e166fcc75e2cdefd6b02f5e972311beff3b61540",
+  "fingerprint": "802be46939dfcecfe4c054494d85d44d9df711fa382cbd3ebece96a957a59ff3",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -46,7 +46,7 @@ export const SDK_MANIFEST = {
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
     "runtime/subtask.d.ts": "379fad78653cc9573ac66887af9acdd4cd16c3ae5b9a7101858fa1a5cf1f812d",
-    "runtime/task.d.ts": "7f6a38c82885539a941b332461bb3c66ba79bbec1f273d16aa3c7025d423b18c",
+    "runtime/task.d.ts": "32c0d529d7bab377e6aabab36eb2f6082aa219db427d6401bf56d1dd4ed22cc7",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/writer.d.ts": "4281ffdc1dc859a7f8ef94c1cf7b62c5c98d6446cbf59ed0a270988f94e3b992",
     "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
