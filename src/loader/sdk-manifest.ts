@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "802be46939dfcecfe4c054494d85d44d9df711fa382cbd3ebece96a957a59ff3",
+  "fingerprint": "cddb9006b9d6974673563cde9c2e138e22c95f818625699d68e0dba2b5b3f79b",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -38,7 +38,7 @@ export const SDK_MANIFEST = {
     "runtime/cutover-gate.d.ts": "5de9918fd45baf3f647e4206bdbbd1c7862bd9fa91046e5983b21ee0b8be1698",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "5d72628ee50a91efdceebb982502c2fc9ff89bda653c15e4fc0b6f8dc0d529d0",
-    "runtime/index.d.ts": "a4524423eee1ef5f1d505bf137d7bd485390e7683d5d46c17f567c6633e8f830",
+    "runtime/index.d.ts": "808249a974949b906e782d9dc7bbe933320cc0c8d1977dc1d300d216071b88c3",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "e7f71180f7572ad0c648b09291e230b753166c87fd87f4f38119d4a5592df634",
     "runtime/operators/basic.d.ts": "735bc2207782db5d37a3d1238b56bee99d48425922755e0b8e66291059e4751a",
@@ -46,8 +46,9 @@ export const SDK_MANIFEST = {
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
     "runtime/subtask.d.ts": "379fad78653cc9573ac66887af9acdd4cd16c3ae5b9a7101858fa1a5cf1f812d",
-    "runtime/task.d.ts": "32c0d529d7bab377e6aabab36eb2f6082aa219db427d6401bf56d1dd4ed22cc7",
+    "runtime/task.d.ts": "047abf32bf70b661cbebe2a966385acb0713bf943f59d125d34a56821c52bacd",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
+    "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",
     "runtime/writer.d.ts": "4281ffdc1dc859a7f8ef94c1cf7b62c5c98d6446cbf59ed0a270988f94e3b992",
     "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
     "sdk/env.d.ts": "6c4bcb188b6aa9078d1c8367e9a247493c1de153f0a7401ca4d3fd9df8f1991b",

@@ -21,6 +21,7 @@ export { InputQueue } from './queue.js';
 export { BarrierAligner, type AlignerEvent } from './aligner.js';
 export { buildSubtask, channelTarget, type ChannelSink, type LocalInput, type SubtaskEnvironment } from './subtask.js';
 export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
+export { WaitClock } from './wait-clock.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
 export { rescaleInputs, assignedSubtasks, overlappingSubtasks, type RescaledSnapshot, type RestoreSnapshot } from './rescale.js';
 export { MAX_COLLECTED_BYTES } from './operators/collect.js';

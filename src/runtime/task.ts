@@ -18,6 +18,7 @@ import type { InputQueue } from './queue.js';
 import { BarrierAligner, type AlignerEvent } from './aligner.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
+import { WaitClock } from './wait-clock.js';
 
 /** How long a task may run batches back to back before it lets other work on the event loop run. */
 export const YIELD_INTERVAL_MS = 10;
@@ -92,17 +93,18 @@ class Retired extends Error {}
 export class SubtaskRunner {
   state: SubtaskState = 'CREATED';
   recordsIn = 0;
-  /** Time spent waiting for room downstream (backpressure), measured only when it has to wait. */
-  backpressuredMs = 0;
-  /**
-   * Time spent waiting for input (a source: for a read that had nothing yet, or was paced), the wait
-   * under way included: a source's first fetch that takes seconds is waiting, not work, by any look.
-   */
-  get idleMs(): number {
-    return this.idleMsDone + (this.waitingSince === undefined ? 0 : performance.now() - this.waitingSince);
+  /** Waits for room downstream (backpressure). */
+  private readonly backpressure = new WaitClock();
+  /** Waits for input (a source: for a read that had nothing yet, or was paced). */
+  private readonly idle = new WaitClock();
+  /** Time spent waiting for room downstream, the wait under way included. */
+  get backpressuredMs(): number {
+    return this.backpressure.totalMs;
   }
-  private idleMsDone = 0;
-  private waitingSince: number | undefined;
+  /** Time spent waiting for input, the wait under way included. */
+  get idleMs(): number {
+    return this.idle.totalMs;
+  }
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
   private readonly pendingBarriers: number[] = [];
@@ -283,9 +285,12 @@ export class SubtaskRunner {
     }
     writer.flushPartial();
     if (writer.mustWait) {
-      const since = performance.now();
-      await this.bounded(writer.awaitCapacity());
-      this.backpressuredMs += performance.now() - since;
+      this.backpressure.begin();
+      try {
+        await this.bounded(writer.awaitCapacity());
+      } finally {
+        this.backpressure.end();
+      }
     }
     if (signal.aborted) throw signal.reason;
     const now = performance.now();
@@ -328,9 +333,12 @@ export class SubtaskRunner {
         this.setup.onPhase?.(SubtaskPhase.READING);
         let status = reader.read(out, this.setup.batchSize);
         if (typeof status !== 'string') {
-          this.waitingSince = performance.now();
-          status = await this.bounded(status);
-          this.endWait();
+          this.idle.begin();
+          try {
+            status = await this.bounded(status);
+          } finally {
+            this.idle.end();
+          }
         }
         await this.afterBatch();
         if (status === 'END') break;
@@ -347,11 +355,6 @@ export class SubtaskRunner {
       await this.bounded(reader.close?.());
     }
     head.processWatermark(MAX_WATERMARK);
-  }
-
-  private endWait(): void {
-    if (this.waitingSince !== undefined) this.idleMsDone += performance.now() - this.waitingSince;
-    this.waitingSince = undefined;
   }
 
   /** A source's barriers for the checkpoints asked of it since its last batch, in order. */
@@ -426,9 +429,12 @@ export class SubtaskRunner {
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
         this.setup.onPhase?.(SubtaskPhase.IDLE);
-        this.waitingSince = performance.now();
-        e = await queue.take();
-        this.endWait();
+        this.idle.begin();
+        try {
+          e = await queue.take();
+        } finally {
+          this.idle.end();
+        }
       }
       if (aligner.hold(e)) continue;
       switch (e.kind) {

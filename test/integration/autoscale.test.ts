@@ -13,6 +13,7 @@ import { waitFor } from '../helpers.js';
 
 const JOB = resolve(import.meta.dirname, '../fixtures/jobs/throttled.ts');
 const GATED = resolve(import.meta.dirname, '../fixtures/jobs/gated-source.ts');
+const GATED_SINK = resolve(import.meta.dirname, '../fixtures/jobs/gated-sink.ts');
 
 test('the autoscaler scales a throttled job out to its maximum and, once idle, back in to its minimum', async () => {
   const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--autoscale-sustain-ms', '1500', '--autoscale-cooldown-ms', '1500'], workerArgs: ['--batch-size', '32'] });
@@ -81,6 +82,37 @@ test('a source waiting on a long first read is idle, not busy, by the measure th
     assert.equal(outcome.ok, true, outcome.error);
     const view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
     assert.deepEqual(view.rescales, [], JSON.stringify(view.autoscaler));
+    client.close();
+  } finally {
+    await h.close();
+  }
+});
+
+test('a source held back by a stalled sink is backpressured while it waits, not only once the wait ends', async () => {
+  const h = await ClusterHarness.start({ workers: 1, slots: 1 });
+  try {
+    const gate = join(h.dir, 'gate');
+    const loaded = await loadJobModule(GATED_SINK, { cacheDir: join(h.dir, 'c') });
+    const params = { gate };
+    const client = await h.client();
+    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1 });
+    type Metrics = { backpressure: number; measured: number; recordsOut: number };
+    const sourceMetrics = async (): Promise<Metrics> => (await h.http<JobView & { graph: { tasks: { metrics: Metrics }[] } }>(`/api/v1/jobs/${jobId}`)).body.graph.tasks[0]!.metrics;
+    // The source fills what the sink's input holds, then waits for room that does not come.
+    let last = -1;
+    await waitFor('the source stuck behind the sink', async () => {
+      const m = await sourceMetrics();
+      const stuck = m.measured === 1 && m.recordsOut > 0 && m.recordsOut === last;
+      last = m.recordsOut;
+      return stuck;
+    });
+    // Counted only when the wait ended, it read 0 for as long as the sink stalled.
+    const seen: number[] = [];
+    for (const end = Date.now() + 2_000; Date.now() < end; await sleep(200)) seen.push((await sourceMetrics()).backpressure);
+    assert.ok(seen.every((b) => b > 0.5), `backpressure while stuck: ${seen.join(', ')}`);
+    await writeFile(gate, '');
+    const outcome = await client.waitForCompletion(jobId);
+    assert.equal(outcome.ok, true, outcome.error);
     client.close();
   } finally {
     await h.close();
