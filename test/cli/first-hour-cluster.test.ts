@@ -1,25 +1,18 @@
 // The first hour's traps against a running cluster, each closed: a client, a worker or a browser at the
 // wrong port, a worker that never reached its coordinator, output a script can parse, a clean goodbye.
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, test } from 'node:test';
-import { makeJobDir, runCli } from '../harness/cli.js';
+import { runCli, useJobDir } from '../harness/cli.js';
 import { FIRST_HOUR_JOBS } from '../harness/cli-jobs.js';
 import { ClusterHarness } from '../harness/cluster.js';
 import { heldPort } from '../helpers.js';
 
 const clink = runCli;
-let dir: string;
-
-before(async () => {
-  dir = await makeJobDir('clink-first-hour-cluster-', FIRST_HOUR_JOBS);
-});
-after(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+/** The jobs' directory, made before the tests and removed after them. */
+const dir = useJobDir('clink-first-hour-cluster-', FIRST_HOUR_JOBS);
 
 describe('the command line against a cluster', () => {
   let h: ClusterHarness;
@@ -80,18 +73,18 @@ describe('the command line against a cluster', () => {
   });
 
   test('submit --wait --output json prints one JSON document on stdout, nothing else', async () => {
-    const r = await clink(['submit', join(dir, 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait', '--output', 'json'], h.dir);
+    const r = await clink(['submit', join(dir(), 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait', '--output', 'json'], h.dir);
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as { jobId: string; state: string; collected: { rows: unknown[] } };
     assert.match(doc.jobId, /^[0-9a-f]{8}$/);
     assert.equal(doc.state, 'FINISHED');
     assert.equal(doc.collected.rows.length, 5);
-    const detached = await clink(['submit', join(dir, 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--output', 'json'], h.dir);
+    const detached = await clink(['submit', join(dir(), 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--output', 'json'], h.dir);
     assert.deepEqual(Object.keys(JSON.parse(detached.stdout) as object), ['jobId']);
   });
 
   test("print() on a worker goes to the worker's stdout as whole plain lines; its log lines stay JSON on stderr", async () => {
-    const r = await clink(['submit', join(dir, 'printer.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait'], h.dir);
+    const r = await clink(['submit', join(dir(), 'printer.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait'], h.dir);
     assert.equal(r.code, 0, r.stderr);
     const printed = [...h.nodes].flatMap((n) => n.stdout.split('\n').filter((l) => l.startsWith('printed-')));
     assert.equal(printed.length, 2000);

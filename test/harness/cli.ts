@@ -1,8 +1,9 @@
 /** Run the clink CLI as a real process (through tsx), with its own job cache. */
 import { spawn } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { after, before } from 'node:test';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const TSX = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
@@ -56,6 +57,24 @@ export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000
 /** The frames a redrawn progress line went through (each starts `[clink] <name>`). */
 export function progressFrames(terminalOutput: string, name: string): string[] {
   return terminalOutput.split('\r\x1b[2K').filter((f) => f.startsWith(`[clink] ${name}`));
+}
+
+/**
+ * A directory (named from `prefix`) holding `files` for the tests of the calling file: made before
+ * them, removed after them. Returns its path's getter (the path is known once the hook has run).
+ */
+export function useJobDir(prefix: string, files: Record<string, string>): () => string {
+  let dir: string | undefined;
+  before(async () => {
+    dir = await makeJobDir(prefix, files);
+  });
+  after(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  return () => {
+    if (!dir) throw new Error('the job directory is made in a before hook: read it inside a test');
+    return dir;
+  };
 }
 
 /** A new temporary directory (named from `prefix`) holding `files`: name to text. */
