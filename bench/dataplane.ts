@@ -86,6 +86,8 @@ export async function startBenchCluster(jobFile: string, parallelism: number, op
     ...(options.tls ? { tls: options.tls } : {}),
     // Side by side: CLINK_BENCH_TASK_ISOLATION=none measures the workers without job threads.
     ...(process.env.CLINK_BENCH_TASK_ISOLATION === 'none' ? { taskIsolation: 'none' as const } : {}),
+    // Side by side: CLINK_BENCH_DATA_TRANSPORT=channel measures a connection per channel instead of data links.
+    ...(process.env.CLINK_BENCH_DATA_TRANSPORT === 'channel' ? { dataTransport: 'channel' as const } : {}),
     cliCommand: {
       execPath: process.execPath,
       args: [...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []), '--import', 'tsx', join(root, 'src/cli/bin.ts')],

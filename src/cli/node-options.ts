@@ -96,6 +96,7 @@ export const nodeOptions = (): NodeOption[] => [
   worker(opt('--batch-linger-ms <ms>', 'worker: how long a partly filled batch may wait to fill', nonNegativeInt, 0)),
   worker(new Option('--task-isolation <mode>', "worker: where user code runs: a thread per job (its heartbeats never wait on it), or none (the session's event loop)").choices(['thread', 'none']).default('thread')),
   worker(opt('--task-stall-timeout-ms <ms>', "worker: a job's thread that makes no progress this long is terminated and its subtasks fail", positiveInt, 30_000)),
+  worker(new Option('--data-transport <mode>', 'worker: how its channels to other workers travel: one data link per peer carrying all of them (to peers that take links), or a connection per channel (and it takes no links)').choices(['link', 'channel']).default('link')),
   worker(opt('--task-heap-mb <mb>', "worker: heap limit of each job's thread; past it its subtasks fail with 'out of memory'", positiveInt, 2_048)),
 ];
 
@@ -171,6 +172,7 @@ export function nodeFlagsOf(o: Record<string, unknown>): NodeFlags {
       taskIsolation: o.taskIsolation as 'thread' | 'none',
       taskStallTimeoutMs: n('taskStallTimeoutMs'),
       taskHeapMb: n('taskHeapMb'),
+      dataTransport: o.dataTransport as 'link' | 'channel',
     },
     reconnect: { initialBackoffMs: n('reconnectInitialBackoffMs'), maxBackoffMs: n('reconnectMaxBackoffMs') },
   };

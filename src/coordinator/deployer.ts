@@ -139,7 +139,7 @@ export function peersOf(job: JobState, st: SubtaskState, to?: ReadonlySet<string
       const target = job.subtasks.find((t) => t.taskId === down.id && t.index === d)!;
       const port = target.listening!.find((p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex)?.port;
       if (port === undefined) continue;
-      peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port });
+      peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port, link: target.dataLinks === true });
     }
   }
   return peers;

@@ -70,6 +70,7 @@ export class JobMaster {
     const st = this.subtaskOf(m.taskId, m.subtaskIndex, s);
     if (!st || st.started || (job.state !== 'DEPLOYING' && job.state !== 'RUNNING')) return;
     st.listening = m.edgePorts;
+    st.dataLinks = m.dataLinks;
     // Every subtask of one deploy (the whole job, a retried region, a hot rescale's new subtasks) starts together.
     const group = job.subtasks.filter((t) => t.attempt === st.attempt && !t.started);
     if (!group.every((t) => t.listening)) return;

@@ -127,6 +127,8 @@ export interface SubtaskState {
   /** The deploy attempt it runs as (a retry redeploys part of a job under a new one). */
   attempt: number;
   listening?: MessageOf<'SubtaskListening'>['edgePorts'];
+  /** Its process takes data links (SubtaskListening.dataLinks): its upstreams may send on one. */
+  dataLinks?: boolean;
   /** Its PeerUpdate has gone: it is running. */
   started?: boolean;
   /** What its collect() sinks gathered (msgpack), kept until the job completes. */

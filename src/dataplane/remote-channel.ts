@@ -6,8 +6,8 @@
  * them. The channel reports itself full while anything waits, so its task stops pulling input: a slow
  * receiver slows the source, and memory on both sides is bounded by the credits, never by the data rate.
  *
- * What carries the frames is a transport: a connection of the channel's own (tcpTransport), or a mesh
- * link shared by every channel between two processes (link-plane.ts).
+ * What carries the frames is a transport: a connection of the channel's own (tcpTransport), or a link
+ * shared by every channel between two processes (link-mux.ts).
  */
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';

@@ -14,6 +14,7 @@ import { ClusterClient } from '../client/index.js';
 import type { Logger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
 import { Worker, type TaskIsolation } from '../worker/index.js';
+import type { DataTransport } from '../dataplane/index.js';
 import { ClinkError } from '../errors.js';
 import { loadTlsClient, loadTlsServer } from '../net/index.js';
 import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
@@ -33,6 +34,8 @@ export interface EmbeddedClusterOptions {
   batchLingerMs?: number;
   /** Where the workers run user code (see WorkerConfig.taskIsolation). @default 'thread' */
   taskIsolation?: TaskIsolation;
+  /** How the workers' channels to each other travel (see WorkerConfig.dataTransport). @default 'link' */
+  dataTransport?: DataTransport;
   /** Slot sharing (see CoordinatorConfig.slotSharing). @default true */
   slotSharing?: boolean;
   /**
@@ -90,6 +93,7 @@ export class EmbeddedCluster {
           batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
           batchLingerMs: this.options.batchLingerMs ?? 0,
           ...(this.options.taskIsolation ? { taskIsolation: this.options.taskIsolation } : {}),
+          ...(this.options.dataTransport ? { dataTransport: this.options.dataTransport } : {}),
         },
         { log, metrics: new ClinkMetrics() },
       );
@@ -124,6 +128,7 @@ export class EmbeddedCluster {
         `--batch-size=${this.options.batchSize ?? DEFAULT_BATCH_SIZE}`,
         `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
+        ...(this.options.dataTransport ? [`--data-transport=${this.options.dataTransport}`] : []),
         ...(this.options.tls
           ? [`--tls-ca=${this.options.tls.ca}`, `--tls-cert=${this.options.tls.cert}`, `--tls-key=${this.options.tls.key}`, `--tls-client-cert=${this.options.tls.cert}`, `--tls-client-key=${this.options.tls.key}`]
           : []),

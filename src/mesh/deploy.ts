@@ -55,7 +55,7 @@ export function memberSlice(o: SliceOptions): MemberSlice {
       if (up.id !== st.taskId) continue;
       for (let d = 0; d < down.parallelism; d++) {
         const { host, port } = hostPort(o.members[memberOf.get(subtaskKey(down.id, d))!]!, 'a member address');
-        peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host, port });
+        peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host, port, link: true });
       }
     }
     return { taskId: st.taskId, subtaskIndex: st.index, peers };

@@ -126,6 +126,12 @@ export class ClinkMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly dataLinks = new Gauge({
+    name: 'clink_data_links',
+    help: 'Data links open at this process, each carrying every channel from one worker to another: dialled here (out) or by a peer (in)',
+    labelNames: ['direction'] as const,
+    registers: [this.registry],
+  });
   readonly channelRecordsSent = channelCounter(this.registry, 'clink_channel_records_sent_total', 'Records a channel sent to another process');
   readonly channelBytesSent = channelCounter(this.registry, 'clink_channel_bytes_sent_total', 'Bytes a channel sent to another process');
   readonly channelRecordsReceived = channelCounter(this.registry, 'clink_channel_records_received_total', 'Records a channel received from another process');

@@ -93,6 +93,7 @@ export const PeerAddress = struct('PeerAddress', {
   inputIndex: field(u32),
   host: field(string),
   port: field(u16),
+  link: tail(bool, false, "the channel may travel on the sender's data link to host:port (the receiver said it takes links); false: a connection of its own"),
 });
 
 export const SubtaskPeers = struct('SubtaskPeers', {
@@ -153,6 +154,7 @@ export const MESSAGES = {
     taskId: field(string),
     subtaskIndex: field(u32),
     edgePorts: field(list(EdgePort)),
+    dataLinks: tail(bool, false, "the subtask's process takes data links on its data port (one connection per peer for every channel); false: a connection per channel"),
   }),
   SubtaskFinished: message(3, 'worker->coordinator', 'a subtask ended, cleanly or not', {
     jobId: field(string),
@@ -379,8 +381,8 @@ export const MESSAGES = {
     member: field(u32, 'its position in the sorted member set'),
     fingerprint: field(string, "the run's topology fingerprint: a link from another run is refused"),
   }),
-  LinkFrame: message(214, 'worker->worker', "one channel's data-plane frame on a mesh link (every channel between two members shares their one link)", {
-    channel: field(u32, 'the channel, numbered by the member that opened it'),
+  LinkFrame: message(214, 'worker->worker', "one channel's data-plane frame on a link (a mesh link, or a cluster's data link: every channel between two processes shares it)", {
+    channel: field(u32, 'the channel, numbered by the side that opened it'),
     fromOpener: field(bool, "true from the channel's sending end (DataHello, records, end), false from its receiving end (DataCredit, DataRefused)"),
     frame: field(bytes, 'the data-plane message, encoded without its length prefix'),
   }),
@@ -416,7 +418,7 @@ export const MESSAGES = {
   DataBarrier: message(206, 'worker->worker', 'a checkpoint barrier, in band after the records it follows', {
     checkpointId: field(u64),
   }),
-  DataRefused: message(207, 'worker->worker', 'receiver to sender on a mesh link: this channel is refused (no such subtask, a bad proof), and why', {
+  DataRefused: message(207, 'worker->worker', 'on a link: receiver to sender, this channel is refused (no such subtask, a bad proof) and why; sender to receiver, the sender stopped early (its job cancelled or failed)', {
     reason: field(string),
   }),
   DataCredit: message(205, 'worker->worker', 'receiver to sender: room for this many more record batches (credit-based flow control)', {

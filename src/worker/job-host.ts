@@ -10,7 +10,7 @@
  * runs on the session's own event loop.
  */
 import { ClinkError } from '../errors.js';
-import type { DataPlane } from '../dataplane/index.js';
+import type { DataPlane, DataTransport } from '../dataplane/index.js';
 import type { TlsClientConfig, TlsServerConfig } from '../net/index.js';
 import { loadJobBundle } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
@@ -50,6 +50,8 @@ export interface JobHostConfig {
   cacheDir?: string;
   /** TLS of the data plane (PEM buffers: a job thread is handed them). */
   tls?: WorkerTls;
+  /** How its channels to other workers travel (see WorkerConfig.dataTransport). @default 'link' */
+  dataTransport?: DataTransport;
 }
 
 /**

@@ -163,6 +163,7 @@ export class WorkerJob {
           upstreamSubtask: c.upstreamSubtask,
           port: this.data.port,
         })),
+        dataLinks: this.data.takesLinks,
       });
     }
     this.peerTimer = setTimer(() => {
@@ -201,15 +202,16 @@ export class WorkerJob {
     const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
     if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
     const fields = { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id };
-    const ch = this.data.open(
-      peer.host,
-      peer.port,
-      { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },
-      (err) => this.fail(st, err),
-      this.metrics,
-      { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
-      this.batching.tls,
-    );
+    const ch = this.data.open({
+      host: peer.host,
+      port: peer.port,
+      link: peer.link,
+      hello: { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },
+      onError: (err) => this.fail(st, err),
+      ...(this.metrics ? { metrics: this.metrics } : {}),
+      labels: { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
+      ...(this.batching.tls ? { tls: this.batching.tls } : {}),
+    });
     st.channels.push(ch);
     return ch;
   }

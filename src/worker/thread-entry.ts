@@ -31,7 +31,13 @@ const post = (m: FromThread): void => port.postMessage(m);
 
 const root = createLogger({ name: 'worker', level: data.logLevel }).child({ component: 'worker.job', workerId: data.config.workerId });
 const metrics = new ClinkMetrics();
-const server = await DataServer.start({ host: data.dataHost, log: root, metrics, ...(data.config.tls?.server ? { tls: data.config.tls.server } : {}) });
+const server = await DataServer.start({
+  host: data.dataHost,
+  log: root,
+  metrics,
+  ...(data.config.tls?.server ? { tls: data.config.tls.server } : {}),
+  ...(data.config.dataTransport ? { transport: data.config.dataTransport } : {}),
+});
 const ordinals = new Map<string, number>();
 
 /** What each subtask is doing, in shared memory, for the session's stall watchdog. */

@@ -4,7 +4,7 @@
  * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
  */
 import { ClinkError } from '../errors.js';
-import { DataServer } from '../dataplane/index.js';
+import { DataServer, type DataTransport } from '../dataplane/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { connectWithin, FrameConnection, isTlsFailure, noAnswerError, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
@@ -65,6 +65,12 @@ export interface WorkerConfig {
   taskStallTimeoutMs?: number;
   /** A job thread's heap limit; past it its subtasks fail with "out of memory". @default 2,048 */
   taskHeapMb?: number;
+  /**
+   * How its channels to other workers travel: `link`, every channel to one peer on one connection (a
+   * data link), to peers that take links; `channel`, a connection per channel, and it takes no links.
+   * @default 'link'
+   */
+  dataTransport?: DataTransport;
 }
 
 export type TaskIsolation = 'thread' | 'none';
@@ -131,7 +137,13 @@ export class Worker {
   /** Start the data listener, connect, register and begin heartbeating. */
   static async start(config: WorkerConfig, deps: WorkerDeps): Promise<Worker> {
     const w = new Worker(config, deps);
-    w.data = await DataServer.start({ host: config.dataHost, log: w.log, metrics: deps.metrics, ...(deps.tls?.server ? { tls: deps.tls.server } : {}) });
+    w.data = await DataServer.start({
+      host: config.dataHost,
+      log: w.log,
+      metrics: deps.metrics,
+      ...(deps.tls?.server ? { tls: deps.tls.server } : {}),
+      ...(config.dataTransport ? { transport: config.dataTransport } : {}),
+    });
     try {
       await w.register();
     } catch (err) {
@@ -324,6 +336,7 @@ export class Worker {
       batchLingerMs: this.config.batchLingerMs ?? 0,
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       ...(this.deps.tls ? { tls: this.deps.tls } : {}),
+      ...(this.config.dataTransport ? { dataTransport: this.config.dataTransport } : {}),
     };
   }
 

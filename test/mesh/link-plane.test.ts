@@ -54,8 +54,8 @@ test('channels share one link, each with its own credits; elements arrive in ord
   try {
     const q = input(b, 'down');
     const errors: Error[] = [];
-    const c0 = a.open('h', 2, hello('down', 0), (e) => errors.push(e));
-    const c1 = a.open('h', 2, hello('down', 1), (e) => errors.push(e));
+    const c0 = a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => errors.push(e) });
+    const c1 = a.open({ host: 'h', port: 2, hello: hello('down', 1), onError: (e) => errors.push(e) });
     await until(() => !c0.isFull && !c1.isFull);
     // c0 spends its two credits and one more waits; c1 is not held back by it.
     for (let i = 0; i < 3; i++) c0.push(batch(i));
@@ -81,7 +81,7 @@ test('a channel to a subtask the receiver does not have is refused with the reas
   const { a, close } = await pair();
   try {
     const errors: Error[] = [];
-    a.open('h', 2, hello('nowhere'), (e) => errors.push(e));
+    a.open({ host: 'h', port: 2, hello: hello('nowhere'), onError: (e) => errors.push(e) });
     await until(() => errors.length > 0);
     assert.equal(errors[0]!.message, 'data channel to h:2 refused: no subtask nowhere#0 of job j attempt 0 here');
   } finally {
@@ -94,15 +94,15 @@ test("the link's loss fails the channels over it; one opened after fails at once
   try {
     input(b, 'down');
     const errors: string[] = [];
-    const ended = a.open('h', 2, hello('down', 0), (e) => errors.push(`ended: ${e.message}`));
-    const live = a.open('h', 2, hello('down', 1), (e) => errors.push(`live: ${e.message}`));
+    const ended = a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => errors.push(`ended: ${e.message}`) });
+    const live = a.open({ host: 'h', port: 2, hello: hello('down', 1), onError: (e) => errors.push(`live: ${e.message}`) });
     await until(() => !ended.isFull && !live.isFull);
     ended.push({ kind: END, channel: 0 });
     b.close();
     await until(() => errors.length === 1);
     assert.match(errors[0]!, /^live: mesh link to h:2 closed/);
     const late: Error[] = [];
-    a.open('h', 2, hello('down', 0), (e) => late.push(e));
+    a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => late.push(e) });
     await until(() => late.length === 1);
     assert.match(late[0]!.message, /^mesh link to h:2 closed/);
     assert.equal(errors.length, 1);
