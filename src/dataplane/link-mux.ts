@@ -13,7 +13,7 @@ import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { gatheredWrites, type FrameConnection } from '../net/index.js';
 import { decodeMessage, encodeFrame, encodeMessage, makeMessage, MessageKind, type Message, type MessageOf } from '../protocol/index.js';
-import { ChannelRefused, creditMessage, DEFAULT_CHANNEL_CREDITS, InboundChannel, type InboundTargets } from './inbound.js';
+import { ChannelRefused, creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, type InboundTargets } from './inbound.js';
 import type { ChannelEvents, ChannelTransport } from './remote-channel.js';
 
 const FRAME_HEADER_BYTES = 4;
@@ -143,7 +143,8 @@ export class LinkMux {
     if (m.type === 'DataHello') {
       try {
         const { queue, channel: number, labels } = this.options.targets.resolve(m);
-        const grant = (credits: number): void => link.sendMessage(channel, false, creditMessage(credits));
+        // A credit of one, the common case, is one frame encoded once: only the link header is new.
+        const grant = (credits: number): void => link.send(channel, false, creditFrame(credits));
         link.inbound.set(channel, new InboundChannel(queue, number, labels, grant, this.options.credits ?? DEFAULT_CHANNEL_CREDITS, this.options.metrics));
       } catch (err) {
         if (!(err instanceof ChannelRefused)) throw err;

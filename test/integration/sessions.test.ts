@@ -8,6 +8,7 @@ import { FrameReader } from '../../src/net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../../src/protocol/index.js';
 import { runCli } from '../harness/cli.js';
 import { ClusterHarness } from '../harness/cluster.js';
+import { waitFor } from '../helpers.js';
 
 async function open(port: number): Promise<Socket> {
   const s = connect(port, '127.0.0.1');
@@ -34,21 +35,13 @@ async function counter(h: ClusterHarness, name: string, labels = ''): Promise<nu
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await sleep(20);
-  }
-}
-
 describe('admission and client sessions', () => {
   test('70 silent connections (cap 64): clink jobs answers 10 of 10, and a new worker registers at its first attempt', async () => {
     const h = await ClusterHarness.start({ workers: 0 });
     const silent: Socket[] = [];
     try {
       for (let i = 0; i < 70; i++) silent.push(await open(h.controlPort));
-      await until('the flood is being admitted or evicted', async () => (await counter(h, 'clink_coordinator_admissions_evicted_total')) >= 6);
+      await waitFor('the flood is being admitted or evicted', async () => (await counter(h, 'clink_coordinator_admissions_evicted_total')) >= 6);
       for (let i = 0; i < 10; i++) {
         const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir);
         assert.equal(r.code, 0, `run ${i}: ${r.stderr}`);
@@ -73,7 +66,7 @@ describe('admission and client sessions', () => {
         s.write(Buffer.from([0, 0, 0, 100, 1]));
         started.push(s);
       }
-      await until('both first frames begun at the coordinator', async () => (await counter(h, 'clink_coordinator_admissions_pending_begun')) === 2);
+      await waitFor('both first frames begun at the coordinator', async () => (await counter(h, 'clink_coordinator_admissions_pending_begun')) === 2);
       const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir);
       assert.equal(r.code, 75, r.stderr);
       assert.equal(r.stderr.trim(), 'error: coordinator busy: 127.0.0.1 holds 2 of the 2 connections being admitted (its share of --max-pending-connections 2), each with its first frame under way; retry');
@@ -95,7 +88,7 @@ describe('admission and client sessions', () => {
         if (!flood.write(request)) await Promise.race([new Promise((r) => flood.once('drain', r)), done, sleep(200)]);
       }
       await done;
-      await until('counted', async () => (await counter(h, 'clink_coordinator_client_sessions_dropped_total', 'reason="slow_reader"')) === 1);
+      await waitFor('counted', async () => (await counter(h, 'clink_coordinator_client_sessions_dropped_total', 'reason="slow_reader"')) === 1);
       const r = await runCli(['jobs', `--coordinator=127.0.0.1:${h.controlPort}`], h.dir);
       assert.equal(r.code, 0, r.stderr);
     } finally {
@@ -108,7 +101,7 @@ describe('admission and client sessions', () => {
     const sessions: Socket[] = [];
     try {
       for (let i = 0; i < 3; i++) sessions.push(await rawClient(h.controlPort, `idle-${i}`));
-      await until('3 sessions open', async () => (await counter(h, 'clink_coordinator_client_sessions ')) === 3);
+      await waitFor('3 sessions open', async () => (await counter(h, 'clink_coordinator_client_sessions ')) === 3);
       // The sessions stay busy while the CLI starts (which can take longer than the idle timeout under load).
       const request = encodeFrame(makeMessage('ListJobs', { includeCompleted: true }));
       for (const s of sessions) s.resume(); // replies read and dropped

@@ -8,6 +8,7 @@ import { elementFrame, LinkPlane, linkFrameHeader } from '../../src/dataplane/in
 import { encodeFrame, makeMessage } from '../../src/protocol/index.js';
 import { FrameConnection } from '../../src/net/index.js';
 import { BATCH, END, InputQueue, type StreamElement } from '../../src/runtime/index.js';
+import { waitFor } from '../helpers.js';
 
 /** Two LinkPlanes joined by one link: `a` at port 1, `b` at port 2 (addresses only name the link). */
 async function pair(credits = 2): Promise<{ a: LinkPlane; b: LinkPlane; close: () => void }> {
@@ -33,13 +34,6 @@ function input(plane: LinkPlane, task: string): InputQueue {
   return queue;
 }
 
-/** Wait until `cond` holds, polling the event loop. */
-async function until(cond: () => boolean, what = 'the condition'): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
-  assert.ok(cond(), `${what} never held`);
-}
-
 /** Take what the queue holds; `process` returns each batch's credit (the task processed it). */
 function drain(q: InputQueue, into: StreamElement[], process = true): StreamElement[] {
   for (let e = q.poll(); e; e = q.poll()) {
@@ -56,20 +50,20 @@ test('channels share one link, each with its own credits; elements arrive in ord
     const errors: Error[] = [];
     const c0 = a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => errors.push(e) });
     const c1 = a.open({ host: 'h', port: 2, hello: hello('down', 1), onError: (e) => errors.push(e) });
-    await until(() => !c0.isFull && !c1.isFull);
+    await waitFor('both channels granted credit', () => !c0.isFull && !c1.isFull);
     // c0 spends its two credits and one more waits; c1 is not held back by it.
     for (let i = 0; i < 3; i++) c0.push(batch(i));
     assert.equal(c0.isFull, true);
     c1.push(batch(100));
     c1.push({ kind: END, channel: 0 });
     const held: StreamElement[] = [];
-    await until(() => drain(q, held, false).length >= 4);
+    await waitFor("c0's first two batches and c1's batch and end", () => drain(q, held, false).length >= 4);
     assert.deepEqual(held.map((e) => `${e.channel}:${e.kind === BATCH ? 'batch' : 'end'}`).sort(), ['0:batch', '0:batch', '1:batch', '1:end']);
     assert.equal(c0.isFull, true, 'its third batch waits for credit');
     // The task processes c0's batches: their credits go back and the third follows.
     for (const e of held) if (e.kind === BATCH) e.onTaken?.();
     const all = [...held];
-    await until(() => drain(q, all).length >= 5);
+    await waitFor("c0's third batch", () => drain(q, all).length >= 5);
     assert.deepEqual(all.filter((e) => e.channel === 0 && e.kind === BATCH).map((e) => (e as { values: number[] }).values[0]), [0, 1, 2]);
     assert.deepEqual(errors, []);
   } finally {
@@ -82,7 +76,7 @@ test('a channel to a subtask the receiver does not have is refused with the reas
   try {
     const errors: Error[] = [];
     a.open({ host: 'h', port: 2, hello: hello('nowhere'), onError: (e) => errors.push(e) });
-    await until(() => errors.length > 0);
+    await waitFor('the refusal', () => errors.length > 0);
     assert.equal(errors[0]!.message, 'data channel to h:2 refused: no subtask nowhere#0 of job j attempt 0 here');
   } finally {
     close();
@@ -96,14 +90,14 @@ test("the link's loss fails the channels over it; one opened after fails at once
     const errors: string[] = [];
     const ended = a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => errors.push(`ended: ${e.message}`) });
     const live = a.open({ host: 'h', port: 2, hello: hello('down', 1), onError: (e) => errors.push(`live: ${e.message}`) });
-    await until(() => !ended.isFull && !live.isFull);
+    await waitFor('both channels granted credit', () => !ended.isFull && !live.isFull);
     ended.push({ kind: END, channel: 0 });
     b.close();
-    await until(() => errors.length === 1);
+    await waitFor('the live channel failed', () => errors.length === 1);
     assert.match(errors[0]!, /^live: mesh link to h:2 closed/);
     const late: Error[] = [];
     a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => late.push(e) });
-    await until(() => late.length === 1);
+    await waitFor('the late channel failed', () => late.length === 1);
     assert.match(late[0]!.message, /^mesh link to h:2 closed/);
     assert.equal(errors.length, 1);
   } finally {

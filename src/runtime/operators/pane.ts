@@ -26,7 +26,7 @@ interface BoxedAccumulator {
 
 export class Pane {
   constructor(
-    readonly table: StateTable<unknown>,
+    private readonly table: StateTable<unknown>,
     private readonly agg: WindowAccumulator,
   ) {
     // Entries of an immutable accumulator are replaced, never changed, so a snapshot can keep the old one.
