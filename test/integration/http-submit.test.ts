@@ -48,10 +48,12 @@ describe('submitting over HTTP', () => {
       assert.deepEqual((first.body as unknown as { warnings: unknown[] }).warnings, [], 'nothing for the lint to say');
       // The lint's warnings come back with an accepted submit.
       const ckpt = await mkdtemp(join(tmpdir(), 'clink-http-ckpt-'));
-      const warned = await h.http<{ warnings: { check: string }[] }>(`/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}`, { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
+      const warned = await h.http<{ jobId: string; warnings: { check: string }[] }>(`/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}`, { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
       assert.equal(warned.status, 201, warned.text);
       // (the fixture's stateful operators have no uid: under checkpoints, that is said too)
       assert.deepEqual(warned.body.warnings.map((w) => w.check), ['dir-without-interval', 'stateful-without-uid', 'stateful-without-uid']);
+      // Removed once the job has ended: a job still running writes into it (CI saw ENOTEMPTY).
+      assert.equal((await ended(warned.body.jobId)).state, 'FINISHED');
       await rm(ckpt, { recursive: true, force: true });
       const second = await ended(again.body.jobId!);
       assert.equal(second.state, 'FINISHED', second.error);
