@@ -4,7 +4,7 @@
  * count, and a keyed event-time window (panes are keyed state too). A checkpoint's duration runs from
  * its trigger until its state, encoded as a worker encodes it, is written to a file. Reports
  * throughput, checkpoint durations and sizes, and the worst event-loop stall. Part of `npm run bench`;
- * alone: `node --import tsx bench/checkpoint.ts [--quick]`.
+ * alone: `node --import tsx bench/checkpoint.ts [--quick] [--job <part of a job's name>]`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -97,7 +97,7 @@ async function run(
 }
 
 /** `quick`: q5 with fewer events and the keyed count only. */
-export async function runCheckpointBench(options: { quick?: boolean } = {}): Promise<CheckpointBench[]> {
+export async function runCheckpointBench(options: { quick?: boolean; job?: string } = {}): Promise<CheckpointBench[]> {
   const dir = await mkdtemp(join(tmpdir(), 'clink-bench-ckpt-'));
   try {
     const q5 = (await loadJobModule(fileURLToPath(new URL('../examples/nexmark/q5.ts', import.meta.url)), { cacheDir: join(dir, 'cache') })).job;
@@ -105,7 +105,7 @@ export async function runCheckpointBench(options: { quick?: boolean } = {}): Pro
     const jobs = [
       { name: 'nexmark q5', records: q5Events, job: q5, params: { events: String(q5Events), sink: 'blackhole' }, keys: 0 },
       ...(options.quick ? JOBS.slice(0, 1) : JOBS).map((j) => ({ ...j, params: {}, keys: KEYS })),
-    ];
+    ].filter((j) => options.job === undefined || j.name.includes(options.job));
     const out: CheckpointBench[] = [];
     const runs = options.quick ? 2 : 3;
     for (const { name, records, job, params, keys } of jobs) {
@@ -155,5 +155,7 @@ function summary(
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  process.stdout.write(JSON.stringify(await runCheckpointBench({ quick: process.argv.includes('--quick') })) + '\n');
+  const jobAt = process.argv.indexOf('--job');
+  const job = jobAt > 0 ? process.argv[jobAt + 1] : undefined;
+  process.stdout.write(JSON.stringify(await runCheckpointBench({ quick: process.argv.includes('--quick'), job })) + '\n');
 }

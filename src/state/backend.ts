@@ -10,15 +10,16 @@
  * flowing at O(1) extra cost each, and nothing is copied in bulk.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { Packr } from 'msgpackr';
 import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
 import type { KeyedStateStore, ListState, MapState, ValueState } from '../sdk/index.js';
-
-/** State holds Maps, Sets, undefined and -Infinity: msgpackr's structured-clone mode keeps them. */
-export const statePackr = new Packr({ structuredClone: true, moreTypes: true });
+import { statePackr } from './group-codec.js';
+import { NumberTable, type NumberCapture } from './number-table.js';
 
 const INTERNAL = 'internal';
+/** The engine's tables of numbers (window counts): NumberTable. */
+const INTERNAL_NUMBERS = 'internal-numbers';
+const isInternal = (kind: string): boolean => kind === INTERNAL || kind === INTERNAL_NUMBERS;
 const INTERNAL_PREFIX = '__';
 
 /** How long an encoding slice may run before the event loop gets a turn. @default 8 */
@@ -164,7 +165,7 @@ export class KeyedStateBackend implements KeyedStateStore {
   currentKey: unknown = undefined;
   currentNormalizedKey: unknown = undefined;
   currentKeyGroup = -1;
-  private readonly tables = new Map<string, { kind: string; table: StateTable<unknown>; handle: unknown }>();
+  private readonly tables = new Map<string, { kind: string; table: StateTable<unknown> | NumberTable; handle?: unknown }>();
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -197,20 +198,24 @@ export class KeyedStateBackend implements KeyedStateStore {
     this.currentKeyGroup = keyGroup;
   }
 
-  private table<H>(name: string, kind: string, make: (t: StateTable<unknown>) => H): H {
+  /** The table named `name`, made by `make` when absent; a table of another kind is refused. */
+  private entry(name: string, kind: string, make: () => { table: StateTable<unknown> | NumberTable; handle?: unknown }): { table: StateTable<unknown> | NumberTable; handle?: unknown } {
     if (typeof name !== 'string' || name.length === 0) throw new StateError('state name must be a non-empty string');
-    if ((kind === INTERNAL) !== name.startsWith(INTERNAL_PREFIX)) {
+    if (isInternal(kind) !== name.startsWith(INTERNAL_PREFIX)) {
       throw new StateError(`state '${name}' of operator '${this.operatorName}': names starting with '${INTERNAL_PREFIX}' are the engine's; choose another name`);
     }
     let e = this.tables.get(name);
-    if (!e) {
+    if (!e) this.tables.set(name, (e = { kind, ...make() }));
+    else if (e.kind !== kind) throw new StateError(`state '${name}' of operator '${this.operatorName}' is a ${e.kind} state, not a ${kind} state`);
+    return e;
+  }
+
+  /** A StateTable behind a user's state handle. */
+  private table<H>(name: string, kind: string, make: (t: StateTable<unknown>) => H): H {
+    return this.entry(name, kind, () => {
       const table = new StateTable<unknown>(this.maxParallelism);
-      e = { kind, table, handle: make(table) };
-      this.tables.set(name, e);
-    } else if (e.kind !== kind) {
-      throw new StateError(`state '${name}' of operator '${this.operatorName}' is a ${e.kind} state, not a ${kind} state`);
-    }
-    return e.handle as H;
+      return { table, handle: make(table) };
+    }).handle as H;
   }
 
   /**
@@ -241,17 +246,17 @@ export class KeyedStateBackend implements KeyedStateStore {
     return this.encodeCaptured(parts);
   }
 
-  private async encodeCaptured(parts: { name: string; kind: string; table: StateTable<unknown>; capture: TableCapture; keyGroups: number[] }[]): Promise<BackendSnapshot> {
+  private async encodeCaptured(parts: { name: string; kind: string; table: StateTable<unknown> | NumberTable; capture: TableCapture | NumberCapture; keyGroups: number[] }[]): Promise<BackendSnapshot> {
     let sliceStart = this.now();
     for (const { table, capture, keyGroups } of parts) {
       for (const kg of keyGroups) {
-        table.encodeCaptured(capture, kg);
+        table.encodeCaptured(capture as TableCapture & NumberCapture, kg);
         if (this.now() - sliceStart >= SNAPSHOT_SLICE_MS) {
           await yieldToEventLoop();
           sliceStart = this.now();
         }
       }
-      table.endSnapshot(capture);
+      table.endSnapshot(capture as TableCapture & NumberCapture);
     }
     const out: BackendSnapshot = [];
     for (const { name, kind, capture } of parts) {
@@ -270,8 +275,17 @@ export class KeyedStateBackend implements KeyedStateStore {
    * restored with the rest. Its name starts with `__`.
    */
   internalTable<V>(name: string): StateTable<V> {
-    this.table(name, INTERNAL, () => undefined);
-    return this.tables.get(name)!.table as StateTable<V>;
+    return this.entry(name, INTERNAL, () => ({ table: new StateTable<unknown>(this.maxParallelism) })).table as StateTable<V>;
+  }
+
+  /** One of the engine's keyed tables of numbers (a window pane of counts), snapshotted as columns. */
+  internalNumberTable(name: string): NumberTable {
+    return this.entry(name, INTERNAL_NUMBERS, () => ({ table: new NumberTable(this.maxParallelism) })).table as NumberTable;
+  }
+
+  /** The engine's tables of numbers whose names start with `prefix`. */
+  internalNumberTables(prefix: string): [string, NumberTable][] {
+    return [...this.tables].filter(([name, e]) => e.kind === INTERNAL_NUMBERS && name.startsWith(prefix)).map(([name, e]) => [name, e.table as NumberTable]);
   }
 
   /** The engine's tables whose names start with `prefix` (after a restore, to rebuild indexes). */
@@ -284,7 +298,8 @@ export class KeyedStateBackend implements KeyedStateStore {
    * the maps as they are: whoever drops a table must not change what it held.
    */
   dropInternalTable(name: string): void {
-    if (this.tables.get(name)?.kind === INTERNAL) this.tables.delete(name);
+    const kind = this.tables.get(name)?.kind;
+    if (kind !== undefined && isInternal(kind)) this.tables.delete(name);
   }
 
   /** Load a snapshot, keeping only the key groups this subtask owns. */
@@ -293,6 +308,7 @@ export class KeyedStateBackend implements KeyedStateStore {
       if (s.kind === 'value') this.value(s.name);
       else if (s.kind === 'map') this.map(s.name);
       else if (s.kind === INTERNAL) this.internalTable(s.name);
+      else if (s.kind === INTERNAL_NUMBERS) this.internalNumberTable(s.name);
       else this.list(s.name);
       const table = this.tables.get(s.name)!.table;
       for (const group of s.groups) {
@@ -304,7 +320,7 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   /** Names and kinds of the states user code registered so far, with their key counts. */
   describe(): { name: string; kind: string; keys: number }[] {
-    return [...this.tables].filter(([, e]) => e.kind !== INTERNAL).map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
+    return [...this.tables].filter(([, e]) => !isInternal(e.kind)).map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
   }
 }
 

@@ -1,7 +1,8 @@
 /**
- * Window panes in keyed state: a key that stands for itself stores its accumulator alone (a count is a
- * number in the checkpoint, not an object), an object key keeps its original; a checkpoint restores to
- * exactly the uninterrupted output, and so does one taken by a clink before this layout (golden file).
+ * Window panes in keyed state: a count of a key that stands for itself is a number in a table of numbers
+ * (columns in the checkpoint), another accumulator of such a key is stored alone, an object key keeps
+ * its original; a checkpoint restores to exactly the uninterrupted output, and so do checkpoints taken
+ * by a clink of each layout before this one (golden files).
  */
 import assert from 'node:assert/strict';
 import { readFile, rm } from 'node:fs/promises';
@@ -11,11 +12,13 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runJob, startJob, type JobDefinition, type JobResult, type JobSnapshot } from '../../src/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
-import { decodeStateFile, statePackr, type EncodedGroup } from '../../src/state/index.js';
+import { decodeNumberGroup, decodeStateFile, statePackr, type EncodedGroup } from '../../src/state/index.js';
 import { sortBy, waitFor } from '../helpers.js';
 
 const cacheDir = join(tmpdir(), `clink-window-state-tests-${process.pid}`);
 const VECTOR = fileURLToPath(new URL('../vectors/state/window-panes-legacy.bin', import.meta.url));
+/** Taken by the clink of 2026-12-02: a count was a number in the pane's StateTable. */
+const VECTOR_2026_12_02 = fileURLToPath(new URL('../vectors/state/window-panes-2026-12-02.bin', import.meta.url));
 const OUTPUTS = ['by auction', 'by pair', 'spend'];
 let job: JobDefinition;
 let expected: JobResult;
@@ -54,12 +57,16 @@ test('a checkpoint mid-stream holds counts as numbers and object keys with their
   // Taken once some panes hold keys, long before the 20 000 events are read.
   await waitFor('pane state to checkpoint', async () => {
     snapshot = await exec.triggerCheckpoint();
-    return tables(snapshot, '__window-pane:').some((t) => t.groups.length > 0);
+    return tables(snapshot, '__window-pane:').some((t) => t.groups.length > 0) && tables(snapshot, '__window-numbers:').some((t) => t.groups.length > 0);
   });
   exec.cancel('stopped by the test after its checkpoint');
   await exec.done.catch(() => undefined);
   const values = tables(snapshot, '__window-pane:').flatMap((t) => t.groups.flatMap(([, entries]) => [...(statePackr.unpack(entries) as Map<unknown, unknown>)]));
-  assert.ok(values.some(([k, v]) => typeof k === 'number' && typeof v === 'number'), 'a count of a number key is a number');
+  const counts: [unknown, number][] = [];
+  for (const t of tables(snapshot, '__window-numbers:')) for (const [, entries] of t.groups) decodeNumberGroup(entries, (k, v) => counts.push([k, v]));
+  assert.ok(counts.length > 0 && counts.every(([k, v]) => typeof k === 'number' && Number.isInteger(v) && v > 0), 'counts of number keys are numbers in a table of numbers');
+  assert.ok(values.some(([k, v]) => typeof k === 'number' && typeof (v as { n?: unknown }).n === 'number'), 'an object accumulator of a number key is stored alone');
+  assert.ok(values.every(([k]) => typeof k === 'string' || typeof k === 'number'), 'keys are normalized');
   assert.ok(values.some(([k, v]) => typeof k === 'string' && Array.isArray((v as { key?: unknown }).key)), 'an array key is kept with its accumulator');
   assert.equal(tables(snapshot, '__pane:').length, 0, 'nothing in the layout before');
   assertUninterrupted(await runJob(job, { parallelism: 2, restore: snapshot }), 'restored');
@@ -71,4 +78,13 @@ test('a checkpoint taken before this layout (panes of { key, keyGroup, acc }) re
   assert.ok(tables(legacy, '__pane:').some((t) => t.groups.length > 0), 'the golden file holds panes in the old layout');
   assertUninterrupted(await runJob(job, { parallelism: 2, restore: legacy }), 'legacy');
   assertUninterrupted(await runJob(job, { parallelism: 1, restore: legacy }), 'legacy rescaled to 1');
+});
+
+test('a checkpoint taken when counts were numbers in the pane\'s StateTable (2026-12-02) restores to the uninterrupted output, at its parallelism and rescaled', async () => {
+  const old = decodeStateFile(await readFile(VECTOR_2026_12_02), VECTOR_2026_12_02) as JobSnapshot;
+  const counted = tables(old, '__window-pane:').flatMap((t) => t.groups.flatMap(([, entries]) => [...(statePackr.unpack(entries) as Map<unknown, unknown>)]));
+  assert.ok(counted.some(([k, v]) => typeof k === 'number' && typeof v === 'number'), 'the golden file holds counts in a StateTable');
+  assert.equal(tables(old, '__window-numbers:').length, 0);
+  assertUninterrupted(await runJob(job, { parallelism: 2, restore: old }), '2026-12-02');
+  assertUninterrupted(await runJob(job, { parallelism: 3, restore: old }), '2026-12-02 rescaled to 3');
 });

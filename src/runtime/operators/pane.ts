@@ -1,21 +1,23 @@
 /**
- * The accumulators of one window pane: a keyed state table (key group, normalized key -> value) in the
- * backend, snapshotted copy-on-write with the rest of the keyed state.
+ * The accumulators of one window pane: keyed tables (key group, normalized key -> value) in the backend,
+ * snapshotted with the rest of the keyed state.
  *
- * A key that stands for itself (a primitive: its normalized form is the key) stores its accumulator
- * alone, so a count over a million keys is a million numbers in the table and in a checkpoint, not a
- * million `{ key, keyGroup, acc }` objects rebuilt on every update (that layout made a checkpoint of a
- * 1 M-key window cost 42% of throughput). An object or array key stores `{ key, acc }`: its original
- * cannot be read back from the normalized form. Which of the two an entry is follows from its
- * normalized key alone, so nothing else is stored.
+ * A numeric accumulator (a count) of a 32-bit integer key lives in a NumberTable: an open-addressing
+ * table of numbers per key group, so an update writes a number in place and a checkpoint writes
+ * columns (a `{ key, keyGroup, acc }` object per update made a checkpoint of a 1 M-key window cost 42%
+ * of throughput). Everything else is in a StateTable: another primitive key's accumulator alone (its
+ * normalized form is the key), an object or array key's as `{ key, acc }` (its original cannot be read
+ * back from the normalized form); where an entry is follows from its normalized key alone.
  */
 import { isObjectKey } from '../../plan/index.js';
-import type { StateTable } from '../../state/index.js';
+import { isNumberTableKey, type NumberTable, type StateTable } from '../../state/index.js';
 import type { WindowAccumulator } from './window.js';
 
-/** A pane's table: its window start follows the prefix. */
+/** A pane's tables: its window start follows the prefix. */
 export const PANE_PREFIX = '__window-pane:';
 export const paneName = (start: number): string => `${PANE_PREFIX}${start}`;
+export const NUMBER_PANE_PREFIX = '__window-numbers:';
+export const numberPaneName = (start: number): string => `${NUMBER_PANE_PREFIX}${start}`;
 /** Panes as snapshots before this layout hold them (every entry `{ key, keyGroup, acc }`). */
 export const LEGACY_PANE_PREFIX = '__pane:';
 
@@ -25,8 +27,10 @@ interface BoxedAccumulator {
 }
 
 export class Pane {
+  /** `numbers`: the table of a numeric accumulator's primitive keys (undefined: the accumulator is not numeric). */
   constructor(
     private readonly table: StateTable<unknown>,
+    private readonly numbers: NumberTable | undefined,
     private readonly agg: WindowAccumulator,
   ) {
     // Entries of an immutable accumulator are replaced, never changed, so a snapshot can keep the old one.
@@ -35,6 +39,16 @@ export class Pane {
 
   /** Add a record to the accumulator of one key; returns the accumulator after it. */
   add(keyGroup: number, normalizedKey: unknown, key: unknown, value: unknown, input: number): unknown {
+    if (this.numbers !== undefined && isNumberTableKey(normalizedKey)) {
+      const g = this.numbers.group(keyGroup);
+      const at = g.indexOf(normalizedKey);
+      if (at < 0) {
+        const created = this.agg.add(this.agg.create(), value, input) as number;
+        g.insert(normalizedKey, created);
+        return created;
+      }
+      return (g.pairs[at] = this.agg.add(g.pairs[at], value, input) as number);
+    }
     const t = this.table;
     const held = t.get(keyGroup, normalizedKey);
     const present = held !== undefined || t.groups[keyGroup]?.has(normalizedKey) === true;
@@ -59,7 +73,10 @@ export class Pane {
   /** Every key's accumulator, by key group. */
   forEach(fn: (acc: unknown, key: unknown, normalizedKey: unknown, keyGroup: number) => void): void {
     const groups = this.table.groups;
+    const numberGroups = this.numbers?.groups;
     for (let kg = 0; kg < groups.length; kg++) {
+      const n = numberGroups?.[kg];
+      n?.forEach((acc, key) => fn(acc, key, key, kg));
       const g = groups[kg];
       if (!g) continue;
       for (const [nk, v] of g) {
@@ -71,8 +88,23 @@ export class Pane {
 
   /** Keys with an accumulator. */
   get size(): number {
-    return this.table.size;
+    return this.table.size + (this.numbers?.size ?? 0);
   }
+}
+
+/** Move a numeric accumulator's integer keys from a pane's StateTable (as snapshots before NumberTable hold them) into its NumberTable. */
+export function movePrimitivesToNumbers(table: StateTable<unknown>, numbers: NumberTable): void {
+  table.groups.forEach((g, kg) => {
+    if (!g) return;
+    for (const [nk, acc] of g) {
+      if (!isNumberTableKey(nk)) continue;
+      const n = numbers.group(kg);
+      const at = n.indexOf(nk);
+      if (at >= 0) n.pairs[at] = acc as number;
+      else n.insert(nk, acc as number);
+      g.delete(nk);
+    }
+  });
 }
 
 /** Copy a pane restored in the layout before this one into a table of today's. */

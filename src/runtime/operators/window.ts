@@ -11,7 +11,7 @@ import { NO_TIMESTAMP } from '../elements.js';
 import { normalizeKey } from '../../plan/index.js';
 import { StreamOperator, type OperatorContext } from '../operator.js';
 import { KeyedOperator } from './keyed.js';
-import { convertLegacyPane, LEGACY_PANE_PREFIX, Pane, PANE_PREFIX, paneName } from './pane.js';
+import { convertLegacyPane, LEGACY_PANE_PREFIX, movePrimitivesToNumbers, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName } from './pane.js';
 
 /** How a window accumulates records and what it emits when it fires. */
 export interface WindowAccumulator {
@@ -21,6 +21,8 @@ export interface WindowAccumulator {
   emit(acc: unknown, key: unknown, window: TimeWindow, out: Collector<unknown>): void;
   /** add() returns a new accumulator and never changes one in place (so a snapshot need not copy it). */
   immutable?: boolean;
+  /** create() and add() return numbers (a pane keeps them in a NumberTable). */
+  numeric?: boolean;
 }
 
 interface Session {
@@ -136,7 +138,7 @@ export class WindowOperator extends KeyedOperator {
       added = true;
       let pane = this.panes.get(start);
       if (!pane) {
-        pane = new Pane(this.backend.internalTable(paneName(start)), this.agg);
+        pane = this.paneAt(start);
         this.panes.set(start, pane);
         this.insertStart(start);
         if (this.processingTime) this.scheduleFire(start + size);
@@ -150,6 +152,12 @@ export class WindowOperator extends KeyedOperator {
       }
     }
     return added;
+  }
+
+  /** The pane of a window start over its tables in the backend (made when absent). */
+  private paneAt(start: number): Pane {
+    const numbers = this.agg.numeric === true ? this.backend.internalNumberTable(numberPaneName(start)) : undefined;
+    return new Pane(this.backend.internalTable(paneName(start)), numbers, this.agg);
   }
 
   private insertStart(start: number): void {
@@ -242,6 +250,7 @@ export class WindowOperator extends KeyedOperator {
       this.panes.delete(start);
       this.fired.delete(start);
       this.backend.dropInternalTable(paneName(start));
+      this.backend.dropInternalTable(numberPaneName(start));
     }
   }
 
@@ -277,13 +286,20 @@ export class WindowOperator extends KeyedOperator {
       convertLegacyPane(legacy, this.backend.internalTable(paneName(Number(name.slice(LEGACY_PANE_PREFIX.length)))));
       this.backend.dropInternalTable(name);
     }
-    for (const [name, table] of this.backend.internalTables<unknown>(PANE_PREFIX)) {
-      const start = Number(name.slice(PANE_PREFIX.length));
-      if (table.size === 0) {
-        this.backend.dropInternalTable(name);
+    const starts = new Set([
+      ...this.backend.internalTables<unknown>(PANE_PREFIX).map(([name]) => Number(name.slice(PANE_PREFIX.length))),
+      ...this.backend.internalNumberTables(NUMBER_PANE_PREFIX).map(([name]) => Number(name.slice(NUMBER_PANE_PREFIX.length))),
+    ]);
+    for (const start of starts) {
+      const pane = this.paneAt(start);
+      // A count's integer keys in the StateTable (snapshots from before NumberTable) move to its numbers.
+      if (this.agg.numeric === true) movePrimitivesToNumbers(this.backend.internalTable(paneName(start)), this.backend.internalNumberTable(numberPaneName(start)));
+      if (pane.size === 0) {
+        this.backend.dropInternalTable(paneName(start));
+        this.backend.dropInternalTable(numberPaneName(start));
         continue;
       }
-      this.panes.set(start, new Pane(table, this.agg));
+      this.panes.set(start, pane);
       this.insertStart(start);
       if (this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
     }
@@ -352,6 +368,7 @@ export function windowFunctionAccumulator(op: { ctx: OperatorContext }): WindowA
         merge: (x, y) => (x as number) + (y as number),
         emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: acc }),
         immutable: true,
+        numeric: true,
       };
     case 'process': {
       const p = udf as ProcessWindowFunction<unknown, unknown, unknown>;

@@ -1,0 +1,139 @@
+/**
+ * NumberTable (a window's counts: an open-addressing table of numbers per key group under integer keys)
+ * and the flat group encoding it is snapshotted in: it behaves as a Map through growth, a snapshot keeps
+ * its barrier's values while the table changes and restores into a backend, and the encoding
+ * round-trips any integer keys and numbers, as narrow as they allow.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { KeyGroupRange } from '../../src/plan/index.js';
+import { decodeNumberGroup, isNumberTableKey, KeyedStateBackend, NumberTable } from '../../src/state/index.js';
+import { encodeNumberGroup } from '../../src/state/group-codec.js';
+
+const all = KeyGroupRange.forSubtask(0, 1);
+
+/** Every key group's entries, sorted by key. */
+function entriesOf(t: NumberTable): [number, number, number][] {
+  const out: [number, number, number][] = [];
+  t.groups.forEach((g, kg) => g?.forEach((v, k) => out.push([kg, k, v])));
+  return out.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+}
+
+function decoded(bytes: Uint8Array): [number, number][] {
+  const out: [number, number][] = [];
+  decodeNumberGroup(bytes, (k, v) => out.push([k, v]));
+  return out;
+}
+
+describe('NumberTable', () => {
+  test('a group holds what a Map would through inserts, updates and growth', () => {
+    const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.oneof(int32, fc.integer({ min: -50, max: 50 })), fc.double()), { maxLength: 400 }), (ops) => {
+        const g = new NumberTable(1).group(0);
+        const model = new Map<number, number>();
+        for (const [k, v] of ops) {
+          const at = g.indexOf(k);
+          assert.equal(at >= 0, model.has(k), `key ${k} held`);
+          if (at >= 0) g.pairs[at] = v;
+          else g.insert(k, v);
+          model.set(k, v);
+        }
+        const held = new Map<number, number>();
+        g.forEach((v, k) => held.set(k, v));
+        assert.equal(g.size, model.size);
+        assert.deepEqual(held, model);
+        for (const [k, v] of model) assert.ok(Object.is(g.pairs[g.indexOf(k)], v));
+      }),
+    );
+  });
+
+  test('holds 32-bit integer keys only (-0 as 0, as a Map does)', () => {
+    assert.deepEqual([0, -0, 7, -(2 ** 31), 2 ** 31 - 1].map(isNumberTableKey), [true, true, true, true, true]);
+    assert.deepEqual([0.5, 2 ** 31, NaN, '1', null, 1n].map(isNumberTableKey), [false, false, false, false, false, false]);
+    const g = new NumberTable(1).group(0);
+    g.insert(-0, 1);
+    assert.ok(g.indexOf(0) >= 0);
+  });
+
+  test('a snapshot holds the values and keys of its barrier while values change and keys are added', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const t = b.internalNumberTable('__counts');
+    for (let k = 0; k < 5_000; k++) t.group(k % 128).insert(k * 7919, k % 3);
+    const atBarrier = entriesOf(t);
+    const pending = b.snapshot();
+    for (let k = 0; k < 5_000; k++) t.group(k % 128).pairs[t.group(k % 128).indexOf(k * 7919)] = -1;
+    for (let k = 5_000; k < 6_000; k++) t.group(k % 128).insert(k * 7919, 7.5);
+    const restored = new KeyedStateBackend(all, 'op');
+    restored.restore(await pending);
+    assert.deepEqual(entriesOf(restored.internalNumberTable('__counts')), atBarrier);
+    assert.equal(t.size, 6_000);
+  });
+
+  test('a restore over keys held already gives them the snapshot values', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const t = b.internalNumberTable('__counts');
+    for (let k = 0; k < 1_000; k++) t.group(3).insert(k, k * 0.5);
+    const snapshot = await b.snapshot();
+    const g = t.group(3);
+    g.pairs[g.indexOf(10)] = 99;
+    t.loadGroup(3, snapshot[0]!.groups[0]!);
+    assert.equal(g.pairs[g.indexOf(10)], 5);
+    assert.equal(g.size, 1_000);
+  });
+
+  test("a table of numbers is the engine's: a user state name cannot take it, nor another kind its name", () => {
+    const b = new KeyedStateBackend(all, 'op');
+    assert.throws(() => b.internalNumberTable('counts'), /names starting with '__' are the engine's/);
+    b.internalNumberTable('__n');
+    assert.throws(() => b.internalTable('__n'), /is a internal-numbers state/);
+    assert.deepEqual(b.describe(), []);
+  });
+});
+
+describe('flat group encoding', () => {
+  const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
+  const value = fc.oneof(fc.integer({ min: 0, max: 255 }), int32, fc.double());
+
+  test('any integer keys and numbers decode as they were, in order (-0 and NaN values included)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(int32, value), { maxLength: 200 }), (entries) => {
+        const values = Float64Array.from(entries.map(([, v]) => v));
+        const out = decoded(encodeNumberGroup(entries.map(([k]) => k), values));
+        assert.equal(out.length, entries.length);
+        out.forEach(([k, v], i) => {
+          assert.equal(k, entries[i]![0], `key ${i}`);
+          assert.ok(Object.is(v, values[i]), `value ${i}`);
+        });
+      }),
+    );
+  });
+
+  test('columns are as narrow as their numbers allow', () => {
+    const keys = Array.from({ length: 100 }, (_, i) => i * 1_000);
+    const bytes = (values: number[], ks: number[] = keys): number => encodeNumberGroup(ks, values).length;
+    const counts = Array.from({ length: 100 }, (_, i) => i % 200);
+    assert.equal(bytes(counts), 16 + 400 + 100, 'int32 keys, uint8 values');
+    assert.equal(bytes(counts.map((c) => c + 1_000)), 16 + 400 + 400, 'int32 values');
+    assert.equal(bytes(counts.map((c) => c + 0.5)), 16 + 400 + 800, 'float64 values');
+    assert.equal(bytes([-0, ...counts.slice(1)]), 16 + 400 + 800, '-0 needs float64');
+    assert.equal(bytes(counts, counts), 16 + 104 + 100, 'uint8 keys, the value column 8-aligned');
+  });
+
+  test('a damaged group fails with CLINK_ERR_STATE or reads as as many entries, never throws anything else', () => {
+    const good = encodeNumberGroup([1, 2, 300], [1, 2, 3.5]);
+    fc.assert(
+      fc.property(fc.nat(good.length - 1), fc.integer({ min: 1, max: 255 }), (at, flip) => {
+        const bad = good.slice();
+        bad[at] = bad[at]! ^ flip;
+        try {
+          assert.equal(decoded(bad).length, 3);
+        } catch (err) {
+          assert.equal((err as { code?: string }).code, 'CLINK_ERR_STATE', String(err));
+        }
+      }),
+    );
+    assert.throws(() => decoded(good.subarray(0, 10)), { code: 'CLINK_ERR_STATE' });
+  });
+});
