@@ -5,10 +5,11 @@
  * value in place: no allocation, and about twice as fast as a Map's get and set at a million keys (the
  * pairs of a slot share a cache line; a Map's bucket and entry do not).
  *
- * A snapshot compacts each group's pairs into a key column and a value column at the barrier (one pass
- * over typed memory, no copy-on-write per entry needed) and encodes those later, in slices, as a
- * StateTable's snapshot does (group-codec.ts for the bytes). Keys are only added or updated, never
- * removed one by one: a table is dropped whole, as a window pane is once fired.
+ * Snapshots are copy-on-write per key group: the barrier only marks the non-empty groups; the first
+ * access to a marked group before it is encoded copies its pairs (one memcpy of the group), and each
+ * group is encoded, in slices as a StateTable's, as a key column and a value column (group-codec.ts).
+ * Keys are only added or updated, never removed one by one: a table is dropped whole, as a window pane
+ * is once fired.
  */
 import type { EncodedGroup } from './backend.js';
 import { decodeNumberGroup, encodeNumberGroup } from './group-codec.js';
@@ -69,11 +70,11 @@ export class NumberGroup {
   }
 }
 
-/** What a snapshot captured at its barrier: per key group, its keys and values as columns. */
+/** What a snapshot captured at its barrier: per key group not encoded yet, the live group or a copy of its pairs. */
 export class NumberCapture {
   readonly encoded: EncodedGroup[] = [];
   error: unknown = undefined;
-  readonly pending = new Map<number, { keys: Int32Array; values: Float64Array }>();
+  readonly pending = new Map<number, NumberGroup | Float64Array>();
 
   encode(keyGroup: number): void {
     const p = this.pending.get(keyGroup);
@@ -81,23 +82,45 @@ export class NumberCapture {
     this.pending.delete(keyGroup);
     if (this.error !== undefined) return;
     try {
-      this.encoded.push([keyGroup, encodeNumberGroup(p.keys, p.values)]);
+      const { keys, values } = columnsOf(p instanceof NumberGroup ? p.pairs : p);
+      this.encoded.push([keyGroup, encodeNumberGroup(keys, values)]);
     } catch (err) {
       this.error = err;
     }
   }
 }
 
+/** The held keys of a pairs array and their values, as two columns in slot order. */
+function columnsOf(pairs: Float64Array): { keys: Int32Array; values: Float64Array } {
+  let n = 0;
+  for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === pairs[i]) n++;
+  const keys = new Int32Array(n);
+  const values = new Float64Array(n);
+  n = 0;
+  for (let i = 0; i < pairs.length; i += 2) {
+    const k = pairs[i]!;
+    if (k !== k) continue;
+    keys[n] = k;
+    values[n++] = pairs[i + 1]!;
+  }
+  return { keys, values };
+}
+
 export class NumberTable {
   readonly groups: (NumberGroup | undefined)[];
+  /** The in-flight snapshot's capture, until every group it marked is encoded. */
+  private capture: NumberCapture | undefined;
 
   constructor(maxParallelism: number) {
     this.groups = new Array<NumberGroup | undefined>(maxParallelism);
   }
 
-  /** The group of a key group, made when absent. */
+  /** The group of a key group, made when absent; every access that may write goes through here. */
   group(keyGroup: number): NumberGroup {
-    return (this.groups[keyGroup] ??= new NumberGroup());
+    const g = (this.groups[keyGroup] ??= new NumberGroup());
+    // First access since the barrier of a group not encoded yet: keep its pairs as they were.
+    if (this.capture !== undefined && this.capture.pending.get(keyGroup) === g) this.capture.pending.set(keyGroup, g.pairs.slice());
+    return g;
   }
 
   /** Number of keys, over all key groups. */
@@ -108,20 +131,17 @@ export class NumberTable {
   }
 
   beginSnapshot(): { capture: NumberCapture; keyGroups: number[] } {
+    // A snapshot still encoding (checkpoints faster than state is written) finishes first, as a StateTable's does.
+    const inFlight = this.capture;
+    if (inFlight) for (const kg of [...inFlight.pending.keys()]) inFlight.encode(kg);
     const capture = new NumberCapture();
     const keyGroups: number[] = [];
     this.groups.forEach((g, kg) => {
       if (!g || g.size === 0) return;
-      const keys = new Int32Array(g.size);
-      const values = new Float64Array(g.size);
-      let i = 0;
-      g.forEach((v, k) => {
-        keys[i] = k;
-        values[i++] = v;
-      });
-      capture.pending.set(kg, { keys, values });
+      capture.pending.set(kg, g);
       keyGroups.push(kg);
     });
+    this.capture = keyGroups.length > 0 ? capture : undefined;
     return { capture, keyGroups };
   }
 
@@ -129,8 +149,10 @@ export class NumberTable {
     capture.encode(keyGroup);
   }
 
-  /** Nothing to stop: the capture holds its own columns. */
-  endSnapshot(): void {}
+  /** The snapshot is fully encoded: stop copying groups for it. */
+  endSnapshot(capture: NumberCapture): void {
+    if (this.capture === capture) this.capture = undefined;
+  }
 
   /** Add a key group's entries from a snapshot (a key held already takes the snapshot's value). */
   loadGroup(keyGroup: number, [, entries]: EncodedGroup): void {

@@ -57,18 +57,35 @@ describe('NumberTable', () => {
     assert.ok(g.indexOf(0) >= 0);
   });
 
-  test('a snapshot holds the values and keys of its barrier while values change and keys are added', async () => {
-    const b = new KeyedStateBackend(all, 'op');
+  test('a snapshot holds the values and keys of its barrier while values change and keys are added, and a second one waits for nothing', async () => {
+    // A clock that advances 1 ms a read: encoding yields to the event loop every few groups.
+    let now = 0;
+    const b = new KeyedStateBackend(all, 'op', undefined, () => now++);
     const t = b.internalNumberTable('__counts');
-    for (let k = 0; k < 5_000; k++) t.group(k % 128).insert(k * 7919, k % 3);
-    const atBarrier = entriesOf(t);
-    const pending = b.snapshot();
-    for (let k = 0; k < 5_000; k++) t.group(k % 128).pairs[t.group(k % 128).indexOf(k * 7919)] = -1;
-    for (let k = 5_000; k < 6_000; k++) t.group(k % 128).insert(k * 7919, 7.5);
-    const restored = new KeyedStateBackend(all, 'op');
-    restored.restore(await pending);
-    assert.deepEqual(entriesOf(restored.internalNumberTable('__counts')), atBarrier);
-    assert.equal(t.size, 6_000);
+    const write = (k: number, v: number): void => {
+      const g = t.group(k % 128);
+      const at = g.indexOf(k * 7919);
+      if (at >= 0) g.pairs[at] = v;
+      else g.insert(k * 7919, v);
+    };
+    for (let k = 0; k < 5_000; k++) write(k, k % 3);
+    const atFirst = entriesOf(t);
+    const first = b.snapshot();
+    // Between slices, as records would: half the groups change (and grow) before most are encoded; the
+    // other half change only once a second snapshot has begun.
+    await new Promise((r) => setImmediate(r));
+    for (let k = 0; k < 6_000; k++) if (k % 128 < 64) write(k, -1);
+    const atSecond = entriesOf(t);
+    const second = b.snapshot();
+    for (let k = 0; k < 7_000; k++) write(k, -2);
+    const restored = (s: Awaited<typeof first>): [number, number, number][] => {
+      const r = new KeyedStateBackend(all, 'op');
+      r.restore(s);
+      return entriesOf(r.internalNumberTable('__counts'));
+    };
+    assert.deepEqual(restored(await first), atFirst);
+    assert.deepEqual(restored(await second), atSecond);
+    assert.equal(t.size, 7_000);
   });
 
   test('a restore over keys held already gives them the snapshot values', async () => {
