@@ -6,8 +6,9 @@
  * pairs of a slot share a cache line; a Map's bucket and entry do not).
  *
  * Snapshots are copy-on-write per key group: the barrier only marks the non-empty groups; the first
- * access to a marked group before it is encoded copies its pairs (one memcpy of the group), and each
- * group is encoded, in slices as a StateTable's, as a key column and a value column (group-codec.ts).
+ * access to a marked group before it is encoded copies its keys and values out as two columns (what
+ * the encoder takes; a copy of the raw pairs cost twice the memory and a second pass), and each group
+ * is encoded, in slices as a StateTable's, from those columns (group-codec.ts).
  * Keys are only added or updated, never removed one by one: a table is dropped whole, as a window pane
  * is once fired.
  */
@@ -70,11 +71,13 @@ export class NumberGroup {
   }
 }
 
-/** What a snapshot captured at its barrier: per key group not encoded yet, the live group or a copy of its pairs. */
+type Columns = { keys: Int32Array; values: Float64Array };
+
+/** What a snapshot captured at its barrier: per key group not encoded yet, the live group or its columns as they were. */
 export class NumberCapture {
   readonly encoded: EncodedGroup[] = [];
   error: unknown = undefined;
-  readonly pending = new Map<number, NumberGroup | Float64Array>();
+  readonly pending = new Map<number, NumberGroup | Columns>();
 
   encode(keyGroup: number): void {
     const p = this.pending.get(keyGroup);
@@ -82,7 +85,7 @@ export class NumberCapture {
     this.pending.delete(keyGroup);
     if (this.error !== undefined) return;
     try {
-      const { keys, values } = columnsOf(p instanceof NumberGroup ? p.pairs : p);
+      const { keys, values } = p instanceof NumberGroup ? columnsOf(p.pairs) : p;
       this.encoded.push([keyGroup, encodeNumberGroup(keys, values)]);
     } catch (err) {
       this.error = err;
@@ -91,7 +94,7 @@ export class NumberCapture {
 }
 
 /** The held keys of a pairs array and their values, as two columns in slot order. */
-function columnsOf(pairs: Float64Array): { keys: Int32Array; values: Float64Array } {
+function columnsOf(pairs: Float64Array): Columns {
   let n = 0;
   for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === pairs[i]) n++;
   const keys = new Int32Array(n);
@@ -118,8 +121,8 @@ export class NumberTable {
   /** The group of a key group, made when absent; every access that may write goes through here. */
   group(keyGroup: number): NumberGroup {
     const g = (this.groups[keyGroup] ??= new NumberGroup());
-    // First access since the barrier of a group not encoded yet: keep its pairs as they were.
-    if (this.capture !== undefined && this.capture.pending.get(keyGroup) === g) this.capture.pending.set(keyGroup, g.pairs.slice());
+    // First access since the barrier to a group not encoded yet: keep its keys and values as they were.
+    if (this.capture !== undefined && this.capture.pending.get(keyGroup) === g) this.capture.pending.set(keyGroup, columnsOf(g.pairs));
     return g;
   }
 
