@@ -190,11 +190,6 @@ export class LinkMux {
     link.inbound.clear();
   }
 
-  /** Links open now. */
-  get size(): number {
-    return this.links.size;
-  }
-
   /** Close every link. */
   close(): void {
     for (const link of this.links) link.conn.close();

@@ -105,12 +105,11 @@ export class DataServer implements DataPlane {
   open(o: ChannelOpen): RemoteChannel {
     if (!o.link || !this.takesLinks) return new RemoteChannel(tcpTransport(o.host, o.port, o.hello, o.tls), o.onError, o.metrics, o.labels);
     const address = `${o.host}:${o.port}`;
-    return new RemoteChannel((events) => this.mux.open(this.linkTo(o.host, o.port, o.tls), address, o.hello, events), o.onError, o.metrics, o.labels);
+    return new RemoteChannel((events) => this.mux.open(this.linkTo(address, o.host, o.port, o.tls), address, o.hello, events), o.onError, o.metrics, o.labels);
   }
 
-  /** The link to the data server at host:port, dialled now if there is none (its frames wait for the connect). */
-  private linkTo(host: string, port: number, tls: TlsClientConfig | undefined): Link {
-    const address = `${host}:${port}`;
+  /** The link to the data server at `address` (host:port), dialled now if there is none (its frames wait for the connect). */
+  private linkTo(address: string, host: string, port: number, tls: TlsClientConfig | undefined): Link {
     const known = this.dialled.get(address);
     if (known && !known.lost) return known;
     // Over TLS what is written waits for the handshake; a data peer's certificate must name the host it advertised.

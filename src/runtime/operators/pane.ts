@@ -27,7 +27,7 @@ interface BoxedAccumulator {
 }
 
 export class Pane {
-  /** `numbers`: the table of a numeric accumulator's primitive keys (undefined: the accumulator is not numeric). */
+  /** `numbers`: the table of a numeric accumulator's 32-bit integer keys (undefined: the accumulator is not numeric). */
   constructor(
     private readonly table: StateTable<unknown>,
     private readonly numbers: NumberTable | undefined,
