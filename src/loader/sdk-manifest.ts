@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "653fb73bf5cf89202b603a93ac019e5005410cb1c0242a6be77fcc87751b82ec",
+  "fingerprint": "a957928142ba897002d90459b921702acaf9a6405c4558dbb6f9a7c81abeacaf",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -63,7 +63,7 @@ export const SDK_MANIFEST = {
     "state/group-codec.d.ts": "28a9eae21496b0d641738e3c29f8deda09dbfd27b33b24b9d46ff3977380ec0c",
     "state/index.d.ts": "464f359657e4329b3dcb96a36fc92cf708a948baec52aa81670e9df637f6e112",
     "state/location.d.ts": "b07fe0127cc4ebbb77dd765d933e877c2b9ddd1eb177f34e4ec20404d20db330",
-    "state/number-table.d.ts": "78197c061bda9da47434f927ddd336fc7d9a239bd6b0f37765eb7db2efbacc94",
+    "state/number-table.d.ts": "cb645e8d4d64ce1417889b21beb544c755db039617864713a8cb8710fd2ac805",
     "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",

@@ -47,6 +47,13 @@ export class NumberGroup {
     this.size++;
   }
 
+  /** Set a key's value, adding the key when it is not held. */
+  set(key: number, value: number): void {
+    const at = this.indexOf(key);
+    if (at >= 0) this.pairs[at] = value;
+    else this.insert(key, value);
+  }
+
   /** Every key and value, in slot order. */
   forEach(fn: (value: number, key: number) => void): void {
     const p = this.pairs;
@@ -160,10 +167,6 @@ export class NumberTable {
   /** Add a key group's entries from a snapshot (a key held already takes the snapshot's value). */
   loadGroup(keyGroup: number, [, entries]: EncodedGroup): void {
     const g = this.group(keyGroup);
-    decodeNumberGroup(entries, (key, value) => {
-      const at = g.indexOf(key);
-      if (at >= 0) g.pairs[at] = value;
-      else g.insert(key, value);
-    });
+    decodeNumberGroup(entries, (key, value) => g.set(key, value));
   }
 }

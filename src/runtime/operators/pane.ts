@@ -86,25 +86,24 @@ export class Pane {
     }
   }
 
+  /** Move a numeric accumulator's integer keys from the StateTable (where snapshots before NumberTable hold them) into the NumberTable. */
+  moveIntegerKeysToNumbers(): void {
+    const numbers = this.numbers;
+    if (numbers === undefined) return;
+    this.table.groups.forEach((g, kg) => {
+      if (!g) return;
+      for (const [nk, acc] of g) {
+        if (!isNumberTableKey(nk)) continue;
+        numbers.group(kg).set(nk, acc as number);
+        g.delete(nk);
+      }
+    });
+  }
+
   /** Keys with an accumulator. */
   get size(): number {
     return this.table.size + (this.numbers?.size ?? 0);
   }
-}
-
-/** Move a numeric accumulator's integer keys from a pane's StateTable (as snapshots before NumberTable hold them) into its NumberTable. */
-export function movePrimitivesToNumbers(table: StateTable<unknown>, numbers: NumberTable): void {
-  table.groups.forEach((g, kg) => {
-    if (!g) return;
-    for (const [nk, acc] of g) {
-      if (!isNumberTableKey(nk)) continue;
-      const n = numbers.group(kg);
-      const at = n.indexOf(nk);
-      if (at >= 0) n.pairs[at] = acc as number;
-      else n.insert(nk, acc as number);
-      g.delete(nk);
-    }
-  });
 }
 
 /** Copy a pane restored in the layout before this one into a table of today's. */

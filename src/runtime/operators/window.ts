@@ -11,7 +11,7 @@ import { NO_TIMESTAMP } from '../elements.js';
 import { normalizeKey } from '../../plan/index.js';
 import { StreamOperator, type OperatorContext } from '../operator.js';
 import { KeyedOperator } from './keyed.js';
-import { convertLegacyPane, LEGACY_PANE_PREFIX, movePrimitivesToNumbers, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName } from './pane.js';
+import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName } from './pane.js';
 
 /** How a window accumulates records and what it emits when it fires. */
 export interface WindowAccumulator {
@@ -292,8 +292,7 @@ export class WindowOperator extends KeyedOperator {
     ]);
     for (const start of starts) {
       const pane = this.paneAt(start);
-      // A count's integer keys in the StateTable (snapshots from before NumberTable) move to its numbers.
-      if (this.agg.numeric === true) movePrimitivesToNumbers(this.backend.internalTable(paneName(start)), this.backend.internalNumberTable(numberPaneName(start)));
+      pane.moveIntegerKeysToNumbers();
       if (pane.size === 0) {
         this.backend.dropInternalTable(paneName(start));
         this.backend.dropInternalTable(numberPaneName(start));
