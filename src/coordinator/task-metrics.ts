@@ -11,7 +11,8 @@ import type { JobState } from './job-state.js';
 export interface SubtaskSample {
   report: SubtaskProgressReport;
   at: number;
-  previous?: { report: SubtaskProgressReport; at: number };
+  /** `spanMs` before this one: the two reports' ages' difference, or (an older worker's) their arrivals'. */
+  previous?: { report: SubtaskProgressReport; spanMs: number };
 }
 
 /** A task's metrics: its subtasks' sums (the watermark: their minimum, as downstream sees it). */
@@ -43,12 +44,20 @@ export function recordHeartbeat(jobOf: (jobId: string) => JobState | undefined, 
   }
 }
 
-/** Keep `report` as its subtask's newest sample; one that counts less than the last starts over (a new attempt). */
+/**
+ * Keep `report` as its subtask's newest sample; one that counts less than the last, or is younger, starts
+ * over (a new attempt). A report read at the same age as the last is that reading again (a job thread
+ * posts its counts on its own timer, which drifts against the heartbeat's) and changes nothing: taken as
+ * a new sample it would measure no time waited over a heartbeat's interval, a backpressured task at 0.
+ */
 export function recordSubtaskProgress(job: JobState, report: SubtaskProgressReport, now: number): void {
   const key = subtaskKey(report.taskId, report.subtaskIndex);
   const last = job.subtaskProgress.get(key);
-  const fresh = !last || report.recordsIn < last.report.recordsIn || report.recordsOut < last.report.recordsOut || now <= last.at;
-  job.subtaskProgress.set(key, fresh ? { report, at: now } : { report, at: now, previous: { report: last.report, at: last.at } });
+  const aged = report.ageMs > 0 && last !== undefined && last.report.ageMs > 0;
+  const fresh = !last || report.recordsIn < last.report.recordsIn || report.recordsOut < last.report.recordsOut || (aged ? report.ageMs < last.report.ageMs : now <= last.at);
+  if (!fresh && aged && report.ageMs === last.report.ageMs) return;
+  const spanMs = aged ? report.ageMs - last.report.ageMs : now - (last?.at ?? now);
+  job.subtaskProgress.set(key, fresh ? { report, at: now } : { report, at: now, previous: { report: last.report, spanMs } });
 }
 
 export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {
@@ -65,12 +74,13 @@ export function taskMetrics(job: JobState, taskId: string, parallelism: number):
     const p = s.previous;
     if (!p) continue;
     m.measured++;
-    const seconds = (s.at - p.at) / 1000;
+    const spanMs = p.spanMs;
+    const seconds = spanMs / 1000;
     m.recordsInPerSecond += (s.report.recordsIn - p.report.recordsIn) / seconds;
     m.recordsOutPerSecond += (s.report.recordsOut - p.report.recordsOut) / seconds;
-    const waited = (s.report.backpressuredMs - p.report.backpressuredMs) / (s.at - p.at);
+    const waited = (s.report.backpressuredMs - p.report.backpressuredMs) / spanMs;
     m.backpressure = Math.max(m.backpressure, Math.min(1, waited));
-    m.busy = Math.max(m.busy, Math.min(1, Math.max(0, 1 - waited - (s.report.idleMs - p.report.idleMs) / (s.at - p.at))));
+    m.busy = Math.max(m.busy, Math.min(1, Math.max(0, 1 - waited - (s.report.idleMs - p.report.idleMs) / spanMs)));
   }
   m.recordsInPerSecond = Math.round(m.recordsInPerSecond);
   m.recordsOutPerSecond = Math.round(m.recordsOutPerSecond);

@@ -135,6 +135,7 @@ export const SubtaskProgress = struct('SubtaskProgress', {
   watermark: field(f64, 'the last watermark it emitted (-Infinity: none yet)'),
   idleMs: tail(u64, 0, 'time spent waiting for input (a source: for its reader) since it started'),
   lagRecords: tail(u64, 0, "a source's records not read yet from its external system (SourceReader.lag); 0 = none or unknown"),
+  ageMs: tail(u64, 0, "the subtask's age on its worker's clock when these counts were read: rates are taken over two reports' ages, and a report read no later than the last is that report again; 0 = an older worker (rates over the heartbeats' arrival)"),
 });
 
 export const MESSAGES = {

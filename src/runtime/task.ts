@@ -105,6 +105,11 @@ export class SubtaskRunner {
   get idleMs(): number {
     return this.idle.totalMs;
   }
+  private readonly createdAt = performance.now();
+  /** Time since this subtask was created: the clock its wait times are read on. */
+  get ageMs(): number {
+    return performance.now() - this.createdAt;
+  }
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
   private readonly pendingBarriers: number[] = [];

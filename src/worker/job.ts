@@ -440,7 +440,7 @@ export class WorkerJob {
       if (s.task.inputs.length === 0) sourceRecords += r?.recordsIn ?? 0;
       if (s.task.outputs.length === 0) sinkRecords += r?.recordsOut ?? 0;
       if (r && !s.done) {
-        subtasks.push({ jobId: this.jobId, taskId: s.task.id, subtaskIndex: s.index, recordsIn: r.recordsIn, recordsOut: r.recordsOut, backpressuredMs: Math.round(r.backpressuredMs), watermark: r.watermark, idleMs: Math.round(r.idleMs), lagRecords: r.lag });
+        subtasks.push({ jobId: this.jobId, taskId: s.task.id, subtaskIndex: s.index, recordsIn: r.recordsIn, recordsOut: r.recordsOut, backpressuredMs: Math.round(r.backpressuredMs), watermark: r.watermark, idleMs: Math.round(r.idleMs), lagRecords: r.lag, ageMs: Math.round(r.ageMs) });
       }
     }
     return { sourceRecords, sinkRecords, subtasks };

@@ -155,6 +155,12 @@ describe('the additive-tail idiom', () => {
     assert.deepEqual(decodeFrame(old), { ...sampleMessage('DataCredit'), columns: false });
   });
 
+  test('a Heartbeat pinned before SubtaskProgress.ageMs existed decodes with age 0 (measured over its arrival)', async () => {
+    const old = Buffer.from((await readFile(new URL('legacy/Heartbeat-before-ageMs.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const sample = sampleMessage('Heartbeat') as MessageOf<'Heartbeat'>;
+    assert.deepEqual(decodeFrame(old), { ...sample, subtasks: sample.subtasks.map((s) => ({ ...s, ageMs: 0 })) });
+  });
+
   test('a newer peer’s extra trailing bytes are ignored by this decoder', () => {
     const m = makeMessage('Heartbeat', { seq: 3, sentAtMs: 10, runningSubtasks: 2 });
     const longer = Buffer.concat([encodeMessage(m), Buffer.from([0, 0, 0, 9, 1, 2, 3])]);
