@@ -276,19 +276,24 @@ export class SubtaskRunner {
     this.aligner!.addChannels(inputs.length);
   }
 
-  /** Await user or connector work, but stop waiting when the job is cancelled. */
+  /** Await user or connector work, but stop waiting when the job is cancelled; partial batches leave first. */
   private bounded<T>(value: T | Promise<T>): T | Promise<T> {
-    return value instanceof Promise ? abortable(value, this.setup.signal) : value;
+    if (!(value instanceof Promise)) return value;
+    this.setup.writer.flushPartial();
+    return abortable(value, this.setup.signal);
   }
 
-  /** After each batch: let chained operators flush, hand partial batches on, wait for room, yield. */
+  /**
+   * After each batch: let chained operators flush, wait for room, yield. Partly filled batches leave
+   * only before the task waits or yields (bounded, yield, runInput's take): until then they fill.
+   */
   private async afterBatch(): Promise<void> {
     const { operators, writer, signal } = this.setup;
     for (const op of operators) {
       const p = op.endBatch();
       if (p !== undefined) await this.bounded(p);
     }
-    writer.flushPartial();
+    writer.batchEnded();
     if (writer.mustWait) {
       this.backpressure.begin();
       try {
@@ -300,6 +305,7 @@ export class SubtaskRunner {
     if (signal.aborted) throw signal.reason;
     const now = performance.now();
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {
+      writer.flushPartial();
       await yieldToEventLoop();
       this.lastYield = performance.now();
       if (signal.aborted) throw signal.reason;
@@ -433,6 +439,7 @@ export class SubtaskRunner {
     while (ch.open > 0) {
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
+        this.setup.writer.flushPartial();
         this.setup.onPhase?.(SubtaskPhase.IDLE);
         this.idle.begin();
         try {

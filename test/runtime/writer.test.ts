@@ -1,0 +1,70 @@
+// When a RecordWriter's batches leave: full ones at once; partly filled ones when the task is about to
+// wait or yield (flushPartial), not after every input batch (batchEnded), unless a linger bound says so.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { OperatorSpec } from '../../src/plan/index.js';
+import { BATCH, InputQueue, WATERMARK, type StreamElement } from '../../src/runtime/index.js';
+import { RecordWriter } from '../../src/runtime/writer.js';
+
+const target = { id: 'w', name: 'w', type: 'map', keyed: false } as unknown as OperatorSpec;
+
+/** A writer over a REBALANCE edge to two in-process queues, and what each queue has received. */
+function rebalanced(batchSize: number, lingerMs = 0, schedule?: (at: number, cb: () => void) => void) {
+  const queues = [new InputQueue(1_000), new InputQueue(1_000)];
+  const writer = new RecordWriter([{ kind: 'REBALANCE', targets: queues.map((q) => ({ queue: q, channel: 0 })), target, maxParallelism: 128 }], batchSize, 0, 1, lingerMs, schedule);
+  const received = (): StreamElement[][] =>
+    queues.map((q) => {
+      const out: StreamElement[] = [];
+      for (let e: StreamElement | undefined; (e = q.poll()); ) out.push(e);
+      return out;
+    });
+  const sizes = (els: StreamElement[]): number[] => els.map((e) => (e.kind === BATCH ? e.values.length : -1));
+  return { writer, received, sizes };
+}
+
+describe('record writer', () => {
+  test('without a linger, a partly filled batch fills across input batches and leaves when the task waits or yields', () => {
+    const { writer, received, sizes } = rebalanced(10);
+    // Three input batches of 6 records each: 9 per target, a partial batch each.
+    for (let b = 0; b < 3; b++) {
+      for (let i = 0; i < 6; i++) writer.collect(b * 6 + i, 0);
+      writer.batchEnded();
+    }
+    assert.deepEqual(received().map(sizes), [[], []], 'nothing left after an input batch');
+    writer.collect(18, 0);
+    writer.collect(19, 0);
+    writer.batchEnded();
+    assert.deepEqual(received().map(sizes), [[10], [10]], 'a full batch leaves at once');
+    writer.collect(20, 0);
+    writer.batchEnded();
+    writer.flushPartial();
+    assert.deepEqual(received().map(sizes), [[1], []], 'the task waits: what is partly filled leaves');
+  });
+
+  test('a watermark sends what was collected before it, ahead of it', () => {
+    const { writer, received } = rebalanced(10);
+    for (let i = 0; i < 4; i++) writer.collect(i, i);
+    writer.batchEnded();
+    writer.emitWatermark(3);
+    const [a, b] = received();
+    assert.deepEqual(a!.map((e) => e.kind), [BATCH, WATERMARK]);
+    assert.deepEqual(b!.map((e) => e.kind), [BATCH, WATERMARK]);
+    assert.deepEqual(a![0]!.kind === BATCH && a![0]!.values, [0, 2]);
+  });
+
+  test('with a linger, an input batch’s end arms the timer and what has lingered long enough leaves', () => {
+    const timers: { at: number; cb: () => void }[] = [];
+    const { writer, received, sizes } = rebalanced(10, 50, (at, cb) => timers.push({ at, cb }));
+    writer.batchEnded(); // the writer's clock is read at the end of an input batch
+    writer.collect(0, 0);
+    writer.batchEnded();
+    assert.equal(timers.length, 1, 'the linger timer is armed at the end of the input batch');
+    assert.deepEqual(received().map(sizes), [[], []]);
+    timers[0]!.cb();
+    // Not due yet (50 ms have not passed): still held, the timer armed again.
+    assert.deepEqual(received().map(sizes), [[], []]);
+    assert.equal(timers.length, 2);
+    writer.flush();
+    assert.deepEqual(received().map(sizes), [[1], []]);
+  });
+});
