@@ -17,7 +17,9 @@ import {
 import { CollectSinkOperator } from './operators/collect.js';
 import { IntervalJoinOperator } from './operators/join.js';
 import { CoProcessOperator, KeyedProcessOperator, KeyedReduceOperator } from './operators/keyed.js';
-import { LocalWindowAggregateOperator, windowFunctionAccumulator, windowJoinAccumulator, WindowOperator } from './operators/window.js';
+import { LocalWindowAggregateOperator } from './operators/local-window-aggregate.js';
+import { WindowOperator } from './operators/window.js';
+import { windowFunctionAccumulator, windowJoinAccumulator } from './operators/window-accumulators.js';
 
 export type ConnectorRegistry = ReadonlyMap<string, Connector>;
 

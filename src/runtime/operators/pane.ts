@@ -11,10 +11,14 @@
  */
 import { isObjectKey } from '../../plan/index.js';
 import { isNumberTableKey, type NumberTable, type StateTable } from '../../state/index.js';
-import type { WindowAccumulator } from './window.js';
+import type { WindowAccumulator } from './window-accumulators.js';
 
 /** A pane's tables: its window start follows the prefix. */
 export const PANE_PREFIX = '__window-pane:';
+
+const mod = (x: number, m: number): number => ((x % m) + m) % m;
+/** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */
+export const paneStart = (ts: number, offset: number, slide: number): number => ts - mod(ts - offset, slide);
 export const paneName = (start: number): string => `${PANE_PREFIX}${start}`;
 export const NUMBER_PANE_PREFIX = '__window-numbers:';
 export const numberPaneName = (start: number): string => `${NUMBER_PANE_PREFIX}${start}`;

@@ -4,26 +4,13 @@
  * keep a list of sessions per key and merge those that touch. A window join is the same operator with
  * an accumulator that buffers each side.
  */
-import type { AggregateFunction, Collector, ProcessWindowFunction, TimeWindow, WindowAssigner } from '../../sdk/index.js';
+import type { Collector, WindowAssigner } from '../../sdk/index.js';
 import type { StateTable } from '../../state/index.js';
 import { BinaryHeap } from '../../util/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
-import { normalizeKey } from '../../plan/index.js';
-import { StreamOperator, type OperatorContext } from '../operator.js';
 import { KeyedOperator } from './keyed.js';
-import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName } from './pane.js';
-
-/** How a window accumulates records and what it emits when it fires. */
-export interface WindowAccumulator {
-  create(): unknown;
-  add(acc: unknown, value: unknown, input: number): unknown;
-  merge(a: unknown, b: unknown): unknown;
-  emit(acc: unknown, key: unknown, window: TimeWindow, out: Collector<unknown>): void;
-  /** add() returns a new accumulator and never changes one in place (so a snapshot need not copy it). */
-  immutable?: boolean;
-  /** create() and add() return numbers (a pane keeps them in a NumberTable). */
-  numeric?: boolean;
-}
+import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName, paneStart } from './pane.js';
+import type { WindowAccumulator } from './window-accumulators.js';
 
 interface Session {
   start: number;
@@ -47,10 +34,6 @@ interface KeySessions {
   keyGroup: number;
   sessions: Session[];
 }
-
-const mod = (x: number, m: number): number => ((x % m) + m) % m;
-/** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */
-const paneStart = (ts: number, offset: number, slide: number): number => ts - mod(ts - offset, slide);
 
 const SESSIONS = '__sessions';
 
@@ -332,148 +315,5 @@ export class WindowOperator extends KeyedOperator {
 
   override close(): Promise<void> {
     return this.closeUdf(this.ctx.fns.udf as { close?: () => void } | undefined);
-  }
-}
-
-const UNSET = Symbol('unset');
-
-/** The accumulator for window().aggregate / reduce / count / process. */
-export function windowFunctionAccumulator(op: { ctx: OperatorContext }): WindowAccumulator {
-  const fn = op.ctx.spec.options.function as string;
-  const udf = op.ctx.fns.udf;
-  switch (fn) {
-    case 'aggregate': {
-      const a = udf as AggregateFunction<unknown, unknown, unknown>;
-      return {
-        create: () => a.create(),
-        add: (acc, v) => a.add(v, acc),
-        merge: (x, y) => a.merge!(x, y),
-        emit: (acc, key, w, out) => out.collect(a.result(acc, key, w)),
-      };
-    }
-    case 'reduce': {
-      const r = (udf as { reduce: (a: unknown, b: unknown) => unknown }).reduce;
-      return {
-        create: () => UNSET,
-        add: (acc, v) => (acc === UNSET ? v : r(acc, v)),
-        merge: (x, y) => (x === UNSET ? y : y === UNSET ? x : r(x, y)),
-        emit: (acc, _k, _w, out) => out.collect(acc),
-      };
-    }
-    case 'count':
-      return {
-        create: () => 0,
-        add: (acc) => (acc as number) + 1,
-        merge: (x, y) => (x as number) + (y as number),
-        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: acc }),
-        immutable: true,
-        numeric: true,
-      };
-    case 'process': {
-      const p = udf as ProcessWindowFunction<unknown, unknown, unknown>;
-      return {
-        create: () => [],
-        add: (acc, v) => {
-          (acc as unknown[]).push(v);
-          return acc;
-        },
-        merge: (x, y) => (x as unknown[]).concat(y as unknown[]),
-        emit: (acc, key, w, out) => p.process(key, w, acc as unknown[], out),
-      };
-    }
-    default:
-      throw new Error(`unknown window function '${fn}'`);
-  }
-}
-
-/** The accumulator for a window join: buffers each side, emits the cross product per key and window. */
-export function windowJoinAccumulator(op: WindowOperator): WindowAccumulator {
-  const fn = op.ctx.fns.fn as (l: unknown, r: unknown, w: TimeWindow) => unknown;
-  type Sides = { left: unknown[]; right: unknown[] };
-  return {
-    create: (): Sides => ({ left: [], right: [] }),
-    add: (acc, v, input) => {
-      (input === 0 ? (acc as Sides).left : (acc as Sides).right).push(v);
-      return acc;
-    },
-    merge: (x, y) => ({ left: (x as Sides).left.concat((y as Sides).left), right: (x as Sides).right.concat((y as Sides).right) }),
-    emit: (acc, _key, w, out) => {
-      const { left, right } = acc as Sides;
-      for (const l of left) for (const r of right) out.collect(fn(l, r, w));
-    },
-  };
-}
-
-interface PartialEntry {
-  key: unknown;
-  acc: unknown;
-  /** The latest timestamp among its records (all in one pane, so in the same windows). */
-  timestamp: number;
-}
-
-/**
- * Local pre-aggregation ahead of a window's shuffle, chained to the upstream operator: accumulates the
- * records of a batch per key and pane (the slide of a sliding window, the window of a tumbling one;
- * per key alone for processing time), and sends one `[key, accumulator]` per group when the batch
- * ends, and before a watermark, a barrier or the end of input passes, so nothing is held across them.
- * The window operator downstream merges the partials. A hot key then crosses the shuffle once per
- * batch instead of once per record.
- */
-export class LocalWindowAggregateOperator extends StreamOperator {
-  private agg!: WindowAccumulator;
-  private keyOf!: (value: unknown) => unknown;
-  private slide = 1;
-  private offset = 0;
-  private processingTime = false;
-  private readonly groups = new Map<number, Map<unknown, PartialEntry>>();
-
-  override open(): void {
-    const o = this.ctx.spec.options as { assigner: Exclude<WindowAssigner, { kind: 'session' }>; time: 'event' | 'processing' };
-    this.slide = o.assigner.kind === 'sliding' ? o.assigner.slideMs : o.assigner.sizeMs;
-    this.offset = o.assigner.offsetMs;
-    this.processingTime = o.time === 'processing';
-    this.agg = windowFunctionAccumulator(this);
-    this.keyOf = this.ctx.fns.keySelectors![0]!;
-  }
-
-  processElement(value: unknown, timestamp: number): void {
-    let key: unknown;
-    let e: PartialEntry | undefined;
-    try {
-      key = this.keyOf(value);
-      const pane = this.processingTime ? 0 : paneStart(timestamp, this.offset, this.slide);
-      let g = this.groups.get(pane);
-      if (!g) this.groups.set(pane, (g = new Map()));
-      const nk = normalizeKey(key);
-      e = g.get(nk);
-      if (!e) g.set(nk, (e = { key, acc: this.agg.create(), timestamp }));
-      e.acc = this.agg.add(e.acc, value, 0);
-    } catch (err) {
-      throw this.userError(err);
-    }
-    if (timestamp > e.timestamp) e.timestamp = timestamp;
-  }
-
-  private flush(): void {
-    if (this.groups.size === 0) return;
-    for (const g of this.groups.values()) for (const e of g.values()) this.out.collect([e.key, e.acc], e.timestamp);
-    this.groups.clear();
-  }
-
-  override endBatch(): void {
-    this.flush();
-  }
-
-  override processWatermark(watermark: number): void {
-    this.flush();
-    super.processWatermark(watermark);
-  }
-
-  override prepareSnapshot(): void {
-    this.flush();
-  }
-
-  override finish(): void {
-    this.flush();
   }
 }
