@@ -55,9 +55,13 @@ export function recordSubtaskProgress(job: JobState, report: SubtaskProgressRepo
   const last = job.subtaskProgress.get(key);
   const aged = report.ageMs > 0 && last !== undefined && last.report.ageMs > 0;
   const fresh = !last || report.recordsIn < last.report.recordsIn || report.recordsOut < last.report.recordsOut || (aged ? report.ageMs < last.report.ageMs : now <= last.at);
-  if (!fresh && aged && report.ageMs === last.report.ageMs) return;
-  const spanMs = aged ? report.ageMs - last.report.ageMs : now - (last?.at ?? now);
-  job.subtaskProgress.set(key, fresh ? { report, at: now } : { report, at: now, previous: { report: last.report, spanMs } });
+  if (fresh) {
+    job.subtaskProgress.set(key, { report, at: now });
+    return;
+  }
+  if (aged && report.ageMs === last.report.ageMs) return;
+  const spanMs = aged ? report.ageMs - last.report.ageMs : now - last.at;
+  job.subtaskProgress.set(key, { report, at: now, previous: { report: last.report, spanMs } });
 }
 
 export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "95c794ba49f4c893b1bc1eb84f31708e60291f7e3855edde655fdae60fd0e1af",
+  "fingerprint": "b675cf383c27fb47022d1bdd4c6b08d63935ddb23134f5202886abbdc3ac9c1c",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -46,10 +46,10 @@ export const SDK_MANIFEST = {
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
     "runtime/subtask.d.ts": "379fad78653cc9573ac66887af9acdd4cd16c3ae5b9a7101858fa1a5cf1f812d",
-    "runtime/task.d.ts": "e1f7b91b6029a0ea140a80e88a08d7003eda20c57706ed9f278dc917de5fee55",
+    "runtime/task.d.ts": "94daae98c32f38cfca4ef59f3a9125e3c9f58849679fb2b56dec3798c52f619f",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",
-    "runtime/writer.d.ts": "5b143187de860d56eb2021f4d0f82ac903b8b0fa65f99249fdb698d5ce5ced6a",
+    "runtime/writer.d.ts": "f2c078b2dfcb40e8a49c13dbcb533edb27ffb1234d02844b98647594637b3da4",
     "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
     "sdk/env.d.ts": "6c4bcb188b6aa9078d1c8367e9a247493c1de153f0a7401ca4d3fd9df8f1991b",
     "sdk/graph.d.ts": "42d687441c50a41a8c73bec5a0aad63c51fb480771a43f89786577247319513f",

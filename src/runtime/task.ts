@@ -276,16 +276,24 @@ export class SubtaskRunner {
     this.aligner!.addChannels(inputs.length);
   }
 
-  /** Await user or connector work, but stop waiting when the job is cancelled; partial batches leave first. */
+  /**
+   * The task is about to wait (for input, room or user work) or yield: partly filled batches and owed
+   * watermarks leave now, since nothing of this task's runs until it resumes (design record 004).
+   */
+  private beforeWait(): void {
+    this.setup.writer.flushPartial();
+  }
+
+  /** Await user or connector work, but stop waiting when the job is cancelled. */
   private bounded<T>(value: T | Promise<T>): T | Promise<T> {
     if (!(value instanceof Promise)) return value;
-    this.setup.writer.flushPartial();
+    this.beforeWait();
     return abortable(value, this.setup.signal);
   }
 
   /**
    * After each batch: let chained operators flush, wait for room, yield. Partly filled batches leave
-   * only before the task waits or yields (bounded, yield, runInput's take): until then they fill.
+   * only before the task waits or yields (beforeWait): until then they fill.
    */
   private async afterBatch(): Promise<void> {
     const { operators, writer, signal } = this.setup;
@@ -305,7 +313,7 @@ export class SubtaskRunner {
     if (signal.aborted) throw signal.reason;
     const now = performance.now();
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {
-      writer.flushPartial();
+      this.beforeWait();
       await yieldToEventLoop();
       this.lastYield = performance.now();
       if (signal.aborted) throw signal.reason;
@@ -439,7 +447,7 @@ export class SubtaskRunner {
     while (ch.open > 0) {
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
-        this.setup.writer.flushPartial();
+        this.beforeWait();
         this.setup.onPhase?.(SubtaskPhase.IDLE);
         this.idle.begin();
         try {

@@ -35,6 +35,9 @@ class EdgeWriter {
   private readonly since: number[];
   private next: number;
   clock = 0;
+  /** The last watermark announced, and which targets are owed it: it goes ahead of their next batch. */
+  private watermark = NO_TIMESTAMP;
+  private readonly owed: boolean[];
 
   constructor(
     readonly e: EdgeOutput,
@@ -45,6 +48,7 @@ class EdgeWriter {
     this.values = e.targets.map(() => []);
     this.timestamps = e.targets.map(() => []);
     this.since = e.targets.map(() => 0);
+    this.owed = e.targets.map(() => false);
     this.next = subtaskIndex % e.targets.length;
   }
 
@@ -86,14 +90,41 @@ class EdgeWriter {
   }
 
   private send(i: number): void {
+    if (this.owed[i]) this.sendWatermark(i);
     const t = this.e.targets[i]!;
     t.queue.push({ kind: BATCH, channel: t.channel, values: this.values[i]!, timestamps: this.timestamps[i]! });
     this.values[i] = [];
     this.timestamps[i] = [];
   }
 
-  flush(): void {
+  private sendWatermark(i: number): void {
+    this.owed[i] = false;
+    const t = this.e.targets[i]!;
+    t.queue.push({ kind: WATERMARK, channel: t.channel, timestamp: this.watermark });
+  }
+
+  /**
+   * Records before a watermark go now; the watermark itself is owed to every target and goes ahead of
+   * its next batch, or when the task waits. A watermark owed to a target still owed an earlier one
+   * replaces it: between the two there is nothing it could have told apart.
+   */
+  announceWatermark(watermark: number): void {
     for (let i = 0; i < this.values.length; i++) if (this.values[i]!.length > 0) this.send(i);
+    this.watermark = watermark;
+    this.owed.fill(true);
+  }
+
+  /** Send every partly filled batch and every owed watermark. */
+  flush(): void {
+    for (let i = 0; i < this.values.length; i++) {
+      if (this.values[i]!.length > 0) this.send(i);
+      else if (this.owed[i]) this.sendWatermark(i);
+    }
+  }
+
+  /** Send the watermarks owed (a buffered batch holds only records after its target's). */
+  flushWatermarks(): void {
+    for (let i = 0; i < this.owed.length; i++) if (this.owed[i]) this.sendWatermark(i);
   }
 
   /** Send buffers that have waited `lingerMs`; return when the next one falls due (Infinity: none). */
@@ -174,10 +205,10 @@ export class RecordWriter implements Output {
     for (const e of edges) e.collect(value, timestamp, this.subtaskIndex);
   }
 
+  /** Records before it are sent now; the watermark when the task next waits or sends (EdgeWriter.announceWatermark). */
   emitWatermark(watermark: number): void {
     this.watermark = watermark;
-    this.flush();
-    for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: WATERMARK, channel: t.channel, timestamp: watermark });
+    for (const e of this.edges) e.announceWatermark(watermark);
   }
 
   emitStatus(idle: boolean): void {
@@ -214,6 +245,7 @@ export class RecordWriter implements Output {
     for (const e of this.edges) {
       e.clock = now;
       next = Math.min(next, e.flushDue(now, this.lingerMs));
+      e.flushWatermarks();
     }
     if (next < this.lingerTimerAt) {
       this.lingerTimerAt = next;

@@ -41,15 +41,37 @@ describe('record writer', () => {
     assert.deepEqual(received().map(sizes), [[1], []], 'the task waits: what is partly filled leaves');
   });
 
-  test('a watermark sends what was collected before it, ahead of it', () => {
+  test('a watermark sends what was collected before it at once, and itself ahead of the next batch or when the task waits', () => {
     const { writer, received } = rebalanced(10);
     for (let i = 0; i < 4; i++) writer.collect(i, i);
     writer.batchEnded();
     writer.emitWatermark(3);
-    const [a, b] = received();
-    assert.deepEqual(a!.map((e) => e.kind), [BATCH, WATERMARK]);
-    assert.deepEqual(b!.map((e) => e.kind), [BATCH, WATERMARK]);
+    let [a, b] = received();
+    assert.deepEqual(a!.map((e) => e.kind), [BATCH], 'records before the watermark leave at once');
+    assert.deepEqual(b!.map((e) => e.kind), [BATCH]);
     assert.deepEqual(a![0]!.kind === BATCH && a![0]!.values, [0, 2]);
+    writer.collect(4, 4);
+    writer.flushPartial();
+    [a, b] = received();
+    assert.deepEqual(a!.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind === BATCH ? e.values : e.kind)), ['wm 3', [4]], 'the owed watermark goes ahead of the next batch');
+    assert.deepEqual(b!.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind)), ['wm 3'], 'and to a target with no batch when the task waits');
+  });
+
+  test('watermarks with nothing sent between them leave as the latest one; records after a watermark never pass it', () => {
+    const { writer, received } = rebalanced(2);
+    writer.emitWatermark(1);
+    writer.emitWatermark(2);
+    writer.collect('x', 3); // to target 0, which now holds [x] behind watermark 2
+    writer.emitWatermark(5);
+    writer.collect('y', 6); // to target 1
+    writer.collect('z', 7); // to target 0
+    writer.collect('u', 8); // target 1: [y, u] is full and leaves, behind watermark 5
+    writer.flush();
+    const show = (els: StreamElement[]) => els.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind === BATCH ? e.values.join('') : e.kind));
+    assert.deepEqual(received().map(show), [
+      ['wm 2', 'x', 'wm 5', 'z'],
+      ['wm 5', 'yu'],
+    ]);
   });
 
   test('with a linger, an input batch’s end arms the timer and what has lingered long enough leaves', () => {

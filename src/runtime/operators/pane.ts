@@ -15,15 +15,15 @@ import type { WindowAccumulator } from './window-accumulators.js';
 
 /** A pane's tables: its window start follows the prefix. */
 export const PANE_PREFIX = '__window-pane:';
-
-const mod = (x: number, m: number): number => ((x % m) + m) % m;
-/** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */
-export const paneStart = (ts: number, offset: number, slide: number): number => ts - mod(ts - offset, slide);
 export const paneName = (start: number): string => `${PANE_PREFIX}${start}`;
 export const NUMBER_PANE_PREFIX = '__window-numbers:';
 export const numberPaneName = (start: number): string => `${NUMBER_PANE_PREFIX}${start}`;
 /** Panes as snapshots before this layout hold them (every entry `{ key, keyGroup, acc }`). */
 export const LEGACY_PANE_PREFIX = '__pane:';
+
+const mod = (x: number, m: number): number => ((x % m) + m) % m;
+/** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */
+export const paneStart = (ts: number, offset: number, slide: number): number => ts - mod(ts - offset, slide);
 
 interface BoxedAccumulator {
   key: unknown;
