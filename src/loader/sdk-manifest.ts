@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "b675cf383c27fb47022d1bdd4c6b08d63935ddb23134f5202886abbdc3ac9c1c",
+  "fingerprint": "689cd6812620e059b00a4afd915379f91534aa5f1619eec2f6d2a180bf4d948d",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -49,7 +49,7 @@ export const SDK_MANIFEST = {
     "runtime/task.d.ts": "94daae98c32f38cfca4ef59f3a9125e3c9f58849679fb2b56dec3798c52f619f",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",
-    "runtime/writer.d.ts": "f2c078b2dfcb40e8a49c13dbcb533edb27ffb1234d02844b98647594637b3da4",
+    "runtime/writer.d.ts": "bd11d5d302b36df0b1a24e19d90edd666b5cd7f27657facc91cf0b4847a98f21",
     "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
     "sdk/env.d.ts": "6c4bcb188b6aa9078d1c8367e9a247493c1de153f0a7401ca4d3fd9df8f1991b",
     "sdk/graph.d.ts": "42d687441c50a41a8c73bec5a0aad63c51fb480771a43f89786577247319513f",

@@ -114,17 +114,15 @@ class EdgeWriter {
     this.owed.fill(true);
   }
 
-  /** Send every partly filled batch and every owed watermark. */
-  flush(): void {
-    for (let i = 0; i < this.values.length; i++) {
-      if (this.values[i]!.length > 0) this.send(i);
-      else if (this.owed[i]) this.sendWatermark(i);
-    }
-  }
-
   /** Send the watermarks owed (a buffered batch holds only records after its target's). */
   flushWatermarks(): void {
     for (let i = 0; i < this.owed.length; i++) if (this.owed[i]) this.sendWatermark(i);
+  }
+
+  /** Send every owed watermark and every partly filled batch behind it. */
+  flush(): void {
+    this.flushWatermarks();
+    for (let i = 0; i < this.values.length; i++) if (this.values[i]!.length > 0) this.send(i);
   }
 
   /** Send buffers that have waited `lingerMs`; return when the next one falls due (Infinity: none). */
@@ -232,8 +230,8 @@ export class RecordWriter implements Output {
   }
 
   /**
-   * The task is about to wait or yield: send partly filled batches that have lingered long enough (all
-   * of them when the linger is 0), and make sure a timer sends the rest by their deadline.
+   * The task is about to wait or yield: send owed watermarks, and partly filled batches that have
+   * lingered long enough (all of them when the linger is 0); a timer sends the rest by their deadline.
    */
   flushPartial(): void {
     if (this.lingerMs <= 0 || !this.schedule) {

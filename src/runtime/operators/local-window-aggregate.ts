@@ -23,9 +23,10 @@ interface PartialEntry {
  *
  * In event time a pane's groups are held until a watermark reaches the pane's last millisecond: no
  * window it is part of can fire before that watermark arrives downstream, and the groups go ahead of
- * it. Late records' groups leave at the end of their batch. Held groups also leave before a barrier, an idle status or the end of input passes (nothing is
- * held across them, so there is no state to checkpoint), and all of them when they exceed
- * HELD_GROUPS_LIMIT. In processing time they leave at the end of every batch.
+ * it. Late records' groups leave at the end of their batch. Held groups also leave before a barrier,
+ * an idle status or the end of input passes (nothing is held across them, so there is no state to
+ * checkpoint), and all of them when they exceed HELD_GROUPS_LIMIT. In processing time they leave at
+ * the end of every batch.
  */
 export class LocalWindowAggregateOperator extends StreamOperator {
   private agg!: WindowAccumulator;
