@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "689cd6812620e059b00a4afd915379f91534aa5f1619eec2f6d2a180bf4d948d",
+  "fingerprint": "fd826ef48f49afcbf18154ba8de48832af1d743ee6db8314f6a069aa12a315d0",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -43,10 +43,11 @@ export const SDK_MANIFEST = {
     "runtime/operator.d.ts": "e7f71180f7572ad0c648b09291e230b753166c87fd87f4f38119d4a5592df634",
     "runtime/operators/basic.d.ts": "735bc2207782db5d37a3d1238b56bee99d48425922755e0b8e66291059e4751a",
     "runtime/operators/collect.d.ts": "c6de18b64c41d339e94d38a40f7469ddf2c54362b97ea109713074a3b9363425",
+    "runtime/phase.d.ts": "0d23e6d727cf9563c28ed63b1c3104e6808037e2d88e6105bc8fb018b5b7b32a",
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
     "runtime/subtask.d.ts": "379fad78653cc9573ac66887af9acdd4cd16c3ae5b9a7101858fa1a5cf1f812d",
-    "runtime/task.d.ts": "94daae98c32f38cfca4ef59f3a9125e3c9f58849679fb2b56dec3798c52f619f",
+    "runtime/task.d.ts": "1d7d132b826228bbc96d19df242e160e66e6e57c393deba0641308b6777743f3",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",
     "runtime/writer.d.ts": "bd11d5d302b36df0b1a24e19d90edd666b5cd7f27657facc91cf0b4847a98f21",

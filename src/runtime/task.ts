@@ -19,35 +19,15 @@ import { BarrierAligner, type AlignerEvent } from './aligner.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
 import { WaitClock } from './wait-clock.js';
+import { InputWatermarks } from './input-watermarks.js';
+import { SubtaskPhase, type SubtaskPhaseCode } from './phase.js';
+
+export { SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode } from './phase.js';
 
 /** How long a task may run batches back to back before it lets other work on the event loop run. */
 export const YIELD_INTERVAL_MS = 10;
 
 export type SubtaskState = 'CREATED' | 'RUNNING' | 'FINISHED' | 'RETIRED' | 'FAILED' | 'CANCELED';
-
-/**
- * What a subtask is doing, reported as it changes (per batch, never per record), so a watchdog that
- * finds the thread stuck can say where: the code running is the user's inside that phase.
- */
-export const SubtaskPhase = {
-  STARTING: 1,
-  READING: 2,
-  PROCESSING: 3,
-  SNAPSHOTTING: 4,
-  COMMITTING: 5,
-  FINISHING: 6,
-  IDLE: 7,
-} as const;
-export type SubtaskPhaseCode = (typeof SubtaskPhase)[keyof typeof SubtaskPhase];
-export const PHASE_DESCRIPTIONS: Readonly<Record<number, string>> = {
-  [SubtaskPhase.STARTING]: 'opening its operators',
-  [SubtaskPhase.READING]: 'reading its source and processing what it read',
-  [SubtaskPhase.PROCESSING]: 'processing a batch of records',
-  [SubtaskPhase.SNAPSHOTTING]: 'taking a checkpoint snapshot',
-  [SubtaskPhase.COMMITTING]: 'committing a checkpoint',
-  [SubtaskPhase.FINISHING]: 'finishing (end of input)',
-  [SubtaskPhase.IDLE]: 'waiting for input',
-};
 
 export interface SubtaskSetup {
   task: TaskSpec;
@@ -121,8 +101,8 @@ export class SubtaskRunner {
   private wakeSource: (() => void) | undefined;
   /** A task with inputs: its barrier alignment. */
   private aligner: BarrierAligner | undefined;
-  /** A task with inputs: per channel, which operator input it feeds, its watermark and idleness. */
-  private channels: { inputs: number[]; watermarks: number[]; idle: number[]; open: number } | undefined;
+  /** A task with inputs: per channel, which operator input it feeds; the channels not ended; event time. */
+  private channels: { inputs: number[]; open: number; time: InputWatermarks } | undefined;
   /** A hot rescale's gate: armed, the subtask waits at it after that checkpoint's barrier. */
   readonly cutover = new CutoverGate();
 
@@ -267,11 +247,8 @@ export class SubtaskRunner {
   addInputChannels(inputs: readonly number[]): void {
     const ch = this.channels;
     if (!ch || !this.cutover.holding) throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
-    for (const i of inputs) {
-      ch.inputs.push(i);
-      ch.watermarks.push(NO_TIMESTAMP);
-      ch.idle.push(0);
-    }
+    ch.inputs.push(...inputs);
+    ch.time.addChannels(inputs.length);
     ch.open += inputs.length;
     this.aligner!.addChannels(inputs.length);
   }
@@ -400,35 +377,8 @@ export class SubtaskRunner {
     const { queue, channelInputs } = this.setup.input!;
     const head = this.setup.operators[0]!;
     // Growable: a hot rescale adds channels while the subtask waits at its gate.
-    const ch = (this.channels = { inputs: [...channelInputs], watermarks: channelInputs.map(() => NO_TIMESTAMP), idle: channelInputs.map(() => 0), open: channelInputs.length });
-    const { inputs, watermarks, idle } = ch;
-    let combined = NO_TIMESTAMP;
-    let taskIdle = false;
-
-    const recompute = (): void => {
-      let min = MAX_WATERMARK;
-      let active = 0;
-      for (let c = 0; c < inputs.length; c++) {
-        if (idle[c]) continue;
-        active++;
-        if (watermarks[c]! < min) min = watermarks[c]!;
-      }
-      if (active === 0) {
-        if (!taskIdle) {
-          taskIdle = true;
-          head.processStatus(true);
-        }
-        return;
-      }
-      if (taskIdle) {
-        taskIdle = false;
-        head.processStatus(false);
-      }
-      if (min > combined) {
-        combined = min;
-        head.processWatermark(min);
-      }
-    };
+    const ch = (this.channels = { inputs: [...channelInputs], open: channelInputs.length, time: new InputWatermarks(channelInputs.length, head) });
+    const { inputs, time } = ch;
 
     // Aligned checkpoints (aligner.ts): a channel that has delivered the barrier is held back until
     // every channel still open has. A held batch's credit goes back only when it is processed, so a
@@ -469,22 +419,16 @@ export class SubtaskRunner {
           break;
         }
         case WATERMARK:
-          if (e.timestamp > watermarks[e.channel]!) {
-            watermarks[e.channel] = e.timestamp;
-            recompute();
-          }
+          time.watermark(e.channel, e.timestamp);
           await this.afterBatch();
           break;
         case STATUS:
-          idle[e.channel] = e.idle ? 1 : 0;
-          recompute();
+          time.status(e.channel, e.idle);
           await this.afterBatch();
           break;
         case END:
           ch.open--;
-          watermarks[e.channel] = MAX_WATERMARK;
-          idle[e.channel] = 0;
-          recompute();
+          time.end(e.channel);
           await onAlignment(aligner.onEnd(e.channel));
           await this.afterBatch();
           break;
