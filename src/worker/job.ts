@@ -3,20 +3,17 @@
  * on Deploy (inputs registered, ports reported) and started on PeerUpdate, when every peer is known.
  */
 import { setMaxListeners } from 'node:events';
-import { decodeStateFile, subtaskStateFile } from '../state/index.js';
 import { builtinConnectors } from '../connectors/index.js';
-import { ClinkError, isFatal, JobCancelledError, markFatal, PeerLostError } from '../errors.js';
+import { ClinkError, JobCancelledError, markFatal } from '../errors.js';
 import type { DataPlane } from '../dataplane/index.js';
 import { helloMac, type RemoteChannel } from '../dataplane/index.js';
 import type { TlsClientConfig } from '../net/index.js';
 import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type InputChannel, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
-import { encodeCollected, type MessageOf, type SubtaskProgressReport } from '../protocol/index.js';
+import type { MessageOf, SubtaskProgressReport } from '../protocol/index.js';
 import {
   buildSubtask,
   DEFAULT_QUEUE_CAPACITY_BATCHES,
   InputQueue,
-  MAX_COLLECTED_BYTES,
-  rescaleInputs,
   validateConnectors,
   type ChannelSink,
   type LocalInput,
@@ -26,33 +23,22 @@ import {
   type RestoreSnapshot,
   type SubtaskSnapshot,
 } from '../runtime/index.js';
-import { readFile } from 'node:fs/promises';
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { setTimer } from '../util/index.js';
+import { loadRestoreState } from './restore-state.js';
+import { subtaskReport, type SubtaskReport } from './subtask-report.js';
 
-/** Batches a subtask's input queue holds. */
+export type { SubtaskReport } from './subtask-report.js';
+
+/** Records in a batch a subtask hands on, unless the worker's settings say otherwise. */
 const BATCH_SIZE = 1_000;
-
 
 /** What a job's part on this worker has done so far: its sources' and sinks' totals, and each running subtask. */
 export interface JobProgressReport {
   sourceRecords: number;
   sinkRecords: number;
   subtasks: SubtaskProgressReport[];
-}
-
-export interface SubtaskReport {
-  taskId: string;
-  subtaskIndex: number;
-  ok: boolean;
-  error: string;
-  recordsIn: number;
-  recordsOut: number;
-  collected: Uint8Array;
-  peerLost: boolean;
-  /** It failed while starting (connectors, operators, open, restore): restarting would repeat it. */
-  fatal: boolean;
 }
 
 interface DeployedSubtask {
@@ -315,26 +301,7 @@ export class WorkerJob {
     if (st.queue) this.data.unregister(this.jobId, this.attempt, st.task.id, st.index);
     // A subtask that did not end cleanly leaves its peers no END: cut its connections so they see why.
     if (st.error || st.cancelled) for (const ch of st.channels) ch.destroy();
-    let collected: Uint8Array = new Uint8Array(0);
-    if (Object.keys(st.collected).length > 0) {
-      collected = encodeCollected(st.collected);
-      if (collected.length > MAX_COLLECTED_BYTES) {
-        st.error ??= new ClinkError('CLINK_ERR_CONNECTOR', `collect() gathered ${collected.length} bytes in one subtask, above the ${MAX_COLLECTED_BYTES}-byte cap; write large results to a sink`);
-        collected = new Uint8Array(0);
-      }
-    }
-    const ok = !st.error && !st.cancelled;
-    this.report({
-      taskId: st.task.id,
-      subtaskIndex: st.index,
-      ok,
-      error: st.error ? describe(st.error) : st.cancelled ? 'cancelled' : '',
-      recordsIn: st.runner?.recordsIn ?? 0,
-      recordsOut: st.runner?.recordsOut ?? 0,
-      collected,
-      peerLost: st.error instanceof PeerLostError,
-      fatal: isFatal(st.error),
-    });
+    this.report(subtaskReport(st));
     if (this.subtasks.every((s) => s.done)) this.close();
   }
 
@@ -380,25 +347,8 @@ export class WorkerJob {
   }
 
   /** Load each deployed subtask's state from the checkpoint directory the deploy names. */
-  async loadRestoreState(): Promise<void> {
-    const dir = this.deploy.checkpoint.restoreFromDir;
-    for (const st of this.subtasks) {
-      const t = this.deploy.tasks.find((x) => x.taskId === st.task.id && x.subtaskIndex === st.index);
-      if (!t || t.restoreCheckpointId === 0) continue;
-      const read = async (index: number): Promise<SubtaskSnapshot> => {
-        const file = subtaskStateFile(dir, subtaskKey(st.task.id, index));
-        return decodeStateFile(await readFile(file), file) as SubtaskSnapshot;
-      };
-      if (t.restoreParallelism === 0) {
-        st.restore = await read(st.index);
-        continue;
-      }
-      // Rescaled: the earlier subtasks' snapshots this one reads (runtime/rescale.ts says which).
-      const from = t.restoreParallelism;
-      const parts = new Map<number, SubtaskSnapshot>();
-      for (const i of rescaleInputs(from, st.task, st.index)) parts.set(i, await read(i));
-      st.restore = { rescaledFrom: from, parts };
-    }
+  loadRestoreState(): Promise<void> {
+    return loadRestoreState(this.deploy, this.subtasks);
   }
 
   /** Whether TriggerCheckpoint can be taken part in: every subtask here runs. */
@@ -449,13 +399,4 @@ export class WorkerJob {
   close(): void {
     clearTimeout(this.peerTimer);
   }
-}
-
-/** One line for a SubtaskFinished error: the message, and for user code the original stack. */
-function describe(err: Error): string {
-  const cause = (err as { cause?: unknown }).cause;
-  if (err instanceof ClinkError && err.code === 'CLINK_ERR_USER_CODE' && cause instanceof Error && cause.stack) {
-    return `${err.message}\n\ncaused by: ${cause.stack}`;
-  }
-  return err.message;
 }
