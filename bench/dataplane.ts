@@ -31,20 +31,23 @@ export interface DataPlaneResult {
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/**
- * Run a job module `runs` times (after one warm-up) on a running cluster: records / wall time, median;
- * the workers' CPU per million records, median; their peak memory.
- */
-export async function runOn(cluster: EmbeddedCluster, jobFile: string, parallelism: number, params: Record<string, string>, records: number, runs = 3): Promise<DataPlaneResult> {
+/** One measured run of a job on a cluster: events/s (submit to completion), CPU per million records. */
+export interface ClusterRun {
+  recordsPerSec: number;
+  /** Every worker process's CPU. */
+  cpuSecondsPerMillion: number;
+  /** This process's: the embedded coordinator's (and the client's, which waits). */
+  coordinatorCpuSecondsPerMillion: number;
+  edges: { local: number; socket: number };
+}
+
+/** A job module ready to run on a running cluster, once per call of the function returned. */
+export async function clusterRunner(cluster: EmbeddedCluster, jobFile: string, parallelism: number, params: Record<string, string>, records: number): Promise<{ job: string; run: () => Promise<ClusterRun> }> {
   const loaded = await loadJobModule(jobFile);
   const built = buildJob(loaded.job, { parallelism, params });
   const client = await cluster.client();
   const pids = cluster.workerPids();
-  const rates: number[] = [];
-  const cpus: number[] = [];
-  const coordinatorCpus: number[] = [];
-  let edges = { local: 0, socket: 0 };
-  for (let run = 0; run <= runs; run++) {
+  const run = async (): Promise<ClusterRun> => {
     const cpu0 = pids.reduce((n, p) => n + processCpuSeconds(p), 0);
     const own0 = process.cpuUsage();
     const t0 = performance.now();
@@ -52,14 +55,37 @@ export async function runOn(cluster: EmbeddedCluster, jobFile: string, paralleli
     const outcome = await client.waitForCompletion(jobId);
     if (!outcome.ok) throw new Error(outcome.error);
     const wall = (performance.now() - t0) / 1000;
-    edges = cluster.coordinator.job(jobId)!.edges;
-    if (run === 0) continue; // warm-up
-    rates.push(records / wall);
-    cpus.push((pids.reduce((n, p) => n + processCpuSeconds(p), 0) - cpu0) / (records / 1e6));
     const own = process.cpuUsage(own0);
-    coordinatorCpus.push((own.user + own.system) / 1e6 / (records / 1e6));
-  }
-  return { job: built.spec.job.name, parallelism, records, recordsPerSec: median(rates), cpuSecondsPerMillion: median(cpus), coordinatorCpuSecondsPerMillion: median(coordinatorCpus), edges, peakRssMb: pids.map(peakRssMb), runs };
+    return {
+      recordsPerSec: records / wall,
+      cpuSecondsPerMillion: (pids.reduce((n, p) => n + processCpuSeconds(p), 0) - cpu0) / (records / 1e6),
+      coordinatorCpuSecondsPerMillion: (own.user + own.system) / 1e6 / (records / 1e6),
+      edges: cluster.coordinator.job(jobId)!.edges,
+    };
+  };
+  return { job: built.spec.job.name, run };
+}
+
+/**
+ * Run a job module `runs` times (after one warm-up) on a running cluster: records / wall time, median;
+ * the workers' CPU per million records, median; their peak memory.
+ */
+export async function runOn(cluster: EmbeddedCluster, jobFile: string, parallelism: number, params: Record<string, string>, records: number, runs = 3): Promise<DataPlaneResult> {
+  const { job, run } = await clusterRunner(cluster, jobFile, parallelism, params, records);
+  await run(); // warm-up
+  const measured: ClusterRun[] = [];
+  for (let i = 0; i < runs; i++) measured.push(await run());
+  return {
+    job,
+    parallelism,
+    records,
+    recordsPerSec: median(measured.map((m) => m.recordsPerSec)),
+    cpuSecondsPerMillion: median(measured.map((m) => m.cpuSecondsPerMillion)),
+    coordinatorCpuSecondsPerMillion: median(measured.map((m) => m.coordinatorCpuSecondsPerMillion)),
+    edges: measured.at(-1)!.edges,
+    peakRssMb: cluster.workerPids().map(peakRssMb),
+    runs,
+  };
 }
 
 export interface BenchClusterOptions {

@@ -59,19 +59,24 @@ const BASELINES: Record<string, (events: number) => void> = {
   },
 };
 
+/** One run of a query at parallelism 1 in this process: events/s and this process's CPU per million events. */
+export async function localRun(job: JobDefinition, events: number): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await runJob(job, { parallelism: 1, params: { events: String(events), sink: 'blackhole' } });
+  const wall = (performance.now() - t0) / 1000;
+  const c = process.cpuUsage(c0);
+  return { recordsPerSec: events / wall, cpuSecondsPerMillion: (c.user + c.system) / 1e6 / (events / 1e6) };
+}
+
 export async function runLocal(query: string, events: number, runs: number): Promise<BenchResult> {
   const { job } = await loadJobModule(queryFile(query));
-  const params = { events: String(events), sink: 'blackhole' };
   const baseline = BASELINES[query];
   const rates: number[] = [];
   const cpus: number[] = [];
   const loops: number[] = [];
   for (let run = 0; run <= runs; run++) {
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    await runJob(job, { parallelism: 1, params });
-    const wall = (performance.now() - t0) / 1000;
-    const c = process.cpuUsage(c0);
+    const measured = await localRun(job, events);
     let loopRate = 0;
     if (baseline) {
       const l0 = performance.now();
@@ -79,8 +84,8 @@ export async function runLocal(query: string, events: number, runs: number): Pro
       loopRate = events / ((performance.now() - l0) / 1000);
     }
     if (run === 0) continue; // warm-up
-    rates.push(events / wall);
-    cpus.push((c.user + c.system) / 1e6 / (events / 1e6));
+    rates.push(measured.recordsPerSec);
+    cpus.push(measured.cpuSecondsPerMillion);
     if (baseline) loops.push(loopRate);
   }
   const recordsPerSec = median(rates);

@@ -97,8 +97,10 @@ if (wantsGroup('scale')) {
     const local = s.queries.find((x) => x.query === q.query && x.workers === 0)!;
     const where = q.workers === 0 ? 'local p=1' : `${q.workers} worker${q.workers > 1 ? 's' : ''} p=${q.parallelism}`;
     report(
-      { name: `${q.query} scale ${where}`, group: 'scale', ...q, ratioToLocal: q.recordsPerSec / local.recordsPerSec, cpuRatioToLocal: q.cpuSecondsPerMillion / local.cpuSecondsPerMillion },
-      q.workers === 0 ? `one process (median of ${q.runs})` : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${(q.cpuSecondsPerMillion / local.cpuSecondsPerMillion).toFixed(2)}x its CPU-s/M (whole cluster; median of ${q.runs})`,
+      { name: `${q.query} scale ${where}`, group: 'scale', ...q, ratioToLocal: q.recordsPerSec / local.recordsPerSec },
+      q.workers === 0
+        ? `one process (median of ${q.runs} rounds)`
+        : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${q.cpuRatioToLocal.toFixed(2)}x its CPU-s/M (whole cluster; median over ${q.runs} rounds of the ratio to the same round's local run)`,
     );
   }
   const inProcess = s.shuffle.find((x) => x.channel === 'in-process')!;

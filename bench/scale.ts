@@ -1,9 +1,12 @@
 /**
  * Scale-out efficiency (issue 24): what a record costs once it leaves the process.
  *
- * - Nexmark q5 and q12 at parallelism 1 in one process (the local runtime), then on 1, 2 and 4 local
+ * - Nexmark q5 and q12 at parallelism 1 in one process (the local runtime), and on 1, 2 and 4 local
  *   worker processes at parallelism = workers: events/s (submit to completion) and CPU-s per million
- *   events of the whole cluster (every worker, plus this process, which hosts the coordinator).
+ *   events of the whole cluster (every worker, plus this process, which hosts the coordinator). The
+ *   configurations take turns, one run each per round after a warm-up of each, and a cluster's CPU
+ *   ratio is the median over rounds of its run against the local run of the same round: this machine's
+ *   speed drifts by more than the differences measured, and a pair of runs seconds apart shares it.
  * - The shuffle microbenchmark: the same bid records through one channel, source and sink on one
  *   worker (an in-process channel) and on two (a data connection): records/s and CPU-s per million.
  *
@@ -11,8 +14,11 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runOn, startBenchCluster, type BenchClusterOptions, type DataPlaneResult } from './dataplane.js';
-import { queryFile, runLocal } from './nexmark.js';
+import { clusterRunner, runOn, startBenchCluster, type BenchClusterOptions, type ClusterRun, type DataPlaneResult } from './dataplane.js';
+import { localRun, queryFile } from './nexmark.js';
+import { median } from './results.js';
+import { loadJobModule } from '../src/loader/index.js';
+import type { EmbeddedCluster } from '../src/embedded/index.js';
 
 export interface ScaleRow {
   query: string;
@@ -22,6 +28,8 @@ export interface ScaleRow {
   events: number;
   recordsPerSec: number;
   cpuSecondsPerMillion: number;
+  /** Median over rounds of this configuration's CPU-s/M over the local run's in the same round (1 for local). */
+  cpuRatioToLocal: number;
   runs: number;
 }
 
@@ -50,18 +58,53 @@ async function onCluster(file: string, parallelism: number, params: Record<strin
   }
 }
 
+/** `query` locally and on each cluster size, in turns: a warm-up of each, then `rounds` rounds of one run each. */
+async function alternated(query: string, sizes: number[], events: number, rounds: number): Promise<ScaleRow[]> {
+  const file = queryFile(query);
+  const { job } = await loadJobModule(file);
+  const clusters: EmbeddedCluster[] = [];
+  try {
+    const runners: { workers: number; run: () => Promise<ClusterRun> }[] = [];
+    for (const workers of sizes) {
+      const c = await startBenchCluster(file, workers, { workers });
+      clusters.push(c);
+      runners.push({ workers, run: (await clusterRunner(c, file, workers, { events: String(events), sink: 'blackhole' }, events)).run });
+    }
+    await localRun(job, events);
+    for (const r of runners) await r.run();
+    const local: { recordsPerSec: number; cpuSecondsPerMillion: number }[] = [];
+    const onCluster = runners.map(() => [] as { recordsPerSec: number; cpuSecondsPerMillion: number; ratio: number }[]);
+    for (let round = 0; round < rounds; round++) {
+      const l = await localRun(job, events);
+      local.push(l);
+      for (const [i, r] of runners.entries()) {
+        const m = await r.run();
+        const cpu = m.cpuSecondsPerMillion + m.coordinatorCpuSecondsPerMillion;
+        onCluster[i]!.push({ recordsPerSec: m.recordsPerSec, cpuSecondsPerMillion: cpu, ratio: cpu / l.cpuSecondsPerMillion });
+      }
+    }
+    const row = (workers: number, parallelism: number, ms: { recordsPerSec: number; cpuSecondsPerMillion: number; ratio?: number }[]): ScaleRow => ({
+      query,
+      workers,
+      parallelism,
+      events,
+      recordsPerSec: median(ms.map((m) => m.recordsPerSec)),
+      cpuSecondsPerMillion: median(ms.map((m) => m.cpuSecondsPerMillion)),
+      cpuRatioToLocal: median(ms.map((m) => m.ratio ?? 1)),
+      runs: rounds,
+    });
+    return [row(0, 1, local), ...runners.map((r, i) => row(r.workers, r.workers, onCluster[i]!))];
+  } finally {
+    for (const c of clusters) await c.stop();
+  }
+}
+
 export async function runScaleBench(options: { quick?: boolean } = {}): Promise<ScaleBench> {
   const events = options.quick ? 1_000_000 : 4_000_000;
   const runs = options.quick ? 1 : 3;
+  const rounds = options.quick ? 3 : 5;
   const queries: ScaleRow[] = [];
-  for (const query of ['q5', 'q12']) {
-    const local = await runLocal(query, events, runs);
-    queries.push({ query, workers: 0, parallelism: 1, events, recordsPerSec: local.recordsPerSec!, cpuSecondsPerMillion: local.cpuSecondsPerMillion!, runs });
-    for (const workers of options.quick ? [1, 2] : [1, 2, 4]) {
-      const r = await onCluster(queryFile(query), workers, { events: String(events), sink: 'blackhole' }, events, runs, { workers });
-      queries.push({ query, workers, parallelism: workers, events, recordsPerSec: r.recordsPerSec, cpuSecondsPerMillion: r.cpuSecondsPerMillion + r.coordinatorCpuSecondsPerMillion, runs });
-    }
-  }
+  for (const query of ['q5', 'q12']) queries.push(...(await alternated(query, options.quick ? [1, 2] : [1, 2, 4], events, rounds)));
   const records = options.quick ? 2_000_000 : 8_000_000;
   const shuffle: ShuffleRow[] = [];
   const file = join(root, 'bench/jobs/shuffle.ts');
