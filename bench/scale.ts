@@ -58,6 +58,9 @@ async function onCluster(file: string, parallelism: number, params: Record<strin
   }
 }
 
+/** One measured run's events/s and CPU-s per million events. */
+type Measured = { recordsPerSec: number; cpuSecondsPerMillion: number };
+
 /** `query` locally and on each cluster size, in turns: a warm-up of each, then `rounds` rounds of one run each. */
 async function alternated(query: string, sizes: number[], events: number, rounds: number): Promise<ScaleRow[]> {
   const file = queryFile(query);
@@ -72,18 +75,19 @@ async function alternated(query: string, sizes: number[], events: number, rounds
     }
     await localRun(job, events);
     for (const r of runners) await r.run();
-    const local: { recordsPerSec: number; cpuSecondsPerMillion: number }[] = [];
-    const onCluster = runners.map(() => [] as { recordsPerSec: number; cpuSecondsPerMillion: number; ratio: number }[]);
+    const local: Measured[] = [];
+    // Per cluster size, each round's run and its CPU over that round's local run.
+    const paired = runners.map(() => [] as (Measured & { ratio: number })[]);
     for (let round = 0; round < rounds; round++) {
       const l = await localRun(job, events);
       local.push(l);
       for (const [i, r] of runners.entries()) {
         const m = await r.run();
         const cpu = m.cpuSecondsPerMillion + m.coordinatorCpuSecondsPerMillion;
-        onCluster[i]!.push({ recordsPerSec: m.recordsPerSec, cpuSecondsPerMillion: cpu, ratio: cpu / l.cpuSecondsPerMillion });
+        paired[i]!.push({ recordsPerSec: m.recordsPerSec, cpuSecondsPerMillion: cpu, ratio: cpu / l.cpuSecondsPerMillion });
       }
     }
-    const row = (workers: number, parallelism: number, ms: { recordsPerSec: number; cpuSecondsPerMillion: number; ratio?: number }[]): ScaleRow => ({
+    const row = (workers: number, parallelism: number, ms: (Measured & { ratio?: number })[]): ScaleRow => ({
       query,
       workers,
       parallelism,
@@ -93,7 +97,7 @@ async function alternated(query: string, sizes: number[], events: number, rounds
       cpuRatioToLocal: median(ms.map((m) => m.ratio ?? 1)),
       runs: rounds,
     });
-    return [row(0, 1, local), ...runners.map((r, i) => row(r.workers, r.workers, onCluster[i]!))];
+    return [row(0, 1, local), ...runners.map((r, i) => row(r.workers, r.workers, paired[i]!))];
   } finally {
     for (const c of clusters) await c.stop();
   }

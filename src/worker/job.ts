@@ -12,6 +12,7 @@ import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf,
 import type { MessageOf, SubtaskProgressReport } from '../protocol/index.js';
 import {
   buildSubtask,
+  DEFAULT_BATCH_SIZE,
   DEFAULT_QUEUE_CAPACITY_BATCHES,
   InputQueue,
   validateConnectors,
@@ -30,9 +31,6 @@ import { loadRestoreState } from './restore-state.js';
 import { subtaskReport, type SubtaskReport } from './subtask-report.js';
 
 export type { SubtaskReport } from './subtask-report.js';
-
-/** Records in a batch a subtask hands on, unless the worker's settings say otherwise. */
-const BATCH_SIZE = 1_000;
 
 /** What a job's part on this worker has done so far: its sources' and sinks' totals, and each running subtask. */
 export interface JobProgressReport {
@@ -85,7 +83,7 @@ export class WorkerJob {
     private readonly stdout: (text: string) => void | Promise<void>,
     private readonly report: (r: SubtaskReport) => void,
     private readonly metrics?: ClinkMetrics,
-    private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = { batchSize: BATCH_SIZE, lingerMs: 0 },
+    private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = { batchSize: DEFAULT_BATCH_SIZE, lingerMs: 0 },
     /** Subtask inputs of the job's other deploys here. */
     private readonly elsewhere: LocalInputLookup = () => undefined,
   ) {

@@ -4,11 +4,10 @@
  * (runtime/rescale.ts says which).
  */
 import { readFile } from 'node:fs/promises';
-import { subtaskKey } from '../plan/index.js';
+import { subtaskKey, type TaskSpec } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import { rescaleInputs, type RestoreSnapshot, type SubtaskSnapshot } from '../runtime/index.js';
 import { decodeStateFile, subtaskStateFile } from '../state/index.js';
-import type { TaskSpec } from '../plan/index.js';
 
 /** A deployed subtask, given its restore state here. */
 export interface RestoringSubtask {
