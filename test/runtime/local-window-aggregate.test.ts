@@ -11,7 +11,7 @@ import { HELD_GROUPS_LIMIT, LocalWindowAggregateOperator } from '../../src/runti
 type Seen = { partial: [number, number]; ts: number } | { watermark: number } | { idle: boolean };
 
 /** A pre-aggregation counting numbers by value over sliding windows (size 10, slide 2) or tumbling ones (size 10). */
-function preAggregation(kind: 'sliding' | 'tumbling' = 'sliding', time: 'event' | 'processing' = 'event') {
+function preAggregation(kind: 'sliding' | 'tumbling' = 'sliding', time: 'event' | 'processing' = 'event', keyOf: (v: unknown) => unknown = (v) => v) {
   const assigner = kind === 'sliding' ? { kind, sizeMs: 10, slideMs: 2, offsetMs: 0 } : { kind, sizeMs: 10, offsetMs: 0 };
   const spec = { id: 'pre', name: 'pre', type: 'localWindowAggregate', options: { assigner, time, function: 'count' } } as unknown as OperatorSpec;
   const seen: Seen[] = [];
@@ -21,7 +21,7 @@ function preAggregation(kind: 'sliding' | 'tumbling' = 'sliding', time: 'event' 
     emitStatus: (idle) => seen.push({ idle }),
   };
   const op = new LocalWindowAggregateOperator();
-  op.setup({ spec, fns: { keySelectors: [(v: unknown) => v] } } as unknown as OperatorContext, out);
+  op.setup({ spec, fns: { keySelectors: [keyOf] } } as unknown as OperatorContext, out);
   op.open();
   const take = (): Seen[] => seen.splice(0);
   return { op, take };
@@ -113,5 +113,53 @@ describe('window pre-aggregation', () => {
         assert.deepEqual([...sent].sort(), [...arrived].sort());
       }),
     );
+  });
+
+  test('a pane counted in typed arrays (32-bit integer keys) sends what the object path sends: same partials, order, timestamps', () => {
+    const step = fc.oneof(
+      fc.record({ key: fc.integer({ min: -3, max: 200 }), ts: fc.integer({ min: 0, max: 40 }) }),
+      fc.record({ watermark: fc.integer({ min: 0, max: 40 }) }),
+      fc.constantFrom('batch' as const, 'snapshot' as const, 'idle' as const),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 300 }), (steps) => {
+        // The same records, keyed by the number itself (the typed-array path) and by its string (a Map's).
+        const numbers = preAggregation();
+        const strings = preAggregation('sliding', 'event', (v) => String(v));
+        const asStrings = (seen: Seen[]): unknown[] => seen.map((e) => ('partial' in e ? { partial: [String(e.partial[0]), e.partial[1]], ts: e.ts } : e));
+        let watermark = -Infinity;
+        for (const s of steps) {
+          for (const { op } of [numbers, strings]) {
+            if (s === 'batch') op.endBatch();
+            else if (s === 'snapshot') op.prepareSnapshot();
+            else if (s === 'idle') op.processStatus(true);
+            else if ('watermark' in s) {
+              if (s.watermark > watermark) op.processWatermark(s.watermark);
+            } else op.processElement(s.key, s.ts);
+          }
+          if (typeof s === 'object' && 'watermark' in s) watermark = Math.max(watermark, s.watermark);
+          assert.deepEqual(asStrings(numbers.take()), strings.take());
+        }
+        numbers.op.finish();
+        strings.op.finish();
+        assert.deepEqual(asStrings(numbers.take()), strings.take());
+      }),
+    );
+  });
+
+  test('keys outside the typed arrays (-0, fractions, strings) share a pane with integer keys; a late record after its pane left is not lost', () => {
+    const { op, take } = preAggregation('tumbling', 'event', (v) => (v as { k: unknown }).k);
+    for (const k of [1, -0, 0.5, 'a', 1, -0, 2]) op.processElement({ k }, 3);
+    op.processWatermark(9);
+    assert.deepEqual(take(), [{ partial: [1, 2], ts: 3 }, { partial: [2, 1], ts: 3 }, { partial: [-0, 2], ts: 3 }, { partial: [0.5, 1], ts: 3 }, { partial: ['a', 1], ts: 3 }, { watermark: 9 }], 'integers first, then the others, each in the order they came; -0 kept as it came');
+    assert.deepEqual(take(), []);
+    op.processElement({ k: 1 }, 4); // late: its pane [0, 10) has left
+    op.endBatch();
+    assert.deepEqual(take(), [{ partial: [1, 1], ts: 4 }]);
+    for (let k = 0; k < 1000; k++) op.processElement({ k }, 12); // a reused table grows
+    op.processWatermark(19);
+    const out = take();
+    assert.equal(out.length, 1001);
+    assert.deepEqual(out[999], { partial: [999, 1], ts: 12 });
   });
 });
