@@ -59,11 +59,11 @@ const BASELINES: Record<string, (events: number) => void> = {
   },
 };
 
-/** One run of a query at parallelism 1 in this process: events/s and this process's CPU per million events. */
-export async function localRun(job: JobDefinition, events: number): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number }> {
+/** One run of a query (at parallelism 1 unless said) in this process: events/s and this process's CPU per million events. */
+export async function localRun(job: JobDefinition, events: number, parallelism = 1): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number }> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  await runJob(job, { parallelism: 1, params: { events: String(events), sink: 'blackhole' } });
+  await runJob(job, { parallelism, params: { events: String(events), sink: 'blackhole' } });
   const wall = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);
   return { recordsPerSec: events / wall, cpuSecondsPerMillion: (c.user + c.system) / 1e6 / (events / 1e6) };

@@ -94,13 +94,16 @@ if (wantsGroup('nexmark-cluster')) {
 if (wantsGroup('scale')) {
   const s = runScript<ScaleBench>('scale bench', script('scale.ts'));
   for (const q of s.queries) {
-    const local = s.queries.find((x) => x.query === q.query && x.workers === 0)!;
-    const where = q.workers === 0 ? 'local p=1' : `${q.workers} worker${q.workers > 1 ? 's' : ''} p=${q.parallelism}`;
+    const local = s.queries.find((x) => x.query === q.query && x.workers === 0 && x.parallelism === 1)!;
+    const where = q.workers === 0 ? `local p=${q.parallelism}` : `${q.workers} worker${q.workers > 1 ? 's' : ''} p=${q.parallelism}`;
+    const same = q.cpuRatioToLocalSameParallelism === undefined ? '' : `, ${q.cpuRatioToLocalSameParallelism.toFixed(2)}x local p=${q.parallelism}'s`;
     report(
       { name: `${q.query} scale ${where}`, group: 'scale', ...q, ratioToLocal: q.recordsPerSec / local.recordsPerSec },
-      q.workers === 0
+      q === local
         ? `one process (median of ${q.runs} rounds)`
-        : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${q.cpuRatioToLocal.toFixed(2)}x its CPU-s/M (whole cluster; median over ${q.runs} rounds of the ratio to the same round's local run)`,
+        : q.workers === 0
+          ? `the same plan at p=${q.parallelism} in one process: ${q.cpuRatioToLocal.toFixed(2)}x local p=1's CPU-s/M (median over ${q.runs} rounds of the ratio to the same round's p=1 run)`
+          : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${q.cpuRatioToLocal.toFixed(2)}x its CPU-s/M${same} (whole cluster; medians over ${q.runs} rounds of the ratios to the same round's local runs)`,
     );
   }
   const inProcess = s.shuffle.find((x) => x.channel === 'in-process')!;

@@ -7,6 +7,8 @@
  *   configurations take turns, one run each per round after a warm-up of each, and a cluster's CPU
  *   ratio is the median over rounds of its run against the local run of the same round: this machine's
  *   speed drifts by more than the differences measured, and a pair of runs seconds apart shares it.
+ *   Each round also runs the same plan at parallelism N in one process (local p=N), so a cluster's
+ *   ratio to it is what crossing processes costs apart from what running at parallelism N costs.
  * - The shuffle microbenchmark: the same bid records through one channel, source and sink on one
  *   worker (an in-process channel) and on two (a data connection): records/s and CPU-s per million.
  *
@@ -28,8 +30,10 @@ export interface ScaleRow {
   events: number;
   recordsPerSec: number;
   cpuSecondsPerMillion: number;
-  /** Median over rounds of this configuration's CPU-s/M over the local run's in the same round (1 for local). */
+  /** Median over rounds of this configuration's CPU-s/M over the local p=1 run's in the same round (1 for local p=1). */
   cpuRatioToLocal: number;
+  /** For a cluster at p=N > 1: the same, over the local p=N run's (the same plan in one process). */
+  cpuRatioToLocalSameParallelism?: number;
   runs: number;
 }
 
@@ -73,21 +77,32 @@ async function alternated(query: string, sizes: number[], events: number, rounds
       clusters.push(c);
       runners.push({ workers, run: (await clusterRunner(c, file, workers, { events: String(events), sink: 'blackhole' }, events)).run });
     }
+    // The same plan in one process at each cluster's parallelism above 1.
+    const wider = sizes.filter((n) => n > 1);
     await localRun(job, events);
+    for (const n of wider) await localRun(job, events, n);
     for (const r of runners) await r.run();
     const local: Measured[] = [];
-    // Per cluster size, each round's run and its CPU over that round's local run.
-    const paired = runners.map(() => [] as (Measured & { ratio: number })[]);
+    const localWide = wider.map(() => [] as (Measured & { ratio: number })[]);
+    // Per cluster size, each round's run, its CPU over that round's local p=1 run and over its local p=N run.
+    const paired = runners.map(() => [] as (Measured & { ratio: number; ratioSame?: number })[]);
     for (let round = 0; round < rounds; round++) {
       const l = await localRun(job, events);
       local.push(l);
+      const sameRound = new Map<number, number>();
+      for (const [i, n] of wider.entries()) {
+        const w = await localRun(job, events, n);
+        localWide[i]!.push({ ...w, ratio: w.cpuSecondsPerMillion / l.cpuSecondsPerMillion });
+        sameRound.set(n, w.cpuSecondsPerMillion);
+      }
       for (const [i, r] of runners.entries()) {
         const m = await r.run();
         const cpu = m.cpuSecondsPerMillion + m.coordinatorCpuSecondsPerMillion;
-        paired[i]!.push({ recordsPerSec: m.recordsPerSec, cpuSecondsPerMillion: cpu, ratio: cpu / l.cpuSecondsPerMillion });
+        const same = sameRound.get(r.workers);
+        paired[i]!.push({ recordsPerSec: m.recordsPerSec, cpuSecondsPerMillion: cpu, ratio: cpu / l.cpuSecondsPerMillion, ...(same ? { ratioSame: cpu / same } : {}) });
       }
     }
-    const row = (workers: number, parallelism: number, ms: (Measured & { ratio?: number })[]): ScaleRow => ({
+    const row = (workers: number, parallelism: number, ms: (Measured & { ratio?: number; ratioSame?: number })[]): ScaleRow => ({
       query,
       workers,
       parallelism,
@@ -95,9 +110,10 @@ async function alternated(query: string, sizes: number[], events: number, rounds
       recordsPerSec: median(ms.map((m) => m.recordsPerSec)),
       cpuSecondsPerMillion: median(ms.map((m) => m.cpuSecondsPerMillion)),
       cpuRatioToLocal: median(ms.map((m) => m.ratio ?? 1)),
+      ...(ms[0]?.ratioSame !== undefined ? { cpuRatioToLocalSameParallelism: median(ms.map((m) => m.ratioSame!)) } : {}),
       runs: rounds,
     });
-    return [row(0, 1, local), ...runners.map((r, i) => row(r.workers, r.workers, paired[i]!))];
+    return [row(0, 1, local), ...wider.map((n, i) => row(0, n, localWide[i]!)), ...runners.map((r, i) => row(r.workers, r.workers, paired[i]!))];
   } finally {
     for (const c of clusters) await c.stop();
   }
