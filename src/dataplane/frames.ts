@@ -5,20 +5,31 @@ import { decodeRecordBatch, encodeFrame, encodeRecordBatch, FRAME_HEADER_BYTES, 
 /** A DataBatch frame's bytes before its batch: the frame length, the kind, the batch's length. */
 const DATA_BATCH_HEAD = FRAME_HEADER_BYTES + 1 + 4;
 
+/** What the receiver of a channel reads besides msgpack batches (it says so in every DataCredit). */
+export interface BatchReads {
+  /** Columnar batches. */
+  columns: boolean;
+  /** One timestamp for a whole batch, and constant columns. */
+  constants: boolean;
+}
+
+/** What a receiver from before columns reads: msgpack, a timestamp per record. */
+export const MSGPACK_ONLY: BatchReads = { columns: false, constants: false };
+
 /** A DataBatch frame, the batch encoded in place after its header (as encodeFrame would lay it out, without copying the batch). */
-export function batchFrame(values: readonly unknown[], timestamps: readonly number[], columns: boolean): Buffer {
-  const frame = encodeRecordBatch(values, timestamps, { columns, prefix: DATA_BATCH_HEAD });
+export function batchFrame(values: readonly unknown[], timestamps: readonly number[], reads: BatchReads): Buffer {
+  const frame = encodeRecordBatch(values, timestamps, { columns: reads.columns, constants: reads.constants, prefix: DATA_BATCH_HEAD });
   frame.writeUInt32BE(frame.length - FRAME_HEADER_BYTES, 0);
   frame.writeUInt8(MessageKind.DataBatch, FRAME_HEADER_BYTES);
   frame.writeUInt32BE(frame.length - DATA_BATCH_HEAD, FRAME_HEADER_BYTES + 1);
   return frame;
 }
 
-/** A stream element as a frame; batches as columns when `columns` (the receiver reads them). */
-export function elementFrame(e: StreamElement, columns = false): Buffer {
+/** A stream element as a frame; batches in what the receiver reads. */
+export function elementFrame(e: StreamElement, reads: BatchReads = MSGPACK_ONLY): Buffer {
   switch (e.kind) {
     case BATCH:
-      return batchFrame(e.values, e.timestamps, columns);
+      return batchFrame(e.values, e.timestamps, reads);
     case WATERMARK:
       return encodeFrame(makeMessage('DataWatermark', { timestamp: e.timestamp }));
     case STATUS:

@@ -172,7 +172,7 @@ export class LinkMux {
   private toSender(link: Link, channel: number, m: Message): void {
     const events = link.outbound.get(channel);
     if (!events) return;
-    if (m.type === 'DataCredit') events.credit(m.credits, m.columns);
+    if (m.type === 'DataCredit') events.credit(m.credits, m);
     else if (m.type === 'DataRefused') {
       link.outbound.delete(channel);
       events.lost(new PeerLostError(`data channel to ${link.address} ${m.reason}`));

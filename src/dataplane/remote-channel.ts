@@ -16,13 +16,13 @@ import type { ClinkMetrics } from '../metrics/index.js';
 import { FrameReader, gatheredWrites, tlsConnectOptions, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
-import { elementFrame } from './frames.js';
+import { elementFrame, MSGPACK_ONLY, type BatchReads } from './frames.js';
 import type { ChannelLabels } from './inbound.js';
 
 /** What the transport tells its channel. */
 export interface ChannelEvents {
-  /** The receiver has room for this many more batches (and reads columnar batches, or not). */
-  credit(credits: number, columns: boolean): void;
+  /** The receiver has room for this many more batches, and reads these batch encodings. */
+  credit(credits: number, reads: BatchReads): void;
   /** The transport failed or the receiver turned the channel away; ignored once the stream is whole. */
   lost(err: Error): void;
 }
@@ -42,8 +42,8 @@ export class RemoteChannel implements ChannelSink {
   private readonly transport: ChannelTransport;
   private failure: Error | undefined;
   private credits = 0;
-  /** The receiver reads columnar batches (it says so with every credit). */
-  private columns = false;
+  /** What the receiver reads (it says so with every credit). */
+  private reads: BatchReads = MSGPACK_ONLY;
   private readonly pending: StreamElement[] = [];
   private readonly waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private ended = false;
@@ -58,9 +58,9 @@ export class RemoteChannel implements ChannelSink {
     private readonly labels?: ChannelLabels,
   ) {
     this.transport = open({
-      credit: (n, columns) => {
+      credit: (n, reads) => {
         this.credits += n;
-        this.columns = columns;
+        this.reads = reads;
         this.transmit();
       },
       lost: (err) => {
@@ -85,7 +85,7 @@ export class RemoteChannel implements ChannelSink {
         this.credits--;
       }
       this.pending.shift();
-      const frame = elementFrame(e, this.columns);
+      const frame = elementFrame(e, this.reads);
       this.transport.write(frame);
       if (e.kind === BATCH && this.metrics && this.labels) {
         this.metrics.channelRecordsSent.inc(this.labels, e.values.length);
@@ -153,7 +153,7 @@ export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'
         for (let f = await reader.next(); f; f = await reader.next()) {
           const m = decodeMessage(f);
           if (m.type !== 'DataCredit') throw new Error(`unexpected ${m.type} from a data receiver`);
-          events.credit(m.credits, m.columns);
+          events.credit(m.credits, m);
         }
       } catch (err) {
         if (!finished) events.lost(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));

@@ -1,9 +1,11 @@
 /**
  * The body of a data-plane record batch: [u32 count][u8 flags][f64 timestamp x count, if flag 1]
- * [values]. Timestamps are sent raw only when some record has one. The values are a msgpack array of
- * count values (msgpackr records, the fastest general codec measured), or, with flag 2, columns
- * (columns.ts: plain objects of one field list, the shape records almost always have), which a sender
- * writes only to a receiver that said it reads them (DataCredit.columns).
+ * [values]. Timestamps are sent raw only when some record has one; with flag 4 as well, every record
+ * has the same one and it is sent once. The values are a msgpack array of count values (msgpackr
+ * records, the fastest general codec measured), or, with flag 2, columns (columns.ts: plain objects of
+ * one field list, the shape records almost always have). A sender writes columns only to a receiver
+ * that said it reads them (DataCredit.columns), and one timestamp or constant columns only to one that
+ * said it reads those (DataCredit.constants).
  */
 import { Packr, Unpackr } from 'msgpackr';
 import { decodeColumns, encodeColumns } from './columns.js';
@@ -11,6 +13,14 @@ import { FrameDecodeError, MessageReader } from './wire.js';
 
 const HAS_TIMESTAMPS = 1;
 const COLUMNAR = 2;
+const ONE_TIMESTAMP = 4;
+/**
+ * Records a batch may hold beyond a byte each. A record of msgpack values, or with a timestamp of its
+ * own, takes a byte at least, so a count larger than the bytes is a lie; one timestamp and constant
+ * columns make records take less, so a batch written with them holds at most this many (what a count
+ * alone can make the receiver allocate stays bounded).
+ */
+export const MAX_RECORDS_PAST_BYTES = 65_536;
 const packr = new Packr({ useRecords: true, moreTypes: true });
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 
@@ -25,6 +35,8 @@ export interface BatchEncoding {
   columns?: boolean;
   /** Bytes left free before the batch, for the caller's frame header (no copy to add one). @default 0 */
   prefix?: number;
+  /** Write a timestamp shared by every record once, and constant columns (the receiver reads them). @default false */
+  constants?: boolean;
 }
 
 export function encodeRecordBatch(values: readonly unknown[], timestamps: readonly number[], o: BatchEncoding = {}): Buffer {
@@ -36,10 +48,12 @@ export function encodeRecordBatch(values: readonly unknown[], timestamps: readon
       break;
     }
   }
+  const constants = o.constants === true && n <= MAX_RECORDS_PAST_BYTES;
+  const one = stamped && constants && n > 1 && sameTimestamp(timestamps);
   const prefix = o.prefix ?? 0;
-  const head = 5 + (stamped ? 8 * n : 0);
-  let out = o.columns ? encodeColumns(values, prefix, head) : undefined;
-  const flags = (stamped ? HAS_TIMESTAMPS : 0) | (out ? COLUMNAR : 0);
+  const head = 5 + (one ? 8 : stamped ? 8 * n : 0);
+  let out = o.columns ? encodeColumns(values, prefix, head, constants) : undefined;
+  const flags = (stamped ? HAS_TIMESTAMPS : 0) | (out ? COLUMNAR : 0) | (one ? ONE_TIMESTAMP : 0);
   if (!out) {
     const packed = packr.pack(values);
     out = Buffer.allocUnsafe(prefix + head + packed.length);
@@ -47,23 +61,37 @@ export function encodeRecordBatch(values: readonly unknown[], timestamps: readon
   }
   out.writeUInt32BE(n, prefix);
   out.writeUInt8(flags, prefix + 4);
-  if (stamped) {
+  if (one) out.writeDoubleBE(timestamps[0]!, prefix + 5);
+  else if (stamped) {
     for (let i = 0, at = prefix + 5; i < n; i++, at += 8) out.writeDoubleBE(timestamps[i]!, at);
   }
   return out;
+}
+
+/** Whether every timestamp is the first (the same number: 0 and -0 are two). */
+function sameTimestamp(timestamps: readonly number[]): boolean {
+  const t = timestamps[0]!;
+  if (t === 0 && 1 / t < 0) return false;
+  for (let i = 1; i < timestamps.length; i++) if (timestamps[i] !== t || (t === 0 && 1 / timestamps[i]! < 0)) return false;
+  return true;
 }
 
 export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
   const r = new MessageReader(body);
   const n = r.u32('batch count');
   const flags = r.u8('batch flags');
-  if (flags > (HAS_TIMESTAMPS | COLUMNAR)) throw new FrameDecodeError(`batch flags ${flags} not understood`);
+  if (flags > (HAS_TIMESTAMPS | COLUMNAR | ONE_TIMESTAMP) || (flags & (HAS_TIMESTAMPS | ONE_TIMESTAMP)) === ONE_TIMESTAMP) throw new FrameDecodeError(`batch flags ${flags} not understood`);
   const timestamps = new Array<number>(n);
-  if (flags & HAS_TIMESTAMPS) {
+  // Columns may be constant (8 bytes for any count), so a columnar batch's count is bounded, not by its bytes.
+  const fits = (bytes: number): boolean => n <= bytes || ((flags & (COLUMNAR | ONE_TIMESTAMP)) !== 0 && n <= MAX_RECORDS_PAST_BYTES);
+  if (flags & ONE_TIMESTAMP) {
+    if (8 > r.remaining || !fits(r.remaining - 8)) throw new FrameDecodeError(`batch count ${n} with one timestamp cannot fit in ${r.remaining} bytes`);
+    timestamps.fill(r.f64('timestamp'));
+  } else if (flags & HAS_TIMESTAMPS) {
     if (n * 8 > r.remaining) throw new FrameDecodeError(`batch of ${n} timestamps cannot fit in ${r.remaining} bytes`);
     for (let i = 0; i < n; i++) timestamps[i] = r.f64('timestamp');
   } else {
-    if (n > r.remaining) throw new FrameDecodeError(`batch count ${n} cannot fit in ${r.remaining} bytes`);
+    if (!fits(r.remaining)) throw new FrameDecodeError(`batch count ${n} cannot fit in ${r.remaining} bytes`);
     timestamps.fill(Number.NEGATIVE_INFINITY);
   }
   if (flags & COLUMNAR) return { values: decodeColumns(body, r.offset, n), timestamps };

@@ -16,6 +16,10 @@
  *   (all LE; F64 columns start at a multiple of 8 from the batch's start, I32 and STR at a multiple
  *   of 4, zero bytes before them)
  *            | PACKED: u32 bytes, msgpackr array of count values
+ *            | CONST: f64 LE (every value of the column that number; at a multiple of 8)
+ *
+ * CONST is written only for a receiver that reads it (`constants`): a window's results carry its start
+ * and end, the same for every record of a fire, which as F64 columns were 16 of a result's 24 bytes.
  */
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
@@ -26,6 +30,7 @@ const I32 = 2;
 const STR = 3;
 const BOOL = 4;
 const PACKED = 5;
+const CONST = 6;
 
 /** Columns are written with the host's typed arrays; a big-endian host sends msgpackr instead. */
 export const COLUMNS_SUPPORTED = endianness() === 'LE';
@@ -95,20 +100,25 @@ function namesOf(v: unknown): string[] | undefined {
 type Column = { type: number; bytes: number; write: (out: Buffer, at: number) => void; nameBytes: Buffer };
 
 /** What one pass over a column finds: every value a number (all 32-bit integers, -0 aside, or not), a string, a boolean; or mixed. */
-const Kind = { Ints: 0, Numbers: 1, Strings: 2, Booleans: 3, Mixed: 4 } as const;
+const Kind = { Ints: 0, Numbers: 1, Strings: 2, Booleans: 3, Mixed: 4, Constant: 5 } as const;
 type Kind = (typeof Kind)[keyof typeof Kind];
 
-function kindOf(vals: unknown[]): Kind {
+function kindOf(vals: unknown[], constants: boolean): Kind {
   const n = vals.length;
   const first = vals[0];
   if (typeof first === 'number') {
     let ints = true;
+    // One number throughout (NaN never equals itself; 0 and -0 count as two numbers).
+    let same = constants && (first !== 0 || 1 / first > 0);
     for (let j = 0; j < n; j++) {
       const x = vals[j];
       if (typeof x !== 'number') return Kind.Mixed;
       // -0 is not an Int32Array value (x | 0 is +0): it keeps the column in doubles.
       if (ints && ((x | 0) !== x || (x === 0 && Object.is(x, -0)))) ints = false;
+      if (same && (x !== first || (x === 0 && 1 / x < 0))) same = false;
     }
+    // A constant (8 bytes, padded to 8) only where it is smaller than the column: 4 integers or 2 doubles.
+    if (same && n >= (ints ? 4 : 2)) return Kind.Constant;
     return ints ? Kind.Ints : Kind.Numbers;
   }
   const t = typeof first;
@@ -117,10 +127,11 @@ function kindOf(vals: unknown[]): Kind {
   return t === 'string' ? Kind.Strings : Kind.Booleans;
 }
 
-function planColumn(name: string, vals: unknown[]): Column {
+function planColumn(name: string, vals: unknown[], constants: boolean): Column {
   const n = vals.length;
   const nameBytes = Buffer.from(name, 'utf8');
-  const kind = kindOf(vals);
+  const kind = kindOf(vals, constants);
+  if (kind === Kind.Constant) return { type: CONST, nameBytes, bytes: 8, write: (out, at) => void out.writeDoubleLE(vals[0] as number, at) };
   if (kind === Kind.Ints) return { type: I32, nameBytes, bytes: 4 * n, write: (out, at) => void new Int32Array(out.buffer, out.byteOffset + at, n).set(vals as number[]) };
   if (kind === Kind.Numbers) return { type: F64, nameBytes, bytes: 8 * n, write: (out, at) => void new Float64Array(out.buffer, out.byteOffset + at, n).set(vals as number[]) };
   if (kind === Kind.Strings) {
@@ -161,15 +172,16 @@ function planColumn(name: string, vals: unknown[]): Column {
  * `values` as columns after `prefix + head` free bytes (the caller's frame header, then its batch
  * header); undefined when they are not all plain objects of one field list. Typed columns are aligned
  * to their width from the batch's start (after `prefix`), so a receiver whose batch starts aligned
- * reads them in place.
+ * reads them in place. With `constants` (the receiver reads them), a number column of one value is
+ * that value alone.
  */
-export function encodeColumns(values: readonly unknown[], prefix: number, head: number): Buffer | undefined {
+export function encodeColumns(values: readonly unknown[], prefix: number, head: number, constants = false): Buffer | undefined {
   if (!COLUMNS_SUPPORTED || values.length === 0) return undefined;
   const names = namesOf(values[0]);
   if (!names) return undefined;
   const shape = shapeOf(names);
   for (let j = 0; j < values.length; j++) if (!shape.matches(values[j])) return undefined;
-  const cols = names.map((name, i) => planColumn(name, shape.column(values, i)));
+  const cols = names.map((name, i) => planColumn(name, shape.column(values, i), constants));
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
   for (const c of cols) size = pad(size, c.type) + c.bytes;
@@ -196,7 +208,7 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
 
 /** Typed columns start at a multiple of their width from the start of the batch (zero padding). */
 function pad(at: number, type: number): number {
-  const w = type === F64 ? 8 : type === I32 || type === STR ? 4 : 1;
+  const w = type === F64 || type === CONST ? 8 : type === I32 || type === STR ? 4 : 1;
   return Math.ceil(at / w) * w;
 }
 
@@ -238,6 +250,14 @@ export function decodeColumns(body: Uint8Array, start: number, count: number): R
         cols.push((view.byteOffset + at) % 4 === 0 ? new Int32Array(view.buffer, view.byteOffset + at, count) : new Int32Array(copy(view, at, 4 * count)));
         at += 4 * count;
         break;
+      case CONST: {
+        need(8, 'a constant column');
+        const v = view.readDoubleLE(at);
+        // As the column would have been without it: 32-bit integers in an Int32Array, other numbers in a Float64Array.
+        cols.push(((v | 0) === v && (v !== 0 || 1 / v > 0) ? new Int32Array(count) : new Float64Array(count)).fill(v));
+        at += 8;
+        break;
+      }
       case BOOL: {
         need(count, 'a boolean column');
         const b = new Array<boolean>(count);

@@ -425,6 +425,7 @@ export const MESSAGES = {
   DataCredit: message(205, 'worker->worker', 'receiver to sender: room for this many more record batches (credit-based flow control)', {
     credits: field(u32),
     columns: tail(bool, false, 'the receiver reads columnar record batches (batch flags bit 1); a sender writes them only then'),
+    constants: tail(bool, false, 'the receiver reads one timestamp for a whole batch (batch flags bit 2) and constant columns (column type 6); a sender writes them only then'),
   }),
 } as const;
 

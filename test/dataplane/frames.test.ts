@@ -1,5 +1,5 @@
-// Data-plane frames built without copies read as the codec encodes them; columns only for a receiver
-// that says it reads them.
+// Data-plane frames built without copies read as the codec encodes them; columns, and one timestamp
+// and constant columns, only for a receiver that says it reads them.
 import assert from 'node:assert/strict';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
@@ -15,9 +15,9 @@ const values = [
 const timestamps = [10, 11];
 
 test('a DataBatch frame built in place equals the codec encoding the same batch', () => {
-  for (const columns of [false, true]) {
-    const frame = elementFrame({ kind: BATCH, channel: 0, values, timestamps }, columns);
-    assert.deepEqual(frame, encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(values, timestamps, { columns }) })));
+  for (const [columns, constants] of [[false, false], [true, false], [true, true], [false, true]] as const) {
+    const frame = elementFrame({ kind: BATCH, channel: 0, values, timestamps }, { columns, constants });
+    assert.deepEqual(frame, encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(values, timestamps, { columns, constants }) })));
     const back = frameElement(decodeFrame(frame), 3);
     assert.deepEqual(back, { kind: BATCH, channel: 3, values, timestamps });
   }
@@ -26,20 +26,27 @@ test('a DataBatch frame built in place equals the codec encoding the same batch'
 test('a batch is columnar only when asked (the receiver said it reads columns)', () => {
   const flags = (f: Buffer): number => f[9 + 4]!;
   assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps })) & 2, 0);
-  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps }, true)) & 2, 2);
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps }, { columns: true, constants: false })) & 2, 2);
+  const shared = [10, 10];
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps: shared }, { columns: true, constants: false })) & 4, 0);
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps: shared }, { columns: true, constants: true })) & 4, 4, 'one timestamp');
 });
 
-test('over a real connection: columns to a receiver whose credits say it reads them, msgpack to an older one', async () => {
-  for (const newer of [true, false]) {
+test('over a real connection: columns and one timestamp to a receiver whose credits say it reads them, less to an older one', async () => {
+  // This build's credit; one from before constants (columns, no constants field); one from before columns.
+  const credits = {
+    now: encodeFrame(makeMessage('DataCredit', { credits: 4, columns: true, constants: true })),
+    beforeConstants: Buffer.from([0, 0, 0, 6, 205, 0, 0, 0, 4, 1]),
+    beforeColumns: Buffer.from([0, 0, 0, 5, 205, 0, 0, 0, 4]),
+  };
+  for (const [receiver, credit] of Object.entries(credits)) {
     const seen: Promise<Buffer> = new Promise((resolve, reject) => {
       const server = createServer((socket) => {
         const reader = new FrameReader(socket);
         void (async () => {
           const hello = await reader.next();
           assert.equal(decodeMessage(hello!).type, 'DataHello');
-          // An older receiver's credit has no `columns` field: kind 205, then the u32 count alone.
-          const old = Buffer.from([0, 0, 0, 5, 205, 0, 0, 0, 4]);
-          socket.write(newer ? encodeFrame(makeMessage('DataCredit', { credits: 4, columns: true })) : old);
+          socket.write(credit);
           const batch = await reader.next();
           socket.destroy();
           server.close();
@@ -54,13 +61,18 @@ test('over a real connection: columns to a receiver whose credits say it reads t
         const port = (server.address() as AddressInfo).port;
         const hello = { jobId: 'j', attempt: 0, edgeIndex: 0, upstreamSubtask: 0, downstreamTaskId: 't', downstreamSubtask: 0, upstreamTaskId: 'u', mac: '' };
         const ch = new RemoteChannel(tcpTransport('127.0.0.1', port, hello), () => undefined);
-        ch.push({ kind: BATCH, channel: 0, values, timestamps });
+        ch.push({ kind: BATCH, channel: 0, values, timestamps: [10, 10] });
         void seen.finally(() => ch.destroy()).catch(() => undefined);
       });
     });
     const payload = await seen;
     assert.equal(payload[0], 201, 'a DataBatch');
-    assert.equal((payload[1 + 4 + 4]! & 2) !== 0, newer, newer ? 'columnar' : 'msgpack');
+    const flags = payload[1 + 4 + 4]!;
+    assert.equal((flags & 2) !== 0, receiver !== 'beforeColumns', `${receiver}: columnar or msgpack`);
+    assert.equal((flags & 4) !== 0, receiver === 'now', `${receiver}: one timestamp or one each`);
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(payload.length);
+    assert.deepEqual(frameElement(decodeFrame(Buffer.concat([head, payload])), 0), { kind: BATCH, channel: 0, values, timestamps: [10, 10] }, 'and it decodes');
   }
 });
 

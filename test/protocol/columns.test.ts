@@ -5,7 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { Packr, Unpackr } from 'msgpackr';
-import { decodeRecordBatch, encodeRecordBatch, FrameDecodeError } from '../../src/protocol/index.js';
+import { decodeRecordBatch, encodeRecordBatch, FrameDecodeError, MAX_RECORDS_PAST_BYTES } from '../../src/protocol/index.js';
 
 const packr = new Packr({ useRecords: true, moreTypes: true });
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
@@ -140,5 +140,75 @@ describe('columnar record batches', () => {
       assert.deepStrictEqual(back.values, columns ? bids : zeroed(bids));
       assert.deepStrictEqual(back.timestamps, ts);
     }
+  });
+
+  test('with constants, any batch decodes to what it does without them; one-valued number columns and shared timestamps shrink', () => {
+    // Batches whose columns and timestamps are often one value: a number drawn once per column, or per record.
+    const oneValued = regularBatch.chain((values) =>
+      fc.tuple(fc.constant(values), fc.array(number, { minLength: 6, maxLength: 6 }), fc.boolean(), fc.oneof(number, fc.constant(Number.NEGATIVE_INFINITY))),
+    );
+    let shrunk = 0;
+    fc.assert(
+      fc.property(oneValued, fc.boolean(), ([values, fixed, fix, stamp], perRecord) => {
+        const names = Object.keys(values[0] as object);
+        const batch = fix ? values.map((v) => Object.fromEntries(names.map((n, i) => [n, i < fixed.length ? fixed[i] : (v as Record<string, unknown>)[n]]))) : values;
+        const ts = batch.map((_, i) => (perRecord ? 1_000 + i : stamp));
+        const plain = encodeRecordBatch(batch, ts, { columns: true });
+        const packed = encodeRecordBatch(batch, ts, { columns: true, constants: true });
+        if (packed.length < plain.length) shrunk++;
+        assert.ok(packed.length <= plain.length, 'never larger');
+        const back = decodeRecordBatch(packed);
+        assert.deepStrictEqual(back, decodeRecordBatch(plain));
+        assert.deepStrictEqual(decodeRecordBatch(encodeRecordBatch(batch, ts, { constants: true })), decodeRecordBatch(encodeRecordBatch(batch, ts)), 'msgpack values with one timestamp');
+      }),
+      { numRuns: 3_000 },
+    );
+    assert.ok(shrunk > 100, `${shrunk} batches smaller`);
+  });
+
+  test('a window result batch (start, end and timestamp shared) is 8 bytes a record; 0 and -0, NaN stay per record', () => {
+    const n = 1_000;
+    const results = Array.from({ length: n }, (_, i) => ({ key: 1_000 + i, count: 1 + (i % 7), start: 1_700_000_000_000, end: 1_700_000_010_000 }));
+    const ts = results.map(() => 1_700_000_009_999);
+    const b = encodeRecordBatch(results, ts, { columns: true, constants: true });
+    assert.ok(b.length < 8 * n + 100, `${b.length} bytes`);
+    assert.ok(encodeRecordBatch(results, ts, { columns: true }).length > 32 * n, 'against 32 a record without constants');
+    assert.deepStrictEqual(decodeRecordBatch(b), { values: results, timestamps: ts });
+    for (const column of [[0, -0], [-0, -0], [NaN, NaN], [1, 1.5]]) {
+      const values = column.map((x) => ({ x }));
+      const back = decodeRecordBatch(encodeRecordBatch(values, [1, 1], { columns: true, constants: true })).values as { x: number }[];
+      assert.ok(back.every((v, i) => Object.is(v.x, column[i])), `${String(column)} read back as ${back.map((v) => String(Object.is(v.x, -0) ? '-0' : v.x)).join(',')}`);
+    }
+    assert.ok(Object.is((decodeRecordBatch(encodeRecordBatch([{ x: -0 }, { x: -0 }], [-0, -0], { columns: true, constants: true })).timestamps[1]), -0));
+  });
+
+  test('a batch of constant columns may hold more records than bytes, up to a bound; a count past it is refused', () => {
+    const many = Array.from({ length: MAX_RECORDS_PAST_BYTES }, () => ({ a: 7 }));
+    const b = encodeRecordBatch(many, many.map(() => 5), { columns: true, constants: true });
+    assert.ok(b.length < 64, `${b.length} bytes for ${many.length} records`);
+    assert.equal(decodeRecordBatch(b).values.length, MAX_RECORDS_PAST_BYTES);
+    const lying = Buffer.from(b);
+    lying.writeUInt32BE(MAX_RECORDS_PAST_BYTES + 1, 0);
+    assert.throws(() => decodeRecordBatch(lying), FrameDecodeError);
+    const more = [...many, { a: 7 }];
+    assert.ok(encodeRecordBatch(more, more.map(() => 5), { columns: true, constants: true }).length > more.length, 'past the bound a batch is written with a value per record');
+    const noStamps = Buffer.from(encodeRecordBatch([{ a: 1 }, { a: 1 }], [5, 5], { columns: true, constants: true }));
+    noStamps[4] = 2 | 4; // one timestamp, but no timestamps
+    assert.throws(() => decodeRecordBatch(noStamps), FrameDecodeError);
+  });
+
+  test('golden vector: a window result batch with constant columns and one timestamp, pinned byte for byte', async () => {
+    const results = [
+      { key: 1000, count: 3, start: 1_700_000_000_000, end: 1_700_000_010_000 },
+      { key: 1007, count: 1, start: 1_700_000_000_000, end: 1_700_000_010_000 },
+      { key: -4, count: 12, start: 1_700_000_000_000, end: 1_700_000_010_000 },
+    ];
+    const ts = [1_700_000_009_999, 1_700_000_009_999, 1_700_000_009_999];
+    const url = new URL('../vectors/batches/columnar-constants.hex', import.meta.url);
+    const bytes = encodeRecordBatch(results, ts, { columns: true, constants: true });
+    if (process.env.UPDATE_VECTORS === '1') await writeFile(url, bytes.toString('hex') + '\n');
+    const pinned = Buffer.from((await readFile(url, 'utf8')).trim(), 'hex');
+    assert.equal(bytes.toString('hex'), pinned.toString('hex'), 'the batch encoding changed');
+    assert.deepStrictEqual(decodeRecordBatch(pinned), { values: results, timestamps: ts });
   });
 });
