@@ -110,8 +110,11 @@ describe('columnar record batches', () => {
   test('a mutated columnar batch fails only with the typed error', () => {
     const record = fc.record({ id: fc.integer(), price: fc.double(), name: fc.string(), ok: fc.boolean(), tags: fc.array(fc.string(), { maxLength: 2 }) }, { noNullPrototype: true });
     fc.assert(
-      fc.property(fc.array(record, { minLength: 1, maxLength: 8 }), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat({ max: 3 }), (values, at, byte, cut) => {
-        const b = Buffer.from(encodeRecordBatch(values, values.map(() => Number.NEGATIVE_INFINITY), { columns: true }));
+      fc.property(fc.array(record, { minLength: 1, maxLength: 8 }), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat({ max: 3 }), fc.boolean(), (values, at, byte, cut, constants) => {
+        // With constants, records share their id and timestamp, so columns and the timestamp are single values.
+        const batch = constants ? values.map((v) => ({ ...v, id: 7 })) : values;
+        const ts = batch.map(() => (constants ? 12 : Number.NEGATIVE_INFINITY));
+        const b = Buffer.from(encodeRecordBatch(batch, ts, { columns: true, constants }));
         b[at % b.length] = byte;
         try {
           decodeRecordBatch(cut > 0 ? b.subarray(0, Math.max(0, b.length - cut * 7)) : b);
