@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "fd826ef48f49afcbf18154ba8de48832af1d743ee6db8314f6a069aa12a315d0",
+  "fingerprint": "25d0639927a4c7efce9f6232d65a8e70a85624cb387b914d010c9af3ab2af0be",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -70,7 +70,8 @@ export const SDK_MANIFEST = {
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "dc99b52e52521cde3729edec93472d018fd158cc3012e31294cab1fcaea5152e",
+    "util/index.d.ts": "14834b11d53fdc86411f5cea627d90ff7e29659e48a8fe53e0914454aa2cf713",
+    "util/numbers.d.ts": "b47d116d1a9921db48d4e78fd8e27c67be203945b3411678f203343ef6e9ef0d",
     "util/parse.d.ts": "982b4c3310ff2444e08a729ec7b57e23ea386957603a15d521bd7d1171695f31",
     "util/records-codec.d.ts": "bf7ad3f3141839a8444f1ed6d49d8a310197474c2b13bc2c352c5d7020460207",
     "util/secret.d.ts": "74382bfda34bb2a585205bb59143c7b29b891ffad507e93ef914be4457a134b9",

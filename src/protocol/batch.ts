@@ -10,6 +10,7 @@
 import { Packr, Unpackr } from 'msgpackr';
 import { decodeColumns, encodeColumns } from './columns.js';
 import { FrameDecodeError, MessageReader } from './wire.js';
+import { sameNumber } from '../util/index.js';
 
 const HAS_TIMESTAMPS = 1;
 const COLUMNAR = 2;
@@ -68,11 +69,10 @@ export function encodeRecordBatch(values: readonly unknown[], timestamps: readon
   return out;
 }
 
-/** Whether every timestamp is the first (the same number: 0 and -0 are two). */
+/** Whether every timestamp is the first, bit for bit. */
 function sameTimestamp(timestamps: readonly number[]): boolean {
   const t = timestamps[0]!;
-  if (t === 0 && 1 / t < 0) return false;
-  for (let i = 1; i < timestamps.length; i++) if (timestamps[i] !== t || (t === 0 && 1 / timestamps[i]! < 0)) return false;
+  for (let i = 1; i < timestamps.length; i++) if (!sameNumber(timestamps[i]!, t)) return false;
   return true;
 }
 

@@ -24,6 +24,7 @@
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { FrameDecodeError } from './wire.js';
+import { isInt32, sameNumber } from '../util/index.js';
 
 const F64 = 1;
 const I32 = 2;
@@ -108,14 +109,14 @@ function kindOf(vals: unknown[], constants: boolean): Kind {
   const first = vals[0];
   if (typeof first === 'number') {
     let ints = true;
-    // One number throughout (NaN never equals itself; 0 and -0 count as two numbers).
-    let same = constants && (first !== 0 || 1 / first > 0);
+    // One number throughout, bit for bit (NaN never is; 0 and -0 are two).
+    let same = constants;
     for (let j = 0; j < n; j++) {
       const x = vals[j];
       if (typeof x !== 'number') return Kind.Mixed;
       // -0 is not an Int32Array value (x | 0 is +0): it keeps the column in doubles.
-      if (ints && ((x | 0) !== x || (x === 0 && Object.is(x, -0)))) ints = false;
-      if (same && (x !== first || (x === 0 && 1 / x < 0))) same = false;
+      if (ints && !isInt32(x)) ints = false;
+      if (same && !sameNumber(x, first)) same = false;
     }
     // A constant (8 bytes, padded to 8) only where it is smaller than the column: 4 integers or 2 doubles.
     if (same && n >= (ints ? 4 : 2)) return Kind.Constant;
@@ -254,7 +255,7 @@ export function decodeColumns(body: Uint8Array, start: number, count: number): R
         need(8, 'a constant column');
         const v = view.readDoubleLE(at);
         // As the column would have been without it: 32-bit integers in an Int32Array, other numbers in a Float64Array.
-        cols.push(((v | 0) === v && (v !== 0 || 1 / v > 0) ? new Int32Array(count) : new Float64Array(count)).fill(v));
+        cols.push((isInt32(v) ? new Int32Array(count) : new Float64Array(count)).fill(v));
         at += 8;
         break;
       }

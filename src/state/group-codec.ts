@@ -13,6 +13,7 @@
  */
 import { Packr } from 'msgpackr';
 import { StateError } from '../errors.js';
+import { isInt32 } from '../util/index.js';
 
 /** State holds Maps, Sets, undefined and -Infinity: msgpackr's structured-clone mode keeps them. */
 export const statePackr = new Packr({ structuredClone: true, moreTypes: true });
@@ -32,7 +33,7 @@ function columnTypeOf(values: ArrayLike<number>, count: number): number {
   let type = U8;
   for (let i = 0; i < count; i++) {
     const v = values[i]!;
-    if (v !== (v | 0) || (v === 0 && 1 / v < 0)) return F64;
+    if (!isInt32(v)) return F64;
     if (v < 0 || v > 255) type = I32;
   }
   return type;

@@ -10,3 +10,4 @@ export { describeIssues, formatPath } from './validation.js';
 export { booleanText, bounds, keyValue, oneOf, wholeNumber, type ValueParser } from './parse.js';
 export { startThread } from './threads.js';
 export { recordsCodec } from './records-codec.js';
+export { isInt32, sameNumber } from './numbers.js';

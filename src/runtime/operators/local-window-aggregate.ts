@@ -1,5 +1,6 @@
 import type { WindowAssigner } from '../../sdk/index.js';
 import { normalizeKey } from '../../plan/index.js';
+import { isInt32 } from '../../util/index.js';
 import { StreamOperator } from '../operator.js';
 import { NumberPartials } from './number-partials.js';
 import { paneStart } from './pane.js';
@@ -24,7 +25,7 @@ interface PaneGroups {
 }
 
 /** A key the NumberPartials holds as it is: a 32-bit integer, not -0 (which an Int32Array would make 0). */
-const isInt32Key = (key: unknown): key is number => typeof key === 'number' && (key | 0) === key && (key !== 0 || 1 / key > 0);
+const isInt32Key = (key: unknown): key is number => typeof key === 'number' && isInt32(key);
 
 /**
  * Local pre-aggregation ahead of a window's shuffle (design record 010), chained to the upstream
