@@ -41,12 +41,18 @@ const MAX_FIELDS = 256;
 const packr = new Packr({ useRecords: true, moreTypes: true });
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 
+/** What one pass over a column finds: every value a number (all 32-bit integers, -0 aside, or not; or one number throughout), a string, a boolean; or mixed. */
+const Kind = { Ints: 0, Numbers: 1, Strings: 2, Booleans: 3, Mixed: 4, Constant: 5 } as const;
+type Kind = (typeof Kind)[keyof typeof Kind];
+
 interface Shape {
   names: string[];
   /** Whether a value has exactly these own enumerable fields, in this order. */
   matches: (v: unknown) => boolean;
   /** The values of field i of every record. */
   column: (values: readonly unknown[], i: number) => unknown[];
+  /** Per field, its values read into `into` when every one is a number: what kind of numbers (Mixed when one is not). */
+  numbers: ((values: readonly unknown[], into: Float64Array, constants: boolean) => Kind)[];
   /** A record from the columns at row j. */
   build: (cols: ArrayLike<unknown>[], j: number) => Record<string, unknown>;
 }
@@ -83,7 +89,36 @@ function shapeOf(names: string[]): Shape {
     return out;`,
   ) as Shape['column'];
   const build = new Function('cols', 'j', `return { ${lit.map((l, i) => `${l}: cols[${i}][j]`).join(', ')} };`) as Shape['build'];
-  s = { names, matches, column, build };
+  // One function per field, so each reads one property of one shape; the numbers go straight into a
+  // Float64Array (a typed column is then a typed-array copy: setting one from a JS array of mixed
+  // element kinds takes V8's slow path, ~20 ns a value).
+  const numbers = lit.map(
+    (l) =>
+      new Function(
+        'isInt32',
+        'sameNumber',
+        'K',
+        `return function (values, into, constants) {
+          const n = values.length;
+          const first = values[0][${l}];
+          let ints = true;
+          // One number throughout, bit for bit (NaN never is; 0 and -0 are two).
+          let same = constants;
+          for (let j = 0; j < n; j++) {
+            const x = values[j][${l}];
+            if (typeof x !== 'number') return K.Mixed;
+            into[j] = x;
+            // -0 is not an Int32Array value (x | 0 is +0): it keeps the column in doubles.
+            if (ints && !isInt32(x)) ints = false;
+            if (same && !sameNumber(x, first)) same = false;
+          }
+          // A constant (8 bytes, padded to 8) only where it is smaller than the column: 4 integers or 2 doubles.
+          if (same && n >= (ints ? 4 : 2)) return K.Constant;
+          return ints ? K.Ints : K.Numbers;
+        }`,
+      )(isInt32, sameNumber, Kind) as Shape['numbers'][number],
+  );
+  s = { names, matches, column, build, numbers };
   if (shapes.size >= MAX_SHAPES) shapes.clear();
   shapes.set(key, s);
   return s;
@@ -100,41 +135,45 @@ function namesOf(v: unknown): string[] | undefined {
 
 type Column = { type: number; bytes: number; write: (out: Buffer, at: number) => void; nameBytes: Buffer };
 
-/** What one pass over a column finds: every value a number (all 32-bit integers, -0 aside, or not), a string, a boolean; or mixed. */
-const Kind = { Ints: 0, Numbers: 1, Strings: 2, Booleans: 3, Mixed: 4, Constant: 5 } as const;
-type Kind = (typeof Kind)[keyof typeof Kind];
 
-function kindOf(vals: unknown[], constants: boolean): Kind {
-  const n = vals.length;
-  const first = vals[0];
-  if (typeof first === 'number') {
-    let ints = true;
-    // One number throughout, bit for bit (NaN never is; 0 and -0 are two).
-    let same = constants;
-    for (let j = 0; j < n; j++) {
-      const x = vals[j];
-      if (typeof x !== 'number') return Kind.Mixed;
-      // -0 is not an Int32Array value (x | 0 is +0): it keeps the column in doubles.
-      if (ints && !isInt32(x)) ints = false;
-      if (same && !sameNumber(x, first)) same = false;
-    }
-    // A constant (8 bytes, padded to 8) only where it is smaller than the column: 4 integers or 2 doubles.
-    if (same && n >= (ints ? 4 : 2)) return Kind.Constant;
-    return ints ? Kind.Ints : Kind.Numbers;
-  }
-  const t = typeof first;
+/** A column of strings, of booleans, or of anything else (numbers are read by Shape.numbers). */
+function kindOf(vals: unknown[]): Kind {
+  const t = typeof vals[0];
   if (t !== 'string' && t !== 'boolean') return Kind.Mixed;
-  for (let j = 1; j < n; j++) if (typeof vals[j] !== t) return Kind.Mixed;
+  for (let j = 1; j < vals.length; j++) if (typeof vals[j] !== t) return Kind.Mixed;
   return t === 'string' ? Kind.Strings : Kind.Booleans;
 }
 
-function planColumn(name: string, vals: unknown[], constants: boolean): Column {
+/** Rows up to which a number column is read into a Float64Array kept per field position (larger batches get their own). */
+const SCRATCH_ROWS = 4096;
+const scratch: Float64Array[] = [];
+const scratchFor = (i: number, n: number): Float64Array => (n > SCRATCH_ROWS ? new Float64Array(n) : (scratch[i] ??= new Float64Array(SCRATCH_ROWS)));
+
+/** Field `i` of every value as a column. encodeColumns writes every column before it returns, so the scratch arrays are free again after. */
+function planField(shape: Shape, values: readonly unknown[], i: number, constants: boolean): Column {
+  const n = values.length;
+  const name = shape.names[i]!;
+  if (typeof (values[0] as Record<string, unknown>)[name] === 'number') {
+    const into = scratchFor(i, n);
+    const kind = shape.numbers[i]!(values, into, constants);
+    if (kind !== Kind.Mixed) return numberColumn(name, kind, n === into.length ? into : into.subarray(0, n));
+  }
+  return planColumn(name, shape.column(values, i));
+}
+
+function numberColumn(name: string, kind: Kind, nums: Float64Array): Column {
+  const nameBytes = Buffer.from(name, 'utf8');
+  const n = nums.length;
+  if (kind === Kind.Constant) return { type: CONST, nameBytes, bytes: 8, write: (out, at) => void out.writeDoubleLE(nums[0]!, at) };
+  if (kind === Kind.Ints) return { type: I32, nameBytes, bytes: 4 * n, write: (out, at) => void new Int32Array(out.buffer, out.byteOffset + at, n).set(nums) };
+  return { type: F64, nameBytes, bytes: 8 * n, write: (out, at) => void new Float64Array(out.buffer, out.byteOffset + at, n).set(nums) };
+}
+
+/** A column of values that are not all numbers. */
+function planColumn(name: string, vals: unknown[]): Column {
   const n = vals.length;
   const nameBytes = Buffer.from(name, 'utf8');
-  const kind = kindOf(vals, constants);
-  if (kind === Kind.Constant) return { type: CONST, nameBytes, bytes: 8, write: (out, at) => void out.writeDoubleLE(vals[0] as number, at) };
-  if (kind === Kind.Ints) return { type: I32, nameBytes, bytes: 4 * n, write: (out, at) => void new Int32Array(out.buffer, out.byteOffset + at, n).set(vals as number[]) };
-  if (kind === Kind.Numbers) return { type: F64, nameBytes, bytes: 8 * n, write: (out, at) => void new Float64Array(out.buffer, out.byteOffset + at, n).set(vals as number[]) };
+  const kind = kindOf(vals);
   if (kind === Kind.Strings) {
     const strs = vals as string[];
     const joined = strs.join('');
@@ -182,7 +221,7 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
   if (!names) return undefined;
   const shape = shapeOf(names);
   for (let j = 0; j < values.length; j++) if (!shape.matches(values[j])) return undefined;
-  const cols = names.map((name, i) => planColumn(name, shape.column(values, i), constants));
+  const cols = names.map((_, i) => planField(shape, values, i, constants));
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
   for (const c of cols) size = pad(size, c.type) + c.bytes;

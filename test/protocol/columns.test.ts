@@ -81,6 +81,24 @@ describe('columnar record batches', () => {
     );
   });
 
+  test('batches one after another, of any size (past the rows a number column is read into in place too), keep every number', () => {
+    // Each number field is read into a Float64Array kept per field position up to 4,096 rows: a batch
+    // after a larger one, or larger than that, must read back only its own values.
+    const lengths = fc.array(fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(4_095, 4_096, 4_097, 6_000)), { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(lengths, fc.integer(), fc.boolean(), (sizes, seed, constants) => {
+        for (const [b, n] of sizes.entries()) {
+          // An integer column, a double column, one that turns non-number at its end, one of one value.
+          const values = Array.from({ length: n }, (_, i) => ({ a: (seed + i * 7_919 + b) | 0, b: (seed % 1_000) + i / 8, c: i === n - 1 && b % 2 === 1 ? 'x' : i, d: 5 }));
+          const batch = encodeRecordBatch(values, values.map(() => Number.NEGATIVE_INFINITY), { columns: true, constants });
+          assert.ok(columnar(batch));
+          assert.deepStrictEqual(decodeRecordBatch(batch).values, values);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   test('columns only where they are meant to be; msgpackr for the rest', () => {
     const ts = (n: number) => Array.from({ length: n }, () => Number.NEGATIVE_INFINITY);
     const bids = [{ auction: 1, price: 2.5, channel: 'x' }, { auction: 2, price: 3, channel: 'é' }];
