@@ -14,7 +14,7 @@ import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
 import type { KeyedStateStore, ListState, MapState, ValueState } from '../sdk/index.js';
 import { statePackr } from './group-codec.js';
-import { NumberTable, type NumberCapture } from './number-table.js';
+import { NumberGroupPool, NumberTable, type NumberCapture } from './number-table.js';
 
 const INTERNAL = 'internal';
 /** The engine's tables of numbers (window counts): NumberTable. */
@@ -166,6 +166,8 @@ export class KeyedStateBackend implements KeyedStateStore {
   currentNormalizedKey: unknown = undefined;
   currentKeyGroup = -1;
   private readonly tables = new Map<string, { kind: string; table: StateTable<unknown> | NumberTable; handle?: unknown }>();
+  /** Groups of dropped tables of numbers, for the next ones made. */
+  private readonly numberGroups = new NumberGroupPool();
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -280,7 +282,7 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   /** One of the engine's keyed tables of numbers (a window pane of counts), snapshotted as columns. */
   internalNumberTable(name: string): NumberTable {
-    return this.entry(name, INTERNAL_NUMBERS, () => ({ table: new NumberTable(this.maxParallelism) })).table as NumberTable;
+    return this.entry(name, INTERNAL_NUMBERS, () => ({ table: new NumberTable(this.maxParallelism, this.numberGroups) })).table as NumberTable;
   }
 
   /** The engine's tables of numbers whose names start with `prefix`. */
@@ -298,8 +300,11 @@ export class KeyedStateBackend implements KeyedStateStore {
    * the maps as they are: whoever drops a table must not change what it held.
    */
   dropInternalTable(name: string): void {
-    const kind = this.tables.get(name)?.kind;
-    if (kind !== undefined && isInternal(kind)) this.tables.delete(name);
+    const e = this.tables.get(name);
+    if (e === undefined || !isInternal(e.kind)) return;
+    this.tables.delete(name);
+    // Its groups serve the next table of numbers (the next pane), unless a snapshot still reads them.
+    if (e.table instanceof NumberTable) e.table.release();
   }
 
   /** Load a snapshot, keeping only the key groups this subtask owns. */

@@ -54,6 +54,12 @@ export class NumberGroup {
     else this.insert(key, value);
   }
 
+  /** Hold no key, keeping the capacity (a group taken from a NumberGroupPool). */
+  clear(): void {
+    this.pairs.fill(Number.NaN);
+    this.size = 0;
+  }
+
   /** Every key and value, in slot order. */
   forEach(fn: (value: number, key: number) => void): void {
     const p = this.pairs;
@@ -75,6 +81,33 @@ export class NumberGroup {
     this.mask = capacity - 1;
     this.shift--;
     for (let i = 0; i < old.length; i += 2) if (old[i] === old[i]) this.place(old[i]!, old[i + 1]!);
+  }
+}
+
+/** Spare groups kept per key group at most. */
+const SPARE_GROUPS = 2;
+
+/**
+ * The groups of dropped tables, for the tables made after them: a window makes a pane every slide
+ * and drops one, and each of its key groups holds about as many keys as the same group of the pane
+ * before. A group taken from here starts with the room it grew to, so it neither allocates nor grows
+ * (its rehashing was a seventh of q5's window stage). Bounded: SPARE_GROUPS per key group, none
+ * holding 8 times more room than it had keys.
+ */
+export class NumberGroupPool {
+  private readonly spare: (NumberGroup[] | undefined)[] = [];
+
+  take(keyGroup: number): NumberGroup | undefined {
+    const g = this.spare[keyGroup]?.pop();
+    g?.clear();
+    return g;
+  }
+
+  give(keyGroup: number, g: NumberGroup): void {
+    const room = g.pairs.length / 2;
+    if (room > INITIAL_CAPACITY && 8 * g.size < room) return;
+    const s = (this.spare[keyGroup] ??= []);
+    if (s.length < SPARE_GROUPS) s.push(g);
   }
 }
 
@@ -121,13 +154,17 @@ export class NumberTable {
   /** The in-flight snapshot's capture, until every group it marked is encoded. */
   private capture: NumberCapture | undefined;
 
-  constructor(maxParallelism: number) {
+  constructor(
+    maxParallelism: number,
+    /** Where its groups come from when it makes them and go when it is dropped. */
+    private readonly pool?: NumberGroupPool,
+  ) {
     this.groups = new Array<NumberGroup | undefined>(maxParallelism);
   }
 
   /** The group of a key group, made when absent; every access that may write goes through here. */
   group(keyGroup: number): NumberGroup {
-    const g = (this.groups[keyGroup] ??= new NumberGroup());
+    const g = (this.groups[keyGroup] ??= this.pool?.take(keyGroup) ?? new NumberGroup());
     // First access since the barrier to a group not encoded yet: keep its keys and values as they were.
     if (this.capture !== undefined && this.capture.pending.get(keyGroup) === g) this.capture.pending.set(keyGroup, columnsOf(g.pairs));
     return g;
@@ -162,6 +199,17 @@ export class NumberTable {
   /** The snapshot is fully encoded: stop copying groups for it. */
   endSnapshot(capture: NumberCapture): void {
     if (this.capture === capture) this.capture = undefined;
+  }
+
+  /**
+   * The table is dropped: its groups go to the pool and it holds nothing after. Not while a snapshot
+   * may still read them (its groups are then left as they are, for the snapshot, and not reused).
+   */
+  release(): void {
+    const pool = this.pool;
+    if (pool === undefined || this.capture !== undefined) return;
+    this.groups.forEach((g, kg) => g && pool.give(kg, g));
+    this.groups.fill(undefined);
   }
 
   /** Add a key group's entries from a snapshot (a key held already takes the snapshot's value). */

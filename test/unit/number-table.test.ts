@@ -88,6 +88,56 @@ describe('NumberTable', () => {
     assert.equal(t.size, 7_000);
   });
 
+  test("a dropped table's groups serve the next table empty, with the room they grew to; bounded", () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const first = b.internalNumberTable('__pane:1');
+    for (let k = 0; k < 1_000; k++) first.group(5).insert(k, k);
+    for (let k = 0; k < 3; k++) first.group(6).insert(k, k);
+    const grown = first.group(5).pairs;
+    b.dropInternalTable('__pane:1');
+    assert.equal(first.size, 0, 'a dropped table holds nothing');
+    const next = b.internalNumberTable('__pane:2');
+    const g = next.group(5);
+    assert.equal(g.pairs, grown, 'the same room, not a new one');
+    assert.equal(g.size, 0);
+    assert.equal(g.indexOf(7), -1);
+    g.insert(7, 1);
+    assert.deepEqual(entriesOf(next), [[5, 7, 1]]);
+    // A group that held few keys in much room (8 times and more) is not kept.
+    const sparse = b.internalNumberTable('__pane:3');
+    for (let k = 0; k < 1_000; k++) sparse.group(9).insert(k, k);
+    const big = sparse.group(9).pairs;
+    b.dropInternalTable('__pane:3');
+    const refill = b.internalNumberTable('__pane:4');
+    refill.group(9).insert(1, 1);
+    b.dropInternalTable('__pane:4');
+    assert.notEqual(b.internalNumberTable('__pane:5').group(9).pairs, big, 'kept while it was full enough; not once nearly empty');
+    // At most two spare groups per key group.
+    const tables = [6, 7, 8].map((i) => b.internalNumberTable(`__many:${i}`));
+    for (const t of tables) t.group(11).insert(1, 1);
+    const rooms = tables.map((t) => t.group(11).pairs);
+    for (const i of [6, 7, 8]) b.dropInternalTable(`__many:${i}`);
+    const again = [1, 2, 3].map((i) => b.internalNumberTable(`__again:${i}`).group(11).pairs);
+    assert.equal(again.filter((p) => rooms.includes(p)).length, 2);
+  });
+
+  test('a table dropped while a snapshot encodes it keeps its values for the snapshot; its groups are not reused', async () => {
+    let now = 0;
+    const b = new KeyedStateBackend(all, 'op', undefined, () => now++);
+    const t = b.internalNumberTable('__pane:1');
+    for (let k = 0; k < 5_000; k++) t.group(k % 128).insert(k, k % 7);
+    const atBarrier = entriesOf(t);
+    const snapshot = b.snapshot();
+    b.dropInternalTable('__pane:1');
+    // The next pane writes into groups of its own meanwhile.
+    const next = b.internalNumberTable('__pane:2');
+    for (let k = 0; k < 5_000; k++) next.group(k % 128).insert(k + 1, -1);
+    for (const [kg, g] of next.groups.entries()) if (g) assert.notEqual(g, t.groups[kg]);
+    const r = new KeyedStateBackend(all, 'op');
+    r.restore(await snapshot);
+    assert.deepEqual(entriesOf(r.internalNumberTable('__pane:1')), atBarrier);
+  });
+
   test('a restore over keys held already gives them the snapshot values', async () => {
     const b = new KeyedStateBackend(all, 'op');
     const t = b.internalNumberTable('__counts');
