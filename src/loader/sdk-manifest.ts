@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "25d0639927a4c7efce9f6232d65a8e70a85624cb387b914d010c9af3ab2af0be",
+  "fingerprint": "d7905db03b08a7002921842d58db4ff9d0216397c4739eef090884f97f993684",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -59,12 +59,12 @@ export const SDK_MANIFEST = {
     "sdk/stream.d.ts": "ed04ec077f2eb83eac2936312d05229111147e695edae19852c2e24b3581fa53",
     "sdk/types.d.ts": "906e2d9574193892c5c98c242c80023b642b1df1fd8c3778460828461de3432d",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
-    "state/backend.d.ts": "b5de1c85d05c57d8a08f2b5ac022f93c21ec4958e8c71fbcf1d6f0717ec2d20b",
+    "state/backend.d.ts": "12ea684730cd23ac6cc2e945c7891a94b14aea65b3061509200de56b72ccf02f",
     "state/file.d.ts": "b2ee73b9a0df58dcea9fcee6f55dc28e19e0dd0be6d603c7b8ef00c16065d579",
     "state/group-codec.d.ts": "28a9eae21496b0d641738e3c29f8deda09dbfd27b33b24b9d46ff3977380ec0c",
     "state/index.d.ts": "464f359657e4329b3dcb96a36fc92cf708a948baec52aa81670e9df637f6e112",
     "state/location.d.ts": "b07fe0127cc4ebbb77dd765d933e877c2b9ddd1eb177f34e4ec20404d20db330",
-    "state/number-table.d.ts": "cb645e8d4d64ce1417889b21beb544c755db039617864713a8cb8710fd2ac805",
+    "state/number-table.d.ts": "b450e85ada228f5eb282096dbac2d02ad9070e9453595086cd12d75c480d0cf2",
     "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
