@@ -47,6 +47,8 @@ type Kind = (typeof Kind)[keyof typeof Kind];
 
 interface Shape {
   names: string[];
+  /** Each name's UTF-8, as the batch writes it (made once per shape, not per batch). */
+  nameBytes: Buffer[];
   /** Whether a value has exactly these own enumerable fields, in this order. */
   matches: (v: unknown) => boolean;
   /** The values of field i of every record. */
@@ -118,7 +120,7 @@ function shapeOf(names: string[]): Shape {
         }`,
       )(isInt32, sameNumber, Kind) as Shape['numbers'][number],
   );
-  s = { names, matches, column, build, numbers };
+  s = { names, nameBytes: names.map((n) => Buffer.from(n, 'utf8')), matches, column, build, numbers };
   if (shapes.size >= MAX_SHAPES) shapes.clear();
   shapes.set(key, s);
   return s;
@@ -134,7 +136,6 @@ function namesOf(v: unknown): string[] | undefined {
 }
 
 type Column = { type: number; bytes: number; write: (out: Buffer, at: number) => void; nameBytes: Buffer };
-
 
 /** A column of strings, of booleans, or of anything else (numbers are read by Shape.numbers). */
 function kindOf(vals: unknown[]): Kind {
@@ -152,17 +153,16 @@ const scratchFor = (i: number, n: number): Float64Array => (n > SCRATCH_ROWS ? n
 /** Field `i` of every value as a column. encodeColumns writes every column before it returns, so the scratch arrays are free again after. */
 function planField(shape: Shape, values: readonly unknown[], i: number, constants: boolean): Column {
   const n = values.length;
-  const name = shape.names[i]!;
-  if (typeof (values[0] as Record<string, unknown>)[name] === 'number') {
+  const nameBytes = shape.nameBytes[i]!;
+  if (typeof (values[0] as Record<string, unknown>)[shape.names[i]!] === 'number') {
     const into = scratchFor(i, n);
     const kind = shape.numbers[i]!(values, into, constants);
-    if (kind !== Kind.Mixed) return numberColumn(name, kind, n === into.length ? into : into.subarray(0, n));
+    if (kind !== Kind.Mixed) return numberColumn(nameBytes, kind, n === into.length ? into : into.subarray(0, n));
   }
-  return planColumn(name, shape.column(values, i));
+  return planColumn(nameBytes, shape.column(values, i));
 }
 
-function numberColumn(name: string, kind: Kind, nums: Float64Array): Column {
-  const nameBytes = Buffer.from(name, 'utf8');
+function numberColumn(nameBytes: Buffer, kind: Kind, nums: Float64Array): Column {
   const n = nums.length;
   if (kind === Kind.Constant) return { type: CONST, nameBytes, bytes: 8, write: (out, at) => void out.writeDoubleLE(nums[0]!, at) };
   if (kind === Kind.Ints) return { type: I32, nameBytes, bytes: 4 * n, write: (out, at) => void new Int32Array(out.buffer, out.byteOffset + at, n).set(nums) };
@@ -170,9 +170,8 @@ function numberColumn(name: string, kind: Kind, nums: Float64Array): Column {
 }
 
 /** A column of values that are not all numbers. */
-function planColumn(name: string, vals: unknown[]): Column {
+function planColumn(nameBytes: Buffer, vals: unknown[]): Column {
   const n = vals.length;
-  const nameBytes = Buffer.from(name, 'utf8');
   const kind = kindOf(vals);
   if (kind === Kind.Strings) {
     const strs = vals as string[];
