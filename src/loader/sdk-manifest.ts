@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "d7905db03b08a7002921842d58db4ff9d0216397c4739eef090884f97f993684",
+  "fingerprint": "894dd08abb5d2b8a4984af870d991b9220a0be572af89cab1707e5e2e3bcd714",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -62,7 +62,7 @@ export const SDK_MANIFEST = {
     "state/backend.d.ts": "12ea684730cd23ac6cc2e945c7891a94b14aea65b3061509200de56b72ccf02f",
     "state/file.d.ts": "b2ee73b9a0df58dcea9fcee6f55dc28e19e0dd0be6d603c7b8ef00c16065d579",
     "state/group-codec.d.ts": "28a9eae21496b0d641738e3c29f8deda09dbfd27b33b24b9d46ff3977380ec0c",
-    "state/index.d.ts": "464f359657e4329b3dcb96a36fc92cf708a948baec52aa81670e9df637f6e112",
+    "state/index.d.ts": "0e95f53469d5e02a20bf8c0d716d32f916fd9624984a96c6ea7fbb631bb70f59",
     "state/location.d.ts": "b07fe0127cc4ebbb77dd765d933e877c2b9ddd1eb177f34e4ec20404d20db330",
     "state/number-table.d.ts": "b450e85ada228f5eb282096dbac2d02ad9070e9453595086cd12d75c480d0cf2",
     "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",

@@ -9,5 +9,5 @@
 export { KeyedStateBackend, SNAPSHOT_SLICE_MS, StateTable, type BackendSnapshot, type EncodedGroup } from './backend.js';
 export { jobStateDir, stateBackendDir, checkpointStateDir, checkpointIdOfStateDir, subtaskStateFile } from './location.js';
 export { decodeStateFile, encodeStateFile, writeStateFile, type WrittenStateFile } from './file.js';
-export { isNumberTableKey, NumberTable, type NumberGroup } from './number-table.js';
+export { isNumberTableKey, NumberGroup, NumberTable } from './number-table.js';
 export { decodeNumberGroup, statePackr } from './group-codec.js';

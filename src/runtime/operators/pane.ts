@@ -10,7 +10,7 @@
  * back from the normalized form); where an entry is follows from its normalized key alone.
  */
 import { isObjectKey } from '../../plan/index.js';
-import { isNumberTableKey, type NumberTable, type StateTable } from '../../state/index.js';
+import { isNumberTableKey, type NumberGroup, type NumberTable, type StateTable } from '../../state/index.js';
 import type { WindowAccumulator } from './window-accumulators.js';
 
 /** A pane's tables: its window start follows the prefix. */
@@ -81,13 +81,34 @@ export class Pane {
     for (let kg = 0; kg < groups.length; kg++) {
       const n = numberGroups?.[kg];
       n?.forEach((acc, key) => fn(acc, key, key, kg));
-      const g = groups[kg];
-      if (!g) continue;
-      for (const [nk, v] of g) {
-        if (isObjectKey(nk)) fn((v as BoxedAccumulator).acc, (v as BoxedAccumulator).key, nk, kg);
-        else fn(v, nk, nk, kg);
-      }
+      if (groups[kg]) this.forEachOtherInGroup(kg, (acc, key, nk) => fn(acc, key, nk, kg));
     }
+  }
+
+  /** The numbers of one key group (a numeric accumulator's integer keys), if it holds any. */
+  numberGroup(keyGroup: number): NumberGroup | undefined {
+    return this.numbers?.groups[keyGroup];
+  }
+
+  /** Every accumulator of one key group that is not in the numbers (other keys; every key of other accumulators). */
+  forEachOtherInGroup(keyGroup: number, fn: (acc: unknown, key: unknown, normalizedKey: unknown) => void): void {
+    const g = this.table.groups[keyGroup];
+    if (!g) return;
+    for (const [nk, v] of g) {
+      if (isObjectKey(nk)) fn((v as BoxedAccumulator).acc, (v as BoxedAccumulator).key, nk);
+      else fn(v, nk, nk);
+    }
+  }
+
+  /** One key's accumulator (undefined: the pane holds none). */
+  get(keyGroup: number, normalizedKey: unknown): unknown {
+    if (this.numbers !== undefined && isNumberTableKey(normalizedKey)) {
+      const g = this.numbers.groups[keyGroup];
+      const at = g === undefined ? -1 : g.indexOf(normalizedKey);
+      return at < 0 ? undefined : g!.pairs[at];
+    }
+    const v = this.table.get(keyGroup, normalizedKey);
+    return v !== undefined && isObjectKey(normalizedKey) ? (v as BoxedAccumulator).acc : v;
   }
 
   /** Move a numeric accumulator's integer keys from the StateTable (where snapshots before NumberTable hold them) into the NumberTable. */

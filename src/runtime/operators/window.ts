@@ -11,6 +11,7 @@ import { NO_TIMESTAMP } from '../elements.js';
 import { KeyedOperator } from './keyed.js';
 import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName, paneStart } from './pane.js';
 import type { WindowAccumulator } from './window-accumulators.js';
+import { sliceable, WindowSlices, type WindowEntry } from './window-slices.js';
 
 interface Session {
   start: number;
@@ -43,9 +44,15 @@ export class WindowOperator extends KeyedOperator {
   private agg!: WindowAccumulator;
   private collector!: Collector<unknown>;
   private emitTimestamp = NO_TIMESTAMP;
-  /** Non-merging windows: window start -> its pane (a keyed table of accumulators in the backend). */
+  /**
+   * Non-merging windows: window start -> its pane (a keyed table of accumulators in the backend). With
+   * slices, only windows restored from a snapshot of the per-window layout, which their slices add to.
+   */
   private readonly panes = new Map<number, Pane>();
+  /** Starts of the windows not yet dropped, ascending. */
   private readonly starts: number[] = [];
+  /** A sliding window of counts keeps a pane per slide, which its windows combine (window-slices.ts). */
+  private slices: WindowSlices | undefined;
   /** Session windows: a keyed table of each key's sessions, and their ends in firing order. */
   private sessions!: StateTable<KeySessions>;
   private readonly sessionsDue = new BinaryHeap<SessionDue>((a, b) => a.at < b.at);
@@ -74,6 +81,8 @@ export class WindowOperator extends KeyedOperator {
     // Its input is [key, accumulator] partials of an upstream LocalWindowAggregateOperator: merge them in.
     this.agg = this.ctx.spec.options.preAggregated === true ? { ...agg, add: (acc, p) => agg.merge(acc, (p as [unknown, unknown])[1]) } : agg;
     this.collector = { collect: (v) => this.out.collect(v, this.emitTimestamp) };
+    const a = this.assigner;
+    if (a.kind === 'sliding' && sliceable(agg, a.sizeMs, a.slideMs)) this.slices = new WindowSlices(this.backend, this.agg, a.sizeMs, a.slideMs);
     await this.openUdf(this.ctx.fns.udf as { open?: () => void } | undefined);
   }
 
@@ -99,7 +108,7 @@ export class WindowOperator extends KeyedOperator {
     }
     let added: boolean;
     try {
-      added = this.assigner.kind === 'session' ? this.addToSession(value, ts, input) : this.addToPanes(value, ts, input);
+      added = this.assigner.kind === 'session' ? this.addToSession(value, ts, input) : this.slices ? this.addToSlice(this.slices, value, ts, input) : this.addToPanes(value, ts, input);
     } catch (err) {
       throw this.userError(err);
     }
@@ -137,17 +146,53 @@ export class WindowOperator extends KeyedOperator {
     return added;
   }
 
+  /** Add a record to the slice holding it; false when every window holding that slice is gone (the record is late). */
+  private addToSlice(slices: WindowSlices, value: unknown, ts: number, input: number): boolean {
+    const { sizeMs: size, slideMs: slide, offsetMs } = this.assigner as Extract<WindowAssigner, { kind: 'sliding' }>;
+    const t = paneStart(ts, offsetMs, slide);
+    // The last window holding slice t starts at t.
+    if (!this.processingTime && t + size - 1 + this.lateness <= this.currentWatermark) return false;
+    let slice = slices.get(t);
+    if (!slice) {
+      slice = slices.at(t);
+      for (let start = t; start > t - size; start -= slide) {
+        if (!this.processingTime && start + size - 1 + this.lateness <= this.currentWatermark) continue;
+        if (this.insertStart(start) && this.processingTime) this.scheduleFire(start + size);
+      }
+    }
+    const { currentKey: key, currentNormalizedKey: nk, currentKeyGroup: kg } = this.backend;
+    slice.add(kg, nk, key, value, input);
+    if (this.lateness === 0) return true;
+    // A late record within the allowed lateness: each fired window holding it fires again for this key.
+    for (let start = t; start > t - size; start -= slide) {
+      if (start + size - 1 + this.lateness <= this.currentWatermark) continue;
+      if (!this.fired.has(start) && start + size - 1 > this.currentWatermark) continue;
+      this.fired.add(start);
+      this.emit(slices.keyInWindow(start, this.panes.get(start), kg, nk), key, nk, kg, start, start + size);
+    }
+    return true;
+  }
+
+  /** Every key's accumulator in the window starting at `start`. */
+  private forEachInWindow(start: number, fn: WindowEntry): void {
+    if (this.slices) this.slices.forEachInWindow(start, this.panes.get(start), fn);
+    else this.panes.get(start)!.forEach(fn);
+  }
+
   /** The pane of a window start over its tables in the backend (made when absent). */
   private paneAt(start: number): Pane {
     const numbers = this.agg.numeric === true ? this.backend.internalNumberTable(numberPaneName(start)) : undefined;
     return new Pane(this.backend.internalTable(paneName(start)), numbers, this.agg);
   }
 
-  private insertStart(start: number): void {
+  /** Add a window start in order; false when it is there already. */
+  private insertStart(start: number): boolean {
     const s = this.starts;
     let i = s.length;
     while (i > 0 && s[i - 1]! > start) i--;
+    if (s[i - 1] === start) return false;
     s.splice(i, 0, start);
+    return true;
   }
 
   /** Add a record to its key's sessions; false when its session is past firing and its allowed lateness (it is late). */
@@ -225,7 +270,7 @@ export class WindowOperator extends KeyedOperator {
     for (const start of this.starts) {
       if (start + size - 1 > time) break;
       if (this.fired.has(start)) continue;
-      this.panes.get(start)!.forEach((acc, key, nk, kg) => this.emit(acc, key, nk, kg, start, start + size));
+      this.forEachInWindow(start, (acc, key, nk, kg) => this.emit(acc, key, nk, kg, start, start + size));
       if (this.lateness > 0) this.fired.add(start);
     }
     while (this.starts.length > 0 && this.starts[0]! + size - 1 + this.lateness <= time) {
@@ -235,6 +280,7 @@ export class WindowOperator extends KeyedOperator {
       this.backend.dropInternalTable(paneName(start));
       this.backend.dropInternalTable(numberPaneName(start));
     }
+    this.slices?.dropUpTo(time, this.lateness);
   }
 
   private emit(acc: unknown, key: unknown, normalizedKey: unknown, keyGroup: number, start: number, end: number): void {
@@ -249,7 +295,8 @@ export class WindowOperator extends KeyedOperator {
 
   protected override snapshotOwn(): unknown {
     // Panes and sessions are backend tables: the backend's snapshot holds them.
-    return { lateRecordsDropped: this.lateRecordsDropped, ...(this.fired.size > 0 ? { fired: [...this.fired] } : {}) };
+    // With slices, which windows are not dropped yet cannot be told from the tables: a slice is in windows that are.
+    return { lateRecordsDropped: this.lateRecordsDropped, ...(this.fired.size > 0 ? { fired: [...this.fired] } : {}), ...(this.slices ? { windows: [...this.starts] } : {}) };
   }
 
   /**
@@ -257,9 +304,14 @@ export class WindowOperator extends KeyedOperator {
    * union (aligned barriers give every subtask the same watermark at a checkpoint, so they agree).
    */
   protected override mergeOwn(overlapping: unknown[], assigned: unknown[]): unknown {
-    type Own = { lateRecordsDropped: number; fired?: number[] } | undefined;
+    type Own = { lateRecordsDropped: number; fired?: number[]; windows?: number[] } | undefined;
     const fired = new Set((overlapping as Own[]).flatMap((o) => o?.fired ?? []));
-    return { lateRecordsDropped: (assigned as Own[]).reduce((n, o) => n + (o?.lateRecordsDropped ?? 0), 0), ...(fired.size > 0 ? { fired: [...fired] } : {}) };
+    const windows = new Set((overlapping as Own[]).flatMap((o) => o?.windows ?? []));
+    return {
+      lateRecordsDropped: (assigned as Own[]).reduce((n, o) => n + (o?.lateRecordsDropped ?? 0), 0),
+      ...(fired.size > 0 ? { fired: [...fired] } : {}),
+      ...(windows.size > 0 ? { windows: [...windows] } : {}),
+    };
   }
 
   /** After the backend was restored (only this subtask's key groups): index its panes and sessions again. */
@@ -294,10 +346,16 @@ export class WindowOperator extends KeyedOperator {
         }
       }
     });
-    const o = own as { lateRecordsDropped: number; fired?: number[] };
+    const o = own as { lateRecordsDropped: number; fired?: number[]; windows?: number[] };
+    if (this.slices) {
+      this.slices.restore();
+      for (const start of o.windows ?? []) {
+        if (this.insertStart(start) && this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
+      }
+    }
     this.lateRecordsDropped = o.lateRecordsDropped;
     // Windows that fired before the checkpoint do not fire again: a late record updates its key alone.
-    for (const start of o.fired ?? []) if (this.panes.has(start)) this.fired.add(start);
+    for (const start of o.fired ?? []) if (this.panes.has(start) || (this.slices && this.starts.includes(start))) this.fired.add(start);
   }
 
   override finish(): void {
@@ -309,6 +367,7 @@ export class WindowOperator extends KeyedOperator {
   get pendingWindows(): number {
     let n = 0;
     for (const p of this.panes.values()) n += p.size;
+    n += this.slices?.size ?? 0;
     for (const g of this.sessions.groups) if (g) for (const ks of g.values()) n += ks.sessions.length;
     return n;
   }
