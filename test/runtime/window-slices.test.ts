@@ -60,6 +60,25 @@ describe('sliding windows of counts in slices', () => {
     );
   });
 
+  test('processing time: every record is counted in each of its size/slide windows, whichever slices the clock put it in', async () => {
+    const input = Array.from({ length: 5_000 }, (_, i) => ({ k: i % 13, ts: 0 }));
+    const out = await collect<WindowCount<number>>(
+      (env) => {
+        env
+          .fromElements(input)
+          .keyBy((e) => e.k as number)
+          .window(Windows.sliding(6, 2), { time: 'processing' })
+          .count()
+          .collect();
+      },
+      { batchSize: 10 },
+    );
+    assert.equal(out.reduce((n, c) => n + c.count, 0), 3 * input.length);
+    assert.ok(out.every((c) => c.end - c.start === 6 && c.start % 2 === 0));
+    // No window fires twice for a key.
+    assert.equal(new Set(out.map((c) => `${c.key}@${c.start}`)).size, out.length);
+  });
+
   test('allowed lateness: a late record re-fires each fired window holding it, for its key, with the count over all its slices', async () => {
     const out = await collect<WindowCount<string>>(
       (env) => {
