@@ -10,7 +10,7 @@
  * back from the normalized form); where an entry is follows from its normalized key alone.
  */
 import { isObjectKey } from '../../plan/index.js';
-import { isNumberTableKey, type NumberGroup, type NumberTable, type StateTable } from '../../state/index.js';
+import { isNumberTableKey, type KeyedStateBackend, type NumberGroup, type NumberTable, type StateTable } from '../../state/index.js';
 import type { WindowAccumulator } from './window-accumulators.js';
 
 /** A pane's tables: its window start follows the prefix. */
@@ -20,6 +20,14 @@ export const NUMBER_PANE_PREFIX = '__window-numbers:';
 export const numberPaneName = (start: number): string => `${NUMBER_PANE_PREFIX}${start}`;
 /** Panes as snapshots before this layout hold them (every entry `{ key, keyGroup, acc }`). */
 export const LEGACY_PANE_PREFIX = '__pane:';
+
+/** The starts of the panes (or slices) a backend holds under a table prefix and a table-of-numbers prefix. */
+export function paneStarts(backend: KeyedStateBackend, prefix: string, numberPrefix: string): Set<number> {
+  return new Set([
+    ...backend.internalTables<unknown>(prefix).map(([name]) => Number(name.slice(prefix.length))),
+    ...backend.internalNumberTables(numberPrefix).map(([name]) => Number(name.slice(numberPrefix.length))),
+  ]);
+}
 
 const mod = (x: number, m: number): number => ((x % m) + m) % m;
 /** The start of the last slide-aligned pane holding `ts` (for a tumbling window, its window). */

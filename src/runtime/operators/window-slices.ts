@@ -1,5 +1,5 @@
 /**
- * Slices of a sliding window (design record 007): a record, or a pre-aggregated partial, is added once,
+ * Slices of a sliding window (design record 020): a record, or a pre-aggregated partial, is added once,
  * to the slide-long slice holding its timestamp, instead of once to each of the size/slide windows it
  * belongs to; a window, when it fires, combines its slices' accumulators per key. A window of 10 s
  * sliding by 2 s did five table updates per partial; at parallelism 2 each auction's partials come from
@@ -11,7 +11,7 @@
  * snapshot of the per-window layout restores as whole windows the slices add to (window.ts).
  */
 import { NumberGroup, type KeyedStateBackend } from '../../state/index.js';
-import { Pane } from './pane.js';
+import { Pane, paneStarts } from './pane.js';
 import type { WindowAccumulator } from './window-accumulators.js';
 
 export const SLICE_PREFIX = '__window-slice:';
@@ -52,12 +52,13 @@ export class WindowSlices {
 
   /** Drop every slice no window past `time` holds: slice t is last in the window starting at t. */
   dropUpTo(time: number, lateness: number): void {
-    for (const start of this.slices.keys()) {
-      if (start + this.sizeMs - 1 + lateness > time) continue;
-      this.slices.delete(start);
-      this.backend.dropInternalTable(sliceName(start));
-      this.backend.dropInternalTable(numberSliceName(start));
-    }
+    for (const start of this.slices.keys()) if (start + this.sizeMs - 1 + lateness <= time) this.drop(start);
+  }
+
+  private drop(start: number): void {
+    this.slices.delete(start);
+    this.backend.dropInternalTable(sliceName(start));
+    this.backend.dropInternalTable(numberSliceName(start));
   }
 
   /** The slices of the window starting at `start`, oldest first. */
@@ -129,17 +130,7 @@ export class WindowSlices {
 
   /** After a restore: index the slices the backend holds (only this subtask's key groups); empty ones are dropped. */
   restore(): void {
-    const starts = new Set([
-      ...this.backend.internalTables<unknown>(SLICE_PREFIX).map(([name]) => Number(name.slice(SLICE_PREFIX.length))),
-      ...this.backend.internalNumberTables(NUMBER_SLICE_PREFIX).map(([name]) => Number(name.slice(NUMBER_SLICE_PREFIX.length))),
-    ]);
-    for (const start of starts) {
-      const s = this.at(start);
-      if (s.size > 0) continue;
-      this.slices.delete(start);
-      this.backend.dropInternalTable(sliceName(start));
-      this.backend.dropInternalTable(numberSliceName(start));
-    }
+    for (const start of paneStarts(this.backend, SLICE_PREFIX, NUMBER_SLICE_PREFIX)) if (this.at(start).size === 0) this.drop(start);
   }
 
   /** Keys with an accumulator, over all slices. */

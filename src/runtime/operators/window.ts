@@ -9,7 +9,7 @@ import type { StateTable } from '../../state/index.js';
 import { BinaryHeap } from '../../util/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
 import { KeyedOperator } from './keyed.js';
-import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName, paneStart } from './pane.js';
+import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName, paneStart, paneStarts } from './pane.js';
 import type { WindowAccumulator } from './window-accumulators.js';
 import { sliceable, WindowSlices, type WindowEntry } from './window-slices.js';
 
@@ -321,11 +321,7 @@ export class WindowOperator extends KeyedOperator {
       convertLegacyPane(legacy, this.backend.internalTable(paneName(Number(name.slice(LEGACY_PANE_PREFIX.length)))));
       this.backend.dropInternalTable(name);
     }
-    const starts = new Set([
-      ...this.backend.internalTables<unknown>(PANE_PREFIX).map(([name]) => Number(name.slice(PANE_PREFIX.length))),
-      ...this.backend.internalNumberTables(NUMBER_PANE_PREFIX).map(([name]) => Number(name.slice(NUMBER_PANE_PREFIX.length))),
-    ]);
-    for (const start of starts) {
+    for (const start of paneStarts(this.backend, PANE_PREFIX, NUMBER_PANE_PREFIX)) {
       const pane = this.paneAt(start);
       pane.moveIntegerKeysToNumbers();
       if (pane.size === 0) {
