@@ -62,8 +62,12 @@ export interface SubtaskEnvironment {
    * final checkpoint id, and sinks commit their tail when that checkpoint completes.
    */
   finalCheckpoint?: (taskId: string, subtaskIndex: number) => Promise<number>;
-  /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
-  onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
+  /**
+   * Gives each subtask, once as it is built, what it tells what it starts doing (a job thread's stall
+   * watchdog reads it). Once, because a subtask reports per batch: a key built and looked up per report
+   * went with job threads whose scavenges kept 3-4x as much alive in some runs (docs/performance.md).
+   */
+  phaseReporter?: (taskId: string, subtaskIndex: number) => (phase: SubtaskPhaseCode) => void;
 }
 
 /**
@@ -110,7 +114,6 @@ export function buildSubtask(
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
-  const onPhase = env.onPhase;
   const common = {
     task,
     index,
@@ -120,7 +123,7 @@ export function buildSubtask(
     signal: env.signal,
     batchSize: env.batchSize,
     ...checkpoints,
-    ...(onPhase ? { onPhase: (p: SubtaskPhaseCode) => onPhase(task.id, index, p) } : {}),
+    ...(env.phaseReporter ? { onPhase: env.phaseReporter(task.id, index) } : {}),
   };
   const finalCheckpoint = env.finalCheckpoint;
   if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;

@@ -69,8 +69,8 @@ export interface JobHostDeps {
   metrics: ClinkMetrics;
   stdout: (text: string) => void | Promise<void>;
   send: (m: Message) => void;
-  /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
-  onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
+  /** Gives each subtask, once, what it tells what it starts doing (a job thread's stall watchdog reads it). */
+  phaseReporter?: (taskId: string, subtaskIndex: number) => (phase: SubtaskPhaseCode) => void;
   /** Told when the job is done here: after the last subtask's end and the last state file's ack are sent. */
   onFinished?: () => void;
 }
@@ -224,7 +224,7 @@ export class JobHost {
         // After a hot rescale, the job's subtasks here are in several deploys: a local input is a local input.
         (taskId, index) => this.parts.reduce<ReturnType<WorkerJob['inputOf']>>((found, j) => found ?? (j !== job ? j.inputOf(taskId, index) : undefined), undefined),
       );
-      if (this.deps.onPhase) job.onPhase = this.deps.onPhase;
+      if (this.deps.phaseReporter) job.phaseReporter = this.deps.phaseReporter;
       // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
       // deploy (other failover regions, after a retry) runs on.
       const keys = new Set(m.tasks.map((t) => subtaskKey(t.taskId, t.subtaskIndex)));

@@ -224,7 +224,7 @@ export class WorkerJob {
         batchSize: this.batching.batchSize,
         lingerMs: this.batching.lingerMs,
         onAsyncError: (err) => this.fail(st, err as Error),
-        ...(this.onPhase ? { onPhase: this.onPhase } : {}),
+        ...(this.phaseReporter ? { phaseReporter: this.phaseReporter } : {}),
         ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint ? { finalCheckpoint: (taskId, index) => this.requestFinalCheckpoint(taskId, index) } : {}),
         services: {
           stdout: this.stdout,
@@ -310,8 +310,8 @@ export class WorkerJob {
   onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, alignmentMs: number) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
-  /** Told what each subtask starts doing (a job thread's stall watchdog reads it). */
-  onPhase?: (taskId: string, subtaskIndex: number, phase: SubtaskPhaseCode) => void;
+  /** Gives each subtask, once, what it tells what it starts doing (a job thread's stall watchdog reads it). */
+  phaseReporter?: (taskId: string, subtaskIndex: number) => (phase: SubtaskPhaseCode) => void;
   /** A newer barrier cancelled a subtask's alignment of checkpoint `id` (the worker logs it). */
   onAlignmentCancelled?: (checkpointId: number, by: number, taskId: string, index: number) => void;
   /** A source subtask here reached its end: the worker sends RequestFinalCheckpoint. */

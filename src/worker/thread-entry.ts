@@ -40,16 +40,24 @@ const server = await DataServer.start({
 });
 const ordinals = new Map<string, number>();
 
-/** What each subtask is doing, in shared memory, for the session's stall watchdog. */
-function reportPhase(taskId: string, index: number, phase: number): void {
-  const key = subtaskKey(taskId, index);
-  let ordinal = ordinals.get(key);
-  if (ordinal === undefined) {
-    ordinals.set(key, (ordinal = ordinals.size));
-    post({ kind: 'subtask', ordinal, key: host?.describeSubtask(taskId, index) ?? key });
-  }
-  Atomics.store(status, STATUS_SUBTASK, ordinal);
-  Atomics.store(status, STATUS_PHASE, phase);
+/**
+ * What a subtask is doing, in shared memory, for the session's stall watchdog: its ordinal is found
+ * (and told to the session) on its first report and kept, since it reports per batch.
+ */
+function phaseReporter(taskId: string, index: number): (phase: number) => void {
+  let ordinal = -1;
+  return (phase) => {
+    if (ordinal < 0) {
+      const key = subtaskKey(taskId, index);
+      ordinal = ordinals.get(key) ?? -1;
+      if (ordinal < 0) {
+        ordinals.set(key, (ordinal = ordinals.size));
+        post({ kind: 'subtask', ordinal, key: host?.describeSubtask(taskId, index) ?? key });
+      }
+    }
+    Atomics.store(status, STATUS_SUBTASK, ordinal);
+    Atomics.store(status, STATUS_PHASE, phase);
+  };
 }
 
 /** The job this thread runs: a thread starts warm, with none, and is given one (`assign`) before its first Deploy. */
@@ -62,7 +70,7 @@ function assign(jobId: string): JobHost {
     stdout: (text) => void process.stdout.write(text),
     send: (message: Message) => post({ kind: 'send', message }),
     onFinished: () => post({ kind: 'done', jobId }),
-    onPhase: reportPhase,
+    phaseReporter,
   });
 }
 
