@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "894dd08abb5d2b8a4984af870d991b9220a0be572af89cab1707e5e2e3bcd714",
+  "fingerprint": "f588af56f8c1d7260fe15039d020da50b24c7211c36eeaa7d0bf31ed3ed348a1",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
@@ -46,7 +46,7 @@ export const SDK_MANIFEST = {
     "runtime/phase.d.ts": "0d23e6d727cf9563c28ed63b1c3104e6808037e2d88e6105bc8fb018b5b7b32a",
     "runtime/queue.d.ts": "1d2f8bbc3a5bd6b84517535372bd878ccb79753dc45c555eebb3a056347e71d7",
     "runtime/rescale.d.ts": "1df79fbfee354d5d70d4a694851776c4366f96a458e893021660a054b880c1cc",
-    "runtime/subtask.d.ts": "379fad78653cc9573ac66887af9acdd4cd16c3ae5b9a7101858fa1a5cf1f812d",
+    "runtime/subtask.d.ts": "abc0c52ac3f38adbe312d5f616236b5f8b1f64b62d76df7664406988488ffb39",
     "runtime/task.d.ts": "1d7d132b826228bbc96d19df242e160e66e6e57c393deba0641308b6777743f3",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",
