@@ -83,6 +83,8 @@ const timestamps = bids.map((b) => b.dateTime);
 // A window fire's results (q5's counts): start, end and timestamp the same for every record.
 const windowResults = Array.from({ length: 1_000 }, (_, i) => ({ key: 1_000 + ((i * 7_919) % 50_000), count: 1 + (i % 13), start: 1_700_000_000_000, end: 1_700_000_010_000 }));
 const windowStamps = windowResults.map((r) => r.end - 1);
+// A pre-aggregation's partials ([auction, count]) of one pane: one timestamp.
+const partials = windowResults.map((r) => [r.key, r.count]);
 
 export function runProtocolBench(): ThroughputResult[] {
   return [
@@ -92,6 +94,8 @@ export function runProtocolBench(): ThroughputResult[] {
     measure('record batch (1,000 bids) as columns', () => encodeRecordBatch(bids, timestamps, { columns: true }), (b) => decodeRecordBatch(b)),
     measure('record batch (1,000 window results) as columns', () => encodeRecordBatch(windowResults, windowStamps, { columns: true }), (b) => decodeRecordBatch(b)),
     measure('record batch (1,000 window results) as columns with constants', () => encodeRecordBatch(windowResults, windowStamps, { columns: true, constants: true }), (b) => decodeRecordBatch(b)),
+    measure('record batch (1,000 partials [key, count])', () => encodeRecordBatch(partials, windowStamps, { columns: true, constants: true }), (b) => decodeRecordBatch(b)),
+    measure('record batch (1,000 partials [key, count]) as tuples', () => encodeRecordBatch(partials, windowStamps, { columns: true, constants: true, tuples: true }), (b) => decodeRecordBatch(b)),
   ];
 }
 

@@ -11,14 +11,16 @@ export interface BatchReads {
   columns: boolean;
   /** One timestamp for a whole batch, and constant columns. */
   constants: boolean;
+  /** Columnar batches of arrays (a pre-aggregation's partials). */
+  tuples: boolean;
 }
 
 /** What a receiver from before columns reads: msgpack, a timestamp per record. */
-export const MSGPACK_ONLY: BatchReads = { columns: false, constants: false };
+export const MSGPACK_ONLY: BatchReads = { columns: false, constants: false, tuples: false };
 
 /** A DataBatch frame, the batch encoded in place after its header (as encodeFrame would lay it out, without copying the batch). */
 export function batchFrame(values: readonly unknown[], timestamps: readonly number[], reads: BatchReads): Buffer {
-  const frame = encodeRecordBatch(values, timestamps, { columns: reads.columns, constants: reads.constants, prefix: DATA_BATCH_HEAD });
+  const frame = encodeRecordBatch(values, timestamps, { columns: reads.columns, constants: reads.constants, tuples: reads.tuples, prefix: DATA_BATCH_HEAD });
   frame.writeUInt32BE(frame.length - FRAME_HEADER_BYTES, 0);
   frame.writeUInt8(MessageKind.DataBatch, FRAME_HEADER_BYTES);
   frame.writeUInt32BE(frame.length - DATA_BATCH_HEAD, FRAME_HEADER_BYTES + 1);

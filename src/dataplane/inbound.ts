@@ -13,8 +13,8 @@ import { helloMacValid } from './hello-mac.js';
 /** Record batches a channel may have in flight or queued at its receiver. @default 4 */
 export const DEFAULT_CHANNEL_CREDITS = 4;
 
-/** A credit grant, saying too whether this process reads columnar batches, and one timestamp and constant columns (any host does). */
-export const creditMessage = (credits: number): Message => makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true });
+/** A credit grant, saying too whether this process reads columnar batches, and one timestamp, constant columns and tuples (any host does). */
+export const creditMessage = (credits: number): Message => makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true, tuples: true });
 const ONE_CREDIT = encodeFrame(creditMessage(1));
 /** A credit grant as a whole frame (the grant of one, the common case, encoded once). */
 export const creditFrame = (credits: number): Buffer => (credits === 1 ? ONE_CREDIT : encodeFrame(creditMessage(credits)));

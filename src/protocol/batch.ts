@@ -3,9 +3,10 @@
  * [values]. Timestamps are sent raw only when some record has one; with flag 4 as well, every record
  * has the same one and it is sent once. The values are a msgpack array of count values (msgpackr
  * records, the fastest general codec measured), or, with flag 2, columns (columns.ts: plain objects of
- * one field list, the shape records almost always have). A sender writes columns only to a receiver
- * that said it reads them (DataCredit.columns), and one timestamp or constant columns only to one that
- * said it reads those (DataCredit.constants).
+ * one field list, the shape records almost always have; with flag 8 as well, arrays of one length). A
+ * sender writes columns only to a receiver that said it reads them (DataCredit.columns), one timestamp
+ * or constant columns only to one that said it reads those (DataCredit.constants), and tuples only to
+ * one that said so (DataCredit.tuples).
  */
 import { Packr, Unpackr } from 'msgpackr';
 import { decodeColumns, encodeColumns } from './columns.js';
@@ -15,6 +16,7 @@ import { sameNumber } from '../util/index.js';
 const HAS_TIMESTAMPS = 1;
 const COLUMNAR = 2;
 const ONE_TIMESTAMP = 4;
+const TUPLES = 8;
 /**
  * Records a batch may hold beyond a byte each. A record of msgpack values, or with a timestamp of its
  * own, takes a byte at least, so a count larger than the bytes is a lie; one timestamp and constant
@@ -38,6 +40,8 @@ export interface BatchEncoding {
   prefix?: number;
   /** Write a timestamp shared by every record once, and constant columns (the receiver reads them). @default false */
   constants?: boolean;
+  /** With `columns`: write arrays of one length as columns too (the receiver reads them). @default false */
+  tuples?: boolean;
 }
 
 export function encodeRecordBatch(values: readonly unknown[], timestamps: readonly number[], o: BatchEncoding = {}): Buffer {
@@ -53,8 +57,9 @@ export function encodeRecordBatch(values: readonly unknown[], timestamps: readon
   const one = stamped && constants && n > 1 && sameTimestamp(timestamps);
   const prefix = o.prefix ?? 0;
   const head = 5 + (one ? 8 : stamped ? 8 * n : 0);
-  let out = o.columns ? encodeColumns(values, prefix, head, constants) : undefined;
-  const flags = (stamped ? HAS_TIMESTAMPS : 0) | (out ? COLUMNAR : 0) | (one ? ONE_TIMESTAMP : 0);
+  const cols = o.columns ? encodeColumns(values, prefix, head, constants, o.tuples === true) : undefined;
+  const flags = (stamped ? HAS_TIMESTAMPS : 0) | (cols ? COLUMNAR : 0) | (one ? ONE_TIMESTAMP : 0) | (cols?.tuples ? TUPLES : 0);
+  let out = cols?.bytes;
   if (!out) {
     const packed = packr.pack(values);
     out = Buffer.allocUnsafe(prefix + head + packed.length);
@@ -80,7 +85,9 @@ export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
   const r = new MessageReader(body);
   const n = r.u32('batch count');
   const flags = r.u8('batch flags');
-  if (flags > (HAS_TIMESTAMPS | COLUMNAR | ONE_TIMESTAMP) || (flags & (HAS_TIMESTAMPS | ONE_TIMESTAMP)) === ONE_TIMESTAMP) throw new FrameDecodeError(`batch flags ${flags} not understood`);
+  if (flags > (HAS_TIMESTAMPS | COLUMNAR | ONE_TIMESTAMP | TUPLES) || (flags & (HAS_TIMESTAMPS | ONE_TIMESTAMP)) === ONE_TIMESTAMP || (flags & (COLUMNAR | TUPLES)) === TUPLES) {
+    throw new FrameDecodeError(`batch flags ${flags} not understood`);
+  }
   const timestamps = new Array<number>(n);
   // Columns may be constant (8 bytes for any count), so a columnar batch's count is bounded, not by its bytes.
   const fits = (bytes: number): boolean => n <= bytes || ((flags & (COLUMNAR | ONE_TIMESTAMP)) !== 0 && n <= MAX_RECORDS_PAST_BYTES);
@@ -94,7 +101,7 @@ export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
     if (!fits(r.remaining)) throw new FrameDecodeError(`batch count ${n} cannot fit in ${r.remaining} bytes`);
     timestamps.fill(Number.NEGATIVE_INFINITY);
   }
-  if (flags & COLUMNAR) return { values: decodeColumns(body, r.offset, n), timestamps };
+  if (flags & COLUMNAR) return { values: decodeColumns(body, r.offset, n, (flags & TUPLES) !== 0), timestamps };
   let values: unknown;
   try {
     values = unpackr.unpack(body.subarray(r.offset));

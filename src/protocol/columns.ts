@@ -6,8 +6,11 @@
  * field as one msgpackr array. Decoding builds each record with a constructor made for the field
  * list, so the objects operators take share one hidden class.
  *
- * A batch of any other shape (primitives, arrays, class instances, differing fields) is not
- * columnar: `encodeColumns` returns undefined and the caller uses msgpackr as before.
+ * Arrays of one length (tuples: a pre-aggregation's `[key, accumulator]` partials, a user's pairs)
+ * are columnar too, for a receiver that reads them (`tuples`): one column per position, every field
+ * name empty, and the batch flags say so (batch.ts). A batch of any other shape (primitives, arrays
+ * of differing lengths, class instances, differing fields) is not columnar: `encodeColumns` returns
+ * undefined and the caller uses msgpackr as before.
  *
  *   columns  = u16 fieldCount, field*, column*
  *   field    = u16 nameBytes, name (UTF-8), u8 columnType
@@ -35,6 +38,8 @@ const CONST = 6;
 
 /** Columns are written with the host's typed arrays; a big-endian host sends msgpackr instead. */
 export const COLUMNS_SUPPORTED = endianness() === 'LE';
+/** A tuple's field name: none. */
+const EMPTY = Buffer.alloc(0);
 /** More fields than this is not a record shape worth a schema. */
 const MAX_FIELDS = 256;
 
@@ -46,6 +51,8 @@ const Kind = { Ints: 0, Numbers: 1, Strings: 2, Booleans: 3, Mixed: 4, Constant:
 type Kind = (typeof Kind)[keyof typeof Kind];
 
 interface Shape {
+  /** Its records are arrays of names.length values (the names are their positions; none is written). */
+  tuple: boolean;
   names: string[];
   /** Each name's UTF-8, as the batch writes it (made once per shape, not per batch). */
   nameBytes: Buffer[];
@@ -55,8 +62,8 @@ interface Shape {
   column: (values: readonly unknown[], i: number) => unknown[];
   /** Per field, its values read into `into` when every one is a number: what kind of numbers (Mixed when one is not). */
   numbers: ((values: readonly unknown[], into: Float64Array, constants: boolean) => Kind)[];
-  /** A record from the columns at row j. */
-  build: (cols: ArrayLike<unknown>[], j: number) => Record<string, unknown>;
+  /** A record (or tuple) from the columns at row j. */
+  build: (cols: ArrayLike<unknown>[], j: number) => unknown;
 }
 
 /** Shapes seen, by their field list joined: few per job, so the cache stays small; bounded anyway. */
@@ -67,22 +74,38 @@ function shapeOf(names: string[]): Shape {
   const key = names.join('\u0000');
   let s = shapes.get(key);
   if (s) return s;
-  const lit = names.map((n) => JSON.stringify(n));
-  // Generated code reads and writes the fields by name, so each site sees one shape (fast property
-  // access); names enter only as JSON string literals.
-  const matches = new Function(
-    'proto',
-    `return function (v) {
-      if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== proto) return false;
-      let i = 0;
-      for (const k in v) {
-        switch (i++) {${lit.map((l, i) => `case ${i}: if (k !== ${l}) return false; break;`).join(' ')}
-          default: return false;
-        }
-      }
-      return i === ${names.length};
-    }`,
-  )(Object.prototype) as Shape['matches'];
+  s = makeShape(names, false);
+  if (shapes.size >= MAX_SHAPES) shapes.clear();
+  shapes.set(key, s);
+  return s;
+}
+
+/** Tuple shapes, by length (at most MAX_FIELDS of them). */
+const tupleShapes: Shape[] = [];
+
+function tupleShapeOf(length: number): Shape {
+  return (tupleShapes[length] ??= makeShape(Array.from({ length }, (_, i) => String(i)), true));
+}
+
+function makeShape(names: string[], tuple: boolean): Shape {
+  // Generated code reads and writes the fields by name (a tuple's by index), so each site sees one shape
+  // (fast property access); names enter only as JSON string literals, indexes as integers.
+  const lit = names.map((n) => (tuple ? n : JSON.stringify(n)));
+  const matches = tuple
+    ? (new Function('proto', `return function (v) { return Array.isArray(v) && v.length === ${lit.length} && Object.getPrototypeOf(v) === proto; }`)(Array.prototype) as Shape['matches'])
+    : (new Function(
+        'proto',
+        `return function (v) {
+          if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== proto) return false;
+          let i = 0;
+          for (const k in v) {
+            switch (i++) {${lit.map((l, i) => `case ${i}: if (k !== ${l}) return false; break;`).join(' ')}
+              default: return false;
+            }
+          }
+          return i === ${lit.length};
+        }`,
+      )(Object.prototype) as Shape['matches']);
   const column = new Function(
     'values',
     'i',
@@ -90,7 +113,7 @@ function shapeOf(names: string[]): Shape {
     switch (i) {${lit.map((l, i) => `case ${i}: for (let j = 0; j < n; j++) out[j] = values[j][${l}]; break;`).join(' ')}}
     return out;`,
   ) as Shape['column'];
-  const build = new Function('cols', 'j', `return { ${lit.map((l, i) => `${l}: cols[${i}][j]`).join(', ')} };`) as Shape['build'];
+  const build = new Function('cols', 'j', tuple ? `return [${lit.map((_, i) => `cols[${i}][j]`).join(', ')}];` : `return { ${lit.map((l, i) => `${l}: cols[${i}][j]`).join(', ')} };`) as Shape['build'];
   // One function per field, so each reads one property of one shape; the numbers go straight into a
   // Float64Array (a typed column is then a typed-array copy: setting one from a JS array of mixed
   // element kinds takes V8's slow path, ~20 ns a value).
@@ -120,13 +143,17 @@ function shapeOf(names: string[]): Shape {
         }`,
       )(isInt32, sameNumber, Kind) as Shape['numbers'][number],
   );
-  s = { names, nameBytes: names.map((n) => Buffer.from(n, 'utf8')), matches, column, build, numbers };
-  if (shapes.size >= MAX_SHAPES) shapes.clear();
-  shapes.set(key, s);
-  return s;
+  return { tuple, names, nameBytes: names.map((n) => (tuple ? EMPTY : Buffer.from(n, 'utf8'))), matches, column, build, numbers };
 }
 
-/** The field list of a batch's first value when it can be columnar; undefined otherwise. */
+/** The shape of a batch's first value when it can be columnar (a tuple only when `tuples`); undefined otherwise. */
+function firstShape(v: unknown, tuples: boolean): Shape | undefined {
+  if (Array.isArray(v)) return tuples && v.length > 0 && v.length <= MAX_FIELDS && Object.getPrototypeOf(v) === Array.prototype ? tupleShapeOf(v.length) : undefined;
+  const names = namesOf(v);
+  return names ? shapeOf(names) : undefined;
+}
+
+/** The field list of a plain object when it can be columnar; undefined otherwise. */
 function namesOf(v: unknown): string[] | undefined {
   if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined;
   const names = Object.keys(v);
@@ -209,18 +236,17 @@ function planColumn(nameBytes: Buffer, vals: unknown[]): Column {
 
 /**
  * `values` as columns after `prefix + head` free bytes (the caller's frame header, then its batch
- * header); undefined when they are not all plain objects of one field list. Typed columns are aligned
- * to their width from the batch's start (after `prefix`), so a receiver whose batch starts aligned
- * reads them in place. With `constants` (the receiver reads them), a number column of one value is
- * that value alone.
+ * header), and whether they are tuples; undefined when they are not all plain objects of one field
+ * list (or, with `tuples`, all arrays of one length). Typed columns are aligned to their width from
+ * the batch's start (after `prefix`), so a receiver whose batch starts aligned reads them in place.
+ * With `constants` (the receiver reads them), a number column of one value is that value alone.
  */
-export function encodeColumns(values: readonly unknown[], prefix: number, head: number, constants = false): Buffer | undefined {
+export function encodeColumns(values: readonly unknown[], prefix: number, head: number, constants = false, tuples = false): { bytes: Buffer; tuples: boolean } | undefined {
   if (!COLUMNS_SUPPORTED || values.length === 0) return undefined;
-  const names = namesOf(values[0]);
-  if (!names) return undefined;
-  const shape = shapeOf(names);
+  const shape = firstShape(values[0], tuples);
+  if (!shape) return undefined;
   for (let j = 0; j < values.length; j++) if (!shape.matches(values[j])) return undefined;
-  const cols = names.map((_, i) => planField(shape, values, i, constants));
+  const cols = shape.names.map((_, i) => planField(shape, values, i, constants));
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
   for (const c of cols) size = pad(size, c.type) + c.bytes;
@@ -242,7 +268,7 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
     c.write(out, prefix + at);
     at += c.bytes;
   }
-  return out;
+  return { bytes: out, tuples: shape.tuple };
 }
 
 /** Typed columns start at a multiple of their width from the start of the batch (zero padding). */
@@ -251,8 +277,8 @@ function pad(at: number, type: number): number {
   return Math.ceil(at / w) * w;
 }
 
-/** The `count` records written by encodeColumns into `body` (the whole batch) from `start` (its `head`). */
-export function decodeColumns(body: Uint8Array, start: number, count: number): Record<string, unknown>[] {
+/** The `count` records (arrays, when `tuples`) written by encodeColumns into `body` (the whole batch) from `start` (its `head`). */
+export function decodeColumns(body: Uint8Array, start: number, count: number, tuples = false): unknown[] {
   const view = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   let at = start;
   const need = (bytes: number, what: string): void => {
@@ -272,7 +298,9 @@ export function decodeColumns(body: Uint8Array, start: number, count: number): R
     types.push(view[at + 2 + len]!);
     at += 3 + len;
   }
-  if (names.includes('__proto__') || new Set(names).size !== f) throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
+  if (tuples) {
+    if (names.some((n) => n !== '')) throw new FrameDecodeError('columnar batch: a tuple column has a name');
+  } else if (names.includes('__proto__') || new Set(names).size !== f) throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
   const cols: ArrayLike<unknown>[] = [];
   for (let i = 0; i < f; i++) {
     const type = types[i]!;
@@ -345,8 +373,8 @@ export function decodeColumns(body: Uint8Array, start: number, count: number): R
     }
   }
   if (at !== view.length) throw new FrameDecodeError(`columnar batch: ${view.length - at} bytes after the last column`);
-  const build = shapeOf(names).build;
-  const out = new Array<Record<string, unknown>>(count);
+  const build = (tuples ? tupleShapeOf(f) : shapeOf(names)).build;
+  const out = new Array<unknown>(count);
   for (let j = 0; j < count; j++) out[j] = build(cols, j);
   return out;
 }

@@ -426,6 +426,7 @@ export const MESSAGES = {
     credits: field(u32),
     columns: tail(bool, false, 'the receiver reads columnar record batches (batch flags bit 1); a sender writes them only then'),
     constants: tail(bool, false, 'the receiver reads one timestamp for a whole batch (batch flags bit 2) and constant columns (column type 6); a sender writes them only then'),
+    tuples: tail(bool, false, 'the receiver reads columnar batches of arrays (batch flags bit 3: one column per position, no field names); a sender writes them only then'),
   }),
 } as const;
 

@@ -1,5 +1,5 @@
-// Data-plane frames built without copies read as the codec encodes them; columns, and one timestamp
-// and constant columns, only for a receiver that says it reads them.
+// Data-plane frames built without copies read as the codec encodes them; columns, one timestamp and
+// constant columns, and tuples as columns, only for a receiver that says it reads them.
 import assert from 'node:assert/strict';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
@@ -13,33 +13,44 @@ const values = [
   { auction: 2, price: 3, channel: 'Baidu' },
 ];
 const timestamps = [10, 11];
+/** A pre-aggregation's partials: `[key, count]`. */
+const pairs = [
+  [7, 3],
+  [-2, 1],
+];
 
 test('a DataBatch frame built in place equals the codec encoding the same batch', () => {
-  for (const [columns, constants] of [[false, false], [true, false], [true, true], [false, true]] as const) {
-    const frame = elementFrame({ kind: BATCH, channel: 0, values, timestamps }, { columns, constants });
-    assert.deepEqual(frame, encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(values, timestamps, { columns, constants }) })));
-    const back = frameElement(decodeFrame(frame), 3);
-    assert.deepEqual(back, { kind: BATCH, channel: 3, values, timestamps });
+  for (const vs of [values, pairs]) {
+    for (const [columns, constants, tuples] of [[false, false, false], [true, false, false], [true, true, false], [false, true, false], [true, true, true], [false, false, true]] as const) {
+      const frame = elementFrame({ kind: BATCH, channel: 0, values: vs, timestamps }, { columns, constants, tuples });
+      assert.deepEqual(frame, encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(vs, timestamps, { columns, constants, tuples }) })));
+      const back = frameElement(decodeFrame(frame), 3);
+      assert.deepEqual(back, { kind: BATCH, channel: 3, values: vs, timestamps });
+    }
   }
 });
 
 test('a batch is columnar only when asked (the receiver said it reads columns)', () => {
   const flags = (f: Buffer): number => f[9 + 4]!;
   assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps })) & 2, 0);
-  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps }, { columns: true, constants: false })) & 2, 2);
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps }, { columns: true, constants: false, tuples: false })) & 2, 2);
   const shared = [10, 10];
-  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps: shared }, { columns: true, constants: false })) & 4, 0);
-  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps: shared }, { columns: true, constants: true })) & 4, 4, 'one timestamp');
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps: shared }, { columns: true, constants: false, tuples: false })) & 4, 0);
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps: shared }, { columns: true, constants: true, tuples: false })) & 4, 4, 'one timestamp');
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values: pairs, timestamps }, { columns: true, constants: true, tuples: false })) & 10, 0, 'tuples as msgpack');
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values: pairs, timestamps }, { columns: true, constants: true, tuples: true })) & 10, 10, 'tuples as columns');
+  assert.equal(flags(elementFrame({ kind: BATCH, channel: 0, values, timestamps }, { columns: true, constants: true, tuples: true })) & 8, 0, 'objects are no tuples');
 });
 
-test('over a real connection: columns and one timestamp to a receiver whose credits say it reads them, less to an older one', async () => {
-  // This build's credit; one from before constants (columns, no constants field); one from before columns.
+test('over a real connection: columns, one timestamp and tuples to a receiver whose credits say it reads them, less to an older one', async () => {
+  // This build's credit; one from before tuples (no tuples field); from before constants; from before columns.
   const credits = {
-    now: encodeFrame(makeMessage('DataCredit', { credits: 4, columns: true, constants: true })),
+    now: encodeFrame(makeMessage('DataCredit', { credits: 4, columns: true, constants: true, tuples: true })),
+    beforeTuples: Buffer.from([0, 0, 0, 7, 205, 0, 0, 0, 4, 1, 1]),
     beforeConstants: Buffer.from([0, 0, 0, 6, 205, 0, 0, 0, 4, 1]),
     beforeColumns: Buffer.from([0, 0, 0, 5, 205, 0, 0, 0, 4]),
   };
-  for (const [receiver, credit] of Object.entries(credits)) {
+  for (const [receiver, credit] of Object.entries(credits)) for (const vs of [values, pairs]) {
     const seen: Promise<Buffer> = new Promise((resolve, reject) => {
       const server = createServer((socket) => {
         const reader = new FrameReader(socket);
@@ -61,18 +72,19 @@ test('over a real connection: columns and one timestamp to a receiver whose cred
         const port = (server.address() as AddressInfo).port;
         const hello = { jobId: 'j', attempt: 0, edgeIndex: 0, upstreamSubtask: 0, downstreamTaskId: 't', downstreamSubtask: 0, upstreamTaskId: 'u', mac: '' };
         const ch = new RemoteChannel(tcpTransport('127.0.0.1', port, hello), () => undefined);
-        ch.push({ kind: BATCH, channel: 0, values, timestamps: [10, 10] });
+        ch.push({ kind: BATCH, channel: 0, values: vs, timestamps: [10, 10] });
         void seen.finally(() => ch.destroy()).catch(() => undefined);
       });
     });
     const payload = await seen;
     assert.equal(payload[0], 201, 'a DataBatch');
     const flags = payload[1 + 4 + 4]!;
-    assert.equal((flags & 2) !== 0, receiver !== 'beforeColumns', `${receiver}: columnar or msgpack`);
-    assert.equal((flags & 4) !== 0, receiver === 'now', `${receiver}: one timestamp or one each`);
+    assert.equal((flags & 2) !== 0, vs === values ? receiver !== 'beforeColumns' : receiver === 'now', `${receiver}: columnar or msgpack`);
+    assert.equal((flags & 4) !== 0, receiver === 'now' || receiver === 'beforeTuples', `${receiver}: one timestamp or one each`);
+    assert.equal((flags & 8) !== 0, vs === pairs && receiver === 'now', `${receiver}: tuples as columns or not`);
     const head = Buffer.alloc(4);
     head.writeUInt32BE(payload.length);
-    assert.deepEqual(frameElement(decodeFrame(Buffer.concat([head, payload])), 0), { kind: BATCH, channel: 0, values, timestamps: [10, 10] }, 'and it decodes');
+    assert.deepEqual(frameElement(decodeFrame(Buffer.concat([head, payload])), 0), { kind: BATCH, channel: 0, values: vs, timestamps: [10, 10] }, 'and it decodes');
   }
 });
 

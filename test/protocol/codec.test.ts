@@ -152,13 +152,19 @@ describe('the additive-tail idiom', () => {
 
   test('a DataCredit pinned before DataCredit.columns existed decodes as a receiver that reads no columns', async () => {
     const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-columns.hex', VECTORS), 'utf8')).trim(), 'hex');
-    assert.deepEqual(decodeFrame(old), { ...sampleMessage('DataCredit'), columns: false, constants: false });
+    assert.deepEqual(decodeFrame(old), { ...sampleMessage('DataCredit'), columns: false, constants: false, tuples: false });
   });
 
   test('a DataCredit pinned before DataCredit.constants existed decodes as a receiver that reads columns but no constants', async () => {
     const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-constants.hex', VECTORS), 'utf8')).trim(), 'hex');
     const sample = sampleMessage('DataCredit') as MessageOf<'DataCredit'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, columns: sample.columns, constants: false });
+    assert.deepEqual(decodeFrame(old), { ...sample, columns: sample.columns, constants: false, tuples: false });
+  });
+
+  test('a DataCredit pinned before DataCredit.tuples existed decodes as a receiver that reads columns and constants but no tuples', async () => {
+    const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-tuples.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const sample = sampleMessage('DataCredit') as MessageOf<'DataCredit'>;
+    assert.deepEqual(decodeFrame(old), { ...sample, columns: sample.columns, constants: sample.constants, tuples: false });
   });
 
   test('a Heartbeat pinned before SubtaskProgress.ageMs existed decodes with age 0 (measured over its arrival)', async () => {

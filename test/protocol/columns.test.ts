@@ -28,6 +28,16 @@ const scalar = fc.oneof(number, string, fc.boolean());
 const anyValue = fc.oneof(scalar, fc.constant(null), fc.constant(undefined), fc.array(scalar, { maxLength: 3 }), fc.dictionary(fc.string(), scalar, { maxKeys: 2, noNullPrototype: true }));
 const fieldName = fc.oneof(fc.constantFrom('id', 'price', 'name', '0', '17', '', 'é', 'constructor', 'a b'), fc.string({ maxLength: 8 }));
 
+/** `b` with byte `at` set to `byte` and `cut` x 7 bytes cut off its end decodes, or fails only with the typed error. */
+function decodesOrRefuses(b: Buffer, at: number, byte: number, cut: number): void {
+  b[at % b.length] = byte;
+  try {
+    decodeRecordBatch(cut > 0 ? b.subarray(0, Math.max(0, b.length - cut * 7)) : b);
+  } catch (err) {
+    assert.ok(err instanceof FrameDecodeError, `escaped as ${(err as Error).constructor.name}: ${(err as Error).message}`);
+  }
+}
+
 /** A batch of records with one field list, each field of one kind of value (or any value). */
 const regularBatch = fc
   .uniqueArray(fieldName, { minLength: 1, maxLength: 6, selector: (k) => k })
@@ -133,12 +143,7 @@ describe('columnar record batches', () => {
         const batch = constants ? values.map((v) => ({ ...v, id: 7 })) : values;
         const ts = batch.map(() => (constants ? 12 : Number.NEGATIVE_INFINITY));
         const b = Buffer.from(encodeRecordBatch(batch, ts, { columns: true, constants }));
-        b[at % b.length] = byte;
-        try {
-          decodeRecordBatch(cut > 0 ? b.subarray(0, Math.max(0, b.length - cut * 7)) : b);
-        } catch (err) {
-          assert.ok(err instanceof FrameDecodeError, `escaped as ${(err as Error).constructor.name}: ${(err as Error).message}`);
-        }
+        decodesOrRefuses(b, at, byte, cut);
       }),
       { numRuns: 10_000 },
     );
@@ -231,5 +236,88 @@ describe('columnar record batches', () => {
     const pinned = Buffer.from((await readFile(url, 'utf8')).trim(), 'hex');
     assert.equal(bytes.toString('hex'), pinned.toString('hex'), 'the batch encoding changed');
     assert.deepStrictEqual(decodeRecordBatch(pinned), { values: results, timestamps: ts });
+  });
+});
+
+describe('tuples as columns (arrays of one length: a pre-aggregation partials)', () => {
+  const tuples = (b: Buffer): boolean => (b[4]! & 10) === 10;
+  /** A batch of arrays of one length, each position of one kind of value (or any value). */
+  const tupleBatch = fc
+    .integer({ min: 1, max: 6 })
+    .chain((width) => fc.array(fc.constantFrom(number, string, fc.boolean(), fc.integer(), anyValue), { minLength: width, maxLength: width }))
+    .chain((kinds) => fc.array(fc.tuple(...kinds).map((vals) => [...vals]), { minLength: 1, maxLength: 40 }));
+
+  test('any batch of arrays of one length decodes to what msgpackr gives, columnar with tuples; with and without timestamps and constants', () => {
+    let runs = 0;
+    let columnarRuns = 0;
+    fc.assert(
+      fc.property(tupleBatch, fc.boolean(), fc.boolean(), (values, stamped, constants) => {
+        const ts = values.map((_, i) => (stamped ? 1_000 + (constants ? 0 : i) : Number.NEGATIVE_INFINITY));
+        const encoded = encodeRecordBatch(values, ts, { columns: true, constants, tuples: true });
+        runs++;
+        if (tuples(encoded)) columnarRuns++;
+        const back = decodeRecordBatch(encoded);
+        assert.deepStrictEqual(zeroed(back.values), zeroed(viaMsgpack(values)));
+        assert.deepStrictEqual(back.timestamps, ts);
+        assert.ok(!tuples(encodeRecordBatch(values, ts, { columns: true, constants })), 'not unless the receiver reads them');
+      }),
+      { numRuns: 3_000 },
+    );
+    assert.ok(columnarRuns > runs * 0.9, `${columnarRuns} of ${runs} batches columnar`);
+  });
+
+  test('batches of every shape (arrays of differing lengths, sparse arrays, nested, objects) decode to what msgpackr gives with tuples read', () => {
+    const shapes = fc.oneof(anyValue, fc.object({ maxDepth: 2 }), fc.array(scalar, { minLength: 2, maxLength: 2 }), fc.sparseArray(scalar, { minNumElements: 1, maxLength: 3 }));
+    fc.assert(
+      fc.property(fc.array(shapes, { minLength: 1, maxLength: 20 }), (values) => {
+        const back = decodeRecordBatch(encodeRecordBatch(values, values.map(() => Number.NEGATIVE_INFINITY), { columns: true, tuples: true }));
+        assert.deepStrictEqual(zeroed(back.values), zeroed(viaMsgpack(values)));
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  test('tuples only where meant; a tuple batch with a named column, or the tuple flag without columns, is refused', () => {
+    const ts = (n: number) => Array.from({ length: n }, () => Number.NEGATIVE_INFINITY);
+    const o = { columns: true, tuples: true };
+    assert.ok(tuples(encodeRecordBatch([[1, 2], [3, 4]], ts(2), o)), 'pairs');
+    assert.ok(!tuples(encodeRecordBatch([[1, 2], [3]], ts(2), o)), 'differing lengths');
+    assert.ok(!tuples(encodeRecordBatch([[], []], ts(2), o)), 'empty arrays');
+    class Pair extends Array<number> {}
+    assert.ok(!tuples(encodeRecordBatch([Pair.from([1, 2]), Pair.from([3, 4])], ts(2), o)), 'an Array subclass');
+    assert.ok(!tuples(encodeRecordBatch([[1, 2], { 0: 1, 1: 2 }], ts(2), o)), 'an object among arrays');
+    const named = Buffer.from(encodeRecordBatch([{ a: 1 }, { a: 2 }], ts(2), { columns: true }));
+    named[4] = 2 | 8;
+    assert.throws(() => decodeRecordBatch(named), /a tuple column has a name/);
+    const bare = Buffer.from(encodeRecordBatch([[1, 2]], ts(1), o));
+    bare[4] = 8;
+    assert.throws(() => decodeRecordBatch(bare), FrameDecodeError);
+  });
+
+  test('a mutated tuple batch fails only with the typed error', () => {
+    const row = fc.tuple(fc.integer(), fc.double(), fc.string(), fc.boolean());
+    fc.assert(
+      fc.property(fc.array(row, { minLength: 1, maxLength: 8 }), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat({ max: 3 }), (rows, at, byte, cut) => {
+        const values = rows.map((r) => [...r]);
+        const b = Buffer.from(encodeRecordBatch(values, values.map(() => 12), { columns: true, constants: true, tuples: true }));
+        decodesOrRefuses(b, at, byte, cut);
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  test('golden vector: partials [key, count] with one timestamp, pinned byte for byte', async () => {
+    const partials = [
+      [1000, 3],
+      [1001, 1],
+      [-4, 12],
+    ];
+    const ts = [1_700_000_001_999, 1_700_000_001_999, 1_700_000_001_999];
+    const url = new URL('../vectors/batches/columnar-tuples.hex', import.meta.url);
+    const bytes = encodeRecordBatch(partials, ts, { columns: true, constants: true, tuples: true });
+    if (process.env.UPDATE_VECTORS === '1') await writeFile(url, bytes.toString('hex') + '\n');
+    const pinned = Buffer.from((await readFile(url, 'utf8')).trim(), 'hex');
+    assert.equal(bytes.toString('hex'), pinned.toString('hex'), 'the batch encoding changed');
+    assert.deepStrictEqual(decodeRecordBatch(pinned), { values: partials, timestamps: ts });
   });
 });
