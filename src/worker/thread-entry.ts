@@ -40,21 +40,25 @@ const server = await DataServer.start({
 });
 const ordinals = new Map<string, number>();
 
+/** A subtask's ordinal in the shared status, told to the session (with its description) when new. */
+function ordinalOf(taskId: string, index: number): number {
+  const key = subtaskKey(taskId, index);
+  let ordinal = ordinals.get(key);
+  if (ordinal === undefined) {
+    ordinals.set(key, (ordinal = ordinals.size));
+    post({ kind: 'subtask', ordinal, key: host?.describeSubtask(taskId, index) ?? key });
+  }
+  return ordinal;
+}
+
 /**
- * What a subtask is doing, in shared memory, for the session's stall watchdog: its ordinal is found
- * (and told to the session) on its first report and kept, since it reports per batch.
+ * What a subtask is doing, in shared memory, for the session's stall watchdog: its ordinal is found on
+ * its first report and kept, since it reports per batch.
  */
 function phaseReporter(taskId: string, index: number): (phase: number) => void {
   let ordinal = -1;
   return (phase) => {
-    if (ordinal < 0) {
-      const key = subtaskKey(taskId, index);
-      ordinal = ordinals.get(key) ?? -1;
-      if (ordinal < 0) {
-        ordinals.set(key, (ordinal = ordinals.size));
-        post({ kind: 'subtask', ordinal, key: host?.describeSubtask(taskId, index) ?? key });
-      }
-    }
+    if (ordinal < 0) ordinal = ordinalOf(taskId, index);
     Atomics.store(status, STATUS_SUBTASK, ordinal);
     Atomics.store(status, STATUS_PHASE, phase);
   };
