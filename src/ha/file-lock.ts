@@ -13,7 +13,13 @@ type Flock = (fd: number, flags: 'ex' | 'exnb' | 'un', cb: (err: NodeJS.ErrnoExc
 const require = createRequire(import.meta.url);
 /** Where fs-ext is, for a helper process that takes a lock (see lock-holder.ts). */
 export const FS_EXT_PATH = require.resolve('fs-ext');
-const { flock } = require('fs-ext') as { flock: Flock };
+/**
+ * fs-ext, loaded when a lock is first taken, not when the library is imported: its addon is not
+ * context-aware, and loading it into a second thread of a process (the local runtime on worker
+ * threads, one after another) crashed Node 20 with a V8 fatal error.
+ */
+let flockFn: Flock | undefined;
+const flock: Flock = (fd, flags, cb) => (flockFn ??= (require('fs-ext') as { flock: Flock }).flock)(fd, flags, cb);
 
 /** Try to take an exclusive lock on `fd` without waiting: true when taken, false when another holds it. */
 export function tryLock(fd: number): Promise<boolean> {
