@@ -1,7 +1,8 @@
 /**
  * Scale-out efficiency (issue 24): what a record costs once it leaves the process.
  *
- * - Nexmark q5 and q12 at parallelism 1 in one process (the local runtime), and on 1, 2 and 4 local
+ * - Nexmark q5 and q12 at parallelism 1 in one process (the local runtime, on a thread under a job
+ *   thread's V8 limits, bench/local-thread.ts, so both sides allocate in the same heap), and on 1, 2 and 4 local
  *   worker processes at parallelism = workers: events/s (submit to completion) and CPU-s per million
  *   events of the whole cluster (every worker, plus this process, which hosts the coordinator). The
  *   configurations take turns, one run each per round after a warm-up of each, and a cluster's CPU
@@ -17,9 +18,9 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clusterRunner, runOn, startBenchCluster, type BenchClusterOptions, type ClusterRun, type DataPlaneResult } from './dataplane.js';
-import { localRun, queryFile } from './nexmark.js';
+import { LocalThread } from './local-thread.js';
+import { queryFile } from './nexmark.js';
 import { median } from './results.js';
-import { loadJobModule } from '../src/loader/index.js';
 import type { EmbeddedCluster } from '../src/embedded/index.js';
 
 export interface ScaleRow {
@@ -68,8 +69,8 @@ type Measured = { recordsPerSec: number; cpuSecondsPerMillion: number };
 /** `query` locally and on each cluster size, in turns: a warm-up of each, then `rounds` rounds of one run each. */
 async function alternated(query: string, sizes: number[], events: number, rounds: number): Promise<ScaleRow[]> {
   const file = queryFile(query);
-  const { job } = await loadJobModule(file);
   const clusters: EmbeddedCluster[] = [];
+  const inProcess = LocalThread.start(file);
   try {
     const runners: { workers: number; run: () => Promise<ClusterRun> }[] = [];
     for (const workers of sizes) {
@@ -79,19 +80,19 @@ async function alternated(query: string, sizes: number[], events: number, rounds
     }
     // The same plan in one process at each cluster's parallelism above 1.
     const wider = sizes.filter((n) => n > 1);
-    await localRun(job, events);
-    for (const n of wider) await localRun(job, events, n);
+    await inProcess.run(events);
+    for (const n of wider) await inProcess.run(events, n);
     for (const r of runners) await r.run();
     const local: Measured[] = [];
     const localWide = wider.map(() => [] as (Measured & { ratio: number })[]);
     // Per cluster size, each round's run, its CPU over that round's local p=1 run and over its local p=N run.
     const paired = runners.map(() => [] as (Measured & { ratio: number; ratioSame?: number })[]);
     for (let round = 0; round < rounds; round++) {
-      const l = await localRun(job, events);
+      const l = await inProcess.run(events);
       local.push(l);
       const sameRound = new Map<number, number>();
       for (const [i, n] of wider.entries()) {
-        const w = await localRun(job, events, n);
+        const w = await inProcess.run(events, n);
         localWide[i]!.push({ ...w, ratio: w.cpuSecondsPerMillion / l.cpuSecondsPerMillion });
         sameRound.set(n, w.cpuSecondsPerMillion);
       }
@@ -115,6 +116,7 @@ async function alternated(query: string, sizes: number[], events: number, rounds
     });
     return [row(0, 1, local), ...wider.map((n, i) => row(0, n, localWide[i]!)), ...runners.map((r, i) => row(r.workers, r.workers, paired[i]!))];
   } finally {
+    await inProcess.close();
     for (const c of clusters) await c.stop();
   }
 }

@@ -98,6 +98,7 @@ export const nodeOptions = (): NodeOption[] => [
   worker(opt('--task-stall-timeout-ms <ms>', "worker: a job's thread that makes no progress this long is terminated and its subtasks fail", positiveInt, 30_000)),
   worker(new Option('--data-transport <mode>', 'worker: how its channels to other workers travel: one data link per peer carrying all of them (to peers that take links), or a connection per channel (and it takes no links)').choices(['link', 'channel']).default('link')),
   worker(opt('--task-heap-mb <mb>', "worker: heap limit of each job's thread; past it its subtasks fail with 'out of memory'", positiveInt, 2_048)),
+  worker(opt('--task-young-generation-mb <mb>', "worker: V8 young generation of each job's thread (records that die in it cost no promotion)", positiveInt, 192)),
 ];
 
 /** The node flags given on the command line or through the environment (not defaulted), with their roles. */
@@ -172,6 +173,7 @@ export function nodeFlagsOf(o: Record<string, unknown>): NodeFlags {
       taskIsolation: o.taskIsolation as 'thread' | 'none',
       taskStallTimeoutMs: n('taskStallTimeoutMs'),
       taskHeapMb: n('taskHeapMb'),
+      taskYoungGenerationMb: n('taskYoungGenerationMb'),
       dataTransport: o.dataTransport as 'link' | 'channel',
     },
     reconnect: { initialBackoffMs: n('reconnectInitialBackoffMs'), maxBackoffMs: n('reconnectMaxBackoffMs') },

@@ -64,6 +64,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
       ...(flags.worker.taskIsolation ? { taskIsolation: flags.worker.taskIsolation } : {}),
       ...(flags.worker.taskStallTimeoutMs ? { taskStallTimeoutMs: flags.worker.taskStallTimeoutMs } : {}),
       ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
+      ...(flags.worker.taskYoungGenerationMb ? { taskYoungGenerationMb: flags.worker.taskYoungGenerationMb } : {}),
       ...(flags.worker.dataTransport ? { dataTransport: flags.worker.dataTransport } : {}),
       ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
       ...(flags.coordinator.handshakeTimeoutMs ? { connectTimeoutMs: flags.coordinator.handshakeTimeoutMs } : {}),

@@ -10,7 +10,7 @@
  */
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Worker as Thread } from 'node:worker_threads';
+import type { ResourceLimits, Worker as Thread } from 'node:worker_threads';
 import type { Logger } from '../log/index.js';
 import { makeMessage, type Message, type SubtaskProgressReport } from '../protocol/index.js';
 import { PHASE_DESCRIPTIONS } from '../runtime/index.js';
@@ -32,6 +32,8 @@ export interface JobThreadOptions {
   stallTimeoutMs: number;
   /** The thread's V8 old-generation heap limit (resourceLimits.maxOldGenerationSizeMb). */
   heapMb: number;
+  /** The thread's V8 young generation (resourceLimits.maxYoungGenerationSizeMb): where records are born and most die. */
+  youngGenerationMb: number;
   log: Logger;
   /** Sends a frame to the coordinator. */
   send: (m: Message) => void;
@@ -74,7 +76,7 @@ export class JobThread {
       status: this.status.buffer as SharedArrayBuffer,
       progress: this.progressView.buffer as SharedArrayBuffer,
     };
-    this.thread = startThread(ENTRY, { workerData, resourceLimits: { maxOldGenerationSizeMb: o.heapMb } });
+    this.thread = startThread(ENTRY, { workerData, resourceLimits: { maxOldGenerationSizeMb: o.heapMb, maxYoungGenerationSizeMb: o.youngGenerationMb } });
     this.thread.on('message', (m: FromThread) => this.onMessage(m));
     this.thread.on('error', (err: Error & { code?: string }) => {
       this.failure =
@@ -84,6 +86,11 @@ export class JobThread {
     });
     this.exited = new Promise((resolve) => this.thread.once('exit', () => resolve()));
     void this.exited.then(() => this.onThreadExit());
+  }
+
+  /** The V8 limits the thread runs under (empty once it has ended). */
+  get resourceLimits(): ResourceLimits {
+    return this.thread.resourceLimits ?? {};
   }
 
   get jobId(): string {

@@ -66,6 +66,12 @@ export interface WorkerConfig {
   /** A job thread's heap limit; past it its subtasks fail with "out of memory". @default 2,048 */
   taskHeapMb?: number;
   /**
+   * A job thread's V8 young generation, in MB (a third for each of its two semi-spaces, a third for
+   * new large objects). Records live briefly: in a larger one more die before a scavenge copies them
+   * twice and promotes them to the old generation, which costs marking and compaction later. @default 192
+   */
+  taskYoungGenerationMb?: number;
+  /**
    * How its channels to other workers travel: `link`, every channel to one peer on one connection (a
    * data link), to peers that take links; `channel`, a connection per channel, and it takes no links.
    * @default 'link'
@@ -76,6 +82,8 @@ export interface WorkerConfig {
 export type TaskIsolation = 'thread' | 'none';
 export const DEFAULT_TASK_STALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_TASK_HEAP_MB = 2_048;
+/** 64 MB semi-spaces (V8's own default is at most 16 MB for each); docs/performance.md has what it saves. */
+export const DEFAULT_TASK_YOUNG_GENERATION_MB = 192;
 
 export const DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS = 3_000;
 
@@ -347,6 +355,7 @@ export class Worker {
       dataHost: this.config.dataHost,
       stallTimeoutMs: this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS,
       heapMb: this.config.taskHeapMb ?? DEFAULT_TASK_HEAP_MB,
+      youngGenerationMb: this.config.taskYoungGenerationMb ?? DEFAULT_TASK_YOUNG_GENERATION_MB,
       log: this.log,
       send: (m) => this.send(m),
       onIdle: (r) => {
