@@ -57,6 +57,8 @@ export function terminationSignal(): Promise<string> {
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
     if (process.connected) process.once('disconnect', onParentGone);
+    // Started over a channel that is closed already: the parent went away while this node was loading.
+    else if (process.send !== undefined) onParentGone();
   });
 }
 

@@ -241,3 +241,21 @@ test('nodes started by a process that is killed -9 exit on their own (nothing ou
   // A parent killed -9 cannot remove its temp dir; this test does.
   await (await import('node:fs/promises')).rm(dir, { recursive: true, force: true });
 });
+
+test('a node whose parent goes away while it is still loading exits on its own', SCENARIO, async () => {
+  const { spawn } = await import('node:child_process');
+  const { TSX, BIN } = await import('../harness/cli.js');
+  // A worker pointed at a port nothing listens on would look for its coordinator forever.
+  const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', '--role=worker', '--coordinator-port=1', '--reconnect-max-backoff-ms=200'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  // The channel closes long before the node has loaded its modules (hundreds of ms under tsx).
+  child.disconnect();
+  const deadline = new AbortController();
+  const timeout = sleep(30_000, 'still running' as const, { signal: deadline.signal }).catch(() => 'exited' as const);
+  const outcome = await Promise.race([exited, timeout]);
+  deadline.abort();
+  if (outcome === 'still running') child.kill('SIGKILL');
+  assert.equal(outcome, 0, `the worker exited by itself with 0; stderr: ${stderr.slice(-500)}`);
+});
