@@ -40,7 +40,7 @@ export class LocalThread {
     });
   }
 
-  /** End the thread once its job's resources are released (terminating it mid-module has crashed Node 20). */
+  /** End the thread: it closes its port and returns once its loop is empty (nothing left running). */
   async close(): Promise<void> {
     const exited = new Promise((resolve) => this.thread.once('exit', resolve));
     this.thread.postMessage('close');

@@ -14,9 +14,9 @@ const require = createRequire(import.meta.url);
 /** Where fs-ext is, for a helper process that takes a lock (see lock-holder.ts). */
 export const FS_EXT_PATH = require.resolve('fs-ext');
 /**
- * fs-ext, loaded when a lock is first taken, not when the library is imported: its addon is not
- * context-aware, and loading it into a second thread of a process (the local runtime on worker
- * threads, one after another) crashed Node 20 with a V8 fatal error.
+ * fs-ext, loaded when a lock is first taken, not when this module is imported: its addon is not
+ * context-aware, and loading it on a thread of a process that had loaded it, after another thread
+ * that had loaded it ended, crashed Node 20 with a V8 fatal error (a bench's local runs on threads).
  */
 let flockFn: Flock | undefined;
 const flock: Flock = (fd, flags, cb) => (flockFn ??= (require('fs-ext') as { flock: Flock }).flock)(fd, flags, cb);

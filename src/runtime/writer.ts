@@ -38,6 +38,9 @@ class EdgeWriter {
   /** The last watermark announced, and which targets are owed it: it goes ahead of their next batch. */
   private watermark = NO_TIMESTAMP;
   private readonly owed: boolean[];
+  /** The last number or string key hashed and its target: a run of one key is hashed once (KeyedStateBackend.setCurrentKey). */
+  private lastKey: unknown = undefined;
+  private lastTarget = 0;
 
   constructor(
     readonly e: EdgeOutput,
@@ -65,8 +68,15 @@ class EdgeWriter {
         } catch (err) {
           throw new UserCodeError({ ...e.target, name: `${e.target.name} (keyBy)` }, subtaskIndex, this.parallelism, err);
         }
-        const kg = keyGroupOf(normalizeKey(key), e.maxParallelism);
-        this.add(operatorIndexForKeyGroup(kg, e.targets.length, e.maxParallelism), value, timestamp);
+        const t = typeof key;
+        if ((t === 'number' || t === 'string') && Object.is(key, this.lastKey)) {
+          this.add(this.lastTarget, value, timestamp);
+          return;
+        }
+        const target = operatorIndexForKeyGroup(keyGroupOf(normalizeKey(key), e.maxParallelism), e.targets.length, e.maxParallelism);
+        this.lastKey = key;
+        this.lastTarget = target;
+        this.add(target, value, timestamp);
         return;
       }
       case 'REBALANCE': {

@@ -179,6 +179,10 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   /** Set the key that state handles and timers act on. Returns the key group. */
   setCurrentKey(key: unknown): number {
+    // Records come in runs of one key (a window's results share their end): the same number or string
+    // is in the same key group without hashing it again. Not an object, whose fields may have changed.
+    const t = typeof key;
+    if ((t === 'number' || t === 'string') && Object.is(key, this.currentKey)) return this.currentKeyGroup;
     const nk = normalizeKey(key);
     const kg = keyGroupOf(nk, this.maxParallelism);
     if (kg < this.keyGroupRange.start || kg > this.keyGroupRange.end) {

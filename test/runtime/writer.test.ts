@@ -90,3 +90,40 @@ describe('record writer', () => {
     assert.deepEqual(received().map(sizes), [[1], []]);
   });
 });
+
+test('a HASH edge sends each record to the subtask of its key group, in runs of one key and across them (the last key is remembered)', async () => {
+  const fc = (await import('fast-check')).default;
+  const { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } = await import('../../src/plan/index.js');
+  // Keys as they come: runs of one, -0 beside 0, NaN, numbers past 32 bits, strings, and one object whose field changes between records.
+  const box = { id: 0 };
+  type Key = { plain: unknown } | { boxed: number };
+  const keyOf = (k: Key): unknown => ('boxed' in k ? ((box.id = k.boxed), box) : k.plain);
+  const key = fc.oneof(
+    fc.constantFrom<unknown>(0, -0, NaN, 1, 2 ** 40, 2 ** 40 + 2_000, 'a', '0', null, undefined).map((plain): Key => ({ plain })),
+    fc.integer().map((plain): Key => ({ plain })),
+    fc.string({ maxLength: 3 }).map((plain): Key => ({ plain })),
+    fc.integer({ min: 0, max: 1_000 }).map((boxed): Key => ({ boxed })),
+  );
+  fc.assert(
+    fc.property(fc.array(fc.tuple(key, fc.integer({ min: 1, max: 4 })), { maxLength: 40 }), fc.integer({ min: 1, max: 5 }), (runs, parallelism) => {
+      const queues = Array.from({ length: parallelism }, () => new InputQueue(10_000));
+      const writer = new RecordWriter([{ kind: 'HASH', targets: queues.map((q) => ({ queue: q, channel: 0 })), keySelector: (v) => keyOf(v as Key), target, maxParallelism: 128 }], 1_000, 0, 1);
+      const expected = queues.map(() => [] as Key[]);
+      for (const [k, n] of runs) {
+        for (let i = 0; i < n; i++) {
+          const at = operatorIndexForKeyGroup(keyGroupOf(normalizeKey('boxed' in k ? { id: k.boxed } : k.plain)), parallelism);
+          expected[at]!.push(k);
+          writer.collect(k, 0);
+        }
+      }
+      writer.flush();
+      const got = queues.map((q) => {
+        const out: unknown[] = [];
+        for (let e = q.poll(); e; e = q.poll()) if (e.kind === BATCH) out.push(...e.values);
+        return out;
+      });
+      assert.deepEqual(got, expected);
+    }),
+    { numRuns: 2_000 },
+  );
+});
