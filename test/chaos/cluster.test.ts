@@ -10,7 +10,7 @@ import { buildJob } from '../../src/sdk/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type Message, type MessageOf } from '../../src/protocol/index.js';
 import { ClusterHarness, isRunning } from '../harness/cluster.js';
 import { fakeWorker } from '../harness/fake-worker.js';
-import { SCENARIO } from '../helpers.js';
+import { SCENARIO, waitFor } from '../helpers.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 const job = (name: string): string => join(FIXTURES, `${name}.ts`);
@@ -249,13 +249,13 @@ test('a node whose parent goes away while it is still loading exits on its own',
   const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', '--role=worker', '--coordinator-port=1', '--reconnect-max-backoff-ms=200'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
   // The channel closes long before the node has loaded its modules (hundreds of ms under tsx).
   child.disconnect();
-  const deadline = new AbortController();
-  const timeout = sleep(30_000, 'still running' as const, { signal: deadline.signal }).catch(() => 'exited' as const);
-  const outcome = await Promise.race([exited, timeout]);
-  deadline.abort();
-  if (outcome === 'still running') child.kill('SIGKILL');
-  assert.equal(outcome, 0, `the worker exited by itself with 0; stderr: ${stderr.slice(-500)}`);
+  try {
+    await waitFor('the worker exiting by itself', () => child.exitCode !== null || child.signalCode !== null, 30_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`${(err as Error).message}; stderr: ${stderr.slice(-500)}`);
+  }
+  assert.equal(child.exitCode, 0, `the worker exited by itself with 0; stderr: ${stderr.slice(-500)}`);
 });
