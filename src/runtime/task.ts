@@ -258,6 +258,7 @@ export class SubtaskRunner {
    * watermarks leave now, since nothing of this task's runs until it resumes (design record 004).
    */
   private beforeWait(): void {
+    for (const op of this.setup.operators) op.beforeWait();
     this.setup.writer.flushPartial();
   }
 

@@ -63,12 +63,26 @@ describe('window pre-aggregation', () => {
     assert.deepEqual(take(), [{ partial: [4, 1], ts: 30 }]);
   });
 
-  test('in processing time, or past the limit of held groups, everything leaves at the end of the batch', () => {
+  test('in processing time groups are held across batches until the task waits or yields; past the limit of held groups everything leaves at the end of the batch', () => {
     const p = preAggregation('tumbling', 'processing');
     p.op.processElement(1, 100);
     p.op.processElement(1, 200);
     p.op.endBatch();
-    assert.deepEqual(p.take(), [{ partial: [1, 2], ts: 200 }]);
+    p.op.processElement(1, 300);
+    p.op.processElement(2, 300);
+    p.op.endBatch();
+    assert.deepEqual(p.take(), [], 'held while the task runs');
+    p.op.beforeWait();
+    assert.deepEqual(p.take(), [
+      { partial: [1, 3], ts: 300 },
+      { partial: [2, 1], ts: 300 },
+    ]);
+    p.op.beforeWait();
+    assert.deepEqual(p.take(), [], 'nothing twice');
+    const late = preAggregation('tumbling');
+    late.op.processElement(1, 0);
+    late.op.beforeWait();
+    assert.deepEqual(late.take(), [], 'in event time a pane waits for its watermark, not for the task');
 
     const e = preAggregation('tumbling');
     for (let k = 0; k <= HELD_GROUPS_LIMIT; k++) e.op.processElement(k, 0);

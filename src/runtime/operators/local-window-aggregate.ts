@@ -38,8 +38,8 @@ const isInt32Key = (key: unknown): key is number => typeof key === 'number' && i
  * window it is part of can fire before that watermark arrives downstream, and the groups go ahead of
  * it. Late records' groups leave at the end of their batch. Held groups also leave before a barrier,
  * an idle status or the end of input passes (nothing is held across them, so there is no state to
- * checkpoint), and all of them when they exceed HELD_GROUPS_LIMIT. In processing time they leave at
- * the end of every batch.
+ * checkpoint), and all of them when they exceed HELD_GROUPS_LIMIT. In processing time they leave when
+ * the task is about to wait or yield (beforeWait), as its writer's partly filled batches do.
  *
  * A count's groups under 32-bit integer keys are held in typed arrays (NumberPartials), reused from
  * pane to pane, so they allocate nothing until they leave; other groups are objects in a Map. Either
@@ -135,7 +135,14 @@ export class LocalWindowAggregateOperator extends StreamOperator {
 
   override endBatch(): void {
     // Groups of panes the watermark has passed (late records) leave at once, as they would unheld.
-    this.flush(this.processingTime || this.held > HELD_GROUPS_LIMIT ? Infinity : this.currentWatermark);
+    if (this.held > HELD_GROUPS_LIMIT) this.flush();
+    else if (!this.processingTime) this.flush(this.currentWatermark);
+  }
+
+  override beforeWait(): void {
+    // In processing time groups are held while the task runs: the writer holds a partly filled batch
+    // just as long, so they leave no later than the records they stand for would have.
+    if (this.processingTime) this.flush();
   }
 
   override processWatermark(watermark: number): void {
