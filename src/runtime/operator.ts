@@ -72,13 +72,6 @@ export abstract class StreamOperator {
   /** After each input batch. A returned promise holds the task until it settles (sinks flushing). */
   endBatch(): void | Promise<void> {}
 
-  /**
-   * The task is about to wait (for input, room or user work) or yield: nothing of its chain runs until
-   * it resumes, and the writer sends its partly filled batches now. What an operator holds only to send
-   * fewer records (a pre-aggregation in processing time) it hands on here, ahead of them.
-   */
-  beforeWait(): void {}
-
   /** End of input: emit what is pending. The watermark has already reached +Infinity. */
   finish(): void | Promise<void> {}
 

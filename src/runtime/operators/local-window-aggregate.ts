@@ -139,9 +139,12 @@ export class LocalWindowAggregateOperator extends StreamOperator {
     else if (!this.processingTime) this.flush(this.currentWatermark);
   }
 
-  override beforeWait(): void {
-    // In processing time groups are held while the task runs: the writer holds a partly filled batch
-    // just as long, so they leave no later than the records they stand for would have.
+  /**
+   * The task is about to wait (for input, room or user work) or yield, and its writer sends partly
+   * filled batches now (Task.beforeWait). In processing time groups are held while the task runs: the
+   * writer holds a partly filled batch just as long, so they leave no later than their records would have.
+   */
+  beforeWait(): void {
     if (this.processingTime) this.flush();
   }
 
