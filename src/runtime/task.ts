@@ -26,6 +26,14 @@ export { SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode } from './phase
 
 /** How long a task may run batches back to back before it lets other work on the event loop run. */
 export const YIELD_INTERVAL_MS = 10;
+/**
+ * Between those, a task running as long as this since its thread last gave way gives way again, without
+ * sending its partly filled batches: the thread's other tasks take what it sent while it is fresh, and
+ * frames from other processes (records, watermarks, credits) are read within a millisecond, not a
+ * ten-millisecond turn. One clock per thread (module state): the tasks of a thread share its event loop.
+ */
+const GIVE_WAY_INTERVAL_MS = 1;
+let threadGaveWayAt = 0;
 
 export type SubtaskState = 'CREATED' | 'RUNNING' | 'FINISHED' | 'RETIRED' | 'FAILED' | 'CANCELED';
 
@@ -295,7 +303,11 @@ export class SubtaskRunner {
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {
       this.beforeWait();
       await yieldToEventLoop();
-      this.lastYield = performance.now();
+      this.lastYield = threadGaveWayAt = performance.now();
+      if (signal.aborted) throw signal.reason;
+    } else if (now - threadGaveWayAt >= GIVE_WAY_INTERVAL_MS) {
+      threadGaveWayAt = now;
+      await yieldToEventLoop();
       if (signal.aborted) throw signal.reason;
     }
   }
