@@ -141,8 +141,9 @@ export class LocalWindowAggregateOperator extends StreamOperator {
 
   /**
    * The task is about to wait (for input, room or user work) or yield, and its writer sends partly
-   * filled batches now (SubtaskRunner.beforeWait). In processing time groups are held while the task runs: the
-   * writer holds a partly filled batch just as long, so they leave no later than their records would have.
+   * filled batches now (SubtaskRunner.beforeWait). In processing time groups are held while the task
+   * runs: the writer holds a partly filled batch just as long, so they leave no later than their
+   * records would have.
    */
   beforeWait(): void {
     if (this.processingTime) this.flush();
