@@ -5,7 +5,7 @@
  *   thread's V8 limits, bench/local-thread.ts, so both sides allocate in the same heap), and on 1, 2 and 4 local
  *   worker processes at parallelism = workers: events/s (submit to completion) and CPU-s per million
  *   events of the whole cluster (every worker, plus this process, which hosts the coordinator). The
- *   configurations take turns, one run each per round after a warm-up of each, and a cluster's CPU
+ *   configurations take turns, one run each per round after three warm-up rounds, and a cluster's CPU
  *   ratio is the median over rounds of its run against the local run of the same round: this machine's
  *   speed drifts by more than the differences measured, and a pair of runs seconds apart shares it.
  *   Each round also runs the same plan at parallelism N in one process (local p=N), so a cluster's
@@ -66,8 +66,8 @@ async function onCluster(file: string, parallelism: number, params: Record<strin
 /** One measured run's events/s and CPU-s per million events. */
 type Measured = { recordsPerSec: number; cpuSecondsPerMillion: number };
 
-/** `query` locally and on each cluster size, in turns: a warm-up of each, then `rounds` rounds of one run each. */
-async function alternated(query: string, sizes: number[], events: number, rounds: number): Promise<ScaleRow[]> {
+/** `query` locally and on each cluster size, in turns: `warmups` rounds, then `rounds` measured rounds of one run each. */
+async function alternated(query: string, sizes: number[], events: number, warmups: number, rounds: number): Promise<ScaleRow[]> {
   const file = queryFile(query);
   const clusters: EmbeddedCluster[] = [];
   const inProcess = LocalThread.start(file);
@@ -80,9 +80,13 @@ async function alternated(query: string, sizes: number[], events: number, rounds
     }
     // The same plan in one process at each cluster's parallelism above 1.
     const wider = sizes.filter((n) => n > 1);
-    await inProcess.run(events);
-    for (const n of wider) await inProcess.run(events, n);
-    for (const r of runners) await r.run();
+    // Warm-up rounds until steady: a cluster's job threads keep tiering up (and growing their young
+    // generation) for about three runs, one process's thread sooner; fewer warm-ups measure warm-up.
+    for (let round = 0; round < warmups; round++) {
+      await inProcess.run(events);
+      for (const n of wider) await inProcess.run(events, n);
+      for (const r of runners) await r.run();
+    }
     const local: Measured[] = [];
     const localWide = wider.map(() => [] as (Measured & { ratio: number })[]);
     // Per cluster size, each round's run, its CPU over that round's local p=1 run and over its local p=N run.
@@ -125,8 +129,9 @@ export async function runScaleBench(options: { quick?: boolean } = {}): Promise<
   const events = options.quick ? 1_000_000 : 4_000_000;
   const runs = options.quick ? 1 : 3;
   const rounds = options.quick ? 3 : 5;
+  const warmups = options.quick ? 1 : 3;
   const queries: ScaleRow[] = [];
-  for (const query of ['q5', 'q12']) queries.push(...(await alternated(query, options.quick ? [1, 2] : [1, 2, 4], events, rounds)));
+  for (const query of ['q5', 'q12']) queries.push(...(await alternated(query, options.quick ? [1, 2] : [1, 2, 4], events, warmups, rounds)));
   const records = options.quick ? 2_000_000 : 8_000_000;
   const shuffle: ShuffleRow[] = [];
   const file = join(root, 'bench/jobs/shuffle.ts');
