@@ -4,13 +4,14 @@
  * both run exactly the same code. Where a downstream subtask lives is the caller's business: it hands
  * each output a ChannelSink, an InputQueue in this process or a socket to another.
  */
-import { channelNumber, inputChannels, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import { channelNumber, inputChannels, taskOf, type OperatorSpec, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
 import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, rescaledSourcePosition, type ConnectorRegistry } from './factory.js';
 import { isRescaled, sourcePositions } from './rescale.js';
 import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
 import { InputQueue } from './queue.js';
+import { register as registerAbortFlag } from './abort-flag.js';
 import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './task.js';
 import { SinkOperator } from './operators/basic.js';
 import { ProcessingTimeService } from './timers.js';
@@ -114,30 +115,65 @@ export function buildSubtask(
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
-  const common = {
-    task,
-    index,
-    operators,
-    writer,
-    time,
-    signal: env.signal,
-    batchSize: env.batchSize,
-    ...checkpoints,
-    ...(env.phaseReporter ? { onPhase: env.phaseReporter(task.id, index) } : {}),
-  };
+  const setup = new Setup(task, index, operators, writer, time, env.signal, env.batchSize, checkpoints, env.phaseReporter?.(task.id, index));
   const finalCheckpoint = env.finalCheckpoint;
   if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
   if (head.type === 'source') {
     const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
     const restore = checkpoints.restore;
-    return new SubtaskRunner({
-      ...common,
-      ...(restore && isRescaled(restore)
-        ? { rescaledPosition: () => rescaledSourcePosition(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourcePositions(restore), sourceCtx) }
-        : {}),
-      ...(finalCheckpoint ? { finalCheckpoint: () => finalCheckpoint(task.id, index) } : {}),
-      createReader: () => createSourceReader(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourceCtx),
-    });
+    if (restore && isRescaled(restore)) {
+      setup.rescaledPosition = () => rescaledSourcePosition(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourcePositions(restore), sourceCtx);
+    }
+    if (finalCheckpoint) setup.finalCheckpoint = () => finalCheckpoint(task.id, index);
+    setup.source = { head, fns: functions.get(head.id) ?? {}, registry: env.registry, validated: env.validated.get(head.id), ctx: sourceCtx };
+    setup.createReader = readerOf;
+  } else setup.input = { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) };
+  registerAbortFlag(setup);
+  return new SubtaskRunner(setup);
+}
+
+/**
+ * A subtask's setup, every field present (absent ones undefined) and set in one order, so every setup,
+ * a source's or not, of every job, has one hidden class. Literals built by spreading per-job parts had
+ * one a job: each new job's setups deoptimized the task's batch loop, recompiled on every job a worker
+ * ran (issue 24).
+ */
+class Setup implements SubtaskSetup {
+  input: SubtaskSetup['input'] = undefined;
+  createReader: SubtaskSetup['createReader'] = undefined;
+  /** What readerOf builds a source's reader from. */
+  source: { head: OperatorSpec; fns: OperatorFunctions; registry: ConnectorRegistry; validated: unknown; ctx: SourceContext } | undefined = undefined;
+  rescaledPosition: SubtaskSetup['rescaledPosition'] = undefined;
+  finalCheckpoint: SubtaskSetup['finalCheckpoint'] = undefined;
+  readonly restore: SubtaskSetup['restore'];
+  readonly onSnapshot: SubtaskSetup['onSnapshot'];
+  readonly onSnapshotFailed: SubtaskSetup['onSnapshotFailed'];
+  readonly onAlignmentCancelled: SubtaskSetup['onAlignmentCancelled'];
+
+  constructor(
+    readonly task: TaskSpec,
+    readonly index: number,
+    readonly operators: SubtaskSetup['operators'],
+    readonly writer: RecordWriter,
+    readonly time: ProcessingTimeService,
+    readonly signal: AbortSignal,
+    readonly batchSize: number,
+    checkpoints: Pick<SubtaskSetup, 'restore' | 'onSnapshot' | 'onSnapshotFailed' | 'onAlignmentCancelled'>,
+    readonly onPhase: SubtaskSetup['onPhase'],
+  ) {
+    this.restore = checkpoints.restore;
+    this.onSnapshot = checkpoints.onSnapshot;
+    this.onSnapshotFailed = checkpoints.onSnapshotFailed;
+    this.onAlignmentCancelled = checkpoints.onAlignmentCancelled;
   }
-  return new SubtaskRunner({ ...common, input: { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) } });
+}
+
+/**
+ * A source's createReader: one function for every setup (it reads the setup it is called on), so the
+ * call in the task's loop has one target in every job; a closure per subtask was a new target each job,
+ * and the loop was deoptimized for it.
+ */
+function readerOf(this: Setup): ReturnType<NonNullable<SubtaskSetup['createReader']>> {
+  const s = this.source!;
+  return createSourceReader(s.head, s.fns, s.registry, s.validated, s.ctx);
 }

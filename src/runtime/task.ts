@@ -19,6 +19,7 @@ import { BarrierAligner, type AlignerEvent } from './aligner.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
 import { WaitClock } from './wait-clock.js';
+import { abortFlag } from './abort-flag.js';
 import { InputWatermarks } from './input-watermarks.js';
 import { SubtaskPhase, type SubtaskPhaseCode } from './phase.js';
 
@@ -285,6 +286,7 @@ export class SubtaskRunner {
    */
   private async afterBatch(): Promise<void> {
     const { operators, writer, signal } = this.setup;
+    const cancelled = abortFlag(this.setup);
     for (const op of operators) {
       const p = op.endBatch();
       if (p !== undefined) await this.bounded(p);
@@ -298,17 +300,17 @@ export class SubtaskRunner {
         this.backpressure.end();
       }
     }
-    if (signal.aborted) throw signal.reason;
+    if (cancelled.aborted) throw signal.reason;
     const now = performance.now();
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {
       this.beforeWait();
       await yieldToEventLoop();
       this.lastYield = threadGaveWayAt = performance.now();
-      if (signal.aborted) throw signal.reason;
+      if (cancelled.aborted) throw signal.reason;
     } else if (now - threadGaveWayAt >= GIVE_WAY_INTERVAL_MS) {
       threadGaveWayAt = now;
       await yieldToEventLoop();
-      if (signal.aborted) throw signal.reason;
+      if (cancelled.aborted) throw signal.reason;
     }
   }
 

@@ -79,7 +79,12 @@ export class WindowOperator extends KeyedOperator {
     this.lateOutput = o.lateDataOutput === true;
     const agg = this.makeAccumulator(this);
     // Its input is [key, accumulator] partials of an upstream LocalWindowAggregateOperator: merge them in.
-    this.agg = this.ctx.spec.options.preAggregated === true ? { ...agg, add: (acc, p) => agg.merge(acc, (p as [unknown, unknown])[1]) } : agg;
+    // A literal of fixed fields, not a spread of `agg`: a spread's result had a hidden class of its own in
+    // every job, and each job's deoptimized the window code compiled for the last one (issue 24).
+    this.agg =
+      this.ctx.spec.options.preAggregated === true
+        ? { create: agg.create, add: (acc, p) => agg.merge(acc, (p as [unknown, unknown])[1]), merge: agg.merge, emit: agg.emit, immutable: agg.immutable, numeric: agg.numeric }
+        : agg;
     this.collector = { collect: (v) => this.out.collect(v, this.emitTimestamp) };
     const a = this.assigner;
     if (a.kind === 'sliding' && sliceable(agg, a.sizeMs, a.slideMs)) this.slices = new WindowSlices(this.backend, this.agg, a.sizeMs, a.slideMs);
