@@ -48,7 +48,8 @@ export function frameElement(m: Message, channel: number): StreamElement | undef
   switch (m.type) {
     case 'DataBatch': {
       const { values, timestamps } = decodeRecordBatch(m.batch);
-      return { kind: BATCH, channel, values, timestamps };
+      // onTaken in the literal (inbound.ts sets it): the same hidden class as a local batch's, kept by the literal.
+      return { kind: BATCH, channel, values, timestamps, onTaken: undefined };
     }
     case 'DataWatermark':
       return { kind: WATERMARK, channel, timestamp: m.timestamp };

@@ -102,7 +102,7 @@ class EdgeWriter {
   private send(i: number): void {
     if (this.owed[i]) this.sendWatermark(i);
     const t = this.e.targets[i]!;
-    t.queue.push({ kind: BATCH, channel: t.channel, values: this.values[i]!, timestamps: this.timestamps[i]! });
+    t.queue.push({ kind: BATCH, channel: t.channel, values: this.values[i]!, timestamps: this.timestamps[i]!, onTaken: undefined });
     this.values[i] = [];
     this.timestamps[i] = [];
   }

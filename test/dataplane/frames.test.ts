@@ -25,7 +25,7 @@ test('a DataBatch frame built in place equals the codec encoding the same batch'
       const frame = elementFrame({ kind: BATCH, channel: 0, values: vs, timestamps }, { columns, constants, tuples });
       assert.deepEqual(frame, encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(vs, timestamps, { columns, constants, tuples }) })));
       const back = frameElement(decodeFrame(frame), 3);
-      assert.deepEqual(back, { kind: BATCH, channel: 3, values: vs, timestamps });
+      assert.deepEqual(back, { kind: BATCH, channel: 3, values: vs, timestamps, onTaken: undefined });
     }
   }
 });
@@ -84,7 +84,7 @@ test('over a real connection: columns, one timestamp and tuples to a receiver wh
     assert.equal((flags & 8) !== 0, vs === pairs && receiver === 'now', `${receiver}: tuples as columns or not`);
     const head = Buffer.alloc(4);
     head.writeUInt32BE(payload.length);
-    assert.deepEqual(frameElement(decodeFrame(Buffer.concat([head, payload])), 0), { kind: BATCH, channel: 0, values: vs, timestamps: [10, 10] }, 'and it decodes');
+    assert.deepEqual(frameElement(decodeFrame(Buffer.concat([head, payload])), 0), { kind: BATCH, channel: 0, values: vs, timestamps: [10, 10], onTaken: undefined }, 'and it decodes');
   }
 });
 

@@ -73,7 +73,7 @@ export class WindowOperator extends KeyedOperator {
     this.initKeyedState();
     this.sessions = this.backend.internalTable<KeySessions>(SESSIONS);
     const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing'; allowedLatenessMs?: number; lateDataOutput?: boolean };
-    this.assigner = o.assigner;
+    this.assigner = ownAssigner(o.assigner);
     this.processingTime = o.time === 'processing';
     this.lateness = o.allowedLatenessMs ?? 0;
     this.lateOutput = o.lateDataOutput === true;
@@ -375,5 +375,21 @@ export class WindowOperator extends KeyedOperator {
 
   override close(): Promise<void> {
     return this.closeUdf(this.ctx.fns.udf as { close?: () => void } | undefined);
+  }
+}
+
+/**
+ * The assigner as a literal of this module, one hidden class per kind in every job: the spec's own
+ * object is parsed anew for each job, and its class, gone with the last job's, was a new one each time,
+ * which deoptimized the window's code on every job a worker ran (issue 24).
+ */
+function ownAssigner(a: WindowAssigner): WindowAssigner {
+  switch (a.kind) {
+    case 'tumbling':
+      return { kind: 'tumbling', sizeMs: a.sizeMs, offsetMs: a.offsetMs };
+    case 'sliding':
+      return { kind: 'sliding', sizeMs: a.sizeMs, slideMs: a.slideMs, offsetMs: a.offsetMs };
+    case 'session':
+      return { kind: 'session', gapMs: a.gapMs };
   }
 }
