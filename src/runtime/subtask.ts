@@ -9,7 +9,8 @@ import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
 import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, rescaledSourcePosition, type ConnectorRegistry } from './factory.js';
 import { isRescaled, sourcePositions } from './rescale.js';
-import { ChainedOutput, type OperatorContext, type RuntimeServices } from './operator.js';
+import type { OperatorContext, RuntimeServices } from './operator.js';
+import { chainedOutput } from './chained-output.js';
 import { InputQueue } from './queue.js';
 import { register as registerAbortFlag } from './abort-flag.js';
 import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './task.js';
@@ -113,7 +114,7 @@ export function buildSubtask(
     };
   });
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
-  operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? new ChainedOutput(operators[i + 1]!) : writer));
+  operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? chainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
   const setup = new Setup(task, index, operators, writer, time, env.signal, env.batchSize, checkpoints, env.phaseReporter?.(task.id, index));
   const finalCheckpoint = env.finalCheckpoint;
