@@ -9,7 +9,8 @@ import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
 import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, rescaledSourcePosition, type ConnectorRegistry } from './factory.js';
 import { isRescaled, sourcePositions } from './rescale.js';
-import type { OperatorContext, RuntimeServices } from './operator.js';
+// Its form is copied into subtask.d.ts, which the SDK fingerprint hashes: keep it `import { type ... }`.
+import { type OperatorContext, type RuntimeServices } from './operator.js';
 import { chainedOutput } from './chained-output.js';
 import { InputQueue } from './queue.js';
 import { register as registerAbortFlag } from './abort-flag.js';
