@@ -1,8 +1,14 @@
 /**
  * The receiving end of channels, whatever carries them (a connection of its own, or a mesh link):
  * which subtask input a DataHello names, and the credit bookkeeping of one channel. The receiver grants
- * the sender a fixed number of batches, and one more each time the subtask takes a batch, so what a
+ * the sender a fixed number of batches, and gives them back as the subtask takes batches, so what a
  * channel can put in memory here is bounded by its credits. A sender that exceeds them is cut off.
+ *
+ * Credits go back in grants of half the channel's credits (one, for a channel of one or two): a grant
+ * of one per batch taken was, on a shuffle, half of a link's writes, each a frame alone (a batch is
+ * taken, the task works on it, and the grant leaves when it yields). The sender is never starved by
+ * this: while it waits for credit, the batches it has sent and the credits held back add up to all of
+ * its credits, fewer than half of them held back, so batches wait here, and taking them returns the rest.
  */
 import type { ClinkMetrics } from '../metrics/index.js';
 import { COLUMNS_SUPPORTED, encodeFrame, makeMessage, type MessageOf, type Message } from '../protocol/index.js';
@@ -15,9 +21,10 @@ export const DEFAULT_CHANNEL_CREDITS = 4;
 
 /** A credit grant, saying too whether this process reads columnar batches, and one timestamp, constant columns and tuples (any host does). */
 export const creditMessage = (credits: number): Message => makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true, tuples: true });
-const ONE_CREDIT = encodeFrame(creditMessage(1));
-/** A credit grant as a whole frame (the grant of one, the common case, encoded once). */
-export const creditFrame = (credits: number): Buffer => (credits === 1 ? ONE_CREDIT : encodeFrame(creditMessage(credits)));
+/** Grants of up to this many credits, the common sizes, are encoded once. */
+const COMMON_GRANTS = Array.from({ length: 9 }, (_, n) => encodeFrame(creditMessage(n)));
+/** A credit grant as a whole frame. */
+export const creditFrame = (credits: number): Buffer => COMMON_GRANTS[credits] ?? encodeFrame(creditMessage(credits));
 
 /** A subtask's input, as the data plane sees it. */
 export interface InboundTarget {
@@ -90,6 +97,9 @@ export const labelsOf = (hello: Omit<MessageOf<'DataHello'>, 'type'>): ChannelLa
 /** One channel's receiving end: hands its elements to the subtask's queue and grants credits through `grant`. */
 export class InboundChannel {
   private outstanding: number;
+  /** Credits for batches taken, not yet granted back: they go back once there are `grantSize`. */
+  private owed = 0;
+  private readonly grantSize: number;
 
   constructor(
     private readonly queue: InputQueue,
@@ -100,12 +110,15 @@ export class InboundChannel {
     private readonly metrics?: ClinkMetrics,
   ) {
     this.outstanding = credits;
+    this.grantSize = Math.max(1, Math.floor(credits / 2));
     grant(credits);
   }
 
   private readonly returnCredit = (): void => {
     this.outstanding++;
-    this.grant(1);
+    if (++this.owed < this.grantSize) return;
+    this.grant(this.owed);
+    this.owed = 0;
   };
 
   /** Take one data frame (its payload was `bytes` long); true once it was the channel's end. */

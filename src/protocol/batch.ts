@@ -81,6 +81,9 @@ function sameTimestamp(timestamps: readonly number[]): boolean {
   return true;
 }
 
+/** Whether `n` records can be in `bytes`: columns may be constant (8 bytes for any count), so a columnar batch's count is bounded, not by its bytes. */
+const fits = (n: number, flags: number, bytes: number): boolean => n <= bytes || ((flags & (COLUMNAR | ONE_TIMESTAMP)) !== 0 && n <= MAX_RECORDS_PAST_BYTES);
+
 export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
   const r = new MessageReader(body);
   const n = r.u32('batch count');
@@ -89,16 +92,14 @@ export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
     throw new FrameDecodeError(`batch flags ${flags} not understood`);
   }
   const timestamps = new Array<number>(n);
-  // Columns may be constant (8 bytes for any count), so a columnar batch's count is bounded, not by its bytes.
-  const fits = (bytes: number): boolean => n <= bytes || ((flags & (COLUMNAR | ONE_TIMESTAMP)) !== 0 && n <= MAX_RECORDS_PAST_BYTES);
   if (flags & ONE_TIMESTAMP) {
-    if (8 > r.remaining || !fits(r.remaining - 8)) throw new FrameDecodeError(`batch count ${n} with one timestamp cannot fit in ${r.remaining} bytes`);
+    if (8 > r.remaining || !fits(n, flags, r.remaining - 8)) throw new FrameDecodeError(`batch count ${n} with one timestamp cannot fit in ${r.remaining} bytes`);
     timestamps.fill(r.f64('timestamp'));
   } else if (flags & HAS_TIMESTAMPS) {
     if (n * 8 > r.remaining) throw new FrameDecodeError(`batch of ${n} timestamps cannot fit in ${r.remaining} bytes`);
     for (let i = 0; i < n; i++) timestamps[i] = r.f64('timestamp');
   } else {
-    if (!fits(r.remaining)) throw new FrameDecodeError(`batch count ${n} cannot fit in ${r.remaining} bytes`);
+    if (!fits(n, flags, r.remaining)) throw new FrameDecodeError(`batch count ${n} cannot fit in ${r.remaining} bytes`);
     timestamps.fill(Number.NEGATIVE_INFINITY);
   }
   if (flags & COLUMNAR) return { values: decodeColumns(body, r.offset, n, (flags & TUPLES) !== 0), timestamps };

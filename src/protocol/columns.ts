@@ -26,8 +26,9 @@
  */
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
+import { firstShape, Kind, MAX_FIELDS, shapeOf, tupleShapeOf, type Shape } from './column-shapes.js';
 import { FrameDecodeError } from './wire.js';
-import { isInt32, sameNumber } from '../util/index.js';
+import { isInt32 } from '../util/index.js';
 
 const F64 = 1;
 const I32 = 2;
@@ -38,200 +39,91 @@ const CONST = 6;
 
 /** Columns are written with the host's typed arrays; a big-endian host sends msgpackr instead. */
 export const COLUMNS_SUPPORTED = endianness() === 'LE';
-/** A tuple's field name: none. */
-const EMPTY = Buffer.alloc(0);
-/** More fields than this is not a record shape worth a schema. */
-const MAX_FIELDS = 256;
 
 const packr = new Packr({ useRecords: true, moreTypes: true });
 const unpackr = new Unpackr({ useRecords: true, moreTypes: true });
 
-/** What one pass over a column finds: every value a number (all 32-bit integers, -0 aside, or not; or one number throughout), a string, a boolean; or mixed. */
-const Kind = { Ints: 0, Numbers: 1, Strings: 2, Booleans: 3, Mixed: 4, Constant: 5 } as const;
-type Kind = (typeof Kind)[keyof typeof Kind];
-
-interface Shape {
-  /** Its records are arrays of names.length values (the names are their positions; none is written). */
-  tuple: boolean;
-  names: string[];
-  /** Each name's UTF-8, as the batch writes it (made once per shape, not per batch). */
-  nameBytes: Buffer[];
-  /** Whether a value has exactly these own enumerable fields, in this order. */
-  matches: (v: unknown) => boolean;
-  /** The values of field i of every record. */
-  column: (values: readonly unknown[], i: number) => unknown[];
-  /** Per field, its values read into `into` when every one is a number: what kind of numbers (Mixed when one is not). */
-  numbers: ((values: readonly unknown[], into: Float64Array, constants: boolean) => Kind)[];
-  /** A record (or tuple) from the columns at row j. */
-  build: (cols: ArrayLike<unknown>[], j: number) => unknown;
+/**
+ * One column as it will be written: a plain class rather than a closure per column, since encoding
+ * makes a few per batch (and closures cost a function object each, more under a loader that names them).
+ */
+class Column {
+  constructor(
+    readonly type: number,
+    readonly nameBytes: Buffer,
+    readonly bytes: number,
+    /** F64, I32, CONST: the numbers. */
+    readonly nums: Float64Array | undefined,
+    /** STR, BOOL: the values. */
+    readonly vals: unknown[] | undefined,
+    /** STR: the strings joined, and its UTF-8 length. */
+    readonly text: string,
+    readonly utf8: number,
+    /** PACKED: the msgpack array. */
+    readonly packed: Buffer | undefined,
+  ) {}
 }
 
-/** Shapes seen, by their field list joined: few per job, so the cache stays small; bounded anyway. */
-const shapes = new Map<string, Shape>();
-const MAX_SHAPES = 1024;
-
-function shapeOf(names: string[]): Shape {
-  const key = names.join('\u0000');
-  let s = shapes.get(key);
-  if (s) return s;
-  s = makeShape(names, false);
-  if (shapes.size >= MAX_SHAPES) shapes.clear();
-  shapes.set(key, s);
-  return s;
+function writeColumn(c: Column, out: Buffer, at: number): void {
+  switch (c.type) {
+    case CONST:
+      out.writeDoubleLE(c.nums![0]!, at);
+      return;
+    case I32:
+      new Int32Array(out.buffer, out.byteOffset + at, c.nums!.length).set(c.nums!);
+      return;
+    case F64:
+      new Float64Array(out.buffer, out.byteOffset + at, c.nums!.length).set(c.nums!);
+      return;
+    case STR: {
+      const strs = c.vals as string[];
+      const n = strs.length;
+      out.writeUInt32LE(c.utf8, at);
+      // Aligned (the column starts at a multiple of 4), so the lengths go straight in.
+      const lengths = new Uint32Array(out.buffer, out.byteOffset + at + 4, n);
+      for (let j = 0; j < n; j++) lengths[j] = strs[j]!.length;
+      out.write(c.text, at + 4 + 4 * n, c.utf8, 'utf8');
+      return;
+    }
+    case BOOL: {
+      const vals = c.vals!;
+      for (let j = 0; j < vals.length; j++) out[at + j] = vals[j] ? 1 : 0;
+      return;
+    }
+    default:
+      out.writeUInt32LE(c.packed!.length, at);
+      c.packed!.copy(out, at + 4);
+  }
 }
 
-/** Tuple shapes, by length (at most MAX_FIELDS of them). */
-const tupleShapes: Shape[] = [];
-
-function tupleShapeOf(length: number): Shape {
-  return (tupleShapes[length] ??= makeShape(Array.from({ length }, (_, i) => String(i)), true));
-}
-
-function makeShape(names: string[], tuple: boolean): Shape {
-  // Generated code reads and writes the fields by name (a tuple's by index), so each site sees one shape
-  // (fast property access); names enter only as JSON string literals, indexes as integers.
-  const lit = names.map((n) => (tuple ? n : JSON.stringify(n)));
-  const matches = tuple
-    ? (new Function('proto', `return function (v) { return Array.isArray(v) && v.length === ${lit.length} && Object.getPrototypeOf(v) === proto; }`)(Array.prototype) as Shape['matches'])
-    : (new Function(
-        'proto',
-        `return function (v) {
-          if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== proto) return false;
-          let i = 0;
-          for (const k in v) {
-            switch (i++) {${lit.map((l, i) => `case ${i}: if (k !== ${l}) return false; break;`).join(' ')}
-              default: return false;
-            }
-          }
-          return i === ${lit.length};
-        }`,
-      )(Object.prototype) as Shape['matches']);
-  const column = new Function(
-    'values',
-    'i',
-    `const n = values.length; const out = new Array(n);
-    switch (i) {${lit.map((l, i) => `case ${i}: for (let j = 0; j < n; j++) out[j] = values[j][${l}]; break;`).join(' ')}}
-    return out;`,
-  ) as Shape['column'];
-  const build = new Function('cols', 'j', tuple ? `return [${lit.map((_, i) => `cols[${i}][j]`).join(', ')}];` : `return { ${lit.map((l, i) => `${l}: cols[${i}][j]`).join(', ')} };`) as Shape['build'];
-  // One function per field, so each reads one property of one shape; the numbers go straight into a
-  // Float64Array (a typed column is then a typed-array copy: setting one from a JS array of mixed
-  // element kinds takes V8's slow path, ~20 ns a value).
-  const numbers = lit.map(
-    (l) =>
-      new Function(
-        'isInt32',
-        'sameNumber',
-        'K',
-        `return function (values, into, constants) {
-          const n = values.length;
-          const first = values[0][${l}];
-          let ints = true;
-          // One number throughout, bit for bit (NaN never is; 0 and -0 are two).
-          let same = constants;
-          for (let j = 0; j < n; j++) {
-            const x = values[j][${l}];
-            if (typeof x !== 'number') return K.Mixed;
-            into[j] = x;
-            // -0 is not an Int32Array value (x | 0 is +0): it keeps the column in doubles.
-            if (ints && !isInt32(x)) ints = false;
-            if (same && !sameNumber(x, first)) same = false;
-          }
-          // A constant (8 bytes, padded to 8) only where it is smaller than the column: 4 integers or 2 doubles.
-          if (same && n >= (ints ? 4 : 2)) return K.Constant;
-          return ints ? K.Ints : K.Numbers;
-        }`,
-      )(isInt32, sameNumber, Kind) as Shape['numbers'][number],
-  );
-  return { tuple, names, nameBytes: names.map((n) => (tuple ? EMPTY : Buffer.from(n, 'utf8'))), matches, column, build, numbers };
-}
-
-/** The shape of a batch's first value when it can be columnar (a tuple only when `tuples`); undefined otherwise. */
-function firstShape(v: unknown, tuples: boolean): Shape | undefined {
-  if (Array.isArray(v)) return tuples && v.length > 0 && v.length <= MAX_FIELDS && Object.getPrototypeOf(v) === Array.prototype ? tupleShapeOf(v.length) : undefined;
-  const names = namesOf(v);
-  return names ? shapeOf(names) : undefined;
-}
-
-/** The field list of a plain object when it can be columnar; undefined otherwise. */
-function namesOf(v: unknown): string[] | undefined {
-  if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined;
-  const names = Object.keys(v);
-  // `__proto__` as an own field would set the prototype when rebuilt by a literal.
-  if (names.length === 0 || names.length > MAX_FIELDS || names.includes('__proto__')) return undefined;
-  return names;
-}
-
-type Column = { type: number; bytes: number; write: (out: Buffer, at: number) => void; nameBytes: Buffer };
-
-/** A column of strings, of booleans, or of anything else (numbers are read by Shape.numbers). */
-function kindOf(vals: unknown[]): Kind {
-  const t = typeof vals[0];
-  if (t !== 'string' && t !== 'boolean') return Kind.Mixed;
-  for (let j = 1; j < vals.length; j++) if (typeof vals[j] !== t) return Kind.Mixed;
-  return t === 'string' ? Kind.Strings : Kind.Booleans;
-}
-
-/** Rows up to which a number column is read into a Float64Array kept per field position (larger batches get their own). */
+/** Rows up to which a field's numbers are read into a Float64Array kept per field position (larger batches get their own). */
 const SCRATCH_ROWS = 4096;
 const scratch: Float64Array[] = [];
 const scratchFor = (i: number, n: number): Float64Array => (n > SCRATCH_ROWS ? new Float64Array(n) : (scratch[i] ??= new Float64Array(SCRATCH_ROWS)));
 
-/** Field `i` of every value as a column. encodeColumns writes every column before it returns, so the scratch arrays are free again after. */
-function planField(shape: Shape, values: readonly unknown[], i: number, constants: boolean): Column {
-  const n = values.length;
-  const nameBytes = shape.nameBytes[i]!;
-  if (typeof (values[0] as Record<string, unknown>)[shape.names[i]!] === 'number') {
-    const into = scratchFor(i, n);
-    const kind = shape.numbers[i]!(values, into, constants);
-    if (kind !== Kind.Mixed) return numberColumn(nameBytes, kind, n === into.length ? into : into.subarray(0, n));
-  }
-  return planColumn(nameBytes, shape.column(values, i));
-}
-
 function numberColumn(nameBytes: Buffer, kind: Kind, nums: Float64Array): Column {
   const n = nums.length;
-  if (kind === Kind.Constant) return { type: CONST, nameBytes, bytes: 8, write: (out, at) => void out.writeDoubleLE(nums[0]!, at) };
-  if (kind === Kind.Ints) return { type: I32, nameBytes, bytes: 4 * n, write: (out, at) => void new Int32Array(out.buffer, out.byteOffset + at, n).set(nums) };
-  return { type: F64, nameBytes, bytes: 8 * n, write: (out, at) => void new Float64Array(out.buffer, out.byteOffset + at, n).set(nums) };
+  const [type, bytes] = kind === Kind.Constant ? [CONST, 8] : kind === Kind.Ints ? [I32, 4 * n] : [F64, 8 * n];
+  return new Column(type, nameBytes, bytes, nums, undefined, '', 0, undefined);
 }
 
-/** A column of values that are not all numbers. */
-function planColumn(nameBytes: Buffer, vals: unknown[]): Column {
+/** A column of values that are not all numbers: strings, booleans, or anything else packed. */
+function otherColumn(nameBytes: Buffer, vals: unknown[]): Column {
   const n = vals.length;
-  const kind = kindOf(vals);
-  if (kind === Kind.Strings) {
-    const strs = vals as string[];
-    const joined = strs.join('');
+  const t = typeof vals[0];
+  let same = t === 'string' || t === 'boolean';
+  for (let j = 1; same && j < n; j++) if (typeof vals[j] !== t) same = false;
+  if (same && t === 'string') {
+    const joined = (vals as string[]).join('');
     // A lone surrogate would not survive UTF-8 (it becomes U+FFFD): such a column is packed.
     if ((joined as unknown as { isWellFormed(): boolean }).isWellFormed()) {
       const utf8 = Buffer.byteLength(joined, 'utf8');
-      return {
-        type: STR,
-        nameBytes,
-        bytes: 4 + 4 * n + utf8,
-        write: (out, at) => {
-          out.writeUInt32LE(utf8, at);
-          // Aligned (the column starts at a multiple of 4), so the lengths go straight in.
-          const lengths = new Uint32Array(out.buffer, out.byteOffset + at + 4, n);
-          for (let j = 0; j < n; j++) lengths[j] = strs[j]!.length;
-          out.write(joined, at + 4 + 4 * n, utf8, 'utf8');
-        },
-      };
+      return new Column(STR, nameBytes, 4 + 4 * n + utf8, undefined, vals, joined, utf8, undefined);
     }
   }
-  if (kind === Kind.Booleans) {
-    return {
-      type: BOOL,
-      nameBytes,
-      bytes: n,
-      write: (out, at) => {
-        for (let j = 0; j < n; j++) out[at + j] = vals[j] ? 1 : 0;
-      },
-    };
-  }
+  if (same && t === 'boolean') return new Column(BOOL, nameBytes, n, undefined, vals, '', 0, undefined);
   const packed = packr.pack(vals);
-  return { type: PACKED, nameBytes, bytes: 4 + packed.length, write: (out, at) => void (out.writeUInt32LE(packed.length, at), packed.copy(out, at + 4)) };
+  return new Column(PACKED, nameBytes, 4 + packed.length, undefined, undefined, '', 0, packed);
 }
 
 /**
@@ -245,8 +137,19 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
   if (!COLUMNS_SUPPORTED || values.length === 0) return undefined;
   const shape = firstShape(values[0], tuples);
   if (!shape) return undefined;
-  for (let j = 0; j < values.length; j++) if (!shape.matches(values[j])) return undefined;
-  const cols = shape.names.map((_, i) => planField(shape, values, i, constants));
+  const n = values.length;
+  const f = shape.names.length;
+  const into = new Array<Float64Array>(f);
+  for (let i = 0; i < f; i++) into[i] = scratchFor(i, n);
+  const kinds = new Array<Kind>(f);
+  if (!shape.scan(values, into, kinds, constants)) return undefined;
+  // The scratch arrays are read before encodeColumns returns (every column is written below), so they are free again after.
+  const cols = new Array<Column>(f);
+  for (let i = 0; i < f; i++) {
+    const kind = kinds[i]!;
+    const nums = into[i]!;
+    cols[i] = kind === Kind.Mixed ? otherColumn(shape.nameBytes[i]!, shape.column(values, i)) : numberColumn(shape.nameBytes[i]!, kind, nums.length === n ? nums : nums.subarray(0, n));
+  }
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
   for (const c of cols) size = pad(size, c.type) + c.bytes;
@@ -265,7 +168,7 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
   }
   for (const c of cols) {
     at = pad(at, c.type);
-    c.write(out, prefix + at);
+    writeColumn(c, out, prefix + at);
     at += c.bytes;
   }
   return { bytes: out, tuples: shape.tuple };
@@ -277,23 +180,33 @@ function pad(at: number, type: number): number {
   return Math.ceil(at / w) * w;
 }
 
-/** The `count` records (arrays, when `tuples`) written by encodeColumns into `body` (the whole batch) from `start` (its `head`). */
-export function decodeColumns(body: Uint8Array, start: number, count: number, tuples = false): unknown[] {
-  const view = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  let at = start;
-  const need = (bytes: number, what: string): void => {
-    if (bytes < 0 || at + bytes > view.length) throw new FrameDecodeError(`columnar batch: ${what} needs ${bytes} bytes, ${view.length - at} remain`);
-  };
-  need(2, 'the field count');
-  const f = view.readUInt16LE(at);
-  at += 2;
-  if (f === 0 || f > MAX_FIELDS) throw new FrameDecodeError(`columnar batch: ${f} fields`);
+/** A columnar batch's field list as read: each column's type, and how a record is built from the columns. */
+interface Header {
+  types: number[];
+  build: Shape['build'];
+}
+
+/**
+ * Field lists read, by their bytes (latin1, one character a byte, after a byte for `tuples`): a channel's
+ * batches repeat one, so a batch after the first costs one lookup, not a string per field name and a
+ * shape lookup. Bounded: a peer cannot grow it past MAX_HEADERS.
+ */
+const headers = new Map<string, Header>();
+const MAX_HEADERS = 256;
+
+function need(view: Buffer, at: number, bytes: number, what: string): void {
+  if (bytes < 0 || at + bytes > view.length) throw new FrameDecodeError(`columnar batch: ${what} needs ${bytes} bytes, ${view.length - at} remain`);
+}
+
+/** The header of `f` fields from `start` to `end` (as walked by decodeColumns). */
+function headerOf(view: Buffer, start: number, end: number, f: number, tuples: boolean): Header {
+  const key = (tuples ? '\u0001' : '\u0000') + view.toString('latin1', start, end);
+  let h = headers.get(key);
+  if (h) return h;
   const names: string[] = [];
   const types: number[] = [];
-  for (let i = 0; i < f; i++) {
-    need(2, 'a field name length');
+  for (let at = start, i = 0; i < f; i++) {
     const len = view.readUInt16LE(at);
-    need(3 + len, 'a field');
     names.push(view.toString('utf8', at + 2, at + 2 + len));
     types.push(view[at + 2 + len]!);
     at += 3 + len;
@@ -301,6 +214,28 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
   if (tuples) {
     if (names.some((n) => n !== '')) throw new FrameDecodeError('columnar batch: a tuple column has a name');
   } else if (names.includes('__proto__') || new Set(names).size !== f) throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
+  h = { types, build: (tuples ? tupleShapeOf(f) : shapeOf(names)).build };
+  if (headers.size >= MAX_HEADERS) headers.clear();
+  headers.set(key, h);
+  return h;
+}
+
+/** The `count` records (arrays, when `tuples`) written by encodeColumns into `body` (the whole batch) from `start` (its `head`). */
+export function decodeColumns(body: Uint8Array, start: number, count: number, tuples = false): unknown[] {
+  const view = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  let at = start;
+  need(view, at, 2, 'the field count');
+  const f = view.readUInt16LE(at);
+  at += 2;
+  if (f === 0 || f > MAX_FIELDS) throw new FrameDecodeError(`columnar batch: ${f} fields`);
+  const fieldsAt = at;
+  for (let i = 0; i < f; i++) {
+    need(view, at, 2, 'a field name length');
+    const len = view.readUInt16LE(at);
+    need(view, at, 3 + len, 'a field');
+    at += 3 + len;
+  }
+  const { types, build } = headerOf(view, fieldsAt, at, f, tuples);
   const cols: ArrayLike<unknown>[] = [];
   for (let i = 0; i < f; i++) {
     const type = types[i]!;
@@ -308,17 +243,17 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
     at = pad(at, type);
     switch (type) {
       case F64:
-        need(8 * count, 'a number column');
+        need(view, at, 8 * count, 'a number column');
         cols.push((view.byteOffset + at) % 8 === 0 ? new Float64Array(view.buffer, view.byteOffset + at, count) : new Float64Array(copy(view, at, 8 * count)));
         at += 8 * count;
         break;
       case I32:
-        need(4 * count, 'an integer column');
+        need(view, at, 4 * count, 'an integer column');
         cols.push((view.byteOffset + at) % 4 === 0 ? new Int32Array(view.buffer, view.byteOffset + at, count) : new Int32Array(copy(view, at, 4 * count)));
         at += 4 * count;
         break;
       case CONST: {
-        need(8, 'a constant column');
+        need(view, at, 8, 'a constant column');
         const v = view.readDoubleLE(at);
         // As the column would have been without it: 32-bit integers in an Int32Array, other numbers in a Float64Array.
         cols.push((isInt32(v) ? new Int32Array(count) : new Float64Array(count)).fill(v));
@@ -326,7 +261,7 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         break;
       }
       case BOOL: {
-        need(count, 'a boolean column');
+        need(view, at, count, 'a boolean column');
         const b = new Array<boolean>(count);
         for (let j = 0; j < count; j++) b[j] = view[at + j] !== 0;
         cols.push(b);
@@ -334,12 +269,12 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         break;
       }
       case STR: {
-        need(4 + 4 * count, 'a string column');
+        need(view, at, 4 + 4 * count, 'a string column');
         const utf8 = view.readUInt32LE(at);
         at += 4;
         const lengths = (view.byteOffset + at) % 4 === 0 ? new Uint32Array(view.buffer, view.byteOffset + at, count) : new Uint32Array(copy(view, at, 4 * count));
         at += 4 * count;
-        need(utf8, 'a string column');
+        need(view, at, utf8, 'a string column');
         const all = view.toString('utf8', at, at + utf8);
         at += utf8;
         const s = new Array<string>(count);
@@ -354,9 +289,9 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         break;
       }
       case PACKED: {
-        need(4, 'a packed column');
+        need(view, at, 4, 'a packed column');
         const len = view.readUInt32LE(at);
-        need(4 + len, 'a packed column');
+        need(view, at, 4 + len, 'a packed column');
         let vals: unknown;
         try {
           vals = unpackr.unpack(view.subarray(at + 4, at + 4 + len));
@@ -373,7 +308,6 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
     }
   }
   if (at !== view.length) throw new FrameDecodeError(`columnar batch: ${view.length - at} bytes after the last column`);
-  const build = (tuples ? tupleShapeOf(f) : shapeOf(names)).build;
   const out = new Array<unknown>(count);
   for (let j = 0; j < count; j++) out[j] = build(cols, j);
   return out;

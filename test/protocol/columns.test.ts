@@ -135,6 +135,20 @@ describe('columnar record batches', () => {
     }
   });
 
+  test('a field list read once serves the batches after it; a field list named twice is refused however often it comes', () => {
+    const a = encodeRecordBatch([{ x: 1, y: 'p' }], [1], { columns: true });
+    const b = encodeRecordBatch([{ y: 2, x: 'q' }], [2], { columns: true });
+    // The same bytes as `a` with its second name made "x": a field named twice.
+    const twice = Buffer.from(a);
+    twice[twice.indexOf('y', 7)] = 'x'.charCodeAt(0);
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(decodeRecordBatch(a).values, [{ x: 1, y: 'p' }]);
+      assert.throws(() => decodeRecordBatch(twice), (err: Error) => err instanceof FrameDecodeError && /named twice/.test(err.message));
+      assert.deepEqual(decodeRecordBatch(b).values, [{ y: 2, x: 'q' }]);
+      assert.deepEqual(Object.keys(decodeRecordBatch(b).values[0] as object), ['y', 'x'], 'the field order of its own list');
+    }
+  });
+
   test('a mutated columnar batch fails only with the typed error', () => {
     const record = fc.record({ id: fc.integer(), price: fc.double(), name: fc.string(), ok: fc.boolean(), tags: fc.array(fc.string(), { maxLength: 2 }) }, { noNullPrototype: true });
     fc.assert(
