@@ -28,7 +28,6 @@ import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
 import { firstShape, Kind, MAX_FIELDS, shapeOf, tupleShapeOf, type Shape } from './column-shapes.js';
 import { FrameDecodeError } from './wire.js';
-import { isInt32 } from '../util/index.js';
 
 const F64 = 1;
 const I32 = 2;
@@ -153,10 +152,7 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
   for (const c of cols) size = pad(size, c.type) + c.bytes;
-  // Its own ArrayBuffer, with the batch's start at a multiple of 8 in it, so the offsets above are
-  // alignments in memory too (a pooled Buffer starts anywhere).
-  const slack = (8 - (prefix % 8)) % 8;
-  const out = Buffer.from(new ArrayBuffer(slack + prefix + size), slack);
+  const out = alignedBuffer(prefix, size);
   let at = head;
   out.writeUInt16LE(cols.length, prefix + at);
   at += 2;
@@ -172,6 +168,31 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
     at += c.bytes;
   }
   return { bytes: out, tuples: shape.tuple };
+}
+
+/**
+ * Frames are carved from slabs of zeroed memory, each part used once (so padding is zero), rather than
+ * an ArrayBuffer per batch: a buffer of its own costs an allocation, a zero-fill, its tracking by the
+ * garbage collector and a free, per batch. A slab lives while a frame cut from it waits to be written.
+ */
+const SLAB_BYTES = 256 * 1024;
+let slab = new ArrayBuffer(0);
+let slabUsed = 0;
+
+/** `prefix + size` bytes, zeroed, with byte `prefix` at a multiple of 8 in memory, so column offsets from it are alignments too. */
+function alignedBuffer(prefix: number, size: number): Buffer {
+  const bytes = prefix + size;
+  // A slab's memory starts at a multiple of 8 (any ArrayBuffer's does); the batch's start is padded to one.
+  const start = Math.ceil((slabUsed + prefix) / 8) * 8 - prefix;
+  if (start + bytes <= slab.byteLength) {
+    slabUsed = start + bytes;
+    return Buffer.from(slab, start, bytes);
+  }
+  const slack = (8 - (prefix % 8)) % 8;
+  if (bytes > SLAB_BYTES / 4) return Buffer.from(new ArrayBuffer(slack + bytes), slack, bytes);
+  slab = new ArrayBuffer(SLAB_BYTES);
+  slabUsed = slack + bytes;
+  return Buffer.from(slab, slack, bytes);
 }
 
 /** Typed columns start at a multiple of their width from the start of the batch (zero padding). */
@@ -244,19 +265,19 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
     switch (type) {
       case F64:
         need(view, at, 8 * count, 'a number column');
-        cols.push((view.byteOffset + at) % 8 === 0 ? new Float64Array(view.buffer, view.byteOffset + at, count) : new Float64Array(copy(view, at, 8 * count)));
+        cols.push((view.byteOffset + at) % 8 === 0 ? new Float64Array(view.buffer, view.byteOffset + at, count) : new Float64Array(copy(view, at, 8 * count, i), 0, count));
         at += 8 * count;
         break;
       case I32:
         need(view, at, 4 * count, 'an integer column');
-        cols.push((view.byteOffset + at) % 4 === 0 ? new Int32Array(view.buffer, view.byteOffset + at, count) : new Int32Array(copy(view, at, 4 * count)));
+        cols.push((view.byteOffset + at) % 4 === 0 ? new Int32Array(view.buffer, view.byteOffset + at, count) : new Int32Array(copy(view, at, 4 * count, i), 0, count));
         at += 4 * count;
         break;
       case CONST: {
         need(view, at, 8, 'a constant column');
         const v = view.readDoubleLE(at);
-        // As the column would have been without it: 32-bit integers in an Int32Array, other numbers in a Float64Array.
-        cols.push((isInt32(v) ? new Int32Array(count) : new Float64Array(count)).fill(v));
+        // The value in every row; a JS array, not a typed one: no buffer of its own to allocate and free for it.
+        cols.push(new Array<number>(count).fill(v));
         at += 8;
         break;
       }
@@ -272,7 +293,7 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         need(view, at, 4 + 4 * count, 'a string column');
         const utf8 = view.readUInt32LE(at);
         at += 4;
-        const lengths = (view.byteOffset + at) % 4 === 0 ? new Uint32Array(view.buffer, view.byteOffset + at, count) : new Uint32Array(copy(view, at, 4 * count));
+        const lengths = (view.byteOffset + at) % 4 === 0 ? new Uint32Array(view.buffer, view.byteOffset + at, count) : new Uint32Array(copy(view, at, 4 * count, i), 0, count);
         at += 4 * count;
         need(view, at, utf8, 'a string column');
         const all = view.toString('utf8', at, at + utf8);
@@ -313,9 +334,20 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
   return out;
 }
 
-/** `bytes` bytes of `view` from `at` in an ArrayBuffer of their own (aligned for any typed array). */
-function copy(view: Buffer, at: number, bytes: number): ArrayBuffer {
-  const ab = new ArrayBuffer(bytes);
-  view.copy(new Uint8Array(ab), 0, at, at + bytes);
+/**
+ * Where an unaligned column is copied to be read: memory kept per column position, reused by every
+ * batch (a column is read only while its batch decodes), so a batch does not allocate a buffer per
+ * column; bounded: only the first SCRATCH_COLUMNS positions, each at most SCRATCH_BYTES.
+ */
+const SCRATCH_COLUMNS = 16;
+const SCRATCH_BYTES = 64 * 1024;
+const decodeScratch: ArrayBuffer[] = [];
+
+/** `bytes` bytes of `view` from `at`, for column `i`, in memory aligned for any typed array. */
+function copy(view: Buffer, at: number, bytes: number, i: number): ArrayBuffer {
+  let ab: ArrayBuffer | undefined;
+  if (i < SCRATCH_COLUMNS && bytes <= SCRATCH_BYTES) ab = decodeScratch[i] ??= new ArrayBuffer(SCRATCH_BYTES);
+  else ab = new ArrayBuffer(bytes);
+  view.copy(new Uint8Array(ab, 0, bytes), 0, at, at + bytes);
   return ab;
 }
