@@ -210,10 +210,12 @@ interface Header {
 /**
  * Field lists read, by their bytes (latin1, one character a byte, after a byte for `tuples`): a channel's
  * batches repeat one, so a batch after the first costs one lookup, not a string per field name and a
- * shape lookup. Bounded: a peer cannot grow it past MAX_HEADERS.
+ * shape lookup. Bounded: a peer cannot grow it past MAX_HEADERS lists of MAX_CACHED_HEADER_BYTES each.
  */
 const headers = new Map<string, Header>();
 const MAX_HEADERS = 256;
+/** A field list longer than this is read every time, never kept (the cache's memory stays small). */
+const MAX_CACHED_HEADER_BYTES = 4096;
 
 function need(view: Buffer, at: number, bytes: number, what: string): void {
   if (bytes < 0 || at + bytes > view.length) throw new FrameDecodeError(`columnar batch: ${what} needs ${bytes} bytes, ${view.length - at} remain`);
@@ -221,8 +223,8 @@ function need(view: Buffer, at: number, bytes: number, what: string): void {
 
 /** The header of `f` fields from `start` to `end` (as walked by decodeColumns). */
 function headerOf(view: Buffer, start: number, end: number, f: number, tuples: boolean): Header {
-  const key = (tuples ? '\u0001' : '\u0000') + view.toString('latin1', start, end);
-  let h = headers.get(key);
+  const key = end - start <= MAX_CACHED_HEADER_BYTES ? (tuples ? '\u0001' : '\u0000') + view.toString('latin1', start, end) : undefined;
+  let h = key === undefined ? undefined : headers.get(key);
   if (h) return h;
   const names: string[] = [];
   const types: number[] = [];
@@ -236,6 +238,7 @@ function headerOf(view: Buffer, start: number, end: number, f: number, tuples: b
     if (names.some((n) => n !== '')) throw new FrameDecodeError('columnar batch: a tuple column has a name');
   } else if (names.includes('__proto__') || new Set(names).size !== f) throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
   h = { types, build: (tuples ? tupleShapeOf(f) : shapeOf(names)).build };
+  if (key === undefined) return h;
   if (headers.size >= MAX_HEADERS) headers.clear();
   headers.set(key, h);
   return h;

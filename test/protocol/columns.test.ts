@@ -168,6 +168,11 @@ describe('columnar record batches', () => {
       assert.deepEqual(decodeRecordBatch(b).values, [{ y: 2, x: 'q' }]);
       assert.deepEqual(Object.keys(decodeRecordBatch(b).values[0] as object), ['y', 'x'], 'the field order of its own list');
     }
+    // A field list too long to keep is read each time, and reads the same.
+    const long = { ['n'.repeat(5_000)]: 1, m: 'z' };
+    const c = encodeRecordBatch([long, long], [3, 4], { columns: true });
+    assert.ok(columnar(c));
+    for (let round = 0; round < 2; round++) assert.deepEqual(decodeRecordBatch(c).values, [long, long]);
   });
 
   test('a mutated columnar batch fails only with the typed error', () => {
