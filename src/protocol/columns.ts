@@ -95,15 +95,34 @@ function writeColumn(c: Column, out: Buffer, at: number): void {
   }
 }
 
-/** Rows up to which a field's numbers are read into a Float64Array kept per field position (larger batches get their own). */
-const SCRATCH_ROWS = 4096;
-const scratch: Float64Array[] = [];
-const scratchFor = (i: number, n: number): Float64Array => (n > SCRATCH_ROWS ? new Float64Array(n) : (scratch[i] ??= new Float64Array(SCRATCH_ROWS)));
+/**
+ * Memory kept per column position and reused by every batch, so a batch does not allocate a buffer per
+ * column: a batch's columns are read or written only while it is encoded or decoded. Bounded: the first
+ * `positions` positions keep at most `bytes` each; a column past either gets memory of its own.
+ */
+class ColumnScratch {
+  private readonly kept: ArrayBuffer[] = [];
+
+  constructor(
+    private readonly positions: number,
+    private readonly bytes: number,
+  ) {}
+
+  /** At least `bytes` bytes for column `i`, aligned for any typed array. */
+  memory(i: number, bytes: number): ArrayBuffer {
+    if (i >= this.positions || bytes > this.bytes) return new ArrayBuffer(bytes);
+    return (this.kept[i] ??= new ArrayBuffer(this.bytes));
+  }
+}
+
+/** Where encoding reads a field's numbers: 4,096 rows for each of up to MAX_FIELDS fields. */
+const encodeScratch = new ColumnScratch(MAX_FIELDS, 8 * 4096);
 
 function numberColumn(nameBytes: Buffer, kind: Kind, nums: Float64Array): Column {
   const n = nums.length;
-  const [type, bytes] = kind === Kind.Constant ? [CONST, 8] : kind === Kind.Ints ? [I32, 4 * n] : [F64, 8 * n];
-  return new Column(type, nameBytes, bytes, nums, undefined, '', 0, undefined);
+  if (kind === Kind.Constant) return new Column(CONST, nameBytes, 8, nums, undefined, '', 0, undefined);
+  if (kind === Kind.Ints) return new Column(I32, nameBytes, 4 * n, nums, undefined, '', 0, undefined);
+  return new Column(F64, nameBytes, 8 * n, nums, undefined, '', 0, undefined);
 }
 
 /** A column of values that are not all numbers: strings, booleans, or anything else packed. */
@@ -139,15 +158,14 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
   const n = values.length;
   const f = shape.names.length;
   const into = new Array<Float64Array>(f);
-  for (let i = 0; i < f; i++) into[i] = scratchFor(i, n);
+  for (let i = 0; i < f; i++) into[i] = new Float64Array(encodeScratch.memory(i, 8 * n), 0, n);
   const kinds = new Array<Kind>(f);
   if (!shape.scan(values, into, kinds, constants)) return undefined;
   // The scratch arrays are read before encodeColumns returns (every column is written below), so they are free again after.
   const cols = new Array<Column>(f);
   for (let i = 0; i < f; i++) {
     const kind = kinds[i]!;
-    const nums = into[i]!;
-    cols[i] = kind === Kind.Mixed ? otherColumn(shape.nameBytes[i]!, shape.column(values, i)) : numberColumn(shape.nameBytes[i]!, kind, nums.length === n ? nums : nums.subarray(0, n));
+    cols[i] = kind === Kind.Mixed ? otherColumn(shape.nameBytes[i]!, shape.column(values, i)) : numberColumn(shape.nameBytes[i]!, kind, into[i]!);
   }
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
@@ -337,20 +355,12 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
   return out;
 }
 
-/**
- * Where an unaligned column is copied to be read: memory kept per column position, reused by every
- * batch (a column is read only while its batch decodes), so a batch does not allocate a buffer per
- * column; bounded: only the first SCRATCH_COLUMNS positions, each at most SCRATCH_BYTES.
- */
-const SCRATCH_COLUMNS = 16;
-const SCRATCH_BYTES = 64 * 1024;
-const decodeScratch: ArrayBuffer[] = [];
+/** Where an unaligned column is copied to be read: the first 16 positions keep up to 64 KB each. */
+const decodeScratch = new ColumnScratch(16, 64 * 1024);
 
 /** `bytes` bytes of `view` from `at`, for column `i`, in memory aligned for any typed array. */
 function copy(view: Buffer, at: number, bytes: number, i: number): ArrayBuffer {
-  let ab: ArrayBuffer | undefined;
-  if (i < SCRATCH_COLUMNS && bytes <= SCRATCH_BYTES) ab = decodeScratch[i] ??= new ArrayBuffer(SCRATCH_BYTES);
-  else ab = new ArrayBuffer(bytes);
+  const ab = decodeScratch.memory(i, bytes);
   view.copy(new Uint8Array(ab, 0, bytes), 0, at, at + bytes);
   return ab;
 }
