@@ -2,11 +2,14 @@
 // millisecond, so a key crosses the shuffle once per pane, and nothing is ever behind a watermark that
 // could fire a window it belongs to; late records, idleness, barriers and the end still send at once.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { OperatorSpec } from '../../src/plan/index.js';
 import type { OperatorContext, Output } from '../../src/runtime/operator.js';
 import { HELD_GROUPS_LIMIT, LocalWindowAggregateOperator } from '../../src/runtime/operators/local-window-aggregate.js';
+import { TSX } from '../harness/cli.js';
 
 type Seen = { partial: [number, number]; ts: number } | { watermark: number } | { idle: boolean };
 
@@ -175,5 +178,13 @@ describe('window pre-aggregation', () => {
     const out = take();
     assert.equal(out.length, 1001);
     assert.deepEqual(out[999], { partial: [999, 1], ts: 12 });
+  });
+
+  test('a count partial is the kind of array the same partial decoded from another process is, so a window fed by both converts neither', () => {
+    // V8's own view (a child with --allow-natives-syntax): read from a Float64Array a count was a heap
+    // number and its tuple a double array, while a decoded one (an integer column) is a small-integer array.
+    const script = resolve(import.meta.dirname, '../fixtures/scripts/partial-elements-kind.ts');
+    const result = JSON.parse(execFileSync(process.execPath, ['--allow-natives-syntax', '--import', TSX, script], { encoding: 'utf8', timeout: 60_000 }));
+    assert.deepEqual(result, { fresh: true, optimized: true, partials: 20 });
   });
 });

@@ -114,7 +114,14 @@ export class LocalWindowAggregateOperator extends StreamOperator {
       if (pane + this.slide - 1 > time) continue;
       const t = g.numbers;
       if (t) {
-        for (let e = 0; e < t.size; e++) this.out.collect([t.keys[e], t.accs[e]], t.stamps[e]!);
+        for (let e = 0; e < t.size; e++) {
+          // An integral accumulator leaves as a small integer, as the same partial decoded from another
+          // process does (an integer column): read from the Float64Array it would be a heap number, making
+          // the tuple a double array, and a consumer that sees both kinds converts one into the other on
+          // access (a runtime call and a new backing store per tuple).
+          const acc = t.accs[e]!;
+          this.out.collect([t.keys[e], isInt32(acc) ? acc | 0 : acc], t.stamps[e]!);
+        }
         this.held -= t.size;
         t.reset();
         if (this.spare.length < SPARE_TABLES) this.spare.push(t);

@@ -4,6 +4,7 @@
  * of the SDK (aggregate, reduce, count, process), one for a window join.
  */
 import type { AggregateFunction, Collector, ProcessWindowFunction, TimeWindow } from '../../sdk/index.js';
+import { isInt32 } from '../../util/index.js';
 import type { OperatorContext } from '../operator.js';
 
 /** How a window accumulates records and what it emits when it fires. */
@@ -48,7 +49,9 @@ export function windowFunctionAccumulator(op: { ctx: OperatorContext }): WindowA
         create: () => 0,
         add: (acc) => (acc as number) + 1,
         merge: (x, y) => (x as number) + (y as number),
-        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: acc }),
+        // A count read from a number table's Float64Array is a heap number: as a small integer the field
+        // needs no box of its own, and matches the count decoded from another process (an integer column).
+        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: isInt32(acc as number) ? (acc as number) | 0 : acc }),
         immutable: true,
         numeric: true,
       };
