@@ -26,9 +26,18 @@ export interface Shape {
   scan: (values: readonly unknown[], into: Float64Array[], kinds: Kind[], constants: boolean) => boolean;
   /** The values of field i of every record. */
   column: (values: readonly unknown[], i: number) => unknown[];
-  /** A record (or tuple) from the columns at row j. */
-  build: (cols: ArrayLike<unknown>[], j: number) => unknown;
+  /**
+   * The code that makes a batch's records from its columns, for one set of constant columns: a column
+   * marked constant is its value itself (no array of it), any other is indexable by row.
+   */
+  rows: (constant: readonly boolean[]) => Rows;
 }
+
+/** The `count` records (or tuples) of a batch from its columns. */
+export type Rows = (cols: readonly unknown[], count: number) => unknown[];
+
+/** Row makers kept per shape, one per set of constant columns seen (a stream has one or two). */
+const MAX_ROWS_PER_SHAPE = 32;
 
 /** Shapes seen, by their field list joined: few per job, so the cache stays small; bounded anyway. */
 const shapes = new Map<string, Shape>();
@@ -119,6 +128,24 @@ function makeShape(names: string[], tuple: boolean): Shape {
     switch (i) {${lit.map((l, i) => `case ${i}: for (let j = 0; j < n; j++) out[j] = values[j][${l}]; break;`).join(' ')}}
     return out;`,
   ) as Shape['column'];
-  const build = new Function('cols', 'j', tuple ? `return [${lit.map((_, i) => `cols[${i}][j]`).join(', ')}];` : `return { ${lit.map((l, i) => `${l}: cols[${i}][j]`).join(', ')} };`) as Shape['build'];
-  return { tuple, names, nameBytes: names.map((n) => (tuple ? EMPTY : Buffer.from(n, 'utf8'))), scan, column, build };
+  // One loop per batch (not a call per record), each column read at a site of its own, a constant not read at all.
+  const rowMakers = new Map<string, Rows>();
+  const rows = (constant: readonly boolean[]): Rows => {
+    const key = constant.map((c) => (c ? '1' : '0')).join('');
+    let r = rowMakers.get(key);
+    if (r) return r;
+    const value = (i: number): string => (constant[i] ? `c${i}` : `c${i}[j]`);
+    r = new Function(
+      'cols',
+      'n',
+      `${fields.map((i) => `const c${i} = cols[${i}];`).join(' ')}
+      const out = new Array(n);
+      for (let j = 0; j < n; j++) out[j] = ${tuple ? `[${fields.map(value).join(', ')}]` : `{ ${lit.map((l, i) => `${l}: ${value(i)}`).join(', ')} }`};
+      return out;`,
+    ) as Rows;
+    if (rowMakers.size >= MAX_ROWS_PER_SHAPE) rowMakers.clear();
+    rowMakers.set(key, r);
+    return r;
+  };
+  return { tuple, names, nameBytes: names.map((n) => (tuple ? EMPTY : Buffer.from(n, 'utf8'))), scan, column, rows };
 }

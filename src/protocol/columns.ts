@@ -3,7 +3,7 @@
  * same order, the shape records almost always have, is written as its field names once and then one
  * column per field: numbers as a Float64Array (an Int32Array when every one is a 32-bit integer),
  * strings as one UTF-8 buffer with each string's length, booleans as bytes, anything else in that
- * field as one msgpackr array. Decoding builds each record with a constructor made for the field
+ * field as one msgpackr array. Decoding makes a batch's records in one loop generated for the field
  * list, so the objects operators take share one hidden class.
  *
  * Arrays of one length (tuples: a pre-aggregation's `[key, accumulator]` partials, a user's pairs)
@@ -26,7 +26,7 @@
  */
 import { endianness } from 'node:os';
 import { Packr, Unpackr } from 'msgpackr';
-import { firstShape, Kind, MAX_FIELDS, shapeOf, tupleShapeOf, type Shape } from './column-shapes.js';
+import { firstShape, Kind, MAX_FIELDS, shapeOf, tupleShapeOf, type Rows } from './column-shapes.js';
 import { FrameDecodeError } from './wire.js';
 
 const F64 = 1;
@@ -219,10 +219,10 @@ function pad(at: number, type: number): number {
   return Math.ceil(at / w) * w;
 }
 
-/** A columnar batch's field list as read: each column's type, and how a record is built from the columns. */
+/** A columnar batch's field list as read: each column's type, and the code that makes its records from the columns. */
 interface Header {
   types: number[];
-  build: Shape['build'];
+  rows: Rows;
 }
 
 /**
@@ -255,7 +255,7 @@ function headerOf(view: Buffer, start: number, end: number, f: number, tuples: b
   if (tuples) {
     if (names.some((n) => n !== '')) throw new FrameDecodeError('columnar batch: a tuple column has a name');
   } else if (names.includes('__proto__') || new Set(names).size !== f) throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
-  h = { types, build: (tuples ? tupleShapeOf(f) : shapeOf(names)).build };
+  h = { types, rows: (tuples ? tupleShapeOf(f) : shapeOf(names)).rows(types.map((t) => t === CONST)) };
   if (key === undefined) return h;
   if (headers.size >= MAX_HEADERS) headers.clear();
   headers.set(key, h);
@@ -277,8 +277,8 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
     need(view, at, 3 + len, 'a field');
     at += 3 + len;
   }
-  const { types, build } = headerOf(view, fieldsAt, at, f, tuples);
-  const cols: ArrayLike<unknown>[] = [];
+  const { types, rows } = headerOf(view, fieldsAt, at, f, tuples);
+  const cols: unknown[] = [];
   for (let i = 0; i < f; i++) {
     const type = types[i]!;
     // Padded from the batch's start, as written; read in place only when the memory is aligned too.
@@ -296,9 +296,8 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         break;
       case CONST: {
         need(view, at, 8, 'a constant column');
-        const v = view.readDoubleLE(at);
-        // The value in every row; a JS array, not a typed one: no buffer of its own to allocate and free for it.
-        cols.push(new Array<number>(count).fill(v));
+        // The value itself: the rows code reads it once for every row.
+        cols.push(view.readDoubleLE(at));
         at += 8;
         break;
       }
@@ -350,9 +349,7 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
     }
   }
   if (at !== view.length) throw new FrameDecodeError(`columnar batch: ${view.length - at} bytes after the last column`);
-  const out = new Array<unknown>(count);
-  for (let j = 0; j < count; j++) out[j] = build(cols, j);
-  return out;
+  return rows(cols, count);
 }
 
 /** Where an unaligned column is copied to be read: the first 16 positions keep up to 64 KB each. */

@@ -248,6 +248,17 @@ describe('columnar record batches', () => {
     assert.ok(Object.is((decodeRecordBatch(encodeRecordBatch([{ x: -0 }, { x: -0 }], [-0, -0], { columns: true, constants: true })).timestamps[1]), -0));
   });
 
+  test('one field list with every set of constant columns (more sets than a shape keeps code for) reads back each time', () => {
+    const fields = ['a', 'b', 'c', 'd', 'e', 'f'];
+    for (let round = 0; round < 2; round++) {
+      for (let mask = 0; mask < 64; mask++) {
+        const values = [0, 1, 2].map((r) => Object.fromEntries(fields.map((f, i) => [f, mask & (1 << i) ? 7 : r * 10 + i])));
+        const b = encodeRecordBatch(values, [1, 1, 1], { columns: true, constants: true });
+        assert.deepStrictEqual(decodeRecordBatch(b).values, values, `mask ${mask.toString(2)}`);
+      }
+    }
+  });
+
   test('a batch of constant columns may hold more records than bytes, up to a bound; a count past it is refused', () => {
     const many = Array.from({ length: MAX_RECORDS_PAST_BYTES }, () => ({ a: 7 }));
     const b = encodeRecordBatch(many, many.map(() => 5), { columns: true, constants: true });
