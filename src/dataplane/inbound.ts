@@ -10,7 +10,7 @@
  * this: while it waits for credit, the batches it has sent and the credits held back add up to all of
  * its credits, fewer than half of them held back, so batches wait here, and taking them returns the rest.
  */
-import type { ClinkMetrics } from '../metrics/index.js';
+import type { ChannelCount, ClinkMetrics } from '../metrics/index.js';
 import { COLUMNS_SUPPORTED, encodeFrame, makeMessage, type MessageOf, type Message } from '../protocol/index.js';
 import { BATCH, END, type InputQueue } from '../runtime/index.js';
 import { frameElement } from './frames.js';
@@ -100,16 +100,18 @@ export class InboundChannel {
   /** Credits for batches taken, not yet granted back: they go back once there are `grantSize`. */
   private owed = 0;
   private readonly grantSize: number;
+  private readonly received: ChannelCount | undefined;
 
   constructor(
     private readonly queue: InputQueue,
     private readonly channel: number,
-    private readonly labels: ChannelLabels,
+    labels: ChannelLabels,
     private readonly grant: (credits: number) => void,
     private readonly credits = DEFAULT_CHANNEL_CREDITS,
-    private readonly metrics?: ClinkMetrics,
+    metrics?: ClinkMetrics,
   ) {
     this.outstanding = credits;
+    this.received = metrics?.channelReceived.of(labels);
     this.grantSize = Math.max(1, Math.floor(credits / 2));
     grant(credits);
   }
@@ -129,8 +131,7 @@ export class InboundChannel {
       if (this.outstanding <= 0) throw new Error(`the sender exceeded its ${this.credits} credits`);
       this.outstanding--;
       e.onTaken = this.returnCredit;
-      this.metrics?.channelRecordsReceived.inc(this.labels, e.values.length);
-      this.metrics?.channelBytesReceived.inc(this.labels, bytes + 4);
+      this.received?.add(e.values.length, bytes + 4);
     }
     this.queue.push(e);
     return e.kind === END;

@@ -12,7 +12,7 @@
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { PeerLostError } from '../errors.js';
-import type { ClinkMetrics } from '../metrics/index.js';
+import type { ChannelCount, ClinkMetrics } from '../metrics/index.js';
 import { FrameReader, gatheredWrites, tlsConnectOptions, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
@@ -50,6 +50,7 @@ export class RemoteChannel implements ChannelSink {
   /** DataEnd has been written: what comes after (a reset by the closing receiver) is not a failure. */
   private endWritten = false;
   private blockedSince = 0;
+  private readonly sent: ChannelCount | undefined;
 
   constructor(
     open: OpenTransport,
@@ -57,6 +58,7 @@ export class RemoteChannel implements ChannelSink {
     private readonly metrics?: ClinkMetrics,
     private readonly labels?: ChannelLabels,
   ) {
+    this.sent = metrics && labels ? metrics.channelSent.of(labels) : undefined;
     this.transport = open({
       credit: (n, reads) => {
         this.credits += n;
@@ -87,10 +89,7 @@ export class RemoteChannel implements ChannelSink {
       this.pending.shift();
       const frame = elementFrame(e, this.reads);
       this.transport.write(frame);
-      if (e.kind === BATCH && this.metrics && this.labels) {
-        this.metrics.channelRecordsSent.inc(this.labels, e.values.length);
-        this.metrics.channelBytesSent.inc(this.labels, frame.length);
-      }
+      if (e.kind === BATCH) this.sent?.add(e.values.length, frame.length);
       if (e.kind === END) {
         this.endWritten = true;
         this.transport.end();

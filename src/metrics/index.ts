@@ -8,16 +8,17 @@
  * await metrics.registry.metrics(); // Prometheus text
  */
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { CHANNEL_LABELS, ChannelCounts } from './channel-counts.js';
 import type { startOtlp as startOtlpType } from './otlp.js';
+
+export { ChannelCount, ChannelCounts, type ChannelLabelValues } from './channel-counts.js';
 
 export type OutboundClass = 'control' | 'bulk';
 export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flush_deadline' | 'aborted';
 
-const CHANNEL_LABELS = ['job', 'edge', 'from', 'to'] as const;
-
-/** A per-channel counter: job, edge index, upstream and downstream subtask (`task#index`). */
-function channelCounter(registry: Registry, name: string, help: string): Counter<(typeof CHANNEL_LABELS)[number]> {
-  return new Counter({ name, help, labelNames: CHANNEL_LABELS, registers: [registry] });
+/** A per-channel counter: job, edge index, upstream and downstream subtask (`task#index`); `collect` runs before it is read. */
+function channelCounter(registry: Registry, name: string, help: string, collect?: () => void): Counter<(typeof CHANNEL_LABELS)[number]> {
+  return new Counter({ name, help, labelNames: CHANNEL_LABELS, registers: [registry], ...(collect ? { collect } : {}) });
 }
 
 export class ClinkMetrics {
@@ -132,10 +133,13 @@ export class ClinkMetrics {
     labelNames: ['direction'] as const,
     registers: [this.registry],
   });
-  readonly channelRecordsSent = channelCounter(this.registry, 'clink_channel_records_sent_total', 'Records a channel sent to another process');
-  readonly channelBytesSent = channelCounter(this.registry, 'clink_channel_bytes_sent_total', 'Bytes a channel sent to another process');
-  readonly channelRecordsReceived = channelCounter(this.registry, 'clink_channel_records_received_total', 'Records a channel received from another process');
-  readonly channelBytesReceived = channelCounter(this.registry, 'clink_channel_bytes_received_total', 'Bytes a channel received from another process');
+  readonly channelRecordsSent = channelCounter(this.registry, 'clink_channel_records_sent_total', 'Records a channel sent to another process', () => this.channelSent.report());
+  readonly channelBytesSent = channelCounter(this.registry, 'clink_channel_bytes_sent_total', 'Bytes a channel sent to another process', () => this.channelSent.report());
+  readonly channelRecordsReceived = channelCounter(this.registry, 'clink_channel_records_received_total', 'Records a channel received from another process', () => this.channelReceived.report());
+  readonly channelBytesReceived = channelCounter(this.registry, 'clink_channel_bytes_received_total', 'Bytes a channel received from another process', () => this.channelReceived.report());
+  /** What channels sent and received, counted per batch as plain numbers and reported into the four counters above when read. */
+  readonly channelSent = new ChannelCounts(this.channelRecordsSent, this.channelBytesSent);
+  readonly channelReceived = new ChannelCounts(this.channelRecordsReceived, this.channelBytesReceived);
   readonly channelBackpressured = channelCounter(this.registry, 'clink_channel_backpressured_seconds_total', 'Time a channel’s sender waited for credit (or a local queue for room)');
 
   readonly pluginBytesShipped = new Counter({
