@@ -4,7 +4,7 @@ import { isInt32 } from '../../util/index.js';
 import { StreamOperator } from '../operator.js';
 import { NumberPartials } from './number-partials.js';
 import { paneStart } from './pane.js';
-import { windowFunctionAccumulator, type WindowAccumulator } from './window-accumulators.js';
+import { int32IfIntegral, windowFunctionAccumulator, type WindowAccumulator } from './window-accumulators.js';
 
 /** Groups held across batches at most: past it, every one leaves at the end of the batch. */
 export const HELD_GROUPS_LIMIT = 65_536;
@@ -114,14 +114,7 @@ export class LocalWindowAggregateOperator extends StreamOperator {
       if (pane + this.slide - 1 > time) continue;
       const t = g.numbers;
       if (t) {
-        for (let e = 0; e < t.size; e++) {
-          // An integral accumulator leaves as a small integer, as the same partial decoded from another
-          // process does (an integer column): read from the Float64Array it would be a heap number, making
-          // the tuple a double array, and a consumer that sees both kinds converts one into the other on
-          // access (a runtime call and a new backing store per tuple).
-          const acc = t.accs[e]!;
-          this.out.collect([t.keys[e], isInt32(acc) ? acc | 0 : acc], t.stamps[e]!);
-        }
+        for (let e = 0; e < t.size; e++) this.out.collect([t.keys[e], int32IfIntegral(t.accs[e]!)], t.stamps[e]!);
         this.held -= t.size;
         t.reset();
         if (this.spare.length < SPARE_TABLES) this.spare.push(t);

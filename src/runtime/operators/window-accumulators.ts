@@ -21,6 +21,14 @@ export interface WindowAccumulator {
 
 const UNSET = Symbol('unset');
 
+/**
+ * A numeric accumulator as a window or a pre-aggregation emits it: a small integer when it is a 32-bit
+ * integer. Read from a Float64Array an integral value is a heap number, so a record holding one has another
+ * field representation, and a tuple another array kind, than the same value decoded from another process
+ * (an integer column): code that sees both converts one into the other on access.
+ */
+export const int32IfIntegral = (x: number): number => (isInt32(x) ? x | 0 : x);
+
 /** The accumulator for window().aggregate / reduce / count / process. */
 export function windowFunctionAccumulator(op: { ctx: OperatorContext }): WindowAccumulator {
   const fn = op.ctx.spec.options.function as string;
@@ -49,9 +57,7 @@ export function windowFunctionAccumulator(op: { ctx: OperatorContext }): WindowA
         create: () => 0,
         add: (acc) => (acc as number) + 1,
         merge: (x, y) => (x as number) + (y as number),
-        // A count read from a number table's Float64Array is a heap number: as a small integer the field
-        // needs no box of its own, and matches the count decoded from another process (an integer column).
-        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: isInt32(acc as number) ? (acc as number) | 0 : acc }),
+        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: int32IfIntegral(acc as number) }),
         immutable: true,
         numeric: true,
       };
