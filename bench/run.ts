@@ -103,7 +103,7 @@ if (wantsGroup('scale')) {
         ? `one process (median of ${q.runs} rounds)`
         : q.workers === 0
           ? `the same plan at p=${q.parallelism} in one process: ${q.cpuRatioToLocal.toFixed(2)}x local p=1's CPU-s/M (median over ${q.runs} rounds of the ratio to the same round's p=1 run)`
-          : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${q.cpuRatioToLocal.toFixed(2)}x its CPU-s/M${same} (whole cluster; medians over ${q.runs} rounds of the ratios to the same round's local runs)`,
+          : `${(q.recordsPerSec / local.recordsPerSec).toFixed(2)}x local events/s, ${q.cpuRatioToLocal.toFixed(2)}x its CPU-s/M${same} (whole cluster; medians over ${q.runs} rounds of the ratios to the same round's local runs, ${Math.min(...q.cpuRatiosToLocal).toFixed(2)}-${Math.max(...q.cpuRatiosToLocal).toFixed(2)}x local p=1's)`,
     );
   }
   const inProcess = s.shuffle.find((x) => x.channel === 'in-process')!;

@@ -5,7 +5,7 @@
  *   thread's V8 limits, bench/local-thread.ts, so both sides allocate in the same heap), and on 1, 2 and 4 local
  *   worker processes at parallelism = workers: events/s (submit to completion) and CPU-s per million
  *   events of the whole cluster (every worker, plus this process, which hosts the coordinator). The
- *   configurations take turns, one run each per round after three warm-up rounds, and a cluster's CPU
+ *   configurations take turns, one run each per round after six warm-up rounds, and a cluster's CPU
  *   ratio is the median over rounds of its run against the local run of the same round: this machine's
  *   speed drifts by more than the differences measured, and a pair of runs seconds apart shares it.
  *   Each round also runs the same plan at parallelism N in one process (local p=N), so a cluster's
@@ -33,6 +33,8 @@ export interface ScaleRow {
   cpuSecondsPerMillion: number;
   /** Median over rounds of this configuration's CPU-s/M over the local p=1 run's in the same round (1 for local p=1). */
   cpuRatioToLocal: number;
+  /** Each round's ratio, in order (the spread the median is taken from). */
+  cpuRatiosToLocal: number[];
   /** For a cluster at p=N > 1: the same, over the local p=N run's (the same plan in one process). */
   cpuRatioToLocalSameParallelism?: number;
   runs: number;
@@ -81,7 +83,9 @@ async function alternated(query: string, sizes: number[], events: number, warmup
     // The same plan in one process at each cluster's parallelism above 1.
     const wider = sizes.filter((n) => n > 1);
     // Warm-up rounds until steady: a cluster's job threads keep tiering up (and growing their young
-    // generation) for about three runs, one process's thread sooner; fewer warm-ups measure warm-up.
+    // generation) for five or six runs, 10% above their steady CPU in the fourth and fifth; the local
+    // thread, which runs once per parallelism each round, is steady by the third round. Fewer warm-ups
+    // measure a cluster's warm-up against a warm reference (docs/performance.md).
     for (let round = 0; round < warmups; round++) {
       await inProcess.run(events);
       for (const n of wider) await inProcess.run(events, n);
@@ -115,6 +119,7 @@ async function alternated(query: string, sizes: number[], events: number, warmup
       recordsPerSec: median(ms.map((m) => m.recordsPerSec)),
       cpuSecondsPerMillion: median(ms.map((m) => m.cpuSecondsPerMillion)),
       cpuRatioToLocal: median(ms.map((m) => m.ratio ?? 1)),
+      cpuRatiosToLocal: ms.map((m) => m.ratio ?? 1),
       ...(ms[0]?.ratioSame !== undefined ? { cpuRatioToLocalSameParallelism: median(ms.map((m) => m.ratioSame!)) } : {}),
       runs: rounds,
     });
@@ -128,8 +133,8 @@ async function alternated(query: string, sizes: number[], events: number, warmup
 export async function runScaleBench(options: { quick?: boolean } = {}): Promise<ScaleBench> {
   const events = options.quick ? 1_000_000 : 4_000_000;
   const runs = options.quick ? 1 : 3;
-  const rounds = options.quick ? 3 : 5;
-  const warmups = options.quick ? 1 : 3;
+  const rounds = options.quick ? 3 : 7;
+  const warmups = options.quick ? 1 : 6;
   const queries: ScaleRow[] = [];
   for (const query of ['q5', 'q12']) queries.push(...(await alternated(query, options.quick ? [1, 2] : [1, 2, 4], events, warmups, rounds)));
   const records = options.quick ? 2_000_000 : 8_000_000;
