@@ -1,5 +1,6 @@
-// A busy task gives its thread's event loop a turn every millisecond (other tasks, frames from other
+// A busy source gives its thread's event loop a turn every millisecond (other tasks, frames from other
 // processes), but sends its partly filled batches only every ten (YIELD_INTERVAL_MS) or when it waits.
+// A busy task with inputs turns the loop only at those ten (or when its queue runs dry).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { defineConnector, defineJob, runJob } from '../../src/index.js';
@@ -10,9 +11,10 @@ function busy(ms: number): void {
   while (performance.now() < until);
 }
 
+const READS = 40;
+
 describe('a busy task gives way', () => {
   test('every millisecond the event loop turns, and records still leave in batches', async () => {
-    const READS = 40;
     let turns = 0;
     let counting = true;
     const tick = (): void => {
@@ -57,5 +59,52 @@ describe('a busy task gives way', () => {
     // Sent at every turn, each record would arrive in a turn of its own.
     const batches = new Set(arrivedIn).size;
     assert.ok(batches <= READS / 3, `${READS} records arrived in ${batches} turns: partly filled batches left at every turn`);
+  });
+
+  test('a busy task with inputs does not: it turns the loop at its ten-millisecond yields', async () => {
+    let turns = 0;
+    let counting = false;
+    const tick = (): void => {
+      if (!counting) return;
+      turns++;
+      setImmediate(tick);
+    };
+    // The source emits every record in one read, a batch each (batchSize 1); the consumer works 1.5 ms on each.
+    const source = defineConnector<number, never>({
+      name: 'quick',
+      source: {
+        createReader: () => ({
+          read: (out) => {
+            for (let n = 0; n < READS; n++) out.collect(n);
+            return 'END';
+          },
+        }),
+      },
+    });
+    let seen = 0;
+    await runJob(
+      defineJob({ name: 'busy-consumer', version: '1' }, (env) =>
+        env
+          .fromSource(source)
+          .keyBy(() => 1)
+          .process<number>({
+            processElement: (v, _ctx, out) => {
+              // Turns are counted while the consumer works, not while the job starts or ends.
+              if (seen++ === 0) {
+                counting = true;
+                setImmediate(tick);
+              }
+              busy(1.5);
+              if (seen === READS) counting = false;
+              out.collect(v);
+            },
+          })
+          .collect(),
+      ),
+      { batchSize: 1 },
+    );
+    assert.equal(seen, READS);
+    // 60 ms of work in 40 batches: giving way after each would turn the loop ~40 times; yields, ~6.
+    assert.ok(turns <= READS / 3, `the event loop turned ${turns} times over ${READS} records of 1.5 ms each`);
   });
 });
