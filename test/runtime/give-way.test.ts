@@ -13,14 +13,32 @@ function busy(ms: number): void {
 
 const READS = 40;
 
+/** Counts the event loop's turns between start() and stop() (a setImmediate chain that ends at stop). */
+function loopTurns(): { start(): void; stop(): void; readonly count: number } {
+  let count = 0;
+  let counting = false;
+  const tick = (): void => {
+    if (!counting) return;
+    count++;
+    setImmediate(tick);
+  };
+  return {
+    start() {
+      counting = true;
+      setImmediate(tick);
+    },
+    stop() {
+      counting = false;
+    },
+    get count() {
+      return count;
+    },
+  };
+}
+
 describe('a busy task gives way', () => {
   test('every millisecond the event loop turns, and records still leave in batches', async () => {
-    let turns = 0;
-    let counting = true;
-    const tick = (): void => {
-      turns++;
-      if (counting) setImmediate(tick);
-    };
+    const turns = loopTurns();
     // Each read works 1.5 ms and emits one record, never waiting: only the task's own yields let the loop turn.
     const source = defineConnector<number, never>({
       name: 'busy',
@@ -39,36 +57,30 @@ describe('a busy task gives way', () => {
     });
     // The turn each record reached its consumer in: records of one batch arrive in one turn.
     const arrivedIn: number[] = [];
-    setImmediate(tick);
+    turns.start();
     try {
       await runJob(
         defineJob({ name: 'give-way', version: '1' }, (env) =>
           env
             .fromSource(source)
             .keyBy(() => 1)
-            .process<number>({ processElement: (v, _ctx, out) => (arrivedIn.push(turns), out.collect(v)) })
+            .process<number>({ processElement: (v, _ctx, out) => (arrivedIn.push(turns.count), out.collect(v)) })
             .collect(),
         ),
       );
     } finally {
-      counting = false;
+      turns.stop();
     }
     assert.equal(arrivedIn.length, READS);
     // Without giving way the loop turned once per 10 ms of reading: ~6 times in 60 ms.
-    assert.ok(turns >= READS * 0.9, `the event loop turned ${turns} times over ${READS} reads of 1.5 ms each`);
+    assert.ok(turns.count >= READS * 0.9, `the event loop turned ${turns.count} times over ${READS} reads of 1.5 ms each`);
     // Sent at every turn, each record would arrive in a turn of its own.
     const batches = new Set(arrivedIn).size;
     assert.ok(batches <= READS / 3, `${READS} records arrived in ${batches} turns: partly filled batches left at every turn`);
   });
 
   test('a busy task with inputs does not: it turns the loop at its ten-millisecond yields', async () => {
-    let turns = 0;
-    let counting = false;
-    const tick = (): void => {
-      if (!counting) return;
-      turns++;
-      setImmediate(tick);
-    };
+    const turns = loopTurns();
     // The source emits every record in one read, a batch each (batchSize 1); the consumer works 1.5 ms on each.
     const source = defineConnector<number, never>({
       name: 'quick',
@@ -82,29 +94,30 @@ describe('a busy task gives way', () => {
       },
     });
     let seen = 0;
-    await runJob(
-      defineJob({ name: 'busy-consumer', version: '1' }, (env) =>
-        env
-          .fromSource(source)
-          .keyBy(() => 1)
-          .process<number>({
-            processElement: (v, _ctx, out) => {
-              // Turns are counted while the consumer works, not while the job starts or ends.
-              if (seen++ === 0) {
-                counting = true;
-                setImmediate(tick);
-              }
-              busy(1.5);
-              if (seen === READS) counting = false;
-              out.collect(v);
-            },
-          })
-          .collect(),
-      ),
-      { batchSize: 1 },
-    );
+    try {
+      await runJob(
+        defineJob({ name: 'busy-consumer', version: '1' }, (env) =>
+          env
+            .fromSource(source)
+            .keyBy(() => 1)
+            .process<number>({
+              processElement: (v, _ctx, out) => {
+                // Turns are counted while the consumer works, not while the job starts or ends.
+                if (seen++ === 0) turns.start();
+                busy(1.5);
+                if (seen === READS) turns.stop();
+                out.collect(v);
+              },
+            })
+            .collect(),
+        ),
+        { batchSize: 1 },
+      );
+    } finally {
+      turns.stop();
+    }
     assert.equal(seen, READS);
     // 60 ms of work in 40 batches: giving way after each would turn the loop ~40 times; yields, ~6.
-    assert.ok(turns <= READS / 3, `the event loop turned ${turns} times over ${READS} records of 1.5 ms each`);
+    assert.ok(turns.count <= READS / 3, `the event loop turned ${turns.count} times over ${READS} records of 1.5 ms each`);
   });
 });
