@@ -11,54 +11,59 @@ export type Delivery = 'at-most-once' | 'at-least-once' | 'exactly-once';
 export interface ConnectorCapabilities {
   name: string;
   description: string;
+  /** `parallel`: whether it runs at any parallelism (the connector's own `parallelSource`, see index.ts). */
   source?: { delivery: Delivery; replayable: boolean; offsetModel: string; parallel: boolean };
   /**
    * `delivery` is the best the sink gives; where an option chooses (Kafka's `delivery`), `choice` names
-   * it and the level it gives when absent.
+   * it and the level it gives when absent. `positionalIds`: the sink names each record by its position
+   * in its input unless the option is set, which is exact only when a replay repeats that order.
    */
-  sink?: { delivery: Delivery; transactional: boolean; choice?: { option: string; default: Delivery } };
+  sink?: { delivery: Delivery; transactional: boolean; choice?: { option: string; default: Delivery }; positionalIds?: { unlessOption: string } };
   tls: boolean;
 }
 
-export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = [
+/** What each connector declares; `source.parallel` is derived from the connector object (index.ts). */
+export type DeclaredCapabilities = Omit<ConnectorCapabilities, 'source'> & { source?: Omit<NonNullable<ConnectorCapabilities['source']>, 'parallel'> };
+
+export const DECLARED_CAPABILITIES: readonly DeclaredCapabilities[] = [
   { name: 'blackhole', description: 'discards every record (benchmarks)', sink: { delivery: 'exactly-once', transactional: false }, tls: false },
   {
     name: 'datagen',
     description: 'generated rows from field specs, seeded, optionally paced',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'row index per subtask', parallel: true },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'row index per subtask' },
     tls: false,
   },
   {
     name: 'file',
     description: 'JSON lines or text; a sink whose parts become visible when the checkpoint after them completes',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'file and line', parallel: true },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'file and line' },
     sink: { delivery: 'exactly-once', transactional: true },
     tls: false,
   },
   {
     name: 'kafka',
     description: 'Apache Kafka topics: partitions split over subtasks; a sink at-least-once, or exactly-once with a transaction per checkpoint',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'offset per partition', parallel: true },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'offset per partition' },
     sink: { delivery: 'exactly-once', transactional: true, choice: { option: 'delivery', default: 'at-least-once' } },
     tls: false,
   },
   {
     name: 'nats',
     description: 'NATS JetStream: a stream replayed from a sequence; a sink deduplicated by message id (within the stream duplicate_window)',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'stream sequence', parallel: false },
-    sink: { delivery: 'exactly-once', transactional: false },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'stream sequence' },
+    sink: { delivery: 'exactly-once', transactional: false, positionalIds: { unlessOption: 'messageIdField' } },
     tls: false,
   },
   {
     name: 'nexmark',
     description: 'the Nexmark benchmark events (people, auctions, bids)',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'event index', parallel: true },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'event index' },
     tls: false,
   },
   {
     name: 'postgres',
     description: 'PostgreSQL: a bounded scan split by key range; a sink that inserts or upserts, exactly-once by two-phase commit',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'last key of a key range', parallel: true },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'last key of a key range' },
     sink: { delivery: 'exactly-once', transactional: true, choice: { option: 'delivery', default: 'at-least-once' } },
     tls: true,
   },
@@ -66,7 +71,7 @@ export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = [
   {
     name: 'sequence',
     description: 'the integers of a range (fromSequence)',
-    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'next number', parallel: true },
+    source: { delivery: 'exactly-once', replayable: true, offsetModel: 'next number' },
     tls: false,
   },
 ];
@@ -79,7 +84,7 @@ const INTERNAL = new Set(['elements', 'collect']);
  * (one passed as an object travels in the job module). Returns one line per operator that does not.
  */
 export function unknownConnectors(operators: readonly { name: string; options: Record<string, unknown> }[]): string[] {
-  const known = new Set(BUILTIN_CAPABILITIES.map((c) => c.name));
+  const known = new Set(DECLARED_CAPABILITIES.map((c) => c.name));
   const out: string[] = [];
   for (const op of operators) {
     const name = op.options.connector;
@@ -104,7 +109,7 @@ export interface JobGuarantee {
  */
 export function jobGuarantee(operators: readonly { name: string; type: string; options: Record<string, unknown> }[], checkpointing: boolean, regionRetries: number): JobGuarantee {
   if (!checkpointing) return { level: regionRetries > 0 ? 'at-least-once' : 'at-most-once', limitedBy: 'no checkpoint directory (--checkpoint-dir)' };
-  const caps = new Map(BUILTIN_CAPABILITIES.map((c) => [c.name, c]));
+  const caps = new Map(DECLARED_CAPABILITIES.map((c) => [c.name, c]));
   let best: JobGuarantee = { level: 'exactly-once', limitedBy: '' };
   for (const op of operators) {
     const name = op.options.connector;
@@ -118,7 +123,7 @@ export function jobGuarantee(operators: readonly { name: string; type: string; o
 }
 
 /** The guarantee one side of a connector gives with these options. */
-function deliveryOf(c: ConnectorCapabilities | undefined, side: 'source' | 'sink', options: Record<string, unknown>): Delivery | undefined {
+function deliveryOf(c: DeclaredCapabilities | undefined, side: 'source' | 'sink', options: Record<string, unknown>): Delivery | undefined {
   if (side === 'source') return c?.source?.delivery;
   const choice = c?.sink?.choice;
   if (!choice) return c?.sink?.delivery;
@@ -135,7 +140,7 @@ export function keepsConnectorState(op: { type: string; options: Record<string, 
   const name = op.options.connector;
   if (typeof name !== 'string' || INTERNAL.has(name) || op.options.connectorInJob === true) return false;
   if (op.type === 'source') return true;
-  const c = BUILTIN_CAPABILITIES.find((x) => x.name === name);
+  const c = DECLARED_CAPABILITIES.find((x) => x.name === name);
   return op.type === 'sink' && c?.sink?.transactional === true && deliveryOf(c, 'sink', op.options) === 'exactly-once';
 }
 

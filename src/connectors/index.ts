@@ -4,7 +4,7 @@
  * @example
  * env.fromSource('datagen', { count: 100, seed: 7 }).sinkTo('file', { path: '/tmp/out' });
  */
-import type { Connector } from '../sdk/index.js';
+import { installNamedConnectors, type Connector } from '../sdk/index.js';
 import { blackhole } from './blackhole/index.js';
 import { datagen } from './datagen/index.js';
 import { file } from './file/index.js';
@@ -14,6 +14,7 @@ import { nexmark } from './nexmark/index.js';
 import { postgres } from './postgres/index.js';
 import { printConnector } from './print/index.js';
 import { sequence } from './sequence/index.js';
+import { DECLARED_CAPABILITIES, type ConnectorCapabilities } from './capabilities.js';
 
 export { blackhole } from './blackhole/index.js';
 export { datagen, datagenRow, DatagenOptions, type DatagenField } from './datagen/index.js';
@@ -34,7 +35,7 @@ export { postgres, PostgresSinkOptions, PostgresSourceOptions } from './postgres
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
-export { BUILTIN_CAPABILITIES, guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
+export { guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
 
 /**
  * Why an operator cannot be restored at another parallelism because of its connector, or undefined when
@@ -73,3 +74,13 @@ export function builtinConnectors(stdout: (text: string) => void | Promise<void>
     ['sequence', sequence as Connector],
   ]);
 }
+
+// A job that names a built-in connector by string is planned with the connector itself (sdk/named-connectors.ts).
+const NAMED = builtinConnectors(() => undefined);
+installNamedConnectors((name) => NAMED.get(name));
+
+/** What each built-in connector promises (`GET /api/v1/connectors`, `clink connectors`): as declared, with what its object says. */
+export const BUILTIN_CAPABILITIES: readonly ConnectorCapabilities[] = DECLARED_CAPABILITIES.map((c) => ({
+  ...c,
+  ...(c.source ? { source: { ...c.source, parallel: NAMED.get(c.name)?.parallelSource !== false } } : {}),
+})) as ConnectorCapabilities[];

@@ -6,7 +6,10 @@ import { describeIssues, formatPath } from '../util/index.js';
 export function parseOptions<S extends z.ZodType>(connector: string, schema: S, options: unknown): z.infer<S> {
   const { connector: _name, ...rest } = (options ?? {}) as Record<string, unknown>;
   const r = schema.safeParse(rest);
-  if (!r.success) throw new ConnectorError(`${connector}: invalid options:\n${describeIssues(r.error.issues, rest, (path) => (path.length > 0 ? `option ${formatPath(path)}` : 'options'))}`);
+  if (!r.success) {
+    const issues = describeIssues(r.error.issues, rest, (path) => (path.length > 0 ? `option ${formatPath(path)}` : ''), schema);
+    throw new ConnectorError(`${connector}: invalid options:${r.error.issues.length === 1 ? ' ' : '\n'}${issues}`);
+  }
   return r.data;
 }
 

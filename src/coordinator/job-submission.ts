@@ -19,7 +19,7 @@ import type { CachedModule, JobState } from './job-state.js';
 import { countChannels } from './job-views.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { checkRestore } from './restore-gate.js';
-import { autoscaleFindings, refuseOnErrors } from '../lint/index.js';
+import { autoscaleFindings, connectorFindings, refuseOnErrors } from '../lint/index.js';
 import { newJobAutoscale } from './autoscaler.js';
 import type { SlotWaiter } from './slot-waiter.js';
 
@@ -77,6 +77,8 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   // A connector this build does not have is refused here, not found out by a worker.
   const unknown = unknownConnectors(spec.operators);
   if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
+  // Options, parallelism and replay order of the built-in connectors, as the lint checks them.
+  refuseOnErrors(connectorFindings(spec, plan));
   // The guarantee gate: a job that asks for more than its connectors and checkpointing can give is refused.
   const guarantee = jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries);
   const short = guaranteeRefusal(spec.job.guarantee, guarantee);

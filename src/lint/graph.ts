@@ -5,6 +5,7 @@
  */
 import { guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors } from '../connectors/index.js';
 import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, slotNeed, specProblems, type JobGraphSpec, type OperatorSpec, type PhysicalPlan } from '../plan/index.js';
+import { connectorFindings } from './connectors.js';
 import { lintError, lintWarning, type Finding } from './finding.js';
 
 export interface GraphLintOptions {
@@ -33,6 +34,7 @@ export function jobGraphFindings(spec: JobGraphSpec, o: GraphLintOptions): Findi
     if (!aboveKeyGroups.includes(message)) out.push(lintError('graph-structure', message, 'CLINK_ERR_PLAN'));
   }
   for (const m of unknownConnectors(spec.operators)) out.push(lintError('unknown-connector', m, 'CLINK_ERR_CONNECTOR'));
+  out.push(...connectorFindings(spec, plan));
   const short = guaranteeRefusal(spec.job.guarantee, jobGuarantee(spec.operators, o.checkpointing, o.regionRetries));
   if (short) out.push(lintError('guarantee', short, 'CLINK_ERR_CONNECTOR'));
   if (plan && o.availableSlots !== undefined) {

@@ -11,5 +11,6 @@ export { errorsOf, formatFindings, lintError, lintWarning, refuseOnErrors, type 
 export { checkpointSettingsFindings, timerFinding, type CheckpointSettings } from './settings.js';
 export { coordinatorConfigFindings, flagOf, roleFindings, workerConfigFindings, type CoordinatorLintConfig, type WorkerLintConfig } from './node.js';
 export { autoscaleFindings, jobGraphFindings, type GraphLintOptions } from './graph.js';
+export { connectorFindings } from './connectors.js';
 export { determinismFindings, firstDifference } from './determinism.js';
 export { jobFindings, type JobCheckInput } from './job.js';

@@ -2,13 +2,13 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "f588af56f8c1d7260fe15039d020da50b24c7211c36eeaa7d0bf31ed3ed348a1",
+  "fingerprint": "5be8f474e10ca2922166af149b8d44164964383a6fa33f313ec1e067070fc806",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
-    "connectors/capabilities.d.ts": "9e371aa2439297a86b6678aeb7bb0906957592ca09d844283d13f89c01ebef00",
+    "connectors/capabilities.d.ts": "5da864eb1cd2479c022ed3d05c5b30842651ef9ee7a3588e74582b8ad9c89066",
     "connectors/datagen/index.d.ts": "a268eec876ee8f3022b6a521457475cac56d3b55432ce494a850001093768fa3",
     "connectors/file/index.d.ts": "36a723fd52c1a35373a08ccded131d6bdb7c4bea77c22d78425c536fef50fa74",
-    "connectors/index.d.ts": "df82b986b3d65656a0abb78dce1968bfb880063dd871ac951479a98a3a561fd5",
+    "connectors/index.d.ts": "20d716fc95a7e390754e926b0839778b59fc6a5574f80c249e77c0e859fa9003",
     "connectors/kafka/index.d.ts": "1eae17db6eb1e97ac4a51dc82f017e4b883569410f851d19ef670d3fd2e2202e",
     "connectors/kafka/options.d.ts": "18c95c5f64028f7407725148fbe45427789f1d6c5d2528ffabc453d25943fd52",
     "connectors/kafka/partitions.d.ts": "f1f96759dbd42e88e6aa1ff92f185d8c1c7d3e9a6d14e7ac6f89ccdf58996e5d",
@@ -27,17 +27,17 @@ export const SDK_MANIFEST = {
     "connectors/sequence/index.d.ts": "355bc675899afaf5b70509fb2fd91ae7debe35759b06134857961a7f876a3fce",
     "errors.d.ts": "16910f4d7bf6dbb4d983e59c436f461fcc3a8f9b673dc4842ba9598801f59f7f",
     "index.d.ts": "5d6b0bacd7d2fbed5b3930b1716597f0df0f2b164ee17ebe6eb289b8705c6390",
-    "plan/index.d.ts": "bd649da7ab204f57c5dbb063b395b4e2a268e5f9139e2ea436f44d27ddcf86be",
+    "plan/index.d.ts": "adb645e693f187a6b2b5039487fcf50e77c744fde61ef750cbfa570fd67e8942",
     "plan/keygroups.d.ts": "350e750bf1b1ac5030ec5271686adc1759a7e73f284c661b2122f62309be276b",
     "plan/planner.d.ts": "8e43da9b5aca9b10c5bb33d7e4dd1196740b619a73e151ee039896eeddb1891a",
     "plan/pre-aggregation.d.ts": "738cd48c58d4ab7fc75486b5485c4e6f2816f977bb205cef5ee842e711954938",
     "plan/slots.d.ts": "3d5312ec8b24de9353c121e489fa9b65aa05e98ac81433721dd6d6634d298cb5",
     "plan/spec.d.ts": "bb75aa7cd070baba78bf6ae5a6993f9ab463354e2f8f805b82d61c9330d6fac6",
-    "plan/topology.d.ts": "abda10fea25ce3e662c509bb3f8e5f78aed53af6dd14422df77aa92a5ac1de1a",
+    "plan/topology.d.ts": "2cb86de029724a09151cb419289d27543693ac06923bf63ba09044757709854e",
     "runtime/aligner.d.ts": "21ba6b088c1e0386ed42c1b3b052207a92f9e7c430032c3d9e88096bc1ebd3db",
     "runtime/cutover-gate.d.ts": "5de9918fd45baf3f647e4206bdbbd1c7862bd9fa91046e5983b21ee0b8be1698",
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
-    "runtime/factory.d.ts": "5d72628ee50a91efdceebb982502c2fc9ff89bda653c15e4fc0b6f8dc0d529d0",
+    "runtime/factory.d.ts": "705c73aed59ebbcd86441bdae42af63aecf09fcfb36657163fbd180e000624ac",
     "runtime/index.d.ts": "808249a974949b906e782d9dc7bbe933320cc0c8d1977dc1d300d216071b88c3",
     "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
     "runtime/operator.d.ts": "e7f71180f7572ad0c648b09291e230b753166c87fd87f4f38119d4a5592df634",
@@ -54,8 +54,9 @@ export const SDK_MANIFEST = {
     "sdk/connector.d.ts": "bf38331328cadefef02b8003adb8ce8b8fb7b8ce4c855a1877481ba9201936e5",
     "sdk/env.d.ts": "6c4bcb188b6aa9078d1c8367e9a247493c1de153f0a7401ca4d3fd9df8f1991b",
     "sdk/graph.d.ts": "42d687441c50a41a8c73bec5a0aad63c51fb480771a43f89786577247319513f",
-    "sdk/index.d.ts": "0fa22d3a80f90a5bbd4a85ac843d9b035fc5be9e1e04f401509b670a2ab995c2",
+    "sdk/index.d.ts": "e2d7d5557af42d7bedc9e47abcbd780b48e07c9c1e55ff37ca305d4a8c021742",
     "sdk/job.d.ts": "3dd08ffd1cc73037c31659fd7bf2931b350b76425c4bff4c4a328cf5e456b5a5",
+    "sdk/named-connectors.d.ts": "e4ce086377dac19331a8e4c44d912205bc10e5698a37e55cb5e0ca20a29ba46d",
     "sdk/stream.d.ts": "ed04ec077f2eb83eac2936312d05229111147e695edae19852c2e24b3581fa53",
     "sdk/types.d.ts": "906e2d9574193892c5c98c242c80023b642b1df1fd8c3778460828461de3432d",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
@@ -77,6 +78,6 @@ export const SDK_MANIFEST = {
     "util/secret.d.ts": "74382bfda34bb2a585205bb59143c7b29b891ffad507e93ef914be4457a134b9",
     "util/threads.d.ts": "4457c28341420b09a1de04e187a93e9dcd77620d4db10cf14390e061fb761694",
     "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",
-    "util/validation.d.ts": "fd4839ba6956abfbdabb661fe3755a6d6a16b3c93901f269475b6418a4644bfd"
+    "util/validation.d.ts": "c473297030bb0de81853199adb57c93518b496dfe99682b802a2da37d4b80e9b"
   }
 } as const;

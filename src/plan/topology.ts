@@ -85,3 +85,29 @@ export function channelNumber(plan: PhysicalPlan, edgeIndex: number, upstreamSub
   return i;
 }
 
+
+/**
+ * Why a replay from a checkpoint may deliver the records reaching `operatorId` in another order than
+ * the run before it, or undefined when it repeats it (given deterministic user functions). A subtask
+ * reads one input in order; it merges several channels in whatever order their batches arrive, and a
+ * REBALANCE edge deals records out from a position a restore does not keep. Every task upstream counts.
+ */
+export function replayOrderProblem(plan: PhysicalPlan, operatorId: string): string | undefined {
+  const edges = networkEdges(plan);
+  const seen = new Set<TaskSpec>();
+  const stack = [taskOf(plan, operatorId)];
+  while (stack.length > 0) {
+    const task = stack.pop()!;
+    if (seen.has(task)) continue;
+    seen.add(task);
+    const inputs = edges.filter((e) => e.down === task);
+    let channels = 0;
+    for (const { edge, up } of inputs) {
+      if (edge.kind === 'REBALANCE' && (up.parallelism > 1 || task.parallelism > 1)) return `task '${task.name}' is fed by a REBALANCE edge from '${up.name}'`;
+      channels += edge.kind === 'FORWARD' ? 1 : up.parallelism;
+      stack.push(up);
+    }
+    if (channels > 1) return `each subtask of task '${task.name}' merges ${channels} input channels`;
+  }
+  return undefined;
+}

@@ -1,7 +1,7 @@
 /** Builds operator instances and connector readers/writers from a spec and the job's function table. */
 import { ConnectorError, StateError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
-import type { Connector, OperatorFunctions, SinkWriter, SourceContext, SourceReader } from '../sdk/index.js';
+import { connectorOptions, type Connector, type OperatorFunctions, type SinkWriter, type SourceContext, type SourceReader } from '../sdk/index.js';
 import type { OperatorContext, StreamOperator } from './operator.js';
 import { resolveSecrets } from './secrets.js';
 import {
@@ -50,8 +50,7 @@ export function validateConnectors(
     const c = connectorOf(spec, functions.get(spec.id) ?? {}, registry, side);
     const factory = c[side]!;
     // Secrets are read here, where the connector runs, into a copy: the spec keeps the reference.
-    const { connectorInJob: _, connectorRescalable: __, ...declared } = spec.options;
-    const options = resolveSecrets(declared, spec.name);
+    const options = resolveSecrets(connectorOptions(spec.options), spec.name);
     validated.set(spec.id, factory.validate ? factory.validate(options) : options);
   }
   return validated;

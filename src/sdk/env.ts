@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { Connector } from './connector.js';
 import { checkParallelism, type GraphBuilder } from './graph.js';
+import { checkConnectorOptions, namedConnector } from './named-connectors.js';
 import { DataStream } from './stream.js';
 
 /** What a job's build function receives: sources, parameters and job-wide settings. */
@@ -57,26 +58,21 @@ export class JobEnvironment {
     if (typeof name !== 'string' || name.length === 0) {
       throw new InvalidArgumentError(`fromSource() expects a connector name or object, got ${String(connector)}`);
     }
-    let opts = options;
-    if (typeof connector === 'object') {
-      if (!connector.source) throw new InvalidArgumentError(`connector '${name}' has no source side`);
-      if (connector.source.validate) opts = connector.source.validate(options) as Record<string, unknown>;
-    }
-    const node = this.graph.addOperator(
-      'source',
-      typeof connector === 'object' ? { connector: connector as Connector } : {},
-      {
-        // connectorInJob: the connector travels in the job module (the submit gate does not look it up by name).
-        // connectorRescalable: likewise, that it can redistribute its positions (a restore at another parallelism).
-        options: {
-          connector: name,
-          ...opts,
-          ...(typeof connector === 'object' ? { connectorInJob: true } : {}),
-          ...(typeof connector === 'object' && connector.parallelSource === false ? { nonParallel: true } : {}),
-          ...(typeof connector === 'object' && connector.source!.rescale ? { connectorRescalable: true } : {}),
-        },
-      },
-    );
+    const inJob = typeof connector === 'object';
+    // A built-in named by string is checked as the same object would be; its spec keeps the options as written.
+    const c = inJob ? connector : namedConnector(name);
+    if (c && !c.source) throw new InvalidArgumentError(`connector '${name}' has no source side`);
+    const node = this.graph.addOperator('source', inJob ? { connector: connector as Connector } : {}, { options: {} });
+    const opts = c?.source ? checkConnectorOptions(c.source, options, node.name) : options;
+    // connectorInJob: the connector travels in the job module (the submit gate does not look it up by name).
+    // connectorRescalable: likewise, that it can redistribute its positions (a restore at another parallelism).
+    node.options = {
+      connector: name,
+      ...(inJob ? opts : options),
+      ...(inJob ? { connectorInJob: true } : {}),
+      ...(c?.parallelSource === false ? { nonParallel: true } : {}),
+      ...(inJob && connector.source!.rescale ? { connectorRescalable: true } : {}),
+    };
     return new DataStream<T>(this.graph, node);
   }
 }

@@ -28,6 +28,7 @@ export {
 export { Windows, type WindowAssigner } from './windows.js';
 export type { OperatorFunctions } from './graph.js';
 export { defineConnector } from './connector.js';
+export { connectorOptions, installNamedConnectors, namedConnector } from './named-connectors.js';
 export type {
   Connector,
   SourceFactory,

@@ -2,6 +2,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { Connector } from './connector.js';
 import { checkFunction, checkMethod, checkParallelism, type GraphBuilder, type OpNode, type PendingEdgeKind } from './graph.js';
+import { checkConnectorOptions, namedConnector } from './named-connectors.js';
 import type {
   AggregateFunction,
   CoProcessFunction,
@@ -210,13 +211,16 @@ export class DataStream<T> extends OperatorHandle {
   /** Write to a connector's sink, by name (`'file'`) or object. */
   sinkTo(connector: string | Connector, options: Record<string, unknown> = {}): DataSink {
     const name = typeof connector === 'string' ? connector : connector.name;
-    if (typeof connector === 'object') {
-      if (!connector.sink) throw new InvalidArgumentError(`connector '${name}' has no sink side`);
-      if (connector.sink.validate) options = connector.sink.validate(options) as Record<string, unknown>;
-    }
+    const inJob = typeof connector === 'object';
+    // A built-in named by string is checked as the same object would be; its spec keeps the options as written.
+    const c = inJob ? connector : namedConnector(name);
+    if (c && !c.sink) throw new InvalidArgumentError(`connector '${name}' has no sink side`);
+    const sink = this.sink(name, {}, inJob ? { connector } : {});
+    const node = sink.node;
+    const opts = c?.sink ? checkConnectorOptions(c.sink, options, node.name) : options;
     // connectorRescalable: the rescale gate cannot look a job's own connector up, so the spec says it.
-    const inJob = typeof connector === 'object' ? { connectorInJob: true, ...(connector.sink!.rescalable === true ? { connectorRescalable: true } : {}) } : {};
-    return this.sink(name, { connector: name, ...options, ...inJob }, typeof connector === 'object' ? { connector } : {});
+    node.options = { connector: name, ...(inJob ? opts : options), ...(inJob ? { connectorInJob: true, ...(connector.sink!.rescalable === true ? { connectorRescalable: true } : {}) } : {}) };
+    return sink;
   }
 
   /** Collect results for the caller of a local run, under `name`: `result.collected[name]`. */

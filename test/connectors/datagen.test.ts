@@ -59,8 +59,10 @@ describe('datagen', () => {
   test('bad options are refused with the option named', async () => {
     await assert.rejects(
       collect((env) => env.fromSource('datagen', { count: -1, fields: { a: { kind: 'int', min: 'x' } } }).collect()),
-      (e: Error) => e.message === 'datagen: invalid options:\noption count: expected >= 0, got -1\noption fields.a.min: expected a number, got "x"',
+      (e: Error) => e.message === "operator '_inline_source_0': datagen: invalid options:\noption count: expected >= 0, got -1\noption fields.a.min: expected a number, got \"x\"",
     );
-    await assert.rejects(collect((env) => env.fromSource('datagen', { rows: 3 }).collect()), /^ConnectorError: datagen: invalid options:\noptions: unknown key "rows"$/);
+    await assert.rejects(collect((env) => env.fromSource('datagen', { rows: 3 }).collect()), /^ConnectorError: operator '_inline_source_0': datagen: invalid options: unknown key "rows"; known: count, rowsPerSecond, seed, fields$/);
+    // A misspelt key names the one it most likely means.
+    await assert.rejects(collect((env) => env.fromSource('datagen', { rowsPerSec: 3 }).collect()), /unknown key "rowsPerSec" \(did you mean "rowsPerSecond"\?\)/);
   });
 });

@@ -63,7 +63,7 @@ describe('the connector gate', () => {
   test('a sink whose delivery is an option gives what the option chooses: Kafka and PostgreSQL at-least-once unless asked for exactly-once', () => {
     const ops = (build: Parameters<typeof defineJob>[1]) => buildJob(defineJob({ name: 'g', version: '1' }, build)).spec.operators;
     const kafka = (delivery?: string) =>
-      ops((env) => void env.fromSource('kafka', { bootstrapServers: 'k:9092', topic: 'in' }).sinkTo('kafka', { bootstrapServers: 'k:9092', topic: 'out', ...(delivery ? { delivery } : {}) }).name('to kafka'));
+      ops((env) => void env.fromSource('kafka', { bootstrapServers: 'k:9092', topic: 'in' }).sinkTo('kafka', { bootstrapServers: 'k:9092', topic: 'out', ...(delivery ? { delivery, transactionalIdPrefix: 'to-kafka' } : {}) }).name('to kafka'));
     assert.deepEqual(jobGuarantee(kafka(), true, 0), { level: 'at-least-once', limitedBy: "sink 'to kafka' (connector kafka)" });
     assert.deepEqual(jobGuarantee(kafka('exactly-once'), true, 0), { level: 'exactly-once', limitedBy: '' });
     const pg = ops((env) => void env.fromSequence(1, 3).sinkTo('postgres', { connectionString: 'postgres://h/db', table: 't' }).name('to pg'));

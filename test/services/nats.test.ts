@@ -27,6 +27,15 @@ describe('nats connector', () => {
     await assert.rejects(runJob(defineJob({ name: 'x', version: '1' }, (env) => void env.fromSource('nats', { servers: server, stream: 'NO_SUCH', bounded: true }).collect())), /stream 'NO_SUCH' not found.*create it first/);
   });
 
+  test('named by string in a job at parallelism 4, the source runs once and reads its stream once', async () => {
+    const server = natsServer();
+    const stream = streamName('p4');
+    await createStream(server, stream);
+    await publishJson(server, `${stream}.a`, Array.from({ length: 500 }, (_, id) => ({ id })));
+    const read = await collect<{ id: number }>((env) => env.fromSource<NatsRecord<{ id: number }>>('nats', { servers: server, stream, bounded: true }).map((m) => m.value).collect(), { parallelism: 4 });
+    assert.deepEqual(read.map((r) => r.id).sort((a, b) => a - b), Array.from({ length: 500 }, (_, i) => i), 'each message once (four subtasks each read it all before)');
+  });
+
   test(`the sink exactly once by message id: kill -9 of a worker three times at random moments (seed ${SEED})`, { timeout: 180_000 }, async (t) => {
     const server = natsServer();
     const random = prng(SEED);

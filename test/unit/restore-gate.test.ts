@@ -72,7 +72,7 @@ describe('the restore gate', () => {
 
   test('another parallelism is refused, naming the connector, for a task whose connector cannot divide its state', () => {
     const pg = (env: JobEnvironment) =>
-      env.fromSource('postgres', { connection: 'postgres://x', table: 't', keyColumn: 'id' }).keyBy((x) => String(x)).count().uid('counts').collect();
+      env.fromSource('postgres', { connectionString: 'postgres://x', table: 't', keyColumn: 'id' }).keyBy((x) => String(x)).count().uid('counts').collect();
     assert.throws(() => checkRestore(checkpointOf(plan('j', pg, 2), 'j'), plan('j', pg, 3), 'j', false), {
       code: 'CLINK_ERR_PLAN',
       message: /^restore layout differs: checkpoint 7 holds state for 4 subtasks, the plan deploys 6 \(task _inline_source_0 at 2, the plan 3: source '.*' \(connector postgres\) cannot divide its positions among another number of subtasks\); submit those at the parallelism the checkpoint was taken at$/,
