@@ -11,6 +11,7 @@ import {
   makeMessage,
   type Message,
 } from '../src/protocol/index.js';
+import { NO_CHECKPOINTS } from '../src/client/index.js';
 
 export interface ThroughputResult {
   name: string;
@@ -49,7 +50,7 @@ function measure(name: string, enc: () => Buffer, dec: (b: Buffer) => unknown): 
   return { name, bytes: sample.length, encodePerSec: median(e), decodePerSec: median(d) };
 }
 
-const checkpoint = { checkpointDir: '/ckpt', intervalMs: 10_000, restoreFromDir: '', restoreFromCheckpointId: 0, maxRestartsOnWorkerLoss: -1, alignment: 'aligned' as const, stateBackendUri: '', checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false };
+const checkpoint = { ...NO_CHECKPOINTS, checkpointDir: '/ckpt', intervalMs: 10_000 };
 const deploy: Message = makeMessage('Deploy', {
   jobId: 'job-7f3a',
   jobName: 'sensor-stats',

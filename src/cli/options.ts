@@ -47,6 +47,7 @@ export type CheckpointFlags = {
   restoreFromDir?: string;
   restoreFromCheckpointId: number;
   allowNonRestoredState: boolean;
+  allowDuplicatesOnFallback: boolean;
   guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
 };
 
@@ -72,6 +73,10 @@ export const checkpointOptions = (): Option[] => [
   new Option('--restore-from-dir <dir>', "restore from a checkpoint: a job's marker directory, or a checkpoint directory holding one job"),
   new Option('--restore-from-checkpoint-id <id>', 'the checkpoint to restore (default: the newest completed)').argParser(nonNegativeInt).default(0),
   new Option('--allow-non-restored-state', 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)').default(false),
+  new Option(
+    '--allow-duplicates-on-fallback',
+    'when the newest checkpoint is damaged, restore from an older one even though transactional sinks may have made visible what came after it (it is written again): the job is at-least-once',
+  ).default(false),
   new Option('--guarantee <level>', "the delivery guarantee the job needs end to end; a submit that cannot give it is refused, naming what limits it [default: defineJob's guarantee, or none]").choices([
     'at-most-once',
     'at-least-once',
@@ -96,6 +101,7 @@ export function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     restoreFromDir: o.restoreFromDir ?? '',
     restoreFromCheckpointId: o.restoreFromCheckpointId,
     allowNonRestoredState: o.allowNonRestoredState,
+    allowDuplicatesOnFallback: o.allowDuplicatesOnFallback,
   };
 }
 

@@ -66,6 +66,7 @@ export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   checkpointsRetained: 1,
   maxRestarts: -1,
   allowNonRestoredState: false,
+  allowDuplicatesOnFallback: false,
 };
 
 /** The SubmitJob a submit sends: with the module's bytes, or its hash alone (the receiver may hold it). */

@@ -29,6 +29,7 @@ export const SUBMIT_PARAMETERS = {
   restore_from_dir: { flag: '--restore-from-dir', parse: text, doc: "restore from a checkpoint or savepoint directory" },
   restore_from_checkpoint_id: { flag: '--restore-from-checkpoint-id', parse: wholeNumber(0), doc: 'the checkpoint to restore (0: the newest completed)' },
   allow_non_restored_state: { flag: '--allow-non-restored-state', parse: booleanText, doc: 'restore even though the checkpoint holds state for operators the job no longer has' },
+  allow_duplicates_on_fallback: { flag: '--allow-duplicates-on-fallback', parse: booleanText, doc: 'fall back past a damaged newest checkpoint even where transactional sinks write again what they committed (at-least-once)' },
   param: { flag: '--param', parse: keyValue, doc: 'a job parameter key=value (repeatable)' },
 } as const;
 
@@ -82,6 +83,7 @@ export function submitSettingsFromQuery(query: Readonly<Record<string, string | 
   set('restoreFromDir', 'restore_from_dir');
   set('restoreFromCheckpointId', 'restore_from_checkpoint_id');
   set('allowNonRestoredState', 'allow_non_restored_state');
+  set('allowDuplicatesOnFallback', 'allow_duplicates_on_fallback');
   return {
     params,
     checkpoint,

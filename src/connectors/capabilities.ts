@@ -107,7 +107,12 @@ export interface JobGuarantee {
  * region retry replays it: at-least-once); with them, the weakest of its sources' and sinks' guarantees
  * on restore. A connector passed as an object declares none: at-least-once.
  */
-export function jobGuarantee(operators: readonly { name: string; type: string; options: Record<string, unknown> }[], checkpointing: boolean, regionRetries: number): JobGuarantee {
+export function jobGuarantee(
+  operators: readonly { name: string; type: string; options: Record<string, unknown> }[],
+  checkpointing: boolean,
+  regionRetries: number,
+  allowDuplicatesOnFallback = false,
+): JobGuarantee {
   if (!checkpointing) return { level: regionRetries > 0 ? 'at-least-once' : 'at-most-once', limitedBy: 'no checkpoint directory (--checkpoint-dir)' };
   const caps = new Map(DECLARED_CAPABILITIES.map((c) => [c.name, c]));
   let best: JobGuarantee = { level: 'exactly-once', limitedBy: '' };
@@ -118,6 +123,11 @@ export function jobGuarantee(operators: readonly { name: string; type: string; o
     const declared = op.options.connectorInJob === true ? undefined : deliveryOf(caps.get(name), side, op.options);
     const level: Delivery = declared ?? 'at-least-once';
     if (RANK[level] < RANK[best.level]) best = { level, limitedBy: `${side} '${op.name}' (connector ${name}${declared ? '' : ', which declares no guarantee'})` };
+  }
+  // A restore older than a checkpoint its transactional sinks committed publishes that span again.
+  const republishing = operators.find((op) => sinkReplayEffect(op) === 'republishes');
+  if (allowDuplicatesOnFallback && republishing && best.level === 'exactly-once') {
+    return { level: 'at-least-once', limitedBy: `--allow-duplicates-on-fallback (a restore older than what sink '${republishing.name}' committed writes that again)` };
   }
   return best;
 }
@@ -142,6 +152,25 @@ export function keepsConnectorState(op: { type: string; options: Record<string, 
   if (op.type === 'source') return true;
   const c = DECLARED_CAPABILITIES.find((x) => x.name === name);
   return op.type === 'sink' && c?.sink?.transactional === true && deliveryOf(c, 'sink', op.options) === 'exactly-once';
+}
+
+/**
+ * What a restore from a checkpoint older than one a sink had committed does to its output: `exact`,
+ * nothing is seen twice (ids the system deduplicates, or output kept in the checkpoint); `republishes`,
+ * what it committed after the older checkpoint is published again (a transactional sink); `rewrites`,
+ * what it wrote after it is written again (an at-least-once sink, or one the job brings).
+ */
+export type ReplayEffect = 'exact' | 'republishes' | 'rewrites';
+
+/** A sink operator's replay effect (see ReplayEffect); undefined for anything else. */
+export function sinkReplayEffect(op: { type: string; options: Record<string, unknown> }): ReplayEffect | undefined {
+  if (op.type !== 'sink') return undefined;
+  const name = op.options.connector;
+  if (typeof name !== 'string' || INTERNAL.has(name)) return 'exact';
+  if (op.options.connectorInJob === true) return 'rewrites';
+  const c = DECLARED_CAPABILITIES.find((x) => x.name === name);
+  if (deliveryOf(c, 'sink', op.options) !== 'exactly-once') return 'rewrites';
+  return c?.sink?.transactional ? 'republishes' : 'exact';
 }
 
 /** Why a job that asks for `wanted` cannot have it (one line naming what limits it), or undefined. */

@@ -35,7 +35,7 @@ export { postgres, PostgresSinkOptions, PostgresSourceOptions } from './postgres
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
-export { guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
+export { guaranteeRefusal, jobGuarantee, keepsConnectorState, sinkReplayEffect, type ReplayEffect, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
 
 /**
  * Why an operator cannot be restored at another parallelism because of its connector, or undefined when

@@ -17,6 +17,7 @@ import { makeMessage, type Message, type MessageOf } from '../protocol/index.js'
 import { checkpointStateDir, jobStateDir } from '../state/index.js';
 import { jobDir, type CompletedMarker } from './checkpoints.js';
 import type { JobState, SubtaskState } from './job-state.js';
+import type { CommitRecord } from './commit-ledger.js';
 import { identityOf } from './restore-gate.js';
 
 type SavepointResult = { ok: boolean; message: string; path: string };
@@ -45,14 +46,18 @@ export type CheckpointedJob = Pick<
   | 'checkpointsCompleted'
   | 'restarts'
   | 'restartsSpent'
+  | 'commits'
+  | 'commitWrite'
 > & { subtasks: Pick<SubtaskState, 'taskId' | 'index' | 'finished'>[] };
 
-/** Checkpoint storage: ids claimed on a record, markers, retention, removal of aborted state. */
+/** Checkpoint storage: ids claimed on a record, markers, retention, removal of aborted state, confirmed commits. */
 export interface CheckpointStorage {
   claimId(dir: string, floor: number): Promise<number>;
   writeMarker(dir: string, marker: CompletedMarker): Promise<void>;
   retain(markerDir: string, stateDir: string, retained: number): Promise<void>;
   removeState(stateDir: string, checkpointId: number): Promise<void>;
+  /** Write the job's COMMITTED record: which checkpoints' commits its sinks have confirmed. */
+  recordCommits(dir: string, record: CommitRecord): Promise<void>;
 }
 
 export interface CheckpointCoordinatorDeps<J extends CheckpointedJob = JobState> {
@@ -207,6 +212,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
       return;
     }
     p.pending.delete(key);
+    if (m.commits) p.committers.add(key);
     p.files[key] = { bytes: m.stateBytes, sha256: m.stateSha256 };
     p.bytes += m.stateBytes;
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
@@ -218,6 +224,37 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
       });
       job.markerWrite = written;
     }
+  }
+
+  /** A worker's subtasks have made visible what they prepared up to checkpoint `m.checkpointId`. */
+  onCommitted(job: J, m: MessageOf<'CheckpointCommitted'>): void {
+    if (m.error) this.deps.log.warn({ jobId: job.id, checkpointId: m.checkpointId }, `job ${job.id}: a commit of checkpoint ${m.checkpointId} failed: ${m.error}`);
+    if (job.commits.confirm(m.checkpointId, m.subtasks)) this.recordCommits(job);
+  }
+
+  /** A subtask ended cleanly: it committed all it had prepared. */
+  onSubtaskEnded(job: J, key: string): void {
+    if (job.commits.ended(key)) this.recordCommits(job);
+  }
+
+  /**
+   * Write the job's COMMITTED record (under its checkpoint directory; none without one), one write at a
+   * time: a write asked for while one is out follows it with the ledger as it then is.
+   */
+  private recordCommits(job: J): void {
+    const dir = job.checkpoint.checkpointDir;
+    if (!dir) return;
+    const write = async (): Promise<void> => {
+      await this.deps.storage.recordCommits(jobDir(dir, job.id), job.commits.record(this.deps.clock.now()));
+    };
+    const previous = job.commitWrite ?? Promise.resolve();
+    const next: Promise<void> = previous
+      .then(write)
+      .catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not record the confirmed commits of job ${job.id}: ${(err as Error).message}`))
+      .finally(() => {
+        if (job.commitWrite === next) job.commitWrite = undefined;
+      });
+    job.commitWrite = next;
   }
 
   /** Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one fails the job. */
@@ -289,6 +326,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
       startedAt: now,
       bytes: 0,
       files: {},
+      committers: new Set(),
       alignmentMs: 0,
       ...(savepoint ? { savepoint } : {}),
       ...(requested ? { requested } : {}),
@@ -315,6 +353,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
       stateBytes: p.bytes,
       files: p.files,
       identity: identityOf(job.plan, job.name),
+      ...(p.committers.size > 0 ? { committers: [...p.committers].sort() } : {}),
     };
     try {
       await this.deps.storage.writeMarker(dir, marker);
@@ -339,6 +378,8 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     const lastRestart = job.restarts.at(-1);
     if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.deployedAt >= this.deps.restartBudgetResetAfterMs) job.restartsSpent = 0;
     log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
+    // Each subtask that prepared something owes a confirmation once it has made it visible.
+    if (job.commits.owe(p.id, p.committers)) this.recordCommits(job);
     this.deps.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
     p.requested?.({ ok: true, message: `checkpoint ${p.id} of job ${job.id} completed` });
     if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });

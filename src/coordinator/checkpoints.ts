@@ -6,6 +6,8 @@
  *   records the subtask set, where the state lives, and each state file's size and SHA-256. A restore
  *   reads it and verifies every file against it before anything is loaded.
  * - `RESTORED`: written by a deploy that continues a run, naming what it restored and its first id.
+ * - `COMMITTED`: every checkpoint up to the one it names has had its commits confirmed by the sinks that
+ *   prepared something for it (commit-ledger.ts); rewritten as that moves.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -17,6 +19,8 @@ import type { MessageOf } from '../protocol/index.js';
 import { checkpointIdOfStateDir, checkpointStateDir, subtaskStateFile } from '../state/index.js';
 import { fencedWrite } from '../ha/index.js';
 import { writeFileDurably, makeDirectory } from '../util/index.js';
+import type { CheckpointStorage } from './checkpoint-coordinator.js';
+import type { CommitRecord } from './commit-ledger.js';
 import type { CheckpointIdentity } from './restore-gate.js';
 
 /** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change (the lint's settings checks). */
@@ -40,6 +44,8 @@ export interface CompletedMarker {
   files?: Record<string, { bytes: number; sha256: string }>;
   /** The job's name, graph hash and task chains (see restore-gate.ts). Absent in older markers. */
   identity?: CheckpointIdentity;
+  /** Subtasks whose snapshot holds what a sink prepared, to be made visible when it completes. Absent: none, or an older marker. */
+  committers?: string[];
 }
 
 /** Bytes before a state file's body: "CLK2", the header length, the body's SHA-256 (see state/file.ts). */
@@ -66,13 +72,38 @@ export async function writeCompletedMarker(dir: string, marker: CompletedMarker)
 }
 
 /**
- * Write `RESTORED`. Under HA (`epoch` > 0) it is a fenced record: a superseded coordinator cannot put
- * an older range over its successor's (FencedError).
+ * Write one of a job's records (`RESTORED`, `COMMITTED`) in its marker directory. Under HA (`epoch` > 0)
+ * it is fenced: a superseded coordinator cannot put its view over its successor's (FencedError).
  */
-export async function writeRestoredRecord(dir: string, record: { restoredFrom: string; checkpointId: number; firstId: number }, epoch = 0): Promise<void> {
+async function writeJobRecord(dir: string, name: 'RESTORED' | 'COMMITTED', record: object, epoch: number): Promise<void> {
   await makeDirectory(dir);
-  if (epoch > 0) await fencedWrite(join(dir, 'RESTORED'), epoch, record);
-  else await writeDurably(join(dir, 'RESTORED'), JSON.stringify(record, null, 2));
+  if (epoch > 0) await fencedWrite(join(dir, name), epoch, record);
+  else await writeDurably(join(dir, name), JSON.stringify(record, null, 2));
+}
+
+/** Write `RESTORED`: what a deploy that continues a run restored, and the first id it numbers. */
+export function writeRestoredRecord(dir: string, record: { restoredFrom: string; checkpointId: number; firstId: number }, epoch = 0): Promise<void> {
+  return writeJobRecord(dir, 'RESTORED', record, epoch);
+}
+
+/** The job's `COMMITTED` record, or undefined when it has none (or it does not parse). */
+export async function readCommitRecord(dir: string): Promise<CommitRecord | undefined> {
+  try {
+    return JSON.parse(await readFile(join(dir, 'COMMITTED'), 'utf8')) as CommitRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Checkpoint storage on a directory every node reads (the coordinator's and a mesh leader's). */
+export function diskCheckpointStorage(epoch = 0): CheckpointStorage {
+  return {
+    claimId: claimCheckpointId,
+    writeMarker: writeCompletedMarker,
+    retain: retainCheckpoints,
+    removeState: removeCheckpointState,
+    recordCommits: (dir, record) => writeJobRecord(dir, 'COMMITTED', record, epoch),
+  };
 }
 
 /**
@@ -114,6 +145,8 @@ export interface RestorePoint {
   /** The marker directory it was found in (a job's, under a checkpoint directory's `_jobs/`). */
   markerDir: string;
   skipped: { checkpointId: number; reason: string }[];
+  /** The newest checkpoint whose commits the directory's COMMITTED record says were confirmed (0: none). */
+  committedThrough: number;
 }
 
 /**
@@ -138,6 +171,7 @@ export async function resolveRestore(dir: string, checkpointId: number): Promise
     throw new ClinkError('CLINK_ERR_PLAN', `restore: no COMPLETED-${checkpointId} in ${markerDir} (completed: ${[...ids].reverse().join(', ')})`);
   }
   const skipped: RestorePoint['skipped'] = [];
+  const committedThrough = (await readCommitRecord(markerDir))?.checkpointId ?? 0;
   for (const id of checkpointId > 0 ? [checkpointId] : ids) {
     const path = join(markerDir, `COMPLETED-${id}`);
     let marker: CompletedMarker;
@@ -148,11 +182,22 @@ export async function resolveRestore(dir: string, checkpointId: number): Promise
       continue;
     }
     const bad = await verifyCheckpoint(marker);
-    if (bad === undefined) return { marker, markerDir, skipped };
+    if (bad === undefined) return { marker, markerDir, skipped, committedThrough };
     skipped.push({ checkpointId: id, reason: bad });
   }
   const why = skipped.map((s) => `checkpoint ${s.checkpointId}: ${s.reason}`).join('; ');
-  throw new StateError(checkpointId > 0 ? `restore: checkpoint ${checkpointId} in ${markerDir} is unusable: ${why}` : `restore: no usable checkpoint in ${markerDir}: ${why}`);
+  throw new UnusableCheckpointsError(checkpointId > 0 ? `restore: checkpoint ${checkpointId} in ${markerDir} is unusable: ${why}` : `restore: no usable checkpoint in ${markerDir}: ${why}`, skipped, committedThrough);
+}
+
+/** No checkpoint of a directory can be restored: each of them, and why. */
+export class UnusableCheckpointsError extends StateError {
+  constructor(
+    message: string,
+    readonly skipped: RestorePoint['skipped'],
+    readonly committedThrough: number,
+  ) {
+    super(message);
+  }
 }
 
 /** Why a completed checkpoint cannot be restored (a state file missing, of another size, or changed), or undefined. */

@@ -16,13 +16,14 @@ import { coordinatorConfigFindings, refuseOnErrors } from '../lint/index.js';
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import type { FrameConnection, TlsServerConfig } from '../net/index.js';
+import { createPhysicalPlan, type JobGraphSpec } from '../plan/index.js';
 import type { Message, MessageOf } from '../protocol/index.js';
 import { systemClock, type Clock } from '../util/index.js';
 import { AdmissionLogLimiter } from './admission.js';
 import { PeerChecks } from './peer-checks.js';
 import { AdmissionGate } from './admission-gate.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { claimCheckpointId, removeCheckpointState, retainCheckpoints, writeCompletedMarker } from './checkpoints.js';
+import { diskCheckpointStorage } from './checkpoints.js';
 import { ClientFront } from './client-front.js';
 import { type ClientSession, ClientSessions } from './client-sessions.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, type CoordinatorConfig } from './config.js';
@@ -142,7 +143,7 @@ export class Coordinator {
     };
     this.checkpoints = new CheckpointCoordinator({
       clock,
-      storage: { claimId: claimCheckpointId, writeMarker: writeCompletedMarker, retain: retainCheckpoints, removeState: removeCheckpointState },
+      storage: diskCheckpointStorage(this.config.epoch),
       ...jobActions,
       cancel: (jobId, reason) => void this.cancel(jobId, reason),
       log,
@@ -172,7 +173,7 @@ export class Coordinator {
       post,
       // Within a step's time, and not for a job that stopped meanwhile (a lost worker restarts it).
       place: (job, subtasks) => this.slots.place(job.id, subtasks, Math.min(this.config.restartDrainTimeoutMs, 30_000), { giveUp: () => job.state !== 'RUNNING' || !job.cutover }),
-      newestCheckpoint: (job) => this.recovery.newestOwnRestore(job.checkpoint.checkpointDir, job.id),
+      newestCheckpoint: (job) => this.recovery.newestOwnRestore(job, false),
       replan: (job, staged) => this.recovery.beginRescale(job, staged),
       slotSharing: this.config.slotSharing,
       // Each step is a round of frames (the deploy one a module load): far below a drain's bound.
@@ -237,7 +238,7 @@ export class Coordinator {
         tracer: this.tracer,
         settle: (stableMs, maxMs) => this.slots.settle(stableMs, maxMs),
         running: (jobId) => this.jobs.has(jobId),
-        ownRestore: (dir, jobId) => this.recovery.newestOwnRestore(dir, jobId),
+        ownRestore: (m) => this.recovery.newestOwnRestore({ id: m.jobId, plan: createPhysicalPlan(JSON.parse(m.specJson) as JobGraphSpec), checkpoint: m.checkpoint }, m.checkpoint.restoreFromDir !== ''),
         holdModule: (module) => void this.modules.resolve([module], () => new Set(this.jobs.runningJobs().map((j) => j.module.sha256))),
         place: (m, resubmission) => {
           if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
@@ -301,6 +302,7 @@ export class Coordinator {
       case 'SubtaskListening':
       case 'SubtaskFinished':
       case 'SubtaskCheckpointed':
+      case 'CheckpointCommitted':
       case 'RequestFinalCheckpoint':
         return this.jobs.master(m.jobId)?.onFrame(s, m);
       case 'BeginRescaleAck': {
@@ -441,7 +443,6 @@ export class Coordinator {
       log: this.log,
       slots: this.slots,
       module: (sha256) => this.modules.get(sha256),
-      logSkipped: (what, point) => this.recovery.logSkipped(what, point),
     };
   }
 

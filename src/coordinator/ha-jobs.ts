@@ -40,7 +40,11 @@ export interface HaJobsDeps {
   settle: (stableMs: number, maxMs: number) => Promise<void>;
   running: (jobId: string) => boolean;
   /** The job's newest completed checkpoint of its own (undefined when none; throws when every one is damaged). */
-  ownRestore: (checkpointDir: string, jobId: string) => Promise<CompletedMarker | undefined>;
+  /**
+   * A job's newest usable checkpoint of its own (undefined: none, or every one is damaged and it has a
+   * restore point it was submitted with); throws when it cannot be restored (a refused fallback).
+   */
+  ownRestore: (manifest: JobManifest) => Promise<CompletedMarker | undefined>;
   /** Hold a module (verified against its hash) for the coming deploy. */
   holdModule: (module: CachedModule) => void;
   /** Plan, check and place a job again (throws NotEnoughSlotsError without slots). */
@@ -112,14 +116,11 @@ export class HaJobs {
       if (this.deps.running(m.jobId)) continue;
       let restore: CompletedMarker | undefined;
       try {
-        restore = m.checkpoint.checkpointDir ? await this.deps.ownRestore(m.checkpoint.checkpointDir, m.jobId) : undefined;
+        // Undefined: none of its own (or every one damaged): it resumes from the restore point it was submitted with.
+        restore = m.checkpoint.checkpointDir ? await this.deps.ownRestore(m) : undefined;
       } catch (err) {
-        // Every checkpoint of its own is damaged: the restore point it was submitted with is the next older one.
-        if (!m.checkpoint.restoreFromDir) {
-          this.drop(m, err);
-          continue;
-        }
-        this.deps.log.warn({ jobId: m.jobId }, `${(err as Error).message}; taking job ${m.jobId} over from the restore point it was submitted with instead`);
+        this.drop(m, err);
+        continue;
       }
       await this.attempt(m, restore);
     }

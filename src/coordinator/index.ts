@@ -17,7 +17,20 @@ export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type J
 export { decideFailure, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
-export { claimCheckpointId, jobDir, removeCheckpointState, resolveRestore, verifyCheckpoint, retainCheckpoints, writeCompletedMarker, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+export {
+  claimCheckpointId,
+  diskCheckpointStorage,
+  jobDir,
+  readCommitRecord,
+  removeCheckpointState,
+  resolveRestore,
+  verifyCheckpoint,
+  retainCheckpoints,
+  writeCompletedMarker,
+  type CompletedMarker,
+  type RestorePoint,
+} from './checkpoints.js';
+export { CommitLedger, type CommitRecord } from './commit-ledger.js';
 export { CheckpointCoordinator, type CheckpointedJob, type CheckpointCoordinatorDeps } from './checkpoint-coordinator.js';
 export { deploymentTask, recordRestore } from './deployer.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';

@@ -10,6 +10,7 @@ import { subtaskKey } from '../plan/index.js';
 import { decodeCollected, encodeCollected, makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
+import { jobDir } from './checkpoints.js';
 import { MAX_JOB_COLLECTED_BYTES } from './config.js';
 import type { Deployer } from './deployer.js';
 import { firstLine, type Failure, type FailureDecision } from './failure-handler.js';
@@ -18,7 +19,7 @@ import type { JobRecovery } from './job-recovery.js';
 import { releaseSlot, type JobState, type SubtaskState, type WorkerSession } from './job-state.js';
 
 /** The frames a worker sends about one job. */
-export type JobFrame = MessageOf<'SubtaskListening' | 'SubtaskFinished' | 'SubtaskCheckpointed' | 'RequestFinalCheckpoint'>;
+export type JobFrame = MessageOf<'SubtaskListening' | 'SubtaskFinished' | 'SubtaskCheckpointed' | 'CheckpointCommitted' | 'RequestFinalCheckpoint'>;
 
 export interface JobMasterDeps {
   clock: Clock;
@@ -56,6 +57,8 @@ export class JobMaster {
         return this.onFinished(s, m);
       case 'SubtaskCheckpointed':
         return this.deps.checkpoints.onAck(this.job, m);
+      case 'CheckpointCommitted':
+        return this.deps.checkpoints.onCommitted(this.job, m);
       case 'RequestFinalCheckpoint':
         if (this.subtaskOf(m.taskId, m.subtaskIndex, s)) this.deps.checkpoints.onFinalRequested(this.job, m.taskId, m.subtaskIndex);
     }
@@ -96,6 +99,8 @@ export class JobMaster {
     const st = this.subtaskOf(m.taskId, m.subtaskIndex, s);
     if (!st || st.finished) return;
     this.finishSubtask(st, m.ok ? undefined : m.error || 'failed');
+    // Ended cleanly: it committed everything it prepared.
+    if (m.ok) this.deps.checkpoints.onSubtaskEnded(job, subtaskKey(st.taskId, st.index));
     if (isRedeploying(job.state)) {
       // A survivor drained: what it did belongs to the abandoned attempt.
       this.deps.recovery.maybeRedeploy(job);
@@ -173,7 +178,10 @@ export class JobMaster {
     job.state = transition(job.state, state, `job ${job.id}`);
     job.error = error;
     job.retrying.clear();
-    this.post(makeMessage('CancelJob', { jobId: job.id, reason: error }));
+    const cancel = (): void => this.post(makeMessage('CancelJob', { jobId: job.id, reason: error }));
+    // A checkpoint completing as a client cancels: its CommitCheckpoint goes first, so its sinks make it visible before they stop.
+    if (state === 'CANCELED' && job.markerWrite) void job.markerWrite.finally(cancel);
+    else cancel();
     this.deps.log.warn({ jobId: job.id, state }, `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`);
     // A restart or retry of this job waiting for slots gives up now.
     this.deps.capacityChanged();
@@ -201,6 +209,14 @@ export class JobMaster {
     job.finishedAt = this.deps.clock.now();
     this.deps.metrics.jobsEnded.inc({ state: job.state });
     this.deps.log.info({ jobId: job.id, state: job.state }, `job ${job.id} (${job.name}) ${job.state.toLowerCase()} in ${job.finishedAt - job.startedAt} ms`);
+    const owed = job.commits.owedCheckpoints;
+    if (owed.length > 0 && job.checkpoint.checkpointDir) {
+      // Prepared, durable, perhaps not visible: only a restore of this job's checkpoints commits it.
+      this.deps.log.warn(
+        { jobId: job.id, owed },
+        `job ${job.id} (${job.name}) ended with the commits of checkpoint ${owed.join(', ')} not confirmed by its sinks: what they prepared is durable but may not be visible; submit it again with --restore-from-dir ${jobDir(job.checkpoint.checkpointDir, job.id)} to finish them`,
+      );
+    }
     this.deps.ended(this);
   }
 

@@ -11,7 +11,8 @@ import { slotNeed, subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { hasCompletedCheckpoint, jobDir, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+import { hasCompletedCheckpoint, jobDir, resolveRestore, UnusableCheckpointsError, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+import { judgeFallback } from './fallback.js';
 import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } from './config.js';
 import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
 import { isRedeploying, transition } from './job-lifecycle.js';
@@ -26,6 +27,9 @@ export function describeRestorePoint(job: JobState, restore: CompletedMarker | u
   if (restore === job.submittedRestore) return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
   return `checkpoint ${restore.checkpointId}`;
 }
+
+/** What a restore of a job's own checkpoints reads of it. */
+export type RestoringJob = Pick<JobState, 'id' | 'plan' | 'checkpoint'>;
 
 export interface JobRecoveryDeps {
   config: CoordinatorConfig;
@@ -221,35 +225,31 @@ export class JobRecovery {
    * was submitted with, else (a job submitted fresh that never completed one) the beginning.
    */
   private async restorePoint(job: JobState): Promise<CompletedMarker | undefined> {
-    const dir = job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : undefined;
+    if (!job.checkpoint.checkpointDir) return job.submittedRestore;
+    return (await this.newestOwnRestore(job, job.submittedRestore !== undefined)) ?? job.submittedRestore;
+  }
+
+  /**
+   * A job's newest usable checkpoint of its own; undefined when it has none, or (`hasSubmittedRestore`)
+   * when every one is damaged and the restore point it was submitted with is the next older one. A
+   * fallback past checkpoints its transactional sinks may have committed throws, unless the job allows
+   * duplicates on fallback; one that goes ahead is logged, naming the sinks that write again.
+   */
+  async newestOwnRestore(job: RestoringJob, hasSubmittedRestore: boolean): Promise<CompletedMarker | undefined> {
+    const judge = (point: Pick<RestorePoint, 'skipped' | 'committedThrough'>, restored: number, to: string): void => {
+      const line = judgeFallback({ what: `job ${job.id}`, to, restored, point, plan: job.plan, allowed: job.checkpoint.allowDuplicatesOnFallback });
+      if (line) this.deps.log.warn({ jobId: job.id, restoredFrom: restored }, line);
+    };
+    let point: RestorePoint | undefined;
     try {
-      const point = dir ? await this.store.newest(dir) : undefined;
-      if (!point) return job.submittedRestore;
-      this.logSkipped(`job ${job.id}`, point);
-      return point.marker;
+      point = await this.store.newest(jobDir(job.checkpoint.checkpointDir, job.id));
     } catch (err) {
-      // Every checkpoint of its own is damaged: the restore point it was submitted with is the next older one.
-      if (!job.submittedRestore) throw err;
-      this.deps.log.warn({ jobId: job.id }, `${(err as Error).message}; restoring job ${job.id} from checkpoint ${job.submittedRestore.checkpointId} it was submitted with instead`);
-      return job.submittedRestore;
+      if (!(err instanceof UnusableCheckpointsError) || !hasSubmittedRestore) throw err;
+      judge(err, 0, 'the restore point it was submitted with');
+      return undefined;
     }
-  }
-
-  /** A job's newest completed checkpoint of its own (undefined when it has none; throws when every one is damaged). */
-  async newestOwnRestore(checkpointDir: string, jobId: string): Promise<CompletedMarker | undefined> {
-    const point = await this.store.newest(jobDir(checkpointDir, jobId));
-    if (point) this.logSkipped(`job ${jobId}`, point);
+    if (point) judge(point, point.marker.checkpointId, `checkpoint ${point.marker.checkpointId}`);
     return point?.marker;
-  }
-
-  /** Say which newer checkpoints a restore passed over, and why: what they had committed may be written again. */
-  logSkipped(what: string, point: RestorePoint): void {
-    for (const s of point.skipped) {
-      this.deps.log.warn(
-        { checkpointId: s.checkpointId, restoredFrom: point.marker.checkpointId },
-        `checkpoint ${s.checkpointId} is unusable (${s.reason}); ${what} falls back to checkpoint ${point.marker.checkpointId} (what a non-transactional sink wrote after it may be written again)`,
-      );
-    }
   }
 
   // ---------------------------------------------------------------- retries (jobs without checkpoints)

@@ -6,6 +6,7 @@ import type { FrameConnection, Outbox } from '../net/index.js';
 import { failoverRegions, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { CompletedMarker } from './checkpoints.js';
+import type { CommitLedger } from './commit-ledger.js';
 import type { ClientSession } from './client-sessions.js';
 import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
@@ -181,6 +182,8 @@ export interface JobState {
     bytes: number;
     /** Each acked subtask's state file: size and SHA-256, recorded in the marker. */
     files: Record<string, { bytes: number; sha256: string }>;
+    /** Subtasks whose snapshot holds what a sink prepared: each confirms the commit (CommitLedger). */
+    committers: Set<string>;
     /** The longest barrier alignment any subtask reported. */
     alignmentMs: number;
     /** For a savepoint: where it goes, and who waits for it. */
@@ -233,6 +236,10 @@ export interface JobState {
   checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
   /** Checkpoints (of every kind) it has completed; `checkpoints` lists only the latest. */
   checkpointsCompleted: number;
+  /** Which completed checkpoints' commits its sinks have confirmed (written by the checkpoint coordinator). */
+  commits: CommitLedger;
+  /** The COMMITTED record's write in flight. */
+  commitWrite?: Promise<void>;
 }
 
 /** A job as the API shows it. */
@@ -264,6 +271,8 @@ export interface JobView {
   /** Checkpoints (of every kind) it has completed, and the latest one's id (0: none yet). */
   checkpointsCompleted: number;
   lastCheckpointId: number;
+  /** Every checkpoint up to `confirmedThrough` has had its commits confirmed; `owed` completed ones have not yet. */
+  commits: { confirmedThrough: number; owed: number[] };
 }
 
 export interface WorkerView {

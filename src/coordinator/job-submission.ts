@@ -11,13 +11,15 @@ import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, failoverRegions, slotNeed, type JobGraphSpec } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
-import { checkCheckpointConfig, resolveRestore, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+import { checkCheckpointConfig, resolveRestore, type CompletedMarker } from './checkpoints.js';
 import type { ClientSession } from './client-sessions.js';
+import { CommitLedger } from './commit-ledger.js';
 import type { CoordinatorConfig } from './config.js';
 import { recordRestore } from './deployer.js';
 import type { CachedModule, JobState } from './job-state.js';
 import { countChannels } from './job-views.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
+import { judgeFallback } from './fallback.js';
 import { checkRestore } from './restore-gate.js';
 import { autoscaleFindings, connectorFindings, refuseOnErrors } from '../lint/index.js';
 import { newJobAutoscale } from './autoscaler.js';
@@ -29,7 +31,6 @@ export interface SubmissionDeps {
   log: Logger;
   slots: SlotWaiter;
   module: (sha256: string) => CachedModule | undefined;
-  logSkipped: (what: string, point: RestorePoint) => void;
 }
 
 /** A job placed and ready to deploy (nothing awaits between this and the deploy: its slots are free). */
@@ -80,7 +81,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   // Options, parallelism and replay order of the built-in connectors, as the lint checks them.
   refuseOnErrors(connectorFindings(spec, plan));
   // The guarantee gate: a job that asks for more than its connectors and checkpointing can give is refused.
-  const guarantee = jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries);
+  const guarantee = jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries, m.checkpoint.allowDuplicatesOnFallback);
   const short = guaranteeRefusal(spec.job.guarantee, guarantee);
   if (short) throw new ConnectorError(short);
   const module = m.modules[0] && deps.module(m.modules[0].sha256);
@@ -90,7 +91,13 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   // The restore gate (identity and layout) runs before any slot is waited for.
   const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
   const submittedRestore = point?.marker;
-  if (point) deps.logSkipped(`the restore of ${jobName}`, point);
+  if (point) {
+    // Falling back past checkpoints its transactional sinks committed is refused unless duplicates are allowed.
+    const restored = point.marker.checkpointId;
+    const what = `the restore of ${jobName}`;
+    const line = judgeFallback({ what, to: `checkpoint ${restored}`, restored, point, plan, allowed: m.checkpoint.allowDuplicatesOnFallback });
+    if (line) deps.log.warn({ restoredFrom: restored }, line);
+  }
   const restore = resubmission?.ownRestore ?? submittedRestore;
   if (restore) checkRestore(restore, plan, jobName, m.checkpoint.allowNonRestoredState);
   const id = resubmission?.jobId ?? randomUUID().slice(0, 8);
@@ -127,6 +134,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     restartsSpent: 0,
     checkpoints: [],
     checkpointsCompleted: 0,
+    commits: new CommitLedger(),
     regions,
     regionOf: new Map(regions.flatMap((keys, i) => keys.map((k) => [k, i] as const))),
     retriesBySubtask: new Map(),

@@ -33,6 +33,7 @@ export function jobView(j: JobState, now: number): JobView {
     guarantee: j.guarantee,
     checkpointsCompleted: j.checkpointsCompleted,
     lastCheckpointId: j.checkpoints.at(-1)?.checkpointId ?? 0,
+    commits: { confirmedThrough: j.commits.confirmedThrough, owed: j.commits.owedCheckpoints },
   };
 }
 

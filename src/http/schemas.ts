@@ -65,8 +65,12 @@ export const JobSummary = open(
     guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
     checkpointsCompleted: int('checkpoints (of every kind) it has completed'),
     lastCheckpointId: int('the latest completed checkpoint (0: none yet)'),
+    commits: open(
+      { confirmedThrough: int('every checkpoint up to this one has had its commits confirmed by its sinks (0: none yet)'), owed: list(int(), 'completed checkpoints whose commits are not confirmed yet') },
+      ['confirmedThrough', 'owed'],
+    ),
   },
-  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'rescales', 'retries', 'guarantee', 'checkpointsCompleted', 'lastCheckpointId'],
+  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'rescales', 'retries', 'guarantee', 'checkpointsCompleted', 'lastCheckpointId', 'commits'],
 );
 
 const TaskMetrics = open({

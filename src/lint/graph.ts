@@ -13,6 +13,8 @@ export interface GraphLintOptions {
   checkpointing: boolean;
   /** Retries of a failed subtask without checkpoints: the job's, else the coordinator's default. */
   regionRetries: number;
+  /** --allow-duplicates-on-fallback: a restore older than what a transactional sink committed goes ahead (at-least-once). */
+  allowDuplicatesOnFallback?: boolean;
   /** Slot sharing as the cluster runs it. @default true */
   slotSharing?: boolean;
   /** The cluster's slots (--available-slots): a graph that needs more is an error. Unchecked when absent. */
@@ -35,7 +37,7 @@ export function jobGraphFindings(spec: JobGraphSpec, o: GraphLintOptions): Findi
   }
   for (const m of unknownConnectors(spec.operators)) out.push(lintError('unknown-connector', m, 'CLINK_ERR_CONNECTOR'));
   out.push(...connectorFindings(spec, plan));
-  const short = guaranteeRefusal(spec.job.guarantee, jobGuarantee(spec.operators, o.checkpointing, o.regionRetries));
+  const short = guaranteeRefusal(spec.job.guarantee, jobGuarantee(spec.operators, o.checkpointing, o.regionRetries, o.allowDuplicatesOnFallback));
   if (short) out.push(lintError('guarantee', short, 'CLINK_ERR_CONNECTOR'));
   if (plan && o.availableSlots !== undefined) {
     const need = slotNeed(plan, o.slotSharing ?? true);

@@ -27,6 +27,7 @@ export function jobFindings(spec: JobGraphSpec | undefined, i: JobCheckInput, re
     out.push(
       ...jobGraphFindings(spec, {
         checkpointing,
+        allowDuplicatesOnFallback: s.allowDuplicatesOnFallback,
         regionRetries: s.maxRestarts >= 0 ? s.maxRestarts : (i.coordinatorRegionRetries ?? Number.POSITIVE_INFINITY),
         ...(i.slotSharing !== undefined ? { slotSharing: i.slotSharing } : {}),
         ...(i.availableSlots !== undefined ? { availableSlots: i.availableSlots } : {}),

@@ -38,6 +38,9 @@ export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
   if (c.restoreFromCheckpointId > 0 && !c.restoreFromDir) {
     out.push(lintError('restore-id-without-dir', `--restore-from-checkpoint-id ${c.restoreFromCheckpointId} needs --restore-from-dir (the checkpoint directory or savepoint it is in); without it the job would start with no state`));
   }
+  if (c.allowDuplicatesOnFallback && !checkpointing && !c.restoreFromDir) {
+    out.push(lintWarning('duplicates-on-fallback-without-restore', '--allow-duplicates-on-fallback is ignored without --checkpoint-dir or --restore-from-dir: nothing is restored'));
+  }
   if (c.allowNonRestoredState && !c.restoreFromDir) {
     out.push(lintWarning('non-restored-without-restore', '--allow-non-restored-state is ignored without --restore-from-dir: nothing is restored'));
   }

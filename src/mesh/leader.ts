@@ -9,7 +9,7 @@
  *
  * Decisions only: the posts, the clock and checkpoint storage are injected (unit-tested on a fake clock).
  */
-import { CheckpointCoordinator, type CheckpointCoordinatorDeps, type CheckpointedJob, type PlacementSubtask } from '../coordinator/index.js';
+import { CheckpointCoordinator, CommitLedger, type CheckpointCoordinatorDeps, type CheckpointedJob, type PlacementSubtask } from '../coordinator/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
@@ -88,6 +88,7 @@ export class LeaderRun {
       checkpointsCompleted: 0,
       restarts: [],
       restartsSpent: 0,
+      commits: new CommitLedger(),
       subtasks: o.placement.flatMap((sts, member) => sts.map((st) => ({ taskId: st.taskId, index: st.index, member, finished: false }))),
     };
     this.checkpoints = new CheckpointCoordinator<MeshJob>({
@@ -127,6 +128,9 @@ export class LeaderRun {
       case 'SubtaskCheckpointed':
         this.checkpoints.onAck(this.job, m);
         return;
+      case 'CheckpointCommitted':
+        this.checkpoints.onCommitted(this.job, m);
+        return;
       case 'RequestFinalCheckpoint':
         this.checkpoints.onFinalRequested(this.job, m.taskId, m.subtaskIndex);
         return;
@@ -134,6 +138,7 @@ export class LeaderRun {
         const st = this.job.subtasks.find((t) => t.taskId === m.taskId && t.index === m.subtaskIndex && t.member === member);
         if (!st || st.finished) return;
         st.finished = true;
+        if (m.ok) this.checkpoints.onSubtaskEnded(this.job, subtaskKey(m.taskId, m.subtaskIndex));
         if (m.collected.length > 0) st.collected = m.collected;
         const failed = `subtask ${subtaskKey(m.taskId, m.subtaskIndex)} failed on member ${member} (${this.o.members[member]}): ${m.error}`;
         // A peer gone is the likely cause of a subtask's failure that says so: wait for that verdict.

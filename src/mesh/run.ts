@@ -5,16 +5,7 @@
  * and resume from the last completed checkpoint, else the run fails with the cause.
  */
 import type { CheckpointSettings } from '../client/index.js';
-import {
-  claimCheckpointId,
-  jobDir,
-  recordRestore,
-  removeCheckpointState,
-  resolveRestore,
-  retainCheckpoints,
-  writeCompletedMarker,
-  type CompletedMarker,
-} from '../coordinator/index.js';
+import { diskCheckpointStorage, jobDir, recordRestore, resolveRestore, type CompletedMarker } from '../coordinator/index.js';
 import { LinkPlane } from '../dataplane/index.js';
 import type { LoadedJob } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
@@ -194,7 +185,7 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
           if (i === me) queueMicrotask(() => void member.onControl(m));
           else joiners.get(members[i]!)?.send(m);
         },
-        storage: { claimId: claimCheckpointId, writeMarker: writeCompletedMarker, retain: retainCheckpoints, removeState: removeCheckpointState },
+        storage: diskCheckpointStorage(),
         log: o.log,
         metrics: o.metrics,
         ended,

@@ -43,6 +43,7 @@ export { encodeMessage, encodeFrame, decodeMessage, decodeFrame, makeMessage } f
 export {
   CLUSTER_PROTOCOL_VERSION,
   HEARTBEAT_ACK_PROTOCOL_VERSION,
+  COMMIT_CONFIRMATION_PROTOCOL_VERSION,
   MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION,
   LOCAL_PROTOCOL,
   checkProtocolCompatibility,

@@ -55,6 +55,7 @@ export const CheckpointConfig = struct('CheckpointConfig', {
   checkpointsRetained: tail(u32, 1, 'completed checkpoints kept; older ones are deleted (absent = 1)'),
   maxRestarts: tail(i32, -1, "retries of each failed subtask's failover region in a job without checkpoints; -1 = the coordinator's default"),
   allowNonRestoredState: tail(bool, false, 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)'),
+  allowDuplicatesOnFallback: tail(bool, false, 'a restore may fall back past a damaged checkpoint whose commits transactional sinks may have made visible (they are written again); the job is then at-least-once'),
 });
 
 export const JobModule = struct('JobModule', {
@@ -188,6 +189,7 @@ export const MESSAGES = {
     durationMs: tail(u64, 0),
     alignmentMs: tail(u64, 0, 'from the first barrier of this checkpoint at the subtask to the last (0 for a source)'),
     stateSha256: tail(string, '', "SHA-256 (hex) of the state file's body, as its prefix records it; the COMPLETED marker lists it with stateBytes"),
+    commits: tail(bool, false, 'its snapshot holds what a sink prepared (two-phase commit): it commits when the checkpoint completes, and confirms it (CheckpointCommitted)'),
   }),
   RequestFinalCheckpoint: message(6, 'worker->coordinator', 'a bounded source reached its end and asks for the final checkpoint id', {
     jobId: field(string),
@@ -201,6 +203,13 @@ export const MESSAGES = {
     armedSubtasks: field(u32),
     message: field(string),
     phase: tail(string, 'armed', "the step answered: 'armed' (BeginRescale), 'rebound' (CutoverRebind), 'released' (CutoverPeerUpdate)"),
+  }),
+
+  CheckpointCommitted: message(8, 'worker->coordinator', "a worker's subtasks committed a completed checkpoint (sent to a coordinator of protocol 3 or later)", {
+    jobId: field(string),
+    checkpointId: field(u64),
+    subtasks: field(list(string), "'<task>#<index>' of each subtask here that has made visible what it prepared up to this checkpoint"),
+    error: tail(string, '', 'why a subtask here could not commit (it is not named; the next CommitCheckpoint retries it); empty = none'),
   }),
 
   // client -> coordinator

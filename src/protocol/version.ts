@@ -9,9 +9,12 @@ import { ClinkError } from '../errors.js';
 /**
  * The protocol this build speaks. 2: a worker may end its session when the coordinator sends no frame
  * (a HeartbeatAck at least) for its coordinator heartbeat timeout; a v1 coordinator answers no
- * heartbeat reliably, so a worker only does this with a v2 coordinator.
+ * heartbeat reliably, so a worker only does this with a v2 coordinator. 3: a worker confirms each
+ * checkpoint its sinks committed (CheckpointCommitted), a kind a v2 coordinator does not know.
  */
-export const CLUSTER_PROTOCOL_VERSION = 2;
+export const CLUSTER_PROTOCOL_VERSION = 3;
+/** The first protocol whose coordinators take CheckpointCommitted. */
+export const COMMIT_CONFIRMATION_PROTOCOL_VERSION = 3;
 /** The first protocol whose coordinators answer every heartbeat with a HeartbeatAck. */
 export const HEARTBEAT_ACK_PROTOCOL_VERSION = 2;
 /** The oldest protocol this build talks to. Raising it strands every older peer: an end-of-support decision. */

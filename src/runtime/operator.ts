@@ -86,6 +86,11 @@ export abstract class StreamOperator {
   /** The checkpoint completed everywhere: the second phase (a sink makes its output visible). */
   notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}
 
+  /** It holds what a completed checkpoint makes visible (a two-phase-commit sink with something prepared). */
+  get holdsCommits(): boolean {
+    return false;
+  }
+
   /** The checkpoint failed somewhere. What was prepared for it stays prepared (the next one commits it). */
   notifyCheckpointAborted(_checkpointId: number, _reason: string): void {}
 

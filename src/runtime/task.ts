@@ -58,7 +58,8 @@ export interface SubtaskSetup {
   /** A source restored at another parallelism: its position, divided by its connector (runtime/rescale.ts). */
   rescaledPosition?: () => Promise<unknown>;
   /** Receives this subtask's snapshot for each checkpoint, once it is encoded, and how long its barriers took to align. */
-  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number }) => void;
+  /** `commits`: an operator holds what this checkpoint's completion makes visible (it confirms the commit). */
+  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number; commits: boolean }) => void;
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
   onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
   /** A newer barrier cancelled the alignment of `checkpointId` (that checkpoint was given up upstream). */
@@ -232,7 +233,8 @@ export class SubtaskRunner {
     this.setup.onPhase?.(SubtaskPhase.SNAPSHOTTING);
     const parts = this.setup.operators.map((op) => op.snapshotState());
     const source = this.reader?.snapshot?.();
-    const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, { alignmentMs });
+    const commits = this.setup.operators.some((op) => op.holdsCommits);
+    const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, { alignmentMs, commits });
     if (!parts.some((p) => p instanceof Promise)) {
       report(parts);
       return;

@@ -3,6 +3,7 @@
  *   <state root>/_jobs/<job>/chk-<id>/<task>#<index>.state
  * (the markers, `COMPLETED-<id>` and `RESTORED`, are the coordinator's: coordinator/checkpoints.ts).
  */
+import { rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StateError } from '../errors.js';
@@ -46,4 +47,13 @@ export function checkpointIdOfStateDir(name: string): number | undefined {
 /** One subtask's state file in a checkpoint's state directory, by its key (`subtaskKey(task, index)`). */
 export function subtaskStateFile(checkpointDir: string, key: string): string {
   return join(checkpointDir, `${key}.state`);
+}
+
+/**
+ * After its checkpoint was aborted: remove a state file written for it (if given), then its checkpoint's
+ * directory if nothing else is left in it (another subtask's write may still be under way).
+ */
+export async function removeAbortedState(checkpointDir: string, file?: string): Promise<void> {
+  if (file) await rm(file, { force: true });
+  await rmdir(checkpointDir).catch(() => undefined);
 }

@@ -11,3 +11,4 @@ export { booleanText, bounds, keyValue, oneOf, wholeNumber, type ValueParser } f
 export { startThread } from './threads.js';
 export { recordsCodec } from './records-codec.js';
 export { isInt32, sameNumber } from './numbers.js';
+export { RecentIds } from './recent.js';

@@ -18,11 +18,11 @@ import type { ClinkMetrics } from '../metrics/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
-import { checkpointStateDir, jobStateDir, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
+import { checkpointStateDir, jobStateDir, removeAbortedState, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
 import { WorkerJob, type JobProgressReport, type SubtaskReport } from './job.js';
 import { armCutover, cutoverOf, rebindCutover, releaseCutover, type ArmedCutover } from './cutover.js';
 import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
-import { makeDirectory } from '../util/index.js';
+import { makeDirectory, RecentIds } from '../util/index.js';
 
 /** The frames a JobHost handles: those of one job. */
 export type JobFrame = MessageOf<
@@ -83,6 +83,8 @@ export class JobHost {
   private pendingWrites = 0;
   /** A hot rescale armed here (BeginRescale), until its CutoverPeerUpdate. */
   private cutover: (ArmedCutover & { rebound?: boolean }) | undefined;
+  /** Checkpoints aborted (AbortCheckpoint): a state write that ends after it removes what it wrote. */
+  private readonly aborted = new RecentIds(64);
 
   constructor(
     readonly jobId: string,
@@ -113,9 +115,10 @@ export class JobHost {
         this.triggerCheckpoint(m);
         return;
       case 'CommitCheckpoint':
-        for (const j of this.parts) await j.notifyCheckpointComplete(m.checkpointId);
+        await this.commit(m.checkpointId);
         return;
       case 'AbortCheckpoint':
+        this.aborted.add(m.checkpointId);
         for (const j of this.parts) j.notifyCheckpointAborted(m.checkpointId, m.reason);
         return;
       case 'FinalCheckpointAssigned':
@@ -126,6 +129,21 @@ export class JobHost {
       case 'CutoverPeerUpdate':
         await this.cutoverStep(m);
         return;
+    }
+  }
+
+  /** Every subtask here commits the checkpoint, then the coordinator hears which did (CheckpointCommitted). */
+  private async commit(checkpointId: number): Promise<void> {
+    const committed: string[] = [];
+    const errors: string[] = [];
+    for (const j of this.parts) {
+      const r = await j.notifyCheckpointComplete(checkpointId);
+      committed.push(...r.committed);
+      errors.push(...r.errors);
+    }
+    for (const e of errors) this.deps.log.error({ jobId: this.jobId, checkpointId }, e);
+    if (committed.length > 0 || errors.length > 0) {
+      this.deps.send(makeMessage('CheckpointCommitted', { jobId: this.jobId, checkpointId, subtasks: committed, error: errors.join('; ') }));
     }
   }
 
@@ -234,7 +252,7 @@ export class JobHost {
         return !j.finished;
       });
       this.parts.push(job);
-      job.onSnapshot = (id, taskId, index, snap, alignmentMs) => void this.writeSnapshot(job, id, taskId, index, snap, alignmentMs);
+      job.onSnapshot = (id, taskId, index, snap, stats) => void this.writeSnapshot(job, id, taskId, index, snap, stats);
       job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
       job.onAlignmentCancelled = (id, by, taskId, index) =>
         this.deps.log.warn({ jobId: m.jobId, checkpointId: id, by }, `subtask ${taskId}#${index} of job ${m.jobId}: barrier ${by} cancelled the alignment of checkpoint ${id}, which was given up upstream`);
@@ -250,26 +268,33 @@ export class JobHost {
     }
   }
 
-  /** Write a subtask's snapshot under the job's checkpoint directory, then ack it. */
-  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot, alignmentMs: number): Promise<void> {
+  /**
+   * Write a subtask's snapshot under the job's checkpoint directory, then ack it. Of a checkpoint aborted
+   * meanwhile nothing is left behind: the coordinator removed its directory, and a write that ends after
+   * that removes what it wrote (a full disk keeps none of it).
+   */
+  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot, stats: { alignmentMs: number; commits: boolean }): Promise<void> {
     this.pendingWrites++;
     let written: WrittenStateFile | undefined;
     let error: unknown;
+    const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
+    const dir = checkpointStateDir(base, checkpointId);
     try {
-      const base = job.savepointDirs.get(checkpointId) ?? jobStateDir(job.deploy.checkpoint, job.jobId);
-      const dir = checkpointStateDir(base, checkpointId);
+      if (this.aborted.has(checkpointId)) throw new Error(`checkpoint ${checkpointId} was aborted`);
       await makeDirectory(dir);
       written = await writeStateFile(subtaskStateFile(dir, subtaskKey(taskId, index)), snap);
+      if (this.aborted.has(checkpointId)) await removeAbortedState(dir, subtaskStateFile(dir, subtaskKey(taskId, index)));
     } catch (err) {
       error = err ?? new Error('state file write failed');
+      if (this.aborted.has(checkpointId)) await removeAbortedState(dir);
     } finally {
       this.pendingWrites--;
     }
-    this.ackSnapshot(job, checkpointId, taskId, index, error, written, alignmentMs);
+    this.ackSnapshot(job, checkpointId, taskId, index, error, written, stats);
   }
 
   /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
-  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, alignmentMs = 0): void {
+  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, stats = { alignmentMs: 0, commits: false }): void {
     const ok = error === undefined;
     this.report(
       makeMessage('SubtaskCheckpointed', {
@@ -280,8 +305,9 @@ export class JobHost {
         ok,
         error: ok ? '' : ((error as Error)?.message ?? String(error)),
         stateBytes: written?.bytes ?? 0,
-        alignmentMs: Math.round(alignmentMs),
+        alignmentMs: Math.round(stats.alignmentMs),
         stateSha256: written?.sha256 ?? '',
+        commits: stats.commits,
       }),
     );
   }

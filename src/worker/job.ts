@@ -243,7 +243,7 @@ export class WorkerJob {
       try {
         st.runner = buildSubtask(env, st.task, st.index, st.queue, sinkFor, {
           ...(st.restore ? { restore: st.restore } : {}),
-          onSnapshot: (id, snap, stats) => this.onSnapshot?.(id, st.task.id, st.index, snap, stats.alignmentMs),
+          onSnapshot: (id, snap, stats) => this.onSnapshot?.(id, st.task.id, st.index, snap, stats),
           onSnapshotFailed: (id, err) => this.onSnapshotFailed?.(id, st.task.id, st.index, err),
           onAlignmentCancelled: (id, by) => {
             this.metrics?.alignmentsCancelled.inc();
@@ -307,7 +307,7 @@ export class WorkerJob {
   readonly savepointDirs = new Map<number, string>();
 
   /** Receives each subtask's snapshot of a checkpoint (the worker writes it and acks). */
-  onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, alignmentMs: number) => void;
+  onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number; commits: boolean }) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
   /** Gives each subtask, once, what it tells what it starts doing (a job thread's stall watchdog reads it). */
@@ -359,9 +359,26 @@ export class WorkerJob {
     for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId);
   }
 
-  /** CommitCheckpoint: the second commit phase, subtask by subtask, in order. */
-  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    for (const s of this.subtasks) if (s.runner && !s.done) await s.runner.notifyCheckpointComplete(checkpointId);
+  /**
+   * CommitCheckpoint: the second commit phase, subtask by subtask, in order. Returns the subtasks that
+   * committed. One whose commit throws fails: a restore from this checkpoint commits it again.
+   */
+  async notifyCheckpointComplete(checkpointId: number): Promise<{ committed: string[]; errors: string[] }> {
+    const committed: string[] = [];
+    const errors: string[] = [];
+    for (const s of this.subtasks) {
+      if (!s.runner || s.done) continue;
+      const key = subtaskKey(s.task.id, s.index);
+      try {
+        await s.runner.notifyCheckpointComplete(checkpointId);
+        committed.push(key);
+      } catch (err) {
+        const failure = new ClinkError('CLINK_ERR_CONNECTOR', `subtask ${key} could not commit checkpoint ${checkpointId}: ${(err as Error).message}`, { cause: err });
+        errors.push(failure.message);
+        this.fail(s, failure);
+      }
+    }
+    return { committed, errors };
   }
 
   /**

@@ -11,6 +11,7 @@ import { connectWithin, FrameConnection, isTlsFailure, noAnswerError, writeFrame
 import {
   checkProtocolCompatibility,
   HEARTBEAT_ACK_PROTOCOL_VERSION,
+  COMMIT_CONFIRMATION_PROTOCOL_VERSION,
   LOCAL_PROTOCOL,
   makeMessage,
   ProtocolVersionError,
@@ -123,6 +124,8 @@ export class Worker {
   private lastCoordinatorFrameAt = 0;
   private endedWith: WorkerEnd | undefined;
   private coordinatorSilenceLimitMs = 0;
+  /** The coordinator takes CheckpointCommitted (protocol 3 or later). */
+  private confirmsCommits = false;
   private seq = 0;
   private closing = false;
   /** The epoch of the coordinator this session registered with (0 = unfenced). */
@@ -220,6 +223,7 @@ export class Worker {
     const timeout = this.config.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS;
     // A v1 coordinator may not answer heartbeats: against one, only the connection's end counts.
     this.coordinatorSilenceLimitMs = ack.protocolVersion >= HEARTBEAT_ACK_PROTOCOL_VERSION && timeout > 0 ? timeout : 0;
+    this.confirmsCommits = ack.protocolVersion >= COMMIT_CONFIRMATION_PROTOCOL_VERSION;
     this.lastCoordinatorFrameAt = Date.now();
     this.conn.start({
       onRead: () => {
@@ -262,6 +266,8 @@ export class Worker {
   }
 
   private send(m: Message): void {
+    // A coordinator before protocol 3 does not know the kind, and would drop the connection for it.
+    if (m.type === 'CheckpointCommitted' && !this.confirmsCommits) return;
     this.conn.send(m);
   }
 

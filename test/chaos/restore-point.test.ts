@@ -41,8 +41,8 @@ async function cancelledMidStream(h: ClusterHarness, checkpointsRetained = 1) {
   const restored = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${first.jobId}/checkpoints`)).body.checkpoints.at(-1)!.checkpointId;
   const restoreFromDir = join(ckpt, '_jobs', first.jobId);
   /** Submit the job again from its checkpoint, with periodic checkpoints off. */
-  const resubmit = (p: Record<string, string>) =>
-    client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: p }).spec, params: p, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, restoreFromDir } });
+  const resubmit = (p: Record<string, string>, allowDuplicatesOnFallback = false) =>
+    client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params: p }).spec, params: p, buildParallelism: 2, checkpoint: { checkpointDir: ckpt, restoreFromDir, allowDuplicatesOnFallback } });
   return { loaded, client, out, ckpt, restoreFromDir, restored, resubmit, expected: await visibleLines(expectedDir) };
 }
 
@@ -89,7 +89,7 @@ describe('the restore point a job was submitted with', () => {
     }
   });
 
-  test('a flipped byte in a state file of the newest checkpoint: the restore names the file, falls back to the checkpoint before and finishes with every result', SCENARIO, async () => {
+  test('a flipped byte in a state file of the newest checkpoint: a fallback past what the file sink committed is refused, naming the file, the sink and the flag; with --allow-duplicates-on-fallback it goes ahead at-least-once', SCENARIO, async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 4 });
     try {
       const r = await cancelledMidStream(h, 2);
@@ -98,14 +98,22 @@ describe('the restore point a job was submitted with', () => {
       const bytes = await readFile(victim);
       bytes[bytes.length - 1]! ^= 0x01;
       await writeFile(victim, bytes);
+      const committed = await visibleLines(r.out);
       const params = { out: r.out };
-      const second = await r.resubmit(params);
+      await assert.rejects(
+        r.resubmit(params),
+        (e: Error) =>
+          new RegExp(`^submit refused: checkpoint ${r.restored} is unusable \\(state file .* is damaged: its SHA-256 is [0-9a-f]{64}, the marker records [0-9a-f]{64}\\); the restore of ckpt-file-sink cannot fall back to checkpoint \\d+: sinks '_inline_file_0' \\(file\\) would publish again what they committed up to checkpoint ${r.restored}; repair the damaged files of checkpoint ${r.restored}, or restore with --allow-duplicates-on-fallback`).test(e.message) && e.message.includes(victim),
+      );
+      assert.deepEqual(await visibleLines(r.out), committed, 'the refusal wrote nothing');
+      const second = await r.resubmit(params, true);
+      const view = (await h.http<JobView>(`/api/v1/jobs/${second.jobId}`)).body;
+      assert.deepEqual(view.guarantee, { level: 'at-least-once', limitedBy: "--allow-duplicates-on-fallback (a restore older than what sink '_inline_file_0' committed writes that again)" });
       const done = await r.client.waitForCompletion(second.jobId);
       assert.equal(done.ok, true, done.error);
-      const line = await h.waitForLog(h.coordinator, new RegExp(`^checkpoint ${r.restored} is unusable \\(state file .* is damaged: its SHA-256 is [0-9a-f]{64}, the marker records [0-9a-f]{64}\\); the restore of ckpt-file-sink falls back to checkpoint (\\d+)`));
-      assert.ok(String(line.msg).includes(victim), String(line.msg));
+      const line = await h.waitForLog(h.coordinator, new RegExp(`^checkpoint ${r.restored} is unusable \\(state file .* is damaged: .*\\); the restore of ckpt-file-sink falls back to checkpoint (\\d+): sinks '_inline_file_0' \\(file\\) publish again what they committed after it \\(--allow-duplicates-on-fallback\\)$`));
       assert.ok(Number(line.restoredFrom) < r.restored, `fell back to an older checkpoint: ${String(line.msg)}`);
-      // Records the skipped checkpoint had committed may be written again (at-least-once for that span).
+      // Records the skipped checkpoint had committed are written again: every result, some twice.
       assert.deepEqual([...new Set(await visibleLines(r.out))].sort(), [...new Set(r.expected)].sort(), 'every window result, nothing else');
     } finally {
       await h.close();

@@ -1,7 +1,7 @@
 // The windowed file-sink job (fixtures/jobs/ckpt-file-sink.ts) that the recovery tests run on a cluster:
 // its uninterrupted output is computed in-process first, so a test compares what the cluster committed.
 import { join, resolve } from 'node:path';
-import type { ClusterClient } from '../../src/client/index.js';
+import type { CheckpointSettings, ClusterClient } from '../../src/client/index.js';
 import { runJob } from '../../src/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
@@ -21,8 +21,11 @@ export interface SubmittedSinkJob {
   expected: string[];
 }
 
-/** Submit the file-sink job at parallelism 2, checkpointing into `<dir>/ckpt` every `intervalMs`. */
-export async function submitSinkJob(h: ClusterHarness, o: { intervalMs?: number; rate?: number; maxRestartsOnWorkerLoss?: number; params?: Record<string, string> } = {}): Promise<SubmittedSinkJob> {
+/** Submit the file-sink job at parallelism 2, checkpointing into `<dir>/ckpt` every `intervalMs` (`checkpoint`: other settings). */
+export async function submitSinkJob(
+  h: ClusterHarness,
+  o: { intervalMs?: number; rate?: number; maxRestartsOnWorkerLoss?: number; params?: Record<string, string>; checkpoint?: Partial<CheckpointSettings> } = {},
+): Promise<SubmittedSinkJob> {
   const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
   const expectedDir = join(h.dir, 'expected');
   await runJob(loaded.job, { parallelism: 2, params: { ...o.params, out: expectedDir } });
@@ -34,7 +37,7 @@ export async function submitSinkJob(h: ClusterHarness, o: { intervalMs?: number;
     spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
     params,
     buildParallelism: 2,
-    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: o.intervalMs ?? 500, maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss ?? -1 },
+    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: o.intervalMs ?? 500, maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss ?? -1, ...o.checkpoint },
   });
   return { jobId, client, out, expected: await visibleLines(expectedDir) };
 }

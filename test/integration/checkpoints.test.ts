@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { runJob } from '../../src/index.js';
-import { sortBy, visibleLines } from '../helpers.js';
+import { sortBy, visibleLines, waitFor } from '../helpers.js';
 import { ClusterHarness } from '../harness/cluster.js';
 
 const JOB = resolve(import.meta.dirname, '../fixtures/jobs/ckpt-keyed.ts');
@@ -172,6 +172,12 @@ test('a bounded job with a checkpoint directory ends with a final checkpoint, th
     const markers = (await readdir(join(ckpt, '_jobs', jobId))).filter((n) => n.startsWith('COMPLETED-'));
     assert.deepEqual(markers, [`COMPLETED-${checkpoints[0]!.checkpointId}`]);
     assert.deepEqual(await visibleLines(out), expected, 'every window result, exactly once');
+    // Its sinks confirmed the final checkpoint's commits: recorded on disk and shown by the API.
+    const finalId = checkpoints[0]!.checkpointId;
+    const marker = JSON.parse(await readFile(join(ckpt, '_jobs', jobId, `COMPLETED-${finalId}`), 'utf8')) as { committers?: string[] };
+    assert.ok((marker.committers ?? []).length >= 2, `the sink subtasks owed the commit: ${JSON.stringify(marker.committers)}`);
+    await waitFor('the COMMITTED record', async () => JSON.parse(await readFile(join(ckpt, '_jobs', jobId, 'COMMITTED'), 'utf8').catch(() => '{}')).checkpointId === finalId);
+    assert.deepEqual((await h.http<{ commits: unknown }>(`/api/v1/jobs/${jobId}`)).body.commits, { confirmedThrough: finalId, owed: [] });
     assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no hidden leftovers');
     await h.waitForLog(h.coordinator, new RegExp(`^checkpoint ${checkpoints[0]!.checkpointId} completed for job ${jobId} in \\d+ ms`));
 

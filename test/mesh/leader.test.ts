@@ -30,6 +30,7 @@ function harness(o: { intervalMs?: number } = {}) {
     writeMarker: async (_dir, marker) => void markers.push(marker),
     retain: async () => undefined,
     removeState: async () => undefined,
+    recordCommits: async () => undefined,
   };
   const job = defineJob({ name: 'm', version: '1' }, (env) => void env.fromSequence(1, 10).keyBy((x) => x % 3).map((x) => x).uid('work').collect());
   const plan = createPhysicalPlan(buildJob(job, { parallelism: 3 }).spec);

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FrameReader, FrameTimeoutError } from '../../src/net/index.js';
 import { decodeMessage, encodeFrame, FrameDecodeError, FrameTooLargeError, makeMessage, MAX_FIRST_FRAME_BYTES } from '../../src/protocol/index.js';
 import { assertNoLeaks } from '../helpers.js';
+import { NO_CHECKPOINTS } from '../../src/client/index.js';
 import { socketPair } from './pair.js';
 
 const header = (n: number): Buffer => {
@@ -63,7 +64,7 @@ describe('frame reader on a real socket', () => {
     assert.equal(decodeMessage((await r2.next())!).type, 'HelloClient');
     const big = encodeFrame(makeMessage('SubmitJob', {
       jobName: 'j', specJson: 'x'.repeat(100 * 1024), modules: [],
-      checkpoint: { checkpointDir: '', intervalMs: 0, restoreFromDir: '', restoreFromCheckpointId: 0, maxRestartsOnWorkerLoss: -1, alignment: 'aligned', stateBackendUri: '', checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false },
+      checkpoint: NO_CHECKPOINTS,
     }));
     q.client.write(big);
     assert.equal(decodeMessage((await r2.next())!).type, 'SubmitJob');

@@ -131,14 +131,14 @@ describe('the additive-tail idiom', () => {
   test('a SubmitJob pinned before CheckpointConfig.checkpointsRetained existed decodes, keeping 1 checkpoint', async () => {
     const old = Buffer.from((await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(), 'hex');
     const sample = sampleMessage('SubmitJob') as MessageOf<'SubmitJob'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince('SubmitJob'), checkpoint: { ...sample.checkpoint, checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false } });
+    assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince('SubmitJob'), checkpoint: { ...sample.checkpoint, checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false, allowDuplicatesOnFallback: false } });
   });
 
   for (const name of ['SubmitJob', 'Deploy'] as const) {
     test(`a ${name} pinned before CheckpointConfig.maxRestarts existed decodes, taking the coordinator's default retries`, async () => {
       const old = Buffer.from((await readFile(new URL(`legacy/${name}-before-maxRestarts.hex`, VECTORS), 'utf8')).trim(), 'hex');
       const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
-      assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince(name), checkpoint: { ...sample.checkpoint, maxRestarts: -1, allowNonRestoredState: false } });
+      assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince(name), checkpoint: { ...sample.checkpoint, maxRestarts: -1, allowNonRestoredState: false, allowDuplicatesOnFallback: false } });
     });
   }
 
@@ -146,7 +146,7 @@ describe('the additive-tail idiom', () => {
     test(`a ${name} pinned before CheckpointConfig.allowNonRestoredState existed decodes, refusing to drop state`, async () => {
       const old = Buffer.from((await readFile(new URL(`legacy/${name}-before-allowNonRestoredState.hex`, VECTORS), 'utf8')).trim(), 'hex');
       const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
-      assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince(name), checkpoint: { ...sample.checkpoint, allowNonRestoredState: false } });
+      assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince(name), checkpoint: { ...sample.checkpoint, allowNonRestoredState: false, allowDuplicatesOnFallback: false } });
     });
   }
 

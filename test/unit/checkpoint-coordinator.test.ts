@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CheckpointCoordinator, SAVEPOINT_WAIT_FOR_IDLE_MS, type CheckpointStorage } from '../../src/coordinator/checkpoint-coordinator.js';
-import type { CompletedMarker } from '../../src/coordinator/index.js';
+import { CommitLedger, type CommitRecord, type CompletedMarker } from '../../src/coordinator/index.js';
 import type { JobState, WorkerSession } from '../../src/coordinator/job-state.js';
 import { buildJob, defineJob } from '../../src/index.js';
 import { memoryLogger } from '../../src/log/index.js';
@@ -22,6 +22,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
   const posted: Message[] = [];
   const markers: CompletedMarker[] = [];
   const removed: number[] = [];
+  const commitRecords: CommitRecord[] = [];
   const failed: string[] = [];
   const cancelled: string[] = [];
   let completeChecks = 0;
@@ -39,6 +40,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     },
     retain: async () => undefined,
     removeState: async (_dir, id) => void removed.push(id),
+    recordCommits: async (_dir, record) => void commitRecords.push(record),
   };
   const { log, lines } = memoryLogger();
   const plan = createPhysicalPlan(buildJob(defineJob({ name: 'ck', version: '1' }, (env) => void env.fromSequence(1, 10).map((x) => x).collect()), { parallelism: 2 }).spec);
@@ -54,6 +56,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     lastCheckpointAt: clock.now(),
     restarts: [],
     restartsSpent: 0,
+    commits: new CommitLedger(),
     subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
   } as unknown as JobState;
   const cc = new CheckpointCoordinator({
@@ -68,9 +71,9 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     restartBudgetResetAfterMs: 600_000,
   });
   const advance = (ms: number): void => clock.advance(ms);
-  const ack = (id: number, ok = true, which = job.subtasks): void => {
+  const ack = (id: number, ok = true, which = job.subtasks, commits = false): void => {
     for (const t of which) {
-      const m = { type: 'SubtaskCheckpointed', jobId: job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok, error: ok ? '' : 'disk full', stateBytes: 10, alignmentMs: 3, stateSha256: 'ab' } as MessageOf<'SubtaskCheckpointed'>;
+      const m = { type: 'SubtaskCheckpointed', jobId: job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok, error: ok ? '' : 'disk full', stateBytes: 10, alignmentMs: 3, stateSha256: 'ab', commits } as MessageOf<'SubtaskCheckpointed'>;
       cc.onAck(job, m);
     }
   };
@@ -81,7 +84,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     cc.tick([job]);
     await settle();
   };
-  return { cc, job, posted, types, markers, removed, failed, cancelled, advance, tickAfter, ack, lines, completeChecks: () => completeChecks };
+  return { cc, job, posted, types, markers, removed, commitRecords, failed, cancelled, advance, tickAfter, ack, lines, completeChecks: () => completeChecks };
 }
 
 describe('the checkpoint coordinator', () => {
@@ -123,6 +126,36 @@ describe('the checkpoint coordinator', () => {
     assert.equal(h.markers.length, 1, 'the marker is there when the restart reads its restore point');
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint'], 'its commit still goes out: the restore starts from it');
     assert.equal(h.job.markerWrite, undefined);
+  });
+
+  test('the marker names the subtasks that prepared commits; their confirmations write COMMITTED once all are in, and a clean end confirms too', async () => {
+    const h = harness();
+    const [a, b] = h.job.subtasks.map((t) => `${t.taskId}#${t.index}`) as [string, string];
+    await h.tickAfter(1_000);
+    h.ack(1, true, h.job.subtasks, true);
+    await settle();
+    assert.deepEqual(h.markers[0]!.committers, [a, b].sort());
+    assert.deepEqual(h.job.commits.owedCheckpoints, [1], 'owed until confirmed');
+    const confirm = (id: number, subtasks: string[]): void => h.cc.onCommitted(h.job, { type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
+    confirm(1, [a]);
+    await settle();
+    assert.equal(h.commitRecords.length, 0, 'one of two: nothing recorded');
+    confirm(1, [b]);
+    await settle();
+    assert.deepEqual(h.commitRecords.map((r) => r.checkpointId), [1]);
+    await h.tickAfter(1_000);
+    h.ack(2, true, h.job.subtasks, true);
+    await settle();
+    h.cc.onSubtaskEnded(h.job, a);
+    h.cc.onSubtaskEnded(h.job, b);
+    await settle();
+    assert.deepEqual(h.commitRecords.map((r) => r.checkpointId), [1, 2], 'subtasks that ended cleanly committed all they prepared');
+    // A checkpoint without sinks that prepared anything is confirmed at once.
+    await h.tickAfter(1_000);
+    h.ack(3);
+    await settle();
+    assert.equal(h.job.commits.confirmedThrough, 3);
+    assert.equal(h.markers[2]!.committers, undefined);
   });
 
   test('a failed ack aborts the checkpoint; the late acks of it are dropped; the next one numbers above it', async () => {

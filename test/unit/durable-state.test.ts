@@ -143,7 +143,7 @@ describe('restore verification', () => {
     const { dir, stateDir } = await checkpoints(2);
     await rm(join(stateDir, 'chk-1', 'src#0.state'));
     await truncate(join(stateDir, 'chk-2', 'src#0.state'), 3);
-    await assert.rejects(resolveRestore(dir, 0), /^StateError: restore: no usable checkpoint in .*: checkpoint 2: state file .*chk-2\/src#0\.state holds 3 bytes.*; checkpoint 1: state file .*chk-1\/src#0\.state is missing/);
+    await assert.rejects(resolveRestore(dir, 0), /^UnusableCheckpointsError: restore: no usable checkpoint in .*: checkpoint 2: state file .*chk-2\/src#0\.state holds 3 bytes.*; checkpoint 1: state file .*chk-1\/src#0\.state is missing/);
   });
 
   test('retention sweeps the state of checkpoints that never completed and temp files of failed marker writes', async () => {

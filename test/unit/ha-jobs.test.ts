@@ -46,9 +46,13 @@ async function harness(o: { slotsFor?: Set<string>; failing?: Set<string>; damag
     metrics,
     settle: async () => undefined,
     running: (id) => o.running?.has(id) === true || started.some(([s]) => s === id),
-    ownRestore: async (_dir, jobId) => {
-      if (o.damaged?.has(jobId)) throw new Error(`restore: no usable checkpoint in ${jobId}`);
-      return jobId === 'a' ? marker(7) : undefined;
+    // As JobRecovery.newestOwnRestore: every checkpoint damaged falls back to the submitted restore point (undefined), or throws without one.
+    ownRestore: async (m) => {
+      if (o.damaged?.has(m.jobId)) {
+        if (m.checkpoint.restoreFromDir) return undefined;
+        throw new Error(`restore: no usable checkpoint in ${m.jobId}`);
+      }
+      return m.jobId === 'a' ? marker(7) : undefined;
     },
     holdModule: () => undefined,
     place: async (m, resubmission) => {

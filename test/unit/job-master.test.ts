@@ -52,6 +52,7 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     writeMarker: async (_dir, marker) => void markers.push(marker),
     retain: async () => undefined,
     removeState: async () => undefined,
+    recordCommits: async () => undefined,
     ...options.storage,
   };
   let master: JobMaster | undefined;
@@ -73,7 +74,7 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     ...actions,
     finishSubtask: (_job, st, error) => master!.finishSubtask(st, error),
     deploy: (job, placement, restore) => deployer.deploy(job, placement, restore),
-    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [] } : undefined), recordRestore: async () => undefined },
+    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 } : undefined), recordRestore: async () => undefined },
   });
   for (let i = 1; i <= (options.workers ?? 2); i++) addWorker(`w${i}`);
   const submit = {
@@ -90,7 +91,6 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     log,
     slots: slotWaiter,
     module: (sha256) => ({ sha256, bytes: new Uint8Array([1]), sourceMap: new Uint8Array(0) }),
-    logSkipped: () => undefined,
   });
   const job = placed.job;
   const ended: JobState[] = [];

@@ -282,6 +282,10 @@ export class SinkOperator extends StreamOperator {
     this.recoverScope = { subtasks: parts.assignedIndexes, parallelism: parts.from };
   }
 
+  override get holdsCommits(): boolean {
+    return this.prepared.size > 0;
+  }
+
   override async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     for (const [id, c] of [...this.prepared]) {
       if (id > checkpointId) continue;
