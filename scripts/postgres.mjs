@@ -40,8 +40,10 @@ export async function startPostgres(dir, aptInstall) {
   return {
     url,
     env: { CLINK_TEST_PG: url },
-    restart: async (hard = false) => {
+    /** Stop the server (immediate with `hard`: a crash, then recovery), wait `downMs`, start it again. */
+    restart: async (hard = false, downMs = 0) => {
       stop(hard ? 'immediate' : 'fast');
+      await new Promise((r) => setTimeout(r, downMs));
       start();
     },
     stop: async () => {

@@ -6,7 +6,7 @@
  * const { jobId } = await client.submit({ module, spec, params: {} });
  * const done = await client.waitForCompletion(jobId);
  */
-import { ClinkError, ConnectorError } from '../errors.js';
+import { ClinkError, ConnectorError, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { unknownConnectors } from '../connectors/index.js';
 import { connectWithin, DEFAULT_HANDSHAKE_TIMEOUT_MS, noAnswerError, FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage, type TlsClientConfig } from '../net/index.js';
 import {
@@ -213,7 +213,9 @@ export class ClusterClient {
     if (!compat.ok) throw new ProtocolVersionError(compat.message);
     if (!ack.ok) {
       if (ack.message.startsWith('coordinator busy')) throw new ClinkError('CLINK_ERR_BUSY', ack.message);
-      const code = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector|the job asks for/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
+      // A coordinator before SubmitJobAck.code says it only in words.
+      const inferred = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector|the job asks for/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
+      const code = (ack.code in ERROR_CODES ? ack.code : inferred) as ErrorCode;
       throw new ClinkError(code, `submit refused: ${ack.message}`);
     }
     this.submittedHere.add(ack.jobId);

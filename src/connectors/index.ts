@@ -35,6 +35,8 @@ export { postgres, PostgresSinkOptions, PostgresSourceOptions } from './postgres
 export { printConnector, formatRecord } from './print/index.js';
 export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
+export { resolveSecrets } from './secrets.js';
+export { checkConnectors } from './preflight.js';
 export { guaranteeRefusal, jobGuarantee, keepsConnectorState, sinkReplayEffect, type ReplayEffect, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
 
 /**

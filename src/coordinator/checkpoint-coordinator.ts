@@ -65,8 +65,12 @@ export interface CheckpointCoordinatorDeps<J extends CheckpointedJob = JobState>
   storage: CheckpointStorage;
   /** Send `m` to every live worker running an unfinished subtask of `job`. */
   postToJob: (job: J, m: Message) => void;
-  /** Fail the job with `reason` (its tail cannot be committed without its final checkpoint). */
-  failJob: (job: J, reason: string) => void;
+  /**
+   * The job's final checkpoint failed (`reason`): its tail cannot be committed without one. The job heals
+   * as from any failure (a restart from its last checkpoint writes the tail again, once), or fails when
+   * it cannot or the failure is `fatal` (state that cannot be encoded: a restart would repeat it).
+   */
+  finalFailed: (job: J, reason: string, fatal: boolean) => void;
   /** The job may be complete now (a checkpoint it waited for ended). */
   maybeComplete: (job: J) => void;
   cancel: (jobId: string, reason: string) => void;
@@ -208,7 +212,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     if (!p || p.id !== m.checkpointId) return;
     const key = subtaskKey(m.taskId, m.subtaskIndex);
     if (!m.ok) {
-      this.abort(job, `subtask ${key} could not snapshot: ${m.error}`);
+      this.abort(job, `subtask ${key} could not snapshot: ${m.error}`, m.fatal);
       return;
     }
     p.pending.delete(key);
@@ -257,8 +261,11 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     job.commitWrite = next;
   }
 
-  /** Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one fails the job. */
-  abort(job: J, reason: string): void {
+  /**
+   * Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one
+   * fails the job's attempt (`fatal`: the job).
+   */
+  abort(job: J, reason: string, fatal = false): void {
     const p = job.pendingCheckpoint;
     if (!p) return;
     job.pendingCheckpoint = undefined;
@@ -277,7 +284,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
         .removeState(stateDir, p.id)
         .catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
     }
-    if (p.final) this.failOnFinal(job, reason);
+    if (p.final) this.failOnFinal(job, reason, fatal);
     else this.maybeBeginFinal(job);
     this.deps.maybeComplete(job);
   }
@@ -408,15 +415,15 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
       },
       (err: unknown) => {
         this.claimed(job);
-        this.failOnFinal(job, `no id could be claimed for it: ${(err as Error).message}`);
+        this.failOnFinal(job, `no id could be claimed for it: ${(err as Error).message}`, false);
       },
     );
   }
 
-  /** Without its final checkpoint a job's tail cannot be committed exactly once: it fails instead. */
-  private failOnFinal(job: J, reason: string): void {
+  /** Without its final checkpoint a job's tail cannot be committed exactly once: the attempt fails. */
+  private failOnFinal(job: J, reason: string, fatal: boolean): void {
     this.deps.log.error({ jobId: job.id }, `the final checkpoint of job ${job.id} failed: ${reason}`);
-    this.deps.failJob(job, `its final checkpoint failed: ${reason}`);
+    this.deps.finalFailed(job, `its final checkpoint failed: ${reason}`, fatal);
     this.deps.maybeComplete(job);
   }
 

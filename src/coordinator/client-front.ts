@@ -3,6 +3,7 @@
  * each request of it (submit, list, cancel, savepoint) is answered in turn. A refused hello gets a
  * SubmitJobAck with the reason, so an old or busy client prints one line, not a broken pipe.
  */
+import { ClinkError } from '../errors.js';
 import { writeFrame, type FrameConnection } from '../net/index.js';
 import { FrameDecodeError, LOCAL_PROTOCOL, makeMessage, MessageKind, type Message, type MessageOf } from '../protocol/index.js';
 import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, type ClientSessions } from './client-sessions.js';
@@ -24,7 +25,7 @@ export interface ClientRequests {
   forget(c: ClientSession): void;
 }
 
-function submitAck(ok: boolean, jobId: string, message: string, missingModuleHashes: string[] = []): MessageOf<'SubmitJobAck'> {
+function submitAck(ok: boolean, jobId: string, message: string, missingModuleHashes: string[] = [], code = ''): MessageOf<'SubmitJobAck'> {
   return makeMessage('SubmitJobAck', {
     ok,
     jobId,
@@ -32,6 +33,7 @@ function submitAck(ok: boolean, jobId: string, message: string, missingModuleHas
     missingModuleHashes,
     protocolVersion: LOCAL_PROTOCOL.version,
     minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+    code,
   });
 }
 
@@ -97,7 +99,7 @@ export class ClientFront {
       const job = await this.requests.submit(m, c);
       return submitAck(true, job.id, `job ${job.id} submitted`);
     } catch (err) {
-      return submitAck(false, '', (err as Error).message);
+      return submitAck(false, '', (err as Error).message, [], err instanceof ClinkError ? err.code : '');
     }
   }
 }

@@ -61,6 +61,11 @@ export interface CoordinatorConfig {
   /** A checkpoint completing this long after the last restart forgives the restarts spent. @default 600,000 */
   restartBudgetResetAfterMs: number;
   /**
+   * At submit, each built-in connector checks its external system (reachable, topic/table/stream there,
+   * credentials accepted) within this long; 0 turns the checks off. @default 5,000
+   */
+  connectorCheckTimeoutMs: number;
+  /**
    * In a job without checkpoints, how often each subtask may fail and be retried (its failover region
    * re-run from the beginning) before the job fails; a job's own (`--max-region-retries` on submit) overrides it. @default 0
    */
@@ -92,14 +97,9 @@ export interface CoordinatorConfig {
   autoscaleLagRecords: number;
 }
 
+export const DEFAULT_CONNECTOR_CHECK_TIMEOUT_MS = 5_000;
 export const DEFAULT_RESTART_BACKOFF_INITIAL_MS = 1_000;
 export const DEFAULT_RESTART_BACKOFF_MAX_MS = 60_000;
-
-/** How long the `n`th restart (or retry) of one job waits: 0 for the first, then doubling from `initialMs`, capped. */
-export function restartBackoffMs(n: number, initialMs: number, maxMs: number): number {
-  if (n <= 1) return 0;
-  return Math.min(maxMs, initialMs * 2 ** Math.min(n - 2, 30));
-}
 
 export const DEFAULT_FRAME_BODY_TIMEOUT_MS = 30_000;
 
@@ -121,6 +121,7 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   restartDrainTimeoutMs: DEFAULT_RESTART_DRAIN_TIMEOUT_MS,
   restartCapacityTimeoutMs: DEFAULT_RESTART_CAPACITY_TIMEOUT_MS,
   restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,
+  connectorCheckTimeoutMs: DEFAULT_CONNECTOR_CHECK_TIMEOUT_MS,
   maxRegionRetries: DEFAULT_MAX_REGION_RETRIES,
   epoch: 0,
   maxClientSessions: DEFAULT_MAX_CLIENT_SESSIONS,

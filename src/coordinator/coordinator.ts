@@ -145,6 +145,7 @@ export class Coordinator {
       clock,
       storage: diskCheckpointStorage(this.config.epoch),
       ...jobActions,
+      finalFailed: (job, reason, fatal) => this.onJob(job, (j) => j.heal({ error: reason, fatal })),
       cancel: (jobId, reason) => void this.cancel(jobId, reason),
       log,
       metrics,

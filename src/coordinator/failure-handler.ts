@@ -10,7 +10,10 @@
  * - fail: otherwise, with a reason that says why it was not healed (budget spent, healing off), and at
  *   once for a fatal failure (a deploy that cannot work: healing would fail the same way).
  *
- * The function is pure: the coordinator hands it the job's facts and carries the decision out.
+ * A restart waits before it redeploys (restartBackoffMs): the first of a run of restarts at once, then
+ * longer each time. A run ends when the job completes a checkpoint: it ran well again, so the next
+ * failure is a first. The function is pure: the coordinator hands it the job's facts and carries the
+ * decision out.
  */
 import type { JobStateName } from './job-lifecycle.js';
 
@@ -38,19 +41,32 @@ export interface FailureContext {
   retriesSpent: (subtask: string) => number;
   /** Retries each subtask of a job without checkpoints may spend. */
   maxRetries: number;
+  /** Restarts since the job last completed a checkpoint (the run of restarts this one would extend). */
+  restartsSinceCheckpoint: number;
+  /** --restart-backoff-initial-ms and --restart-backoff-max-ms. */
+  backoff: { initialMs: number; maxMs: number };
+}
+
+/**
+ * How long the `n`th restart of a run (or a subtask's `n`th retry) waits: 0 for the first, then
+ * doubling from `initialMs`, capped at `maxMs`.
+ */
+export function restartBackoffMs(n: number, initialMs: number, maxMs: number): number {
+  if (n <= 1) return 0;
+  return Math.min(maxMs, initialMs * 2 ** Math.min(n - 2, 30));
 }
 
 /** The first line of an error (a user error carries its stack after it): how a failure is named in one line. */
 export const firstLine = (text: string): string => text.split('\n')[0]!;
 
-export type FailureDecision = { action: 'restart'; cause: string } | { action: 'retry'; subtask: string } | { action: 'fail'; reason: string };
+export type FailureDecision = { action: 'restart'; cause: string; backoffMs: number } | { action: 'retry'; subtask: string } | { action: 'fail'; reason: string };
 
 const live = (s: JobStateName): boolean => s === 'RUNNING' || s === 'DEPLOYING';
 
 export function decideFailure(ctx: FailureContext, failure: Failure): FailureDecision {
   if (failure.fatal) return { action: 'fail', reason: failure.error };
   if (!ctx.stopping && live(ctx.state) && ctx.checkpointed && ctx.restartsSpent < ctx.maxRestarts) {
-    return { action: 'restart', cause: failure.restartCause ?? failure.error };
+    return { action: 'restart', cause: failure.restartCause ?? failure.error, backoffMs: restartBackoffMs(ctx.restartsSinceCheckpoint + 1, ctx.backoff.initialMs, ctx.backoff.maxMs) };
   }
   const s = failure.subtask;
   if (s !== undefined && !ctx.stopping && ctx.state === 'RUNNING' && !ctx.checkpointed && ctx.retriesSpent(s) < ctx.maxRetries) {

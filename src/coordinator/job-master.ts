@@ -159,6 +159,13 @@ export class JobMaster {
     return this.deps.recovery.handleFailure(this.job, failure, st);
   }
 
+  /** A failure of the job that no frame reported (its final checkpoint): healed as any other, or the job fails. */
+  heal(failure: Failure): void {
+    if (isTerminal(this.job.state) || isRedeploying(this.job.state)) return;
+    this.handleFailure(failure);
+    this.maybeComplete();
+  }
+
   post(m: Message): void {
     postToJob(this.job, m, this.deps.post);
   }

@@ -5,6 +5,7 @@
  * retry drains one failover region and deploys it again as the next attempt. A survivor that does not
  * drain within --restart-drain-timeout-ms fails the job, named.
  */
+import { StorageError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import { slotNeed, subtaskKey } from '../plan/index.js';
@@ -13,8 +14,8 @@ import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { hasCompletedCheckpoint, jobDir, resolveRestore, UnusableCheckpointsError, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 import { judgeFallback } from './fallback.js';
-import { DEFAULT_SELF_HEAL_RESTARTS, restartBackoffMs, type CoordinatorConfig } from './config.js';
-import { decideFailure, firstLine, type Failure, type FailureDecision } from './failure-handler.js';
+import { DEFAULT_SELF_HEAL_RESTARTS, type CoordinatorConfig } from './config.js';
+import { decideFailure, firstLine, restartBackoffMs, type Failure, type FailureDecision } from './failure-handler.js';
 import { isRedeploying, transition } from './job-lifecycle.js';
 import { takePlan, type JobState, type StagedRescale, type SubtaskState, type WorkerSession } from './job-state.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
@@ -73,6 +74,16 @@ export class JobRecovery {
   }
 
 
+  private get backoff(): { initialMs: number; maxMs: number } {
+    return { initialMs: this.deps.config.restartBackoffInitialMs, maxMs: this.deps.config.restartBackoffMaxMs };
+  }
+
+  /** Restarts since the job last completed a checkpoint: a completed one after a restart ends the run. */
+  private restartsSinceCheckpoint(job: JobState): number {
+    const lastCompleted = job.checkpoints.at(-1)?.completedAtMs ?? -Infinity;
+    return job.restarts.filter((r) => r.at > lastCompleted).length;
+  }
+
   /** The restarts a job may spend on worker losses: none without durable checkpoints. */
   maxRestarts(job: JobState): number {
     if (!job.checkpoint.checkpointDir) return 0;
@@ -91,10 +102,12 @@ export class JobRecovery {
         maxRestarts: this.maxRestarts(job),
         retriesSpent: (k) => job.retriesBySubtask.get(k) ?? 0,
         maxRetries: this.maxRetries(job),
+        restartsSinceCheckpoint: this.restartsSinceCheckpoint(job),
+        backoff: this.backoff,
       },
       failure,
     );
-    if (decision.action === 'restart') this.beginRestart(job, decision.cause);
+    if (decision.action === 'restart') this.beginRestart(job, decision.cause, decision.backoffMs);
     else if (decision.action === 'retry' && st) this.beginRetry(job, st, failure.error);
     else if (decision.action === 'fail') this.deps.failJob(job, decision.reason);
     return decision.action;
@@ -104,7 +117,7 @@ export class JobRecovery {
    * A worker was lost: cancel the job's surviving subtasks and, once they have drained, deploy the
    * whole job again from its last completed checkpoint on the workers with free slots.
    */
-  private beginRestart(job: JobState, cause: string): void {
+  private beginRestart(job: JobState, cause: string, backoffMs: number): void {
     job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
     job.restartsSpent++;
     job.restarting = { cause, since: this.deps.clock.now(), span: (this.deps.tracer ?? NO_TRACING).start('clink.restart', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.restart.cause': cause, 'clink.restart.number': job.restartsSpent + 1 }) };
@@ -114,7 +127,6 @@ export class JobRecovery {
     delete job.cutover;
     this.deps.slots.capacityChanged(); // a retry of this job waiting for slots gives up
     this.deps.metrics.jobRestarts.inc();
-    const backoffMs = restartBackoffMs(job.restartsSpent, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
     job.restarting.backoffMs = backoffMs;
     this.deps.log.warn(
       { jobId: job.id, attempt: job.attempt, restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job), backoffMs },
@@ -167,11 +179,32 @@ export class JobRecovery {
   maybeRedeploy(job: JobState): void {
     if (!isRedeploying(job.state) || !job.subtasks.every((t) => t.finished)) return;
     this.redeploy(job).catch((err: unknown) => {
+      if (this.redeployAgain(job, err)) return;
       job.restarting?.span?.end({ 'clink.restart.outcome': 'failed' }, (err as Error).message);
       const what = job.rescaling ? job.restarting?.cause ?? 'rescale' : `restart after ${job.restarting?.cause ?? 'a worker loss'}`;
       this.deps.failJob(job, `${what} failed: ${(err as Error).message}`);
       this.deps.maybeComplete(job);
     });
+  }
+
+  /**
+   * A redeploy that storage refused (its RESTORED record on a full disk, a marker it could not read) is
+   * tried again, as one more restart of the budget with its backoff; false when that is spent, or the
+   * error is not the storage's.
+   */
+  private redeployAgain(job: JobState, err: unknown): boolean {
+    const r = job.restarting;
+    if (!r || !isRedeploying(job.state) || !isStorageFailure(err) || job.restartsSpent >= this.maxRestarts(job)) return false;
+    job.restartsSpent++;
+    r.tries = (r.tries ?? 0) + 1;
+    r.backoffMs = restartBackoffMs(this.restartsSinceCheckpoint(job) + r.tries + 1, this.backoff.initialMs, this.backoff.maxMs);
+    this.deps.metrics.jobRestarts.inc();
+    this.deps.log.warn(
+      { jobId: job.id, restartsSpent: job.restartsSpent, backoffMs: r.backoffMs },
+      `job ${job.id} (${job.name}): the redeploy after ${r.cause} failed: ${(err as Error).message}; trying again in ${r.backoffMs} ms (restart ${job.restartsSpent} of ${this.maxRestarts(job)})`,
+    );
+    this.maybeRedeploy(job);
+    return true;
   }
 
   private async redeploy(job: JobState): Promise<void> {
@@ -296,7 +329,7 @@ export class JobRecovery {
     r.deploying = true;
     const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing, inRegion);
     const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
-    const backoffMs = restartBackoffMs(r.retry, this.deps.config.restartBackoffInitialMs, this.deps.config.restartBackoffMaxMs);
+    const backoffMs = restartBackoffMs(r.retry, this.backoff.initialMs, this.backoff.maxMs);
     this.deps.slots
       .wait(backoffMs)
       .then(() => this.deps.slots.place(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, { giveUp: () => !current(), registrationRestartsClock: true }))
@@ -318,4 +351,11 @@ export class JobRecovery {
         this.deps.maybeComplete(job);
       });
   }
+}
+
+/** A failure of the storage (a full disk, an I/O error) rather than of what was asked of it: it may pass. */
+function isStorageFailure(err: unknown): boolean {
+  if (err instanceof StorageError) return true;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EAGAIN' || code === 'EBUSY' || code === 'EMFILE' || code === 'ENFILE';
 }

@@ -222,7 +222,7 @@ export interface JobState {
   /** Restarts counted against the budget (forgiven by a checkpoint long enough after the last). */
   restartsSpent: number;
   /** While RESTARTING: the loss being healed, when the drain began, and the backoff before the redeploy. */
-  restarting?: { cause: string; since: number; backoffMs?: number; span?: Span };
+  restarting?: { cause: string; since: number; backoffMs?: number; span?: Span; tries?: number };
   /** The job's failover regions (`<task>#<index>` lists), and each subtask's. */
   regions: string[][];
   regionOf: Map<string, number>;

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ClinkError, ConnectorError } from '../errors.js';
-import { guaranteeRefusal, jobGuarantee, unknownConnectors } from '../connectors/index.js';
+import { checkConnectors, guaranteeRefusal, jobGuarantee, unknownConnectors } from '../connectors/index.js';
 import { checkSdkCompatibility } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, failoverRegions, slotNeed, type JobGraphSpec } from '../plan/index.js';
@@ -80,6 +80,12 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
   // Options, parallelism and replay order of the built-in connectors, as the lint checks them.
   refuseOnErrors(connectorFindings(spec, plan));
+  // Their external systems, reached from here: a mistake is one line now, not restarts later. A job taken
+  // over was accepted before; its systems may be in an outage the job rides out.
+  if (!resubmission) {
+    const unreachable = await checkConnectors(spec.operators, config.connectorCheckTimeoutMs);
+    if (unreachable.length > 0) throw new ConnectorError(unreachable.join('\n'));
+  }
   // The guarantee gate: a job that asks for more than its connectors and checkpointing can give is refused.
   const guarantee = jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries, m.checkpoint.allowDuplicatesOnFallback);
   const short = guaranteeRefusal(spec.job.guarantee, guarantee);

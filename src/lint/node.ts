@@ -22,6 +22,7 @@ const COORDINATOR_DELAYS = [
   'restartDrainTimeoutMs',
   'restartCapacityTimeoutMs',
   'restartBudgetResetAfterMs',
+  'connectorCheckTimeoutMs',
   'clientIdleTimeoutMs',
   'frameBodyTimeoutMs',
   'restartBackoffInitialMs',

@@ -97,7 +97,8 @@ export class LeaderRun {
       postToJob: (job, m) => {
         for (const member of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.member))) deps.post(member, m);
       },
-      failJob: (_job, reason) => this.fail(reason),
+      // A mesh run heals by running again (--restart), which the run's failure starts.
+      finalFailed: (_job, reason) => this.fail(reason),
       maybeComplete: () => this.maybeComplete(),
       cancel: (_id, reason) => this.fail(reason),
       log: deps.log,

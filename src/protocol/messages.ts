@@ -190,6 +190,7 @@ export const MESSAGES = {
     alignmentMs: tail(u64, 0, 'from the first barrier of this checkpoint at the subtask to the last (0 for a source)'),
     stateSha256: tail(string, '', "SHA-256 (hex) of the state file's body, as its prefix records it; the COMPLETED marker lists it with stateBytes"),
     commits: tail(bool, false, 'its snapshot holds what a sink prepared (two-phase commit): it commits when the checkpoint completes, and confirms it (CheckpointCommitted)'),
+    fatal: tail(bool, false, 'a failed snapshot that would fail again (state that cannot be encoded), not a storage error: a final checkpoint failing so fails the job instead of restarting it'),
   }),
   RequestFinalCheckpoint: message(6, 'worker->coordinator', 'a bounded source reached its end and asks for the final checkpoint id', {
     jobId: field(string),
@@ -260,6 +261,7 @@ export const MESSAGES = {
     missingModuleHashes: tail(list(str(64)), [], 'modules referred to but not held: upload them and submit again'),
     protocolVersion,
     minCompatibleProtocolVersion: minCompatible,
+    code: tail(string, '', "a refusal's error code (docs/errors.md); empty = none given"),
   }),
   ListJobsReply: message(21, 'coordinator->client', 'the answer to ListJobs', {
     jobs: field(list(JobSummary)),

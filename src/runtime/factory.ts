@@ -3,7 +3,7 @@ import { ConnectorError, StateError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
 import { connectorOptions, type Connector, type OperatorFunctions, type SinkWriter, type SourceContext, type SourceReader } from '../sdk/index.js';
 import type { OperatorContext, StreamOperator } from './operator.js';
-import { resolveSecrets } from './secrets.js';
+import { resolveSecrets } from '../connectors/index.js';
 import {
   AssignTimestampsOperator,
   FilterOperator,

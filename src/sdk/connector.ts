@@ -81,9 +81,23 @@ export interface RecoverScope {
   readonly parallelism: number;
 }
 
+/** What a connector's `check()` is given: its operator's name and when to give up. */
+export interface ConnectorCheckContext {
+  readonly operatorName: string;
+  /** Aborted when the check's time (a few seconds) is up: connect and ask within it. */
+  readonly signal: AbortSignal;
+  readonly timeoutMs: number;
+}
+
 export interface SourceFactory<T, O> {
   /** Check options at plan time; throw an error that names the option and the fix. */
   validate?(options: unknown): O;
+  /**
+   * Before the job deploys: check what can be checked of the external system (it answers, the topic,
+   * table or stream is there, the credentials are accepted), within `ctx.signal`. Throw a
+   * ConnectorError naming the address and the option to fix.
+   */
+  check?(options: O, ctx: ConnectorCheckContext): Promise<void>;
   createReader(options: O, ctx: SourceContext): SourceReader<T> | Promise<SourceReader<T>>;
   /**
    * A restore at another parallelism: from the positions of every earlier subtask (by index; undefined
@@ -95,6 +109,8 @@ export interface SourceFactory<T, O> {
 
 export interface SinkFactory<T, O> {
   validate?(options: unknown): O;
+  /** As SourceFactory.check: the external system answers and has what the sink writes to. */
+  check?(options: O, ctx: ConnectorCheckContext): Promise<void>;
   createWriter(options: O, ctx: SinkContext): SinkWriter<T> | Promise<SinkWriter<T>>;
   /**
    * The sink may be restored at another parallelism: its recover() clears what every subtask of

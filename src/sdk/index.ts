@@ -40,5 +40,6 @@ export type {
   SinkContext,
   RecoverScope,
   ReadStatus,
+  ConnectorCheckContext,
 } from './connector.js';
 export type * from './types.js';

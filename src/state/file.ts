@@ -10,6 +10,7 @@
  * parse is refused rather than loaded. Files of the first format ("CLKS", no digest) are still read.
  */
 import { createHash } from 'node:crypto';
+import { basename } from 'node:path';
 import { addExtension, Packr } from 'msgpackr';
 import { StateError } from '../errors.js';
 import { writeFileDurably, nodeFs, type DurableFs } from '../util/index.js';
@@ -153,7 +154,13 @@ export interface WrittenStateFile {
  * a StorageError and leaves nothing behind.
  */
 export async function writeStateFile(path: string, value: unknown, fs: DurableFs = nodeFs): Promise<WrittenStateFile> {
-  const body = encodeBody(value);
+  let body: Uint8Array[];
+  try {
+    body = encodeBody(value);
+  } catch (err) {
+    // Not the storage's fault: the same state fails the same way every time.
+    throw new StateError(`the state in ${basename(path)} cannot be encoded: ${(err as Error).message}`, { cause: err });
+  }
   const digest = await digestOf(body);
   const bytes = await writeFileDurably(path, [prefixFor(body[0]!.length, digest), ...body], fs);
   return { bytes, sha256: digest.toString('hex') };

@@ -308,6 +308,8 @@ export class JobHost {
         alignmentMs: Math.round(stats.alignmentMs),
         stateSha256: written?.sha256 ?? '',
         commits: stats.commits,
+        // State that cannot be encoded fails the same way every time; storage may recover.
+        fatal: !ok && error instanceof ClinkError && error.code === 'CLINK_ERR_STATE',
       }),
     );
   }

@@ -63,7 +63,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     clock,
     storage,
     postToJob: (_job, m) => void posted.push(m),
-    failJob: (_job, reason) => void failed.push(reason),
+    finalFailed: (_job, reason, fatal) => void failed.push(`${reason}${fatal ? ' (fatal)' : ''}`),
     maybeComplete: () => void completeChecks++,
     cancel: (_id, reason) => void cancelled.push(reason),
     log,

@@ -10,6 +10,8 @@ const checkpointed = (over: Partial<FailureContext> = {}): FailureContext => ({
   maxRestarts: 10,
   retriesSpent: () => 0,
   maxRetries: 0,
+  restartsSinceCheckpoint: 0,
+  backoff: { initialMs: 1_000, maxMs: 60_000 },
   ...over,
 });
 const plain = (over: Partial<FailureContext> = {}): FailureContext => checkpointed({ checkpointed: false, maxRestarts: 0, maxRetries: 2, ...over });
@@ -18,8 +20,19 @@ const failed = { error: 'boom', subtask: 'map#1', restartCause: 'subtask map#1 f
 
 describe('the failure handler: restart, retry a region, or fail, decided once', () => {
   test('a checkpointed job restarts while its budget lasts, from RUNNING or DEPLOYING, recording the cause', () => {
-    assert.deepEqual(decideFailure(checkpointed(), lost), { action: 'restart', cause: lost.error });
-    assert.deepEqual(decideFailure(checkpointed({ state: 'DEPLOYING', restartsSpent: 9 }), failed), { action: 'restart', cause: failed.restartCause });
+    assert.deepEqual(decideFailure(checkpointed(), lost), { action: 'restart', cause: lost.error, backoffMs: 0 });
+    assert.deepEqual(decideFailure(checkpointed({ state: 'DEPLOYING', restartsSpent: 9 }), failed), { action: 'restart', cause: failed.restartCause, backoffMs: 0 });
+  });
+
+  test('restarts in a row back off, 0 then 1 s doubling; a checkpoint completed since the last restart ends the run', () => {
+    const backoff = (restartsSinceCheckpoint: number, restartsSpent = restartsSinceCheckpoint): number => {
+      const d = decideFailure(checkpointed({ restartsSinceCheckpoint, restartsSpent }), lost);
+      assert.equal(d.action, 'restart');
+      return (d as { backoffMs: number }).backoffMs;
+    };
+    assert.deepEqual([0, 1, 2, 3, 7, 8].map((n) => backoff(n)), [0, 1_000, 2_000, 4_000, 60_000, 60_000]);
+    // Six restarts spent, the last one followed by a completed checkpoint: the next is a first again.
+    assert.equal(backoff(0, 6), 0);
   });
 
   test('a spent budget, or restarts off, fail the job saying which, whatever kind of failure it was', () => {

@@ -14,6 +14,7 @@ import { ModuleCache } from '../../src/coordinator/module-cache.js';
 import { SlotWaiter } from '../../src/coordinator/slot-waiter.js';
 import { NO_CHECKPOINTS, type CheckpointSettings } from '../../src/client/index.js';
 import { buildJob, defineJob } from '../../src/index.js';
+import { StorageError } from '../../src/errors.js';
 import { memoryLogger } from '../../src/log/index.js';
 import { ClinkMetrics } from '../../src/metrics/index.js';
 import { subtaskKey } from '../../src/plan/index.js';
@@ -29,7 +30,9 @@ const LOST = (id: string): string => `worker lost: ${id} (heartbeat timeout)`;
 /** A chained job (source -> map -> collect) of parallelism 2: two failover regions, one per instance. */
 const SPEC = buildJob(defineJob({ name: 'jm', version: '1' }, (env) => void env.fromSequence(1, 10).map((x) => x).collect('out')), { parallelism: 2 }).spec;
 
-async function harness(options: { checkpoint?: Partial<CheckpointSettings>; workers?: number; config?: Partial<CoordinatorConfig>; storage?: Partial<CheckpointStorage> } = {}) {
+async function harness(
+  options: { checkpoint?: Partial<CheckpointSettings>; workers?: number; config?: Partial<CoordinatorConfig>; storage?: Partial<CheckpointStorage>; recordRestore?: () => Promise<void> } = {},
+) {
   const clock = new FakeClock();
   const config: CoordinatorConfig = { ...DEFAULT_COORDINATOR_CONFIG, restartBackoffInitialMs: 1_000, ...options.config };
   const { log, lines } = memoryLogger();
@@ -61,7 +64,16 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     failJob: (_job: JobState, reason: string) => master!.fail(reason),
     maybeComplete: () => master!.maybeComplete(),
   };
-  const checkpoints = new CheckpointCoordinator({ clock, storage, ...actions, cancel: (_id, reason) => master!.cancel(reason), log, metrics, restartBudgetResetAfterMs: config.restartBudgetResetAfterMs });
+  const checkpoints = new CheckpointCoordinator({
+    clock,
+    storage,
+    ...actions,
+    finalFailed: (_job, reason, fatal) => master!.heal({ error: reason, fatal }),
+    cancel: (_id, reason) => master!.cancel(reason),
+    log,
+    metrics,
+    restartBudgetResetAfterMs: config.restartBudgetResetAfterMs,
+  });
   const recovery = new JobRecovery({
     config,
     clock,
@@ -74,7 +86,7 @@ async function harness(options: { checkpoint?: Partial<CheckpointSettings>; work
     ...actions,
     finishSubtask: (_job, st, error) => master!.finishSubtask(st, error),
     deploy: (job, placement, restore) => deployer.deploy(job, placement, restore),
-    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 } : undefined), recordRestore: async () => undefined },
+    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 } : undefined), recordRestore: options.recordRestore ?? (async () => undefined) },
   });
   for (let i = 1; i <= (options.workers ?? 2); i++) addWorker(`w${i}`);
   const submit = {
@@ -240,13 +252,86 @@ describe('the JobMaster', () => {
     assert.equal(h.job.state, 'RESTARTING');
     for (const w of ['w1', 'w2', 'w3']) h.finish(h.on(w), { ok: false, error: 'cancelled' });
     h.addWorker('w4', 2);
-    await h.sweepAfter(1_000); // the second restart in a row backs off 1 s
+    await h.sweepAfter(0); // a checkpoint completed since the last restart: this one is a first again, at once
     assert.equal(h.job.state, 'DEPLOYING');
     h.listenAll();
     const next = h.job.subtasks[0]!.session.id;
     h.lose(next);
     assert.equal(h.job.state, 'FAILED');
     assert.equal(h.job.error, `${LOST(next)}; the 1 restarts allowed are spent`);
+  });
+
+  test('restarts in a row back off; a checkpoint completed after a restart makes the next one immediate again', async () => {
+    const h = await harness({ checkpoint: { checkpointDir: '/ckpt' }, workers: 4 });
+    h.listenAll();
+    const restart = async (): Promise<void> => {
+      const victim = h.job.subtasks.find((t) => !t.finished)!.session.id;
+      h.lose(victim);
+      for (const w of ['w1', 'w2', 'w3', 'w4', 'w5', 'w6']) h.finish(h.on(w), { ok: false, error: 'cancelled' });
+      h.addWorker(`w${h.job.restartsSpent + 4}`, 2);
+      await h.settle();
+    };
+    await restart();
+    assert.equal(h.job.state, 'DEPLOYING', 'the first restart at once');
+    h.listenAll();
+    await restart();
+    assert.equal(h.job.state, 'RESTARTING', 'the second in a row waits');
+    await h.sweepAfter(999);
+    assert.equal(h.job.state, 'RESTARTING');
+    await h.sweepAfter(1);
+    assert.equal(h.job.state, 'DEPLOYING', 'after 1 s');
+    h.listenAll();
+    await triggerCheckpoint(h);
+    await restart();
+    assert.equal(h.job.state, 'DEPLOYING', 'a checkpoint completed since: at once again');
+    assert.equal(h.job.restartsSpent, 3, 'the budget is not forgiven by it');
+  });
+
+  test('a final checkpoint that fails restarts the job from its last checkpoint, within the budget; one that would fail again (state that cannot be encoded) fails it', async () => {
+    for (const fatal of [false, true]) {
+      const h = await harness({ checkpoint: { checkpointDir: '/ckpt' } });
+      h.listenAll();
+      const sources = h.job.subtasks.filter((t) => h.job.plan.tasks.find((x) => x.id === t.taskId)!.inputs.length === 0);
+      for (const t of sources) h.master.onFrame(t.session, { type: 'RequestFinalCheckpoint', jobId: h.job.id, taskId: t.taskId, subtaskIndex: t.index });
+      await h.settle();
+      const id = h.job.finalCheckpointId!;
+      assert.ok(id > 0, 'the final checkpoint was assigned');
+      const t = h.job.subtasks[0]!;
+      h.master.onFrame(t.session, { type: 'SubtaskCheckpointed', jobId: h.job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok: false, error: 'ENOSPC: no space left on device', fatal } as never);
+      await h.settle();
+      if (fatal) {
+        assert.equal(h.job.state, 'FAILED');
+        assert.equal(h.job.error, 'its final checkpoint failed: subtask ' + `${t.taskId}#${t.index}` + ' could not snapshot: ENOSPC: no space left on device');
+      } else {
+        assert.equal(h.job.state, 'RESTARTING');
+        assert.equal(h.job.restartsSpent, 1);
+        assert.match(h.job.restarting!.cause, /^its final checkpoint failed: subtask \S+ could not snapshot: ENOSPC/);
+      }
+    }
+  });
+
+  test('a redeploy whose RESTORED record the storage refuses is tried again as another restart with its backoff, while the budget lasts', async () => {
+    let refusals = 2;
+    const h = await harness({
+      checkpoint: { checkpointDir: '/ckpt', maxRestartsOnWorkerLoss: 3 },
+      recordRestore: async () => {
+        if (refusals-- > 0) throw new StorageError('could not write RESTORED durably in /ckpt/_jobs/j (0 of 90 bytes written): ENOSPC', '/ckpt/_jobs/j/RESTORED', 0, 90);
+      },
+    });
+    h.listenAll();
+    await triggerCheckpoint(h);
+    h.lose('w1');
+    h.finish(h.on('w2'), { ok: false, error: 'cancelled' });
+    h.addWorker('w3', 2);
+    await h.settle();
+    assert.equal(h.job.state, 'RESTARTING', 'the first try failed');
+    assert.equal(h.job.restartsSpent, 2);
+    assert.ok(h.lines().some((l) => /redeploy after worker lost: w1 \(heartbeat timeout\) failed: could not write RESTORED .*ENOSPC; trying again in 1000 ms \(restart 2 of 3\)$/.test(String(l.msg))), JSON.stringify(h.lines().map((l) => l.msg)));
+    await h.sweepAfter(1_000);
+    assert.equal(h.job.state, 'RESTARTING', 'the second try failed too');
+    await h.sweepAfter(2_000);
+    assert.equal(h.job.state, 'DEPLOYING', 'the third wrote it');
+    assert.equal(h.job.restartsSpent, 3);
   });
 
   test('a subtask failing for a lost peer waits for the verdict on that peer; with none it heals like a loss', async () => {

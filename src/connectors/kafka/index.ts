@@ -18,6 +18,7 @@ export const kafka: Connector<KafkaRecord, unknown> = {
   parallelSource: true,
   source: {
     validate: (o) => parseOptions('kafka source', KafkaSourceOptions, o),
+    check: async (o, ctx) => (await import('./check.js')).checkKafka('source', o, ctx),
     // The client library loads with the first reader or writer: a job without Kafka never pays for it.
     createReader: async (o, ctx) => (await import('./source.js')).createKafkaReader(o, ctx),
     // Each subtask's position holds the offsets of the partitions it owned: every new subtask gets them
@@ -35,6 +36,7 @@ export const kafka: Connector<KafkaRecord, unknown> = {
   },
   sink: {
     validate: (o) => parseOptions('kafka sink', KafkaSinkOptions, o),
+    check: async (o, ctx) => (await import('./check.js')).checkKafka('sink', o, ctx),
     rescalable: true,
     createWriter: async (o, ctx) => (await import('./sink.js')).createKafkaWriter(o, ctx),
   },

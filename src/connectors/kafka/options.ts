@@ -1,6 +1,7 @@
 /** The Kafka connector's options, checked at plan time; each has a default a local setup can use. */
 import { z } from 'zod';
 import { Format } from '../formats.js';
+import { ReconnectTimeout } from '../options.js';
 import { MAX_TIMER_DELAY_MS } from '../../util/index.js';
 
 const Brokers = z
@@ -13,6 +14,8 @@ const Common = {
   topic: z.string().min(1),
   /** How long a request may wait for a broker before it fails (and the subtask with it). */
   requestTimeoutMs: z.number().int().positive().default(30_000),
+  /** How long the connector rides out brokers that do not answer (a restart, a short outage), retrying, before its subtask fails. */
+  reconnectTimeoutMs: ReconnectTimeout,
   clientId: z.string().min(1).default('clink'),
 };
 

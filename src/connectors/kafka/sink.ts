@@ -11,6 +11,7 @@ import type { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
 import type { RecoverScope, SinkContext, SinkWriter } from '../../sdk/index.js';
 import { encode } from '../formats.js';
+import { retriesWithin, retryDelayMs } from '../options.js';
 import type { KafkaSinkOptions } from './options.js';
 import { forceClose, kafkaErrorName, TransactionsClient, type TxnRef } from './transactions.js';
 
@@ -49,8 +50,9 @@ function producerOptions(o: Options, transactionalId?: string): ProducerOptions<
     // Sent as the transaction timeout (InitProducerId) and the broker's produce timeout.
     timeout: transactionTimeoutOf(o),
     requestTimeout: o.requestTimeoutMs,
-    retries: 5,
-    retryDelay: 200,
+    // A broker restarting: the idempotent producer resends under the same sequence numbers, for up to reconnectTimeoutMs.
+    retries: retriesWithin(o.reconnectTimeoutMs),
+    retryDelay: (_client, _operation, attempt) => retryDelayMs(attempt),
     partitioner: compatibilityPartitioner,
     ...(transactionalId ? { transactionalId } : {}),
   };
@@ -169,7 +171,7 @@ class TransactionalWriter extends BatchingWriter {
 
   constructor(o: Options, ctx: SinkContext) {
     super(o, ctx);
-    this.txns = new TransactionsClient({ brokers: o.bootstrapServers, clientId: o.clientId, requestTimeoutMs: o.requestTimeoutMs, signal: this.stopping.signal });
+    this.txns = new TransactionsClient({ brokers: o.bootstrapServers, clientId: o.clientId, requestTimeoutMs: o.requestTimeoutMs, reconnectTimeoutMs: o.reconnectTimeoutMs, signal: this.stopping.signal });
   }
 
   /** Transactional id `seq` of subtask `subtask` (this one's by default). */

@@ -12,7 +12,7 @@ import { ConnectorError } from '../../errors.js';
 import type { SourceContext, SourceOutput, SourceReader } from '../../sdk/index.js';
 import { decode } from '../formats.js';
 import { Fetcher, type FetchResponse } from './fetcher.js';
-import { RatePacer } from '../options.js';
+import { RatePacer, retriesWithin, retryDelayMs } from '../options.js';
 import type { KafkaSourceOptions } from './options.js';
 import { forceClose, kafkaErrorName } from './transactions.js';
 
@@ -88,8 +88,8 @@ class KafkaReader implements SourceReader<KafkaRecord> {
       groupId: o.groupId ?? `${o.clientId}-${ctx.operatorName}`,
       bootstrapBrokers: o.bootstrapServers,
       requestTimeout: o.requestTimeoutMs,
-      retries: 3,
-      retryDelay: 200,
+      retries: retriesWithin(o.reconnectTimeoutMs),
+      retryDelay: (_client, _operation, attempt) => retryDelayMs(attempt),
     });
   }
 
@@ -272,8 +272,8 @@ class KafkaReader implements SourceReader<KafkaRecord> {
       await new Promise((r) => setTimeout(r, this.o.fetchMaxWaitMs));
       return undefined;
     }
-    // A broker restarting or leadership moving: refresh the metadata and try again, for up to requestTimeoutMs.
-    const deadline = Date.now() + this.o.requestTimeoutMs;
+    // A broker restarting or leadership moving: refresh the metadata and try again, for up to reconnectTimeoutMs.
+    const deadline = Date.now() + this.o.reconnectTimeoutMs;
     for (let delay = 100, refresh = false; ; delay = Math.min(delay * 2, 2_000), refresh = true) {
       try {
         return await this.fetchOnce(want, refresh);

@@ -39,6 +39,8 @@ export interface TransactionsClientOptions {
   brokers: string[];
   clientId: string;
   requestTimeoutMs: number;
+  /** How long a coordinator that does not answer is retried. */
+  reconnectTimeoutMs: number;
   signal: AbortSignal;
 }
 
@@ -85,7 +87,7 @@ export class TransactionsClient {
 
   private async withCoordinator<T>(transactionalId: string, op: (conn: Connection) => Promise<T>): Promise<T> {
     let delay = 50;
-    const deadline = Date.now() + this.o.requestTimeoutMs;
+    const deadline = Date.now() + this.o.reconnectTimeoutMs;
     for (;;) {
       try {
         return await op(await this.coordinatorOf(transactionalId));

@@ -15,6 +15,14 @@ export const nats: Connector<NatsRecord, unknown> = {
   name: 'nats',
   parallelSource: false,
   // The client library loads with the first reader or writer: a job without NATS never pays for it.
-  source: { validate: (o) => parseOptions('nats source', NatsSourceOptions, o), createReader: async (o, ctx) => (await import('./source.js')).createNatsReader(o, ctx) },
-  sink: { validate: (o) => parseOptions('nats sink', NatsSinkOptions, o), createWriter: async (o, ctx) => (await import('./sink.js')).createNatsWriter(o, ctx) },
+  source: {
+    validate: (o) => parseOptions('nats source', NatsSourceOptions, o),
+    check: async (o, ctx) => (await import('./check.js')).checkNats('source', o, ctx),
+    createReader: async (o, ctx) => (await import('./source.js')).createNatsReader(o, ctx),
+  },
+  sink: {
+    validate: (o) => parseOptions('nats sink', NatsSinkOptions, o),
+    check: async (o, ctx) => (await import('./check.js')).checkNats('sink', o, ctx),
+    createWriter: async (o, ctx) => (await import('./sink.js')).createNatsWriter(o, ctx),
+  },
 };

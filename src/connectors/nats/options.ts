@@ -1,6 +1,7 @@
 /** The NATS JetStream connector's options, checked at plan time. */
 import { z } from 'zod';
 import { Format } from '../formats.js';
+import { ReconnectTimeout } from '../options.js';
 
 const Servers = z
   .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
@@ -13,6 +14,8 @@ const Common = {
   /** A credentials token (may come from env://VAR). */
   token: z.string().min(1).optional(),
   connectTimeoutMs: z.number().int().positive().default(10_000),
+  /** How long the connector rides out a server that went away (a restart), reconnecting and publishing again, before its subtask fails. */
+  reconnectTimeoutMs: ReconnectTimeout,
 };
 
 export const NatsSourceOptions = z

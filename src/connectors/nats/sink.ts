@@ -10,7 +10,8 @@ import type { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
 import type { SinkContext, SinkWriter } from '../../sdk/index.js';
 import { encode } from '../formats.js';
-import { connectNats } from './client.js';
+import { connectNatsRiding } from './client.js';
+import { retrying } from '../options.js';
 import type { NatsSinkOptions } from './options.js';
 
 type Options = z.output<typeof NatsSinkOptions>;
@@ -24,7 +25,13 @@ export interface NatsCommittable {
 }
 
 export async function createNatsWriter(o: Options, ctx: SinkContext): Promise<SinkWriter<unknown>> {
-  return new NatsWriter(o, ctx, await connectNats(o, WHO));
+  const stopping = new AbortController();
+  return new NatsWriter(o, ctx, await connectNatsRiding(o, WHO, stopping.signal), stopping);
+}
+
+/** A publish that may succeed again (the server restarting, or not answering yet): its message id makes a repeat harmless. */
+function mayPassAgain(err: unknown): boolean {
+  return /timeout|503|no responders|disconnect|reconnect|connection closed|CONNECTION_/i.test((err as Error | undefined)?.message ?? '');
 }
 
 class NatsWriter implements SinkWriter<unknown> {
@@ -39,6 +46,7 @@ class NatsWriter implements SinkWriter<unknown> {
     private readonly o: Options,
     private readonly ctx: SinkContext,
     private readonly nc: NatsConnection,
+    private readonly stopping: AbortController,
   ) {
     this.js = jetstream(nc);
   }
@@ -46,7 +54,9 @@ class NatsWriter implements SinkWriter<unknown> {
   write(value: unknown): void {
     const id = this.o.messageIdField !== undefined ? `${this.o.messageIdPrefix}-${String((value as Record<string, unknown>)[this.o.messageIdField])}` : `${this.o.messageIdPrefix}-${this.ctx.subtaskIndex}-${this.epoch}-${this.n}`;
     this.n++;
-    const p: Promise<unknown> = this.js.publish(this.o.subject, encode(this.o.valueFormat, value) ?? new Uint8Array(0), { msgID: id }).then(
+    const data = encode(this.o.valueFormat, value) ?? new Uint8Array(0);
+    // Published again under the same id while the server is away (up to reconnectTimeoutMs): the stream drops a repeat.
+    const p: Promise<unknown> = retrying(() => this.js.publish(this.o.subject, data, { msgID: id }), { timeoutMs: this.o.reconnectTimeoutMs, signal: this.stopping.signal, retriable: mayPassAgain }).then(
       () => void this.inFlight.delete(p),
       (err) => {
         this.inFlight.delete(p);
@@ -89,6 +99,7 @@ class NatsWriter implements SinkWriter<unknown> {
   }
 
   async close(): Promise<void> {
+    this.stopping.abort();
     await this.nc.close().catch(() => undefined);
   }
 

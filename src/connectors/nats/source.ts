@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
 import type { SourceContext, SourceOutput, SourceReader } from '../../sdk/index.js';
 import { decode } from '../formats.js';
-import { connectNats } from './client.js';
+import { connectNatsRiding } from './client.js';
 import type { NatsSourceOptions } from './options.js';
 
 type Options = z.output<typeof NatsSourceOptions>;
@@ -22,8 +22,8 @@ export interface NatsRecord<V = unknown> {
 
 const WHO = 'nats source';
 
-export async function createNatsReader(o: Options, _ctx: SourceContext): Promise<SourceReader<NatsRecord>> {
-  return new NatsReader(o, await connectNats(o, WHO));
+export async function createNatsReader(o: Options, ctx: SourceContext): Promise<SourceReader<NatsRecord>> {
+  return new NatsReader(o, await connectNatsRiding(o, WHO, ctx.signal));
 }
 
 class NatsReader implements SourceReader<NatsRecord> {
@@ -86,8 +86,9 @@ class NatsReader implements SourceReader<NatsRecord> {
       if (r === undefined) break;
       this.pending = undefined;
       if (r.done) {
-        this.ended = true;
-        break;
+        // The consumer ends only when its connection closed for good (reconnectTimeoutMs spent): that is
+        // a failure, never the end of the stream, which would finish the job without the rest of it.
+        throw new ConnectorError(`${WHO}: the connection to ${this.o.servers.join(',')} closed while reading stream '${this.o.stream}' (no server came back within ${this.o.reconnectTimeoutMs} ms)`, { transient: true });
       }
       const m = r.value;
       const where = (): string => `${WHO}: message ${m.seq} of stream '${this.o.stream}'`;

@@ -13,6 +13,15 @@ export const postgres: Connector<Record<string, unknown>, unknown> = {
   name: 'postgres',
   parallelSource: true,
   // The client library loads with the first reader or writer: a job without PostgreSQL never pays for it.
-  source: { validate: (o) => parseOptions('postgres source', PostgresSourceOptions, o), createReader: async (o, ctx) => (await import('./source.js')).createPostgresReader(o, ctx) },
-  sink: { validate: (o) => parseOptions('postgres sink', PostgresSinkOptions, o), rescalable: true, createWriter: async (o, ctx) => (await import('./sink.js')).createPostgresWriter(o, ctx) },
+  source: {
+    validate: (o) => parseOptions('postgres source', PostgresSourceOptions, o),
+    check: async (o, ctx) => (await import('./check.js')).checkPostgres('source', o, ctx),
+    createReader: async (o, ctx) => (await import('./source.js')).createPostgresReader(o, ctx),
+  },
+  sink: {
+    validate: (o) => parseOptions('postgres sink', PostgresSinkOptions, o),
+    check: async (o, ctx) => (await import('./check.js')).checkPostgres('sink', o, ctx),
+    rescalable: true,
+    createWriter: async (o, ctx) => (await import('./sink.js')).createPostgresWriter(o, ctx),
+  },
 };

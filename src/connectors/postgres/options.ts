@@ -1,5 +1,6 @@
 /** The PostgreSQL connector's options, checked at plan time. */
 import { z } from 'zod';
+import { ReconnectTimeout } from '../options.js';
 
 const Identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/, 'a table or column name: letters, digits, _ and $, optionally schema-qualified');
 
@@ -8,6 +9,8 @@ const Connection = {
   connectionString: z.string().min(1),
   /** How long connecting and each statement may take before the subtask fails. */
   statementTimeoutMs: z.number().int().positive().default(60_000),
+  /** How long the connector rides out a server that went away (a restart), reconnecting, before its subtask fails. */
+  reconnectTimeoutMs: ReconnectTimeout,
 };
 
 export const PostgresSinkOptions = z

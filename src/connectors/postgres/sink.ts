@@ -8,7 +8,7 @@
 import type pg from 'pg';
 import type { z } from 'zod';
 import type { RecoverScope, SinkContext, SinkWriter } from '../../sdk/index.js';
-import { connect, describeError } from './client.js';
+import { ReconnectingClient } from './client.js';
 import type { PostgresSinkOptions } from './options.js';
 import { insertStatement, maxRowsPerStatement } from './sql.js';
 
@@ -26,7 +26,9 @@ function prefixOf(o: { transactionIdPrefix?: string | undefined }, subtask: numb
 }
 
 export async function createPostgresWriter(o: Options, ctx: SinkContext): Promise<SinkWriter<unknown>> {
-  return new PostgresWriter(o, ctx, await connect(o, WHO));
+  const w = new PostgresWriter(o, ctx);
+  await w.connect();
+  return w;
 }
 
 class PostgresWriter implements SinkWriter<unknown> {
@@ -38,19 +40,30 @@ class PostgresWriter implements SinkWriter<unknown> {
   /** Exactly-once: other runs' prepared transactions are rolled back before the first write. */
   private cleared: Promise<void> | undefined;
   private readonly statements = new Map<number, string>();
+  /** Ends what its connections wait for when the writer closes. */
+  private readonly stopping = new AbortController();
+  /** The writing connection: a lost one is replaced, but an exactly-once transaction it held is lost with it. */
+  private readonly db: ReconnectingClient;
   /**
    * COMMIT PREPARED and ROLLBACK PREPARED cannot run inside a transaction, and the writing connection has
-   * the next checkpoint's open: they go over a second connection.
+   * the next checkpoint's open: they go over a second connection. What they finish survives a restart
+   * of the server, so they ride one out.
    */
-  private control: Promise<pg.Client> | undefined;
+  private readonly control: ReconnectingClient;
 
   constructor(
     private readonly o: Options,
     ctx: SinkContext,
-    private readonly client: pg.Client,
   ) {
     this.exactlyOnce = o.delivery === 'exactly-once';
     this.prefix = prefixOf(o, ctx.subtaskIndex);
+    this.db = new ReconnectingClient(o, WHO, this.stopping.signal);
+    this.control = new ReconnectingClient(o, WHO, this.stopping.signal);
+  }
+
+  /** Connect the writing connection (a server that does not answer yet is waited for, up to reconnectTimeoutMs). */
+  async connect(): Promise<void> {
+    await this.db.connection();
   }
 
   write(value: unknown): void {
@@ -65,32 +78,43 @@ class PostgresWriter implements SinkWriter<unknown> {
     if (this.rows.length === 0) return;
     const rows = this.rows;
     this.rows = [];
+    const doing = `writing ${rows.length} rows to ${this.o.table}`;
     if (this.exactlyOnce) {
       await (this.cleared ??= this.rollBackPrepared(this.prefix));
-      if (!this.inTransaction) {
-        await this.query('BEGIN', [], 'BEGIN');
-        this.inTransaction = true;
-      }
-      await this.insert(rows);
+      // Inside the checkpoint's transaction: a lost connection loses it, and the subtask fails (a restart writes it again).
+      await this.db.run(
+        doing,
+        async (c) => {
+          if (!this.inTransaction) {
+            await c.query('BEGIN');
+            this.inTransaction = true;
+          }
+          await this.insert(c, rows);
+        },
+        false,
+      );
     } else {
-      await this.query('BEGIN', [], 'BEGIN');
-      try {
-        await this.insert(rows);
-        await this.query('COMMIT', [], 'COMMIT');
-      } catch (err) {
-        await this.client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
+      // A batch is its own transaction: after a lost connection a new one writes it again (at-least-once).
+      await this.db.run(doing, async (c) => {
+        await c.query('BEGIN');
+        try {
+          await this.insert(c, rows);
+          await c.query('COMMIT');
+        } catch (err) {
+          await c.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      });
     }
   }
 
-  private async insert(rows: unknown[][]): Promise<void> {
+  private async insert(c: pg.Client, rows: unknown[][]): Promise<void> {
     const columns = this.columns!;
     const perStatement = maxRowsPerStatement(columns.length, this.o.batchRows);
     for (let i = 0; i < rows.length; i += perStatement) {
       let chunk = rows.slice(i, i + perStatement);
       if (this.o.mode === 'upsert') chunk = this.lastPerKey(chunk);
-      await this.query(this.statementFor(chunk.length), chunk.flat(), `writing ${chunk.length} rows to ${this.o.table}`);
+      await c.query(this.statementFor(chunk.length), chunk.flat());
     }
   }
 
@@ -119,7 +143,7 @@ class PostgresWriter implements SinkWriter<unknown> {
     await this.flush();
     if (!this.exactlyOnce || !this.inTransaction) return this.exactlyOnce ? {} : undefined;
     const gid = `${this.prefix}${checkpointId}`;
-    await this.query(`PREPARE TRANSACTION ${this.client.escapeLiteral(gid)}`, [], `PREPARE TRANSACTION '${gid}'`);
+    await this.db.run(`PREPARE TRANSACTION '${gid}'`, (c) => c.query(`PREPARE TRANSACTION ${c.escapeLiteral(gid)}`), false);
     this.inTransaction = false;
     return { gid };
   }
@@ -127,13 +151,12 @@ class PostgresWriter implements SinkWriter<unknown> {
   async commit(committable: unknown): Promise<void> {
     const gid = (committable as PostgresCommittable | undefined)?.gid;
     if (!gid) return;
-    const control = await this.controlClient();
-    try {
-      await control.query(`COMMIT PREPARED ${control.escapeLiteral(gid)}`);
-    } catch (err) {
-      // 42704: no such prepared transaction: committed already (a commit retried after a restore).
-      if ((err as { code?: string }).code !== '42704') throw describeError(WHO, `COMMIT PREPARED '${gid}'`, err);
-    }
+    await this.control.run(`COMMIT PREPARED '${gid}'`, async (c) => {
+      await c.query(`COMMIT PREPARED ${c.escapeLiteral(gid)}`).catch((err: { code?: string }) => {
+        // 42704: no such prepared transaction: committed already (a commit retried after a restore).
+        if (err.code !== '42704') throw err;
+      });
+    });
   }
 
   /**
@@ -148,22 +171,16 @@ class PostgresWriter implements SinkWriter<unknown> {
     return this.cleared;
   }
 
-  private controlClient(): Promise<pg.Client> {
-    return (this.control ??= connect(this.o, WHO));
-  }
-
   private async rollBackPrepared(prefix: string): Promise<void> {
-    const control = await this.controlClient();
-    let r: pg.QueryResult<{ gid: string }>;
-    try {
-      r = await control.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1', [prefix]);
-    } catch (err) {
-      throw describeError(WHO, 'listing prepared transactions', err);
-    }
+    const r = await this.control.run('listing prepared transactions', (c) =>
+      c.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1', [prefix]),
+    );
     for (const { gid } of r.rows) {
       if (!/^\d+$/.test(gid.slice(prefix.length))) continue; // another sink's prefix that starts like ours
-      await control.query(`ROLLBACK PREPARED ${control.escapeLiteral(gid)}`).catch((err: { code?: string }) => {
-        if (err.code !== '42704') throw describeError(WHO, `ROLLBACK PREPARED '${gid}'`, err);
+      await this.control.run(`ROLLBACK PREPARED '${gid}'`, async (c) => {
+        await c.query(`ROLLBACK PREPARED ${c.escapeLiteral(gid)}`).catch((err: { code?: string }) => {
+          if (err.code !== '42704') throw err;
+        });
       });
     }
   }
@@ -172,23 +189,15 @@ class PostgresWriter implements SinkWriter<unknown> {
     await this.flush();
     // Without checkpoints the end of input is the commit.
     if (this.inTransaction) {
-      await this.query('COMMIT', [], 'COMMIT');
+      await this.db.run('COMMIT', (c) => c.query('COMMIT'), false);
       this.inTransaction = false;
     }
   }
 
   async close(): Promise<void> {
     // An open transaction dies with the connection; a prepared one waits for the restore to decide.
-    await this.client.end().catch(() => undefined);
-    const control = await this.control?.catch(() => undefined);
-    await control?.end().catch(() => undefined);
-  }
-
-  private async query<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params: unknown[], doing: string): Promise<pg.QueryResult<R>> {
-    try {
-      return await this.client.query<R>(sql, params);
-    } catch (err) {
-      throw describeError(WHO, doing, err);
-    }
+    this.stopping.abort();
+    await this.db.drop();
+    await this.control.drop();
   }
 }

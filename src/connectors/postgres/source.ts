@@ -3,11 +3,10 @@
  * (one per subtask, from its minimum and maximum at the start), each read in key order a page at a time.
  * The last key read is the checkpoint position, so a restore continues after it.
  */
-import type pg from 'pg';
 import type { z } from 'zod';
 import { ConnectorError } from '../../errors.js';
 import type { SourceContext, SourceOutput, SourceReader } from '../../sdk/index.js';
-import { connect, describeError } from './client.js';
+import { ReconnectingClient } from './client.js';
 import type { PostgresSourceOptions } from './options.js';
 import { quoteIdent } from './sql.js';
 
@@ -23,7 +22,9 @@ interface Position {
 }
 
 export async function createPostgresReader(o: Options, ctx: SourceContext): Promise<SourceReader<Record<string, unknown>>> {
-  return new PostgresReader(o, ctx, await connect(o, WHO));
+  const db = new ReconnectingClient(o, WHO, ctx.signal);
+  await db.connection();
+  return new PostgresReader(o, ctx, db);
 }
 
 class PostgresReader implements SourceReader<Record<string, unknown>> {
@@ -35,7 +36,7 @@ class PostgresReader implements SourceReader<Record<string, unknown>> {
   constructor(
     private readonly o: Options,
     private readonly ctx: SourceContext,
-    private readonly client: pg.Client,
+    private readonly db: ReconnectingClient,
   ) {
     this.relation = o.table !== undefined ? quoteIdent(o.table) : `(${o.query}) AS scanned`;
     this.key = quoteIdent(o.keyColumn);
@@ -57,12 +58,8 @@ class PostgresReader implements SourceReader<Record<string, unknown>> {
     const after = p.last === null ? '' : ` AND ${this.key} > $4`;
     if (p.last !== null) params.push(p.last);
     const sql = `SELECT * FROM ${this.relation} WHERE ${this.key} >= $1 AND ${this.key} < $2${after} ORDER BY ${this.key} LIMIT $3`;
-    let rows: Record<string, unknown>[];
-    try {
-      rows = (await this.client.query(sql, params)).rows;
-    } catch (err) {
-      throw describeError(WHO, `scanning ${this.o.table ?? 'the query'}`, err);
-    }
+    // A page is a query on its own: after a lost connection, a new one reads it again from the same key.
+    const rows = await this.db.run(`scanning ${this.o.table ?? 'the query'}`, async (c) => (await c.query(sql, params)).rows as Record<string, unknown>[]);
     for (const row of rows) out.collect(row);
     if (rows.length > 0) p.last = String(rows[rows.length - 1]![this.o.keyColumn]);
     if (rows.length < limit) this.done = true;
@@ -71,12 +68,9 @@ class PostgresReader implements SourceReader<Record<string, unknown>> {
 
   /** Split [min, max] of the key evenly over the subtasks; this subtask's share. */
   private async range(): Promise<Position> {
-    let r: pg.QueryResult<{ lo: string | null; hi: string | null }>;
-    try {
-      r = await this.client.query(`SELECT min(${this.key})::text AS lo, max(${this.key})::text AS hi FROM ${this.relation}`);
-    } catch (err) {
-      throw describeError(WHO, `reading the key range of ${this.o.table ?? 'the query'}`, err);
-    }
+    const r = await this.db.run(`reading the key range of ${this.o.table ?? 'the query'}`, (c) =>
+      c.query<{ lo: string | null; hi: string | null }>(`SELECT min(${this.key})::text AS lo, max(${this.key})::text AS hi FROM ${this.relation}`),
+    );
     const { lo, hi } = r.rows[0]!;
     if (lo === null || hi === null) return { from: '0', to: '0', last: null };
     if (!/^-?\d+$/.test(lo) || !/^-?\d+$/.test(hi)) throw new ConnectorError(`${WHO}: keyColumn '${this.o.keyColumn}' must be an integer column (got '${lo}'); name another with option keyColumn`);
@@ -88,6 +82,6 @@ class PostgresReader implements SourceReader<Record<string, unknown>> {
   }
 
   async close(): Promise<void> {
-    await this.client.end().catch(() => undefined);
+    await this.db.drop();
   }
 }

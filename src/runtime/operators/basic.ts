@@ -298,7 +298,7 @@ export class SinkOperator extends StreamOperator {
   override notifyCheckpointAborted(checkpointId: number, reason: string): void {
     // Waiting at the end means this was the final checkpoint: the tail cannot be committed exactly once.
     if (this.finalWait && this.prepared.has(checkpointId)) {
-      this.finalWait.reject(new ConnectorError(`sink '${this.ctx.spec.name}': the final checkpoint ${checkpointId} was aborted (${reason}); so the job fails, and a restore from its last completed checkpoint writes the tail again, once`));
+      this.finalWait.reject(new ConnectorError(`sink '${this.ctx.spec.name}': the final checkpoint ${checkpointId} was aborted (${reason}); the job restarts from its last completed checkpoint and writes the tail again, once (or fails, when it cannot restart)`));
     }
   }
 

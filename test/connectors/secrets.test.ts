@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { buildJob, defineJob, runJob } from '../../src/index.js';
-import { resolveSecrets } from '../../src/runtime/secrets.js';
+import { resolveSecrets } from '../../src/connectors/index.js';
 
 const job = defineJob({ name: 'secret-sink', version: '1' }, (env) => void env.fromSequence(1, 3).sinkTo('file', { path: 'env://CLINK_TEST_SINK_DIR' }).name('secret sink'));
 
