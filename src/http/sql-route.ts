@@ -4,7 +4,8 @@
  * once, EXPLAIN and mode=explain with the plan, mode=compile with the job module, and mode=submit (the
  * default) submits each query's job through the same planning thread and gates as POST /api/v1/jobs.
  * The other query parameters are that route's settings. GET /api/v1/catalog lists the tables and views.
- * Requests run one at a time: a statement sees the catalog the one before it left.
+ * Requests run one at a time: a statement sees the catalog the one before it left. The session lives in
+ * a thread of its own (sql-thread.ts): nothing SQL loads or plans runs on the coordinator's event loop.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,18 +19,11 @@ import { sendError } from './errors.js';
 import { ErrorReply } from './schemas.js';
 import { submitFailure } from './submit-route.js';
 
-// Types only: the SQL planner itself loads with the first SQL request.
-import type { SqlResult, SqlSession } from '../sql/index.js';
-
-type Session = SqlSession;
+import { SqlStatementError, SqlThread } from './sql-thread.js';
 
 const MODES = ['explain', 'compile', 'submit'] as const;
 type Mode = (typeof MODES)[number];
-/**
- * The largest SQL text a request may carry. Statements are planned on the coordinator's event loop
- * (its session catalog lives there): 64 KiB plans in well under a second (2,000 computed columns, 30 KB:
- * 0.36 s), so a large statement cannot starve heartbeats.
- */
+/** The largest SQL text a request may carry: 64 KiB plans in well under a second (2,000 computed columns, 30 KB: 0.36 s). */
 export const MAX_SQL_BYTES = 64 * 1024;
 
 const SqlReply = {
@@ -52,15 +46,8 @@ const SqlReply = {
 const SqlErrorReply = { ...ErrorReply, description: 'a refusal; a statement that does not parse or bind adds ok: false, error and position (1-based byte offset)' };
 
 export function sqlRoutes(api: FastifyInstance, coordinator: () => Coordinator, catalogDir: string | undefined, planTimeoutMs?: number): void {
-  let session: Promise<Session> | undefined;
-  const openSession = (): Promise<Session> =>
-    (session ??= (async () => {
-      const sql = await import('../sql/index.js');
-      return new sql.SqlSession(await sql.SqlCatalog.open(BUILTIN_CAPABILITIES.map((c) => c.name), catalogDir));
-    })().catch((err: unknown) => {
-      session = undefined;
-      throw err;
-    }));
+  const session = new SqlThread({ catalogDir, connectors: BUILTIN_CAPABILITIES.map((c) => c.name) });
+  api.addHook('onClose', () => session.close());
   let queue: Promise<unknown> = Promise.resolve();
   const oneAtATime = <T>(f: () => Promise<T>): Promise<T> => {
     const run = queue.then(f, f);
@@ -91,12 +78,12 @@ export function sqlRoutes(api: FastifyInstance, coordinator: () => Coordinator, 
       if (typeof req.body !== 'string' || req.body.trim() === '') return sendError(reply, 400, 'CLINK_ERR_INVALID_ARGUMENT', 'send SQL statements as the body (Content-Type: text/plain or application/sql)');
       const text = req.body;
       return oneAtATime(async () => {
-        const sql = await import('../sql/index.js');
-        let results: SqlResult[];
+        let results;
         try {
-          results = await (await openSession()).execute(text, { mode: mode === 'explain' ? 'explain' : 'compile', parallelism: settings.parallelism ?? 1, params: settings.params, ...(settings.name ? { name: settings.name } : {}) });
+          const r = await session.request({ op: 'execute', text, mode: mode === 'explain' ? 'explain' : 'compile', parallelism: settings.parallelism ?? 1, params: settings.params, ...(settings.name ? { name: settings.name } : {}) });
+          results = r.results ?? [];
         } catch (err) {
-          if (err instanceof sql.SqlError) return sendError(reply, 400, 'CLINK_ERR_PLAN', err.message, { ok: false, error: err.detail, position: err.position, excerpt: err.excerpt() });
+          if (err instanceof SqlStatementError) return sendError(reply, 400, 'CLINK_ERR_PLAN', err.message, { ok: false, error: err.refusal.detail, position: err.refusal.position, excerpt: err.refusal.excerpt });
           const failure = submitFailure(err);
           return sendError(reply, failure.status, failure.code, failure.message.replace(/^submit refused: /, 'SQL statement refused: '));
         }
@@ -120,8 +107,8 @@ export function sqlRoutes(api: FastifyInstance, coordinator: () => Coordinator, 
     },
   );
   api.get('/api/v1/catalog', { schema: { summary: "the SQL session's tables and views, each with its CREATE statement", response: { 200: { type: 'object', properties: { objects: { type: 'array', items: { type: 'object', additionalProperties: true } } } } } } }, async () => {
-    const s = await oneAtATime(openSession);
-    return { objects: s.catalog.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary, sql: o.sql })) };
+    const r = await oneAtATime(() => session.request({ op: 'catalog' }));
+    return { objects: r.objects ?? [] };
   });
 }
 

@@ -29,6 +29,21 @@ interface SqlReply {
 }
 
 describe('SQL over HTTP', () => {
+  test('the first SQL request loads and plans off the event loop: a worker with a 1 s coordinator timeout keeps its session through it', async () => {
+    // Before, the SQL planner loaded on the coordinator's loop (3.4 s here): the worker heard nothing for
+    // longer than its timeout, ended its session and registered again (with a job running, a restart).
+    const h = await ClusterHarness.start({ workers: 1, slots: 1, workerArgs: ['--coordinator-heartbeat-timeout-ms=1000'] });
+    try {
+      const res = await fetch(`http://127.0.0.1:${h.httpPort}/api/v1/jobs/sql?mode=explain`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: `${CLICKS} ${PER_USER}` });
+      assert.equal(res.status, 200, await res.text());
+      const workers = (await h.http<{ workers: { workerId: string; session: number }[] }>('/api/v1/workers')).body.workers;
+      assert.deepEqual(workers.map((w) => w.session), [1], 'the same session');
+      assert.ok(!h.nodes.some((n) => n.logs.some((l) => /no frame from the coordinator/.test(String(l.msg)))), 'no worker lost its coordinator');
+    } finally {
+      await h.close();
+    }
+  });
+
   test('a table made by one request, a windowed query submitted by the next runs to its end on the cluster', async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2 });
     try {
