@@ -83,7 +83,7 @@ export async function startHttp(
   return { port: actual, url, close: () => app.close() };
 }
 
-export async function writeReadyFile(path: string, ports: Record<string, number | string>): Promise<void> {
+export async function writeReadyFile(path: string, ports: Record<string, number | string | number[]>): Promise<void> {
   try {
     await writeFileAtomic(path, JSON.stringify(ports));
   } catch (err) {

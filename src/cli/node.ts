@@ -24,7 +24,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     const authToken = authTokenFromEnv();
     if (flags.exposureWarning) log.warn(flags.exposureWarning);
     for (const w of flags.configWarnings ?? []) log.warn({ check: w.check }, `configuration: ${w.message}`);
-    const tls = flags.tls ? await loadTls(flags.tls) : {};
+    const tls = flags.tls ? await loadTls(flags.tls, flags.role) : {};
     const security = { ...(authToken ? { authToken } : {}), ...(tls.server ? { tls: tls.server } : {}), ...(otlp ? { tracer: otlp.tracer } : {}) };
     if (flags.role === 'coordinator' && (flags.ha?.haDir || flags.ha?.etcdEndpoints?.length)) return haCoordinator(flags, log, metrics, signal, security);
     if (flags.role === 'coordinator') {
@@ -66,6 +66,7 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
       ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
       ...(flags.worker.taskYoungGenerationMb ? { taskYoungGenerationMb: flags.worker.taskYoungGenerationMb } : {}),
       ...(flags.worker.dataTransport ? { dataTransport: flags.worker.dataTransport } : {}),
+      ...(flags.worker.maxInflightFrameBytes ? { maxInflightFrameBytes: flags.worker.maxInflightFrameBytes } : {}),
       ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
       ...(flags.coordinator.handshakeTimeoutMs ? { connectTimeoutMs: flags.coordinator.handshakeTimeoutMs } : {}),
     };
@@ -75,8 +76,8 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
     const http = await startHttp(flags.httpPort, log, { role: 'worker', metrics, config: { ...config, warnings: flags.configWarnings ?? [] }, health, worker: () => supervisor?.describe(), ...(authToken ? { authToken } : {}) }, config.dataHost, '--data-host');
     if (http) config.httpPort = http.port;
     // Each session listens on a data port of its own: the ready file follows the current one.
-    const writeReady = async (w: { dataPort: number }): Promise<void> => {
-      if (flags.readyFile) await writeReadyFile(flags.readyFile, { dataPort: w.dataPort, httpPort: http?.port ?? 0 });
+    const writeReady = async (w: { dataPort: number; jobDataPorts: number[] }): Promise<void> => {
+      if (flags.readyFile) await writeReadyFile(flags.readyFile, { dataPort: w.dataPort, jobDataPorts: w.jobDataPorts, httpPort: http?.port ?? 0 });
     };
     // Not awaited: a worker still looking for its coordinator stops on a signal like any other.
     const leader = leaderSource({ ...(flags.ha?.haDir ? { haDir: flags.ha.haDir } : {}), ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), ...(flags.ha?.etcdCluster ? { etcdCluster: flags.ha.etcdCluster } : {}) });

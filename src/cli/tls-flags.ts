@@ -37,9 +37,14 @@ export function tlsFlagProblems(o: TlsFlags, role: TlsRole): string[] {
   return out;
 }
 
-/** Load what the flags name (call once tlsFlagProblems is empty). */
-export async function loadTls(o: TlsFlags): Promise<{ server?: TlsServerConfig; client?: TlsClientConfig }> {
-  const server = o.tlsCert && o.tlsKey ? await loadTlsServer({ cert: o.tlsCert, key: o.tlsKey, ...(o.tlsClientCa ? { clientCa: o.tlsClientCa } : {}) }) : undefined;
+/**
+ * Load what the flags name (call once tlsFlagProblems is empty). A worker with a client certificate
+ * (mTLS) asks its data peers for theirs too, signed by the cluster's CA (--tls-ca): under mTLS nothing
+ * reaches a subtask from a connection without one.
+ */
+export async function loadTls(o: TlsFlags, role?: TlsRole): Promise<{ server?: TlsServerConfig; client?: TlsClientConfig }> {
+  const clientCa = o.tlsClientCa ?? (role === 'worker' && o.tlsClientCert ? o.tlsCa : undefined);
+  const server = o.tlsCert && o.tlsKey ? await loadTlsServer({ cert: o.tlsCert, key: o.tlsKey, ...(clientCa ? { clientCa } : {}) }) : undefined;
   const client = o.tlsCa
     ? await loadTlsClient({ ca: o.tlsCa, ...(o.tlsClientCert ? { clientCert: o.tlsClientCert } : {}), ...(o.tlsClientKey ? { clientKey: o.tlsClientKey } : {}), verifyHostname: !o.tlsNoVerifyHostname })
     : undefined;

@@ -7,7 +7,19 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { ADMISSION_REPLY_SEND_BOUND_MS, FrameConnection, FrameTimeoutError, isTlsFailure, secureAccepted, tlsReason, writeFrame, WrongProtocolError, type TlsServerConfig } from '../net/index.js';
+import {
+  ADMISSION_REPLY_SEND_BOUND_MS,
+  FrameConnection,
+  FrameTimeoutError,
+  isTlsFailure,
+  secureAccepted,
+  tlsReason,
+  writeFrame,
+  WrongProtocolError,
+  type FrameBudget,
+  type PeerRejections,
+  type TlsServerConfig,
+} from '../net/index.js';
 import { FrameDecodeError, FrameTooLargeError, LOCAL_PROTOCOL, makeMessage, MAX_FIRST_FRAME_BYTES, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { AdmissionLogLimiter} from './admission.js';
@@ -25,6 +37,10 @@ export interface AdmissionGateDeps {
   route: (conn: FrameConnection, first: Message | null, admissionId: number) => Promise<void>;
   /** The control port's TLS: each accepted socket is wrapped, its handshake bounded by the admission deadline. */
   tls?: TlsServerConfig;
+  /** The node's log and count of connections closed for what their peer did. */
+  rejections: PeerRejections;
+  /** What every connection's partial frames may hold together (--max-inflight-frame-bytes). */
+  budget: FrameBudget;
 }
 
 export class AdmissionGate {
@@ -79,6 +95,8 @@ export class AdmissionGate {
       dispatchAfterClose: true,
       readTimeoutMs: this.config.heartbeatTimeoutMs,
       frameDeadlineMs: this.config.handshakeTimeoutMs + this.config.heartbeatTimeoutMs,
+      rejections: this.deps.rejections,
+      budget: this.deps.budget,
     });
     const pending: PendingAdmission = { id: admissionId, address, stage: 0, acceptedAt: this.deps.clock.now() };
     socket.once('data', () => (pending.stage = 1));
@@ -130,7 +148,7 @@ export class AdmissionGate {
       const http = this.httpUrl ? `the HTTP API is at ${this.httpUrl}` : 'this coordinator serves no HTTP API (clink node --http-port)';
       if (err.protocol === 'http-request') {
         const body = `this is clink's control port, which speaks its binary protocol, not HTTP; ${http}\n`;
-        this.admissionLog.warn(`connection ${conn.peer} refused: it sent an HTTP request to the control port; ${http}`);
+        this.deps.rejections.record(conn.peer, 'wrong_protocol', `it sent an HTTP request to the control port; ${http}`);
         // Answered in its own protocol, so curl or a browser shows the user the mistake; closed once sent.
         const cancel = this.deps.clock.after(ADMISSION_REPLY_SEND_BOUND_MS, () => conn.close());
         conn.socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`, () => {
@@ -139,19 +157,23 @@ export class AdmissionGate {
         });
         return;
       }
-      this.admissionLog.warn(`connection ${conn.peer} refused: it ${err.protocol === 'tls' ? 'began a TLS handshake; the control port does not speak TLS' : 'spoke HTTP'}`);
+      this.deps.rejections.record(conn.peer, 'wrong_protocol', `it ${err.protocol === 'tls' ? 'began a TLS handshake; the control port does not speak TLS' : 'spoke HTTP'}`);
       conn.close();
       return;
     }
+    const { rejections } = this.deps;
     if (this.deps.tls && isTlsFailure(err)) {
       this.deps.metrics.handshakeFailures.inc();
-      this.admissionLog.warn(`connection ${conn.peer} refused: its TLS handshake failed (${tlsReason(err)}): a plain clink peer (give it --tls-ca), or under mTLS a peer without a certificate --tls-client-ca signed`);
-    } else if (err instanceof FrameDecodeError || err instanceof FrameTooLargeError) {
+      rejections.record(conn.peer, 'tls', `its TLS handshake failed (${tlsReason(err)}): a plain clink peer (give it --tls-ca), or under mTLS a peer without a certificate --tls-client-ca signed`);
+    } else if (err instanceof FrameTooLargeError) {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
-      this.deps.log.warn({ peer: conn.peer, err }, `malformed first frame from ${conn.peer}, closing its connection: ${err.message}`);
+      rejections.record(conn.peer, 'too_large', `its first frame: ${err.message}`);
+    } else if (err instanceof FrameDecodeError) {
+      this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
+      rejections.record(conn.peer, 'malformed', `its first frame: ${err.message}`);
     } else if (err instanceof FrameTimeoutError) {
       this.deps.metrics.handshakeFailures.inc();
-      this.deps.log.warn({ peer: conn.peer }, `connection rejected: ${conn.peer} sent no complete first frame (${err.message})`);
+      rejections.record(conn.peer, 'timeout', `no complete first frame (${err.message})`);
     }
     conn.close();
   }

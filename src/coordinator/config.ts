@@ -1,5 +1,5 @@
 /** The coordinator's settings, with the reference's defaults. */
-import { DEFAULT_OUTBOX_LIMITS } from '../net/index.js';
+import { DEFAULT_MAX_INFLIGHT_FRAME_BYTES, DEFAULT_OUTBOX_LIMITS } from '../net/index.js';
 import { DEFAULT_CLIENT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CLIENT_OUTBOUND_BYTES, DEFAULT_MAX_CLIENT_SESSIONS } from './client-sessions.js';
 
 export const DEFAULT_COORDINATOR_PORT = 6123;
@@ -72,6 +72,13 @@ export interface CoordinatorConfig {
   maxRegionRetries: number;
   /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
   epoch: number;
+  /** Worker sessions open at once; a Register of a new worker past it is refused as busy (retryable). @default 1,024 */
+  maxWorkerSessions: number;
+  /**
+   * What every connection's partial frames may hold together: a peer whose frame would take the sum past
+   * it is cut. @default 256 MiB (one largest frame)
+   */
+  maxInflightFrameBytes: number;
   /** Client sessions open at once; a HelloClient past it is refused ("coordinator busy"). @default 256 */
   maxClientSessions: number;
   /** A client session with no request for this long, and no job of its own running, is closed. @default 300,000 */
@@ -98,6 +105,7 @@ export interface CoordinatorConfig {
 }
 
 export const DEFAULT_CONNECTOR_CHECK_TIMEOUT_MS = 5_000;
+export const DEFAULT_MAX_WORKER_SESSIONS = 1_024;
 export const DEFAULT_RESTART_BACKOFF_INITIAL_MS = 1_000;
 export const DEFAULT_RESTART_BACKOFF_MAX_MS = 60_000;
 
@@ -124,6 +132,8 @@ export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.fr
   connectorCheckTimeoutMs: DEFAULT_CONNECTOR_CHECK_TIMEOUT_MS,
   maxRegionRetries: DEFAULT_MAX_REGION_RETRIES,
   epoch: 0,
+  maxWorkerSessions: DEFAULT_MAX_WORKER_SESSIONS,
+  maxInflightFrameBytes: DEFAULT_MAX_INFLIGHT_FRAME_BYTES,
   maxClientSessions: DEFAULT_MAX_CLIENT_SESSIONS,
   clientIdleTimeoutMs: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
   maxClientOutboundBytes: DEFAULT_MAX_CLIENT_OUTBOUND_BYTES,

@@ -15,7 +15,7 @@ import { ClinkError, listenError } from '../errors.js';
 import { coordinatorConfigFindings, refuseOnErrors } from '../lint/index.js';
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
-import type { FrameConnection, TlsServerConfig } from '../net/index.js';
+import { FrameBudget, PeerRejections, type FrameConnection, type TlsServerConfig } from '../net/index.js';
 import { createPhysicalPlan, type JobGraphSpec } from '../plan/index.js';
 import type { Message, MessageOf } from '../protocol/index.js';
 import { systemClock, type Clock } from '../util/index.js';
@@ -74,6 +74,7 @@ export class Coordinator {
   private readonly tracer: Tracer;
   /** Refusals and evictions before admission: rate-limited, since a flood makes many (the counters are exact). */
   private readonly admissionLog: AdmissionLogLimiter;
+  private readonly rejections: PeerRejections;
   private readonly peerChecks: PeerChecks;
   private stopWatchdog: (() => void) | undefined;
   private readonly clock: Clock;
@@ -107,11 +108,14 @@ export class Coordinator {
     this.watchdogLog = deps.log.child({ component: 'coordinator.watchdog' });
     this.admissionLog = new AdmissionLogLimiter(deps.log.child({ component: 'coordinator.admission' }));
     this.peerChecks = new PeerChecks(metrics, log, this.admissionLog, deps.authToken);
+    this.rejections = new PeerRejections('coordinator', deps.log.child({ component: 'coordinator.admission' }), metrics, clock);
     this.admission = new AdmissionGate(this.config, {
       clock,
       log,
       metrics,
       admissionLog: this.admissionLog,
+      rejections: this.rejections,
+      budget: new FrameBudget(this.config.maxInflightFrameBytes),
       stopping: () => this.stopping,
       route: (conn, first, admissionId) => this.route(conn, first, admissionId),
       ...(deps.tls ? { tls: deps.tls } : {}),
@@ -122,6 +126,7 @@ export class Coordinator {
       clock,
       log,
       watchdogLog: this.watchdogLog,
+      admissionLog: this.admissionLog,
       metrics,
       onRegistered: () => {
         this.slots.capacityChanged();
@@ -493,6 +498,7 @@ export class Coordinator {
     await this.registry.flushAndClose(this.config.outboundFlushTimeoutMs);
     this.clients.closeAll();
     await closed;
+    this.rejections.close();
     this.log.info('coordinator stopped');
   }
 }

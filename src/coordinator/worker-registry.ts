@@ -31,6 +31,8 @@ export interface WorkerRegistryDeps {
   clock: Clock;
   log: Logger;
   watchdogLog: Logger;
+  /** Refusals a flood would repeat (a registration past the cap, retried), rate-limited. @default log */
+  admissionLog?: { warn(msg: string): void };
   metrics: ClinkMetrics;
   /** A session opened: capacity changed. */
   onRegistered: (s: WorkerSession) => void;
@@ -121,6 +123,16 @@ export class WorkerRegistry {
       this.deps.metrics.authRefusals.inc({ role: 'worker' });
       this.log.warn({ workerId: m.workerId }, `registration of worker ${m.workerId} from ${conn.peer} refused: the id is held by the certificate '${current.credential}', this one is '${credential}'`);
       await ack(false, `worker id ${m.workerId} is registered by another certificate ('${current.credential}'); give this worker an id of its own`).catch(() => undefined);
+      conn.close();
+      return;
+    }
+    // A new worker past the cap is refused as busy (the worker retries): a flood of registrations holds
+    // at most --max-worker-sessions sessions. A worker registering again replaces its own.
+    const open = [...this.sessions.values()].filter((s) => s.state === 'active' || s.state === 'retiring').length;
+    if (!(current && (current.state === 'active' || current.state === 'retiring')) && open >= this.config.maxWorkerSessions) {
+      this.deps.metrics.workerSessionsRefused.inc();
+      (this.deps.admissionLog ?? this.log).warn(`registration of worker ${m.workerId} from ${conn.peer} refused: ${open} worker sessions are open (--max-worker-sessions ${this.config.maxWorkerSessions})`);
+      await ack(false, `coordinator busy: ${open} worker sessions are open, the most --max-worker-sessions allows; retry`, { retryable: true }).catch(() => undefined);
       conn.close();
       return;
     }

@@ -10,11 +10,23 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { FrameConnection, gatheredWrites, secureAccepted, tlsConnectOptions, type TlsClientConfig, type TlsServerConfig } from '../net/index.js';
+import {
+  DEFAULT_MAX_INFLIGHT_FRAME_BYTES,
+  FrameBudget,
+  FrameConnection,
+  gatheredWrites,
+  isTlsFailure,
+  PeerRejections,
+  rejectionReason,
+  secureAccepted,
+  tlsConnectOptions,
+  type TlsClientConfig,
+  type TlsServerConfig,
+} from '../net/index.js';
 import { decodeMessage, MAX_FIRST_FRAME_BYTES, type MessageOf } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { listenError } from '../errors.js';
-import { creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
+import { ChannelRefused, creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
 import { LinkMux, type Link } from './link-mux.js';
 import { RemoteChannel, tcpTransport } from './remote-channel.js';
 
@@ -59,6 +71,8 @@ export interface DataServerOptions {
   tls?: TlsServerConfig;
   /** `channel`: take and open no data links, only a connection per channel. @default 'link' */
   transport?: DataTransport;
+  /** What every data connection's partial frames may hold together (--max-inflight-frame-bytes). @default 256 MiB */
+  maxInflightFrameBytes?: number;
 }
 
 export class DataServer implements DataPlane {
@@ -70,9 +84,14 @@ export class DataServer implements DataPlane {
   private readonly dialled = new Map<string, Link>();
   readonly takesLinks: boolean;
   port = 0;
+  /** Data connections closed for what their peer sent: a line per address per interval, counted by reason. */
+  private readonly rejections: PeerRejections | undefined;
+  private readonly budget: FrameBudget;
 
   private constructor(private readonly options: DataServerOptions) {
     this.server = createServer((s) => this.accept(s));
+    this.rejections = options.log ? new PeerRejections('worker.data', options.log, options.metrics) : undefined;
+    this.budget = new FrameBudget(options.maxInflightFrameBytes ?? DEFAULT_MAX_INFLIGHT_FRAME_BYTES);
     this.targets = new InboundTargets(options.metrics);
     this.takesLinks = options.transport !== 'channel';
     this.mux = new LinkMux({
@@ -116,7 +135,7 @@ export class DataServer implements DataPlane {
     const socket = tls ? tlsConnect({ host, port, ...tlsConnectOptions(host, tls) }) : connect({ host, port, noDelay: true });
     socket.setNoDelay(true);
     socket.on('error', () => undefined); // reported by the connection's reader while it reads; none is left unhandled after
-    const conn = new FrameConnection(socket, { role: 'worker.data', ...(this.options.log ? { log: this.options.log } : {}), ...(this.options.metrics ? { metrics: this.options.metrics } : {}) });
+    const conn = new FrameConnection(socket, { role: 'worker.data', budget: this.budget, ...this.logging() });
     this.connections.add(conn);
     this.options.metrics?.dataLinks.inc({ direction: 'out' });
     const link = this.mux.attach(address, conn, undefined, (lost) => {
@@ -133,15 +152,22 @@ export class DataServer implements DataPlane {
     const conn = new FrameConnection(this.options.tls ? secureAccepted(socket, this.options.tls) : socket, {
       role: 'worker.data',
       firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
-      ...(this.options.log ? { log: this.options.log } : {}),
-      ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
+      budget: this.budget,
+      ...this.logging(),
     });
     this.connections.add(conn);
     void conn.closed.then(() => this.connections.delete(conn));
     this.serve(conn).catch((err: unknown) => {
-      this.options.log?.warn({ err, peer: conn.peer }, `data connection from ${conn.peer} dropped: ${(err as Error).message}`);
+      const e = err as Error;
+      const reason = e instanceof ChannelRefused ? 'refused' : this.options.tls && isTlsFailure(e) ? 'tls' : rejectionReason(e);
+      if (this.rejections) this.rejections.record(conn.peer, reason, `data connection dropped: ${e.message}`);
       conn.close();
     });
+  }
+
+  /** What a data connection logs and counts through. */
+  private logging(): { log?: Logger; metrics?: ClinkMetrics; rejections?: PeerRejections } {
+    return { ...(this.options.log ? { log: this.options.log } : {}), ...(this.options.metrics ? { metrics: this.options.metrics } : {}), ...(this.rejections ? { rejections: this.rejections } : {}) };
   }
 
   private async serve(conn: FrameConnection): Promise<void> {
@@ -198,6 +224,7 @@ export class DataServer implements DataPlane {
   async close(): Promise<void> {
     for (const c of this.connections) c.close();
     await new Promise<void>((r) => this.server.close(() => r()));
+    this.rejections?.close();
   }
 }
 

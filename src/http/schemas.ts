@@ -163,6 +163,7 @@ export const WorkerSelf = open({
   epoch: int(),
   coordinator: str('host:port of the coordinator this session registered with'),
   dataPort: int(),
+  jobDataPorts: list(int(), 'the data ports its job threads listen on (where the subtasks they run take channels)'),
   slots: int(),
   lastError: nullable(open({ message: str(), at: int() })),
 });

@@ -89,6 +89,12 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly connectionsRejected = new Counter({
+    name: 'clink_connections_rejected_total',
+    help: "Connections a node closed for what the peer did, by the node's role and why: malformed (a frame that does not decode), too_large (over the frame cap), memory (over the node's frames in flight), timeout, backlog, wrong_protocol, tls (a failed handshake), refused (a data connection for no subtask here, or without the attempt's secret), error (the socket failed)",
+    labelNames: ['role', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly authRefusals = new Counter({
     name: 'clink_coordinator_auth_refusals_total',
     help: 'Connections refused for a missing or wrong CLINK_AUTH_TOKEN, by the role they claimed',
@@ -121,6 +127,11 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly workerSessionsRefused = new Counter({
+    name: 'clink_coordinator_worker_sessions_refused_total',
+    help: 'Registrations of new workers refused as busy: --max-worker-sessions were open',
+    registers: [this.registry],
+  });
   readonly dataConnectionsRefused = new Counter({
     name: 'clink_data_connections_refused_total',
     help: 'Data connections refused: for no subtask or channel here, or without the attempt\'s secret',

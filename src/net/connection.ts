@@ -10,7 +10,10 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { decodeMessage, encodeFrame, FrameDecodeError, FrameTooLargeError, type Message } from '../protocol/index.js';
+import { FrameMemoryError } from './frame-budget.js';
 import { FrameReader, FrameTimeoutError, type FrameReaderOptions } from './frame-reader.js';
+import type { PeerRejections, RejectionReason } from './rejections.js';
+import { WrongProtocolError } from './sniff.js';
 
 export const DEFAULT_MAX_DISPATCH_BACKLOG_FRAMES = 10_000;
 export const DEFAULT_MAX_DISPATCH_BACKLOG_BYTES = 64 * 1024 * 1024;
@@ -40,6 +43,11 @@ export interface FrameConnectionOptions extends FrameReaderOptions {
    * (a worker's clean SubtaskFinished) are facts, not noise. @default false
    */
   dispatchAfterClose?: boolean;
+  /**
+   * The node's log of connections closed for what their peer did (one line per address per interval,
+   * counted by reason). Without it each closure is logged as it happens.
+   */
+  rejections?: PeerRejections;
 }
 
 export interface FrameHandlers {
@@ -155,14 +163,15 @@ export class FrameConnection {
             ? 'malformed'
             : 'error';
     const what = context ? `${context}: ${err.message}` : err.message;
-    if (reason === 'malformed' || reason === 'backlog') {
-      this.options.metrics?.malformedFrames.inc({ role: this.options.role });
-      this.options.log?.warn({ peer: this.peer, err }, `malformed frame from ${this.peer}, closing its connection: ${what}`);
-    } else if (reason === 'timeout') {
-      this.options.log?.warn({ peer: this.peer, err }, `connection from ${this.peer} timed out: ${what}`);
-    } else {
-      this.options.log?.info({ peer: this.peer, err }, `connection to ${this.peer} failed: ${what}`);
-    }
+    if (reason === 'malformed' || reason === 'backlog') this.options.metrics?.malformedFrames.inc({ role: this.options.role });
+    const rejections = this.options.rejections;
+    // A handler that failed is ours to debug (its stack); what the peer sent or did is not.
+    const stack = context !== undefined ? { err } : {};
+    if (rejections) rejections.record(this.peer, rejectionReason(err, reason), what);
+    else if (reason === 'malformed' || reason === 'backlog') this.options.log?.warn({ peer: this.peer, ...stack }, `malformed frame from ${this.peer}, closing its connection: ${what}`);
+    else if (reason === 'timeout') this.options.log?.warn({ peer: this.peer }, `connection from ${this.peer} timed out: ${what}`);
+    else this.options.log?.info({ peer: this.peer }, `connection to ${this.peer} failed: ${what}`);
+    if (rejections && context !== undefined) this.options.log?.warn({ peer: this.peer, err }, `${context} for ${this.peer}`);
     this.finish({ reason, error: err });
   }
 
@@ -183,4 +192,16 @@ export class FrameConnection {
   close(): void {
     this.finish({ reason: 'closed' });
   }
+}
+
+/** The reason a closure for `err` is counted under (`reason`: how the connection saw it, when known). */
+export function rejectionReason(err: Error, reason?: CloseReason): RejectionReason {
+  if (err instanceof FrameMemoryError) return 'memory';
+  if (err instanceof FrameTooLargeError) return 'too_large';
+  if (err instanceof WrongProtocolError) return 'wrong_protocol';
+  if (err instanceof DispatchBacklogError) return 'backlog';
+  if (err instanceof FrameDecodeError) return 'malformed';
+  if (err instanceof FrameTimeoutError) return 'timeout';
+  if (reason === 'malformed' || reason === 'backlog' || reason === 'timeout') return reason;
+  return 'error';
 }

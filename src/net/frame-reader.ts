@@ -1,16 +1,25 @@
 /**
  * FrameReader: yields frame payloads from a socket (TCP or TLS), trusting nothing the peer claims.
- * The header is checked against the cap before anything is allocated; the body is held as the chunks
- * that actually arrived, joined only once complete, so memory follows the bytes received, never the
- * length claimed. Reads are bounded by an idle timeout (no bytes), a whole-frame deadline (a peer
+ * The header is checked against the cap before anything is allocated. A small body is held as the
+ * chunks that actually arrived, joined once complete; a large one is copied into one buffer of its
+ * length as it arrives (pages the peer has not sent are never touched, and the buffer goes back to the
+ * system whole when freed, where thousands of socket chunks would stay in the allocator), so memory
+ * follows the bytes received, never the length claimed. What a partial frame holds is charged to the
+ * node's FrameBudget, shared by every reader: past it the peer is cut. Reads are bounded by an idle timeout (no bytes), a whole-frame deadline (a peer
  * trickling one byte at a time) and a body deadline (a frame begun must end in time, even on a session
  * that may be idle between frames). The socket is paused while a frame waits to be taken (backpressure).
  */
 import type { Duplex } from 'node:stream';
 import { ClinkError } from '../errors.js';
 import { FRAME_HEADER_BYTES, FrameDecodeError, FrameTooLargeError, MAX_FRAME_BYTES } from '../protocol/index.js';
-import { setTimer } from '../util/index.js';
+import { reclaimMemory, setTimer } from '../util/index.js';
+import type { FrameBudget } from './frame-budget.js';
 import { sniffForeignProtocol, WrongProtocolError } from './sniff.js';
+
+/** A body larger than this is read into one buffer of its own (above a socket read's 64 KiB). */
+const CONTIGUOUS_BODY_BYTES = 256 * 1024;
+/** A partial frame of at least this much, dropped, is collected at once (reclaimMemory). */
+const RECLAIM_BYTES = 16 * 1024 * 1024;
 
 export class FrameTimeoutError extends ClinkError {
   constructor(message: string) {
@@ -32,6 +41,8 @@ export interface FrameReaderOptions {
    * holds what it sent only this long, however idle it may otherwise be between frames. @default none
    */
   bodyDeadlineMs?: number;
+  /** The node's budget for frames in flight, shared by its readers. @default none */
+  budget?: FrameBudget;
 }
 
 export class FrameReader {
@@ -48,12 +59,20 @@ export class FrameReader {
   private deadlineTimer: NodeJS.Timeout | null = null;
   private bodyTimer: NodeJS.Timeout | null = null;
   private readonly maxFrameBytes: number;
+  /** A large frame's body, filled as it arrives (CONTIGUOUS_BODY_BYTES), and how much of it has. */
+  private body: Buffer | undefined;
+  private bodyFilled = 0;
+  /** Bytes charged to the budget: what the partial frame holds. */
+  private charged = 0;
+  private readonly peer: string;
 
   constructor(
     private readonly socket: Duplex,
     private options: FrameReaderOptions = {},
   ) {
     this.maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+    const s = socket as Duplex & { remoteAddress?: string; remotePort?: number };
+    this.peer = `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`;
     socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onEnd);
@@ -74,7 +93,7 @@ export class FrameReader {
 
   /** Bytes held for the frame being read (what a slow or lying peer costs). */
   get bufferedBytes(): number {
-    return this.buffered;
+    return this.buffered + this.bodyFilled;
   }
 
   private cap(): number {
@@ -83,11 +102,15 @@ export class FrameReader {
 
   private readonly onData = (chunk: Buffer): void => {
     if (this.failure) return;
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
     if (this.readTimer) this.armReadTimer();
     try {
-      this.extract();
+      const rest = this.fillBody(chunk);
+      if (rest.length > 0) {
+        this.chunks.push(rest);
+        this.buffered += rest.length;
+        this.extract();
+      }
+      this.settleCharge();
     } catch (err) {
       this.fail(err as Error);
       return;
@@ -96,9 +119,50 @@ export class FrameReader {
     this.deliver();
   };
 
+  /** Copy what `chunk` holds of the large body being read into it; returns the rest of the chunk. */
+  private fillBody(chunk: Buffer): Buffer {
+    if (!this.body) return chunk;
+    const k = Math.min(chunk.length, this.bodyBytes - this.bodyFilled);
+    this.reserve(this.bodyFilled + k);
+    chunk.copy(this.body, this.bodyFilled, 0, k);
+    this.bodyFilled += k;
+    if (this.bodyFilled === this.bodyBytes) this.completeBody();
+    return chunk.subarray(k);
+  }
+
+  /**
+   * Room for `n` bytes of the large body: its buffer doubles as bytes arrive (up to the frame's length),
+   * so even the address space it takes follows what the peer sent, never what it claimed.
+   */
+  private reserve(n: number): void {
+    const body = this.body!;
+    if (n <= body.length) return;
+    const grown = Buffer.allocUnsafeSlow(Math.min(this.bodyBytes, Math.max(n, body.length * 2)));
+    body.copy(grown, 0, 0, this.bodyFilled);
+    this.body = grown;
+  }
+
+  private completeBody(): void {
+    this.ready.push(this.body!);
+    this.body = undefined;
+    this.bodyFilled = 0;
+    this.bodyBytes = -1;
+    this.framesRead++;
+  }
+
+  /** Charge the budget for what the partial frame holds now, or give back what it no longer does. */
+  private settleCharge(): void {
+    const budget = this.options.budget;
+    if (!budget) return;
+    const held = this.buffered + this.bodyFilled;
+    if (held > this.charged) budget.charge(held - this.charged, this.peer);
+    else if (held < this.charged) budget.release(this.charged - held);
+    this.charged = held;
+  }
+
   /** A partial frame is held: it must complete within bodyDeadlineMs of its first byte. */
   private armBodyTimer(): void {
-    if (this.buffered === 0) {
+    if (this.buffered + this.bodyFilled === 0) {
       if (this.bodyTimer) clearTimeout(this.bodyTimer);
       this.bodyTimer = null;
       return;
@@ -106,7 +170,7 @@ export class FrameReader {
     const ms = this.options.bodyDeadlineMs;
     if (this.bodyTimer || ms === undefined) return;
     this.bodyTimer =
-      setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${ms} ms of its first byte (${this.buffered} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`)), ms) ?? null;
+      setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${ms} ms of its first byte (${this.buffered + this.bodyFilled} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`)), ms) ?? null;
   }
 
   private extract(): void {
@@ -121,6 +185,14 @@ export class FrameReader {
         if (n > cap) throw new FrameTooLargeError(n, cap);
         if (n === 0) throw new FrameDecodeError('empty frame: no message kind');
         this.bodyBytes = n;
+        if (n > CONTIGUOUS_BODY_BYTES && this.buffered < n) {
+          // A buffer of its own, grown as bytes come (reserve).
+          const have = this.buffered;
+          this.body = Buffer.allocUnsafeSlow(Math.min(n, Math.max(have, CONTIGUOUS_BODY_BYTES)));
+          if (have > 0) this.take(have).copy(this.body, 0);
+          this.bodyFilled = have;
+          return;
+        }
       }
       if (this.buffered < this.bodyBytes) return;
       this.ready.push(this.take(this.bodyBytes));
@@ -169,7 +241,7 @@ export class FrameReader {
     this.ended = true;
     if (this.failure) return;
     if (this.bodyBytes >= 0 || this.buffered > 0) {
-      this.fail(new FrameDecodeError(`connection closed inside a frame (${this.buffered} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`));
+      this.fail(new FrameDecodeError(`connection closed inside a frame (${this.buffered + this.bodyFilled} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`));
       return;
     }
     if (this.waiter && this.ready.length === 0) {
@@ -189,6 +261,12 @@ export class FrameReader {
     this.failure = err;
     this.chunks = [];
     this.buffered = 0;
+    // A large partial frame let go: freed now, not when the heap next fills.
+    if (this.bodyFilled >= RECLAIM_BYTES) reclaimMemory();
+    this.body = undefined;
+    this.bodyFilled = 0;
+    this.options.budget?.release(this.charged);
+    this.charged = 0;
     this.clearTimers();
     if (this.bodyTimer) clearTimeout(this.bodyTimer);
     this.bodyTimer = null;
@@ -227,7 +305,7 @@ export class FrameReader {
       const deadline = this.options.frameDeadlineMs;
       if (deadline !== undefined) {
         this.deadlineTimer =
-          setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.buffered} bytes received)`)), deadline) ?? null;
+          setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.buffered + this.bodyFilled} bytes received)`)), deadline) ?? null;
       }
     });
   }

@@ -6,6 +6,9 @@
  * const conn = new FrameConnection(socket, { role: 'coordinator', metrics, log });
  * conn.start({ onMessage: (m) => handle(m) });
  */
+export { FrameBudget, FrameMemoryError, DEFAULT_MAX_INFLIGHT_FRAME_BYTES } from './frame-budget.js';
+export { PeerRejections, REJECTION_LOG_INTERVAL_MS, type RejectionReason } from './rejections.js';
+export { rejectionReason } from './connection.js';
 export { FrameReader, FrameTimeoutError, type FrameReaderOptions } from './frame-reader.js';
 export {
   FrameConnection,

@@ -12,3 +12,4 @@ export { startThread } from './threads.js';
 export { recordsCodec } from './records-codec.js';
 export { isInt32, sameNumber } from './numbers.js';
 export { RecentIds } from './recent.js';
+export { reclaimMemory } from './reclaim.js';

@@ -52,6 +52,8 @@ export interface JobHostConfig {
   tls?: WorkerTls;
   /** How its channels to other workers travel (see WorkerConfig.dataTransport). @default 'link' */
   dataTransport?: DataTransport;
+  /** What its data connections' partial frames may hold together (--max-inflight-frame-bytes). */
+  maxInflightFrameBytes?: number;
 }
 
 /**

@@ -44,6 +44,8 @@ export interface JobThreadOptions {
   onIdle: (t: JobThread) => boolean;
   /** The thread has ended (its job done here, or it failed). */
   onExit: (t: JobThread) => void;
+  /** Its data server listens (on `dataPort`). */
+  onListening?: (t: JobThread) => void;
 }
 
 export class JobThread {
@@ -66,6 +68,8 @@ export class JobThread {
   private closeTimer: NodeJS.Timeout | undefined;
   /** The job it runs, once assigned; a warm thread waits for one with the engine already loaded. */
   private job = '';
+  /** The port its data server listens on (0 until it does). */
+  dataPort = 0;
   readonly exited: Promise<void>;
 
   constructor(private readonly o: JobThreadOptions) {
@@ -199,6 +203,10 @@ export class JobThread {
       case 'metrics':
         this.metricsWaiters.get(m.id)?.(m.json);
         this.metricsWaiters.delete(m.id);
+        return;
+      case 'listening':
+        this.dataPort = m.port;
+        this.o.onListening?.(this);
         return;
       case 'done':
         // Sent after the last report and the last state file: nothing the thread does for the job is left.

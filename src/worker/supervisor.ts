@@ -45,6 +45,8 @@ export interface WorkerStatus {
   epoch: number;
   coordinator: string;
   dataPort: number;
+  /** The data ports its job threads listen on: where the subtasks they run take channels. */
+  jobDataPorts: number[];
   slots: number;
   lastError: { message: string; at: number } | null;
 }
@@ -127,6 +129,7 @@ export class WorkerSupervisor {
       epoch: w?.epoch ?? 0,
       coordinator: w ? `${w.config.coordinatorHost}:${w.config.coordinatorPort}` : '',
       dataPort: w?.dataPort ?? 0,
+      jobDataPorts: w?.jobDataPorts ?? [],
       slots: this.config.slots,
       lastError: this.lastError ?? null,
     };
@@ -177,7 +180,10 @@ export class WorkerSupervisor {
         // Counted with the session, before anything else can observe it connected.
         if (reconnect) this.deps.metrics.workerControlReconnects.inc();
         // A failing callback (the ready file cannot be written) costs a log line, not the session.
-        await (async () => this.onSession?.(w))().catch((err: unknown) => this.log.error({ err }, `after registering: ${(err as Error).message}`));
+        const told = (): Promise<void> => (async () => this.onSession?.(w))().catch((err: unknown) => this.log.error({ err }, `after registering: ${(err as Error).message}`));
+        // Its job threads' data ports come and go within the session: told again as they do.
+        w.onDataPorts = () => void told();
+        await told();
         return w;
       } catch (err) {
         // Retrying cannot help: another protocol, a port that speaks HTTP, an address not on this machine.

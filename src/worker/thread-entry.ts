@@ -37,7 +37,9 @@ const server = await DataServer.start({
   metrics,
   ...(data.config.tls?.server ? { tls: data.config.tls.server } : {}),
   ...(data.config.dataTransport ? { transport: data.config.dataTransport } : {}),
+  ...(data.config.maxInflightFrameBytes ? { maxInflightFrameBytes: data.config.maxInflightFrameBytes } : {}),
 });
+post({ kind: 'listening', port: server.port });
 const ordinals = new Map<string, number>();
 
 /** A subtask's ordinal in the shared status, told to the session (with its description) when new. */

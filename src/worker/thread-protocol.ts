@@ -31,4 +31,6 @@ export type FromThread =
   /** Each running subtask's counts, every PROGRESS_EVERY_TICKS ticks. */
   | { kind: 'progress'; subtasks: SubtaskProgressReport[] }
   /** Every subtask of `jobId` deployed to the thread has ended and reported. */
-  | { kind: 'done'; jobId: string };
+  | { kind: 'done'; jobId: string }
+  /** The thread's data server listens on `port` (its subtasks' channels come in there). */
+  | { kind: 'listening'; port: number };

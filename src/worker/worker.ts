@@ -78,6 +78,8 @@ export interface WorkerConfig {
    * @default 'link'
    */
   dataTransport?: DataTransport;
+  /** What its connections' partial frames may hold together: a peer past it is cut. @default 256 MiB */
+  maxInflightFrameBytes?: number;
 }
 
 export type TaskIsolation = 'thread' | 'none';
@@ -117,7 +119,8 @@ export class Worker {
   /** A warm job thread waiting for the next job (task isolation on). */
   private spare: JobThread | undefined;
   private stallWatch: NodeJS.Timeout | undefined;
-  private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners].map((j) => j.metrics()));
+  // The warm thread too: a data connection refused there is counted in its metrics.
+  private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners, ...(this.spare ? [this.spare] : [])].map((j) => j.metrics()));
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
   private readonly modules: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -154,6 +157,7 @@ export class Worker {
       metrics: deps.metrics,
       ...(deps.tls?.server ? { tls: deps.tls.server } : {}),
       ...(config.dataTransport ? { transport: config.dataTransport } : {}),
+      ...(config.maxInflightFrameBytes ? { maxInflightFrameBytes: config.maxInflightFrameBytes } : {}),
     });
     try {
       await w.register();
@@ -167,6 +171,15 @@ export class Worker {
   get dataPort(): number {
     return this.data.port;
   }
+
+  /** The data ports its job threads listen on (each thread has a data server of its own), sorted. */
+  get jobDataPorts(): number[] {
+    const threads = [...this.runners, ...(this.spare ? [this.spare] : [])].filter((r): r is JobThread => r instanceof JobThread);
+    return [...new Set(threads.map((t) => t.dataPort).filter((p) => p > 0))].sort((a, b) => a - b);
+  }
+
+  /** Told when the ports in jobDataPorts change (the ready file follows them). */
+  onDataPorts: (() => void) | undefined;
 
   private async register(): Promise<void> {
     const timeoutMs = this.config.connectTimeoutMs ?? 5_000;
@@ -351,6 +364,7 @@ export class Worker {
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       ...(this.deps.tls ? { tls: this.deps.tls } : {}),
       ...(this.config.dataTransport ? { dataTransport: this.config.dataTransport } : {}),
+      ...(this.config.maxInflightFrameBytes ? { maxInflightFrameBytes: this.config.maxInflightFrameBytes } : {}),
     };
   }
 
@@ -376,7 +390,9 @@ export class Worker {
       onExit: (r) => {
         if (this.spare === r) this.spare = undefined;
         this.forget(r);
+        this.onDataPorts?.();
       },
+      onListening: () => this.onDataPorts?.(),
     });
   }
 

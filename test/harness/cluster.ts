@@ -83,7 +83,7 @@ export class ClusterHarness {
     this.coordinator = this.spawnNode('coordinator', ['--role=coordinator', `--port=${port}`, '--http-port=0', `--ready-file=${ready}`, ...(this.options.coordinatorArgs ?? [])]);
     const r = JSON.parse(await this.waitForFile(ready)) as { controlPort: number; httpPort: number };
     this.controlPort = r.controlPort;
-    this.httpPort = r.httpPort;
+    this.httpPort = this.coordinator.httpPort = r.httpPort;
   }
 
   /** The flags that point a node at the HA election (a coordinator stands in it, a worker follows it). */
@@ -207,7 +207,7 @@ export class ClusterHarness {
     return { status: res.status, body, text };
   }
 
-  /** The value of a counter summed over label sets matching `labels`, from a worker's /metrics. */
+  /** The value of a counter summed over label sets matching `labels`, from a node's /metrics. */
   async workerMetric(node: NodeProcess, name: string, labels: Record<string, string> = {}): Promise<number> {
     const text = await (await fetch(`http://127.0.0.1:${node.httpPort}/metrics`)).text();
     let sum = 0;

@@ -14,7 +14,7 @@ import { encodeFrame, encodeRecordBatch, makeMessage } from '../../src/protocol/
 import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
 import { SINK_JOB, submitSinkJob } from '../harness/file-sink-job.js';
-import { visibleLines } from '../helpers.js';
+import { visibleLines, waitFor } from '../helpers.js';
 
 describe('the data plane proves the deploy attempt', () => {
   test('a DataHello without the attempt secret (or with a forged MAC) is refused and counted; no fabricated record reaches the output', async () => {
@@ -55,6 +55,39 @@ describe('the data plane proves the deploy attempt', () => {
       assert.equal(done.ok, true, done.error);
       assert.deepEqual(await visibleLines(out), expected, 'exactly the uninterrupted output: nothing fabricated got in');
       assert.equal((await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.restarts.length, 0, 'and nothing restarted the job');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("in job threads too: their data ports are advertised, and a forged DataHello there is refused and counted in the worker's /metrics", async () => {
+    const h = await ClusterHarness.start({ workers: 1, slots: 2 });
+    try {
+      const { jobId, client, out, expected } = await submitSinkJob(h, { rate: 2000 });
+      const view = await h.waitForJob<JobView>(jobId, ['RUNNING']);
+      const worker = h.worker('w1');
+      const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
+      const plan = createPhysicalPlan(buildJob(loaded.job, { parallelism: 2, params: { out, rate: '2000' } }).spec);
+      const edgeIndex = plan.spec.edges.findIndex((e) => e.kind === 'HASH');
+      const down = taskOf(plan, plan.spec.edges[edgeIndex]!.target);
+      const target = view.subtasks.find((t) => t.taskId === down.id && t.index === 0)!;
+      // Where the job's thread listens: in the ready file and in GET /api/v1/worker.
+      const { jobDataPorts } = (await (await fetch(`http://127.0.0.1:${worker.httpPort}/api/v1/worker`)).json()) as { jobDataPorts: number[] };
+      assert.ok(jobDataPorts.length >= 1, JSON.stringify(jobDataPorts));
+      const hello = { jobId, attempt: target.attempt, edgeIndex, upstreamSubtask: 0, downstreamTaskId: down.id, downstreamSubtask: 0, upstreamTaskId: taskOf(plan, plan.spec.edges[edgeIndex]!.source).id, mac: 'ab'.repeat(32) };
+      for (const port of jobDataPorts) {
+        await new Promise<void>((resolve) => {
+          const s = connect(port, '127.0.0.1');
+          s.on('error', () => undefined);
+          s.once('connect', () => s.write(encodeFrame(makeMessage('DataHello', hello))));
+          s.once('close', () => resolve());
+        });
+      }
+      await waitFor('the refusal counted in the worker\'s /metrics', async () => (await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 1);
+      assert.equal(await h.workerMetric(worker, 'clink_connections_rejected_total', { role: 'worker.data', reason: 'refused' }), jobDataPorts.length);
+      const done = await client.waitForCompletion(jobId);
+      assert.equal(done.ok, true, done.error);
+      assert.deepEqual(await visibleLines(out), expected);
     } finally {
       await h.close();
     }

@@ -151,7 +151,7 @@ describe('the REST API', () => {
       const starting = await app.inject({ method: 'GET', url: '/api/v1/worker' });
       assert.equal(starting.statusCode, 503);
       assert.equal(starting.json().code, 'CLINK_ERR_UNAVAILABLE');
-      status = { workerId: 'w9', state: 'reconnecting', session: 0, epoch: 0, coordinator: '', dataPort: 0, slots: 2, lastError: { message: 'cannot register with the coordinator (connect ECONNREFUSED)', at: 1 } };
+      status = { workerId: 'w9', state: 'reconnecting', session: 0, epoch: 0, coordinator: '', dataPort: 0, jobDataPorts: [], slots: 2, lastError: { message: 'cannot register with the coordinator (connect ECONNREFUSED)', at: 1 } };
       const reconnecting = await app.inject({ method: 'GET', url: '/api/v1/worker' });
       assert.equal(reconnecting.statusCode, 200);
       assert.deepEqual(reconnecting.json(), status);

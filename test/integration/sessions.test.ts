@@ -120,6 +120,21 @@ describe('admission and client sessions', () => {
     }
   });
 
+  test('--max-worker-sessions: a new worker past the cap is refused as busy and retries; it registers once a session ends', async () => {
+    const h = await ClusterHarness.start({ workers: 2, coordinatorArgs: ['--max-worker-sessions=2'] });
+    try {
+      const third = h.spawnNode('w3', ['--role=worker', '--id=w3', `--coordinator-port=${h.controlPort}`, '--reconnect-max-backoff-ms=300']);
+      await waitFor('the third registration refused', async () => (await counter(h, 'clink_coordinator_worker_sessions_refused_total')) >= 1);
+      await h.waitForLog(h.coordinator, /^registration of worker w3 from 127\.0\.0\.1:\d+ refused: 2 worker sessions are open \(--max-worker-sessions 2\)$/);
+      await h.waitForLog(third, /cannot register with the coordinator \(the coordinator refused the registration: coordinator busy: 2 worker sessions are open, the most --max-worker-sessions allows; retry\); retrying/);
+      assert.deepEqual((await h.http<{ workers: { workerId: string }[] }>('/api/v1/workers')).body.workers.map((w) => w.workerId).sort(), ['w1', 'w2']);
+      h.worker('w1').child.kill('SIGTERM');
+      await waitFor('w3 registered in the freed place', async () => (await h.http<{ workers: { workerId: string }[] }>('/api/v1/workers')).body.workers.some((w) => w.workerId === 'w3'));
+    } finally {
+      await h.close();
+    }
+  });
+
   test('a session that begins a 256 MiB frame and stalls is closed at --frame-body-timeout-ms, holding nothing after', async () => {
     const h = await ClusterHarness.start({ workers: 0, coordinatorArgs: ['--frame-body-timeout-ms=800'] });
     try {

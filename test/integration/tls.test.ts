@@ -2,7 +2,8 @@
 // plane and data plane both run over mTLS, and every refusal a client or worker can meet, each with the
 // message the docs promise.
 import assert from 'node:assert/strict';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import { connect as tlsConnect } from 'node:tls';
 import { createServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ClusterClient } from '../../src/client/index.js';
@@ -31,6 +32,21 @@ before(async () => {
 after(async () => rm(certs.dir, { recursive: true, force: true }));
 
 const clientTls = (name = 'client', ca = certs.ca): Promise<TlsClientConfig> => loadTlsClient({ ca, clientCert: certs.leaf[name]!.cert, clientKey: certs.leaf[name]!.key });
+
+/**
+ * A TLS connection to a data port that then sends an empty frame: 'refused' when the server ends it with
+ * a TLS alert (no certificate, or one it does not trust), 'ok' when it closes it as the frame deserves.
+ */
+function handshake(port: number, options: { ca: Buffer; cert?: Buffer; key?: Buffer }): Promise<'ok' | 'refused'> {
+  return new Promise((resolve) => {
+    let alert = false;
+    const s = tlsConnect({ host: '127.0.0.1', port, ...options, minVersion: 'TLSv1.3', checkServerIdentity: () => undefined });
+    // Under TLS 1.3 a server's refusal of the client's certificate arrives after the client's handshake ends.
+    s.once('secureConnect', () => s.write(Buffer.from([0, 0, 0, 0])));
+    s.on('error', (err: NodeJS.ErrnoException) => (alert ||= err.code?.startsWith('ERR_SSL') === true));
+    s.once('close', () => resolve(alert ? 'refused' : 'ok'));
+  });
+}
 
 async function attempt(f: () => Promise<ClusterClient>): Promise<string> {
   try {
@@ -69,6 +85,12 @@ describe('TLS', () => {
       const workers = new Set(view.subtasks.map((t) => t.workerId));
       assert.equal(workers.size, 2, 'the shuffle crossed workers: data connections over TLS');
       for (const w of ['w1', 'w2']) assert.equal(await h.workerMetric(h.worker(w), 'clink_data_connections_refused_total'), 0);
+      // The data plane asks for a client certificate under mTLS too: a TLS client without one gets no connection.
+      const { dataPort, jobDataPorts } = JSON.parse(await readFile(h.worker('w1').readyFile!, 'utf8')) as { dataPort: number; jobDataPorts: number[] };
+      for (const port of [dataPort, ...jobDataPorts]) {
+        assert.equal(await handshake(port, { ca: await readFile(certs.ca) }), 'refused', `data port ${port} without a client certificate`);
+        assert.equal(await handshake(port, { ca: await readFile(certs.ca), cert: await readFile(leaf.w2!.cert), key: await readFile(leaf.w2!.key) }), 'ok', `data port ${port} with one`);
+      }
     } finally {
       await h.close();
     }
@@ -116,9 +138,10 @@ describe('TLS', () => {
         await attempt(async () => ClusterClient.connect('127.0.0.1', silentPort, { tls: await clientTls(), timeoutMs: 300 })),
         `could not connect to the coordinator at 127.0.0.1:${silentPort}: no TLS handshake within 300 ms (--handshake-timeout-ms)`,
       );
-      // The coordinator's side: each refused handshake counted and logged, once, in words.
-      assert.ok(lines().some((l) => /^connection 127\.0\.0\.1:\d+ refused: its TLS handshake failed \(wrong version number\): a plain clink peer/.test(String(l.msg))));
+      // The coordinator's side: each refused handshake counted, and logged in words once per peer address and interval.
+      assert.equal(lines().filter((l) => /^connection from 127\.0\.0\.1:\d+ closed \(tls\): its TLS handshake failed \(.*\): a plain clink peer/.test(String(l.msg))).length, 1, JSON.stringify(lines().map((l) => l.msg)));
       assert.ok((await metrics.value('clink_coordinator_handshake_failures_total')) >= 3);
+      assert.ok((await metrics.value('clink_connections_rejected_total', { role: 'coordinator', reason: 'tls' })) >= 3);
     } finally {
       for (const c of [mtls, ipOnly, dnsLikeIp, plain]) await c.stop();
       for (const socket of held) socket.destroy();
