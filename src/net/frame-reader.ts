@@ -16,8 +16,8 @@ import { reclaimMemory, setTimer } from '../util/index.js';
 import type { FrameBudget } from './frame-budget.js';
 import { sniffForeignProtocol, WrongProtocolError } from './sniff.js';
 
-/** A body larger than this is read into one buffer of its own (above a socket read's 64 KiB). */
-const CONTIGUOUS_BODY_BYTES = 256 * 1024;
+/** A body larger than this is read into one buffer of its own (data batches stay below it, on the chunk path). */
+const CONTIGUOUS_BODY_BYTES = 1024 * 1024;
 /** A partial frame of at least this much, dropped, is collected at once (reclaimMemory). */
 const RECLAIM_BYTES = 16 * 1024 * 1024;
 
