@@ -3,47 +3,13 @@
 // sink makes that a refusal (the job fails, naming the checkpoint, the sink and the flag) unless the job
 // allows duplicates on fallback, when it restarts from the one before and reports at-least-once.
 import assert from 'node:assert/strict';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import type { CompletedMarker, JobView } from '../../src/coordinator/index.js';
+import type { JobView } from '../../src/coordinator/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
+import { damageNewestThenKill } from '../harness/chaos-job.js';
 import { submitSinkJob } from '../harness/file-sink-job.js';
-import { SCENARIO, visibleLines, waitFor } from '../helpers.js';
-
-/**
- * Flip a byte of a state file of the job's newest completed checkpoint and kill -9 a worker running it.
- * A checkpoint may complete between the two, and the restart then resumes from it with nothing to fall
- * back past: that attempt is played again, until the restart reads the damaged checkpoint as its newest.
- */
-async function damageNewestThenKill(h: ClusterHarness, jobId: string, ckpt: string): Promise<{ damaged: number; file: string }> {
-  const markerDir = join(ckpt, '_jobs', jobId);
-  for (let attempt = 0; attempt < 10; attempt++) {
-    let newest = 0;
-    await waitFor(`job ${jobId} running with two checkpoints`, async () => {
-      const v = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
-      const ids = (await readdir(markerDir).catch(() => [] as string[])).map((n) => /^COMPLETED-(\d+)$/.exec(n)?.[1]).filter((x) => x !== undefined).map(Number);
-      newest = Math.max(0, ...ids);
-      return v.state === 'RUNNING' && ids.length >= 2;
-    });
-    const marker = JSON.parse(await readFile(join(markerDir, `COMPLETED-${newest}`), 'utf8')) as CompletedMarker;
-    const file = join(marker.stateDir, `${marker.subtasks[0]}.state`);
-    const bytes = await readFile(file);
-    bytes[bytes.length - 1]! ^= 0x01;
-    await writeFile(file, bytes);
-    const restartsBefore = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.restarts.length;
-    const victim = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.subtasks.find((s) => !s.finished)!.workerId;
-    h.worker(victim).child.kill('SIGKILL');
-    await h.addWorker();
-    let view!: JobView;
-    await waitFor(`the restart of job ${jobId} after kill -9 of ${victim}`, async () => {
-      view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
-      return view.state === 'FAILED' || (view.state === 'RUNNING' && view.restarts.length > restartsBefore);
-    }, 60_000);
-    if (view.state === 'FAILED' || view.restarts.at(-1)!.restoredFrom < newest) return { damaged: newest, file };
-  }
-  throw new Error('a newer checkpoint completed before every restart: never fell back');
-}
+import { SCENARIO, visibleLines } from '../helpers.js';
 
 async function start(h: ClusterHarness, allowDuplicatesOnFallback: boolean) {
   const r = await submitSinkJob(h, { rate: 1500, intervalMs: 300, checkpoint: { checkpointsRetained: 3, allowDuplicatesOnFallback } });

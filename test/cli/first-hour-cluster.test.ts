@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { runCli, useJobDir } from '../harness/cli.js';
 import { FIRST_HOUR_JOBS } from '../harness/cli-jobs.js';
 import { ClusterHarness } from '../harness/cluster.js';
-import { heldPort } from '../helpers.js';
+import { heldPort, waitFor } from '../helpers.js';
 
 const clink = runCli;
 /** The jobs' directory, made before the tests and removed after them. */
@@ -42,14 +42,15 @@ describe('the command line against a cluster', () => {
     });
     assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/);
     assert.ok(reply.endsWith(`\r\n\r\nthis is clink's control port, which speaks its binary protocol, not HTTP; the HTTP API is at http://127.0.0.1:${h.httpPort}\n`), reply);
-    await h.waitForLog(h.coordinator, /connection 127\.0\.0\.1:\d+ refused: it sent an HTTP request to the control port; the HTTP API is at http:\/\/127\.0\.0\.1:\d+/);
+    await h.waitForLog(h.coordinator, /^connection from 127\.0\.0\.1:\d+ closed \(wrong_protocol\): it sent an HTTP request to the control port; the HTTP API is at http:\/\/127\.0\.0\.1:\d+$/);
     const tlsError = await new Promise<Error>((resolve) => {
       const s = tlsConnect({ host: '127.0.0.1', port: h.controlPort, rejectUnauthorized: false });
       s.on('error', resolve);
       s.on('secureConnect', () => resolve(new Error('handshake completed')));
     });
     assert.notEqual(tlsError.message, 'handshake completed');
-    await h.waitForLog(h.coordinator, /refused: it began a TLS handshake; the control port does not speak TLS/);
+    // From the same address within the interval: counted, and summed up in the log when the interval ends.
+    await waitFor('the TLS attempt counted', async () => (await h.workerMetric(h.coordinator, 'clink_connections_rejected_total', { role: 'coordinator', reason: 'wrong_protocol' })) === 2);
   });
 
   test('a worker pointed at the HTTP port exits 1 saying so, instead of retrying forever', async () => {

@@ -1,12 +1,14 @@
 // A checkpointed job on a real cluster for chaos tests against external systems: submit it, follow its
 // checkpoints, and a seeded PRNG for when to strike (a failure names its seed; CLINK_CHAOS_SEEDS replays it).
 import assert from 'node:assert/strict';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ClusterClient } from '../../src/client/index.js';
-import type { JobView } from '../../src/coordinator/index.js';
+import type { CheckpointSettings, ClusterClient } from '../../src/client/index.js';
+import type { CompletedMarker, JobView } from '../../src/coordinator/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
+import { waitFor } from '../helpers.js';
 import { ClusterHarness } from './cluster.js';
 
 /** The seed of this run: CLINK_CHAOS_SEEDS's first, else one from the clock (printed by the test). */
@@ -37,17 +39,21 @@ export interface Pipe {
   checkpoints(n: number): Promise<void>;
 }
 
-/** Start a cluster of three 2-slot workers and submit `jobFile` at parallelism 2, checkpointing every 300 ms. */
-export async function startPipe(jobFile: string, params: Record<string, string>): Promise<Pipe> {
+/**
+ * Start a cluster of three 2-slot workers and submit `jobFile` at parallelism 2 (or `o.parallelism`),
+ * checkpointing every 300 ms (`o.checkpoint`: other settings).
+ */
+export async function startPipe(jobFile: string, params: Record<string, string>, o: { parallelism?: number; checkpoint?: Partial<CheckpointSettings> } = {}): Promise<Pipe> {
   const h = await ClusterHarness.start({ workers: 3, slots: 2, coordinatorArgs: ['--restart-backoff-initial-ms=200'] });
+  const parallelism = o.parallelism ?? 2;
   const loaded = await loadJobModule(jobFile, { cacheDir: join(h.dir, 'c') });
   const client = await h.client();
   const { jobId } = await client.submit({
     module: loaded,
-    spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+    spec: buildJob(loaded.job, { parallelism, params }).spec,
     params,
-    buildParallelism: 2,
-    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 300, maxRestartsOnWorkerLoss: 30 },
+    buildParallelism: parallelism,
+    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 300, maxRestartsOnWorkerLoss: 30, ...o.checkpoint },
   });
   const view = async (): Promise<JobView> => (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
   const checkpointAfter = async (after: number): Promise<number | undefined> => {
@@ -107,4 +113,38 @@ export async function killWorkersAtRandom(pipe: Pipe, random: () => number, time
     await pipe.h.addWorker();
   }
   return log;
+}
+
+/**
+ * Flip a byte of a state file of the job's newest completed checkpoint and kill -9 a worker running it.
+ * A checkpoint may complete between the two, and the restart then resumes from it with nothing to fall
+ * back past: that attempt is played again, until the restart reads the damaged checkpoint as its newest.
+ */
+export async function damageNewestThenKill(h: ClusterHarness, jobId: string, ckpt: string): Promise<{ damaged: number; file: string }> {
+  const markerDir = join(ckpt, '_jobs', jobId);
+  for (let attempt = 0; attempt < 10; attempt++) {
+    let newest = 0;
+    await waitFor(`job ${jobId} running with two checkpoints`, async () => {
+      const v = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+      const ids = (await readdir(markerDir).catch(() => [] as string[])).map((n) => /^COMPLETED-(\d+)$/.exec(n)?.[1]).filter((x) => x !== undefined).map(Number);
+      newest = Math.max(0, ...ids);
+      return v.state === 'RUNNING' && ids.length >= 2;
+    });
+    const marker = JSON.parse(await readFile(join(markerDir, `COMPLETED-${newest}`), 'utf8')) as CompletedMarker;
+    const file = join(marker.stateDir, `${marker.subtasks[0]}.state`);
+    const bytes = await readFile(file);
+    bytes[bytes.length - 1]! ^= 0x01;
+    await writeFile(file, bytes);
+    const restartsBefore = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.restarts.length;
+    const victim = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.subtasks.find((s) => !s.finished)!.workerId;
+    h.worker(victim).child.kill('SIGKILL');
+    await h.addWorker();
+    let view!: JobView;
+    await waitFor(`the restart of job ${jobId} after kill -9 of ${victim}`, async () => {
+      view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+      return view.state === 'FAILED' || (view.state === 'RUNNING' && view.restarts.length > restartsBefore);
+    }, 60_000);
+    if (view.state === 'FAILED' || view.restarts.at(-1)!.restoredFrom < newest) return { damaged: newest, file };
+  }
+  throw new Error('a newer checkpoint completed before every restart: never fell back');
 }

@@ -38,6 +38,11 @@ export function publishJson(server: string, subject: string, values: unknown[]):
   });
 }
 
+/** How many messages the stream holds. */
+export function streamCount(server: string, name: string): Promise<number> {
+  return withNats(server, async (nc) => (await (await jetstreamManager(nc)).streams.info(name)).state.messages);
+}
+
 /** Every message of the stream, in order. */
 export function readStream(server: string, name: string): Promise<{ seq: number; value: unknown }[]> {
   return withNats(server, async (nc) => {
