@@ -10,7 +10,7 @@ import type { JobGraphSpec } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import { bundleSdk, localSdk } from './gate.js';
 import { compileJobModule, loadJobBundle } from './load.js';
-import type { PlanRequest, PlanReply } from './plan-thread.js';
+import type { PlanProgress, PlanReply, PlanRequest } from './plan-thread.js';
 
 const request = workerData as PlanRequest;
 
@@ -22,6 +22,9 @@ async function plan(): Promise<PlanReply> {
           const code = request.module.code;
           return { code, sourceMap: request.module.sourceMap, sha256: '', sdk: bundleSdk(code) ?? localSdk() };
         })();
+  // From here on the module's own code runs (its top level, then the build function): the clock the
+  // caller bounds it by starts now, so a slow thread start or compile on a busy host is not counted.
+  parentPort!.postMessage({ phase: 'user-code' } satisfies PlanProgress);
   const { job, sha256 } = await loadJobBundle(compiled.code, { cacheDir: request.cacheDir, sourceMap: compiled.sourceMap, label: request.label });
   const build = (): JobGraphSpec => buildJob(job, { parallelism: request.parallelism, params: request.params, ...(request.parallelismOf ? { parallelismOf: request.parallelismOf } : {}) }).spec;
   const spec = build();
