@@ -7,7 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadJobModule } from '../../src/loader/index.js';
 import { FrameReader } from '../../src/net/index.js';
 import { buildJob } from '../../src/sdk/index.js';
-import { decodeMessage, encodeFrame, makeMessage, type Message, type MessageOf } from '../../src/protocol/index.js';
+import {
+  CLUSTER_PROTOCOL_VERSION,
+  decodeMessage,
+  encodeFrame,
+  makeMessage,
+  MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION,
+  type Message,
+  type MessageOf,
+} from '../../src/protocol/index.js';
 import { ClusterHarness, isRunning } from '../harness/cluster.js';
 import { fakeWorker } from '../harness/fake-worker.js';
 import { SCENARIO, waitFor } from '../helpers.js';
@@ -127,9 +135,11 @@ describe('stopping and admission', () => {
       const fake = await fakeWorker(h.controlPort, 'from-the-future', { protocolVersion: 9, minCompatible: 7 });
       fake.stopHeartbeats();
       assert.equal((fake.ack as { ok: boolean }).ok, false);
-      assert.match(
+      const [ours, oldest] = [CLUSTER_PROTOCOL_VERSION, MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION];
+      assert.equal(
         (fake.ack as { message: string }).message,
-        /protocol mismatch: the coordinator speaks protocol 2 \(talks to 1\.\.2\), worker from-the-future speaks 9 \(talks to 7\.\.9\); upgrade the coordinator to protocol 7 or later/,
+        `protocol mismatch: the coordinator speaks protocol ${ours} (talks to ${oldest}..${ours}), ` +
+          'worker from-the-future speaks 9 (talks to 7..9); upgrade the coordinator to protocol 7 or later',
       );
       assert.match((await h.http('/metrics')).text, /clink_protocol_mismatches_total 1/);
       fake.socket.destroy();
