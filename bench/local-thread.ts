@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { extname } from 'node:path';
 import type { Worker as Thread } from 'node:worker_threads';
 import { startThread } from '../src/util/index.js';
-import { DEFAULT_TASK_HEAP_MB, DEFAULT_TASK_YOUNG_GENERATION_MB } from '../src/worker/index.js';
+import { DEFAULT_WORKER_CONFIG } from '../src/worker/index.js';
 
 const ENTRY = new URL(`./local-thread-entry${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
@@ -22,7 +22,7 @@ export class LocalThread {
 
   /** A thread that runs the job of `file` (loaded once). */
   static start(file: string): LocalThread {
-    const thread = startThread(ENTRY, { workerData: { file }, resourceLimits: { maxOldGenerationSizeMb: DEFAULT_TASK_HEAP_MB, maxYoungGenerationSizeMb: DEFAULT_TASK_YOUNG_GENERATION_MB } });
+    const thread = startThread(ENTRY, { workerData: { file }, resourceLimits: { maxOldGenerationSizeMb: DEFAULT_WORKER_CONFIG.taskHeapMb, maxYoungGenerationSizeMb: DEFAULT_WORKER_CONFIG.taskYoungGenerationMb } });
     return new LocalThread(thread);
   }
 

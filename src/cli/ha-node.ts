@@ -6,6 +6,7 @@
  * coordinator at once (a successor may already lead) and stands again as a standby.
  */
 import { hostname } from 'node:os';
+import { DEFAULT_HOST } from '../config/index.js';
 import { Coordinator } from '../coordinator/index.js';
 import { EtcdElection, FileElection, HaJobStore, type LeaderElection, type LeaderInfo } from '../ha/index.js';
 import type { Logger } from '../log/index.js';
@@ -28,7 +29,7 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
   const { authToken } = security;
   // The CLI refuses --etcd-endpoints without --ha-dir: the job store lives in the HA directory.
   const haDir = flags.ha!.haDir!;
-  const bindHost = flags.coordinator.bindHost ?? '127.0.0.1';
+  const bindHost = flags.coordinator.bindHost ?? DEFAULT_HOST;
   const host = flags.coordinator.advertiseHost || bindHost;
   let coordinator: Coordinator | undefined;
   let election: LeaderElection | undefined;

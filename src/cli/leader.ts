@@ -8,12 +8,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterClient, type JobOutcome, type JobSummary } from '../client/index.js';
 import { ClinkError } from '../errors.js';
 import { leaderSource } from '../ha/index.js';
+import { isTerminalJobState } from '../protocol/index.js';
 import type { CoordinatorTarget } from './endpoint.js';
 import { loadTls } from './tls-flags.js';
 
 /** How long a client looks for a new leader after losing its coordinator. */
 export const LEADER_WAIT_MS = 60_000;
-const TERMINAL = new Set(['FINISHED', 'FAILED', 'CANCELED']);
 
 /** Whether the target names more than one coordinator (so a lost one may have a successor). */
 export function followsLeader(t: CoordinatorTarget): boolean {
@@ -75,7 +75,7 @@ export async function followJob(t: CoordinatorTarget, jobId: string, lost: strin
           continue;
         }
         if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `the new leader does not know job ${jobId} after ${LEADER_WAIT_MS / 1000} s: it was not taken over (see the leader's log)`);
-        if (TERMINAL.has(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
+        if (isTerminalJobState(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
         await sleep(500);
       }
     } catch (err) {

@@ -1,17 +1,16 @@
 /** `clink node --role=coordinator|worker`: a long-lived cluster node. */
 import { hostname } from 'node:os';
-import { Coordinator, DEFAULT_COORDINATOR_CONFIG } from '../coordinator/index.js';
+import { Coordinator } from '../coordinator/index.js';
 import { createLogger } from '../log/index.js';
 import { ClinkMetrics, loadOtlp } from '../metrics/index.js';
-import { DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS, WorkerSupervisor, type WorkerConfig } from '../worker/index.js';
+import { DEFAULT_WORKER_CONFIG, WorkerSupervisor } from '../worker/index.js';
 import { haCoordinator } from './ha-node.js';
 import { startHttp, terminationSignal, writeReadyFile, type NodeFlags } from './node-support.js';
 export type { NodeFlags, HaFlags } from './node-support.js';
 import { EnvironmentError } from '../errors.js';
 import { leaderSource } from '../ha/index.js';
-import { authTokenFromEnv } from '../util/index.js';
+import { authTokenFromEnv, withDefaults } from '../util/index.js';
 import { loadTls } from './tls-flags.js';
-import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export async function nodeCommand(flags: NodeFlags): Promise<number> {
   const log = createLogger({ name: flags.role });
@@ -50,26 +49,12 @@ export async function nodeCommand(flags: NodeFlags): Promise<number> {
       await http?.close();
       return 0;
     }
-    const config: WorkerConfig = {
+    const config = withDefaults(DEFAULT_WORKER_CONFIG, {
+      ...flags.worker,
       id: flags.worker.id ?? `${hostname()}-${process.pid}`,
-      coordinatorHost: flags.worker.coordinatorHost ?? '127.0.0.1',
-      coordinatorPort: flags.worker.coordinatorPort ?? DEFAULT_COORDINATOR_CONFIG.port,
-      slots: flags.worker.slots ?? 1,
-      dataHost: flags.worker.dataHost ?? '127.0.0.1',
-      heartbeatIntervalMs: flags.worker.heartbeatIntervalMs ?? 500,
-      peerUpdateTimeoutMs: flags.worker.peerUpdateTimeoutMs ?? 30_000,
-      batchSize: flags.worker.batchSize ?? DEFAULT_BATCH_SIZE,
-      batchLingerMs: flags.worker.batchLingerMs ?? 0,
-      coordinatorHeartbeatTimeoutMs: flags.worker.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS,
-      ...(flags.worker.taskIsolation ? { taskIsolation: flags.worker.taskIsolation } : {}),
-      ...(flags.worker.taskStallTimeoutMs ? { taskStallTimeoutMs: flags.worker.taskStallTimeoutMs } : {}),
-      ...(flags.worker.taskHeapMb ? { taskHeapMb: flags.worker.taskHeapMb } : {}),
-      ...(flags.worker.taskYoungGenerationMb ? { taskYoungGenerationMb: flags.worker.taskYoungGenerationMb } : {}),
-      ...(flags.worker.dataTransport ? { dataTransport: flags.worker.dataTransport } : {}),
-      ...(flags.worker.maxInflightFrameBytes ? { maxInflightFrameBytes: flags.worker.maxInflightFrameBytes } : {}),
-      ...(flags.httpPort !== undefined ? { httpPort: flags.httpPort } : {}),
-      ...(flags.coordinator.handshakeTimeoutMs ? { connectTimeoutMs: flags.coordinator.handshakeTimeoutMs } : {}),
-    };
+      httpPort: flags.httpPort,
+      connectTimeoutMs: flags.coordinator.handshakeTimeoutMs,
+    });
     let supervisor: WorkerSupervisor | undefined;
     // The HTTP port outlives sessions; health is 503 while the worker has none.
     const health = (): { ok: boolean; status: string } => (supervisor?.connected ? { ok: true, status: 'ok' } : { ok: false, status: 'reconnecting' });

@@ -5,6 +5,7 @@
  */
 import { type Command, Option } from 'commander';
 import type { CheckpointSettings } from '../client/index.js';
+import { DEFAULT_CONTROL_PORT, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_HOST, HA_DEFAULTS } from '../config/index.js';
 import { parseCoordinators, type CoordinatorTarget, type Endpoint } from './endpoint.js';
 import { collectParam, flagValue, intArg, nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
 import type { TlsFlags } from './tls-flags.js';
@@ -12,7 +13,7 @@ import { bounds } from '../util/index.js';
 import { InvalidArgumentError } from '../errors.js';
 
 /** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
-export const DEFAULT_COORDINATOR = '127.0.0.1:6123';
+export const DEFAULT_COORDINATOR = `${DEFAULT_HOST}:${DEFAULT_CONTROL_PORT}`;
 
 /** Add `options` to `cmd`, leaving out any whose long flag it already has (the first declaration wins). */
 export function addOptions(cmd: Command, options: readonly Option[]): Command {
@@ -117,12 +118,12 @@ export const coordinatorTargetOptions = (local = false): Option[] => [
         .default(parseCoordinators(DEFAULT_COORDINATOR), DEFAULT_COORDINATOR),
   new Option('--ha-dir <dir>', 'find the leading coordinator in this HA directory (instead of --coordinator)'),
   new Option('--etcd-endpoints <urls>', 'find the leading coordinator in etcd (comma-separated; instead of --coordinator)').argParser((v: string) => v.split(',').filter(Boolean)),
-  new Option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys').default('default'),
+  new Option('--etcd-cluster <name>', 'the cluster name that namespaces the etcd keys').default(HA_DEFAULTS.etcdCluster),
   new Option('--tls-ca <file>', "connect over TLS, verifying the coordinator's certificate against this CA (PEM)"),
   new Option('--tls-client-cert <file>', "under mTLS: this client's certificate (PEM)"),
   new Option('--tls-client-key <file>', 'under mTLS: its private key (PEM)'),
   new Option('--tls-no-verify-hostname', "check the coordinator's certificate chain but not that it names the host (needs --tls-ca)"),
-  new Option('--handshake-timeout-ms <ms>', 'TCP connect and TLS handshake must finish within this').argParser(positiveInt).default(5_000),
+  new Option('--handshake-timeout-ms <ms>', 'TCP connect and TLS handshake must finish within this').argParser(positiveInt).default(DEFAULT_HANDSHAKE_TIMEOUT_MS),
 ];
 
 /** Where a client command finds its coordinator, and how it connects. */

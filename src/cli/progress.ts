@@ -4,6 +4,7 @@
  * restart; otherwise plain lines, one when something happens (a restart, a retry) or every
  * `plainIntervalMs`, so a log file gets a readable record rather than carriage returns.
  */
+import { isRedeployingJobState } from '../protocol/index.js';
 
 /** A job's counters at one moment, as the coordinator reports them. */
 export interface JobProgressSample {
@@ -71,7 +72,7 @@ export class ProgressDisplay {
       this.drawn = true;
       return;
     }
-    const redeploying = (state: string): boolean => state === 'RESTARTING' || state === 'RESCALING';
+    const redeploying = isRedeployingJobState;
     const stateTurned = prev !== undefined && prev.state !== s.state && (redeploying(prev.state) || redeploying(s.state));
     if (restarted || retried || stateTurned || t - this.lastPlainAt >= this.plainIntervalMs) {
       this.lastPlainAt = t;

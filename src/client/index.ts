@@ -8,9 +8,11 @@
  */
 import { ClinkError, ConnectorError, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { unknownConnectors } from '../connectors/index.js';
-import { connectWithin, DEFAULT_HANDSHAKE_TIMEOUT_MS, noAnswerError, FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage, type TlsClientConfig } from '../net/index.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../config/index.js';
+import { connectWithin, noAnswerError, FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage, type TlsClientConfig } from '../net/index.js';
 import {
   checkProtocolCompatibility,
+  isTerminalJobState,
   decodeCollected,
   LOCAL_PROTOCOL,
   makeMessage,
@@ -50,8 +52,6 @@ export interface JobOutcome {
 
 export type JobSummary = MessageOf<'ListJobsReply'>['jobs'][number];
 
-/** The states a job ends in. */
-const ENDED_STATES = new Set(['FINISHED', 'FAILED', 'CANCELED']);
 
 export type CheckpointSettings = MessageOf<'SubmitJob'>['checkpoint'];
 
@@ -247,7 +247,7 @@ export class ClusterClient {
       }
       const job = jobs.find((j) => j.jobId === jobId);
       if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `job ${jobId} is not known to the coordinator (it lists running jobs and its recently ended ones)`);
-      if (ENDED_STATES.has(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
+      if (isTerminalJobState(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
       await new Promise((r) => setTimer(() => r(undefined), pollMs));
     }
   }

@@ -14,6 +14,7 @@
  * never within `cooldownMs` of the job's last rescale (or start), and at most `maxChangesPerHour` in
  * any hour. Every decision, and every signal it declines to act on for a limit, carries its reason.
  */
+import { COORDINATOR_DEFAULTS } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { Clock } from '../util/index.js';
 import type { JobState } from './job-state.js';
@@ -43,10 +44,10 @@ export const DEFAULT_AUTOSCALE_POLICY: Omit<AutoscalePolicy, 'min' | 'max'> = {
   backpressureHigh: 0.5,
   busyHigh: 0.9,
   busyLow: 0.2,
-  lagHigh: 10_000,
-  sustainMs: 30_000,
-  cooldownMs: 60_000,
-  maxChangesPerHour: 6,
+  lagHigh: COORDINATOR_DEFAULTS.autoscaleLagRecords,
+  sustainMs: COORDINATOR_DEFAULTS.autoscaleSustainMs,
+  cooldownMs: COORDINATOR_DEFAULTS.autoscaleCooldownMs,
+  maxChangesPerHour: COORDINATOR_DEFAULTS.autoscaleMaxChangesPerHour,
 };
 
 /** One look at the job: the busiest task's backpressure and busy shares (0..1) over the last interval. */

@@ -1,24 +1,9 @@
 /** The coordinator's settings, with the reference's defaults. */
-import { DEFAULT_MAX_INFLIGHT_FRAME_BYTES, DEFAULT_OUTBOX_LIMITS } from '../net/index.js';
-import { DEFAULT_CLIENT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CLIENT_OUTBOUND_BYTES, DEFAULT_MAX_CLIENT_SESSIONS } from './client-sessions.js';
+import { COORDINATOR_DEFAULTS } from '../config/index.js';
 
-export const DEFAULT_COORDINATOR_PORT = 6123;
-export const DEFAULT_BIND_HOST = '127.0.0.1';
-export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 2_000;
-export const DEFAULT_WATCHDOG_INTERVAL_MS = 100;
-export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
-export const DEFAULT_MAX_PENDING_CONNECTIONS = 64;
-export const DEFAULT_OUTBOUND_STALL_TIMEOUT_MS = 10_000;
-export const DEFAULT_OUTBOUND_FLUSH_TIMEOUT_MS = 1_000;
-export const DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS = 0;
 export const COORDINATOR_HISTORY_CAP = 128;
 /** Self-heal attempts of a checkpointing job that sets no --max-restarts-from-checkpoint. */
 export const DEFAULT_SELF_HEAL_RESTARTS = 10;
-export const DEFAULT_RESTART_DRAIN_TIMEOUT_MS = 120_000;
-export const DEFAULT_RESTART_CAPACITY_TIMEOUT_MS = 180_000;
-export const DEFAULT_RESTART_BUDGET_RESET_AFTER_MS = 10 * 60_000;
-/** Retries of each failed subtask of a job without checkpoints, unless the job sets its own. */
-export const DEFAULT_MAX_REGION_RETRIES = 0;
 /** The most collect() results a job may return through the coordinator. */
 export const MAX_JOB_COLLECTED_BYTES = 64 * 1024 * 1024;
 
@@ -104,44 +89,4 @@ export interface CoordinatorConfig {
   autoscaleLagRecords: number;
 }
 
-export const DEFAULT_CONNECTOR_CHECK_TIMEOUT_MS = 5_000;
-export const DEFAULT_MAX_WORKER_SESSIONS = 1_024;
-export const DEFAULT_RESTART_BACKOFF_INITIAL_MS = 1_000;
-export const DEFAULT_RESTART_BACKOFF_MAX_MS = 60_000;
-
-export const DEFAULT_FRAME_BODY_TIMEOUT_MS = 30_000;
-
-export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.freeze({
-  port: DEFAULT_COORDINATOR_PORT,
-  bindHost: DEFAULT_BIND_HOST,
-  advertiseHost: '',
-  heartbeatTimeoutMs: DEFAULT_HEARTBEAT_TIMEOUT_MS,
-  watchdogIntervalMs: DEFAULT_WATCHDOG_INTERVAL_MS,
-  handshakeTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS,
-  maxPendingConnections: DEFAULT_MAX_PENDING_CONNECTIONS,
-  outboundStallTimeoutMs: DEFAULT_OUTBOUND_STALL_TIMEOUT_MS,
-  outboundFlushTimeoutMs: DEFAULT_OUTBOUND_FLUSH_TIMEOUT_MS,
-  maxOutboundControlFrames: DEFAULT_OUTBOX_LIMITS.maxControlFrames,
-  maxOutboundControlBytes: DEFAULT_OUTBOX_LIMITS.maxControlBytes,
-  maxOutboundBulkBytes: DEFAULT_OUTBOX_LIMITS.maxBulkBytes,
-  submitWaitForSlotsMs: DEFAULT_SUBMIT_WAIT_FOR_SLOTS_MS,
-  slotSharing: true,
-  restartDrainTimeoutMs: DEFAULT_RESTART_DRAIN_TIMEOUT_MS,
-  restartCapacityTimeoutMs: DEFAULT_RESTART_CAPACITY_TIMEOUT_MS,
-  restartBudgetResetAfterMs: DEFAULT_RESTART_BUDGET_RESET_AFTER_MS,
-  connectorCheckTimeoutMs: DEFAULT_CONNECTOR_CHECK_TIMEOUT_MS,
-  maxRegionRetries: DEFAULT_MAX_REGION_RETRIES,
-  epoch: 0,
-  maxWorkerSessions: DEFAULT_MAX_WORKER_SESSIONS,
-  maxInflightFrameBytes: DEFAULT_MAX_INFLIGHT_FRAME_BYTES,
-  maxClientSessions: DEFAULT_MAX_CLIENT_SESSIONS,
-  clientIdleTimeoutMs: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
-  maxClientOutboundBytes: DEFAULT_MAX_CLIENT_OUTBOUND_BYTES,
-  frameBodyTimeoutMs: DEFAULT_FRAME_BODY_TIMEOUT_MS,
-  restartBackoffInitialMs: DEFAULT_RESTART_BACKOFF_INITIAL_MS,
-  restartBackoffMaxMs: DEFAULT_RESTART_BACKOFF_MAX_MS,
-  autoscaleSustainMs: 30_000,
-  autoscaleCooldownMs: 60_000,
-  autoscaleMaxChangesPerHour: 6,
-  autoscaleLagRecords: 10_000,
-});
+export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.freeze({ ...COORDINATOR_DEFAULTS, epoch: 0 });

@@ -18,17 +18,9 @@
  * while the region drains and is deployed again.
  */
 
-export type JobStateName = 'DEPLOYING' | 'RUNNING' | 'RESTARTING' | 'RESCALING' | 'FINISHED' | 'FAILED' | 'CANCELED';
+import { isRedeployingJobState, isTerminalJobState, JOB_TRANSITIONS, type JobStateName } from '../protocol/index.js';
 
-export const JOB_TRANSITIONS: Readonly<Record<JobStateName, readonly JobStateName[]>> = {
-  DEPLOYING: ['RUNNING', 'RESTARTING', 'FINISHED', 'FAILED', 'CANCELED'],
-  RUNNING: ['RESTARTING', 'RESCALING', 'FINISHED', 'FAILED', 'CANCELED'],
-  RESTARTING: ['DEPLOYING', 'FAILED', 'CANCELED'],
-  RESCALING: ['DEPLOYING', 'FAILED', 'CANCELED'],
-  FINISHED: [],
-  FAILED: [],
-  CANCELED: [],
-};
+export { JOB_TRANSITIONS, type JobStateName };
 
 export class IllegalTransitionError extends Error {
   constructor(
@@ -42,17 +34,13 @@ export class IllegalTransitionError extends Error {
 }
 
 /** Draining to be deployed again: after a failure (RESTARTING) or for a rescale (RESCALING). */
-export function isRedeploying(state: JobStateName): boolean {
-  return state === 'RESTARTING' || state === 'RESCALING';
-}
+export const isRedeploying: (state: JobStateName) => boolean = isRedeployingJobState;
 
 /** A state nothing leaves. */
-export function isTerminal(state: JobStateName): boolean {
-  return JOB_TRANSITIONS[state].length === 0;
-}
+export const isTerminal: (state: JobStateName) => boolean = isTerminalJobState;
 
 /** The state to move to, once the table allows it. `what` names the job in the error. */
 export function transition(from: JobStateName, to: JobStateName, what = 'a job'): JobStateName {
-  if (!JOB_TRANSITIONS[from].includes(to)) throw new IllegalTransitionError(from, to, what);
+  if (!(JOB_TRANSITIONS[from] as readonly JobStateName[]).includes(to)) throw new IllegalTransitionError(from, to, what);
   return to;
 }

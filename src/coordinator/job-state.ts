@@ -14,7 +14,6 @@ import type { AutoscaleRecord, JobAutoscale } from './autoscaler.js';
 import type { SubtaskSample } from './task-metrics.js';
 import type { Span } from '../metrics/index.js';
 
-/** One restart of a job after a worker loss. */
 /** A rescale carried out (drain and replan): what changed, from which checkpoint, and how long the job paused. */
 export interface JobRescale {
   /** When it was asked for, and when the job stopped (its checkpoint completed, the drain began). */
@@ -56,6 +55,7 @@ export interface StagedRescale {
   cause: string;
 }
 
+/** One restart of a job after a worker loss. */
 export interface JobRestart {
   /** When the loss was acted on (the survivors told to stop). */
   at: number;

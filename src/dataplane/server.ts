@@ -6,12 +6,12 @@
  * DataHello, names it, and the server hands its elements to the downstream subtask's InputQueue under
  * credit-based flow control (inbound.ts).
  */
+import { DEFAULT_MAX_INFLIGHT_FRAME_BYTES } from '../config/index.js';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import {
-  DEFAULT_MAX_INFLIGHT_FRAME_BYTES,
   FrameBudget,
   FrameConnection,
   gatheredWrites,

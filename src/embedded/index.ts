@@ -17,7 +17,6 @@ import { Worker, type TaskIsolation } from '../worker/index.js';
 import type { DataTransport } from '../dataplane/index.js';
 import { ClinkError } from '../errors.js';
 import { loadTlsClient, loadTlsServer } from '../net/index.js';
-import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
 
 export interface EmbeddedClusterOptions {
   /** Worker processes to start; 0 runs one worker in this process. */
@@ -84,16 +83,12 @@ export class EmbeddedCluster {
       this.inProcess = await Worker.start(
         {
           id: 'local-0',
-          coordinatorHost: '127.0.0.1',
           coordinatorPort: this.coordinator.port,
           slots: slotsPerWorker,
-          dataHost: '127.0.0.1',
-          heartbeatIntervalMs: 500,
-          peerUpdateTimeoutMs: 30_000,
-          batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
-          batchLingerMs: this.options.batchLingerMs ?? 0,
-          ...(this.options.taskIsolation ? { taskIsolation: this.options.taskIsolation } : {}),
-          ...(this.options.dataTransport ? { dataTransport: this.options.dataTransport } : {}),
+          batchSize: this.options.batchSize,
+          batchLingerMs: this.options.batchLingerMs,
+          taskIsolation: this.options.taskIsolation,
+          dataTransport: this.options.dataTransport,
         },
         { log, metrics: new ClinkMetrics() },
       );
@@ -125,8 +120,8 @@ export class EmbeddedCluster {
         `--id=local-${i}`,
         `--coordinator-port=${this.coordinator.port}`,
         `--slots=${slotsPerWorker}`,
-        `--batch-size=${this.options.batchSize ?? DEFAULT_BATCH_SIZE}`,
-        `--batch-linger-ms=${this.options.batchLingerMs ?? 0}`,
+        ...(this.options.batchSize !== undefined ? [`--batch-size=${this.options.batchSize}`] : []),
+        ...(this.options.batchLingerMs !== undefined ? [`--batch-linger-ms=${this.options.batchLingerMs}`] : []),
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
         ...(this.options.dataTransport ? [`--data-transport=${this.options.dataTransport}`] : []),
         ...(this.options.tls

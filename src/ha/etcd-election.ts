@@ -6,12 +6,13 @@
  * (compare-and-swap on the key's version), so epochs rise by one per leader as with the file lock; the
  * leader's address is proclaimed as the campaign's value, which followers read.
  */
+import { HA_DEFAULTS } from '../config/index.js';
 import { Etcd3, type Campaign } from 'etcd3';
 import { EnvironmentError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import { ElectionBase, nodeName, type LeaderElection, type LeaderInfo } from './election.js';
 
-export const DEFAULT_ETCD_LEASE_TTL_S = 10;
+export const DEFAULT_ETCD_LEASE_TTL_S = HA_DEFAULTS.etcdLeaseTtlS;
 
 export interface EtcdElectionOptions {
   endpoints: string[];

@@ -2,6 +2,7 @@
  * Where followers (workers, clients) learn who leads: the leader record in the HA directory, or the
  * value proclaimed in etcd. Read before every session, never cached across one.
  */
+import { HA_DEFAULTS } from '../config/index.js';
 import type { LeaderInfo } from './election.js';
 import { EtcdLeaderKeys } from './etcd-election.js';
 import { readLeader } from './file-election.js';
@@ -22,8 +23,8 @@ export interface LeaderSource {
 /** A source of the current leader, or undefined when neither --ha-dir nor --etcd-endpoints is set. */
 export function leaderSource(o: LeaderSourceOptions): LeaderSource | undefined {
   if (o.etcdEndpoints && o.etcdEndpoints.length > 0) {
-    const keys = new EtcdLeaderKeys(o.etcdEndpoints, o.etcdCluster ?? 'default');
-    return { describe: `etcd ${o.etcdEndpoints.join(',')} (cluster ${o.etcdCluster ?? 'default'})`, current: () => keys.currentLeader(), close: () => keys.close() };
+    const keys = new EtcdLeaderKeys(o.etcdEndpoints, o.etcdCluster ?? HA_DEFAULTS.etcdCluster);
+    return { describe: `etcd ${o.etcdEndpoints.join(',')} (cluster ${o.etcdCluster ?? HA_DEFAULTS.etcdCluster})`, current: () => keys.currentLeader(), close: () => keys.close() };
   }
   if (o.haDir) {
     const dir = o.haDir;

@@ -3,8 +3,11 @@
  * serialisation) and the OpenAPI document at /api/v1/openapi.json. Objects allow properties beyond those
  * listed (`open`), so a field added to a view is never dropped by the serialiser before its schema says so.
  */
+import type { AutoscaleRecord, JobRescale, JobRestart, JobRetry, JobView } from '../coordinator/index.js';
+import { JOB_STATES } from '../protocol/index.js';
 
 type Schema = Record<string, unknown>;
+type OptionalKeys<T> = { [K in keyof T]-?: undefined extends T[K] ? K : never }[keyof T];
 
 const open = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), description?: string): Schema => ({
   type: 'object',
@@ -13,6 +16,14 @@ const open = (properties: Record<string, Schema>, required: string[] = Object.ke
   additionalProperties: true,
   ...(description ? { description } : {}),
 });
+/**
+ * The schema of the TypeScript type T (a view the API serves): a property for each field of T, required
+ * exactly where T requires it. A field added to T does not compile until its schema is written here.
+ */
+const shaped = <T>(properties: { [K in keyof T]-?: Schema }, optional: { [K in OptionalKeys<T>]: true }, description?: string): Schema => {
+  const optionalKeys = new Set(Object.keys(optional));
+  return open(properties, Object.keys(properties).filter((k) => !optionalKeys.has(k)), description);
+};
 const str = (description?: string): Schema => ({ type: 'string', ...(description ? { description } : {}) });
 const int = (description?: string): Schema => ({ type: 'integer', ...(description ? { description } : {}) });
 const num = (description?: string): Schema => ({ type: 'number', ...(description ? { description } : {}) });
@@ -23,10 +34,8 @@ const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 /** Every error reply: a stable code from docs/errors.md and a message saying what to do. */
 export const ErrorReply = open({ code: str('a CLINK_ERR_* code (docs/errors.md)'), message: str() }, ['code', 'message']);
 
-const JOB_STATES = ['CREATED', 'DEPLOYING', 'RUNNING', 'RESTARTING', 'RESCALING', 'FINISHED', 'FAILED', 'CANCELED'];
-
-const Restart = open({ at: int(), deployedAt: int(), cause: str(), restoredFrom: int('the checkpoint it resumed from (0: the beginning)'), attempt: int() });
-const Rescale = open({
+const Restart = shaped<JobRestart>({ at: int(), deployedAt: int(), cause: str(), restoredFrom: int('the checkpoint it resumed from (0: the beginning)'), attempt: int() }, {});
+const Rescale = shaped<JobRescale>({
   requestedAt: int(),
   at: int('when the job stopped (drain and replan: its checkpoint completed; in place: the cutover checkpoint was triggered)'),
   deployedAt: int(),
@@ -36,10 +45,13 @@ const Rescale = open({
   attempt: int(),
   cause: str('who asked (a client, the HTTP API, the autoscaler and why)'),
   mode: { type: 'string', enum: ['drain-and-replan', 'hot-cutover'], description: 'every task redeployed, or only the changed ones replaced in place' },
-}, ['requestedAt', 'at', 'deployedAt', 'changes', 'restoredFrom', 'attempt', 'cause', 'mode']);
-const Retry = open({ at: int(), deployedAt: int(), subtask: str('<task>#<index>'), workerId: str(), cause: str(), retry: int(), subtasks: int('subtasks re-run (the failover region)') });
+}, { runningAt: true });
+const Retry = shaped<JobRetry>(
+  { at: int(), deployedAt: int(), subtask: str('<task>#<index>'), workerId: str(), cause: str(), retry: int(), subtasks: int('subtasks re-run (the failover region)'), attempt: int() },
+  {},
+);
 
-export const JobSummary = open(
+export const JobSummary = shaped<JobView>(
   {
     jobId: str(),
     name: str(),
@@ -59,7 +71,13 @@ export const JobSummary = open(
     autoscaler: open({
       min: int(),
       max: int(),
-      decisions: list(open({ at: int(), action: { type: 'string', enum: ['rescale', 'hold'] }, limit: str('for a hold: bound, cooldown or rate'), reason: str(), outcome: str('for a rescale: rescaled, or why it was refused') }, ['at', 'action', 'reason']), 'newest last'),
+      decisions: list(
+      shaped<AutoscaleRecord>(
+        { at: int(), action: { type: 'string', enum: ['rescale', 'hold'] }, limit: str('for a hold: bound, cooldown or rate'), reason: str(), outcome: str('for a rescale: rescaled, or why it was refused') },
+        { limit: true, outcome: true },
+      ),
+      'newest last',
+    ),
     }),
     retries: list(Retry, 'region retries (jobs without checkpoints)'),
     guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
@@ -70,7 +88,7 @@ export const JobSummary = open(
       ['confirmedThrough', 'owed'],
     ),
   },
-  ['jobId', 'name', 'state', 'startedAt', 'durationMs', 'parallelism', 'sourceRecords', 'sinkRecords', 'edges', 'subtasks', 'restarts', 'rescales', 'retries', 'guarantee', 'checkpointsCompleted', 'lastCheckpointId', 'commits'],
+  { runningAt: true, finishedAt: true, error: true, autoscaler: true },
 );
 
 const TaskMetrics = open({

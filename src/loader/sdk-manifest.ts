@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "729266bca9089ca5001e569d4bb65db26728a1157899814556d257f1994d5d6d",
+  "fingerprint": "7551c4caee6f883616f0e55cf00542f573e0a278139abef6f7c118dfb84f1cbf",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -41,7 +41,7 @@ export const SDK_MANIFEST = {
     "runtime/elements.d.ts": "b91e73c490148bdcc1a4bcd6d4ea2b2ea407264ecd0518754ad1a6f5c90d8108",
     "runtime/factory.d.ts": "705c73aed59ebbcd86441bdae42af63aecf09fcfb36657163fbd180e000624ac",
     "runtime/index.d.ts": "808249a974949b906e782d9dc7bbe933320cc0c8d1977dc1d300d216071b88c3",
-    "runtime/local.d.ts": "4f1f22b4232d7d7931599df0458ff2642fe8fb880f35c8e78cece5099ba88b6a",
+    "runtime/local.d.ts": "9445b1471738e8ddc839884793e0321c7a34fdeeabdd2842803670c2862509d5",
     "runtime/operator.d.ts": "c5f3acfc0957b87af32e380799e4d6f5f2d75a082c7be6dcc554625e10fad549",
     "runtime/operators/basic.d.ts": "3586c504095d20c1567b1b28c736806a5369649ee0ccee673d8305bd77926b0f",
     "runtime/operators/collect.d.ts": "c6de18b64c41d339e94d38a40f7469ddf2c54362b97ea109713074a3b9363425",
@@ -69,11 +69,12 @@ export const SDK_MANIFEST = {
     "state/location.d.ts": "98e039455c3376d2e4cbafcb122d71cd3e3cfbaca91decbcff4ebac5535043c9",
     "state/number-table.d.ts": "b450e85ada228f5eb282096dbac2d02ad9070e9453595086cd12d75c480d0cf2",
     "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",
+    "util/defaults.d.ts": "c9632e0283f468c330ea2650ff3257db10b423d21fadfe0b8a372fa1cdbed05b",
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "24aefa566a3c2e0463a021271a7f85f69f1436b69cb6f2a4b32cf519c086185a",
+    "util/index.d.ts": "16a0a12c2e47efe9893eaf99dd80919eea2c2375190caf2072479b53573b708f",
     "util/numbers.d.ts": "b47d116d1a9921db48d4e78fd8e27c67be203945b3411678f203343ef6e9ef0d",
     "util/parse.d.ts": "982b4c3310ff2444e08a729ec7b57e23ea386957603a15d521bd7d1171695f31",
     "util/recent.d.ts": "a1bf3a9f4bfb99947d626112b9db093013f563a1b9b8de5bd0be8941aba0ca0d",

@@ -6,6 +6,7 @@
  * (clink_otlp_export_failures_total) and logged at most once a minute, never retried in a loop; spans wait
  * in a bounded buffer (oldest dropped, counted in clink_otlp_spans_dropped_total).
  */
+import { OTLP_DEFAULTS } from '../config/index.js';
 import { SpanStatusCode, ValueType, type Attributes, type HrTime } from '@opentelemetry/api';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -125,10 +126,10 @@ export function startOtlp(o: OtlpOptions, metrics: ClinkMetrics, log: Logger): O
   const base = otlpBaseUrl(o.endpoint);
   const resource = resourceFromAttributes({ 'service.name': o.serviceName, ...(o.instanceId ? { 'service.instance.id': o.instanceId } : {}) });
   const reader = new PeriodicExportingMetricReader({
-    exporter: counted(new OTLPMetricExporter({ url: `${base}/v1/metrics`, timeoutMillis: Math.min(5_000, o.intervalMs ?? 10_000) }), 'metrics', metrics, log),
-    exportIntervalMillis: o.intervalMs ?? 10_000,
+    exporter: counted(new OTLPMetricExporter({ url: `${base}/v1/metrics`, timeoutMillis: Math.min(5_000, o.intervalMs ?? OTLP_DEFAULTS.intervalMs) }), 'metrics', metrics, log),
+    exportIntervalMillis: o.intervalMs ?? OTLP_DEFAULTS.intervalMs,
     // An export may take at most the interval (the SDK requires it), and never more than 5 s.
-    exportTimeoutMillis: Math.min(5_000, o.intervalMs ?? 10_000),
+    exportTimeoutMillis: Math.min(5_000, o.intervalMs ?? OTLP_DEFAULTS.intervalMs),
     metricProducers: [registryProducer(metrics, Date.now())],
   });
   const meters = new MeterProvider({ resource, readers: [reader] });
@@ -137,7 +138,7 @@ export function startOtlp(o: OtlpOptions, metrics: ClinkMetrics, log: Logger): O
   const onHanded = (items: ResourceMetrics | ReadableSpan[]): void => void (queued = Math.max(0, queued - (Array.isArray(items) ? items.length : 0)));
   const processor = new BatchSpanProcessor(counted(new OTLPTraceExporter({ url: `${base}/v1/traces`, timeoutMillis: 5_000 }), 'traces', metrics, log, onHanded), {
     maxQueueSize: OTLP_MAX_QUEUED_SPANS,
-    scheduledDelayMillis: Math.min(o.intervalMs ?? 10_000, 5_000),
+    scheduledDelayMillis: Math.min(o.intervalMs ?? OTLP_DEFAULTS.intervalMs, 5_000),
   });
   const traces = new BasicTracerProvider({ resource, spanProcessors: [processor] });
   const otel = traces.getTracer('clink');
@@ -155,7 +156,7 @@ export function startOtlp(o: OtlpOptions, metrics: ClinkMetrics, log: Logger): O
       };
     },
   };
-  log.info(`exporting metrics and spans over OTLP/HTTP to ${base} every ${o.intervalMs ?? 10_000} ms`);
+  log.info(`exporting metrics and spans over OTLP/HTTP to ${base} every ${o.intervalMs ?? OTLP_DEFAULTS.intervalMs} ms`);
   return {
     tracer,
     async close() {

@@ -7,9 +7,6 @@
  */
 import { ClinkError } from '../errors.js';
 
-/** The default budget: one largest frame (256 MiB). */
-export const DEFAULT_MAX_INFLIGHT_FRAME_BYTES = 256 * 1024 * 1024;
-
 export class FrameMemoryError extends ClinkError {
   constructor(message: string) {
     super('CLINK_ERR_FRAME_TOO_LARGE', message);

@@ -6,7 +6,7 @@
  * const conn = new FrameConnection(socket, { role: 'coordinator', metrics, log });
  * conn.start({ onMessage: (m) => handle(m) });
  */
-export { FrameBudget, FrameMemoryError, DEFAULT_MAX_INFLIGHT_FRAME_BYTES } from './frame-budget.js';
+export { FrameBudget, FrameMemoryError } from './frame-budget.js';
 export { PeerRejections, REJECTION_LOG_INTERVAL_MS, type RejectionReason } from './rejections.js';
 export { rejectionReason } from './connection.js';
 export { FrameReader, FrameTimeoutError, type FrameReaderOptions } from './frame-reader.js';
@@ -22,9 +22,6 @@ export {
 export {
   Outbox,
   DEFAULT_OUTBOX_LIMITS,
-  DEFAULT_MAX_OUTBOUND_CONTROL_FRAMES,
-  DEFAULT_MAX_OUTBOUND_CONTROL_BYTES,
-  DEFAULT_MAX_OUTBOUND_BULK_BYTES,
   type OutboxLimits,
   type OutboxOptions,
   type OutboxStop,
@@ -45,7 +42,6 @@ export {
   hostnameMismatch,
   tlsConnectOptions,
   certificateNames,
-  DEFAULT_HANDSHAKE_TIMEOUT_MS,
   type TlsServerConfig,
   type TlsClientConfig,
 } from './tls.js';

@@ -13,11 +13,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics, OutboundClass, OutboxStopReason } from '../metrics/index.js';
 import { FRAME_CHUNK_BYTES } from '../protocol/index.js';
+import { COORDINATOR_DEFAULTS } from '../config/index.js';
 import { setTimer } from '../util/index.js';
-
-export const DEFAULT_MAX_OUTBOUND_CONTROL_FRAMES = 10_000;
-export const DEFAULT_MAX_OUTBOUND_CONTROL_BYTES = 64 * 1024 * 1024;
-export const DEFAULT_MAX_OUTBOUND_BULK_BYTES = 1024 * 1024 * 1024;
 
 export interface OutboxLimits {
   /** @default 10,000 */
@@ -29,9 +26,9 @@ export interface OutboxLimits {
 }
 
 export const DEFAULT_OUTBOX_LIMITS: Readonly<OutboxLimits> = Object.freeze({
-  maxControlFrames: DEFAULT_MAX_OUTBOUND_CONTROL_FRAMES,
-  maxControlBytes: DEFAULT_MAX_OUTBOUND_CONTROL_BYTES,
-  maxBulkBytes: DEFAULT_MAX_OUTBOUND_BULK_BYTES,
+  maxControlFrames: COORDINATOR_DEFAULTS.maxOutboundControlFrames,
+  maxControlBytes: COORDINATOR_DEFAULTS.maxOutboundControlBytes,
+  maxBulkBytes: COORDINATOR_DEFAULTS.maxOutboundBulkBytes,
 });
 
 export type PostResult = 'queued' | 'refused';

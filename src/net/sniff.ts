@@ -4,6 +4,7 @@
  * HTTP port, such as the coordinator's --http-port) or a TLS record (TLS on a plain port). Read as a
  * frame length, each is a claim of about a gigabyte; named, it is a mistake the user can fix.
  */
+import { DEFAULT_CONTROL_PORT } from '../config/index.js';
 import { ClinkError } from '../errors.js';
 
 export type ForeignProtocol = 'http-request' | 'http-response' | 'tls';
@@ -38,6 +39,6 @@ export class WrongProtocolError extends ClinkError {
 /** The message for a client or worker whose `host:port` answered in another protocol. */
 export function wrongPortMessage(host: string, port: number, protocol: ForeignProtocol, flag: string): string {
   if (protocol === 'http-response' || protocol === 'http-request')
-    return `${host}:${port} is an HTTP port (perhaps the coordinator's --http-port), not its control port; point ${flag} at the control port (clink node --port, default 6123)`;
-  return `${host}:${port} speaks TLS; this clink does not: point ${flag} at a plain clink control port (default 6123)`;
+    return `${host}:${port} is an HTTP port (perhaps the coordinator's --http-port), not its control port; point ${flag} at the control port (clink node --port, default ${DEFAULT_CONTROL_PORT})`;
+  return `${host}:${port} speaks TLS; this clink does not: point ${flag} at a plain clink control port (default ${DEFAULT_CONTROL_PORT})`;
 }

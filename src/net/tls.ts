@@ -12,8 +12,6 @@ import { checkServerIdentity, connect as tlsConnect, createSecureContext, TLSSoc
 import { ClinkError, EnvironmentError } from '../errors.js';
 import { setTimer } from '../util/index.js';
 
-export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5_000;
-
 /**
  * A server's TLS: its certificate and key (PEM), and with `clientCa` the CA client certificates must
  * chain to (mTLS). Plain buffers, so a job thread can be handed them.

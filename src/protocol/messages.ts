@@ -24,6 +24,7 @@ import {
   type Fields,
   type ValuesOf,
 } from './schema.js';
+import { JOB_STATES } from './job-states.js';
 import { MAX_REGISTER_STRING_BYTES } from './wire.js';
 
 export type Direction = 'worker->coordinator' | 'coordinator->worker' | 'client->coordinator' | 'coordinator->client' | 'both' | 'worker->worker';
@@ -106,7 +107,7 @@ export const SubtaskPeers = struct('SubtaskPeers', {
 export const JobSummary = struct('JobSummary', {
   jobId: field(string),
   name: field(string),
-  state: field(string, 'CREATED, DEPLOYING, RUNNING, FINISHED, FAILED, CANCELED'),
+  state: field(string, JOB_STATES.join(', ')),
   startedAtMs: field(u64),
   completed: field(bool),
   error: tail(string, ''),

@@ -3,6 +3,7 @@
  * the event loop; tasks exchange batches through bounded InputQueues (pointer passes, no serialisation).
  */
 import { once, setMaxListeners } from 'node:events';
+import { WORKER_DEFAULTS } from '../config/index.js';
 import { ClinkError, JobCancelledError } from '../errors.js';
 import { createPhysicalPlan, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { builtinConnectors } from '../connectors/index.js';
@@ -15,7 +16,7 @@ import { buildSubtask, type SubtaskEnvironment } from './subtask.js';
 import type { SubtaskRunner, SubtaskSnapshot } from './task.js';
 
 /** Records per batch between tasks. @default 1000 */
-export const DEFAULT_BATCH_SIZE = 1_000;
+export const DEFAULT_BATCH_SIZE = WORKER_DEFAULTS.batchSize;
 /** Batches an input queue holds before its producers wait. @default 8 */
 export const DEFAULT_QUEUE_CAPACITY_BATCHES = 8;
 

@@ -13,3 +13,4 @@ export { recordsCodec } from './records-codec.js';
 export { isInt32, sameNumber } from './numbers.js';
 export { RecentIds } from './recent.js';
 export { reclaimMemory } from './reclaim.js';
+export { withDefaults } from './defaults.js';

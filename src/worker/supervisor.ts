@@ -5,6 +5,7 @@
  * session under the same id, with exponential backoff and full jitter. A retryable refusal is tried
  * again; an incompatible protocol is not.
  */
+import { RECONNECT_DEFAULTS, WORKER_DEFAULTS } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { EnvironmentError } from '../errors.js';
 import { WrongProtocolError } from '../net/index.js';
@@ -32,7 +33,7 @@ export interface LeaderDiscovery {
 /** How often a worker between sessions looks for a newly announced leader (HA). */
 export const LEADER_WATCH_MS = 100;
 
-export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = Object.freeze({ initialBackoffMs: 100, maxBackoffMs: 5_000 });
+export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = RECONNECT_DEFAULTS;
 
 /** Why the supervisor stopped for good. */
 export type SupervisorEnd = { reason: 'closed' } | { reason: 'incompatible'; detail: string };
@@ -130,7 +131,7 @@ export class WorkerSupervisor {
       coordinator: w ? `${w.config.coordinatorHost}:${w.config.coordinatorPort}` : '',
       dataPort: w?.dataPort ?? 0,
       jobDataPorts: w?.jobDataPorts ?? [],
-      slots: this.config.slots,
+      slots: this.config.slots ?? WORKER_DEFAULTS.slots,
       lastError: this.lastError ?? null,
     };
   }

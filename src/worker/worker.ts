@@ -3,6 +3,7 @@
  * deployed. Frames from the coordinator are handled one at a time in order (FIFO), so a Deploy that
  * loads a module delays the next frame but never the heartbeat, which runs on its own timer.
  */
+import { WORKER_DEFAULTS } from '../config/index.js';
 import { ClinkError } from '../errors.js';
 import { DataServer, type DataTransport } from '../dataplane/index.js';
 import type { Logger } from '../log/index.js';
@@ -22,28 +23,27 @@ import {
 import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig, type WorkerTls } from './job-host.js';
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
-import { setRepeating } from '../util/index.js';
-import { DEFAULT_BATCH_SIZE } from '../runtime/index.js';
+import { setRepeating, withDefaults } from '../util/index.js';
 
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
 const JOB_CLOSE_GRACE_MS = 5_000;
 
-export const DEFAULT_HEARTBEAT_INTERVAL_MS = 500;
-export const DEFAULT_PEER_UPDATE_TIMEOUT_MS = 30_000;
-export const DEFAULT_WORKER_SLOTS = 1;
 
+/** A worker's settings: all but its id have a default (WORKER_DEFAULTS in config/node-defaults.ts). */
 export interface WorkerConfig {
   id: string;
-  coordinatorHost: string;
-  coordinatorPort: number;
+  /** @default 127.0.0.1 */
+  coordinatorHost?: string;
+  /** @default 6123 */
+  coordinatorPort?: number;
   /** @default 1 */
-  slots: number;
-  /** The host other workers reach this one's data port on. */
-  dataHost: string;
+  slots?: number;
+  /** The host other workers reach this one's data port on. @default 127.0.0.1 */
+  dataHost?: string;
   /** @default 500 */
-  heartbeatIntervalMs: number;
+  heartbeatIntervalMs?: number;
   /** @default 30,000 */
-  peerUpdateTimeoutMs: number;
+  peerUpdateTimeoutMs?: number;
   /** How long connecting and registering may take. @default 5,000 */
   connectTimeoutMs?: number;
   httpPort?: number;
@@ -83,12 +83,11 @@ export interface WorkerConfig {
 }
 
 export type TaskIsolation = 'thread' | 'none';
-export const DEFAULT_TASK_STALL_TIMEOUT_MS = 30_000;
-export const DEFAULT_TASK_HEAP_MB = 2_048;
-/** 64 MB semi-spaces (V8's own default is at most 16 MB for each); docs/performance.md has what it saves. */
-export const DEFAULT_TASK_YOUNG_GENERATION_MB = 192;
 
-export const DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS = 3_000;
+/** The settings of a WorkerConfig that have a default: what `clink node --role worker` and a worker started without them use. */
+export type WorkerSettings = Required<Omit<WorkerConfig, 'id' | 'httpPort' | 'cacheDir'>>;
+
+export const DEFAULT_WORKER_CONFIG: Readonly<WorkerSettings> = WORKER_DEFAULTS;
 
 export interface WorkerDeps {
   log: Logger;
@@ -139,10 +138,14 @@ export class Worker {
   private resolveEnded!: (e: WorkerEnd) => void;
   private readonly log: Logger;
 
+  /** Its config with every default filled in (what the HTTP API shows). */
+  readonly config: WorkerConfig & WorkerSettings;
+
   private constructor(
-    readonly config: WorkerConfig,
+    config: WorkerConfig,
     private readonly deps: WorkerDeps,
   ) {
+    this.config = withDefaults(DEFAULT_WORKER_CONFIG, config);
     this.log = deps.log.child({ component: 'worker', workerId: config.id });
     this.modules = deps.moduleStore ?? new Map();
     this.ended = new Promise((r) => (this.resolveEnded = r));
@@ -152,12 +155,12 @@ export class Worker {
   static async start(config: WorkerConfig, deps: WorkerDeps): Promise<Worker> {
     const w = new Worker(config, deps);
     w.data = await DataServer.start({
-      host: config.dataHost,
+      host: w.config.dataHost,
       log: w.log,
       metrics: deps.metrics,
       ...(deps.tls?.server ? { tls: deps.tls.server } : {}),
-      ...(config.dataTransport ? { transport: config.dataTransport } : {}),
-      ...(config.maxInflightFrameBytes ? { maxInflightFrameBytes: config.maxInflightFrameBytes } : {}),
+      transport: w.config.dataTransport,
+      maxInflightFrameBytes: w.config.maxInflightFrameBytes,
     });
     try {
       await w.register();
@@ -182,7 +185,7 @@ export class Worker {
   onDataPorts: (() => void) | undefined;
 
   private async register(): Promise<void> {
-    const timeoutMs = this.config.connectTimeoutMs ?? 5_000;
+    const timeoutMs = this.config.connectTimeoutMs;
     const socket = await connectWithin(this.config.coordinatorHost, this.config.coordinatorPort, 'the coordinator', timeoutMs, this.deps.tls?.client);
     this.conn = new FrameConnection(socket, { role: 'worker', log: this.log, metrics: this.deps.metrics, readTimeoutMs: timeoutMs });
     await writeFrame(
@@ -233,7 +236,7 @@ export class Worker {
     this.epoch = ack.epoch;
     this.session = ack.session;
     this.log.info({ session: this.session, epoch: this.epoch, dataPort: this.data.port }, `registered with the coordinator at ${this.config.coordinatorHost}:${this.config.coordinatorPort}`);
-    const timeout = this.config.coordinatorHeartbeatTimeoutMs ?? DEFAULT_COORDINATOR_HEARTBEAT_TIMEOUT_MS;
+    const timeout = this.config.coordinatorHeartbeatTimeoutMs;
     // A v1 coordinator may not answer heartbeats: against one, only the connection's end counts.
     this.coordinatorSilenceLimitMs = ack.protocolVersion >= HEARTBEAT_ACK_PROTOCOL_VERSION && timeout > 0 ? timeout : 0;
     this.confirmsCommits = ack.protocolVersion >= COMMIT_CONFIRMATION_PROTOCOL_VERSION;
@@ -249,7 +252,7 @@ export class Worker {
       if (!this.closing) this.end({ reason: 'disconnected', detail: c.error?.message ?? c.reason });
     });
     this.heartbeat = setRepeating(() => this.sendHeartbeat(), this.config.heartbeatIntervalMs);
-    const stallMs = this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS;
+    const stallMs = this.config.taskStallTimeoutMs;
     this.stallWatch = setRepeating(() => {
       const now = Date.now();
       for (const j of this.runners) j.check(now);
@@ -352,19 +355,19 @@ export class Worker {
   }
 
   private get isolated(): boolean {
-    return (this.config.taskIsolation ?? 'thread') === 'thread';
+    return this.config.taskIsolation === 'thread';
   }
 
   private hostConfig(): JobHostConfig {
     return {
       workerId: this.config.id,
       peerUpdateTimeoutMs: this.config.peerUpdateTimeoutMs,
-      batchSize: this.config.batchSize ?? DEFAULT_BATCH_SIZE,
-      batchLingerMs: this.config.batchLingerMs ?? 0,
+      batchSize: this.config.batchSize,
+      batchLingerMs: this.config.batchLingerMs,
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       ...(this.deps.tls ? { tls: this.deps.tls } : {}),
-      ...(this.config.dataTransport ? { dataTransport: this.config.dataTransport } : {}),
-      ...(this.config.maxInflightFrameBytes ? { maxInflightFrameBytes: this.config.maxInflightFrameBytes } : {}),
+      dataTransport: this.config.dataTransport,
+      maxInflightFrameBytes: this.config.maxInflightFrameBytes,
     };
   }
 
@@ -373,9 +376,9 @@ export class Worker {
     return new JobThread({
       config: this.hostConfig(),
       dataHost: this.config.dataHost,
-      stallTimeoutMs: this.config.taskStallTimeoutMs ?? DEFAULT_TASK_STALL_TIMEOUT_MS,
-      heapMb: this.config.taskHeapMb ?? DEFAULT_TASK_HEAP_MB,
-      youngGenerationMb: this.config.taskYoungGenerationMb ?? DEFAULT_TASK_YOUNG_GENERATION_MB,
+      stallTimeoutMs: this.config.taskStallTimeoutMs,
+      heapMb: this.config.taskHeapMb,
+      youngGenerationMb: this.config.taskYoungGenerationMb,
       log: this.log,
       send: (m) => this.send(m),
       onIdle: (r) => {

@@ -10,7 +10,7 @@ import { memoryLogger } from '../../src/log/index.js';
 import '../../src/ha/index.js';
 import { startThread } from '../../src/util/index.js';
 import { JobThread } from '../../src/worker/job-thread.js';
-import { DEFAULT_TASK_HEAP_MB, DEFAULT_TASK_YOUNG_GENERATION_MB } from '../../src/worker/index.js';
+import { DEFAULT_WORKER_CONFIG } from '../../src/worker/index.js';
 
 function startJobThread(heapMb: number, youngGenerationMb: number): JobThread {
   return new JobThread({
@@ -48,9 +48,9 @@ function workerFlags(...args: string[]): ReturnType<typeof nodeFlagsOf>['worker'
 test('--task-young-generation-mb and --task-heap-mb reach the worker, at their documented defaults when not given', () => {
   assert.equal(workerFlags('--task-young-generation-mb=64').taskYoungGenerationMb, 64);
   const defaults = workerFlags();
-  assert.equal(defaults.taskYoungGenerationMb, DEFAULT_TASK_YOUNG_GENERATION_MB);
-  assert.equal(defaults.taskHeapMb, DEFAULT_TASK_HEAP_MB);
-  assert.equal(DEFAULT_TASK_YOUNG_GENERATION_MB, 192);
+  assert.equal(defaults.taskYoungGenerationMb, DEFAULT_WORKER_CONFIG.taskYoungGenerationMb);
+  assert.equal(defaults.taskHeapMb, DEFAULT_WORKER_CONFIG.taskHeapMb);
+  assert.equal(DEFAULT_WORKER_CONFIG.taskYoungGenerationMb, 192);
   assert.throws(() => workerFlags('--task-young-generation-mb=0'), /'--task-young-generation-mb <mb>' argument '0' is invalid. expected a whole number >= 1/);
 });
 
