@@ -11,7 +11,7 @@
 import { resolve as resolvePath } from 'node:path';
 import type { Logger } from '../log/index.js';
 import type { Clock } from '../util/index.js';
-import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
+import { NO_TRACING, type CheckpointFailureReason, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { checkpointStateDir, jobStateDir } from '../state/index.js';
@@ -19,6 +19,7 @@ import { jobDir, type CompletedMarker } from './checkpoints.js';
 import type { JobState, SubtaskState } from './job-state.js';
 import type { CommitRecord } from './commit-ledger.js';
 import { identityOf } from './restore-gate.js';
+import { restartsSpentAfterCheckpoint } from './failure-handler.js';
 
 type SavepointResult = { ok: boolean; message: string; path: string };
 type Pending = NonNullable<JobState['pendingCheckpoint']>;
@@ -48,6 +49,7 @@ export type CheckpointedJob = Pick<
   | 'restartsSpent'
   | 'commits'
   | 'commitWrite'
+  | 'lastCheckpointFailure'
 > & { subtasks: Pick<SubtaskState, 'taskId' | 'index' | 'finished'>[] };
 
 /** Checkpoint storage: ids claimed on a record, markers, retention, removal of aborted state, confirmed commits. */
@@ -111,7 +113,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
         const timeout = Math.max(10_000, 10 * c.intervalMs);
         if (now - p.startedAt > timeout) {
           const waiting = [...p.pending];
-          this.abort(job, `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`);
+          this.abort(job, 'expired', `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`);
         }
         continue;
       }
@@ -212,7 +214,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     if (!p || p.id !== m.checkpointId) return;
     const key = subtaskKey(m.taskId, m.subtaskIndex);
     if (!m.ok) {
-      this.abort(job, `subtask ${key} could not snapshot: ${m.error}`, m.fatal);
+      this.abort(job, 'declined', `subtask ${key} could not snapshot: ${m.error}`, m.fatal);
       return;
     }
     p.pending.delete(key);
@@ -263,20 +265,21 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
 
   /**
    * Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one
-   * fails the job's attempt (`fatal`: the job).
+   * fails the job's attempt (`fatal`: the job). `reason` is counted and shown; `detail` says what happened.
    */
-  abort(job: J, reason: string, fatal = false): void {
+  abort(job: J, why: CheckpointFailureReason, detail: string, fatal = false): void {
     const p = job.pendingCheckpoint;
     if (!p) return;
     job.pendingCheckpoint = undefined;
+    job.lastCheckpointFailure = { checkpointId: p.id, reason: why, detail, at: this.deps.clock.now() };
     job.lastCheckpointAt = this.deps.clock.now();
     this.notifyIdle(job);
-    p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${reason}`, path: '' });
-    p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${reason}` });
-    p.span?.end({ 'clink.checkpoint.outcome': 'aborted' }, reason);
-    this.deps.metrics.checkpointsAborted.inc();
-    this.deps.log.warn({ jobId: job.id, checkpointId: p.id }, `checkpoint ${p.id} of job ${job.id} aborted: ${reason}`);
-    this.deps.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason }));
+    p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${detail}`, path: '' });
+    p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${detail}` });
+    p.span?.end({ 'clink.checkpoint.outcome': 'aborted', 'clink.checkpoint.failure_reason': why }, detail);
+    this.deps.metrics.checkpointsAborted.inc({ reason: why });
+    this.deps.log.warn({ jobId: job.id, checkpointId: p.id, reason: why }, `checkpoint ${p.id} of job ${job.id} aborted: ${detail}`);
+    this.deps.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason: detail }));
     // Whatever state the subtasks wrote for it is never read: remove it (a write still in flight is swept at retention).
     const stateDir = p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
     if (stateDir) {
@@ -284,7 +287,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
         .removeState(stateDir, p.id)
         .catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
     }
-    if (p.final) this.failOnFinal(job, reason, fatal);
+    if (p.final) this.failOnFinal(job, detail, fatal);
     else this.maybeBeginFinal(job);
     this.deps.maybeComplete(job);
   }
@@ -365,7 +368,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     try {
       await this.deps.storage.writeMarker(dir, marker);
     } catch (err) {
-      this.abort(job, `its COMPLETED marker could not be written: ${(err as Error).message}`);
+      this.abort(job, 'finalize_failed', `its COMPLETED marker could not be written: ${(err as Error).message}`);
       return;
     }
     const { metrics, log } = this.deps;
@@ -382,8 +385,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     metrics.lastCheckpointDurationMs.set(durationMs);
     metrics.lastCheckpointBytes.set(p.bytes);
     metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
-    const lastRestart = job.restarts.at(-1);
-    if (lastRestart && job.restartsSpent > 0 && marker.completedAtMs - lastRestart.deployedAt >= this.deps.restartBudgetResetAfterMs) job.restartsSpent = 0;
+    job.restartsSpent = restartsSpentAfterCheckpoint(job.restartsSpent, job.restarts.at(-1)?.deployedAt, marker.completedAtMs, this.deps.restartBudgetResetAfterMs);
     log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
     // Each subtask that prepared something owes a confirmation once it has made it visible.
     if (job.commits.owe(p.id, p.committers)) this.recordCommits(job);

@@ -12,8 +12,11 @@
  *
  * A restart waits before it redeploys (restartBackoffMs): the first of a run of restarts at once, then
  * longer each time. A run ends when the job completes a checkpoint: it ran well again, so the next
- * failure is a first. The function is pure: the coordinator hands it the job's facts and carries the
- * decision out.
+ * failure is a first. The budget is forgiven by a checkpoint that completes long enough after the last
+ * restart (restartsSpentAfterCheckpoint). A redeploy that storage refused is one more restart of the
+ * budget (decideRedeployRetry). These functions are pure and are the only place the restart count,
+ * its reset and the backoff are decided: the coordinator hands them the job's facts and carries out
+ * what they return.
  */
 import type { JobStateName } from './job-lifecycle.js';
 
@@ -59,18 +62,24 @@ export function restartBackoffMs(n: number, initialMs: number, maxMs: number): n
 /** The first line of an error (a user error carries its stack after it): how a failure is named in one line. */
 export const firstLine = (text: string): string => text.split('\n')[0]!;
 
-export type FailureDecision = { action: 'restart'; cause: string; backoffMs: number } | { action: 'retry'; subtask: string } | { action: 'fail'; reason: string };
+export type FailureDecision = { action: 'restart'; cause: string; backoffMs: number; restartsSpent: number } | { action: 'retry'; subtask: string; retry: number; backoffMs: number } | { action: 'fail'; reason: string };
 
 const live = (s: JobStateName): boolean => s === 'RUNNING' || s === 'DEPLOYING';
 
 export function decideFailure(ctx: FailureContext, failure: Failure): FailureDecision {
   if (failure.fatal) return { action: 'fail', reason: failure.error };
   if (!ctx.stopping && live(ctx.state) && ctx.checkpointed && ctx.restartsSpent < ctx.maxRestarts) {
-    return { action: 'restart', cause: failure.restartCause ?? failure.error, backoffMs: restartBackoffMs(ctx.restartsSinceCheckpoint + 1, ctx.backoff.initialMs, ctx.backoff.maxMs) };
+    return {
+      action: 'restart',
+      cause: failure.restartCause ?? failure.error,
+      backoffMs: restartBackoffMs(ctx.restartsSinceCheckpoint + 1, ctx.backoff.initialMs, ctx.backoff.maxMs),
+      restartsSpent: ctx.restartsSpent + 1,
+    };
   }
   const s = failure.subtask;
   if (s !== undefined && !ctx.stopping && ctx.state === 'RUNNING' && !ctx.checkpointed && ctx.retriesSpent(s) < ctx.maxRetries) {
-    return { action: 'retry', subtask: s };
+    const retry = ctx.retriesSpent(s) + 1;
+    return { action: 'retry', subtask: s, retry, backoffMs: restartBackoffMs(retry, ctx.backoff.initialMs, ctx.backoff.maxMs) };
   }
   return { action: 'fail', reason: refusal(ctx, failure) };
 }
@@ -84,4 +93,33 @@ function refusal(ctx: FailureContext, failure: Failure): string {
   }
   if (subtask === undefined || ctx.state !== 'RUNNING' || ctx.maxRetries === 0) return error;
   return `${error}; subtask ${subtask} failed ${ctx.maxRetries + 1} times and the ${ctx.maxRetries} retries allowed (--max-region-retries ${ctx.maxRetries}) are spent`;
+}
+
+/** Restarts since the job last completed a checkpoint (`lastCompletedAt`): a completed one after a restart ends the run. */
+export function restartsSinceCheckpoint(restartTimes: readonly number[], lastCompletedAt: number | undefined): number {
+  const since = lastCompletedAt ?? -Infinity;
+  return restartTimes.filter((at) => at > since).length;
+}
+
+/**
+ * The restarts spent once a checkpoint completed at `completedAt`: forgiven (0) when it came at least
+ * `resetAfterMs` (--restart-budget-reset-after-ms) after the last restart's redeploy, the job having run
+ * well that long; unchanged otherwise.
+ */
+export function restartsSpentAfterCheckpoint(spent: number, lastRestartDeployedAt: number | undefined, completedAt: number, resetAfterMs: number): number {
+  if (spent === 0 || lastRestartDeployedAt === undefined) return spent;
+  return completedAt - lastRestartDeployedAt >= resetAfterMs ? 0 : spent;
+}
+
+/**
+ * A redeploy storage refused (its RESTORED record on a full disk, a marker it could not read), after
+ * `tries` such refusals of this restart: tried again as one more restart of the budget, with the
+ * backoff that restart would have; undefined when the budget is spent.
+ */
+export function decideRedeployRetry(
+  ctx: Pick<FailureContext, 'restartsSpent' | 'maxRestarts' | 'restartsSinceCheckpoint' | 'backoff'>,
+  tries: number,
+): { restartsSpent: number; backoffMs: number } | undefined {
+  if (ctx.restartsSpent >= ctx.maxRestarts) return undefined;
+  return { restartsSpent: ctx.restartsSpent + 1, backoffMs: restartBackoffMs(ctx.restartsSinceCheckpoint + tries + 1, ctx.backoff.initialMs, ctx.backoff.maxMs) };
 }

@@ -15,7 +15,16 @@ export type { JobGraphView, CheckpointSettingsView } from './job-graph.js';
 export type { TaskMetrics } from './task-metrics.js';
 export type { DepartedSession } from './worker-registry.js';
 export { JOB_TRANSITIONS, IllegalTransitionError, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
-export { decideFailure, restartBackoffMs, type Failure, type FailureContext, type FailureDecision } from './failure-handler.js';
+export {
+  decideFailure,
+  decideRedeployRetry,
+  restartBackoffMs,
+  restartsSinceCheckpoint,
+  restartsSpentAfterCheckpoint,
+  type Failure,
+  type FailureContext,
+  type FailureDecision,
+} from './failure-handler.js';
 export * from './config.js';
 export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
 export {

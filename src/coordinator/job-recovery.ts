@@ -15,7 +15,7 @@ import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { hasCompletedCheckpoint, jobDir, resolveRestore, UnusableCheckpointsError, type CompletedMarker, type RestorePoint } from './checkpoints.js';
 import { judgeFallback } from './fallback.js';
 import { DEFAULT_SELF_HEAL_RESTARTS, type CoordinatorConfig } from './config.js';
-import { decideFailure, firstLine, restartBackoffMs, type Failure, type FailureDecision } from './failure-handler.js';
+import { decideFailure, decideRedeployRetry, firstLine, restartsSinceCheckpoint, type Failure, type FailureDecision } from './failure-handler.js';
 import { isRedeploying, transition } from './job-lifecycle.js';
 import { takePlan, type JobState, type StagedRescale, type SubtaskState, type WorkerSession } from './job-state.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
@@ -78,10 +78,11 @@ export class JobRecovery {
     return { initialMs: this.deps.config.restartBackoffInitialMs, maxMs: this.deps.config.restartBackoffMaxMs };
   }
 
-  /** Restarts since the job last completed a checkpoint: a completed one after a restart ends the run. */
   private restartsSinceCheckpoint(job: JobState): number {
-    const lastCompleted = job.checkpoints.at(-1)?.completedAtMs ?? -Infinity;
-    return job.restarts.filter((r) => r.at > lastCompleted).length;
+    return restartsSinceCheckpoint(
+      job.restarts.map((r) => r.at),
+      job.checkpoints.at(-1)?.completedAtMs,
+    );
   }
 
   /** The restarts a job may spend on worker losses: none without durable checkpoints. */
@@ -107,8 +108,8 @@ export class JobRecovery {
       },
       failure,
     );
-    if (decision.action === 'restart') this.beginRestart(job, decision.cause, decision.backoffMs);
-    else if (decision.action === 'retry' && st) this.beginRetry(job, st, failure.error);
+    if (decision.action === 'restart') this.beginRestart(job, decision);
+    else if (decision.action === 'retry' && st) this.beginRetry(job, st, failure.error, decision);
     else if (decision.action === 'fail') this.deps.failJob(job, decision.reason);
     return decision.action;
   }
@@ -117,9 +118,9 @@ export class JobRecovery {
    * A worker was lost: cancel the job's surviving subtasks and, once they have drained, deploy the
    * whole job again from its last completed checkpoint on the workers with free slots.
    */
-  private beginRestart(job: JobState, cause: string, backoffMs: number): void {
+  private beginRestart(job: JobState, { cause, backoffMs, restartsSpent }: Extract<FailureDecision, { action: 'restart' }>): void {
     job.state = transition(job.state, 'RESTARTING', `job ${job.id}`);
-    job.restartsSpent++;
+    job.restartsSpent = restartsSpent;
     job.restarting = { cause, since: this.deps.clock.now(), span: (this.deps.tracer ?? NO_TRACING).start('clink.restart', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.restart.cause': cause, 'clink.restart.number': job.restartsSpent + 1 }) };
     this.deps.checkpoints.forget(job, cause);
     delete job.peerFailure;
@@ -194,10 +195,15 @@ export class JobRecovery {
    */
   private redeployAgain(job: JobState, err: unknown): boolean {
     const r = job.restarting;
-    if (!r || !isRedeploying(job.state) || !isStorageFailure(err) || job.restartsSpent >= this.maxRestarts(job)) return false;
-    job.restartsSpent++;
+    if (!r || !isRedeploying(job.state) || !isStorageFailure(err)) return false;
+    const again = decideRedeployRetry(
+      { restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job), restartsSinceCheckpoint: this.restartsSinceCheckpoint(job), backoff: this.backoff },
+      (r.tries ?? 0) + 1,
+    );
+    if (!again) return false;
+    job.restartsSpent = again.restartsSpent;
     r.tries = (r.tries ?? 0) + 1;
-    r.backoffMs = restartBackoffMs(this.restartsSinceCheckpoint(job) + r.tries + 1, this.backoff.initialMs, this.backoff.maxMs);
+    r.backoffMs = again.backoffMs;
     this.deps.metrics.jobRestarts.inc();
     this.deps.log.warn(
       { jobId: job.id, restartsSpent: job.restartsSpent, backoffMs: r.backoffMs },
@@ -298,13 +304,12 @@ export class JobRecovery {
    * beginning. Its sources re-read their input from the start and its state starts empty, so each record
    * reaches the region's sinks at least once; the job's other regions run on untouched.
    */
-  private beginRetry(job: JobState, st: SubtaskState, cause: string): void {
+  private beginRetry(job: JobState, st: SubtaskState, cause: string, { retry, backoffMs }: Extract<FailureDecision, { action: 'retry' }>): void {
     const key = subtaskKey(st.taskId, st.index);
     const region = job.regionOf.get(key)!;
     const size = job.regions[region]!.length;
-    const retry = (job.retriesBySubtask.get(key) ?? 0) + 1;
     job.retriesBySubtask.set(key, retry);
-    job.retrying.set(region, { at: this.deps.clock.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size });
+    job.retrying.set(region, { at: this.deps.clock.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size, backoffMs });
     if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
     this.deps.metrics.subtaskRetries.inc();
     this.deps.log.warn(
@@ -329,15 +334,14 @@ export class JobRecovery {
     r.deploying = true;
     const subtasks = placementSubtasks(job.plan, this.deps.config.slotSharing, inRegion);
     const current = (): boolean => job.state === 'RUNNING' && job.retrying.get(region) === r;
-    const backoffMs = restartBackoffMs(r.retry, this.backoff.initialMs, this.backoff.maxMs);
     this.deps.slots
-      .wait(backoffMs)
+      .wait(r.backoffMs)
       .then(() => this.deps.slots.place(job.id, subtasks, this.deps.config.restartCapacityTimeoutMs, { giveUp: () => !current(), registrationRestartsClock: true }))
       .then((placement) => {
         if (!current()) return;
         job.attempt++;
         job.retrying.delete(region);
-        const { deploying: _, ...retry } = r;
+        const { deploying: _, backoffMs: _backoff, ...retry } = r;
         job.retries.push({ ...retry, deployedAt: this.deps.clock.now(), attempt: job.attempt });
         // A job without checkpoints of its own resumes its region from the restore point it was submitted with.
         this.deps.deploy(job, placement, job.submittedRestore);

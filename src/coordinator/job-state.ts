@@ -12,7 +12,15 @@ import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
 import type { AutoscaleRecord, JobAutoscale } from './autoscaler.js';
 import type { SubtaskSample } from './task-metrics.js';
-import type { Span } from '../metrics/index.js';
+import type { CheckpointFailureReason, Span } from '../metrics/index.js';
+
+/** A checkpoint given up: its id, the typed reason (counted by clink_checkpoints_aborted_total), and what happened. */
+export interface CheckpointFailure {
+  checkpointId: number;
+  reason: CheckpointFailureReason;
+  detail: string;
+  at: number;
+}
 
 /** A rescale carried out (drain and replan): what changed, from which checkpoint, and how long the job paused. */
 export interface JobRescale {
@@ -206,6 +214,8 @@ export interface JobState {
   /** The final checkpoint's id, once claimed. */
   finalCheckpointId?: number;
   lastCheckpointAt: number;
+  /** The latest checkpoint aborted, why (a typed reason) and what happened. */
+  lastCheckpointFailure?: CheckpointFailure;
   /** The deploy attempt running: 0 at submit, one more at each restart. */
   attempt: number;
   restarts: JobRestart[];
@@ -229,7 +239,7 @@ export interface JobState {
   /** Retries spent by each subtask (`<task>#<index>`). */
   retriesBySubtask: Map<string, number>;
   /** Regions draining for a retry, by region. */
-  retrying: Map<number, Omit<JobRetry, 'deployedAt' | 'attempt'> & { deploying?: boolean }>;
+  retrying: Map<number, Omit<JobRetry, 'deployedAt' | 'attempt'> & { backoffMs: number; deploying?: boolean }>;
   retries: JobRetry[];
   /** The end-to-end guarantee it runs with, decided at submit (see connectors/capabilities.ts). */
   guarantee: JobGuarantee;
@@ -273,6 +283,8 @@ export interface JobView {
   lastCheckpointId: number;
   /** Every checkpoint up to `confirmedThrough` has had its commits confirmed; `owed` completed ones have not yet. */
   commits: { confirmedThrough: number; owed: number[] };
+  /** The latest checkpoint aborted (absent: none has been). */
+  lastCheckpointFailure?: CheckpointFailure;
 }
 
 export interface WorkerView {

@@ -34,6 +34,7 @@ export function jobView(j: JobState, now: number): JobView {
     checkpointsCompleted: j.checkpointsCompleted,
     lastCheckpointId: j.checkpoints.at(-1)?.checkpointId ?? 0,
     commits: { confirmedThrough: j.commits.confirmedThrough, owed: j.commits.owedCheckpoints },
+    ...(j.lastCheckpointFailure ? { lastCheckpointFailure: j.lastCheckpointFailure } : {}),
   };
 }
 

@@ -4,6 +4,7 @@
  * listed (`open`), so a field added to a view is never dropped by the serialiser before its schema says so.
  */
 import type { AutoscaleRecord, JobRescale, JobRestart, JobRetry, JobView } from '../coordinator/index.js';
+import { CHECKPOINT_FAILURE_REASONS } from '../metrics/index.js';
 import { JOB_STATES } from '../protocol/index.js';
 
 type Schema = Record<string, unknown>;
@@ -87,8 +88,14 @@ export const JobSummary = shaped<JobView>(
       { confirmedThrough: int('every checkpoint up to this one has had its commits confirmed by its sinks (0: none yet)'), owed: list(int(), 'completed checkpoints whose commits are not confirmed yet') },
       ['confirmedThrough', 'owed'],
     ),
+    lastCheckpointFailure: open({
+      checkpointId: int(),
+      reason: { type: 'string', enum: [...CHECKPOINT_FAILURE_REASONS], description: 'expired, declined (a subtask could not snapshot) or finalize_failed (its COMPLETED marker)' },
+      detail: str('what happened'),
+      at: int(),
+    }),
   },
-  { runningAt: true, finishedAt: true, error: true, autoscaler: true },
+  { runningAt: true, finishedAt: true, error: true, autoscaler: true, lastCheckpointFailure: true },
 );
 
 const TaskMetrics = open({

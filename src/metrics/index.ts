@@ -7,7 +7,7 @@
  * metrics.malformedFrames.inc({ role: 'coordinator' });
  * await metrics.registry.metrics(); // Prometheus text
  */
-import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry, type CounterConfiguration } from 'prom-client';
 import { CHANNEL_LABELS, ChannelCounts } from './channel-counts.js';
 import type { startOtlp as startOtlpType } from './otlp.js';
 
@@ -15,6 +15,20 @@ export { ChannelCount, ChannelCounts, type ChannelLabelValues } from './channel-
 
 export type OutboundClass = 'control' | 'bulk';
 export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flush_deadline' | 'aborted';
+/**
+ * Why a checkpoint was aborted, as Flink's CheckpointFailureReason: it did not complete within its
+ * timeout (CHECKPOINT_EXPIRED), a subtask could not snapshot (CHECKPOINT_DECLINED), or its COMPLETED
+ * marker could not be written (FINALIZE_CHECKPOINT_FAILURE).
+ */
+export const CHECKPOINT_FAILURE_REASONS = ['expired', 'declined', 'finalize_failed'] as const;
+export type CheckpointFailureReason = (typeof CHECKPOINT_FAILURE_REASONS)[number];
+
+/** A counter by reason with every reason shown from the start (at 0), so a dashboard's rate has a series to read. */
+function zeroedByReason<R extends string>(reasons: readonly R[], config: CounterConfiguration<'reason'>): Counter<'reason'> {
+  const c = new Counter(config);
+  for (const reason of reasons) c.labels({ reason }).inc(0);
+  return c;
+}
 
 /** A per-channel counter: job, edge index, upstream and downstream subtask (`task#index`); `collect` runs before it is read. */
 function channelCounter(registry: Registry, name: string, help: string, collect?: () => void): Counter<(typeof CHANNEL_LABELS)[number]> {
@@ -183,11 +197,13 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
-  readonly checkpointsAborted = new Counter({
+  readonly checkpointsAborted = zeroedByReason(CHECKPOINT_FAILURE_REASONS, {
     name: 'clink_checkpoints_aborted_total',
-    help: 'Checkpoints aborted: a snapshot failed, a marker could not be written, or they timed out',
+    help: 'Checkpoints aborted, by reason: expired (not complete within its timeout), declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker could not be written)',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+
 
   readonly alignmentsCancelled = new Counter({
     name: 'clink_checkpoint_alignments_cancelled_total',

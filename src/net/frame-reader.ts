@@ -18,6 +18,13 @@ import { sniffForeignProtocol, WrongProtocolError } from './sniff.js';
 
 /** A body larger than this is read into one buffer of its own (data batches stay below it, on the chunk path). */
 const CONTIGUOUS_BODY_BYTES = 1024 * 1024;
+/**
+ * A large body's buffer is never smaller than this (or than the frame): glibc serves allocations this
+ * large by mmap whatever its dynamic threshold has grown to (at most 32 MiB on 64-bit), so the buffer
+ * goes back to the system when freed; a smaller one could come from the heap and stay resident after.
+ * Pages the peer has not sent are never touched, so they cost address space, not memory.
+ */
+const LARGE_BODY_MIN_BYTES = 32 * 1024 * 1024;
 /** A partial frame of at least this much, dropped, is collected at once (reclaimMemory). */
 const RECLAIM_BYTES = 16 * 1024 * 1024;
 
@@ -131,13 +138,13 @@ export class FrameReader {
   }
 
   /**
-   * Room for `n` bytes of the large body: its buffer doubles as bytes arrive (up to the frame's length),
-   * so even the address space it takes follows what the peer sent, never what it claimed.
+   * Room for `n` bytes of the large body: its buffer doubles as bytes arrive (up to the frame's length,
+   * from LARGE_BODY_MIN_BYTES), so the address space it takes follows what the peer sent, never what it claimed.
    */
   private reserve(n: number): void {
     const body = this.body!;
     if (n <= body.length) return;
-    const grown = Buffer.allocUnsafeSlow(Math.min(this.bodyBytes, Math.max(n, body.length * 2)));
+    const grown = Buffer.allocUnsafeSlow(Math.min(this.bodyBytes, Math.max(n, body.length * 2, LARGE_BODY_MIN_BYTES)));
     body.copy(grown, 0, 0, this.bodyFilled);
     this.body = grown;
   }
@@ -188,7 +195,7 @@ export class FrameReader {
         if (n > CONTIGUOUS_BODY_BYTES && this.buffered < n) {
           // A buffer of its own, grown as bytes come (reserve).
           const have = this.buffered;
-          this.body = Buffer.allocUnsafeSlow(Math.min(n, Math.max(have, CONTIGUOUS_BODY_BYTES)));
+          this.body = Buffer.allocUnsafeSlow(Math.min(n, Math.max(have, LARGE_BODY_MIN_BYTES)));
           if (have > 0) this.take(have).copy(this.body, 0);
           this.bodyFilled = have;
           return;

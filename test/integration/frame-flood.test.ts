@@ -49,12 +49,29 @@ function partialFrame(port: number, claimed: number, sent: number): { socket: So
   return { socket, done };
 }
 
+/**
+ * The coordinator's resident memory once it has settled: read twice a second apart until two readings
+ * are within 1 MiB. The baseline is taken once /metrics has been served (as the test does after the
+ * flood), so lazy start-up work is not counted as memory the flood kept.
+ */
+async function settledRss(pid: number): Promise<number> {
+  let last = await rssOf(pid);
+  let now = last;
+  await waitFor('the coordinator\'s RSS to settle', async () => {
+    await new Promise((r) => setTimeout(r, 1_000));
+    [last, now] = [now, await rssOf(pid)];
+    return Math.abs(now - last) < 1024 * 1024;
+  });
+  return now;
+}
+
 describe('peers that would exhaust a node', () => {
   test('two peers each holding 200 MiB of a 256 MiB frame: one is cut by the budget, and the memory comes back once they close', { timeout: 180_000 }, async () => {
     const h = await ClusterHarness.start({ workers: 0 });
     try {
       const pid = h.coordinator.child.pid!;
-      const before = await rssOf(pid);
+      await h.workerMetric(h.coordinator, 'clink_connections_rejected_total', { role: 'coordinator', reason: 'memory' });
+      const before = await settledRss(pid);
       const a = partialFrame(h.controlPort, 256 * 1024 * 1024, 200 * 1024 * 1024);
       const b = partialFrame(h.controlPort, 256 * 1024 * 1024, 200 * 1024 * 1024);
       const outcomes = await Promise.all([a.done, b.done]);

@@ -59,6 +59,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     commits: new CommitLedger(),
     subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
   } as unknown as JobState;
+  const metrics = new ClinkMetrics();
   const cc = new CheckpointCoordinator({
     clock,
     storage,
@@ -67,7 +68,7 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     maybeComplete: () => void completeChecks++,
     cancel: (_id, reason) => void cancelled.push(reason),
     log,
-    metrics: new ClinkMetrics(),
+    metrics,
     restartBudgetResetAfterMs: 600_000,
   });
   const advance = (ms: number): void => clock.advance(ms);
@@ -84,7 +85,10 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     cc.tick([job]);
     await settle();
   };
-  return { cc, job, posted, types, markers, removed, commitRecords, failed, cancelled, advance, tickAfter, ack, lines, completeChecks: () => completeChecks };
+  /** clink_checkpoints_aborted_total by reason. */
+  const aborted = async (): Promise<Record<string, number>> =>
+    Object.fromEntries((await metrics.checkpointsAborted.get()).values.map((v) => [String(v.labels.reason), v.value]));
+  return { cc, job, posted, types, markers, removed, commitRecords, failed, cancelled, advance, tickAfter, ack, lines, aborted, completeChecks: () => completeChecks };
 }
 
 describe('the checkpoint coordinator', () => {
@@ -165,6 +169,9 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
     await settle();
     assert.deepEqual(h.removed, [1], 'its state is removed');
+    const { at: _at, ...failure } = h.job.lastCheckpointFailure!;
+    assert.deepEqual(failure, { checkpointId: 1, reason: 'declined', detail: `subtask ${h.job.subtasks[0]!.taskId}#0 could not snapshot: disk full` });
+    assert.deepEqual(await h.aborted(), { expired: 0, declined: 1, finalize_failed: 0 });
     h.ack(1, true);
     await settle();
     assert.equal(h.markers.length, 0, 'a late ack of an aborted checkpoint completes nothing');
@@ -183,6 +190,8 @@ describe('the checkpoint coordinator', () => {
     assert.equal(h.job.pendingCheckpoint, undefined);
     // It names the subtasks it waited for.
     assert.ok(h.lines().some((l) => /^checkpoint 1 of job job1 aborted: not complete within 20000 ms \(no ack from \S+#\d/.test(String(l.msg))), JSON.stringify(h.lines().map((l) => l.msg)));
+    assert.equal(h.job.lastCheckpointFailure?.reason, 'expired');
+    assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0 });
   });
 
   test('a marker that cannot be written aborts the checkpoint instead of committing it', async () => {
@@ -192,6 +201,8 @@ describe('the checkpoint coordinator', () => {
     await settle();
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
     assert.ok(h.lines().some((l) => String(l.msg).includes('its COMPLETED marker could not be written: ENOSPC')));
+    assert.equal(h.job.lastCheckpointFailure?.reason, 'finalize_failed');
+    assert.deepEqual(await h.aborted(), { expired: 0, declined: 0, finalize_failed: 1 });
   });
 
   test('a savepoint waits for the checkpoint in flight (an event, not a poll), then runs; with cancel the job is cancelled after', async () => {
