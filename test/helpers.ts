@@ -71,8 +71,15 @@ export function rowsRead(position: unknown): number {
   return p.next.reduce((n, r, k) => n + (r - (p.from + k)) / 128, 0);
 }
 
+/**
+ * How long a test waits for something that should happen, set once: what has not happened in two
+ * minutes is a failure, not a slow machine (CI shares two cores with everything else). Waits that prove
+ * something does NOT happen, or that measure, pass their own bound.
+ */
+export const PATIENCE_MS = 120_000;
+
 /** Poll `check` until it holds; throws naming `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = PATIENCE_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);

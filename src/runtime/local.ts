@@ -34,6 +34,12 @@ export interface LocalRunOptions extends BuildOptions {
   connectors?: Record<string, Connector>;
   /** Resume from a checkpoint an earlier run of the same plan took. */
   restore?: JobSnapshot;
+  /**
+   * The clock, in ms, that tasks time their turns on the event loop by (every 10 ms a task lets other
+   * work run): a test's, so what it asserts about giving way does not depend on how busy the machine is.
+   * @default performance.now
+   */
+  taskClock?: () => number;
 }
 
 /**
@@ -117,6 +123,7 @@ export class LocalExecution {
       batchSize,
       lingerMs: options.lingerMs ?? 0,
       onAsyncError: (err) => this.fail(err),
+      ...(options.taskClock ? { taskClock: options.taskClock } : {}),
     };
     // Every subtask in this process: each has one input queue, and every edge is a pointer pass.
     const queues = new Map(this.plan.tasks.map((t) => [t.id, Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity))]));

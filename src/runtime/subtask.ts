@@ -71,7 +71,11 @@ export interface SubtaskEnvironment {
    * went with job threads whose scavenges kept 3-4x as much alive in some runs (docs/performance.md).
    */
   phaseReporter?: (taskId: string, subtaskIndex: number) => (phase: SubtaskPhaseCode) => void;
+  /** The clock tasks time their yields by (a test's, to make giving way deterministic). @default performance.now */
+  taskClock?: () => number;
 }
+
+const wallClock = (): number => performance.now();
 
 /**
  * Build subtask `index` of `task`. `input` is its queue (not for sources); `sinkFor` gives the sink
@@ -117,7 +121,7 @@ export function buildSubtask(
   const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
   operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? chainedOutput(operators[i + 1]!) : writer));
   const head = task.operators[0]!;
-  const setup = new Setup(task, index, operators, writer, time, env.signal, env.batchSize, checkpoints, env.phaseReporter?.(task.id, index));
+  const setup = new Setup(task, index, operators, writer, time, env.signal, env.batchSize, checkpoints, env.phaseReporter?.(task.id, index), env.taskClock ?? wallClock);
   const finalCheckpoint = env.finalCheckpoint;
   if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
   if (head.type === 'source') {
@@ -162,6 +166,7 @@ class Setup implements SubtaskSetup {
     readonly batchSize: number,
     checkpoints: Pick<SubtaskSetup, 'restore' | 'onSnapshot' | 'onSnapshotFailed' | 'onAlignmentCancelled'>,
     readonly onPhase: SubtaskSetup['onPhase'],
+    readonly now: SubtaskSetup['now'],
   ) {
     this.restore = checkpoints.restore;
     this.onSnapshot = checkpoints.onSnapshot;

@@ -49,6 +49,8 @@ export interface SubtaskSetup {
   time: ProcessingTimeService;
   signal: AbortSignal;
   batchSize: number;
+  /** The clock the task's yields are timed by (YIELD_INTERVAL_MS, GIVE_WAY_INTERVAL_MS), in ms: performance.now outside tests. */
+  now: () => number;
   /** For non-source tasks: the input and, per channel, which operator input it feeds. */
   input?: { queue: InputQueue; channelInputs: number[] };
   /** For source tasks. */
@@ -144,7 +146,7 @@ export class SubtaskRunner {
   async run(): Promise<void> {
     const { operators } = this.setup;
     this.state = 'RUNNING';
-    this.lastYield = performance.now();
+    this.lastYield = this.setup.now();
     try {
       // A failure while starting (open, restore) would recur on every restart: it is fatal, unless a
       // connector says the system it talks to was unreachable (that may pass).
@@ -306,11 +308,11 @@ export class SubtaskRunner {
       }
     }
     if (cancelled.aborted) throw signal.reason;
-    const now = performance.now();
+    const now = this.setup.now();
     if (now - this.lastYield >= YIELD_INTERVAL_MS) {
       this.beforeWait();
       await yieldToEventLoop();
-      this.lastYield = threadGaveWayAt = performance.now();
+      this.lastYield = threadGaveWayAt = this.setup.now();
       if (cancelled.aborted) throw signal.reason;
     } else if (this.setup.input === undefined && now - threadGaveWayAt >= GIVE_WAY_INTERVAL_MS) {
       threadGaveWayAt = now;

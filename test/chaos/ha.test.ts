@@ -16,7 +16,7 @@ import { SCENARIO, visibleLines } from '../helpers.js';
 
 /** The line a new leader logs when it takes the job over: the checkpoint it restored from. */
 async function takenOverFrom(h: ClusterHarness, leader: NodeProcess, jobId: string): Promise<number> {
-  const line = await h.waitForLog(leader, new RegExp(`^job ${jobId} \\(ckpt-file-sink\\) taken over at epoch \\d+ from `), 20_000);
+  const line = await h.waitForLog(leader, new RegExp(`^job ${jobId} \\(ckpt-file-sink\\) taken over at epoch \\d+ from `));
   return Number(line.restoredFrom);
 }
 
@@ -81,7 +81,7 @@ describe('high availability with the file lock', () => {
       const { leader: old } = await r.h.waitForLeader();
       old.child.kill('SIGKILL');
       const { leader } = await r.h.waitForLeader(old);
-      await r.h.waitForLog(leader, new RegExp(`^job ${r.jobId} \\(ckpt-file-sink\\) taken over at epoch 2 from the beginning`), 20_000);
+      await r.h.waitForLog(leader, new RegExp(`^job ${r.jobId} \\(ckpt-file-sink\\) taken over at epoch 2 from the beginning`));
       const done = await r.ended();
       assert.equal(done.state, 'FINISHED', done.error);
       assert.deepEqual(await visibleLines(r.out), r.expected);

@@ -122,8 +122,9 @@ describe('the restore point a job was submitted with', () => {
 
   test('two restore submits racing for the same slots: one deploys, the other is refused; no slot is booked twice', SCENARIO, async () => {
     // One worker of 2 slots; each run needs both (two pipeline instances, slots shared). Before, both
-    // placed on the same free slots while writing their RESTORED records, and both deployed.
-    const h = await ClusterHarness.start({ workers: 1, slots: 2 });
+    // placed on the same free slots while writing their RESTORED records, and both deployed. A submit
+    // that finds no free slots is refused at once (it does not wait for the other to end).
+    const h = await ClusterHarness.start({ workers: 1, slots: 2, coordinatorArgs: ['--submit-wait-for-slots-ms=0'] });
     try {
       const r = await cancelledMidStream(h);
       const other = await h.client();

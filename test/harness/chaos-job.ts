@@ -8,7 +8,7 @@ import type { CheckpointSettings, ClusterClient } from '../../src/client/index.j
 import type { CompletedMarker, JobView } from '../../src/coordinator/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
-import { waitFor } from '../helpers.js';
+import { PATIENCE_MS, waitFor } from '../helpers.js';
 import { ClusterHarness } from './cluster.js';
 
 /** The seed of this run: CLINK_CHAOS_SEEDS's first, else one from the clock (printed by the test). */
@@ -44,17 +44,26 @@ export interface Pipe {
  * checkpointing every 300 ms (`o.checkpoint`: other settings).
  */
 export async function startPipe(jobFile: string, params: Record<string, string>, o: { parallelism?: number; checkpoint?: Partial<CheckpointSettings> } = {}): Promise<Pipe> {
-  const h = await ClusterHarness.start({ workers: 3, slots: 2, coordinatorArgs: ['--restart-backoff-initial-ms=200'] });
+  // A worker that a busy machine delayed past its heartbeat timeout re-registers: the submit waits for it.
+  const h = await ClusterHarness.start({ workers: 3, slots: 2, coordinatorArgs: ['--restart-backoff-initial-ms=200', `--submit-wait-for-slots-ms=${PATIENCE_MS}`] });
   const parallelism = o.parallelism ?? 2;
-  const loaded = await loadJobModule(jobFile, { cacheDir: join(h.dir, 'c') });
-  const client = await h.client();
-  const { jobId } = await client.submit({
-    module: loaded,
-    spec: buildJob(loaded.job, { parallelism, params }).spec,
-    params,
-    buildParallelism: parallelism,
-    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 300, maxRestartsOnWorkerLoss: 30, ...o.checkpoint },
-  });
+  let client: ClusterClient;
+  let jobId: string;
+  try {
+    const loaded = await loadJobModule(jobFile, { cacheDir: join(h.dir, 'c') });
+    client = await h.client();
+    ({ jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism, params }).spec,
+      params,
+      buildParallelism: parallelism,
+      checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 300, maxRestartsOnWorkerLoss: 30, ...o.checkpoint },
+    }));
+  } catch (err) {
+    // Nothing of the cluster outlives a start that failed (its processes would hold the test file open).
+    await h.close();
+    throw err;
+  }
   const view = async (): Promise<JobView> => (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
   const checkpointAfter = async (after: number): Promise<number | undefined> => {
     for (;;) {

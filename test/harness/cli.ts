@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before } from 'node:test';
+import { PATIENCE_MS } from '../helpers.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const TSX = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
@@ -16,7 +17,7 @@ export interface CliRun {
 }
 
 /** `input`, when given, is the process's standard input (else it is left open and empty). */
-export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Record<string, string | undefined> = {}, input?: string): Promise<CliRun> {
+export function runCli(args: string[], cwd: string, timeoutMs = PATIENCE_MS, env: Record<string, string | undefined> = {}, input?: string): Promise<CliRun> {
   return new Promise((res, rej) => {
     const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...env } });
     let stdout = '';
@@ -37,7 +38,7 @@ export function runCli(args: string[], cwd: string, timeoutMs = 60_000, env: Rec
  * Run the CLI on a pseudo-terminal, as a person would see it (script(1) from util-linux): standard
  * output and error arrive together in `stdout`, with the terminal's \r\n line ends.
  */
-export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = 60_000, input?: { text: string; env?: Record<string, string> }): Promise<CliRun> {
+export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = PATIENCE_MS, input?: { text: string; env?: Record<string, string> }): Promise<CliRun> {
   const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   return new Promise((res, rej) => {
     // With input: typed at the terminal (script passes its standard input on), then end of input (Ctrl-D).

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterClient, type CheckpointSettings } from '../../src/client/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
+import { PATIENCE_MS } from '../helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = join(ROOT, 'node_modules/tsx/dist/esm/index.mjs');
@@ -80,10 +81,18 @@ export class ClusterHarness {
 
   private async startCoordinator(port: number): Promise<void> {
     const ready = join(this.dir, `coordinator-${this.nodes.length}.json`);
-    this.coordinator = this.spawnNode('coordinator', ['--role=coordinator', `--port=${port}`, '--http-port=0', `--ready-file=${ready}`, ...(this.options.coordinatorArgs ?? [])]);
+    this.coordinator = this.spawnNode('coordinator', ['--role=coordinator', `--port=${port}`, '--http-port=0', `--ready-file=${ready}`, ...this.coordinatorArgs()]);
     const r = JSON.parse(await this.waitForFile(ready)) as { controlPort: number; httpPort: number };
     this.controlPort = r.controlPort;
     this.httpPort = this.coordinator.httpPort = r.httpPort;
+  }
+
+  /**
+   * A coordinator's flags: a submit waits for slots (a worker a busy machine delayed past its heartbeat
+   * timeout registers again) unless the test says otherwise; then the test's own.
+   */
+  private coordinatorArgs(): string[] {
+    return [`--submit-wait-for-slots-ms=${PATIENCE_MS}`, ...(this.options.coordinatorArgs ?? [])];
   }
 
   /** The flags that point a node at the HA election (a coordinator stands in it, a worker follows it). */
@@ -96,7 +105,7 @@ export class ClusterHarness {
   standCoordinator(): NodeProcess {
     const ready = join(this.dir, `coordinator-${this.nodes.length}.json`);
     const leaseTtl = this.options.ha?.leaseTtlS ? [`--etcd-lease-ttl-s=${this.options.ha.leaseTtlS}`] : [];
-    const node = this.spawnNode(`coordinator-${this.coordinators.length}`, ['--role=coordinator', '--port=0', '--http-port=0', `--ready-file=${ready}`, ...this.haArgs(), ...leaseTtl, ...(this.options.coordinatorArgs ?? [])]);
+    const node = this.spawnNode(`coordinator-${this.coordinators.length}`, ['--role=coordinator', '--port=0', '--http-port=0', `--ready-file=${ready}`, ...this.haArgs(), ...leaseTtl, ...this.coordinatorArgs()]);
     node.readyFile = ready;
     this.coordinators.push(node);
     return node;
@@ -106,7 +115,7 @@ export class ClusterHarness {
    * Wait until a coordinator (other than `not`) says it leads in its ready file; it becomes the one this
    * harness talks to. Returns it and its epoch.
    */
-  async waitForLeader(not?: NodeProcess, timeoutMs = 30_000): Promise<{ leader: NodeProcess; epoch: number }> {
+  async waitForLeader(not?: NodeProcess, timeoutMs = PATIENCE_MS): Promise<{ leader: NodeProcess; epoch: number }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       for (const c of this.coordinators) {
@@ -181,7 +190,7 @@ export class ClusterHarness {
     return this.nodes.filter((n) => n.name === id).at(-1)!;
   }
 
-  private async waitForFile(path: string, node: NodeProcess = this.coordinator, timeoutMs = 20_000): Promise<string> {
+  private async waitForFile(path: string, node: NodeProcess = this.coordinator, timeoutMs = PATIENCE_MS): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     while (!existsSync(path)) {
       if (node.child.exitCode !== null) throw new Error(`${node.name} exited with ${node.child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
@@ -219,7 +228,7 @@ export class ClusterHarness {
     return sum;
   }
 
-  async waitForWorkers(n: number, timeoutMs = 10_000): Promise<void> {
+  async waitForWorkers(n: number, timeoutMs = PATIENCE_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const { body } = await this.http<{ workers: unknown[] }>('/api/v1/workers');
@@ -255,7 +264,7 @@ export class ClusterHarness {
   }
 
   /** Wait for a log line of `node` whose msg matches; returns it. */
-  async waitForLog(node: NodeProcess, pattern: RegExp, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+  async waitForLog(node: NodeProcess, pattern: RegExp, timeoutMs = PATIENCE_MS): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const line = node.logs.find((l) => pattern.test(String(l.msg)));
@@ -265,7 +274,7 @@ export class ClusterHarness {
     }
   }
 
-  async waitForJob<T extends { state: string }>(jobId: string, states: string[], timeoutMs = 20_000): Promise<T> {
+  async waitForJob<T extends { state: string }>(jobId: string, states: string[], timeoutMs = PATIENCE_MS): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const { body, status } = await this.http<T>(`/api/v1/jobs/${jobId}`);

@@ -5,7 +5,7 @@ import type { CheckpointSettings, ClusterClient } from '../../src/client/index.j
 import { runJob } from '../../src/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { buildJob } from '../../src/sdk/index.js';
-import { visibleLines } from '../helpers.js';
+import { PATIENCE_MS, visibleLines } from '../helpers.js';
 import { ClusterHarness, type HarnessOptions } from './cluster.js';
 import type { JobView } from '../../src/coordinator/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -66,7 +66,7 @@ export async function haJob(options: HarnessOptions, o: { intervalMs?: number; w
         await sleep(25);
       }
     }
-    const ended = async (timeoutMs = 60_000): Promise<JobView> => h.waitForJob<JobView>(jobId, ['FINISHED', 'FAILED', 'CANCELED'], timeoutMs);
+    const ended = async (timeoutMs = PATIENCE_MS): Promise<JobView> => h.waitForJob<JobView>(jobId, ['FINISHED', 'FAILED', 'CANCELED'], timeoutMs);
     return { h, jobId, out, expected, view, ended };
   } catch (err) {
     await h.close();

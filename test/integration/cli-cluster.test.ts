@@ -12,7 +12,7 @@ describe('clink submit, jobs and cancel against a running cluster', () => {
   let h: ClusterHarness;
   let at: string;
   before(async () => {
-    h = await ClusterHarness.start({ workers: 2, slots: 4 });
+    h = await ClusterHarness.start({ workers: 2, slots: 4, coordinatorArgs: ['--submit-wait-for-slots-ms=0'] });
     at = `--coordinator=127.0.0.1:${h.controlPort}`;
   });
   after(async () => {

@@ -13,7 +13,7 @@ const job = (name: string): string => join(FIXTURES, `${name}.ts`);
 describe('a cluster of a coordinator and three workers', () => {
   let h: ClusterHarness;
   before(async () => {
-    h = await ClusterHarness.start({ workers: 3, slots: 3 });
+    h = await ClusterHarness.start({ workers: 3, slots: 3, coordinatorArgs: ['--submit-wait-for-slots-ms=0'] });
   });
   after(async () => {
     await h?.close();

@@ -19,8 +19,10 @@ import { visibleLines, waitFor } from '../helpers.js';
 describe('the data plane proves the deploy attempt', () => {
   test('a DataHello without the attempt secret (or with a forged MAC) is refused and counted; no fabricated record reaches the output', async () => {
     // Subtasks on the session's own loop, so the data port they listen on is the one the ready file names
-    // (a job thread listens on a port of its own, with the same checks).
-    const h = await ClusterHarness.start({ workers: 2, slots: 2, workerArgs: ['--task-isolation=none'] });
+    // (a job thread listens on a port of its own, with the same checks). Their work delays the session's
+    // heartbeats, so on a busy machine the coordinator is patient with them: the only restart this test
+    // could see is one the forged connections caused.
+    const h = await ClusterHarness.start({ workers: 2, slots: 2, workerArgs: ['--task-isolation=none', '--coordinator-heartbeat-timeout-ms=60000'], coordinatorArgs: ['--heartbeat-timeout-ms=60000'] });
     try {
       const { jobId, client, out, expected } = await submitSinkJob(h, { rate: 2000 });
       const view = await h.waitForJob<JobView>(jobId, ['RUNNING']);
@@ -47,10 +49,7 @@ describe('the data plane proves the deploy attempt', () => {
         });
         assert.ok(closed, 'the connection is closed on it');
       }
-      for (;;) {
-        if ((await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 2) break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await waitFor('both refusals counted', async () => (await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 2);
       const done = await client.waitForCompletion(jobId);
       assert.equal(done.ok, true, done.error);
       assert.deepEqual(await visibleLines(out), expected, 'exactly the uninterrupted output: nothing fabricated got in');

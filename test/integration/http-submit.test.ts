@@ -24,7 +24,7 @@ async function upload(port: number, file: string, query = '', as = 'job.ts'): Pr
 
 describe('submitting over HTTP', () => {
   test('a job file uploaded runs to its end on the cluster with the query settings; the hash it answers submits it again without the bytes', async () => {
-    const h = await ClusterHarness.start({ workers: 2, slots: 2 });
+    const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--submit-wait-for-slots-ms=0'] });
     try {
       const first = await upload(h.httpPort, fixture('counted.ts'), '?parallelism=2&param=count=800&name=counted-over-http&checkpoint_interval_ms=0');
       assert.equal(first.status, 201, JSON.stringify(first.body));

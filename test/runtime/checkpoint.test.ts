@@ -3,11 +3,11 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { defineJob, runJob, startJob, Windows, type Bid, type JobDefinition, type JobSnapshot, type NexmarkEvent } from '../../src/index.js';
+import { defineJob, runJob, startJob, Windows, type Bid, type JobDefinition, type JobSnapshot, type NexmarkEvent, type TaskMetrics } from '../../src/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
-import { rowsRead, sortBy } from '../helpers.js';
+import { rowsRead, sortBy, waitFor } from '../helpers.js';
+import { PAUSE, testingSource, type TestingSource } from '../harness/testing-source.js';
 
 const FIXTURES = new URL('../fixtures/jobs/', import.meta.url);
 const cacheDir = join(tmpdir(), `clink-ckpt-tests-${process.pid}`);
@@ -22,9 +22,16 @@ async function fixture(name: string): Promise<JobDefinition> {
   return (await loadJobModule(fileURLToPath(new URL(`${name}.ts`, FIXTURES)), { cacheDir })).job;
 }
 
-async function checkpointThenStop(job: JobDefinition, parallelism: number, afterMs: number, params: Record<string, string>): Promise<JobSnapshot> {
+/** The most records any task of a running job has taken in or put out. */
+const recordsThrough = (exec: { metrics(): TaskMetrics[] }): number => Math.max(0, ...exec.metrics().map((t) => Math.max(t.recordsIn, t.recordsOut)));
+
+/** Wait until `n` records have gone through a task of `exec` (mid-stream, where its sources are rate-limited). */
+const afterRecords = (exec: { metrics(): TaskMetrics[] }, n: number): Promise<void> => waitFor(`${n} records through a task`, () => recordsThrough(exec) >= n);
+
+/** Start `job`, checkpoint it once `records` have gone through a task, and stop it. */
+async function checkpointThenStop(job: JobDefinition, parallelism: number, records: number, params: Record<string, string>): Promise<JobSnapshot> {
   const exec = startJob(job, { parallelism, params });
-  await sleep(afterMs);
+  await afterRecords(exec, records);
   const snapshot = await exec.triggerCheckpoint();
   exec.cancel('stopped by the test after its checkpoint');
   await exec.done.catch(() => undefined);
@@ -49,7 +56,7 @@ describe('checkpoints and restore (local runtime)', () => {
   test('a keyed window job stopped mid-stream and restored from its checkpoint gives exactly the uninterrupted output', async () => {
     const job = await fixture('ckpt-keyed');
     const expected = await runJob(job, { parallelism: 2 });
-    const snapshot = await checkpointThenStop(job, 2, 80, { rate: '60000' });
+    const snapshot = await checkpointThenStop(job, 2, 2_400, { rate: '60000' });
     const sourceRows = Object.entries(snapshot.subtasks)
       .filter(([k]) => k.startsWith('_inline_source'))
       .reduce((n, [, s]) => n + rowsRead(s.source), 0);
@@ -65,7 +72,7 @@ describe('checkpoints and restore (local runtime)', () => {
     // One window over all time: every count comes at the end, so the restored run must emit them all.
     const job = nexmarkCounts('ckpt-nexmark');
     const expected = await runJob(job, { parallelism: 2 });
-    const snapshot = await checkpointThenStop(job, 2, 120, { rate: '60000' });
+    const snapshot = await checkpointThenStop(job, 2, 3_600, { rate: '60000' });
     const next = Object.entries(snapshot.subtasks)
       .filter(([k]) => k.startsWith('_inline_source'))
       .map(([, s]) => rowsRead(s.source));
@@ -91,7 +98,7 @@ describe('checkpoints and restore (local runtime)', () => {
     });
     const expected = (await runJob(job)).collected.fired as number[];
     assert.deepEqual(expected, Array.from({ length: 20 }, (_, i) => i * 1_000));
-    const snapshot = await checkpointThenStop(job, 1, 150, { rate: '40000' });
+    const snapshot = await checkpointThenStop(job, 1, 3_000, { rate: '40000' });
     const row = rowsRead(Object.entries(snapshot.subtasks).find(([k]) => k.startsWith('_inline_source'))![1].source);
     assert.ok(row > 2_000 && row < 20_000, `the checkpoint is mid-stream, after a window fired (source at row ${row})`);
     const restored = (await runJob(job, { restore: snapshot })).collected.fired as number[];
@@ -101,10 +108,13 @@ describe('checkpoints and restore (local runtime)', () => {
   });
 
   test('barriers align across a union and a connect', async () => {
-    const job = (rate: number) =>
+    const ids = Array.from({ length: 3_000 }, (_, i) => i);
+    // The checkpoint is taken where the slow input pauses, half way through it.
+    const paused = testingSource<number>('slow', [...ids.slice(0, 1_500), PAUSE, ...ids.slice(1_500)]);
+    const job = (slowInput: TestingSource<number>) =>
       defineJob({ name: 'ckpt-two-inputs', version: '1' }, (env) => {
         const fast = env.fromSequence(1, 6_000);
-        const slow = env.fromSource<{ id: number }>('datagen', { count: 3_000, rowsPerSecond: rate }).map((r) => r.id + 100_000).setParallelism(2);
+        const slow = env.fromSource(slowInput.connector).map((id) => id + 100_000).setParallelism(2);
         fast
           .union(slow)
           .keyBy((x) => x % 5)
@@ -139,21 +149,24 @@ describe('checkpoints and restore (local runtime)', () => {
           })
           .collect('connect');
       });
-    const expected = await runJob(job(1e9), { parallelism: 2 });
-    const exec = startJob(job(20_000), { parallelism: 2 });
-    await sleep(60);
+    const expected = await runJob(job(testingSource('slow', ids)), { parallelism: 2 });
+    const exec = startJob(job(paused), { parallelism: 2 });
+    await paused.paused();
     const snapshot = await exec.triggerCheckpoint();
     exec.cancel();
+    paused.release();
     await exec.done.catch(() => undefined);
     assert.equal(Object.keys(snapshot.subtasks).length, exec.metrics().reduce((n, t) => n + t.parallelism, 0), 'every subtask took part');
-    const restored = await runJob(job(1e9), { parallelism: 2, restore: snapshot });
+    const atPause = Object.values(snapshot.subtasks).filter((sub) => sub.source === 1_500);
+    assert.equal(atPause.length, 2, 'both subtasks of the slow input were checkpointed where it paused');
+    const restored = await runJob(job(testingSource('slow', ids)), { parallelism: 2, restore: snapshot });
     assert.deepEqual(sortBy(restored.collected.union!), sortBy(expected.collected.union!));
     assert.deepEqual(sortBy(restored.collected.connect!), sortBy(expected.collected.connect!));
   });
 
   test('checkpoint ids never repeat across restores', async () => {
     const job = await fixture('ckpt-keyed');
-    const first = await checkpointThenStop(job, 1, 40, { rate: '30000' });
+    const first = await checkpointThenStop(job, 1, 600, { rate: '30000' });
     const exec = startJob(job, { parallelism: 1, restore: first, params: { rate: '30000' } });
     const second = await exec.triggerCheckpoint();
     exec.cancel();
@@ -164,7 +177,7 @@ describe('checkpoints and restore (local runtime)', () => {
   test('a checkpoint taken at parallelism 2 restores at 1, 3 and 8 with exactly the uninterrupted output', async () => {
     const job = await fixture('ckpt-keyed');
     const expected = await runJob(job, { parallelism: 2 });
-    const snapshot = await checkpointThenStop(job, 2, 80, { rate: '60000' });
+    const snapshot = await checkpointThenStop(job, 2, 2_400, { rate: '60000' });
     const read = Object.entries(snapshot.subtasks)
       .filter(([k]) => k.startsWith('_inline_source'))
       .reduce((n, [, s]) => n + rowsRead(s.source), 0);
@@ -178,9 +191,9 @@ describe('checkpoints and restore (local runtime)', () => {
   test('a nexmark job rescaled twice in a row (2 -> 3 -> 5) gives exactly the uninterrupted output', async () => {
     const job = nexmarkCounts('ckpt-nexmark-rescale');
     const expected = await runJob(job, { parallelism: 2 });
-    const first = await checkpointThenStop(job, 2, 80, { rate: '40000' });
+    const first = await checkpointThenStop(job, 2, 1_600, { rate: '40000' });
     const exec = startJob(job, { parallelism: 3, restore: first, params: { rate: '40000' } });
-    await sleep(80);
+    await afterRecords(exec, 1_600);
     const second = await exec.triggerCheckpoint();
     exec.cancel();
     await exec.done.catch(() => undefined);
@@ -215,7 +228,7 @@ test('a file source resumes at the line its checkpoint recorded', async () => {
     });
     const expected = await runJob(job, { parallelism: 2 });
     const exec = startJob(job, { parallelism: 2, batchSize: 50 });
-    await sleep(5);
+    await afterRecords(exec, 1);
     const snapshot = await exec.triggerCheckpoint();
     exec.cancel();
     await exec.done.catch(() => undefined);
@@ -246,10 +259,11 @@ describe('the transactional file sink', () => {
       assert.ok(expected.length > 20);
       const out = join(root, 'out');
       const exec = startJob(sinkJob, { parallelism: 2, params: { out, rate: '20000' } });
-      await sleep(150);
+      await afterRecords(exec, 1_500);
       // The snapshot is taken and the parts prepared, but the commit never happens: the job "crashes".
       const snapshot = await exec.triggerCheckpoint({ commit: false });
-      await sleep(50);
+      const atCheckpoint = recordsThrough(exec);
+      await afterRecords(exec, atCheckpoint + 500);
       exec.cancel();
       await exec.done.catch(() => undefined);
       const hidden = (await readdir(out)).filter((n) => n.endsWith('.pending'));

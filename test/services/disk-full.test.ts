@@ -45,7 +45,7 @@ test('a full disk at the final checkpoint and at the restart: retried within the
   await waitFor('a completed checkpoint', async () => (await h.http<JobView>(`/api/v1/jobs/${r.jobId}`)).body.checkpointsCompleted > 0);
   await fillDisk(filler);
   // The input ends while the disk is full: the final checkpoint fails, and the job restarts.
-  await h.waitForLog(h.coordinator, new RegExp(`^the final checkpoint of job ${r.jobId} failed: `), 60_000);
+  await h.waitForLog(h.coordinator, new RegExp(`^the final checkpoint of job ${r.jobId} failed: `));
   await h.waitForLog(h.coordinator, new RegExp(`^job ${r.jobId} \\(ckpt-file-sink\\): the redeploy after its final checkpoint failed: .* failed: .*ENOSPC.*; trying again in \\d+ ms \\(restart \\d+ of 10\\)$`), 60_000);
   const view = (await h.http<JobView>(`/api/v1/jobs/${r.jobId}`)).body;
   assert.equal(view.state, 'RESTARTING', 'still healing, not FAILED');

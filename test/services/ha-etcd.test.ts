@@ -73,7 +73,7 @@ describe('high availability with etcd', () => {
       const { epoch: next } = await r.h.waitForLeader(old);
       assert.equal(next, epoch + 1);
       old.child.kill('SIGCONT');
-      await r.h.waitForLog(old, /^lost leadership: its etcd lease was lost/, 30_000);
+      await r.h.waitForLog(old, /^lost leadership: its etcd lease was lost/);
       const done = await r.ended();
       assert.equal(done.state, 'FINISHED', done.error);
       assert.deepEqual(await visibleLines(r.out), r.expected, 'every window result exactly once');
