@@ -85,7 +85,7 @@ async function alternated(query: string, sizes: number[], events: number, warmup
     // Warm-up rounds until steady: a cluster's job threads keep tiering up (and growing their young
     // generation) for five or six runs, 10% above their steady CPU in the fourth and fifth; the local
     // thread, which runs once per parallelism each round, is steady by the third round. Fewer warm-ups
-    // measure a cluster's warm-up against a warm reference (docs/performance.md).
+    // measure a cluster's warm-up against a warm reference (docs/performance-history.md).
     for (let round = 0; round < warmups; round++) {
       await inProcess.run(events);
       for (const n of wider) await inProcess.run(events, n);

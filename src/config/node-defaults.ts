@@ -66,7 +66,7 @@ export const WORKER_DEFAULTS = Object.freeze({
   taskIsolation: 'thread' as 'thread' | 'none',
   taskStallTimeoutMs: 30_000,
   taskHeapMb: 2_048,
-  /** 64 MB semi-spaces (V8's own default is at most 16 MB for each); docs/performance.md has what it saves. */
+  /** 64 MB semi-spaces (V8's own default is at most 16 MB for each); docs/performance-history.md has what it saves. */
   taskYoungGenerationMb: 192,
   dataTransport: 'link' as 'link' | 'channel',
   maxInflightFrameBytes: DEFAULT_MAX_INFLIGHT_FRAME_BYTES,

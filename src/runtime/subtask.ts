@@ -68,7 +68,7 @@ export interface SubtaskEnvironment {
   /**
    * Gives each subtask, once as it is built, what it tells what it starts doing (a job thread's stall
    * watchdog reads it). Once, because a subtask reports per batch: a key built and looked up per report
-   * went with job threads whose scavenges kept 3-4x as much alive in some runs (docs/performance.md).
+   * went with job threads whose scavenges kept 3-4x as much alive in some runs (docs/performance-history.md).
    */
   phaseReporter?: (taskId: string, subtaskIndex: number) => (phase: SubtaskPhaseCode) => void;
   /** The clock tasks time their yields by (a test's, to make giving way deterministic). @default performance.now */
