@@ -10,12 +10,12 @@
  * spot and hands every other frame to a FIFO dispatch chain; everything sent to a worker goes through
  * its Outbox, so no worker can hold the coordinator up.
  */
-import { createServer, type Server } from 'node:net';
-import { ClinkError, listenError } from '../errors.js';
+import type { Server } from 'node:net';
+import { ClinkError } from '../errors.js';
 import { coordinatorConfigFindings, refuseOnErrors } from '../lint/index.js';
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
-import { FrameBudget, PeerRejections, type FrameConnection, type TlsServerConfig } from '../net/index.js';
+import { FrameBudget, listenOn, PeerRejections, type FrameConnection, type TlsServerConfig } from '../net/index.js';
 import { createPhysicalPlan, type JobGraphSpec } from '../plan/index.js';
 import type { Message, MessageOf } from '../protocol/index.js';
 import { systemClock, type Clock } from '../util/index.js';
@@ -61,7 +61,7 @@ export interface CoordinatorDeps {
 
 export class Coordinator {
   readonly config: CoordinatorConfig;
-  private readonly server: Server;
+  private server!: Server;
   private readonly registry: WorkerRegistry;
   private readonly clients: ClientSessions;
   private readonly clientFront: ClientFront;
@@ -120,7 +120,6 @@ export class Coordinator {
       route: (conn, first, admissionId) => this.route(conn, first, admissionId),
       ...(deps.tls ? { tls: deps.tls } : {}),
     });
-    this.server = createServer((s) => this.admission.admit(s));
     const registry = (this.registry = new WorkerRegistry({
       config: this.config,
       clock,
@@ -257,11 +256,7 @@ export class Coordinator {
 
   static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
     const c = new Coordinator(config, deps);
-    await new Promise<void>((resolve, reject) => {
-      c.server.once('error', (err) => reject(listenError(err, c.config.bindHost, c.config.port, { port: '--port', host: '--bind-host' })));
-      c.server.listen(c.config.port, c.config.bindHost, () => resolve());
-    });
-    c.port = (c.server.address() as { port: number }).port;
+    ({ server: c.server, port: c.port } = await listenOn(c.config.bindHost, c.config.port, { port: '--port', host: '--bind-host' }, (s) => c.admission.admit(s)));
     // Listening, an accept can still fail (out of descriptors): say so, never crash on it.
     c.server.on('error', (err: NodeJS.ErrnoException) => {
       deps.metrics.handshakeFailures.inc();

@@ -9,11 +9,10 @@
  * What carries the frames is a transport: a connection of the channel's own (tcpTransport), or a link
  * shared by every channel between two processes (link-mux.ts).
  */
-import { connect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import type { Socket } from 'node:net';
 import { PeerLostError } from '../errors.js';
 import type { ChannelCount, ClinkMetrics } from '../metrics/index.js';
-import { FrameReader, gatheredWrites, tlsConnectOptions, type TlsClientConfig } from '../net/index.js';
+import { dial, FrameReader, gatheredWrites, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
 import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame, MSGPACK_ONLY, type BatchReads } from './frames.js';
@@ -136,7 +135,7 @@ export class RemoteChannel implements ChannelSink {
 export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'DataHello'>, 'type'>, tls?: TlsClientConfig): OpenTransport {
   return (events) => {
     // Over TLS the hello is queued until the handshake is done; a data peer's certificate must name the host it advertised.
-    const socket: Socket = tls ? tlsConnect({ host, port, ...tlsConnectOptions(host, tls) }) : connect({ host, port, noDelay: true });
+    const socket: Socket = dial(host, port, tls);
     socket.setNoDelay(true);
     socket.write(encodeFrame(makeMessage('DataHello', hello)));
     const reader = new FrameReader(socket);

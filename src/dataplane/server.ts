@@ -7,8 +7,7 @@
  * credit-based flow control (inbound.ts).
  */
 import { DEFAULT_MAX_INFLIGHT_FRAME_BYTES } from '../config/index.js';
-import { connect, createServer, type Server, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import type { Server, Socket } from 'node:net';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import {
@@ -19,13 +18,13 @@ import {
   PeerRejections,
   rejectionReason,
   secureAccepted,
-  tlsConnectOptions,
+  dial,
+  listenOn,
   type TlsClientConfig,
   type TlsServerConfig,
 } from '../net/index.js';
 import { decodeMessage, MAX_FIRST_FRAME_BYTES, type MessageOf } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
-import { listenError } from '../errors.js';
 import { ChannelRefused, creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
 import { LinkMux, type Link } from './link-mux.js';
 import { RemoteChannel, tcpTransport } from './remote-channel.js';
@@ -76,7 +75,7 @@ export interface DataServerOptions {
 }
 
 export class DataServer implements DataPlane {
-  private readonly server: Server;
+  private server!: Server;
   private readonly targets: InboundTargets;
   private readonly connections = new Set<FrameConnection>();
   private readonly mux: LinkMux;
@@ -89,7 +88,6 @@ export class DataServer implements DataPlane {
   private readonly budget: FrameBudget;
 
   private constructor(private readonly options: DataServerOptions) {
-    this.server = createServer((s) => this.accept(s));
     this.rejections = options.log ? new PeerRejections('worker.data', options.log, options.metrics) : undefined;
     this.budget = new FrameBudget(options.maxInflightFrameBytes ?? DEFAULT_MAX_INFLIGHT_FRAME_BYTES);
     this.targets = new InboundTargets(options.metrics);
@@ -105,11 +103,7 @@ export class DataServer implements DataPlane {
 
   static async start(options: DataServerOptions): Promise<DataServer> {
     const ds = new DataServer(options);
-    await new Promise<void>((resolve, reject) => {
-      ds.server.once('error', (err) => reject(listenError(err, options.host, options.port ?? 0, { port: 'the data port', host: '--data-host' })));
-      ds.server.listen(options.port ?? 0, options.host, () => resolve());
-    });
-    ds.port = (ds.server.address() as { port: number }).port;
+    ({ server: ds.server, port: ds.port } = await listenOn(options.host, options.port ?? 0, { port: 'the data port', host: '--data-host' }, (s) => ds.accept(s)));
     return ds;
   }
 
@@ -132,7 +126,7 @@ export class DataServer implements DataPlane {
     const known = this.dialled.get(address);
     if (known && !known.lost) return known;
     // Over TLS what is written waits for the handshake; a data peer's certificate must name the host it advertised.
-    const socket = tls ? tlsConnect({ host, port, ...tlsConnectOptions(host, tls) }) : connect({ host, port, noDelay: true });
+    const socket = dial(host, port, tls);
     socket.setNoDelay(true);
     socket.on('error', () => undefined); // reported by the connection's reader while it reads; none is left unhandled after
     const conn = new FrameConnection(socket, { role: 'worker.data', budget: this.budget, ...this.logging() });

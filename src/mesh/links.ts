@@ -5,9 +5,8 @@
  * topology fingerprint). Dialling and accepting run at once, so no member waits on one that waits on it;
  * a member not listening yet is dialled again until the deadline, which names the members missing.
  */
-import { createServer, Socket, type Server } from 'node:net';
-import { listenError } from '../errors.js';
-import { FrameConnection } from '../net/index.js';
+import { Socket, type Server } from 'node:net';
+import { FrameConnection, listenOn } from '../net/index.js';
 import { encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { MeshError, readWithin, hostPort } from './rendezvous.js';
@@ -40,12 +39,8 @@ export class ExchangeListener {
 
   static async listen(exchange: string): Promise<ExchangeListener> {
     const { host, port } = hostPort(exchange, '--exchange');
-    const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err) => reject(listenError(err, host, port, { port: '--exchange', host: '--exchange' })));
-      server.listen(port, host, () => resolve());
-    });
-    return new ExchangeListener(server, `${host}:${(server.address() as { port: number }).port}`);
+    const { server, port: bound } = await listenOn(host, port, { port: '--exchange', host: '--exchange' });
+    return new ExchangeListener(server, `${host}:${bound}`);
   }
 
   /** Hand every connection, the early ones first, to `taker` until stopped. */

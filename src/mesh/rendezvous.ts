@@ -6,9 +6,9 @@
  * address is taken, is refused at once with the reason; one that never comes ends the leader's wait
  * at its deadline, naming who came; a leader gone mid-way ends each joiner's.
  */
-import { createServer, type Server, type Socket } from 'node:net';
-import { ClinkError, listenError } from '../errors.js';
-import { connectWithin, FrameConnection } from '../net/index.js';
+import type { Socket } from 'node:net';
+import { ClinkError } from '../errors.js';
+import { connectWithin, FrameConnection, listenOn } from '../net/index.js';
 import { encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES, type Message, type MessageOf } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { shapeDifference, topologyFingerprint, type TopologyShape } from './fingerprint.js';
@@ -97,13 +97,8 @@ export async function lead(o: LeadOptions): Promise<Led> {
   const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
   const joiners = new Map<string, FrameConnection>();
   const fingerprint = topologyFingerprint(o.shape);
-  const server: Server = createServer();
+  const { server, port } = await listenOn(o.control.host, o.control.port, { port: '--control', host: '--control' });
   const pending = new Set<FrameConnection>();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(listenError(err, o.control.host, o.control.port, { port: '--control', host: '--control' })));
-    server.listen(o.control.port, o.control.host, () => resolve());
-  });
-  const port = (server.address() as { port: number }).port;
   o.onListening?.(port);
   const closeAll = (): void => {
     server.close();

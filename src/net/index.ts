@@ -45,4 +45,5 @@ export {
   type TlsServerConfig,
   type TlsClientConfig,
 } from './tls.js';
+export { dial, listenOn } from './endpoints.js';
 export { gatheredWrites } from './gathered-writes.js';
