@@ -5,8 +5,8 @@
  * topology fingerprint). Dialling and accepting run at once, so no member waits on one that waits on it;
  * a member not listening yet is dialled again until the deadline, which names the members missing.
  */
-import { Socket, type Server } from 'node:net';
-import { FrameConnection, listenOn } from '../net/index.js';
+import type { Server, Socket } from 'node:net';
+import { dial as dialPeer, FrameConnection, listenOn } from '../net/index.js';
 import { encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { MeshError, readWithin, hostPort } from './rendezvous.js';
@@ -119,13 +119,12 @@ export function openMesh(o: OpenMeshOptions): Promise<MeshLinks> {
       let socket: Socket | undefined;
       const dial = (): void => {
         if (settled) return;
-        const s = (socket = new Socket());
+        const s = (socket = dialPeer(host, port));
         s.once('error', () => {
           s.destroy();
           timer = setTimer(dial, REDIAL_MS);
         });
-        s.connect(port, host, () => {
-          s.setNoDelay(true);
+        s.once('connect', () => {
           const conn = new FrameConnection(s, { role: 'mesh.link' });
           s.write(encodeFrame(makeMessage('MeshLinkHello', { member: o.me, fingerprint: o.fingerprint })));
           add(j, conn);
