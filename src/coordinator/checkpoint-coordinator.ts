@@ -15,7 +15,7 @@ import { NO_TRACING, type CheckpointFailureReason, type ClinkMetrics, type Trace
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { checkpointStateDir, jobStateDir } from '../state/index.js';
-import { jobDir, type CompletedMarker } from './checkpoints.js';
+import { jobDir, type CompletedMarker } from './checkpoint-storage.js';
 import type { JobState, SubtaskState } from './job-state.js';
 import type { CommitRecord } from './commit-ledger.js';
 import { identityOf } from './restore-gate.js';

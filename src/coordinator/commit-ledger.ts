@@ -5,7 +5,7 @@
  * restore commits what its checkpoint recorded before any record flows, so a checkpoint confirmed by all
  * who owed it confirms every earlier one too. A subtask that ends cleanly has committed all it
  * prepared. The checkpoint coordinator is the only writer; the record it keeps on disk is `COMMITTED`
- * (checkpoints.ts).
+ * (checkpoint-storage.ts).
  */
 export interface CommitRecord {
   /** Every checkpoint up to this one has had its commits confirmed (0: none yet). */

@@ -23,7 +23,7 @@ import { AdmissionLogLimiter } from './admission.js';
 import { PeerChecks } from './peer-checks.js';
 import { AdmissionGate } from './admission-gate.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { diskCheckpointStorage } from './checkpoints.js';
+import { diskCheckpointStorage } from './checkpoint-storage.js';
 import { ClientFront } from './client-front.js';
 import { type ClientSession, ClientSessions } from './client-sessions.js';
 import { COORDINATOR_HISTORY_CAP, DEFAULT_COORDINATOR_CONFIG, type CoordinatorConfig } from './config.js';
@@ -42,7 +42,7 @@ import { WorkerRegistry, type DepartedSession } from './worker-registry.js';
 import { recordHeartbeat } from './task-metrics.js';
 import { planRescale, Rescaler, type RescaleOutcome, type RescaleRequest } from './rescaler.js';
 import { Autoscalers } from './autoscaler.js';
-import { HotCutover } from './cutover.js';
+import { HotCutover } from './hot-rescale.js';
 
 export interface CoordinatorDeps {
   log: Logger;

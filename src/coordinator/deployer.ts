@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/index.js';
 import { KeyGroupRange, networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
-import { jobDir, writeRestoredRecord, type CompletedMarker } from './checkpoints.js';
+import { jobDir, writeRestoredRecord, type CompletedMarker } from './checkpoint-storage.js';
 import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
 import { countChannels } from './job-views.js';
 import type { ModuleCache } from './module-cache.js';

@@ -10,7 +10,7 @@
 import { sinkReplayEffect } from '../connectors/index.js';
 import { StateError } from '../errors.js';
 import type { PhysicalPlan } from '../plan/index.js';
-import type { RestorePoint } from './checkpoints.js';
+import type { RestorePoint } from './checkpoint-storage.js';
 
 interface FallbackVerdict {
   /** The newest checkpoint past the restored one whose commits may be visible. */

@@ -15,7 +15,7 @@ import type { HaJobStore, HistoryRecord, JobManifest } from '../ha/index.js';
 import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import type { MessageOf } from '../protocol/index.js';
-import type { CompletedMarker } from './checkpoints.js';
+import type { CompletedMarker } from './checkpoint-storage.js';
 import { describeRestorePoint } from './job-recovery.js';
 import type { CachedModule, JobState, JobView } from './job-state.js';
 import type { PlacedJob, Resubmission } from './job-submission.js';

@@ -39,7 +39,7 @@ export {
   writeCompletedMarker,
   type CompletedMarker,
   type RestorePoint,
-} from './checkpoints.js';
+} from './checkpoint-storage.js';
 export { CommitLedger, type CommitRecord } from './commit-ledger.js';
 export { CheckpointCoordinator, type CheckpointedJob, type CheckpointCoordinatorDeps } from './checkpoint-coordinator.js';
 export { deploymentTask, recordRestore } from './deployer.js';

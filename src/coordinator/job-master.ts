@@ -10,7 +10,7 @@ import { subtaskKey } from '../plan/index.js';
 import { decodeCollected, encodeCollected, makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { jobDir } from './checkpoints.js';
+import { jobDir } from './checkpoint-storage.js';
 import { MAX_JOB_COLLECTED_BYTES } from './config.js';
 import type { Deployer } from './deployer.js';
 import { firstLine, type Failure, type FailureDecision } from './failure-handler.js';

@@ -12,7 +12,7 @@ import { slotNeed, subtaskKey } from '../plan/index.js';
 import { makeMessage, type Message } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { hasCompletedCheckpoint, jobDir, resolveRestore, UnusableCheckpointsError, type CompletedMarker, type RestorePoint } from './checkpoints.js';
+import { hasCompletedCheckpoint, jobDir, resolveRestore, UnusableCheckpointsError, type CompletedMarker, type RestorePoint } from './checkpoint-storage.js';
 import { judgeFallback } from './fallback.js';
 import { DEFAULT_SELF_HEAL_RESTARTS, type CoordinatorConfig } from './config.js';
 import { decideFailure, decideRedeployRetry, firstLine, restartsSinceCheckpoint, type Failure, type FailureDecision } from './failure-handler.js';

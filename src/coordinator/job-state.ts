@@ -5,7 +5,7 @@
 import type { FrameConnection, Outbox } from '../net/index.js';
 import { failoverRegions, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
-import type { CompletedMarker } from './checkpoints.js';
+import type { CompletedMarker } from './checkpoint-storage.js';
 import type { CommitLedger } from './commit-ledger.js';
 import type { ClientSession } from './client-sessions.js';
 import type { JobGuarantee } from '../connectors/index.js';
@@ -43,7 +43,7 @@ export interface JobRescale {
 
 export type RescaleMode = 'drain-and-replan' | 'hot-cutover';
 
-/** A hot rescale in progress (cutover.ts): periodic checkpoints and savepoints wait, retirements are expected. */
+/** A hot rescale in progress (hot-rescale.ts): periodic checkpoints and savepoints wait, retirements are expected. */
 export interface JobCutover {
   rescaleId: number;
   /** The new subtasks have all reported their ports and been told their peers. */

@@ -11,7 +11,7 @@ import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, failoverRegions, slotNeed, type JobGraphSpec } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
-import { checkCheckpointConfig, resolveRestore, type CompletedMarker } from './checkpoints.js';
+import { checkCheckpointConfig, resolveRestore, type CompletedMarker } from './checkpoint-storage.js';
 import type { ClientSession } from './client-sessions.js';
 import { CommitLedger } from './commit-ledger.js';
 import type { CoordinatorConfig } from './config.js';

@@ -12,7 +12,7 @@ import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { isTerminal } from './job-lifecycle.js';
 import type { JobRecovery } from './job-recovery.js';
 import type { CachedModule, JobState, RescaleMode, StagedRescale } from './job-state.js';
-import { cutoverTasks, type HotCutover } from './cutover.js';
+import { cutoverTasks, type HotCutover } from './hot-rescale.js';
 import { checkRestore, identityOf } from './restore-gate.js';
 
 /** What a rescale asks for: the job's parallelism (0: keep it) and operators' own, by id (uid). */

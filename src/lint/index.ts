@@ -13,4 +13,4 @@ export { coordinatorConfigFindings, flagOf, roleFindings, workerConfigFindings, 
 export { autoscaleFindings, jobGraphFindings, type GraphLintOptions } from './graph.js';
 export { connectorFindings } from './connectors.js';
 export { determinismFindings, firstDifference } from './determinism.js';
-export { jobFindings, type JobCheckInput } from './job.js';
+export { jobFindings, type JobCheckInput } from './job-checks.js';

@@ -1,6 +1,6 @@
 /**
  * The checks on a job's checkpoint and restore settings (`clink run`/`submit` flags, the HTTP submit's
- * query, the SubmitJob frame). The coordinator refuses a submit with any error here (checkpoints.ts),
+ * query, the SubmitJob frame). The coordinator refuses a submit with any error here (coordinator/checkpoint-storage.ts),
  * so a clean lint means these settings will be accepted.
  */
 import type { MessageOf } from '../protocol/index.js';

@@ -1,5 +1,5 @@
 /**
- * A hot rescale's gate in one subtask (worker/cutover.ts drives it, design record 016): armed for a
+ * A hot rescale's gate in one subtask (worker/hot-rescale-host.ts drives it, design record 016): armed for a
  * checkpoint, the subtask stops right after sending that checkpoint's barrier on, between batches, and
  * waits until it is told to go on (rewired meanwhile) or to retire (replaced).
  *

@@ -20,7 +20,7 @@ export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, BARRIER, ty
 export { InputQueue } from './queue.js';
 export { BarrierAligner, type AlignerEvent } from './aligner.js';
 export { buildSubtask, channelTarget, type ChannelSink, type LocalInput, type SubtaskEnvironment } from './subtask.js';
-export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './task.js';
+export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './subtask-runner.js';
 export { WaitClock } from './wait-clock.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
 export { rescaleInputs, assignedSubtasks, overlappingSubtasks, type RescaledSnapshot, type RestoreSnapshot } from './rescale.js';

@@ -13,7 +13,7 @@ import type { RuntimeServices } from './operator.js';
 import { rescaleInputs, type RestoreSnapshot } from './rescale.js';
 import { InputQueue } from './queue.js';
 import { buildSubtask, type SubtaskEnvironment } from './subtask.js';
-import type { SubtaskRunner, SubtaskSnapshot } from './task.js';
+import type { SubtaskRunner, SubtaskSnapshot } from './subtask-runner.js';
 
 /** Records per batch between tasks. @default 1000 */
 export const DEFAULT_BATCH_SIZE = WORKER_DEFAULTS.batchSize;

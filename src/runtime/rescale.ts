@@ -9,7 +9,7 @@
  */
 import { KeyGroupRange, MAX_PARALLELISM, type TaskSpec } from '../plan/index.js';
 import type { StreamOperator } from './operator.js';
-import type { SubtaskSnapshot } from './task.js';
+import type { SubtaskSnapshot } from './subtask-runner.js';
 
 /** What a subtask restored at another parallelism is given: the snapshots it reads, by earlier subtask index. */
 export interface RescaledSnapshot {

@@ -14,7 +14,7 @@ import { type OperatorContext, type RuntimeServices } from './operator.js';
 import { chainedOutput } from './chained-output.js';
 import { InputQueue } from './queue.js';
 import { register as registerAbortFlag } from './abort-flag.js';
-import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './task.js';
+import { SubtaskRunner, type SubtaskPhaseCode, type SubtaskSetup } from './subtask-runner.js';
 import { SinkOperator } from './operators/basic.js';
 import { ProcessingTimeService } from './timers.js';
 import { RecordWriter, type EdgeOutput } from './writer.js';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Statement } from './ast.js';
 import { isCatalogStatement, type SqlCatalog } from './catalog.js';
 import { SqlError } from './errors.js';
-import { COLLECT_NAME, explainScript, planQuery } from './job.js';
+import { COLLECT_NAME, explainScript, planQuery } from './sql-job.js';
 import { parseSql } from './parser.js';
 import { printStatement } from './printer.js';
 import { declaredTypeName } from './types.js';

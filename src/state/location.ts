@@ -1,7 +1,7 @@
 /**
  * Where a job's checkpoint state lives on disk, spelled once:
  *   <state root>/_jobs/<job>/chk-<id>/<task>#<index>.state
- * (the markers, `COMPLETED-<id>` and `RESTORED`, are the coordinator's: coordinator/checkpoints.ts).
+ * (the markers, `COMPLETED-<id>` and `RESTORED`, are the coordinator's: coordinator/checkpoint-storage.ts).
  */
 import { rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

@@ -19,8 +19,8 @@ import { makeMessage, type Message, type MessageOf } from '../protocol/index.js'
 import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
 import { checkpointStateDir, jobStateDir, removeAbortedState, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
-import { WorkerJob, type JobProgressReport, type SubtaskReport } from './job.js';
-import { armCutover, cutoverOf, rebindCutover, releaseCutover, type ArmedCutover } from './cutover.js';
+import { WorkerJob, type JobProgressReport, type SubtaskReport } from './deployed-job.js';
+import { armCutover, cutoverOf, rebindCutover, releaseCutover, type ArmedCutover } from './hot-rescale-host.js';
 import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import { makeDirectory, RecentIds } from '../util/index.js';
 
@@ -166,7 +166,7 @@ export class JobHost {
     if (first) this.ackSnapshot(job, m.checkpointId, first.task.id, first.index, new Error(`worker ${this.config.workerId} declined it: not every subtask of the job here is running`));
   }
 
-  /** A hot rescale's steps (cutover.ts), each answered with a BeginRescaleAck naming it. */
+  /** A hot rescale's steps (hot-rescale-host.ts), each answered with a BeginRescaleAck naming it. */
   private async cutoverStep(m: MessageOf<'BeginRescale' | 'CutoverRebind' | 'CutoverPeerUpdate'>): Promise<void> {
     const phase = m.type === 'BeginRescale' ? 'armed' : m.type === 'CutoverRebind' ? 'rebound' : 'released';
     const live = this.parts.filter((j) => !j.finished);

@@ -5,7 +5,7 @@
  */
 import type { Message } from '../protocol/index.js';
 import { JobHost, type JobFrame, type JobHostConfig, type JobHostDeps } from './job-host.js';
-import type { JobProgressReport } from './job.js';
+import type { JobProgressReport } from './deployed-job.js';
 
 export interface JobRunner {
   readonly jobId: string;

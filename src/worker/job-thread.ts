@@ -16,7 +16,7 @@ import { makeMessage, type Message, type SubtaskProgressReport } from '../protoc
 import { PHASE_DESCRIPTIONS } from '../runtime/index.js';
 import { setTimer, startThread } from '../util/index.js';
 import type { JobHostConfig } from './job-host.js';
-import type { JobProgressReport } from './job.js';
+import type { JobProgressReport } from './deployed-job.js';
 import type { JobThreadData } from './thread-entry.js';
 import { STATUS_PHASE, STATUS_SLOTS, STATUS_SUBTASK, STATUS_TICKS, THREAD_BOOT_TIMEOUT_MS, type FromThread, type ToThread } from './thread-protocol.js';
 import { subtaskKey } from '../plan/index.js';

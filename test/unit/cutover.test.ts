@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CheckpointCoordinator } from '../../src/coordinator/checkpoint-coordinator.js';
-import { cutoverTasks, HotCutover } from '../../src/coordinator/cutover.js';
+import { cutoverTasks, HotCutover } from '../../src/coordinator/hot-rescale.js';
 import type { Deployer } from '../../src/coordinator/deployer.js';
 import type { CompletedMarker } from '../../src/coordinator/index.js';
 import type { JobState, StagedRescale, WorkerSession } from '../../src/coordinator/job-state.js';

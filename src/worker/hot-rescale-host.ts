@@ -10,7 +10,7 @@
 import { END, channelTarget } from '../runtime/index.js';
 import { createPhysicalPlan, inputChannels, networkEdges, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
-import type { WorkerJob } from './job.js';
+import type { WorkerJob } from './deployed-job.js';
 
 /** The rescale armed on this worker's part of a job. */
 export interface ArmedCutover {

@@ -15,7 +15,7 @@ import { networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { deferred, type Clock, type Deferred } from '../util/index.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import type { CompletedMarker } from './checkpoints.js';
+import type { CompletedMarker } from './checkpoint-storage.js';
 import { peersOf, type Deployer } from './deployer.js';
 import { takePlan, type JobCutover, type JobState, type StagedRescale, type WorkerSession } from './job-state.js';
 import { placementSubtasks, type PlacementPlan, type PlacementSubtask } from './placement.js';
