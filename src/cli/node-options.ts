@@ -19,7 +19,8 @@ export interface NodeOption {
 const both = (option: Option): NodeOption => ({ option, role: 'both' });
 const coordinator = (option: Option): NodeOption => ({ option, role: 'coordinator' });
 const worker = (option: Option): NodeOption => ({ option, role: 'worker' });
-const opt = (flags: string, description: string, parse?: (v: string) => number, def?: unknown): Option => {
+type Parse = (v: string) => number;
+const opt = (flags: string, description: string, parse?: Parse, def?: unknown): Option => {
   const o = new Option(flags, description);
   if (parse) o.argParser(parse);
   if (def !== undefined) o.default(def);
@@ -32,13 +33,12 @@ const reconnectKey = (k: string): string => `reconnect${k[0]!.toUpperCase()}${k.
 const RECONNECT_FLAG_DEFAULTS: Defaults = Object.fromEntries(Object.entries(RECONNECT_DEFAULTS).map(([k, v]) => [reconnectKey(k), v]));
 
 /** An option whose default is the setting of its own name in `defaults` (config/node-defaults.ts): never a literal here. */
-function defaulted(defaults: Defaults, flags: string, description: string, parse?: (v: string) => number): Option {
+function defaulted(defaults: Defaults, flags: string, description: string, parse?: Parse): Option {
   const o = opt(flags, description, parse);
   const key = o.attributeName();
   if (!(key in defaults)) throw new Error(`${o.long}: no default named ${key} in its table`);
   return o.default(defaults[key]);
 }
-type Parse = (v: string) => number;
 const OTLP_FLAG_DEFAULTS: Defaults = { otlpIntervalMs: OTLP_DEFAULTS.intervalMs };
 const c = (flags: string, description: string, parse?: Parse): NodeOption => coordinator(defaulted(COORDINATOR_DEFAULTS, flags, description, parse));
 const w = (flags: string, description: string, parse?: Parse): NodeOption => worker(defaulted(WORKER_DEFAULTS, flags, description, parse));

@@ -265,14 +265,15 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
 
   /**
    * Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one
-   * fails the job's attempt (`fatal`: the job). `reason` is counted and shown; `detail` says what happened.
+   * fails the job's attempt (`fatal`: the job). `why` is counted and shown; `detail` says what happened.
    */
   abort(job: J, why: CheckpointFailureReason, detail: string, fatal = false): void {
     const p = job.pendingCheckpoint;
     if (!p) return;
+    const now = this.deps.clock.now();
     job.pendingCheckpoint = undefined;
-    job.lastCheckpointFailure = { checkpointId: p.id, reason: why, detail, at: this.deps.clock.now() };
-    job.lastCheckpointAt = this.deps.clock.now();
+    job.lastCheckpointFailure = { checkpointId: p.id, reason: why, detail, at: now };
+    job.lastCheckpointAt = now;
     this.notifyIdle(job);
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${detail}`, path: '' });
     p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${detail}` });

@@ -8,16 +8,11 @@
  * and reads nothing piles up at most CLIENT_DISPATCH_BACKLOG_FRAMES requests and is then dropped
  * (counted as slow_reader).
  */
-import { COORDINATOR_DEFAULTS } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import type { FrameConnection } from '../net/index.js';
 import { encodeFrame, type Message } from '../protocol/index.js';
 
-export const DEFAULT_MAX_CLIENT_SESSIONS = COORDINATOR_DEFAULTS.maxClientSessions;
-export const DEFAULT_CLIENT_IDLE_TIMEOUT_MS = COORDINATOR_DEFAULTS.clientIdleTimeoutMs;
-/** Unread reply bytes a client may have queued before it is dropped (one larger frame always goes). */
-export const DEFAULT_MAX_CLIENT_OUTBOUND_BYTES = COORDINATOR_DEFAULTS.maxClientOutboundBytes;
 /** Requests a client may have queued for handling; more cost it the connection. */
 export const CLIENT_DISPATCH_BACKLOG_FRAMES = 64;
 

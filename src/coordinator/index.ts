@@ -8,7 +8,7 @@
  */
 export { Coordinator, type CoordinatorDeps } from './coordinator.js';
 export { countChannels, toSummary } from './job-views.js';
-export type { JobView, JobRescale, JobRestart, JobRetry, WorkerView } from './job-state.js';
+export type { CheckpointFailure, JobView, JobRescale, JobRestart, JobRetry, WorkerView } from './job-state.js';
 export type { AutoscaleRecord } from './autoscaler.js';
 export type { JobDetail } from './job-book.js';
 export type { JobGraphView, CheckpointSettingsView } from './job-graph.js';

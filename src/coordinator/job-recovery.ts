@@ -196,13 +196,14 @@ export class JobRecovery {
   private redeployAgain(job: JobState, err: unknown): boolean {
     const r = job.restarting;
     if (!r || !isRedeploying(job.state) || !isStorageFailure(err)) return false;
+    const tries = (r.tries ?? 0) + 1;
     const again = decideRedeployRetry(
       { restartsSpent: job.restartsSpent, maxRestarts: this.maxRestarts(job), restartsSinceCheckpoint: this.restartsSinceCheckpoint(job), backoff: this.backoff },
-      (r.tries ?? 0) + 1,
+      tries,
     );
     if (!again) return false;
     job.restartsSpent = again.restartsSpent;
-    r.tries = (r.tries ?? 0) + 1;
+    r.tries = tries;
     r.backoffMs = again.backoffMs;
     this.deps.metrics.jobRestarts.inc();
     this.deps.log.warn(

@@ -12,8 +12,6 @@ import { EnvironmentError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import { ElectionBase, nodeName, type LeaderElection, type LeaderInfo } from './election.js';
 
-export const DEFAULT_ETCD_LEASE_TTL_S = HA_DEFAULTS.etcdLeaseTtlS;
-
 export interface EtcdElectionOptions {
   endpoints: string[];
   cluster: string;
@@ -62,7 +60,7 @@ export class EtcdElection extends ElectionBase implements LeaderElection {
   }
 
   async start(): Promise<void> {
-    const { log, endpoints, leaseTtlS = DEFAULT_ETCD_LEASE_TTL_S } = this.options;
+    const { log, endpoints, leaseTtlS = HA_DEFAULTS.etcdLeaseTtlS } = this.options;
     try {
       await this.keys.client.get(this.keys.epochKey).string();
     } catch (err) {

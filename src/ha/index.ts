@@ -9,7 +9,7 @@
  */
 export { nodeName, type LeaderElection, type LeaderInfo } from './election.js';
 export { FileElection, probeLocks, readLeader, leaderFile, DEFAULT_LOCK_POLL_MS, type FileElectionOptions } from './file-election.js';
-export { EtcdElection, EtcdLeaderKeys, DEFAULT_ETCD_LEASE_TTL_S, type EtcdElectionOptions } from './etcd-election.js';
+export { EtcdElection, EtcdLeaderKeys, type EtcdElectionOptions } from './etcd-election.js';
 export { fencedWrite, fencedRemove, readRecord, FencedError, type FencedWriteOptions } from './fenced-store.js';
 export { withFileLock, tryLock, LockTimeoutError } from './file-lock.js';
 export { LockHolder, lockGrantedToAnotherProcess } from './lock-holder.js';

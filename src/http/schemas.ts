@@ -3,7 +3,7 @@
  * serialisation) and the OpenAPI document at /api/v1/openapi.json. Objects allow properties beyond those
  * listed (`open`), so a field added to a view is never dropped by the serialiser before its schema says so.
  */
-import type { AutoscaleRecord, JobRescale, JobRestart, JobRetry, JobView } from '../coordinator/index.js';
+import type { AutoscaleRecord, CheckpointFailure, JobRescale, JobRestart, JobRetry, JobView } from '../coordinator/index.js';
 import { CHECKPOINT_FAILURE_REASONS } from '../metrics/index.js';
 import { JOB_STATES } from '../protocol/index.js';
 
@@ -73,12 +73,12 @@ export const JobSummary = shaped<JobView>(
       min: int(),
       max: int(),
       decisions: list(
-      shaped<AutoscaleRecord>(
-        { at: int(), action: { type: 'string', enum: ['rescale', 'hold'] }, limit: str('for a hold: bound, cooldown or rate'), reason: str(), outcome: str('for a rescale: rescaled, or why it was refused') },
-        { limit: true, outcome: true },
+        shaped<AutoscaleRecord>(
+          { at: int(), action: { type: 'string', enum: ['rescale', 'hold'] }, limit: str('for a hold: bound, cooldown or rate'), reason: str(), outcome: str('for a rescale: rescaled, or why it was refused') },
+          { limit: true, outcome: true },
+        ),
+        'newest last',
       ),
-      'newest last',
-    ),
     }),
     retries: list(Retry, 'region retries (jobs without checkpoints)'),
     guarantee: open({ level: { type: 'string', enum: ['at-most-once', 'at-least-once', 'exactly-once'] }, limitedBy: str('the source or sink that limits it, or empty') }),
@@ -88,12 +88,15 @@ export const JobSummary = shaped<JobView>(
       { confirmedThrough: int('every checkpoint up to this one has had its commits confirmed by its sinks (0: none yet)'), owed: list(int(), 'completed checkpoints whose commits are not confirmed yet') },
       ['confirmedThrough', 'owed'],
     ),
-    lastCheckpointFailure: open({
-      checkpointId: int(),
-      reason: { type: 'string', enum: [...CHECKPOINT_FAILURE_REASONS], description: 'expired, declined (a subtask could not snapshot) or finalize_failed (its COMPLETED marker)' },
-      detail: str('what happened'),
-      at: int(),
-    }),
+    lastCheckpointFailure: shaped<CheckpointFailure>(
+      {
+        checkpointId: int(),
+        reason: { type: 'string', enum: [...CHECKPOINT_FAILURE_REASONS], description: 'expired, declined (a subtask could not snapshot) or finalize_failed (its COMPLETED marker)' },
+        detail: str('what happened'),
+        at: int(),
+      },
+      {},
+    ),
   },
   { runningAt: true, finishedAt: true, error: true, autoscaler: true, lastCheckpointFailure: true },
 );

@@ -1,13 +1,14 @@
 /**
  * FrameReader: yields frame payloads from a socket (TCP or TLS), trusting nothing the peer claims.
  * The header is checked against the cap before anything is allocated. A small body is held as the
- * chunks that actually arrived, joined once complete; a large one is copied into one buffer of its
- * length as it arrives (pages the peer has not sent are never touched, and the buffer goes back to the
- * system whole when freed, where thousands of socket chunks would stay in the allocator), so memory
- * follows the bytes received, never the length claimed. What a partial frame holds is charged to the
- * node's FrameBudget, shared by every reader: past it the peer is cut. Reads are bounded by an idle timeout (no bytes), a whole-frame deadline (a peer
- * trickling one byte at a time) and a body deadline (a frame begun must end in time, even on a session
- * that may be idle between frames). The socket is paused while a frame waits to be taken (backpressure).
+ * chunks that actually arrived, joined once complete; a large one is copied as it arrives into one
+ * buffer of its own, grown as bytes come (pages the peer has not sent are never touched, and the buffer
+ * goes back to the system whole when freed, where thousands of socket chunks would stay in the
+ * allocator), so memory follows the bytes received, never the length claimed. What a partial frame
+ * holds is charged to the node's FrameBudget, shared by every reader: past it the peer is cut. Reads
+ * are bounded by an idle timeout (no bytes), a whole-frame deadline (a peer trickling one byte at a
+ * time) and a body deadline (a frame begun must end in time, even on a session that may be idle
+ * between frames). The socket is paused while a frame waits to be taken (backpressure).
  */
 import type { Duplex } from 'node:stream';
 import { ClinkError } from '../errors.js';
@@ -161,7 +162,7 @@ export class FrameReader {
   private settleCharge(): void {
     const budget = this.options.budget;
     if (!budget) return;
-    const held = this.buffered + this.bodyFilled;
+    const held = this.bufferedBytes;
     if (held > this.charged) budget.charge(held - this.charged, this.peer);
     else if (held < this.charged) budget.release(this.charged - held);
     this.charged = held;
@@ -169,7 +170,7 @@ export class FrameReader {
 
   /** A partial frame is held: it must complete within bodyDeadlineMs of its first byte. */
   private armBodyTimer(): void {
-    if (this.buffered + this.bodyFilled === 0) {
+    if (this.bufferedBytes === 0) {
       if (this.bodyTimer) clearTimeout(this.bodyTimer);
       this.bodyTimer = null;
       return;
@@ -177,7 +178,7 @@ export class FrameReader {
     const ms = this.options.bodyDeadlineMs;
     if (this.bodyTimer || ms === undefined) return;
     this.bodyTimer =
-      setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${ms} ms of its first byte (${this.buffered + this.bodyFilled} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`)), ms) ?? null;
+      setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${ms} ms of its first byte (${this.bufferedBytes} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`)), ms) ?? null;
   }
 
   private extract(): void {
@@ -248,7 +249,7 @@ export class FrameReader {
     this.ended = true;
     if (this.failure) return;
     if (this.bodyBytes >= 0 || this.buffered > 0) {
-      this.fail(new FrameDecodeError(`connection closed inside a frame (${this.buffered + this.bodyFilled} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`));
+      this.fail(new FrameDecodeError(`connection closed inside a frame (${this.bufferedBytes} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`));
       return;
     }
     if (this.waiter && this.ready.length === 0) {
@@ -312,7 +313,7 @@ export class FrameReader {
       const deadline = this.options.frameDeadlineMs;
       if (deadline !== undefined) {
         this.deadlineTimer =
-          setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.buffered + this.bodyFilled} bytes received)`)), deadline) ?? null;
+          setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.bufferedBytes} bytes received)`)), deadline) ?? null;
       }
     });
   }

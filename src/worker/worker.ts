@@ -28,7 +28,6 @@ import { setRepeating, withDefaults } from '../util/index.js';
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
 const JOB_CLOSE_GRACE_MS = 5_000;
 
-
 /** A worker's settings: all but its id have a default (WORKER_DEFAULTS in config/node-defaults.ts). */
 export interface WorkerConfig {
   id: string;
