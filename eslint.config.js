@@ -1,8 +1,10 @@
 // Lint: the type checker runs separately (npm run lint). These rules catch what types do not:
-// promises nobody awaits, import cycles, and reaching into another subsystem past its index.js.
+// promises nobody awaits, import cycles, reaching into another subsystem past its index.js, and a job's
+// record written outside its own state code (eslint-rules/job-state-writers.js).
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import jobStateWriters from './eslint-rules/job-state-writers.js';
 
 const boundary = (up) => ({
   'no-restricted-imports': [
@@ -19,7 +21,7 @@ const boundary = (up) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bin/**', 'scripts/**', 'eslint.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bin/**', 'scripts/**', 'eslint.config.js', 'eslint-rules/**'] },
   {
     files: ['**/*.ts'],
     languageOptions: {
@@ -42,6 +44,12 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'import-x/no-cycle': 'error',
     },
+  },
+  {
+    // A job's record is written by its own state code only: its JobMaster and the state files beside it.
+    files: ['src/**/*.ts'],
+    plugins: { clink: { rules: { 'job-state-writers': jobStateWriters } } },
+    rules: { 'clink/job-state-writers': ['error', { owners: ['src/coordinator/job-master.ts', 'src/coordinator/job-state.ts', 'src/coordinator/job-states'] }] },
   },
   { files: ['src/*/*.ts'], rules: boundary('\\.\\./') },
   { files: ['src/*/*/*.ts'], rules: boundary('\\.\\./\\.\\./') },

@@ -1,137 +1,121 @@
 /**
- * The checkpoint coordinator: for every job with a checkpoint directory it triggers periodic
- * checkpoints, collects each subtask's ack, writes the COMPLETED marker once all are in, tells the
- * workers to commit (or abort), takes savepoints on request and the final checkpoint once every source
- * has ended. A checkpoint not complete within max(10 s, 10 intervals) is aborted.
+ * A job's checkpoint coordinator (one per job, owning its checkpoints' bookkeeping): for a job with a
+ * checkpoint directory it triggers periodic checkpoints, collects each subtask's ack, writes the
+ * COMPLETED marker once all are in, tells the workers to commit (or abort), takes savepoints on request
+ * and the final checkpoint once every source has ended. A checkpoint not complete within max(10 s, 10 intervals) is aborted.
  *
- * Everything it reaches outside the job's state is injected (the clock, the posts to workers, the
- * storage of ids and markers, what the job does on a failure), so its decisions are unit-tested
- * in-process on a fake clock; the coordinator wires the real ones.
+ * It reads its job and writes none of it; what it asks of the job (posts to its workers, a failure of
+ * its final checkpoint) goes through a CheckpointPort, and the clock and storage are shared services,
+ * so its decisions are unit-tested in-process on a fake clock.
  */
 import { resolve as resolvePath } from 'node:path';
-import type { Logger } from '../log/index.js';
-import type { Clock } from '../util/index.js';
-import { NO_TRACING, type CheckpointFailureReason, type ClinkMetrics, type Tracer } from '../metrics/index.js';
+import { NO_TRACING, type CheckpointFailureReason } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
-import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
-import { checkpointStateDir, jobStateDir } from '../state/index.js';
-import { jobDir, type CompletedMarker } from './checkpoint-storage.js';
-import type { JobState, SubtaskState } from './job-state.js';
-import type { CommitRecord } from './commit-ledger.js';
-import { identityOf } from './restore-gate.js';
-import { restartsSpentAfterCheckpoint } from './failure-handler.js';
-
-type SavepointResult = { ok: boolean; message: string; path: string };
-type Pending = NonNullable<JobState['pendingCheckpoint']>;
-
-/**
- * What checkpointing reads and keeps of a job: a coordinator's JobState, or a mesh run's leader's
- * record of its one job (mesh/leader.ts), which has no sessions, restarts in place or rescales.
- */
-export type CheckpointedJob = Pick<
-  JobState,
-  | 'id'
-  | 'name'
-  | 'plan'
-  | 'state'
-  | 'checkpoint'
-  | 'cutover'
-  | 'pendingCheckpoint'
-  | 'startingCheckpoint'
-  | 'markerWrite'
-  | 'finalRequests'
-  | 'finalCheckpointId'
-  | 'lastCheckpointAt'
-  | 'checkpointFloor'
-  | 'checkpoints'
-  | 'checkpointsCompleted'
-  | 'restarts'
-  | 'restartsSpent'
-  | 'commits'
-  | 'commitWrite'
-  | 'lastCheckpointFailure'
-> & { subtasks: Pick<SubtaskState, 'taskId' | 'index' | 'finished'>[] };
-
-/** Checkpoint storage: ids claimed on a record, markers, retention, removal of aborted state, confirmed commits. */
-export interface CheckpointStorage {
-  claimId(dir: string, floor: number): Promise<number>;
-  writeMarker(dir: string, marker: CompletedMarker): Promise<void>;
-  retain(markerDir: string, stateDir: string, retained: number): Promise<void>;
-  removeState(stateDir: string, checkpointId: number): Promise<void>;
-  /** Write the job's COMMITTED record: which checkpoints' commits its sinks have confirmed. */
-  recordCommits(dir: string, record: CommitRecord): Promise<void>;
-}
-
-export interface CheckpointCoordinatorDeps<J extends CheckpointedJob = JobState> {
-  clock: Clock;
-  storage: CheckpointStorage;
-  /** Send `m` to every live worker running an unfinished subtask of `job`. */
-  postToJob: (job: J, m: Message) => void;
-  /**
-   * The job's final checkpoint failed (`reason`): its tail cannot be committed without one. The job heals
-   * as from any failure (a restart from its last checkpoint writes the tail again, once), or fails when
-   * it cannot or the failure is `fatal` (state that cannot be encoded: a restart would repeat it).
-   */
-  finalFailed: (job: J, reason: string, fatal: boolean) => void;
-  /** The job may be complete now (a checkpoint it waited for ended). */
-  maybeComplete: (job: J) => void;
-  cancel: (jobId: string, reason: string) => void;
-  log: Logger;
-  metrics: ClinkMetrics;
-  /** A checkpoint completing this long after the last restart forgives the restarts spent. */
-  restartBudgetResetAfterMs: number;
-  /** clink.checkpoint spans, trigger to completion. @default NO_TRACING */
-  tracer?: Tracer;
-}
+import { makeMessage, type MessageOf } from '../protocol/index.js';
+import { jobStateDir } from '../state/index.js';
+import { Waiters, WriteChain } from '../util/index.js';
+import { completedMarker, jobDir } from './checkpoint-storage.js';
+import { CommitLedger } from './commit-ledger.js';
+import { CheckpointHistory } from './checkpoint-history.js';
+import type { CheckpointedJob, CheckpointPort, CheckpointServices, PendingCheckpoint, SavepointResult } from './checkpoint-ports.js';
 
 /** How long a savepoint waits for a checkpoint already in flight before it is refused as busy. */
 export const SAVEPOINT_WAIT_FOR_IDLE_MS = 10_000;
-/** Completed checkpoints listed per job (the API's history). */
-const CHECKPOINTS_LISTED = 100;
 
-export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
-  /** Who waits for a job's in-flight checkpoint to end (a savepoint). */
-  private readonly idleWaiters = new Map<J, (() => void)[]>();
+export class CheckpointCoordinator {
+  private pending: PendingCheckpoint | undefined;
+  /** An id is being claimed: the job is busy from the claim until begin() or claimed(). */
+  private starting = false;
+  /**
+   * A checkpoint whose acks are all in while its COMPLETED marker is being written. A restart reads its
+   * restore point only after this settles: sinks that survive the failure may still commit the
+   * checkpoint, so the restore must not start from the one before it.
+   */
+  private writingMarker: Promise<void> | undefined;
+  /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
+  private finalRequests = new Set<string>();
+  /** The final checkpoint's id, once claimed. */
+  private finalCheckpointId: number | undefined;
+  private lastCheckpointAt: number;
+  /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
+  private floor: number;
+  /** The completed checkpoints, and the latest aborted. */
+  readonly history = new CheckpointHistory();
+  /** Which completed checkpoints' commits the job's sinks have confirmed. */
+  readonly commits = new CommitLedger();
+  /** The COMMITTED record's writes, one at a time. */
+  private readonly commitWrites = new WriteChain();
+  /** Who waits for the checkpoint in flight to end (a savepoint). */
+  private readonly idle = new Waiters();
 
-  constructor(private readonly deps: CheckpointCoordinatorDeps<J>) {}
-
-  /** A checkpoint is in flight for `job`, or an id is being claimed for one. */
-  busy(job: J): boolean {
-    return job.pendingCheckpoint !== undefined || job.startingCheckpoint === true;
+  constructor(
+    private readonly job: CheckpointedJob,
+    private readonly port: CheckpointPort,
+    private readonly services: CheckpointServices,
+    /** The checkpoint the job restored from: its ids number above it. */
+    restoredFrom = 0,
+  ) {
+    this.floor = restoredFrom;
+    this.lastCheckpointAt = services.clock.now();
   }
 
-  /** On the watchdog's tick: time out overdue checkpoints, start those whose interval has passed. */
-  tick(jobs: Iterable<J>): void {
-    const now = this.deps.clock.now();
-    for (const job of jobs) {
-      const c = job.checkpoint;
-      if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || job.startingCheckpoint) continue;
-      // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
-      if (job.cutover && !job.pendingCheckpoint) continue;
-      const p = job.pendingCheckpoint;
-      if (p) {
-        const timeout = Math.max(10_000, 10 * c.intervalMs);
-        if (now - p.startedAt > timeout) {
-          const waiting = [...p.pending];
-          this.abort(job, 'expired', `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`);
-        }
-        continue;
+  /** The checkpoint in flight (read-only to others). */
+  get inFlight(): Readonly<PendingCheckpoint> | undefined {
+    return this.pending;
+  }
+
+  /** A checkpoint is in flight, or an id is being claimed for one. */
+  busy(): boolean {
+    return this.pending !== undefined || this.starting;
+  }
+
+  /** Settles once a COMPLETED marker being written (if any) is durable, or failed. */
+  markerWritten(): Promise<void> | undefined {
+    return this.writingMarker;
+  }
+
+  /** The job must not end yet: its final checkpoint is in flight or being claimed. */
+  holdsCompletion(): boolean {
+    return this.pending?.final === true || (this.starting && this.finalWanted());
+  }
+
+  /** A new attempt of the job runs from checkpoint `restoredFrom` (0: the beginning): ids stay above it, the interval starts now. */
+  resume(restoredFrom: number): void {
+    this.floor = Math.max(this.floor, restoredFrom);
+    this.lastCheckpointAt = this.services.clock.now();
+  }
+
+  /** On the watchdog's tick: time out an overdue checkpoint, start one whose interval has passed. */
+  tick(): void {
+    const job = this.job;
+    const now = this.services.clock.now();
+    const c = job.checkpoint;
+    if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || this.starting) return;
+    // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
+    if (job.cutover && !this.pending) return;
+    const p = this.pending;
+    if (p) {
+      const timeout = Math.max(10_000, 10 * c.intervalMs);
+      if (now - p.startedAt > timeout) {
+        const waiting = [...p.pending];
+        this.abort('expired', `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`);
       }
-      if (now - job.lastCheckpointAt < c.intervalMs) continue;
-      // Periodic checkpoints run while every subtask runs and the sources have not all ended.
-      if (job.subtasks.some((t) => t.finished) || this.finalWanted(job)) continue;
-      this.claim(job, jobDir(c.checkpointDir, job.id)).then(
-        (id) => {
-          if (job.state === 'RUNNING') this.begin(job, id);
-          else this.claimed(job);
-        },
-        (err: unknown) => {
-          this.claimed(job);
-          job.lastCheckpointAt = this.deps.clock.now();
-          this.deps.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
-        },
-      );
+      return;
     }
+    if (now - this.lastCheckpointAt < c.intervalMs) return;
+    // Periodic checkpoints run while every subtask runs and the sources have not all ended.
+    if (job.subtasks.some((t) => t.finished) || this.finalWanted()) return;
+    this.claim(jobDir(c.checkpointDir, job.id)).then(
+      (id) => {
+        if (job.state === 'RUNNING') this.begin(id);
+        else this.claimed();
+      },
+      (err: unknown) => {
+        this.claimed();
+        this.lastCheckpointAt = this.services.clock.now();
+        this.services.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
+      },
+    );
   }
 
   /**
@@ -139,21 +123,22 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
    * SAVEPOINT_WAIT_FOR_IDLE_MS) for a checkpoint in flight to end; resolves once its marker is durable;
    * with `cancelAfter` the job is then cancelled.
    */
-  async savepoint(job: J, dir: string, cancelAfter: boolean): Promise<SavepointResult> {
+  async savepoint(dir: string, cancelAfter: boolean): Promise<SavepointResult> {
+    const job = this.job;
     if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
     if (job.cutover) return { ok: false, message: `job ${job.id} is being rescaled in place; try again when it is done`, path: '' };
-    const refused = await this.readyFor(job, 'a savepoint');
+    const refused = await this.readyFor('a savepoint');
     if (refused) return { ok: false, message: refused, path: '' };
     const target = resolvePath(dir);
     let id: number;
     try {
-      id = await this.claim(job, job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target);
+      id = await this.claim(job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target);
     } catch (err) {
-      this.claimed(job);
+      this.claimed();
       throw err;
     }
-    const result = await new Promise<SavepointResult>((done) => this.begin(job, id, { dir: target, done }));
-    if (result.ok && cancelAfter) this.deps.cancel(job.id, `cancelled after savepoint ${id}`);
+    const result = await new Promise<SavepointResult>((done) => this.begin(id, { dir: target, done }));
+    if (result.ok && cancelAfter) this.port.cancel(`cancelled after savepoint ${id}`);
     return result;
   }
 
@@ -161,60 +146,62 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
    * Take a checkpoint of the job's own now (a rescale restores from it): as a savepoint waits, but into
    * the job's checkpoint directory. Resolves once its marker is durable, with its id, or refused.
    */
-  async checkpointNow(job: J, what: string, beforeTrigger?: (checkpointId: number) => Promise<void>): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
+  async checkpointNow(what: string, beforeTrigger?: (checkpointId: number) => Promise<void>): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
+    const job = this.job;
     if (!job.checkpoint.checkpointDir) return { ok: false, message: `${what} restores from a checkpoint, and job ${job.id} has no checkpoint directory; submit it with --checkpoint-dir` };
-    const refused = await this.readyFor(job, what);
+    const refused = await this.readyFor(what);
     if (refused) return { ok: false, message: refused };
     let id: number;
     try {
-      id = await this.claim(job, jobDir(job.checkpoint.checkpointDir, job.id));
+      id = await this.claim(jobDir(job.checkpoint.checkpointDir, job.id));
     } catch (err) {
-      this.claimed(job);
+      this.claimed();
       return { ok: false, message: `${what}: could not claim a checkpoint id: ${(err as Error).message}` };
     }
     if (job.state !== 'RUNNING') {
-      this.claimed(job);
+      this.claimed();
       return { ok: false, message: `job ${job.id} is ${job.state}, not RUNNING` };
     }
     try {
       // A hot rescale arms its workers for this id before any barrier of it flows.
       await beforeTrigger?.(id);
     } catch (err) {
-      this.claimed(job);
+      this.claimed();
       return { ok: false, message: `${what}: ${(err as Error).message}` };
     }
-    const r = await new Promise<{ ok: boolean; message: string }>((done) => this.begin(job, id, undefined, false, done));
+    const r = await new Promise<{ ok: boolean; message: string }>((done) => this.begin(id, undefined, false, done));
     return r.ok ? { ok: true, checkpointId: id } : { ok: false, message: `${what}: ${r.message}` };
   }
 
   /** Why a checkpoint asked for now cannot be taken (after waiting a while for one in flight), or undefined. */
-  private async readyFor(job: J, what: string): Promise<string | undefined> {
-    if (this.busy(job)) await this.whenIdle(job, SAVEPOINT_WAIT_FOR_IDLE_MS);
+  private async readyFor(what: string): Promise<string | undefined> {
+    const job = this.job;
+    if (this.busy()) await this.idle.wait(this.services.clock, SAVEPOINT_WAIT_FOR_IDLE_MS);
     if (job.state !== 'RUNNING') return `job ${job.id} is ${job.state}, not RUNNING`;
-    if (this.busy(job)) return `job ${job.id} has a checkpoint in progress; try again`;
+    if (this.busy()) return `job ${job.id} has a checkpoint in progress; try again`;
     if (job.subtasks.some((t) => t.finished)) return `${what} needs every subtask of job ${job.id} running`;
     return undefined;
   }
 
   /** A source subtask reached the end of its input and asks for the final checkpoint. */
-  onFinalRequested(job: J, taskId: string, index: number): void {
-    (job.finalRequests ??= new Set()).add(subtaskKey(taskId, index));
-    this.maybeBeginFinal(job);
+  onFinalRequested(taskId: string, index: number): void {
+    this.finalRequests.add(subtaskKey(taskId, index));
+    this.maybeBeginFinal();
   }
 
   /** Every source subtask of the job has reached the end of its input and waits for the final checkpoint. */
-  finalWanted(job: J): boolean {
-    const sources = job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
-    return (job.finalRequests?.size ?? 0) >= sources;
+  finalWanted(): boolean {
+    const sources = this.job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
+    return this.finalRequests.size >= sources;
   }
 
   /** A subtask's ack. One for a checkpoint no longer pending (aborted, superseded) is dropped. */
-  onAck(job: J, m: MessageOf<'SubtaskCheckpointed'>): void {
-    const p = job.pendingCheckpoint;
+  onAck(m: MessageOf<'SubtaskCheckpointed'>): void {
+    const p = this.pending;
     if (!p || p.id !== m.checkpointId) return;
     const key = subtaskKey(m.taskId, m.subtaskIndex);
     if (!m.ok) {
-      this.abort(job, 'declined', `subtask ${key} could not snapshot: ${m.error}`, m.fatal);
+      this.abort('declined', `subtask ${key} could not snapshot: ${m.error}`, m.fatal);
       return;
     }
     p.pending.delete(key);
@@ -222,90 +209,83 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
     p.files[key] = { bytes: m.stateBytes, sha256: m.stateSha256 };
     p.bytes += m.stateBytes;
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
-    if (p.pending.size === 0) {
-      const written = this.complete(job, p)
-        .catch((err: unknown) => this.deps.log.error({ err, jobId: job.id }, `checkpoint ${p.id} of job ${job.id} could not complete: ${(err as Error).message}`))
-        .finally(() => {
-        if (job.markerWrite === written) job.markerWrite = undefined;
+    if (p.pending.size > 0) return;
+    const written = this.complete(p)
+      .catch((err: unknown) => this.services.log.error({ err, jobId: this.job.id }, `checkpoint ${p.id} of job ${this.job.id} could not complete: ${(err as Error).message}`))
+      .finally(() => {
+        if (this.writingMarker === written) this.writingMarker = undefined;
       });
-      job.markerWrite = written;
-    }
+    this.writingMarker = written;
   }
 
   /** A worker's subtasks have made visible what they prepared up to checkpoint `m.checkpointId`. */
-  onCommitted(job: J, m: MessageOf<'CheckpointCommitted'>): void {
-    if (m.error) this.deps.log.warn({ jobId: job.id, checkpointId: m.checkpointId }, `job ${job.id}: a commit of checkpoint ${m.checkpointId} failed: ${m.error}`);
-    if (job.commits.confirm(m.checkpointId, m.subtasks)) this.recordCommits(job);
+  onCommitted(m: MessageOf<'CheckpointCommitted'>): void {
+    if (m.error) this.services.log.warn({ jobId: this.job.id, checkpointId: m.checkpointId }, `job ${this.job.id}: a commit of checkpoint ${m.checkpointId} failed: ${m.error}`);
+    if (this.commits.confirm(m.checkpointId, m.subtasks)) this.recordCommits();
   }
 
   /** A subtask ended cleanly: it committed all it had prepared. */
-  onSubtaskEnded(job: J, key: string): void {
-    if (job.commits.ended(key)) this.recordCommits(job);
+  onSubtaskEnded(key: string): void {
+    if (this.commits.ended(key)) this.recordCommits();
   }
 
   /**
    * Write the job's COMMITTED record (under its checkpoint directory; none without one), one write at a
    * time: a write asked for while one is out follows it with the ledger as it then is.
    */
-  private recordCommits(job: J): void {
-    const dir = job.checkpoint.checkpointDir;
+  private recordCommits(): void {
+    const { id, checkpoint } = this.job;
+    const dir = checkpoint.checkpointDir;
     if (!dir) return;
-    const write = async (): Promise<void> => {
-      await this.deps.storage.recordCommits(jobDir(dir, job.id), job.commits.record(this.deps.clock.now()));
-    };
-    const previous = job.commitWrite ?? Promise.resolve();
-    const next: Promise<void> = previous
-      .then(write)
-      .catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not record the confirmed commits of job ${job.id}: ${(err as Error).message}`))
-      .finally(() => {
-        if (job.commitWrite === next) job.commitWrite = undefined;
-      });
-    job.commitWrite = next;
+    this.commitWrites.then(async () => {
+      await this.services.storage.recordCommits(jobDir(dir, id), this.commits.record(this.services.clock.now()));
+    }, (err) => this.services.log.warn({ err, jobId: id }, `could not record the confirmed commits of job ${id}: ${(err as Error).message}`));
   }
 
   /**
    * Give the pending checkpoint up: workers drop its state, a savepoint's caller hears why, a final one
    * fails the job's attempt (`fatal`: the job). `why` is counted and shown; `detail` says what happened.
    */
-  abort(job: J, why: CheckpointFailureReason, detail: string, fatal = false): void {
-    const p = job.pendingCheckpoint;
+  abort(why: CheckpointFailureReason, detail: string, fatal = false): void {
+    const { job, services } = this;
+    const p = this.pending;
     if (!p) return;
-    const now = this.deps.clock.now();
-    job.pendingCheckpoint = undefined;
-    job.lastCheckpointFailure = { checkpointId: p.id, reason: why, detail, at: now };
-    job.lastCheckpointAt = now;
-    this.notifyIdle(job);
+    const now = services.clock.now();
+    this.pending = undefined;
+    this.history.aborted({ checkpointId: p.id, reason: why, detail, at: now });
+    this.lastCheckpointAt = now;
+    this.idle.wake();
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${detail}`, path: '' });
     p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${detail}` });
     p.span?.end({ 'clink.checkpoint.outcome': 'aborted', 'clink.checkpoint.failure_reason': why }, detail);
-    this.deps.metrics.checkpointsAborted.inc({ reason: why });
-    this.deps.log.warn({ jobId: job.id, checkpointId: p.id, reason: why }, `checkpoint ${p.id} of job ${job.id} aborted: ${detail}`);
-    this.deps.postToJob(job, makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason: detail }));
+    services.metrics.checkpointsAborted.inc({ reason: why });
+    services.log.warn({ jobId: job.id, checkpointId: p.id, reason: why }, `checkpoint ${p.id} of job ${job.id} aborted: ${detail}`);
+    this.port.post(makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason: detail }));
     // Whatever state the subtasks wrote for it is never read: remove it (a write still in flight is swept at retention).
     const stateDir = p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
     if (stateDir) {
-      void this.deps.storage
+      void services.storage
         .removeState(stateDir, p.id)
-        .catch((err: unknown) => this.deps.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
+        .catch((err: unknown) => services.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
     }
-    if (p.final) this.failOnFinal(job, detail, fatal);
-    else this.maybeBeginFinal(job);
-    this.deps.maybeComplete(job);
+    if (p.final) this.failOnFinal(detail, fatal);
+    else this.maybeBeginFinal();
+    this.port.maybeComplete();
   }
 
   /**
    * The job restarts: its checkpoint in flight (a savepoint's caller hears why) and its final
    * checkpoint's requests belong to the abandoned attempt. No abort is posted: the subtasks are cancelled.
    */
-  forget(job: J, cause: string): void {
-    const p = job.pendingCheckpoint;
-    p?.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${cause}`, path: '' });
-    p?.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${cause}` });
+  forget(cause: string): void {
+    const p = this.pending;
+    p?.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${this.job.id} failed: ${cause}`, path: '' });
+    p?.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${this.job.id} failed: ${cause}` });
     p?.span?.end({ 'clink.checkpoint.outcome': 'abandoned' }, cause);
-    job.pendingCheckpoint = undefined;
-    delete job.finalRequests;
-    delete job.finalCheckpointId;
-    if (!job.startingCheckpoint) this.notifyIdle(job);
+    this.pending = undefined;
+    this.finalRequests = new Set();
+    this.finalCheckpointId = undefined;
+    if (!this.starting) this.idle.wake();
   }
 
   // ---------------------------------------------------------------- internals
@@ -314,24 +294,25 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
    * Claim the job's next id on the record in `dir`, above its restore point and its last checkpoint.
    * The job is busy from here until begin() (synchronously after the claim) or claimed().
    */
-  private claim(job: J, dir: string): Promise<number> {
-    job.startingCheckpoint = true;
-    return this.deps.storage.claimId(dir, Math.max(job.checkpointFloor, job.checkpoints.at(-1)?.checkpointId ?? 0));
+  private claim(dir: string): Promise<number> {
+    this.starting = true;
+    return this.services.storage.claimId(dir, Math.max(this.floor, this.history.lastId));
   }
 
   /** A claim that begins nothing (it failed, or the job stopped running meanwhile). */
-  private claimed(job: J): void {
-    job.startingCheckpoint = false;
-    if (!job.pendingCheckpoint) this.notifyIdle(job);
+  private claimed(): void {
+    this.starting = false;
+    if (!this.pending) this.idle.wake();
   }
 
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
-  private begin(job: J, id: number, savepoint?: Pending['savepoint'], final = false, requested?: Pending['requested']): void {
-    job.startingCheckpoint = false;
-    const now = this.deps.clock.now();
+  private begin(id: number, savepoint?: PendingCheckpoint['savepoint'], final = false, requested?: PendingCheckpoint['requested']): void {
+    const job = this.job;
+    this.starting = false;
+    const now = this.services.clock.now();
     const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
-    job.pendingCheckpoint = {
-      span: (this.deps.tracer ?? NO_TRACING).start('clink.checkpoint', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.checkpoint.id': id, 'clink.checkpoint.kind': kind, 'clink.subtasks': job.subtasks.length }),
+    this.pending = {
+      span: (this.services.tracer ?? NO_TRACING).start('clink.checkpoint', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.checkpoint.id': id, 'clink.checkpoint.kind': kind, 'clink.subtasks': job.subtasks.length }),
       id,
       pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
       startedAt: now,
@@ -343,8 +324,7 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
       ...(requested ? { requested } : {}),
       ...(final ? { final } : {}),
     };
-    this.deps.postToJob(
-      job,
+    this.port.post(
       final
         ? makeMessage('FinalCheckpointAssigned', { jobId: job.id, checkpointId: id })
         : makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: now, savepointDir: savepoint?.dir ?? '' }),
@@ -352,55 +332,43 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
   }
 
   /** Every ack is in: write the marker, then commit (or, if it cannot be written, abort). */
-  private async complete(job: J, p: Pending): Promise<void> {
+  private async complete(p: PendingCheckpoint): Promise<void> {
+    const { job, services } = this;
     const dir = p.savepoint?.dir ?? jobDir(job.checkpoint.checkpointDir, job.id);
-    const marker: CompletedMarker = {
-      checkpointId: p.id,
-      jobId: job.id,
-      jobName: job.name,
-      subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
-      stateDir: checkpointStateDir(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), p.id),
-      completedAtMs: this.deps.clock.now(),
-      stateBytes: p.bytes,
-      files: p.files,
-      identity: identityOf(job.plan, job.name),
-      ...(p.committers.size > 0 ? { committers: [...p.committers].sort() } : {}),
-    };
+    const marker = completedMarker(job, p, dir, services.clock.now());
     try {
-      await this.deps.storage.writeMarker(dir, marker);
+      await services.storage.writeMarker(dir, marker);
     } catch (err) {
-      this.abort(job, 'finalize_failed', `its COMPLETED marker could not be written: ${(err as Error).message}`);
+      this.abort('finalize_failed', `its COMPLETED marker could not be written: ${(err as Error).message}`);
       return;
     }
-    const { metrics, log } = this.deps;
+    const { metrics, log } = services;
     const durationMs = marker.completedAtMs - p.startedAt;
     const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
-    job.checkpoints.push({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
-    if (job.checkpoints.length > CHECKPOINTS_LISTED) job.checkpoints.shift();
-    job.checkpointsCompleted++;
-    job.pendingCheckpoint = undefined;
-    job.lastCheckpointAt = this.deps.clock.now();
-    this.notifyIdle(job);
+    this.history.add({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
+    this.pending = undefined;
+    this.lastCheckpointAt = services.clock.now();
+    this.idle.wake();
     metrics.checkpointsCompleted.inc();
     p.span?.end({ 'clink.checkpoint.outcome': 'completed', 'clink.checkpoint.bytes': p.bytes, 'clink.checkpoint.duration_ms': durationMs, 'clink.checkpoint.alignment_ms': p.alignmentMs });
     metrics.lastCheckpointDurationMs.set(durationMs);
     metrics.lastCheckpointBytes.set(p.bytes);
     metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
-    job.restartsSpent = restartsSpentAfterCheckpoint(job.restartsSpent, job.restarts.at(-1)?.deployedAt, marker.completedAtMs, this.deps.restartBudgetResetAfterMs);
+    this.port.completed?.(marker.completedAtMs);
     log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
     // Each subtask that prepared something owes a confirmation once it has made it visible.
-    if (job.commits.owe(p.id, p.committers)) this.recordCommits(job);
-    this.deps.postToJob(job, makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
+    if (this.commits.owe(p.id, p.committers)) this.recordCommits();
+    this.port.post(makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
     p.requested?.({ ok: true, message: `checkpoint ${p.id} of job ${job.id} completed` });
     if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
     else {
       const retained = job.checkpoint.checkpointsRetained;
-      await this.deps.storage
+      await services.storage
         .retain(dir, jobStateDir(job.checkpoint, job.id), retained)
         .catch((err: unknown) => log.warn({ err, jobId: job.id }, `could not delete checkpoints of job ${job.id} beyond the ${retained} retained: ${(err as Error).message}`));
     }
-    this.maybeBeginFinal(job);
-    this.deps.maybeComplete(job);
+    this.maybeBeginFinal();
+    this.port.maybeComplete();
   }
 
   /**
@@ -408,45 +376,26 @@ export class CheckpointCoordinator<J extends CheckpointedJob = JobState> {
    * every source as the final checkpoint: its barrier follows their last record, and the sinks commit
    * the job's tail when it completes.
    */
-  private maybeBeginFinal(job: J): void {
-    if (job.state !== 'RUNNING' || job.finalCheckpointId !== undefined || this.busy(job) || !this.finalWanted(job)) return;
-    this.claim(job, jobDir(job.checkpoint.checkpointDir, job.id)).then(
+  private maybeBeginFinal(): void {
+    const job = this.job;
+    if (job.state !== 'RUNNING' || this.finalCheckpointId !== undefined || this.busy() || !this.finalWanted()) return;
+    this.claim(jobDir(job.checkpoint.checkpointDir, job.id)).then(
       (id) => {
-        if (job.state !== 'RUNNING') return this.claimed(job);
-        job.finalCheckpointId = id;
-        this.begin(job, id, undefined, true);
+        if (job.state !== 'RUNNING') return this.claimed();
+        this.finalCheckpointId = id;
+        this.begin(id, undefined, true);
       },
       (err: unknown) => {
-        this.claimed(job);
-        this.failOnFinal(job, `no id could be claimed for it: ${(err as Error).message}`, false);
+        this.claimed();
+        this.failOnFinal(`no id could be claimed for it: ${(err as Error).message}`, false);
       },
     );
   }
 
   /** Without its final checkpoint a job's tail cannot be committed exactly once: the attempt fails. */
-  private failOnFinal(job: J, reason: string, fatal: boolean): void {
-    this.deps.log.error({ jobId: job.id }, `the final checkpoint of job ${job.id} failed: ${reason}`);
-    this.deps.finalFailed(job, `its final checkpoint failed: ${reason}`, fatal);
-    this.deps.maybeComplete(job);
-  }
-
-  /** Resolves when no checkpoint of `job` is in flight, or after `ms`. */
-  private whenIdle(job: J, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const cancel = this.deps.clock.after(ms, () => done());
-      const done = (): void => {
-        cancel();
-        const list = this.idleWaiters.get(job);
-        const i = list?.indexOf(done) ?? -1;
-        if (i >= 0) list!.splice(i, 1);
-        if (list?.length === 0) this.idleWaiters.delete(job);
-        resolve();
-      };
-      (this.idleWaiters.get(job) ?? this.idleWaiters.set(job, []).get(job)!).push(done);
-    });
-  }
-
-  private notifyIdle(job: J): void {
-    for (const w of [...(this.idleWaiters.get(job) ?? [])]) w();
+  private failOnFinal(reason: string, fatal: boolean): void {
+    this.services.log.error({ jobId: this.job.id }, `the final checkpoint of job ${this.job.id} failed: ${reason}`);
+    this.port.finalFailed(`its final checkpoint failed: ${reason}`, fatal);
+    this.port.maybeComplete();
   }
 }

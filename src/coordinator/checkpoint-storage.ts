@@ -16,12 +16,13 @@ import { join, resolve } from 'node:path';
 import { ClinkError, StateError } from '../errors.js';
 import { checkpointSettingsFindings, refuseOnErrors } from '../lint/index.js';
 import type { MessageOf } from '../protocol/index.js';
-import { checkpointIdOfStateDir, checkpointStateDir, subtaskStateFile } from '../state/index.js';
+import { checkpointIdOfStateDir, checkpointStateDir, jobStateDir, subtaskStateFile } from '../state/index.js';
+import { subtaskKey } from '../plan/index.js';
 import { fencedWrite } from '../ha/index.js';
 import { writeFileDurably, makeDirectory } from '../util/index.js';
-import type { CheckpointStorage } from './checkpoint-coordinator.js';
+import type { CheckpointedJob, CheckpointStorage, PendingCheckpoint } from './checkpoint-ports.js';
 import type { CommitRecord } from './commit-ledger.js';
-import type { CheckpointIdentity } from './restore-gate.js';
+import { identityOf, type CheckpointIdentity } from './restore-gate.js';
 
 /** Refuse, at submit, a checkpoint configuration this engine cannot honour, saying what to change (the lint's settings checks). */
 export function checkCheckpointConfig(c: MessageOf<'SubmitJob'>['checkpoint']): void {
@@ -46,6 +47,22 @@ export interface CompletedMarker {
   identity?: CheckpointIdentity;
   /** Subtasks whose snapshot holds what a sink prepared, to be made visible when it completes. Absent: none, or an older marker. */
   committers?: string[];
+}
+
+/** The COMPLETED marker of checkpoint `p` of `job`, its state under `dir` for a savepoint, else the job's state directory. */
+export function completedMarker(job: CheckpointedJob, p: PendingCheckpoint, dir: string, completedAtMs: number): CompletedMarker {
+  return {
+    checkpointId: p.id,
+    jobId: job.id,
+    jobName: job.name,
+    subtasks: job.subtasks.map((t) => subtaskKey(t.taskId, t.index)),
+    stateDir: checkpointStateDir(p.savepoint ? dir : jobStateDir(job.checkpoint, job.id), p.id),
+    completedAtMs,
+    stateBytes: p.bytes,
+    files: p.files,
+    identity: identityOf(job.plan, job.name),
+    ...(p.committers.size > 0 ? { committers: [...p.committers].sort() } : {}),
+  };
 }
 
 /** Bytes before a state file's body: "CLK2", the header length, the body's SHA-256 (see state/file.ts). */

@@ -5,11 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/index.js';
-import { KeyGroupRange, networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
+import { KeyGroupRange, networkEdges, type PhysicalPlan } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { jobDir, writeRestoredRecord, type CompletedMarker } from './checkpoint-storage.js';
 import type { JobState, SubtaskState, WorkerSession } from './job-state.js';
-import { countChannels } from './job-views.js';
 import type { ModuleCache } from './module-cache.js';
 import { slotOf, type PlacementPlan } from './placement.js';
 import { checkRestore, type RestoreDecision } from './restore-gate.js';
@@ -39,30 +38,25 @@ export class Deployer {
   }
 
   /**
-   * Charge the placement's slots, record its subtasks (replacing those of an earlier attempt: the whole
-   * job, or a retried region), and send each worker its Deploy as attempt `job.attempt`. Placing and
-   * deploying happen with no await between, so the slots placed are still free when charged.
+   * Charge the placement's slots and return the subtask records it makes (attempt `job.attempt`); the
+   * job's master records them as the job's. Placing and charging happen with no await between, so the
+   * slots placed are still free when charged.
    */
-  deploy(job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined): void {
-    const placed = new Set([...placement.values()].flatMap((sts) => sts.map((t) => subtaskKey(t.taskId, t.index))));
-    job.subtasks = job.subtasks.filter((t) => {
-      if (!placed.has(subtaskKey(t.taskId, t.index))) return true;
-      job.collectedBytes -= t.collected?.length ?? 0;
-      return false;
-    });
+  charge(job: Pick<JobState, 'id' | 'attempt'>, placement: PlacementPlan): SubtaskState[] {
+    const placed: SubtaskState[] = [];
     for (const [workerId, sts] of placement) {
       const s = this.deps.sessions.get(workerId)!;
       for (const st of sts) {
         const slot = slotOf(st);
         s.slotShares.set(`${job.id}/${slot}`, (s.slotShares.get(`${job.id}/${slot}`) ?? 0) + 1);
-        job.subtasks.push({ taskId: st.taskId, index: st.index, session: s, slot, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
+        placed.push({ taskId: st.taskId, index: st.index, session: s, slot, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
       }
     }
-    const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s.taskId, s.index), i]));
-    job.subtasks.sort((a, b) => order.get(subtaskKey(a.taskId, a.index))! - order.get(subtaskKey(b.taskId, b.index))!);
-    const byWorker = new Map<string, SubtaskState[]>();
-    for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
-    job.edges = countChannels(job.plan, byWorker);
+    return placed;
+  }
+
+  /** Send each worker of `placement` its Deploy, as attempt `job.attempt`, from `restore`. */
+  send(job: JobState, placement: PlacementPlan, restore: CompletedMarker | undefined): void {
     const decision = restore ? this.logRestore(job, restore) : undefined;
     for (const [workerId, sts] of placement) {
       const s = this.deps.sessions.get(workerId)!;

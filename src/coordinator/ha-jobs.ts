@@ -16,7 +16,7 @@ import type { Logger } from '../log/index.js';
 import { NO_TRACING, type ClinkMetrics, type Tracer } from '../metrics/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { CompletedMarker } from './checkpoint-storage.js';
-import { describeRestorePoint } from './job-recovery.js';
+import { describeRestorePoint } from './restore-points.js';
 import type { CachedModule, JobState, JobView } from './job-state.js';
 import type { PlacedJob, Resubmission } from './job-submission.js';
 import { NotEnoughSlotsError } from './placement.js';
@@ -166,10 +166,9 @@ export class HaJobs {
       autoscaleMin: manifest.autoscale?.min ?? 0,
       autoscaleMax: manifest.autoscale?.max ?? 0,
     } as unknown as MessageOf<'SubmitJob'>;
-    const placed = await this.deps.place(m, { jobId: manifest.jobId, ownRestore, waitForSlotsMs: 0 });
+    const placed = await this.deps.place(m, { jobId: manifest.jobId, ownRestore, waitForSlotsMs: 0, submittedAt: manifest.submittedAt });
     if (this.deps.running(manifest.jobId)) return;
     const { job, restore } = placed;
-    job.startedAt = manifest.submittedAt;
     this.deps.start(placed);
     this.deps.metrics.haJobsRecovered.inc();
     this.deps.log.info({ jobId: job.id, epoch: this.deps.epoch, restoredFrom: restore?.checkpointId ?? 0 }, `job ${job.id} (${job.name}) taken over at epoch ${this.deps.epoch} from ${describeRestorePoint(job, restore)}`);

@@ -14,10 +14,9 @@ import type { Logger } from '../log/index.js';
 import { networkEdges, subtaskKey, type PhysicalPlan } from '../plan/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import { deferred, type Clock, type Deferred } from '../util/index.js';
-import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import type { CompletedMarker } from './checkpoint-storage.js';
-import { peersOf, type Deployer } from './deployer.js';
-import { takePlan, type JobCutover, type JobState, type StagedRescale, type WorkerSession } from './job-state.js';
+import { peersOf } from './deployer.js';
+import type { JobCutover, JobRescale, JobState, StagedRescale, SubtaskState, WorkerSession } from './job-state.js';
 import { placementSubtasks, type PlacementPlan, type PlacementSubtask } from './placement.js';
 
 /** The tasks a hot rescale replaces (C) and the running ones beside them that wait while it does. */
@@ -56,15 +55,11 @@ export type CutoverResult =
 export interface HotCutoverDeps {
   clock: Clock;
   log: Logger;
-  checkpoints: CheckpointCoordinator;
-  deployer: Deployer;
   post: (s: WorkerSession, m: Message) => void;
   /** Slots for the new subtasks (beside the job's own). */
   place: (job: JobState, subtasks: PlacementSubtask[]) => Promise<PlacementPlan>;
   /** The job's newest completed checkpoint of its own. */
   newestCheckpoint: (job: JobState) => Promise<CompletedMarker | undefined>;
-  /** Drain and replan from the cutover checkpoint (JobRecovery.beginRescale). */
-  replan: (job: JobState, staged: StagedRescale) => void;
   slotSharing: boolean;
   /** How long each step may take. */
   stepTimeoutMs: number;
@@ -76,6 +71,18 @@ interface StepWait {
   pending: Set<WorkerSession>;
   /** Settles when every session has answered, or one refused. */
   answered: Deferred<void>;
+}
+
+/** What a rescale asks of the job it rescales (its JobMaster): the job's record changes only through these. */
+export interface RescaleTarget {
+  readonly job: JobState;
+  /** Drain and replan from a rescale's checkpoint (RESCALING). */
+  rescale(staged: StagedRescale): void;
+  beginCutover(rescaleId: number): JobCutover;
+  endCutover(cutover: JobCutover): void;
+  adoptCutover(staged: Omit<StagedRescale, 'checkpointId'>, retired: readonly SubtaskState[]): void;
+  recordRescale(r: JobRescale): void;
+  deploy(placement: PlacementPlan, restore: CompletedMarker | undefined): void;
 }
 
 export class HotCutover {
@@ -94,18 +101,19 @@ export class HotCutover {
   }
 
   /** Replace the tasks `tasks.changed` of `job` by those of `staged`, from a checkpoint taken now. */
-  async run(job: JobState, staged: Omit<StagedRescale, 'checkpointId'>, tasks: CutoverTasks): Promise<CutoverResult> {
+  async run(target: RescaleTarget, staged: Omit<StagedRescale, 'checkpointId'>, tasks: CutoverTasks): Promise<CutoverResult> {
+    const job = target.job;
     const rescaleId = ++this.seq;
     const changed = new Set(tasks.changed);
     const involved = new Set([...tasks.changed, ...tasks.neighbours]);
     const armed = [...new Set(job.subtasks.filter((t) => !t.finished && involved.has(t.taskId)).map((t) => t.session))];
-    const cutover: JobCutover = (job.cutover = { rescaleId });
+    const cutover = target.beginCutover(rescaleId);
     let checkpointId = 0;
     // The tasks taking part stop at the cutover checkpoint's barrier, soon after its trigger.
     let triggeredAt = 0;
     let completed = false;
     try {
-      const taken = await this.deps.checkpoints.checkpointNow(job, `the rescale of job ${job.id}`, async (id) => {
+      const taken = await job.checkpointing.checkpointNow(`the rescale of job ${job.id}`, async (id) => {
         checkpointId = id;
         await this.step(job, rescaleId, armed, 'armed', makeMessage('BeginRescale', { jobId: job.id, rescaleId, cutoverCheckpointId: id, operatorId: '', newParallelism: 0, specJson: staged.specJson, tasks: tasks.changed }));
         triggeredAt = this.deps.clock.now();
@@ -126,11 +134,12 @@ export class HotCutover {
       if (left) throw new Error(`subtask ${subtaskKey(left.taskId, left.index)} did not retire`);
       const restore = await this.deps.newestCheckpoint(job);
       if (restore?.checkpointId !== checkpointId) throw new Error(`checkpoint ${checkpointId} is not the job's newest`);
-      this.adopt(job, staged, old, changed);
+      target.adoptCutover(staged, old);
+      rewire(job, changed);
       const connected = new Promise<void>((resolve) => (cutover.connected = resolve));
       const placement = await this.deps.place(job, placementSubtasks(job.plan, this.deps.slotSharing, (s) => changed.has(s.taskId)));
       this.assertCurrent(job, rescaleId);
-      this.deps.deployer.deploy(job, placement, restore);
+      target.deploy(placement, restore);
       at.deployed = this.deps.clock.now();
       await this.until(job, rescaleId, 'the new subtasks to start', connected);
       at.started = this.deps.clock.now();
@@ -140,11 +149,11 @@ export class HotCutover {
       const pauseMs = this.deps.clock.now() - triggeredAt;
       const steps = { checkpointMs: at.checkpoint - triggeredAt, reboundMs: at.rebound - at.checkpoint, deployMs: at.deployed - at.rebound, startMs: at.started - at.deployed, releaseMs: this.deps.clock.now() - at.started };
       this.deps.log.info({ jobId: job.id, rescaleId, ...steps }, `hot rescale of job ${job.id}: checkpoint ${steps.checkpointMs} ms, retire and rebind ${steps.reboundMs} ms, place ${steps.deployMs} ms, new subtasks started ${steps.startMs} ms, release ${steps.releaseMs} ms`);
-      job.rescales.push({ requestedAt: staged.requestedAt, at: triggeredAt, deployedAt: this.deps.clock.now(), runningAt: this.deps.clock.now(), changes: staged.changes, restoredFrom: checkpointId, attempt: job.attempt, cause: staged.cause, mode: 'hot-cutover' });
+      target.recordRescale({ requestedAt: staged.requestedAt, at: triggeredAt, deployedAt: this.deps.clock.now(), runningAt: this.deps.clock.now(), changes: staged.changes, restoredFrom: checkpointId, attempt: job.attempt, cause: staged.cause, mode: 'hot-cutover' });
       return { ok: true, checkpointId, pauseMs };
     } catch (err) {
       const message = (err as Error).message;
-      if (job.cutover === cutover) job.cutover = undefined;
+      target.endCutover(cutover);
       this.waits.delete(job);
       if (job.state !== 'RUNNING') return { ok: false, checkpointId, message };
       if (!completed) {
@@ -154,26 +163,10 @@ export class HotCutover {
         return { ok: false, checkpointId: 0, message };
       }
       this.deps.log.warn({ jobId: job.id, rescaleId, checkpointId }, `hot rescale of job ${job.id} failed after checkpoint ${checkpointId}: ${message}; draining and replanning from it`);
-      this.deps.replan(job, { ...staged, checkpointId });
+      target.rescale({ ...staged, checkpointId });
       return { ok: false, checkpointId, message };
     } finally {
-      if (job.cutover === cutover) job.cutover = undefined;
-    }
-  }
-
-  /** The job takes the new plan; the retired subtasks leave it, and each input fed by C gets C's new channels. */
-  private adopt(job: JobState, staged: Omit<StagedRescale, 'checkpointId'>, retired: readonly JobState['subtasks'][number][], changed: ReadonlySet<string>): void {
-    takePlan(job, staged);
-    job.subtasks = job.subtasks.filter((t) => !retired.includes(t));
-    // The workers appended the new channels on the same data port (CutoverRebind): the same for the peer lists.
-    for (const { edge, up, down } of networkEdges(job.plan)) {
-      if (!changed.has(up.id) || changed.has(down.id)) continue;
-      for (const st of job.subtasks.filter((t) => t.taskId === down.id)) {
-        const port = st.listening?.[0]?.port;
-        if (port === undefined) continue;
-        const kept = (st.listening ?? []).filter((p) => p.upstreamTaskId !== up.id || p.inputIndex !== edge.inputIndex);
-        st.listening = [...kept, ...Array.from({ length: up.parallelism }, (_, u) => ({ inputIndex: edge.inputIndex, upstreamTaskId: up.id, upstreamSubtask: u, port }))];
-      }
+      target.endCutover(cutover);
     }
   }
 
@@ -224,5 +217,18 @@ export class HotCutover {
         },
       );
     });
+  }
+}
+
+/** Each input fed by a rescaled task C gets C's new channels: the workers appended them on the same data port (CutoverRebind). */
+function rewire(job: JobState, changed: ReadonlySet<string>): void {
+  for (const { edge, up, down } of networkEdges(job.plan)) {
+    if (!changed.has(up.id) || changed.has(down.id)) continue;
+    for (const st of job.subtasks.filter((t) => t.taskId === down.id)) {
+      const port = st.listening?.[0]?.port;
+      if (port === undefined) continue;
+      const kept = (st.listening ?? []).filter((p) => p.upstreamTaskId !== up.id || p.inputIndex !== edge.inputIndex);
+      st.listening = [...kept, ...Array.from({ length: up.parallelism }, (_, u) => ({ inputIndex: edge.inputIndex, upstreamTaskId: up.id, upstreamSubtask: u, port }))];
+    }
   }
 }

@@ -41,7 +41,8 @@ export {
   type RestorePoint,
 } from './checkpoint-storage.js';
 export { CommitLedger, type CommitRecord } from './commit-ledger.js';
-export { CheckpointCoordinator, type CheckpointedJob, type CheckpointCoordinatorDeps } from './checkpoint-coordinator.js';
+export { CheckpointCoordinator } from './checkpoint-coordinator.js';
+export type { CheckpointedJob, CheckpointPort, CheckpointServices, CheckpointStorage } from './checkpoint-ports.js';
 export { deploymentTask, recordRestore } from './deployer.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';
 export { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission, type AdmissionVerdict } from './admission.js';

@@ -57,7 +57,7 @@ export function jobDetailParts(j: JobState): JobDetailParts {
   // A finished subtask has no worker: its channels are left out.
   const edges = networkEdges(j.plan).map((e) => ({ source: e.up.id, target: e.down.id, kind: e.edge.kind, channels: edgeChannels(e, workerOf) }));
   const c = j.checkpoint;
-  const p = j.pendingCheckpoint;
+  const p = j.checkpointing.inFlight;
   return {
     graph: { tasks, edges },
     checkpointConfig: {

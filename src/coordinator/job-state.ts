@@ -6,21 +6,16 @@ import type { FrameConnection, Outbox } from '../net/index.js';
 import { failoverRegions, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { CompletedMarker } from './checkpoint-storage.js';
-import type { CommitLedger } from './commit-ledger.js';
 import type { ClientSession } from './client-sessions.js';
 import type { JobGuarantee } from '../connectors/index.js';
 import type { JobStateName } from './job-lifecycle.js';
 import type { AutoscaleRecord, JobAutoscale } from './autoscaler.js';
 import type { SubtaskSample } from './task-metrics.js';
-import type { CheckpointFailureReason, Span } from '../metrics/index.js';
+import type { Span } from '../metrics/index.js';
+import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
+import type { CheckpointFailure } from './checkpoint-ports.js';
 
-/** A checkpoint given up: its id, the typed reason (counted by clink_checkpoints_aborted_total), and what happened. */
-export interface CheckpointFailure {
-  checkpointId: number;
-  reason: CheckpointFailureReason;
-  detail: string;
-  at: number;
-}
+export type { CheckpointFailure };
 
 /** A rescale carried out (drain and replan): what changed, from which checkpoint, and how long the job paused. */
 export interface JobRescale {
@@ -176,46 +171,13 @@ export interface JobState {
   /** Data-plane channels between subtasks in one process (pointer passes) and across processes (sockets). */
   edges: { local: number; socket: number };
   checkpoint: MessageOf<'SubmitJob'>['checkpoint'];
-  /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
-  checkpointFloor: number;
   /**
    * The restore point the job was submitted with (a savepoint, or a predecessor's checkpoint). Until the
    * job completes a checkpoint of its own, every restart and retry resumes from it, never from nothing.
    */
   submittedRestore?: CompletedMarker;
-  pendingCheckpoint?: {
-    id: number;
-    pending: Set<string>;
-    startedAt: number;
-    bytes: number;
-    /** Each acked subtask's state file: size and SHA-256, recorded in the marker. */
-    files: Record<string, { bytes: number; sha256: string }>;
-    /** Subtasks whose snapshot holds what a sink prepared: each confirms the commit (CommitLedger). */
-    committers: Set<string>;
-    /** The longest barrier alignment any subtask reported. */
-    alignmentMs: number;
-    /** For a savepoint: where it goes, and who waits for it. */
-    savepoint?: { dir: string; done: (r: { ok: boolean; message: string; path: string }) => void };
-    /** A checkpoint of the job's own asked for (a rescale's): who waits for it. */
-    requested?: (r: { ok: boolean; message: string }) => void;
-    final?: boolean;
-    /** Its clink.checkpoint span (OTLP), ended with the checkpoint. */
-    span?: Span;
-  };
-  startingCheckpoint?: boolean;
-  /**
-   * A checkpoint whose acks are all in while its COMPLETED marker is being written. A restart reads its
-   * restore point only after this settles: sinks that survive the failure may still commit the
-   * checkpoint, so the restore must not start from the one before it.
-   */
-  markerWrite?: Promise<void>;
-  /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
-  finalRequests?: Set<string>;
-  /** The final checkpoint's id, once claimed. */
-  finalCheckpointId?: number;
-  lastCheckpointAt: number;
-  /** The latest checkpoint aborted, why (a typed reason) and what happened. */
-  lastCheckpointFailure?: CheckpointFailure;
+  /** Its checkpoint coordinator: the checkpoint in flight, the completed ones, the confirmed commits. */
+  readonly checkpointing: CheckpointCoordinator;
   /** The deploy attempt running: 0 at submit, one more at each restart. */
   attempt: number;
   restarts: JobRestart[];
@@ -243,14 +205,10 @@ export interface JobState {
   retries: JobRetry[];
   /** The end-to-end guarantee it runs with, decided at submit (see connectors/capabilities.ts). */
   guarantee: JobGuarantee;
-  checkpoints: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; durationMs: number; stateBytes: number; alignmentMs: number; completedAtMs: number }[];
-  /** Checkpoints (of every kind) it has completed; `checkpoints` lists only the latest. */
-  checkpointsCompleted: number;
-  /** Which completed checkpoints' commits its sinks have confirmed (written by the checkpoint coordinator). */
-  commits: CommitLedger;
-  /** The COMMITTED record's write in flight. */
-  commitWrite?: Promise<void>;
 }
+
+/** A job as submission builds it; its JobMaster gives it its checkpoint coordinator. */
+export type NewJob = Omit<JobState, 'checkpointing'>;
 
 /** A job as the API shows it. */
 export interface JobView {

@@ -13,10 +13,9 @@ import type { MessageOf } from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
 import { checkCheckpointConfig, resolveRestore, type CompletedMarker } from './checkpoint-storage.js';
 import type { ClientSession } from './client-sessions.js';
-import { CommitLedger } from './commit-ledger.js';
 import type { CoordinatorConfig } from './config.js';
 import { recordRestore } from './deployer.js';
-import type { CachedModule, JobState } from './job-state.js';
+import type { CachedModule, NewJob } from './job-state.js';
 import { countChannels } from './job-views.js';
 import { placementSubtasks, type PlacementPlan } from './placement.js';
 import { judgeFallback } from './fallback.js';
@@ -35,7 +34,7 @@ export interface SubmissionDeps {
 
 /** A job placed and ready to deploy (nothing awaits between this and the deploy: its slots are free). */
 export interface PlacedJob {
-  job: JobState;
+  job: NewJob;
   placement: PlacementPlan;
   restore: CompletedMarker | undefined;
 }
@@ -58,6 +57,8 @@ export interface Resubmission {
   ownRestore: CompletedMarker | undefined;
   /** How long it may wait for slots (a takeover does not wait: a job without them is parked). */
   waitForSlotsMs: number;
+  /** When it was first submitted (its duration counts from there). */
+  submittedAt: number;
 }
 
 /**
@@ -111,7 +112,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
   const waitMs = resubmission?.waitForSlotsMs ?? config.submitWaitForSlotsMs;
   const placement = await deps.slots.place(id, subtasks, waitMs, { detail: slotNeed(plan, config.slotSharing).detail });
   const regions = failoverRegions(plan);
-  const job: JobState = {
+  const job: NewJob = {
     id,
     name: jobName,
     spec,
@@ -121,7 +122,7 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     params: m.params,
     buildParallelism: m.buildParallelism,
     state: 'DEPLOYING',
-    startedAt: clock.now(),
+    startedAt: resubmission?.submittedAt ?? clock.now(),
     subtasks: [],
     ...(client ? { client } : {}),
     collectedBytes: 0,
@@ -129,18 +130,13 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     subtaskProgress: new Map(),
     edges: countChannels(plan, placement),
     checkpoint: m.checkpoint,
-    checkpointFloor: restore?.checkpointId ?? 0,
     ...(submittedRestore ? { submittedRestore } : {}),
-    lastCheckpointAt: clock.now(),
     attempt: 0,
     restarts: [],
     rescales: [],
     parallelismOf: {},
     ...(autoscale ? { autoscale: newJobAutoscale(autoscale, { sustainMs: config.autoscaleSustainMs, cooldownMs: config.autoscaleCooldownMs, maxChangesPerHour: config.autoscaleMaxChangesPerHour, lagHigh: config.autoscaleLagRecords }, clock.now()) } : {}),
     restartsSpent: 0,
-    checkpoints: [],
-    checkpointsCompleted: 0,
-    commits: new CommitLedger(),
     regions,
     regionOf: new Map(regions.flatMap((keys, i) => keys.map((k) => [k, i] as const))),
     retriesBySubtask: new Map(),

@@ -12,6 +12,7 @@ export function jobView(j: JobState, now: number): JobView {
   const finishedIn = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).inputs.length === 0).reduce((n, t) => n + t.recordsIn, 0);
   const finishedOut = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).outputs.length === 0).reduce((n, t) => n + t.recordsOut, 0);
   const done = j.finishedAt !== undefined;
+  const ck = j.checkpointing;
   return {
     jobId: j.id,
     name: j.name,
@@ -31,10 +32,10 @@ export function jobView(j: JobState, now: number): JobView {
     ...(j.autoscale ? { autoscaler: { min: j.autoscale.policy.min, max: j.autoscale.policy.max, decisions: j.autoscale.decisions } } : {}),
     retries: j.retries,
     guarantee: j.guarantee,
-    checkpointsCompleted: j.checkpointsCompleted,
-    lastCheckpointId: j.checkpoints.at(-1)?.checkpointId ?? 0,
-    commits: { confirmedThrough: j.commits.confirmedThrough, owed: j.commits.owedCheckpoints },
-    ...(j.lastCheckpointFailure ? { lastCheckpointFailure: j.lastCheckpointFailure } : {}),
+    checkpointsCompleted: ck.history.completed,
+    lastCheckpointId: ck.history.lastId,
+    commits: { confirmedThrough: ck.commits.confirmedThrough, owed: ck.commits.owedCheckpoints },
+    ...(ck.history.lastAborted ? { lastCheckpointFailure: ck.history.lastAborted } : {}),
   };
 }
 

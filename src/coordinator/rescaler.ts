@@ -8,11 +8,9 @@ import { defaultCacheDir, planInThread } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, slotNeed, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
 import type { Clock } from '../util/index.js';
-import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { isTerminal } from './job-lifecycle.js';
-import type { JobRecovery } from './job-recovery.js';
 import type { CachedModule, JobState, RescaleMode, StagedRescale } from './job-state.js';
-import { cutoverTasks, type HotCutover } from './hot-rescale.js';
+import { cutoverTasks, type HotCutover, type RescaleTarget } from './hot-rescale.js';
 import { checkRestore, identityOf } from './restore-gate.js';
 
 /** What a rescale asks for: the job's parallelism (0: keep it) and operators' own, by id (uid). */
@@ -34,8 +32,6 @@ export type RescaleRefusalCode = 'CLINK_ERR_NOT_FOUND' | 'CLINK_ERR_STATE' | 'CL
 export interface RescalerDeps {
   clock: Clock;
   log: Logger;
-  checkpoints: CheckpointCoordinator;
-  recovery: JobRecovery;
   /** Build the job's module again at `parallelism`, with these operators' own (a plan thread). */
   plan: (module: CachedModule, parallelism: number, params: Record<string, string>, parallelismOf: Record<string, number>) => Promise<JobGraphSpec>;
   /** Slots of the live workers, in all. */
@@ -93,7 +89,8 @@ export class Rescaler {
 
   constructor(private readonly deps: RescalerDeps) {}
 
-  async rescale(job: JobState, request: RescaleRequest, cause: string): Promise<RescaleOutcome> {
+  async rescale(target: RescaleTarget, request: RescaleRequest, cause: string): Promise<RescaleOutcome> {
+    const job = target.job;
     const refuse = (code: RescaleRefusalCode, message: string): RescaleOutcome => ({ ok: false, code, message: `rescale of job ${job.id} refused: ${message}` });
     if (job.state !== 'RUNNING') return refuse('CLINK_ERR_STATE', `it is ${job.state}, not RUNNING`);
     if (this.inFlight.has(job)) return refuse('CLINK_ERR_STATE', 'a rescale of it is in progress');
@@ -134,7 +131,7 @@ export class Rescaler {
       if (typeof tasks === 'string' && mode === 'hot') return refuse('CLINK_ERR_INVALID_ARGUMENT', `it cannot be rescaled in place: ${tasks}; rescale it with --mode replan`);
       let checkpointId = 0;
       if (typeof tasks !== 'string') {
-        const hot = await this.deps.cutover.run(job, staging, tasks);
+        const hot = await this.deps.cutover.run(target, staging, tasks);
         if (hot.ok) {
           await persist();
           const message = `job ${job.id} rescaled in place (${changes.join(', ')}) from checkpoint ${hot.checkpointId}; the tasks beside them paused ${hot.pauseMs} ms`;
@@ -149,11 +146,11 @@ export class Rescaler {
         checkpointId = hot.checkpointId;
       }
       if (checkpointId === 0) {
-        const taken = await this.deps.checkpoints.checkpointNow(job, `the rescale of job ${job.id}`);
+        const taken = await job.checkpointing.checkpointNow(`the rescale of job ${job.id}`);
         if (!taken.ok) return refuse('CLINK_ERR_STATE', taken.message);
         if (job.state !== 'RUNNING') return refuse('CLINK_ERR_STATE', `it is ${job.state} since its checkpoint ${taken.checkpointId}, not RUNNING`);
         checkpointId = taken.checkpointId;
-        this.deps.recovery.beginRescale(job, { ...staging, checkpointId });
+        target.rescale({ ...staging, checkpointId });
       }
       await persist();
       const settled = await this.settled(job, before);

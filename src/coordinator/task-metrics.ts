@@ -3,7 +3,7 @@
  * downstream and for input, and its last watermark; rates, the backpressure ratio and the busy share come
  * from the difference between its last two reports. What the API and the console show of a running job's operators.
  */
-import type { MessageOf, SubtaskProgressReport } from '../protocol/index.js';
+import type { SubtaskProgressReport } from '../protocol/index.js';
 import { subtaskKey } from '../plan/index.js';
 import type { JobState } from './job-state.js';
 
@@ -35,33 +35,20 @@ export interface TaskMetrics {
   measured: number;
 }
 
-/** A heartbeat from worker `workerId`: its jobs' totals and each running subtask's report. */
-export function recordHeartbeat(jobOf: (jobId: string) => JobState | undefined, workerId: string, m: MessageOf<'Heartbeat'>, now: number): void {
-  for (const p of m.jobs) jobOf(p.jobId)?.progress.set(workerId, { sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
-  for (const p of m.subtasks) {
-    const job = jobOf(p.jobId);
-    if (job) recordSubtaskProgress(job, p, now);
-  }
-}
-
 /**
- * Keep `report` as its subtask's newest sample; one that counts less than the last, or is younger, starts
- * over (a new attempt). A report read at the same age as the last is that reading again (a job thread
- * posts its counts on its own timer, which drifts against the heartbeat's) and changes nothing: taken as
- * a new sample it would measure no time waited over a heartbeat's interval, a backpressured task at 0.
+ * The sample to keep after `report` (undefined: keep `last`). One that counts less than the last, or is
+ * younger, starts over (a new attempt). A report read at the same age as the last is that reading again
+ * (a job thread posts its counts on its own timer, which drifts against the heartbeat's) and changes
+ * nothing: taken as a new sample it would measure no time waited over a heartbeat's interval, a
+ * backpressured task at 0.
  */
-export function recordSubtaskProgress(job: JobState, report: SubtaskProgressReport, now: number): void {
-  const key = subtaskKey(report.taskId, report.subtaskIndex);
-  const last = job.subtaskProgress.get(key);
+export function nextSample(last: SubtaskSample | undefined, report: SubtaskProgressReport, now: number): SubtaskSample | undefined {
   const aged = report.ageMs > 0 && last !== undefined && last.report.ageMs > 0;
   const fresh = !last || report.recordsIn < last.report.recordsIn || report.recordsOut < last.report.recordsOut || (aged ? report.ageMs < last.report.ageMs : now <= last.at);
-  if (fresh) {
-    job.subtaskProgress.set(key, { report, at: now });
-    return;
-  }
-  if (aged && report.ageMs === last.report.ageMs) return;
+  if (fresh) return { report, at: now };
+  if (aged && report.ageMs === last.report.ageMs) return undefined;
   const spanMs = aged ? report.ageMs - last.report.ageMs : now - last.at;
-  job.subtaskProgress.set(key, { report, at: now, previous: { report: last.report, spanMs } });
+  return { report, at: now, previous: { report: last.report, spanMs } };
 }
 
 export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {

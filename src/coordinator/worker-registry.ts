@@ -2,7 +2,7 @@
  * The worker registry: a session per registered worker (its outbox, its slots), registration and
  * re-registration (the old session retired once its connection is read to the end), the watchdog's
  * verdicts (silence, overflow, stall: `worker lost: <id> (<cause>)`), posting frames, and the flush at
- * stop. What a session's loss means for jobs is the coordinator's, told through `onGone`.
+ * stop. What a session's loss means for jobs is the coordinator's, told through its WorkerEvents.
  */
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
@@ -34,14 +34,20 @@ export interface WorkerRegistryDeps {
   /** Refusals a flood would repeat (a registration past the cap, retried), rate-limited. @default log */
   admissionLog?: { warn(msg: string): void };
   metrics: ClinkMetrics;
+  /** Who hears what the sessions do. */
+  events: WorkerEvents;
+}
+
+/** What the registry tells of its sessions (the coordinator's router). */
+export interface WorkerEvents {
   /** A session opened: capacity changed. */
-  onRegistered: (s: WorkerSession) => void;
+  registered(s: WorkerSession): void;
   /** A heartbeat's progress of the jobs on it. */
-  onProgress: (s: WorkerSession, heartbeat: MessageOf<'Heartbeat'>) => void;
+  progress(s: WorkerSession, heartbeat: MessageOf<'Heartbeat'>): void;
   /** A frame of the session, in order. */
-  dispatch: (s: WorkerSession, m: Message) => void;
+  frame(s: WorkerSession, m: Message): void;
   /** The session is gone; its unfinished subtasks fail with `error`. */
-  onGone: (s: WorkerSession, error: string) => void;
+  gone(s: WorkerSession, error: string): void;
 }
 
 /** Wait for `p`, but no longer than `ms`. */
@@ -181,7 +187,7 @@ export class WorkerRegistry {
     });
     this.sessions.set(m.workerId, session);
     this.lastRegistrationAt = this.clock.now();
-    this.deps.onRegistered(session);
+    this.deps.events.registered(session);
     this.log.info({ workerId: m.workerId, session: session.session, slots: m.slotCount }, `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`);
     conn.start({
       onRead: (msg) => {
@@ -192,11 +198,11 @@ export class WorkerRegistry {
           this.retire(session, 'shutdown');
           return true;
         }
-        this.deps.onProgress(session, msg);
+        this.deps.events.progress(session, msg);
         this.post(session, makeMessage('HeartbeatAck', { seq: msg.seq }));
         return true;
       },
-      onMessage: (msg) => this.deps.dispatch(session, msg),
+      onMessage: (msg) => this.deps.events.frame(session, msg),
     });
   }
 
@@ -271,7 +277,7 @@ export class WorkerRegistry {
     }
     s.outbox.abort(`worker ${state}: ${s.id} (${cause})`);
     s.conn.close();
-    this.deps.onGone(s, `worker ${state}: ${s.id} (${cause})`);
+    this.deps.events.gone(s, `worker ${state}: ${s.id} (${cause})`);
   }
 
   /** Flush every active session's outbox against one deadline, then close every connection. */

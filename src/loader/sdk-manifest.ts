@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "3667c5e5b79444934d25c8b3ecad5e8feeab9a98c35cb270b7189b5ce5ed7f5a",
+  "fingerprint": "12c273c0622dfdca8c43aa49d17aa8c13e54127ff3812283e3ff7bd014272635",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -74,7 +74,7 @@ export const SDK_MANIFEST = {
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "16a0a12c2e47efe9893eaf99dd80919eea2c2375190caf2072479b53573b708f",
+    "util/index.d.ts": "c11431f4c6917d1db29b63da04fa3f6af5c0fd52c2b33bb290376b240b647a0d",
     "util/numbers.d.ts": "b47d116d1a9921db48d4e78fd8e27c67be203945b3411678f203343ef6e9ef0d",
     "util/parse.d.ts": "982b4c3310ff2444e08a729ec7b57e23ea386957603a15d521bd7d1171695f31",
     "util/recent.d.ts": "a1bf3a9f4bfb99947d626112b9db093013f563a1b9b8de5bd0be8941aba0ca0d",
@@ -83,6 +83,8 @@ export const SDK_MANIFEST = {
     "util/secret.d.ts": "74382bfda34bb2a585205bb59143c7b29b891ffad507e93ef914be4457a134b9",
     "util/threads.d.ts": "4457c28341420b09a1de04e187a93e9dcd77620d4db10cf14390e061fb761694",
     "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",
-    "util/validation.d.ts": "c473297030bb0de81853199adb57c93518b496dfe99682b802a2da37d4b80e9b"
+    "util/validation.d.ts": "c473297030bb0de81853199adb57c93518b496dfe99682b802a2da37d4b80e9b",
+    "util/waiters.d.ts": "5a39db9c3577041c4c9f0ef06ff6864602afff6664c61faad52688223d316687",
+    "util/write-chain.d.ts": "3a11e3eb7cb124629aab3da21590d69786c9d3e13584bd9eea397db915025c59"
   }
 } as const;

@@ -9,7 +9,7 @@
  *
  * Decisions only: the posts, the clock and checkpoint storage are injected (unit-tested on a fake clock).
  */
-import { CheckpointCoordinator, CommitLedger, type CheckpointCoordinatorDeps, type CheckpointedJob, type PlacementSubtask } from '../coordinator/index.js';
+import { CheckpointCoordinator, isTerminal, transition, type CheckpointStorage, type JobStateName, type PlacementSubtask } from '../coordinator/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
@@ -17,9 +17,6 @@ import { decodeCollected, makeMessage, type Message } from '../protocol/index.js
 import type { CheckpointSettings } from '../client/index.js';
 import type { Clock } from '../util/index.js';
 
-/** Where the leader's run stands: legal moves are deploying -> running -> ended, and deploying -> ended. */
-export type LeaderPhase = 'deploying' | 'running' | 'ended';
-const MOVES: Record<LeaderPhase, readonly LeaderPhase[]> = { deploying: ['running', 'ended'], running: ['ended'], ended: [] };
 
 export interface RunOutcome {
   ok: boolean;
@@ -48,7 +45,7 @@ export interface LeaderRunDeps {
   clock: Clock;
   /** Send a frame to member `member` (the leader's own member included). */
   post: (member: number, m: Message) => void;
-  storage: CheckpointCoordinatorDeps['storage'];
+  storage: CheckpointStorage;
   log: Logger;
   metrics: ClinkMetrics;
   /** The run has ended (once). */
@@ -59,13 +56,25 @@ export interface LeaderRunDeps {
 export const PEER_VERDICT_MS = 1_000;
 
 type MeshSubtask = { taskId: string; index: number; member: number; finished: boolean; collected?: Uint8Array };
-type MeshJob = Omit<CheckpointedJob, 'subtasks'> & { subtasks: MeshSubtask[] };
 
+/** The run's job as its checkpoint coordinator reads it; its state moves through the coordinator's lifecycle table. */
+interface MeshJob {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: PhysicalPlan;
+  state: JobStateName;
+  readonly checkpoint: CheckpointSettings;
+  readonly subtasks: MeshSubtask[];
+}
+
+/**
+ * One attempt of a mesh run, driving the same lifecycle as a coordinator's job (DEPLOYING -> RUNNING ->
+ * FINISHED, or FAILED from either; no restart in place: a mesh run heals by running again, --restart).
+ */
 export class LeaderRun {
-  phase: LeaderPhase = 'deploying';
   readonly job: MeshJob;
   private readonly ready = new Set<number>();
-  private readonly checkpoints: CheckpointCoordinator<MeshJob>;
+  readonly checkpoints: CheckpointCoordinator;
   private failure: string | undefined;
   /** A member reported a failure; waiting a moment for the verdict on its cause. */
   private verdictPending = false;
@@ -75,71 +84,68 @@ export class LeaderRun {
     private readonly o: LeaderRunOptions,
     private readonly deps: LeaderRunDeps,
   ) {
-    const now = deps.clock.now();
     this.job = {
       id: o.jobId,
       name: o.jobName,
       plan: o.plan,
       state: 'DEPLOYING',
       checkpoint: o.checkpoint,
-      lastCheckpointAt: now,
-      checkpointFloor: o.restoredFrom,
-      checkpoints: [],
-      checkpointsCompleted: 0,
-      restarts: [],
-      restartsSpent: 0,
-      commits: new CommitLedger(),
       subtasks: o.placement.flatMap((sts, member) => sts.map((st) => ({ taskId: st.taskId, index: st.index, member, finished: false }))),
     };
-    this.checkpoints = new CheckpointCoordinator<MeshJob>({
-      clock: deps.clock,
-      storage: deps.storage,
-      postToJob: (job, m) => {
-        for (const member of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.member))) deps.post(member, m);
+    const job = this.job;
+    this.checkpoints = new CheckpointCoordinator(
+      job,
+      {
+        post: (m) => {
+          for (const member of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.member))) deps.post(member, m);
+        },
+        // A mesh run heals by running again (--restart), which the run's failure starts.
+        finalFailed: (reason) => this.fail(reason),
+        maybeComplete: () => this.maybeComplete(),
+        cancel: (reason) => this.fail(reason),
       },
-      // A mesh run heals by running again (--restart), which the run's failure starts.
-      finalFailed: (_job, reason) => this.fail(reason),
-      maybeComplete: () => this.maybeComplete(),
-      cancel: (_id, reason) => this.fail(reason),
-      log: deps.log,
-      metrics: deps.metrics,
-      restartBudgetResetAfterMs: Number.MAX_SAFE_INTEGER,
-    });
+      { clock: deps.clock, storage: deps.storage, log: deps.log, metrics: deps.metrics },
+      o.restoredFrom,
+    );
   }
 
-  private move(to: LeaderPhase): void {
-    if (!MOVES[this.phase].includes(to)) throw new Error(`mesh run: illegal move ${this.phase} -> ${to}`);
-    this.phase = to;
+  /** Where the run stands (its job's lifecycle state). */
+  get state(): JobStateName {
+    return this.job.state;
+  }
+
+  private moveTo(to: JobStateName): void {
+    this.job.state = transition(this.job.state, to, `mesh run of ${this.o.jobName}`);
   }
 
   /** A frame from member `member` about the run. */
   onFrame(member: number, m: Message): void {
-    if (this.phase === 'ended') return;
+    if (isTerminal(this.job.state)) return;
     switch (m.type) {
       case 'MeshReady':
         this.ready.add(member);
-        if (this.phase === 'deploying' && this.ready.size === this.o.members.length) {
-          this.move('running');
+        if (this.job.state === 'DEPLOYING' && this.ready.size === this.o.members.length) {
+          this.moveTo('RUNNING');
           this.runningAt = this.deps.clock.now();
-          this.job.state = 'RUNNING';
-          this.job.lastCheckpointAt = this.deps.clock.now();
+          // The checkpoint interval counts from the start.
+          this.checkpoints.resume(0);
           for (let i = 0; i < this.o.members.length; i++) this.deps.post(i, makeMessage('MeshStart', {}));
         }
         return;
       case 'SubtaskCheckpointed':
-        this.checkpoints.onAck(this.job, m);
+        this.checkpoints.onAck(m);
         return;
       case 'CheckpointCommitted':
-        this.checkpoints.onCommitted(this.job, m);
+        this.checkpoints.onCommitted(m);
         return;
       case 'RequestFinalCheckpoint':
-        this.checkpoints.onFinalRequested(this.job, m.taskId, m.subtaskIndex);
+        this.checkpoints.onFinalRequested(m.taskId, m.subtaskIndex);
         return;
       case 'SubtaskFinished': {
         const st = this.job.subtasks.find((t) => t.taskId === m.taskId && t.index === m.subtaskIndex && t.member === member);
         if (!st || st.finished) return;
         st.finished = true;
-        if (m.ok) this.checkpoints.onSubtaskEnded(this.job, subtaskKey(m.taskId, m.subtaskIndex));
+        if (m.ok) this.checkpoints.onSubtaskEnded(subtaskKey(m.taskId, m.subtaskIndex));
         if (m.collected.length > 0) st.collected = m.collected;
         const failed = `subtask ${subtaskKey(m.taskId, m.subtaskIndex)} failed on member ${member} (${this.o.members[member]}): ${m.error}`;
         // A peer gone is the likely cause of a subtask's failure that says so: wait for that verdict.
@@ -171,33 +177,33 @@ export class LeaderRun {
 
   /** The periodic sweep: checkpoints due, checkpoints overdue. */
   tick(): void {
-    if (this.phase === 'running') this.checkpoints.tick([this.job]);
+    if (this.job.state === 'RUNNING') this.checkpoints.tick();
   }
 
   /** The run fails: every member is told to stop, with the first cause. */
   fail(reason: string): void {
-    if (this.phase === 'ended' || this.failure) return;
+    if (isTerminal(this.job.state) || this.failure) return;
     this.failure = reason;
-    this.job.state = 'FAILED';
-    this.checkpoints.forget(this.job, reason);
+    this.checkpoints.forget(reason);
+    this.moveTo('FAILED');
     this.deps.log.error({ jobId: this.o.jobId }, `mesh run of ${this.o.jobName} failed: ${reason}`);
     this.end(false, reason);
   }
 
   private maybeComplete(): void {
     const job = this.job;
-    if (this.phase !== 'running' || !job.subtasks.every((t) => t.finished)) return;
-    if (job.pendingCheckpoint?.final || (job.startingCheckpoint && this.checkpoints.finalWanted(job))) return;
-    if (job.markerWrite) {
-      void job.markerWrite.finally(() => this.maybeComplete());
+    if (job.state !== 'RUNNING' || !job.subtasks.every((t) => t.finished)) return;
+    if (this.checkpoints.holdsCompletion()) return;
+    const marker = this.checkpoints.markerWritten();
+    if (marker) {
+      void marker.finally(() => this.maybeComplete());
       return;
     }
-    job.state = 'FINISHED';
+    this.moveTo('FINISHED');
     this.end(true, '');
   }
 
   private end(ok: boolean, reason: string): void {
-    this.move('ended');
     for (let i = 0; i < this.o.members.length; i++) this.deps.post(i, makeMessage('MeshStop', { ok, reason }));
     const collected: Record<string, unknown[]> = {};
     for (const st of this.job.subtasks) {
@@ -205,6 +211,6 @@ export class LeaderRun {
       for (const [name, values] of Object.entries(decodeCollected(st.collected))) (collected[name] ??= []).push(...values);
     }
     const runMs = this.runningAt === undefined ? 0 : this.deps.clock.now() - this.runningAt;
-    this.deps.ended({ ok, reason, collected, lastCheckpointId: this.job.checkpoints.at(-1)?.checkpointId ?? 0, runMs });
+    this.deps.ended({ ok, reason, collected, lastCheckpointId: this.checkpoints.history.lastId, runMs });
   }
 }

@@ -14,3 +14,5 @@ export { isInt32, sameNumber } from './numbers.js';
 export { RecentIds } from './recent.js';
 export { reclaimMemory } from './reclaim.js';
 export { withDefaults } from './defaults.js';
+export { WriteChain } from './write-chain.js';
+export { Waiters } from './waiters.js';

@@ -2,7 +2,7 @@
 // a recorder of what it posts to each member. Milliseconds, no processes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CheckpointCoordinatorDeps, CompletedMarker } from '../../src/coordinator/index.js';
+import type { CheckpointStorage, CompletedMarker } from '../../src/coordinator/index.js';
 import { buildJob, defineJob } from '../../src/index.js';
 import { memoryLogger } from '../../src/log/index.js';
 import { ClinkMetrics } from '../../src/metrics/index.js';
@@ -25,7 +25,7 @@ function harness(o: { intervalMs?: number } = {}) {
   const markers: CompletedMarker[] = [];
   const outcomes: RunOutcome[] = [];
   let nextId = 0;
-  const storage: CheckpointCoordinatorDeps['storage'] = {
+  const storage: CheckpointStorage = {
     claimId: async (_dir, floor) => (nextId = Math.max(nextId, floor) + 1),
     writeMarker: async (_dir, marker) => void markers.push(marker),
     retain: async () => undefined,
@@ -58,7 +58,7 @@ test('the run starts once every member is ready, not before', () => {
   assert.deepEqual(h.sent('MeshStart'), []);
   h.run.onFrame(1, makeMessage('MeshReady', {}));
   assert.deepEqual(h.sent('MeshStart'), [0, 1, 2]);
-  assert.equal(h.run.phase, 'running');
+  assert.equal(h.run.state, 'RUNNING');
 });
 
 test('an epoch: triggered at every member running a subtask, one marker once every subtask acked, then the commit', async () => {

@@ -2,8 +2,8 @@
 // over a job state built from a real plan. Milliseconds, no processes.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CheckpointCoordinator, SAVEPOINT_WAIT_FOR_IDLE_MS, type CheckpointStorage } from '../../src/coordinator/checkpoint-coordinator.js';
-import { CommitLedger, type CommitRecord, type CompletedMarker } from '../../src/coordinator/index.js';
+import { CheckpointCoordinator, SAVEPOINT_WAIT_FOR_IDLE_MS } from '../../src/coordinator/checkpoint-coordinator.js';
+import type { CheckpointStorage, CommitRecord, CompletedMarker } from '../../src/coordinator/index.js';
 import type { JobState, WorkerSession } from '../../src/coordinator/job-state.js';
 import { buildJob, defineJob } from '../../src/index.js';
 import { memoryLogger } from '../../src/log/index.js';
@@ -51,38 +51,31 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     plan,
     state: 'RUNNING',
     checkpoint: { checkpointDir: '/ckpt', intervalMs: options.intervalMs ?? 1_000, checkpointsRetained: 1, stateBackendUri: '' },
-    checkpointFloor: 0,
-    checkpoints: [],
-    lastCheckpointAt: clock.now(),
-    restarts: [],
-    restartsSpent: 0,
-    commits: new CommitLedger(),
     subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
   } as unknown as JobState;
   const metrics = new ClinkMetrics();
-  const cc = new CheckpointCoordinator({
-    clock,
-    storage,
-    postToJob: (_job, m) => void posted.push(m),
-    finalFailed: (_job, reason, fatal) => void failed.push(`${reason}${fatal ? ' (fatal)' : ''}`),
-    maybeComplete: () => void completeChecks++,
-    cancel: (_id, reason) => void cancelled.push(reason),
-    log,
-    metrics,
-    restartBudgetResetAfterMs: 600_000,
-  });
+  const cc = new CheckpointCoordinator(
+    job,
+    {
+      post: (m) => void posted.push(m),
+      finalFailed: (reason, fatal) => void failed.push(`${reason}${fatal ? ' (fatal)' : ''}`),
+      maybeComplete: () => void completeChecks++,
+      cancel: (reason) => void cancelled.push(reason),
+    },
+    { clock, storage, log, metrics },
+  );
   const advance = (ms: number): void => clock.advance(ms);
   const ack = (id: number, ok = true, which = job.subtasks, commits = false): void => {
     for (const t of which) {
       const m = { type: 'SubtaskCheckpointed', jobId: job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok, error: ok ? '' : 'disk full', stateBytes: 10, alignmentMs: 3, stateSha256: 'ab', commits } as MessageOf<'SubtaskCheckpointed'>;
-      cc.onAck(job, m);
+      cc.onAck(m);
     }
   };
   const types = (): string[] => posted.map((m) => m.type);
   /** `ms` pass, the watchdog ticks, and what the tick started settles. */
   const tickAfter = async (ms: number): Promise<void> => {
     advance(ms);
-    cc.tick([job]);
+    cc.tick();
     await settle();
   };
   /** clink_checkpoints_aborted_total by reason. */
@@ -94,12 +87,12 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
 describe('the checkpoint coordinator', () => {
   test('a checkpoint starts once its interval has passed, completes with every ack, writes its marker, then commits', async () => {
     const h = harness();
-    h.cc.tick([h.job]);
+    h.cc.tick();
     await settle();
     assert.deepEqual(h.types(), [], 'not before the interval');
     await h.tickAfter(1_000);
     assert.deepEqual(h.types(), ['TriggerCheckpoint']);
-    assert.equal(h.job.pendingCheckpoint?.id, 1);
+    assert.equal(h.cc.inFlight?.id, 1);
     h.ack(1, true, h.job.subtasks.slice(0, 1));
     await settle();
     assert.equal(h.markers.length, 0, 'not while an ack is missing');
@@ -109,8 +102,8 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.markers[0]!.subtasks, h.job.subtasks.map((t) => `${t.taskId}#${t.index}`));
     assert.equal(h.markers[0]!.stateBytes, 10 * h.job.subtasks.length);
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint']);
-    assert.equal(h.job.pendingCheckpoint, undefined);
-    assert.deepEqual(h.job.checkpoints.map((c) => [c.checkpointId, c.kind]), [[1, 'periodic']]);
+    assert.equal(h.cc.inFlight, undefined);
+    assert.deepEqual(h.cc.history.recent.map((c) => [c.checkpointId, c.kind]), [[1, 'periodic']]);
   });
 
   test('while a completed checkpoint\'s marker is written, a restart forgetting it still finds it in markerWrite and waits for it', async () => {
@@ -119,17 +112,17 @@ describe('the checkpoint coordinator', () => {
     await h.tickAfter(1_000);
     h.ack(1);
     await settle();
-    assert.ok(h.job.markerWrite, 'the marker write is on the job');
-    h.cc.forget(h.job, 'worker lost: w1 (connection closed)');
+    assert.ok(h.cc.markerWritten(), 'the marker write is on the job');
+    h.cc.forget('worker lost: w1 (connection closed)');
     let restoreRead = false;
-    const restart = h.job.markerWrite!.then(() => (restoreRead = true));
+    const restart = h.cc.markerWritten()!.then(() => (restoreRead = true));
     await settle();
     assert.equal(restoreRead, false, 'the restart waits');
     written();
     await restart;
     assert.equal(h.markers.length, 1, 'the marker is there when the restart reads its restore point');
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint'], 'its commit still goes out: the restore starts from it');
-    assert.equal(h.job.markerWrite, undefined);
+    assert.equal(h.cc.markerWritten(), undefined);
   });
 
   test('the marker names the subtasks that prepared commits; their confirmations write COMMITTED once all are in, and a clean end confirms too', async () => {
@@ -139,8 +132,8 @@ describe('the checkpoint coordinator', () => {
     h.ack(1, true, h.job.subtasks, true);
     await settle();
     assert.deepEqual(h.markers[0]!.committers, [a, b].sort());
-    assert.deepEqual(h.job.commits.owedCheckpoints, [1], 'owed until confirmed');
-    const confirm = (id: number, subtasks: string[]): void => h.cc.onCommitted(h.job, { type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
+    assert.deepEqual(h.cc.commits.owedCheckpoints, [1], 'owed until confirmed');
+    const confirm = (id: number, subtasks: string[]): void => h.cc.onCommitted({ type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
     confirm(1, [a]);
     await settle();
     assert.equal(h.commitRecords.length, 0, 'one of two: nothing recorded');
@@ -150,15 +143,15 @@ describe('the checkpoint coordinator', () => {
     await h.tickAfter(1_000);
     h.ack(2, true, h.job.subtasks, true);
     await settle();
-    h.cc.onSubtaskEnded(h.job, a);
-    h.cc.onSubtaskEnded(h.job, b);
+    h.cc.onSubtaskEnded(a);
+    h.cc.onSubtaskEnded(b);
     await settle();
     assert.deepEqual(h.commitRecords.map((r) => r.checkpointId), [1, 2], 'subtasks that ended cleanly committed all they prepared');
     // A checkpoint without sinks that prepared anything is confirmed at once.
     await h.tickAfter(1_000);
     h.ack(3);
     await settle();
-    assert.equal(h.job.commits.confirmedThrough, 3);
+    assert.equal(h.cc.commits.confirmedThrough, 3);
     assert.equal(h.markers[2]!.committers, undefined);
   });
 
@@ -169,28 +162,28 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
     await settle();
     assert.deepEqual(h.removed, [1], 'its state is removed');
-    const { at: _at, ...failure } = h.job.lastCheckpointFailure!;
+    const { at: _at, ...failure } = h.cc.history.lastAborted!;
     assert.deepEqual(failure, { checkpointId: 1, reason: 'declined', detail: `subtask ${h.job.subtasks[0]!.taskId}#0 could not snapshot: disk full` });
     assert.deepEqual(await h.aborted(), { expired: 0, declined: 1, finalize_failed: 0 });
     h.ack(1, true);
     await settle();
     assert.equal(h.markers.length, 0, 'a late ack of an aborted checkpoint completes nothing');
     await h.tickAfter(1_000);
-    assert.equal(h.job.pendingCheckpoint?.id, 2);
+    assert.equal(h.cc.inFlight?.id, 2);
   });
 
   test('a checkpoint not complete within max(10 s, 10 intervals) is aborted on the tick after', async () => {
     const h = harness({ intervalMs: 2_000 });
     await h.tickAfter(2_000);
     h.advance(20_000);
-    h.cc.tick([h.job]);
-    assert.equal(h.job.pendingCheckpoint?.id, 1, 'at exactly the timeout it still waits');
+    h.cc.tick();
+    assert.equal(h.cc.inFlight?.id, 1, 'at exactly the timeout it still waits');
     h.advance(1);
-    h.cc.tick([h.job]);
-    assert.equal(h.job.pendingCheckpoint, undefined);
+    h.cc.tick();
+    assert.equal(h.cc.inFlight, undefined);
     // It names the subtasks it waited for.
     assert.ok(h.lines().some((l) => /^checkpoint 1 of job job1 aborted: not complete within 20000 ms \(no ack from \S+#\d/.test(String(l.msg))), JSON.stringify(h.lines().map((l) => l.msg)));
-    assert.equal(h.job.lastCheckpointFailure?.reason, 'expired');
+    assert.equal(h.cc.history.lastAborted?.reason, 'expired');
     assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0 });
   });
 
@@ -201,7 +194,7 @@ describe('the checkpoint coordinator', () => {
     await settle();
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
     assert.ok(h.lines().some((l) => String(l.msg).includes('its COMPLETED marker could not be written: ENOSPC')));
-    assert.equal(h.job.lastCheckpointFailure?.reason, 'finalize_failed');
+    assert.equal(h.cc.history.lastAborted?.reason, 'finalize_failed');
     assert.deepEqual(await h.aborted(), { expired: 0, declined: 0, finalize_failed: 1 });
   });
 
@@ -209,7 +202,7 @@ describe('the checkpoint coordinator', () => {
     const h = harness();
     await h.tickAfter(1_000);
     let result: { ok: boolean; message: string } | undefined;
-    void h.cc.savepoint(h.job, '/sp', true).then((r) => (result = r));
+    void h.cc.savepoint('/sp', true).then((r) => (result = r));
     await settle();
     assert.deepEqual(h.types(), ['TriggerCheckpoint'], 'it waits');
     h.ack(1);
@@ -226,7 +219,7 @@ describe('the checkpoint coordinator', () => {
     const h = harness({ intervalMs: 100_000 });
     await h.tickAfter(100_000);
     let busy: { ok: boolean; message: string } | undefined;
-    void h.cc.savepoint(h.job, '/sp', false).then((r) => (busy = r));
+    void h.cc.savepoint('/sp', false).then((r) => (busy = r));
     await settle();
     h.advance(SAVEPOINT_WAIT_FOR_IDLE_MS);
     await settle();
@@ -234,9 +227,9 @@ describe('the checkpoint coordinator', () => {
     h.ack(1);
     await settle();
     let lost: { ok: boolean; message: string } | undefined;
-    void h.cc.savepoint(h.job, '/sp', false).then((r) => (lost = r));
+    void h.cc.savepoint('/sp', false).then((r) => (lost = r));
     await settle();
-    h.cc.forget(h.job, 'worker lost: w1 (heartbeat timeout)');
+    h.cc.forget('worker lost: w1 (heartbeat timeout)');
     await settle();
     assert.deepEqual(lost, { ok: false, message: 'savepoint 2 of job job1 failed: worker lost: w1 (heartbeat timeout)', path: '' });
   });
@@ -244,15 +237,15 @@ describe('the checkpoint coordinator', () => {
   test('the final checkpoint starts once every source asked for it; its failure fails the job', async () => {
     const h = harness();
     const sources = h.job.subtasks.filter((t) => h.job.plan.tasks.find((x) => x.id === t.taskId)!.inputs.length === 0);
-    h.cc.onFinalRequested(h.job, sources[0]!.taskId, sources[0]!.index);
+    h.cc.onFinalRequested(sources[0]!.taskId, sources[0]!.index);
     await settle();
     assert.deepEqual(h.types(), [], 'one source of two has ended');
-    h.cc.onFinalRequested(h.job, sources[1]!.taskId, sources[1]!.index);
+    h.cc.onFinalRequested(sources[1]!.taskId, sources[1]!.index);
     await settle();
     assert.deepEqual(h.types(), ['FinalCheckpointAssigned']);
-    assert.equal(h.job.pendingCheckpoint?.final, true);
+    assert.equal(h.cc.inFlight?.final, true);
     h.advance(1_000);
-    h.cc.tick([h.job]);
+    h.cc.tick();
     assert.deepEqual(h.types(), ['FinalCheckpointAssigned'], 'no periodic checkpoint once the sources have ended');
     h.ack(1, false, h.job.subtasks.slice(0, 1));
     assert.deepEqual(h.failed, ['its final checkpoint failed: subtask ' + `${h.job.subtasks[0]!.taskId}#0` + ' could not snapshot: disk full']);
@@ -261,9 +254,9 @@ describe('the checkpoint coordinator', () => {
   test('an id that cannot be claimed: a periodic checkpoint is skipped until the next interval; a final one fails the job', async () => {
     const h = harness({ failClaim: true });
     await h.tickAfter(1_000);
-    assert.equal(h.cc.busy(h.job), false);
+    assert.equal(h.cc.busy(), false);
     assert.deepEqual(h.types(), []);
-    for (const t of h.job.subtasks) h.cc.onFinalRequested(h.job, t.taskId, t.index);
+    for (const t of h.job.subtasks) h.cc.onFinalRequested(t.taskId, t.index);
     await settle();
     assert.deepEqual(h.failed, ['its final checkpoint failed: no id could be claimed for it: read-only record']);
   });

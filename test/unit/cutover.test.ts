@@ -4,10 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { CheckpointCoordinator } from '../../src/coordinator/checkpoint-coordinator.js';
-import { cutoverTasks, HotCutover } from '../../src/coordinator/hot-rescale.js';
-import type { Deployer } from '../../src/coordinator/deployer.js';
+import { cutoverTasks, HotCutover, type RescaleTarget } from '../../src/coordinator/hot-rescale.js';
 import type { CompletedMarker } from '../../src/coordinator/index.js';
-import type { JobState, StagedRescale, WorkerSession } from '../../src/coordinator/job-state.js';
+import { takePlan, type JobState, type StagedRescale, type WorkerSession } from '../../src/coordinator/job-state.js';
 import { memoryLogger } from '../../src/log/index.js';
 import { createPhysicalPlan, type PhysicalPlan } from '../../src/plan/index.js';
 import type { Message, MessageOf } from '../../src/protocol/index.js';
@@ -81,7 +80,7 @@ function harness(o: { armRefusedBy?: string; rebindRefused?: boolean; checkpoint
     if (m.type === 'CutoverPeerUpdate') ack('released');
   };
   const checkpoints = {
-    checkpointNow: async (_job: JobState, what: string, before?: (id: number) => Promise<void>) => {
+    checkpointNow: async (what: string, before?: (id: number) => Promise<void>) => {
       try {
         await before?.(7);
       } catch (err) {
@@ -90,35 +89,46 @@ function harness(o: { armRefusedBy?: string; rebindRefused?: boolean; checkpoint
       return o.checkpointFails ? { ok: false, message: 'checkpoint 7 failed' } : { ok: true, checkpointId: 7 };
     },
   } as unknown as CheckpointCoordinator;
-  const deployer = {
-    deploy: (job: JobState, placement: Map<string, { taskId: string; index: number }[]>, restore: CompletedMarker) => {
+  Object.assign(j, { checkpointing: checkpoints });
+  const job = j;
+  // The job's master as a hot rescale sees it: its record changes through these.
+  const target: RescaleTarget = {
+    job: j,
+    rescale: (staged) => void replanned.push(staged),
+    beginCutover: (rescaleId) => (j.cutover = { rescaleId }),
+    endCutover: (c) => {
+      if (j.cutover === c) j.cutover = undefined;
+    },
+    adoptCutover: (staged, retired) => {
+      takePlan(j, staged);
+      j.subtasks = j.subtasks.filter((t) => !retired.includes(t));
+    },
+    recordRescale: (r) => void j.rescales.push(r),
+    deploy: (placement, restore) => {
       const placed = [...placement.values()].flat();
-      deployed.push({ tasks: placed.map((p) => `${p.taskId}#${p.index}`), restore: restore.checkpointId });
+      deployed.push({ tasks: placed.map((p) => `${p.taskId}#${p.index}`), restore: restore!.checkpointId });
       for (const p of placed) job.subtasks.push({ taskId: p.taskId, index: p.index, session: w1, slot: '', attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0, started: true, listening: [0, 1].map((u) => ({ inputIndex: 0, upstreamTaskId: now.tasks[0]!.id, upstreamSubtask: u, port: 7100 + p.index })) });
       // The new subtasks report their ports and are told their peers.
       clock.after(3, () => job.cutover?.connected?.());
     },
-  } as unknown as Deployer;
+  };
   const { log } = memoryLogger();
   cutover = new HotCutover({
     clock,
     log,
-    checkpoints,
-    deployer,
     post: (s, m) => {
       posted.push({ to: s.id, m });
       clock.after(1, () => answer(s, m));
     },
     place: async (_job, subtasks) => new Map([['w1', subtasks]]),
     newestCheckpoint: async () => ({ checkpointId: 7, stateDir: '/ck/chk-7' }) as CompletedMarker,
-    replan: (_job, staged) => void replanned.push(staged),
     slotSharing: true,
     stepTimeoutMs: 1_000,
   });
   const staged = { spec: next.spec, plan: next, specJson: JSON.stringify(next.spec), buildParallelism: 2, parallelismOf: { m: 3 }, changes: ['m 2 -> 3'], requestedAt: clock.now(), cause: 'test' };
   /** Run the cutover, moving the clock until it answers. */
   const run = async () => {
-    const p = cutover.run(j, staged, cutoverTasks(now, next) as Exclude<ReturnType<typeof cutoverTasks>, string>);
+    const p = cutover.run(target, staged, cutoverTasks(now, next) as Exclude<ReturnType<typeof cutoverTasks>, string>);
     let result: Awaited<typeof p> | undefined;
     void p.then((r) => (result = r));
     for (let i = 0; i < 2_000 && !result; i++) {

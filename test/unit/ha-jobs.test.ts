@@ -46,7 +46,7 @@ async function harness(o: { slotsFor?: Set<string>; failing?: Set<string>; damag
     metrics,
     settle: async () => undefined,
     running: (id) => o.running?.has(id) === true || started.some(([s]) => s === id),
-    // As JobRecovery.newestOwnRestore: every checkpoint damaged falls back to the submitted restore point (undefined), or throws without one.
+    // As newestOwnRestore (restore-points.ts): every checkpoint damaged falls back to the submitted restore point (undefined), or throws without one.
     ownRestore: async (m) => {
       if (o.damaged?.has(m.jobId)) {
         if (m.checkpoint.restoreFromDir) return undefined;

@@ -3,11 +3,9 @@
 // The job lifecycle end to end (deploy, run, fail, drain, restart, retry, complete) in milliseconds.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CheckpointCoordinator, type CheckpointStorage } from '../../src/coordinator/checkpoint-coordinator.js';
-import { DEFAULT_COORDINATOR_CONFIG, type CompletedMarker, type CoordinatorConfig } from '../../src/coordinator/index.js';
+import { DEFAULT_COORDINATOR_CONFIG, type CheckpointStorage, type CompletedMarker, type CoordinatorConfig } from '../../src/coordinator/index.js';
 import { Deployer } from '../../src/coordinator/deployer.js';
-import { JobMaster, postToJob } from '../../src/coordinator/job-master.js';
-import { JobRecovery } from '../../src/coordinator/job-recovery.js';
+import { JobMaster, type JobServices } from '../../src/coordinator/job-master.js';
 import type { JobState, SubtaskState, WorkerSession } from '../../src/coordinator/job-state.js';
 import { placeSubmittedJob } from '../../src/coordinator/job-submission.js';
 import { ModuleCache } from '../../src/coordinator/module-cache.js';
@@ -16,7 +14,7 @@ import { NO_CHECKPOINTS, type CheckpointSettings } from '../../src/client/index.
 import { buildJob, defineJob } from '../../src/index.js';
 import { StorageError } from '../../src/errors.js';
 import { memoryLogger } from '../../src/log/index.js';
-import { ClinkMetrics } from '../../src/metrics/index.js';
+import { ClinkMetrics, NO_TRACING } from '../../src/metrics/index.js';
 import { subtaskKey } from '../../src/plan/index.js';
 import type { Message, MessageOf } from '../../src/protocol/index.js';
 import { FakeClock } from '../harness/fake-clock.js';
@@ -58,36 +56,22 @@ async function harness(
     recordCommits: async () => undefined,
     ...options.storage,
   };
-  let master: JobMaster | undefined;
-  const actions = {
-    postToJob: (job: JobState, m: Message) => postToJob(job, m, post),
-    failJob: (_job: JobState, reason: string) => master!.fail(reason),
-    maybeComplete: () => master!.maybeComplete(),
-  };
-  const checkpoints = new CheckpointCoordinator({
-    clock,
-    storage,
-    ...actions,
-    finalFailed: (_job, reason, fatal) => master!.heal({ error: reason, fatal }),
-    cancel: (_id, reason) => master!.cancel(reason),
-    log,
-    metrics,
-    restartBudgetResetAfterMs: config.restartBudgetResetAfterMs,
-  });
-  const recovery = new JobRecovery({
+  const ended: JobState[] = [];
+  const services: JobServices = {
     config,
     clock,
     log,
     metrics,
-    checkpoints,
-    stopping: () => false,
+    tracer: NO_TRACING,
+    checkpoints: { clock, storage, log, metrics },
     slots: slotWaiter,
+    deployer,
+    restores: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 } : undefined), recordRestore: options.recordRestore ?? (async () => undefined) },
     post,
-    ...actions,
-    finishSubtask: (_job, st, error) => master!.finishSubtask(st, error),
-    deploy: (job, placement, restore) => deployer.deploy(job, placement, restore),
-    restoreStore: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 } : undefined), recordRestore: options.recordRestore ?? (async () => undefined) },
-  });
+    stopping: () => false,
+    capacityChanged: () => slotWaiter.capacityChanged(),
+    ended: (job) => void ended.push(job),
+  };
   for (let i = 1; i <= (options.workers ?? 2); i++) addWorker(`w${i}`);
   const submit = {
     jobName: 'jm',
@@ -104,22 +88,11 @@ async function harness(
     slots: slotWaiter,
     module: (sha256) => ({ sha256, bytes: new Uint8Array([1]), sourceMap: new Uint8Array(0) }),
   });
-  const job = placed.job;
-  const ended: JobState[] = [];
-  master = new JobMaster(job, {
-    clock,
-    log,
-    metrics,
-    peerVerdictMs: config.heartbeatTimeoutMs + config.watchdogIntervalMs,
-    recovery,
-    checkpoints,
-    deployer,
-    post,
-    capacityChanged: () => slotWaiter.capacityChanged(),
-    ended: (m) => void ended.push(m.job),
-  });
-  deployer.deploy(job, placed.placement, undefined);
-  const m = master;
+  const m = new JobMaster(placed.job, services);
+  const job = m.job;
+  const checkpoints = job.checkpointing;
+  m.deploy(placed.placement, undefined);
+
 
   const frame = (st: SubtaskState, type: 'SubtaskListening' | 'SubtaskFinished', extra: Record<string, unknown> = {}): void =>
     m.onFrame(st.session, { type, jobId: job.id, taskId: st.taskId, subtaskIndex: st.index, edgePorts: [], ok: true, error: '', fatal: false, recordsIn: 0, recordsOut: 0, collected: new Uint8Array(0), peerLost: false, ...extra } as never);
@@ -140,7 +113,6 @@ async function harness(
   const sweepAfter = async (ms: number): Promise<void> => {
     clock.advance(ms);
     m.tick(clock.now());
-    checkpoints.tick([job]);
     await settle();
   };
   const sentTo = (id: string, type: string): Message[] => posted.filter((p) => p.to === id && p.m.type === type).map((p) => p.m);
@@ -294,7 +266,7 @@ describe('the JobMaster', () => {
       const sources = h.job.subtasks.filter((t) => h.job.plan.tasks.find((x) => x.id === t.taskId)!.inputs.length === 0);
       for (const t of sources) h.master.onFrame(t.session, { type: 'RequestFinalCheckpoint', jobId: h.job.id, taskId: t.taskId, subtaskIndex: t.index });
       await h.settle();
-      const id = h.job.finalCheckpointId!;
+      const id = h.checkpoints.inFlight!.id;
       assert.ok(id > 0, 'the final checkpoint was assigned');
       const t = h.job.subtasks[0]!;
       h.master.onFrame(t.session, { type: 'SubtaskCheckpointed', jobId: h.job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok: false, error: 'ENOSPC: no space left on device', fatal } as never);
@@ -371,9 +343,9 @@ describe('the JobMaster', () => {
     const h = await harness({ checkpoint: { checkpointDir: '/ckpt' } });
     h.listenAll();
     let result: { ok: boolean; message: string } | undefined;
-    void h.checkpoints.savepoint(h.job, '/sp', false).then((r) => (result = r));
+    void h.checkpoints.savepoint('/sp', false).then((r) => (result = r));
     await h.settle();
-    assert.ok(h.job.pendingCheckpoint?.savepoint);
+    assert.ok(h.checkpoints.inFlight?.savepoint);
     h.lose('w1');
     await h.settle();
     assert.equal(h.job.state, 'RESTARTING');
@@ -398,7 +370,7 @@ describe('the JobMaster', () => {
     });
     h.listenAll();
     const id = await triggerCheckpoint(h);
-    assert.ok(h.job.markerWrite, `checkpoint ${id}'s marker is being written`);
+    assert.ok(h.checkpoints.markerWritten(), `checkpoint ${id}'s marker is being written`);
     h.master.cancel('cancelled by client test');
     h.finish([...h.on('w1'), ...h.on('w2')], { ok: false, error: 'cancelled' });
     await h.settle();
@@ -408,7 +380,7 @@ describe('the JobMaster', () => {
     assert.deepEqual(steps, ['marker', 'retain']);
     assert.deepEqual(h.ended, [h.job]);
     assert.equal(h.job.state, 'CANCELED');
-    assert.equal(h.job.checkpoints.at(-1)?.checkpointId, id);
+    assert.equal(h.checkpoints.history.lastId, id);
   });
 });
 
@@ -416,7 +388,7 @@ describe('the JobMaster', () => {
 async function triggerCheckpoint(h: Awaited<ReturnType<typeof harness>>): Promise<number> {
   h.job.checkpoint = { ...h.job.checkpoint, intervalMs: 1 };
   await h.sweepAfter(1);
-  const id = h.job.pendingCheckpoint!.id;
+  const id = h.checkpoints.inFlight!.id;
   for (const t of h.job.subtasks) {
     h.master.onFrame(t.session, { type: 'SubtaskCheckpointed', jobId: h.job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok: true, error: '', stateBytes: 1, alignmentMs: 0, stateSha256: '' } as never);
   }

@@ -2,11 +2,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { recordSubtaskProgress, taskMetrics } from '../../src/coordinator/task-metrics.js';
+import { nextSample, taskMetrics } from '../../src/coordinator/task-metrics.js';
 import type { JobState } from '../../src/coordinator/job-state.js';
 import type { SubtaskProgressReport } from '../../src/protocol/index.js';
 
 const job = (): JobState => ({ subtaskProgress: new Map() }) as unknown as JobState;
+/** What the job's master does with a report: keep the sample nextSample says. */
+function recordSubtaskProgress(j: JobState, r: SubtaskProgressReport, now: number): void {
+  const key = `${r.taskId}#${r.subtaskIndex}`;
+  const next = nextSample(j.subtaskProgress.get(key), r, now);
+  if (next) j.subtaskProgress.set(key, next);
+}
 const report = (o: Partial<SubtaskProgressReport>): SubtaskProgressReport => ({ jobId: 'j', taskId: 't', subtaskIndex: 0, recordsIn: 0, recordsOut: 0, backpressuredMs: 0, watermark: -Infinity, idleMs: 0, lagRecords: 0, ageMs: 0, ...o });
 
 describe('task metrics', () => {

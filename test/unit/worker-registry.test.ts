@@ -21,10 +21,7 @@ function registry() {
     log,
     watchdogLog: log,
     metrics,
-    onRegistered: () => undefined,
-    onProgress: () => undefined,
-    dispatch: () => undefined,
-    onGone: (_s, error) => void gone.push(error),
+    events: { registered: () => undefined, progress: () => undefined, frame: () => undefined, gone: (_s, error) => void gone.push(error) },
   });
   const add = (id: string, outbox: Partial<{ stopped: { byItself: boolean; reason: string; detail: string }; stalledMs: number }> = {}): WorkerSession => {
     const s = {

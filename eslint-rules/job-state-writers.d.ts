@@ -1,0 +1,4 @@
+import type { Rule } from 'eslint';
+
+declare const jobStateWriters: Rule.RuleModule;
+export default jobStateWriters;

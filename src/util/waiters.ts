@@ -1,0 +1,24 @@
+import type { Clock } from './timers.js';
+
+/** Callers waiting for something to happen (wake), each for at most its own time. */
+export class Waiters {
+  private waiting: (() => void)[] = [];
+
+  /** Resolves at the next wake(), or after `ms` on `clock`. */
+  wait(clock: Clock, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const cancel = clock.after(ms, () => done());
+      const done = (): void => {
+        cancel();
+        this.waiting = this.waiting.filter((w) => w !== done);
+        resolve();
+      };
+      this.waiting.push(done);
+    });
+  }
+
+  /** Every caller waiting now goes on. */
+  wake(): void {
+    for (const w of [...this.waiting]) w();
+  }
+}
