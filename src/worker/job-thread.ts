@@ -30,6 +30,8 @@ export interface JobThreadOptions {
   dataHost: string;
   /** A thread whose tick stalls this long is terminated; its subtasks fail fatally. */
   stallTimeoutMs: number;
+  /** When it was started, on the clock the stall watchdog's checks read. */
+  startedAt: number;
   /** The thread's V8 old-generation heap limit (resourceLimits.maxOldGenerationSizeMb). */
   heapMb: number;
   /** The thread's V8 young generation (resourceLimits.maxYoungGenerationSizeMb): where records are born and most die. */
@@ -48,6 +50,19 @@ export interface JobThreadOptions {
   onListening?: (t: JobThread) => void;
 }
 
+/**
+ * The stall watchdog's verdict on a thread at `now`: its tick counter moved (`ticked`), it has not yet
+ * for less than its bound (`waiting`), or it has been still too long. Until its first tick the thread is
+ * still booting (loading the engine, compiling under load): no user code has run, so the stall bound
+ * does not apply; a boot gets THREAD_BOOT_TIMEOUT_MS at least.
+ */
+export function judgeStall(s: { ticks: number; lastTicks: number; lastTickAt: number }, now: number, stallTimeoutMs: number): 'ticked' | 'waiting' | 'boot-timeout' | 'stalled' {
+  if (s.ticks !== s.lastTicks) return 'ticked';
+  const still = now - s.lastTickAt;
+  if (s.ticks === 0) return still < Math.max(THREAD_BOOT_TIMEOUT_MS, stallTimeoutMs) ? 'waiting' : 'boot-timeout';
+  return still < stallTimeoutMs ? 'waiting' : 'stalled';
+}
+
 export class JobThread {
   private readonly thread: Thread;
   private readonly status = new Int32Array(new SharedArrayBuffer(STATUS_SLOTS * 4));
@@ -60,7 +75,7 @@ export class JobThread {
   private readonly metricsWaiters = new Map<number, (json: object[]) => void>();
   private metricsSeq = 0;
   private lastTicks = -1;
-  private lastTickAt = Date.now();
+  private lastTickAt: number;
   private ended = false;
   private failure: string | undefined;
   /** The failure is the stall watchdog's: deterministic enough to fail the job rather than restart it. */
@@ -73,6 +88,7 @@ export class JobThread {
   readonly exited: Promise<void>;
 
   constructor(private readonly o: JobThreadOptions) {
+    this.lastTickAt = o.startedAt;
     const workerData: JobThreadData = {
       config: o.config,
       dataHost: o.dataHost,
@@ -151,16 +167,13 @@ export class JobThread {
   check(now: number): void {
     if (this.ended) return;
     const ticks = Atomics.load(this.status, STATUS_TICKS);
-    if (ticks !== this.lastTicks) {
+    const verdict = judgeStall({ ticks, lastTicks: this.lastTicks, lastTickAt: this.lastTickAt }, now, this.o.stallTimeoutMs);
+    if (verdict === 'ticked') {
       this.lastTicks = ticks;
       this.lastTickAt = now;
-      return;
     }
+    if (verdict === 'ticked' || verdict === 'waiting') return;
     const stalled = now - this.lastTickAt;
-    // Until its first tick the thread is still booting (loading the engine, compiling under load): no
-    // user code has run, so the stall bound does not apply; a boot gets THREAD_BOOT_TIMEOUT_MS at least.
-    if (ticks === 0 && stalled < Math.max(THREAD_BOOT_TIMEOUT_MS, this.o.stallTimeoutMs)) return;
-    if (stalled < this.o.stallTimeoutMs) return;
     const subtask = this.ordinals.get(Atomics.load(this.status, STATUS_SUBTASK)) ?? 'a subtask';
     const doing = PHASE_DESCRIPTIONS[Atomics.load(this.status, STATUS_PHASE)] ?? 'starting';
     this.failure =

@@ -11,7 +11,7 @@ import { EnvironmentError } from '../errors.js';
 import { WrongProtocolError } from '../net/index.js';
 import { ProtocolVersionError } from '../protocol/index.js';
 import { RegistrationRefusedError, Worker, type WorkerConfig, type WorkerDeps } from './worker.js';
-import { setTimer } from '../util/index.js';
+import { systemClock, type Clock } from '../util/index.js';
 
 export interface ReconnectPolicy {
   /** @default 100 */
@@ -34,6 +34,15 @@ export interface LeaderDiscovery {
 export const LEADER_WATCH_MS = 100;
 
 export const DEFAULT_RECONNECT_POLICY: Readonly<ReconnectPolicy> = RECONNECT_DEFAULTS;
+
+/**
+ * The wait before registration attempt `attempt + 1` (0-based `attempt` failed): full jitter, anywhere
+ * from 0 to the capped exponential; `random` is in [0, 1).
+ */
+export function reconnectDelayMs(policy: ReconnectPolicy, attempt: number, random: number): number {
+  const cap = Math.min(policy.maxBackoffMs, policy.initialBackoffMs * 2 ** Math.min(attempt, 30));
+  return random * cap;
+}
 
 /** Why the supervisor stopped for good. */
 export type SupervisorEnd = { reason: 'closed' } | { reason: 'incompatible'; detail: string };
@@ -61,6 +70,7 @@ export class WorkerSupervisor {
   private highestEpoch = 0;
   readonly ended: Promise<SupervisorEnd>;
   private resolveEnded!: (e: SupervisorEnd) => void;
+  private readonly clock: Clock;
 
   private constructor(
     readonly config: WorkerConfig,
@@ -69,6 +79,7 @@ export class WorkerSupervisor {
     private readonly leader?: LeaderDiscovery,
   ) {
     this.log = deps.log.child({ component: 'worker.supervisor', workerId: config.id });
+    this.clock = deps.clock ?? systemClock;
     this.ended = new Promise((r) => (this.resolveEnded = r));
   }
 
@@ -148,7 +159,7 @@ export class WorkerSupervisor {
       this.deps.metrics.workerControlConnected.set(0);
       this.deps.metrics.workerControlDisconnects.inc();
       this.log.warn(`lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason}); draining this session's tasks, then reconnecting`);
-      this.lastError = { message: `lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason})`, at: Date.now() };
+      this.lastError = { message: `lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason})`, at: this.clock.now() };
       // The next session never starts before the old one has drained.
       await w.close();
       try {
@@ -190,20 +201,18 @@ export class WorkerSupervisor {
         // Retrying cannot help: another protocol, a port that speaks HTTP, an address not on this machine.
         if (err instanceof ProtocolVersionError || err instanceof WrongProtocolError || err instanceof EnvironmentError) throw err;
         if (err instanceof RegistrationRefusedError && !err.retryable) throw err;
-        // Full jitter: anywhere from 0 to the capped exponential.
-        const cap = Math.min(this.policy.maxBackoffMs, this.policy.initialBackoffMs * 2 ** Math.min(attempt, 30));
-        const delay = Math.random() * cap;
-        this.lastError = { message: `cannot register with the coordinator (${(err as Error).message})`, at: Date.now() };
+        const delay = reconnectDelayMs(this.policy, attempt, (this.deps.random ?? Math.random)());
+        this.lastError = { message: `cannot register with the coordinator (${(err as Error).message})`, at: this.clock.now() };
         this.log.info({ attempt: attempt + 1, delayMs: Math.round(delay) }, `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`);
         const seen = await this.announced();
         if (this.closing) break;
         await new Promise<void>((r) => {
           const done = (): void => {
-            if (t) clearTimeout(t);
+            cancel?.();
             stopWatch();
             r();
           };
-          const t = setTimer(done, delay);
+          const cancel = this.clock.after(delay, done);
           const stopWatch = this.watchLeader(seen, () => this.wake?.());
           this.wake = done;
         });
@@ -226,12 +235,11 @@ export class WorkerSupervisor {
    */
   private watchLeader(seen: string, changed: () => void): () => void {
     if (!this.leader) return () => undefined;
-    const timer = setInterval(() => {
+    return this.clock.every(LEADER_WATCH_MS, () => {
       void this.announced().then((now) => {
         if (now !== '' && now !== seen) changed();
       });
-    }, LEADER_WATCH_MS);
-    return () => clearInterval(timer);
+    });
   }
 
   /** The config of the next session: with HA, pointed at the leader now announced (never one below the highest epoch admitted). */

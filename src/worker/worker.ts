@@ -23,7 +23,7 @@ import {
 import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig, type WorkerTls } from './job-host.js';
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
-import { setRepeating, withDefaults } from '../util/index.js';
+import { systemClock, withDefaults, type Clock } from '../util/index.js';
 
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
 const JOB_CLOSE_GRACE_MS = 5_000;
@@ -102,6 +102,10 @@ export interface WorkerDeps {
    * mTLS); `server` is the data port's certificate, which peers verify.
    */
   tls?: WorkerTls;
+  /** Time and timers: heartbeats, the coordinator's silence, the stall watchdog, reconnect backoff. @default systemClock */
+  clock?: Clock;
+  /** The reconnect backoff's jitter, in [0, 1). @default Math.random */
+  random?: () => number;
 }
 
 /** Why a worker session ended. */
@@ -116,12 +120,12 @@ export class Worker {
   private readonly runners = new Set<JobRunner>();
   /** A warm job thread waiting for the next job (task isolation on). */
   private spare: JobThread | undefined;
-  private stallWatch: NodeJS.Timeout | undefined;
+  private stopStallWatch: (() => void) | undefined;
   // The warm thread too: a data connection refused there is counted in its metrics.
   private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners, ...(this.spare ? [this.spare] : [])].map((j) => j.metrics()));
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
   private readonly modules: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
-  private heartbeat: NodeJS.Timeout | undefined;
+  private stopHeartbeat: (() => void) | undefined;
   private lastCoordinatorFrameAt = 0;
   private endedWith: WorkerEnd | undefined;
   private coordinatorSilenceLimitMs = 0;
@@ -136,6 +140,7 @@ export class Worker {
   readonly ended: Promise<WorkerEnd>;
   private resolveEnded!: (e: WorkerEnd) => void;
   private readonly log: Logger;
+  private readonly clock: Clock;
 
   /** Its config with every default filled in (what the HTTP API shows). */
   readonly config: WorkerConfig & WorkerSettings;
@@ -147,6 +152,7 @@ export class Worker {
     this.config = withDefaults(DEFAULT_WORKER_CONFIG, config);
     this.log = deps.log.child({ component: 'worker', workerId: config.id });
     this.modules = deps.moduleStore ?? new Map();
+    this.clock = deps.clock ?? systemClock;
     this.ended = new Promise((r) => (this.resolveEnded = r));
   }
 
@@ -239,10 +245,10 @@ export class Worker {
     // A v1 coordinator may not answer heartbeats: against one, only the connection's end counts.
     this.coordinatorSilenceLimitMs = ack.protocolVersion >= HEARTBEAT_ACK_PROTOCOL_VERSION && timeout > 0 ? timeout : 0;
     this.confirmsCommits = ack.protocolVersion >= COMMIT_CONFIRMATION_PROTOCOL_VERSION;
-    this.lastCoordinatorFrameAt = Date.now();
+    this.lastCoordinatorFrameAt = this.clock.now();
     this.conn.start({
       onRead: () => {
-        this.lastCoordinatorFrameAt = Date.now();
+        this.lastCoordinatorFrameAt = this.clock.now();
         return false;
       },
       onMessage: (m) => this.handle(m),
@@ -250,18 +256,18 @@ export class Worker {
     void this.conn.closed.then((c) => {
       if (!this.closing) this.end({ reason: 'disconnected', detail: c.error?.message ?? c.reason });
     });
-    this.heartbeat = setRepeating(() => this.sendHeartbeat(), this.config.heartbeatIntervalMs);
+    this.stopHeartbeat = this.clock.every(this.config.heartbeatIntervalMs, () => this.sendHeartbeat());
     const stallMs = this.config.taskStallTimeoutMs;
-    this.stallWatch = setRepeating(() => {
-      const now = Date.now();
+    this.stopStallWatch = this.clock.every(Math.max(50, Math.min(1_000, stallMs / 4)), () => {
+      const now = this.clock.now();
       for (const j of this.runners) j.check(now);
-    }, Math.max(50, Math.min(1_000, stallMs / 4)));
+    });
     this.deps.metrics.sources.add(this.metricsSource);
     if (this.isolated) this.spare = this.newThread();
   }
 
   private sendHeartbeat(): void {
-    const silent = Date.now() - this.lastCoordinatorFrameAt;
+    const silent = this.clock.now() - this.lastCoordinatorFrameAt;
     if (this.coordinatorSilenceLimitMs > 0 && silent > this.coordinatorSilenceLimitMs) {
       const detail = `no frame from the coordinator for ${silent} ms (coordinator heartbeat timeout ${this.coordinatorSilenceLimitMs} ms)`;
       this.log.warn(detail);
@@ -277,7 +283,7 @@ export class Worker {
       jobs.push({ jobId: j.jobId, sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
       for (const s of p.subtasks) subtasks.push(s);
     }
-    this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: jobs.length, jobs, subtasks }));
+    this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: this.clock.now(), runningSubtasks: jobs.length, jobs, subtasks }));
   }
 
   private send(m: Message): void {
@@ -376,6 +382,7 @@ export class Worker {
       config: this.hostConfig(),
       dataHost: this.config.dataHost,
       stallTimeoutMs: this.config.taskStallTimeoutMs,
+      startedAt: this.clock.now(),
       heapMb: this.config.taskHeapMb,
       youngGenerationMb: this.config.taskYoungGenerationMb,
       log: this.log,
@@ -411,8 +418,8 @@ export class Worker {
   private end(e: WorkerEnd): void {
     if (this.endedWith) return;
     this.endedWith = e;
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.heartbeat = undefined;
+    this.stopHeartbeat?.();
+    this.stopHeartbeat = undefined;
     for (const job of this.runners) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
     this.resolveEnded(e);
   }
@@ -426,12 +433,12 @@ export class Worker {
     if (this.closing) return;
     this.closing = true;
     if (options.leaving && !this.endedWith && !this.conn.socket.destroyed) {
-      const bye = makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: Date.now(), runningSubtasks: 0, jobs: [], leaving: true });
+      const bye = makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: this.clock.now(), runningSubtasks: 0, jobs: [], leaving: true });
       await writeFrame(this.conn.socket, bye, LEAVING_SEND_BOUND_MS).catch(() => undefined);
     }
     this.end({ reason: 'closed' });
     this.conn.close();
-    if (this.stallWatch) clearInterval(this.stallWatch);
+    this.stopStallWatch?.();
     // Subtasks were told to stop; a thread that has not ended within its grace is terminated.
     const spare = this.spare;
     this.spare = undefined;

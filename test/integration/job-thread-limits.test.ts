@@ -17,6 +17,7 @@ function startJobThread(heapMb: number, youngGenerationMb: number): JobThread {
     config: { workerId: 'w-limits', peerUpdateTimeoutMs: 1_000, batchSize: 100, batchLingerMs: 0 },
     dataHost: '127.0.0.1',
     stallTimeoutMs: 30_000,
+    startedAt: Date.now(),
     heapMb,
     youngGenerationMb,
     log: memoryLogger('error').log,
