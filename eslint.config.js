@@ -21,7 +21,17 @@ const boundary = (up) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bin/**', 'scripts/**', 'eslint.config.js', 'eslint-rules/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'bin/**',
+      'scripts/**',
+      'eslint.config.js',
+      'eslint-rules/**',
+    ],
+  },
   {
     files: ['**/*.ts'],
     languageOptions: {
@@ -37,7 +47,11 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'before', 'after'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'before', 'after'] },
+          ],
+        },
       ],
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/consistent-type-imports': 'error',
@@ -49,7 +63,12 @@ export default tseslint.config(
     // A job's record is written by its own state code only: its JobMaster and the state files beside it.
     files: ['src/**/*.ts'],
     plugins: { clink: { rules: { 'job-state-writers': jobStateWriters } } },
-    rules: { 'clink/job-state-writers': ['error', { owners: ['src/coordinator/job-master.ts', 'src/coordinator/job-state.ts', 'src/coordinator/job-states'] }] },
+    rules: {
+      'clink/job-state-writers': [
+        'error',
+        { owners: ['src/coordinator/job-master.ts', 'src/coordinator/job-state.ts', 'src/coordinator/job-states'] },
+      ],
+    },
   },
   { files: ['src/*/*.ts'], rules: boundary('\\.\\./') },
   { files: ['src/*/*/*.ts'], rules: boundary('\\.\\./\\.\\./') },

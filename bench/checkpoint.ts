@@ -19,13 +19,20 @@ const KEYS = 1_000_000;
 const RECORDS = 6_000_000;
 const Q5_EVENTS = 4_000_000;
 
-const blackhole = defineConnector<never, unknown>({ name: 'blackhole', sink: { createWriter: () => ({ write() {} }) } });
+const blackhole = defineConnector<never, unknown>({
+  name: 'blackhole',
+  sink: { createWriter: () => ({ write() {} }) },
+});
 const JOBS: { name: string; records: number; job: JobDefinition }[] = [
   {
     name: 'keyed count',
     records: RECORDS,
     job: defineJob({ name: 'ckpt-bench-count', version: '1' }, (env) => {
-      env.fromSequence(0, RECORDS - 1).keyBy((x) => x % KEYS).count().sinkTo(blackhole);
+      env
+        .fromSequence(0, RECORDS - 1)
+        .keyBy((x) => x % KEYS)
+        .count()
+        .sinkTo(blackhole);
     }),
   },
   {
@@ -100,10 +107,20 @@ async function run(
 export async function runCheckpointBench(options: { quick?: boolean; job?: string } = {}): Promise<CheckpointBench[]> {
   const dir = await mkdtemp(join(tmpdir(), 'clink-bench-ckpt-'));
   try {
-    const q5 = (await loadJobModule(fileURLToPath(new URL('../examples/nexmark/q5.ts', import.meta.url)), { cacheDir: join(dir, 'cache') })).job;
+    const q5 = (
+      await loadJobModule(fileURLToPath(new URL('../examples/nexmark/q5.ts', import.meta.url)), {
+        cacheDir: join(dir, 'cache'),
+      })
+    ).job;
     const q5Events = options.quick ? Q5_EVENTS / 2 : Q5_EVENTS;
     const jobs = [
-      { name: 'nexmark q5', records: q5Events, job: q5, params: { events: String(q5Events), sink: 'blackhole' }, keys: 0 },
+      {
+        name: 'nexmark q5',
+        records: q5Events,
+        job: q5,
+        params: { events: String(q5Events), sink: 'blackhole' },
+        keys: 0,
+      },
       ...(options.quick ? JOBS.slice(0, 1) : JOBS).map((j) => ({ ...j, params: {}, keys: KEYS })),
     ].filter((j) => options.job === undefined || j.name.includes(options.job));
     const out: CheckpointBench[] = [];
@@ -117,7 +134,16 @@ export async function runCheckpointBench(options: { quick?: boolean; job?: strin
         without.push(await run(job, records, 0, dir, params));
         withCk.push(await run(job, records, 1_000, dir, params));
       }
-      out.push(summary(name, keys, records, medianRun(without), medianRun(withCk), withCk.flatMap((r) => r.durations)));
+      out.push(
+        summary(
+          name,
+          keys,
+          records,
+          medianRun(without),
+          medianRun(withCk),
+          withCk.flatMap((r) => r.durations),
+        ),
+      );
     }
     return out;
   } finally {
@@ -157,5 +183,7 @@ function summary(
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const jobAt = process.argv.indexOf('--job');
   const job = jobAt > 0 ? process.argv[jobAt + 1] : undefined;
-  process.stdout.write(JSON.stringify(await runCheckpointBench({ quick: process.argv.includes('--quick'), job })) + '\n');
+  process.stdout.write(
+    JSON.stringify(await runCheckpointBench({ quick: process.argv.includes('--quick'), job })) + '\n',
+  );
 }

@@ -19,7 +19,8 @@ export interface LatencyResult {
   runs: number;
 }
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
 
 export async function runClusterBench(runs = 30): Promise<LatencyResult> {
   const root = fileURLToPath(new URL('..', import.meta.url));

@@ -42,7 +42,13 @@ export interface ClusterRun {
 }
 
 /** A job module ready to run on a running cluster, once per call of the function returned. */
-export async function clusterRunner(cluster: EmbeddedCluster, jobFile: string, parallelism: number, params: Record<string, string>, records: number): Promise<{ job: string; run: () => Promise<ClusterRun> }> {
+export async function clusterRunner(
+  cluster: EmbeddedCluster,
+  jobFile: string,
+  parallelism: number,
+  params: Record<string, string>,
+  records: number,
+): Promise<{ job: string; run: () => Promise<ClusterRun> }> {
   const loaded = await loadJobModule(jobFile);
   const built = buildJob(loaded.job, { parallelism, params });
   const client = await cluster.client();
@@ -70,7 +76,14 @@ export async function clusterRunner(cluster: EmbeddedCluster, jobFile: string, p
  * Run a job module `runs` times (after one warm-up) on a running cluster: records / wall time, median;
  * the workers' CPU per million records, median; their peak memory.
  */
-export async function runOn(cluster: EmbeddedCluster, jobFile: string, parallelism: number, params: Record<string, string>, records: number, runs = 3): Promise<DataPlaneResult> {
+export async function runOn(
+  cluster: EmbeddedCluster,
+  jobFile: string,
+  parallelism: number,
+  params: Record<string, string>,
+  records: number,
+  runs = 3,
+): Promise<DataPlaneResult> {
   const { job, run } = await clusterRunner(cluster, jobFile, parallelism, params, records);
   await run(); // warm-up
   const measured: ClusterRun[] = [];
@@ -99,14 +112,20 @@ export interface BenchClusterOptions {
 }
 
 /** An embedded cluster of worker processes (2 by default) with slots for an equal share of `jobFile`'s subtasks at `parallelism` each. */
-export async function startBenchCluster(jobFile: string, parallelism: number, options: BenchClusterOptions = {}): Promise<EmbeddedCluster> {
+export async function startBenchCluster(
+  jobFile: string,
+  parallelism: number,
+  options: BenchClusterOptions = {},
+): Promise<EmbeddedCluster> {
   const workers = options.workers ?? 2;
   // Slots for a share of the job on each worker (at least one whole instance), so p >= workers spans all.
   const loaded = await loadJobModule(jobFile);
-  const subtasks = createPhysicalPlan(buildJob(loaded.job, { parallelism, params: { count: '1', events: '1' } }).spec).subtasks.length;
+  const subtasks = createPhysicalPlan(buildJob(loaded.job, { parallelism, params: { count: '1', events: '1' } }).spec)
+    .subtasks.length;
   return EmbeddedCluster.start({
     workers,
-    slotsPerWorker: options.slotsPerWorker ?? Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / workers)),
+    slotsPerWorker:
+      options.slotsPerWorker ?? Math.max(Math.ceil(subtasks / parallelism), Math.ceil(subtasks / workers)),
     log: createLogger({ level: 'error' }),
     batchLingerMs: options.lingerMs ?? 0,
     ...(options.tls ? { tls: options.tls } : {}),
@@ -116,13 +135,25 @@ export async function startBenchCluster(jobFile: string, parallelism: number, op
     ...(process.env.CLINK_BENCH_DATA_TRANSPORT === 'channel' ? { dataTransport: 'channel' as const } : {}),
     cliCommand: {
       execPath: process.execPath,
-      args: [...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []), '--import', 'tsx', join(root, 'src/cli/bin.ts')],
+      args: [
+        ...(options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : []),
+        '--import',
+        'tsx',
+        join(root, 'src/cli/bin.ts'),
+      ],
     },
   });
 }
 
-export async function runDataPlaneBench(options: { profileDir?: string; lingerMs?: number } = {}): Promise<DataPlaneResult[]> {
-  const jobs: [string, number][] = options.profileDir ? [['keyed-count.ts', 3_000_000]] : [['q0.ts', 20_000_000], ['keyed-count.ts', 3_000_000]];
+export async function runDataPlaneBench(
+  options: { profileDir?: string; lingerMs?: number } = {},
+): Promise<DataPlaneResult[]> {
+  const jobs: [string, number][] = options.profileDir
+    ? [['keyed-count.ts', 3_000_000]]
+    : [
+        ['q0.ts', 20_000_000],
+        ['keyed-count.ts', 3_000_000],
+      ];
   const results: DataPlaneResult[] = [];
   for (const [file, records] of jobs) {
     for (const p of options.profileDir ? [2] : [1, 2, 4]) {
@@ -157,7 +188,12 @@ export function serialisationShare(profileDir: string): { share: number; totalMs
       // Startup (loading and compiling modules) is not the job's work.
       if (/tsx|esbuild|node:internal\/modules|node:internal\/main|compileSourceTextModule/.test(url + fn)) return;
       total += dt;
-      if (/msgpackr/.test(url) || /protocol\/(batch|codec|schema|wire)\.ts/.test(url) || /dataplane\/frames\.ts/.test(url)) serde += dt;
+      if (
+        /msgpackr/.test(url) ||
+        /protocol\/(batch|codec|schema|wire)\.ts/.test(url) ||
+        /dataplane\/frames\.ts/.test(url)
+      )
+        serde += dt;
     });
   }
   return { share: total === 0 ? 0 : serde / total, totalMs: total / 1000 };
@@ -171,6 +207,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     rmSync(dir, { recursive: true, force: true });
   } else {
     const linger = process.argv.find((a) => a.startsWith('--linger='));
-    process.stdout.write(JSON.stringify(await runDataPlaneBench(linger ? { lingerMs: Number(linger.slice(9)) } : {})) + '\n');
+    process.stdout.write(
+      JSON.stringify(await runDataPlaneBench(linger ? { lingerMs: Number(linger.slice(9)) } : {})) + '\n',
+    );
   }
 }

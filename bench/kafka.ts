@@ -29,20 +29,37 @@ async function fill(bootstrap: string, topic: string): Promise<void> {
   const p = new Producer({ clientId: 'bench', bootstrapBrokers: [bootstrap], acks: 1 });
   const value = Buffer.alloc(100, 120);
   try {
-    for (let i = 0; i < RECORDS; i += 4_000) await p.send({ messages: Array.from({ length: 4_000 }, (_, j) => ({ topic, partition: (i + j) % 4, value })) });
+    for (let i = 0; i < RECORDS; i += 4_000)
+      await p.send({ messages: Array.from({ length: 4_000 }, (_, j) => ({ topic, partition: (i + j) % 4, value })) });
   } finally {
     await p.close();
   }
 }
 
-async function passThrough(bootstrap: string, input: string, delivery: 'at-least-once' | 'exactly-once'): Promise<number> {
+async function passThrough(
+  bootstrap: string,
+  input: string,
+  delivery: 'at-least-once' | 'exactly-once',
+): Promise<number> {
   const output = topicName(`bench-out-${delivery}`);
   await createTopic(bootstrap, output, 4);
   const job = defineJob({ name: 'kafka-bench', version: '1' }, (env) => {
     env
-      .fromSource<{ value: Buffer }>('kafka', { bootstrapServers: bootstrap, topic: input, bounded: true, valueFormat: 'bytes', keyFormat: 'bytes' })
+      .fromSource<{ value: Buffer }>('kafka', {
+        bootstrapServers: bootstrap,
+        topic: input,
+        bounded: true,
+        valueFormat: 'bytes',
+        keyFormat: 'bytes',
+      })
       .map((r) => r.value)
-      .sinkTo('kafka', { bootstrapServers: bootstrap, topic: output, valueFormat: 'bytes', delivery, transactionalIdPrefix: output });
+      .sinkTo('kafka', {
+        bootstrapServers: bootstrap,
+        topic: output,
+        valueFormat: 'bytes',
+        delivery,
+        transactionalIdPrefix: output,
+      });
   });
   const started = performance.now();
   const exec = startJob(job, { parallelism: 1 });
@@ -65,7 +82,9 @@ async function passThrough(bootstrap: string, input: string, delivery: 'at-least
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const dir = await mkdtemp(join(tmpdir(), 'clink-kafka-bench-'));
-const own = process.env.CLINK_BENCH_KAFKA ? undefined : ((await startKafka(join(dir, 'broker'))) as { bootstrap: string; stop(): Promise<void> });
+const own = process.env.CLINK_BENCH_KAFKA
+  ? undefined
+  : ((await startKafka(join(dir, 'broker'))) as { bootstrap: string; stop(): Promise<void> });
 const bootstrap = process.env.CLINK_BENCH_KAFKA ?? own!.bootstrap;
 try {
   const input = topicName('bench-in');
@@ -77,7 +96,12 @@ try {
     alo.push(await passThrough(bootstrap, input, 'at-least-once'));
     eo.push(await passThrough(bootstrap, input, 'exactly-once'));
   }
-  const result: KafkaBench = { records: RECORDS, atLeastOnceRecordsPerSec: median(alo), exactlyOnceRecordsPerSec: median(eo), runs: RUNS };
+  const result: KafkaBench = {
+    records: RECORDS,
+    atLeastOnceRecordsPerSec: median(alo),
+    exactlyOnceRecordsPerSec: median(eo),
+    runs: RUNS,
+  };
   process.stdout.write(JSON.stringify(result) + '\n');
 } finally {
   await own?.stop();

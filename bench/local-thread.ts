@@ -22,7 +22,13 @@ export class LocalThread {
 
   /** A thread that runs the job of `file` (loaded once). */
   static start(file: string): LocalThread {
-    const thread = startThread(ENTRY, { workerData: { file }, resourceLimits: { maxOldGenerationSizeMb: DEFAULT_WORKER_CONFIG.taskHeapMb, maxYoungGenerationSizeMb: DEFAULT_WORKER_CONFIG.taskYoungGenerationMb } });
+    const thread = startThread(ENTRY, {
+      workerData: { file },
+      resourceLimits: {
+        maxOldGenerationSizeMb: DEFAULT_WORKER_CONFIG.taskHeapMb,
+        maxYoungGenerationSizeMb: DEFAULT_WORKER_CONFIG.taskYoungGenerationMb,
+      },
+    });
     return new LocalThread(thread);
   }
 

@@ -40,16 +40,32 @@ function runMember(args: string[]): Promise<MemberRuns> {
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d));
     child.stderr.on('data', (d: Buffer) => (err += d));
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').at(-1)!) as MemberRuns) : reject(new Error(`mesh member exited ${code}:\n${err}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.trim().split('\n').at(-1)!) as MemberRuns)
+        : reject(new Error(`mesh member exited ${code}:\n${err}`)),
+    );
   });
 }
 
 /** `runs` measured runs (after one warm-up) of a 2-member mesh, both members living through all of them. */
-async function meshRuns(query: string, parallelism: number, events: number, runs: number): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number; links: number }[]> {
+async function meshRuns(
+  query: string,
+  parallelism: number,
+  events: number,
+  runs: number,
+): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number; links: number }[]> {
   const [control, a, b] = await freePorts(3);
   const common = [query, String(parallelism), String(events), String(runs)];
-  const [l, j] = await Promise.all([runMember([...common, 'lead', '2', `127.0.0.1:${control}`, `127.0.0.1:${a}`]), runMember([...common, 'join', `127.0.0.1:${control}`, `127.0.0.1:${b}`])]);
-  return l.map((r, i) => ({ recordsPerSec: events / (r.runMs / 1000), cpuSecondsPerMillion: (r.cpuSeconds + j[i]!.cpuSeconds) / (events / 1e6), links: r.links }));
+  const [l, j] = await Promise.all([
+    runMember([...common, 'lead', '2', `127.0.0.1:${control}`, `127.0.0.1:${a}`]),
+    runMember([...common, 'join', `127.0.0.1:${control}`, `127.0.0.1:${b}`]),
+  ]);
+  return l.map((r, i) => ({
+    recordsPerSec: events / (r.runMs / 1000),
+    cpuSecondsPerMillion: (r.cpuSeconds + j[i]!.cpuSeconds) / (events / 1e6),
+    links: r.links,
+  }));
 }
 
 export async function runMeshBench(options: { quick?: boolean } = {}): Promise<MeshBench[]> {

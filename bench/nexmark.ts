@@ -40,14 +40,16 @@ const BASELINES: Record<string, (events: number) => void> = {
     const g = nexmarkGenerator();
     for (let n = 0; n < events; n++) {
       const e = g.event(n);
-      if (e.kind === 'bid') sink({ auction: e.auction, bidder: e.bidder, price: e.price, dateTime: e.dateTime, extra: e.extra });
+      if (e.kind === 'bid')
+        sink({ auction: e.auction, bidder: e.bidder, price: e.price, dateTime: e.dateTime, extra: e.extra });
     }
   },
   q1(events) {
     const g = nexmarkGenerator();
     for (let n = 0; n < events; n++) {
       const e = g.event(n);
-      if (e.kind === 'bid') sink({ auction: e.auction, bidder: e.bidder, price: 0.908 * e.price, dateTime: e.dateTime, extra: e.extra });
+      if (e.kind === 'bid')
+        sink({ auction: e.auction, bidder: e.bidder, price: 0.908 * e.price, dateTime: e.dateTime, extra: e.extra });
     }
   },
   q2(events) {
@@ -60,7 +62,11 @@ const BASELINES: Record<string, (events: number) => void> = {
 };
 
 /** One run of a query (at parallelism 1 unless said) in this process: events/s and this process's CPU per million events. */
-export async function localRun(job: JobDefinition, events: number, parallelism = 1): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number }> {
+export async function localRun(
+  job: JobDefinition,
+  events: number,
+  parallelism = 1,
+): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number }> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   await runJob(job, { parallelism, params: { events: String(events), sink: 'blackhole' } });
@@ -108,13 +114,19 @@ export async function runLocal(query: string, events: number, runs: number): Pro
 async function sqlJob(query: string): Promise<JobDefinition> {
   const { SqlCatalog, SqlSession, sqlJobDefinition } = await import('../src/sql/index.js');
   const dir = join(root, 'examples/nexmark/sql');
-  const [ddl, text] = await Promise.all([readFile(join(dir, 'ddl.sql'), 'utf8'), readFile(join(dir, `${query}.sql`), 'utf8')]);
+  const [ddl, text] = await Promise.all([
+    readFile(join(dir, 'ddl.sql'), 'utf8'),
+    readFile(join(dir, `${query}.sql`), 'utf8'),
+  ]);
   const session = new SqlSession(await SqlCatalog.open(['nexmark', 'blackhole']));
   const results = await session.execute(ddl + text, { mode: 'compile' });
   const select = results.at(-1)!;
   if (select.kind !== 'job') throw new Error(`${query}.sql does not end with a query`);
   const columns = select.job.columns.map((c, i) => `\`${c}\` ${select.job.columnTypes[i]}`).join(', ');
-  const insert = await session.execute(`CREATE TEMPORARY TABLE discard_sink (${columns}) WITH ('connector' = 'blackhole'); INSERT INTO discard_sink ${select.statement};`, { mode: 'compile' });
+  const insert = await session.execute(
+    `CREATE TEMPORARY TABLE discard_sink (${columns}) WITH ('connector' = 'blackhole'); INSERT INTO discard_sink ${select.statement};`,
+    { mode: 'compile' },
+  );
   const job = insert.at(-1)!;
   if (job.kind !== 'job') throw new Error('unreachable');
   return sqlJobDefinition({ name: `nexmark-${query}-sql`, version: '1' }, job.job.script);
@@ -158,7 +170,12 @@ export async function runSql(query: string, events: number, runs: number): Promi
   };
 }
 
-export async function runCluster(query: string, parallelism: number, events: number, runs: number): Promise<BenchResult> {
+export async function runCluster(
+  query: string,
+  parallelism: number,
+  events: number,
+  runs: number,
+): Promise<BenchResult> {
   const file = queryFile(query);
   const cluster = await startBenchCluster(file, parallelism);
   try {
@@ -187,7 +204,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const i = process.argv.indexOf(`--${name}`);
     return i < 0 ? dflt : Number(process.argv[i + 1]);
   };
-  if (!query || !(QUERIES as readonly string[]).includes(query)) throw new Error(`usage: nexmark.ts local|cluster <${QUERIES.join('|')}> [--parallelism P] [--events N] [--runs R]`);
+  if (!query || !(QUERIES as readonly string[]).includes(query))
+    throw new Error(`usage: nexmark.ts local|cluster <${QUERIES.join('|')}> [--parallelism P] [--events N] [--runs R]`);
   const result =
     mode === 'cluster'
       ? await runCluster(query, flag('parallelism', 2), flag('events', 4_000_000), flag('runs', 3))

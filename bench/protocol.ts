@@ -54,7 +54,9 @@ const checkpoint = { ...NO_CHECKPOINTS, checkpointDir: '/ckpt', intervalMs: 10_0
 const deploy: Message = makeMessage('Deploy', {
   jobId: 'job-7f3a',
   jobName: 'sensor-stats',
-  specJson: JSON.stringify({ operators: Array.from({ length: 8 }, (_, i) => ({ id: `_inline_map_${i}`, type: 'map', parallelism: 4 })) }),
+  specJson: JSON.stringify({
+    operators: Array.from({ length: 8 }, (_, i) => ({ id: `_inline_map_${i}`, type: 'map', parallelism: 4 })),
+  }),
   tasks: Array.from({ length: 8 }, (_, i) => ({
     taskId: `_inline_source_${i % 2}`,
     subtaskIndex: i,
@@ -82,21 +84,58 @@ const bids = Array.from({ length: 1_000 }, (_, i) => ({
 }));
 const timestamps = bids.map((b) => b.dateTime);
 // A window fire's results (q5's counts): start, end and timestamp the same for every record.
-const windowResults = Array.from({ length: 1_000 }, (_, i) => ({ key: 1_000 + ((i * 7_919) % 50_000), count: 1 + (i % 13), start: 1_700_000_000_000, end: 1_700_000_010_000 }));
+const windowResults = Array.from({ length: 1_000 }, (_, i) => ({
+  key: 1_000 + ((i * 7_919) % 50_000),
+  count: 1 + (i % 13),
+  start: 1_700_000_000_000,
+  end: 1_700_000_010_000,
+}));
 const windowStamps = windowResults.map((r) => r.end - 1);
 // A pre-aggregation's partials ([auction, count]) of one pane: one timestamp.
 const partials = windowResults.map((r) => [r.key, r.count]);
 
 export function runProtocolBench(): ThroughputResult[] {
   return [
-    measure('Deploy frame (8 tasks)', () => encodeFrame(deploy), (b) => decodeFrame(b)),
-    measure('Heartbeat frame', () => encodeFrame(heartbeat), (b) => decodeFrame(b)),
-    measure('record batch (1,000 bids)', () => encodeRecordBatch(bids, timestamps), (b) => decodeRecordBatch(b)),
-    measure('record batch (1,000 bids) as columns', () => encodeRecordBatch(bids, timestamps, { columns: true }), (b) => decodeRecordBatch(b)),
-    measure('record batch (1,000 window results) as columns', () => encodeRecordBatch(windowResults, windowStamps, { columns: true }), (b) => decodeRecordBatch(b)),
-    measure('record batch (1,000 window results) as columns with constants', () => encodeRecordBatch(windowResults, windowStamps, { columns: true, constants: true }), (b) => decodeRecordBatch(b)),
-    measure('record batch (1,000 partials [key, count])', () => encodeRecordBatch(partials, windowStamps, { columns: true, constants: true }), (b) => decodeRecordBatch(b)),
-    measure('record batch (1,000 partials [key, count]) as tuples', () => encodeRecordBatch(partials, windowStamps, { columns: true, constants: true, tuples: true }), (b) => decodeRecordBatch(b)),
+    measure(
+      'Deploy frame (8 tasks)',
+      () => encodeFrame(deploy),
+      (b) => decodeFrame(b),
+    ),
+    measure(
+      'Heartbeat frame',
+      () => encodeFrame(heartbeat),
+      (b) => decodeFrame(b),
+    ),
+    measure(
+      'record batch (1,000 bids)',
+      () => encodeRecordBatch(bids, timestamps),
+      (b) => decodeRecordBatch(b),
+    ),
+    measure(
+      'record batch (1,000 bids) as columns',
+      () => encodeRecordBatch(bids, timestamps, { columns: true }),
+      (b) => decodeRecordBatch(b),
+    ),
+    measure(
+      'record batch (1,000 window results) as columns',
+      () => encodeRecordBatch(windowResults, windowStamps, { columns: true }),
+      (b) => decodeRecordBatch(b),
+    ),
+    measure(
+      'record batch (1,000 window results) as columns with constants',
+      () => encodeRecordBatch(windowResults, windowStamps, { columns: true, constants: true }),
+      (b) => decodeRecordBatch(b),
+    ),
+    measure(
+      'record batch (1,000 partials [key, count])',
+      () => encodeRecordBatch(partials, windowStamps, { columns: true, constants: true }),
+      (b) => decodeRecordBatch(b),
+    ),
+    measure(
+      'record batch (1,000 partials [key, count]) as tuples',
+      () => encodeRecordBatch(partials, windowStamps, { columns: true, constants: true, tuples: true }),
+      (b) => decodeRecordBatch(b),
+    ),
   ];
 }
 

@@ -66,7 +66,9 @@ async function measure(parallelism: number): Promise<RecoveryResult> {
     const killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
     const restart = await until('the restart', () => c.job(jobId)!.restarts[0]);
-    const recovered = await until('a checkpoint after the restart', () => c.checkpointsOf(jobId)!.find((k) => k.completedAtMs > restart.deployedAt));
+    const recovered = await until('a checkpoint after the restart', () =>
+      c.checkpointsOf(jobId)!.find((k) => k.completedAtMs > restart.deployedAt),
+    );
     return {
       subtasks,
       workers: 3,
@@ -92,7 +94,11 @@ export async function runRecoveryBench(options: { quick?: boolean } = {}): Promi
     const all: RecoveryResult[] = [];
     for (let i = 0; i < runs; i++) all.push(await measure(p));
     all.sort((a, b) => a.recoveredMs - b.recoveredMs);
-    out.push({ ...all[Math.floor((runs - 1) / 2)]!, runs, recoveredMsRange: [all[0]!.recoveredMs, all.at(-1)!.recoveredMs] });
+    out.push({
+      ...all[Math.floor((runs - 1) / 2)]!,
+      runs,
+      recoveredMsRange: [all[0]!.recoveredMs, all.at(-1)!.recoveredMs],
+    });
   }
   return out;
 }

@@ -35,14 +35,17 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** Every batch arrival the sinks logged, sorted. */
 async function arrivals(dir: string): Promise<number[]> {
   const out: number[] = [];
-  for (const f of await readdir(dir)) if (f.startsWith('arrivals-')) for (const l of (await readFile(join(dir, f), 'utf8')).split('\n')) if (l) out.push(Number(l));
+  for (const f of await readdir(dir))
+    if (f.startsWith('arrivals-'))
+      for (const l of (await readFile(join(dir, f), 'utf8')).split('\n')) if (l) out.push(Number(l));
   return out.sort((a, b) => a - b);
 }
 
 /** The longest gap between consecutive arrivals inside [from, to]. */
 function longestGap(times: number[], from: number, to: number): number {
   let gap = 0;
-  for (let i = 1; i < times.length; i++) if (times[i]! >= from && times[i - 1]! <= to) gap = Math.max(gap, times[i]! - times[i - 1]!);
+  for (let i = 1; i < times.length; i++)
+    if (times[i]! >= from && times[i - 1]! <= to) gap = Math.max(gap, times[i]! - times[i - 1]!);
   return gap;
 }
 
@@ -59,12 +62,20 @@ async function measure(quick: boolean): Promise<RescaleResult[]> {
     const loaded = await loadJobModule(join(root, 'bench/jobs/rescale-probe.ts'), { cacheDir: join(dir, 'cache') });
     const params = { rate: '4000', dir };
     const client = await cluster.client();
-    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 8, params }).spec, params, buildParallelism: 8, checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs: 500 } });
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 8, params }).spec,
+      params,
+      buildParallelism: 8,
+      checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs: 500 },
+    });
     const c = cluster.coordinator;
     const out: RescaleResult[] = [];
     // Source 8, keyed map 8 -> 4 -> 8, sink 8: 24 -> 20 -> 24 subtasks, by each mode in turn.
     const step = (mode: 'replan' | 'hot', from: number, to: number) => ({ mode, from, to });
-    const steps = quick ? [step('replan', 8, 4), step('hot', 4, 8)] : [step('replan', 8, 4), step('replan', 4, 8), step('hot', 8, 4), step('hot', 4, 8)];
+    const steps = quick
+      ? [step('replan', 8, 4), step('hot', 4, 8)]
+      : [step('replan', 8, 4), step('replan', 4, 8), step('hot', 8, 4), step('hot', 4, 8)];
     for (const { mode, from, to } of steps) {
       while (!c.checkpointsOf(jobId)?.length) await sleep(20);
       await sleep(1_000);
@@ -74,7 +85,15 @@ async function measure(quick: boolean): Promise<RescaleResult[]> {
       if (!r.ok) throw new Error(`rescale bench: ${r.message}`);
       await sleep(1_000);
       const rescale = c.job(jobId)!.rescales.at(-1)!;
-      out.push({ mode: rescale.mode, from: 16 + from, to: 16 + to, subtasks: 16 + to, pauseMs: longestGap(await arrivals(dir), asked, answered + 1_000), requestMs: answered - asked, stoppedMs: rescale.runningAt! - rescale.at });
+      out.push({
+        mode: rescale.mode,
+        from: 16 + from,
+        to: 16 + to,
+        subtasks: 16 + to,
+        pauseMs: longestGap(await arrivals(dir), asked, answered + 1_000),
+        requestMs: answered - asked,
+        stoppedMs: rescale.runningAt! - rescale.at,
+      });
     }
     await client.cancel(jobId);
     client.close();

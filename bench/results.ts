@@ -59,7 +59,11 @@ export function machineInfo(): Record<string, unknown> {
   };
 }
 
-export async function writeResults(dir: string, results: BenchResult[], options: { quick: boolean }): Promise<{ json: string; html: string }> {
+export async function writeResults(
+  dir: string,
+  results: BenchResult[],
+  options: { quick: boolean },
+): Promise<{ json: string; html: string }> {
   await mkdir(dir, { recursive: true });
   const machine = { ...machineInfo(), quick: options.quick };
   const json = join(dir, 'latest.json');
@@ -69,11 +73,17 @@ export async function writeResults(dir: string, results: BenchResult[], options:
   return { json, html };
 }
 
-const esc = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-const fmt = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} K` : n.toFixed(n < 10 ? 2 : 0));
+const esc = (s: string): string =>
+  s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+const fmt = (n: number): string =>
+  n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} K` : n.toFixed(n < 10 ? 2 : 0);
 
 /** A horizontal bar chart: one row per bar, optionally a second (baseline) bar under it. */
-function barChart(title: string, unit: string, rows: { label: string; value: number; second?: number; secondLabel?: string }[]): string {
+function barChart(
+  title: string,
+  unit: string,
+  rows: { label: string; value: number; second?: number; secondLabel?: string }[],
+): string {
   if (rows.length === 0) return '';
   const max = Math.max(...rows.flatMap((r) => [r.value, r.second ?? 0]));
   const labelW = 190;
@@ -103,16 +113,32 @@ function renderHtml(machine: Record<string, unknown>, results: BenchResult[]): s
     const one = local.find((r) => r.query === q);
     return [
       ...(one ? [{ label: `${q} local p=1`, value: one.recordsPerSec! }] : []),
-      ...cluster.filter((r) => r.query === q).map((r) => ({ label: `${q} 2 workers p=${r.parallelism}`, value: r.recordsPerSec! })),
+      ...cluster
+        .filter((r) => r.query === q)
+        .map((r) => ({ label: `${q} 2 workers p=${r.parallelism}`, value: r.recordsPerSec! })),
     ];
   });
   const rows = results
     .map((r) => {
       const rest = Object.entries(r)
-        .filter(([k]) => !['name', 'group', 'recordsPerSec', 'cpuSecondsPerMillion', 'baselineRecordsPerSec', 'ratioToBaseline'].includes(k))
-        .map(([k, v]) => `${k}=${typeof v === 'number' ? fmt(v) : Array.isArray(v) ? v.map((x) => (typeof x === 'number' ? x.toFixed(0) : String(x))).join('/') : String(v)}`)
+        .filter(
+          ([k]) =>
+            ![
+              'name',
+              'group',
+              'recordsPerSec',
+              'cpuSecondsPerMillion',
+              'baselineRecordsPerSec',
+              'ratioToBaseline',
+            ].includes(k),
+        )
+        .map(
+          ([k, v]) =>
+            `${k}=${typeof v === 'number' ? fmt(v) : Array.isArray(v) ? v.map((x) => (typeof x === 'number' ? x.toFixed(0) : String(x))).join('/') : String(v)}`,
+        )
         .join(', ');
-      const cell = (v: number | undefined, f: (n: number) => string = fmt): string => `<td>${v === undefined ? '' : f(v)}</td>`;
+      const cell = (v: number | undefined, f: (n: number) => string = fmt): string =>
+        `<td>${v === undefined ? '' : f(v)}</td>`;
       return `<tr><td>${esc(r.name)}</td>${cell(r.recordsPerSec)}${cell(r.cpuSecondsPerMillion, (n) => n.toFixed(3))}${cell(r.baselineRecordsPerSec)}${cell(r.ratioToBaseline, (n) => `${(100 * n).toFixed(0)}%`)}<td class="small">${esc(rest)}</td></tr>`;
     })
     .join('\n');
@@ -121,8 +147,20 @@ function renderHtml(machine: Record<string, unknown>, results: BenchResult[]): s
 <style>body{font-family:sans-serif;margin:2em;color:#1e293b}table{border-collapse:collapse}td,th{border-bottom:1px solid #e2e8f0;padding:4px 10px;text-align:right}td:first-child,th:first-child,td:last-child{text-align:left}.small{font-size:11px;fill:#475569;color:#475569}</style>
 </head><body>
 <h1>clink benchmarks</h1>
-<p class="small">${esc(Object.entries(machine).map(([k, v]) => `${k}: ${String(v)}`).join(' · '))}</p>
-${barChart('Nexmark on the local runtime, parallelism 1 (events/s; grey: hand-written loop over the same generator)', 'events per second, median', local.map((r) => ({ label: r.query ?? r.name, value: r.recordsPerSec!, ...(r.baselineRecordsPerSec ? { second: r.baselineRecordsPerSec, secondLabel: 'loop' } : {}) })))}
+<p class="small">${esc(
+    Object.entries(machine)
+      .map(([k, v]) => `${k}: ${String(v)}`)
+      .join(' · '),
+  )}</p>
+${barChart(
+  'Nexmark on the local runtime, parallelism 1 (events/s; grey: hand-written loop over the same generator)',
+  'events per second, median',
+  local.map((r) => ({
+    label: r.query ?? r.name,
+    value: r.recordsPerSec!,
+    ...(r.baselineRecordsPerSec ? { second: r.baselineRecordsPerSec, secondLabel: 'loop' } : {}),
+  })),
+)}
 ${barChart('Scaling: local runtime vs 2 worker processes', 'events per second, median', scaling)}
 <h2>Every figure</h2>
 <table><tr><th>benchmark</th><th>records/s</th><th>CPU-s per M</th><th>baseline/s</th><th>of baseline</th><th>more</th></tr>

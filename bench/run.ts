@@ -31,19 +31,39 @@ const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 // `npm run bench recovery` (a bare name) still works as `--only recovery`.
 const only = onlyAt >= 0 ? args[onlyAt + 1] : args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--only');
-const GROUPS = ['nexmark-local', 'nexmark-sql', 'nexmark-cluster', 'scale', 'checkpoint', 'recovery', 'rescale', 'takeover', 'tls', 'mesh', 'submit', 'latency', 'protocol', 'kafka'];
+const GROUPS = [
+  'nexmark-local',
+  'nexmark-sql',
+  'nexmark-cluster',
+  'scale',
+  'checkpoint',
+  'recovery',
+  'rescale',
+  'takeover',
+  'tls',
+  'mesh',
+  'submit',
+  'latency',
+  'protocol',
+  'kafka',
+];
 if (only !== undefined && !GROUPS.includes(only) && !(QUERIES as readonly string[]).includes(only)) {
   process.stderr.write(`--only ${only}: not a benchmark; give one of ${[...GROUPS, ...QUERIES].join(', ')}\n`);
   process.exit(2);
 }
-const wantsGroup = (g: string): boolean => only === undefined || only === g || ((QUERIES as readonly string[]).includes(only) && g.startsWith('nexmark'));
-const wantsQuery = (q: string): boolean => only === undefined || !(QUERIES as readonly string[]).includes(only) || only === q;
+const wantsGroup = (g: string): boolean =>
+  only === undefined || only === g || ((QUERIES as readonly string[]).includes(only) && g.startsWith('nexmark'));
+const wantsQuery = (q: string): boolean =>
+  only === undefined || !(QUERIES as readonly string[]).includes(only) || only === q;
 
 const script = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url));
 
 /** Run one bench script in its own process; its last JSON line. Exits on failure. */
 function runScript<T>(what: string, file: string, scriptArgs: string[] = []): T {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...scriptArgs, ...(quick ? ['--quick'] : [])], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file, ...scriptArgs, ...(quick ? ['--quick'] : [])], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (r.status !== 0) {
     process.stderr.write(`${what} failed:\n${r.stderr}\n`);
     process.exit(1);
@@ -55,39 +75,72 @@ const fmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 const results: BenchResult[] = [];
 function report(r: BenchResult, note = ''): void {
   results.push(r);
-  const cell = (v: number | undefined, f: (n: number) => string, w: number): string => (v === undefined ? '' : f(v)).padStart(w);
+  const cell = (v: number | undefined, f: (n: number) => string, w: number): string =>
+    (v === undefined ? '' : f(v)).padStart(w);
   process.stdout.write(
     `${r.name.padEnd(30)}${cell(r.recordsPerSec, (n) => fmt.format(n), 12)}${cell(r.cpuSecondsPerMillion, (n) => n.toFixed(3), 9)}` +
       `${cell(r.baselineRecordsPerSec, (n) => fmt.format(n), 12)}${cell(r.ratioToBaseline, (n) => `${(100 * n).toFixed(0)}%`, 7)}  ${note}\n`,
   );
 }
 
-process.stdout.write(`${'benchmark'.padEnd(30)}${'events/s'.padStart(12)}${'CPU-s/M'.padStart(9)}${'loop/s'.padStart(12)}${'ratio'.padStart(7)}  notes${quick ? ' (quick)' : ''}\n`);
-const rss = (r: BenchResult): string => (r.peakRssMb ? `peak RSS ${r.peakRssMb.map((m) => m.toFixed(0)).join('/')} MB` : '');
+process.stdout.write(
+  `${'benchmark'.padEnd(30)}${'events/s'.padStart(12)}${'CPU-s/M'.padStart(9)}${'loop/s'.padStart(12)}${'ratio'.padStart(7)}  notes${quick ? ' (quick)' : ''}\n`,
+);
+const rss = (r: BenchResult): string =>
+  r.peakRssMb ? `peak RSS ${r.peakRssMb.map((m) => m.toFixed(0)).join('/')} MB` : '';
 
 if (wantsGroup('nexmark-local')) {
   for (const q of QUERIES.filter(wantsQuery)) {
     const stateless = ['q0', 'q1', 'q2'].includes(q);
     const events = quick ? 1_000_000 : stateless ? 4_000_000 : 2_000_000;
-    const r = runScript<BenchResult>(`nexmark ${q} local`, script('nexmark.ts'), ['local', q, '--events', String(events), '--runs', quick ? '2' : '5']);
+    const r = runScript<BenchResult>(`nexmark ${q} local`, script('nexmark.ts'), [
+      'local',
+      q,
+      '--events',
+      String(events),
+      '--runs',
+      quick ? '2' : '5',
+    ]);
     report(r, rss(r));
   }
 }
 if (wantsGroup('nexmark-sql')) {
   for (const q of SQL_QUERIES.filter(wantsQuery)) {
     const events = quick ? 1_000_000 : ['q0', 'q1', 'q2'].includes(q) ? 4_000_000 : 2_000_000;
-    const r = runScript<BenchResult>(`nexmark ${q} SQL`, script('nexmark.ts'), ['sql', q, '--events', String(events), '--runs', quick ? '2' : '5']);
-    report(r, `SDK ${fmt.format(r.sdkRecordsPerSec as number)}/s; SQL/SDK ${(r.ratioToSdk as number).toFixed(2)}x; ${rss(r)}`);
+    const r = runScript<BenchResult>(`nexmark ${q} SQL`, script('nexmark.ts'), [
+      'sql',
+      q,
+      '--events',
+      String(events),
+      '--runs',
+      quick ? '2' : '5',
+    ]);
+    report(
+      r,
+      `SDK ${fmt.format(r.sdkRecordsPerSec as number)}/s; SQL/SDK ${(r.ratioToSdk as number).toFixed(2)}x; ${rss(r)}`,
+    );
   }
 }
 if (wantsGroup('nexmark-cluster')) {
   for (const q of CLUSTER_QUERIES.filter(wantsQuery)) {
     for (const p of quick ? [2] : [2, 4]) {
       const events = quick ? 1_500_000 : 4_000_000;
-      const r = runScript<BenchResult>(`nexmark ${q} cluster p=${p}`, script('nexmark.ts'), ['cluster', q, '--parallelism', String(p), '--events', String(events), '--runs', quick ? '1' : '3']);
+      const r = runScript<BenchResult>(`nexmark ${q} cluster p=${p}`, script('nexmark.ts'), [
+        'cluster',
+        q,
+        '--parallelism',
+        String(p),
+        '--events',
+        String(events),
+        '--runs',
+        quick ? '1' : '3',
+      ]);
       const single = results.find((x) => x.group === 'nexmark-local' && x.query === q);
       const scale = single ? `${(r.recordsPerSec! / single.recordsPerSec!).toFixed(2)}x local p=1; ` : '';
-      report({ ...r, ...(single ? { ratioToLocal: r.recordsPerSec! / single.recordsPerSec! } : {}) }, `${scale}${rss(r)}; channels ${String(r.channels)}`);
+      report(
+        { ...r, ...(single ? { ratioToLocal: r.recordsPerSec! / single.recordsPerSec! } : {}) },
+        `${scale}${rss(r)}; channels ${String(r.channels)}`,
+      );
     }
   }
 }
@@ -95,8 +148,14 @@ if (wantsGroup('scale')) {
   const s = runScript<ScaleBench>('scale bench', script('scale.ts'));
   for (const q of s.queries) {
     const local = s.queries.find((x) => x.query === q.query && x.workers === 0 && x.parallelism === 1)!;
-    const where = q.workers === 0 ? `local p=${q.parallelism}` : `${q.workers} worker${q.workers > 1 ? 's' : ''} p=${q.parallelism}`;
-    const same = q.cpuRatioToLocalSameParallelism === undefined ? '' : `, ${q.cpuRatioToLocalSameParallelism.toFixed(2)}x local p=${q.parallelism}'s`;
+    const where =
+      q.workers === 0
+        ? `local p=${q.parallelism}`
+        : `${q.workers} worker${q.workers > 1 ? 's' : ''} p=${q.parallelism}`;
+    const same =
+      q.cpuRatioToLocalSameParallelism === undefined
+        ? ''
+        : `, ${q.cpuRatioToLocalSameParallelism.toFixed(2)}x local p=${q.parallelism}'s`;
     report(
       { name: `${q.query} scale ${where}`, group: 'scale', ...q, ratioToLocal: q.recordsPerSec / local.recordsPerSec },
       q === local
@@ -110,7 +169,9 @@ if (wantsGroup('scale')) {
   for (const r of s.shuffle) {
     report(
       { name: `shuffle ${r.channel}`, group: 'scale', ...r },
-      r === inProcess ? `one channel, source and sink on one worker (median of ${r.runs})` : `one channel between two workers: ${(r.recordsPerSec / inProcess.recordsPerSec).toFixed(2)}x the in-process records/s, ${(r.cpuSecondsPerMillion / inProcess.cpuSecondsPerMillion).toFixed(2)}x its CPU-s/M`,
+      r === inProcess
+        ? `one channel, source and sink on one worker (median of ${r.runs})`
+        : `one channel between two workers: ${(r.recordsPerSec / inProcess.recordsPerSec).toFixed(2)}x the in-process records/s, ${(r.cpuSecondsPerMillion / inProcess.cpuSecondsPerMillion).toFixed(2)}x its CPU-s/M`,
     );
   }
 }
@@ -168,7 +229,10 @@ if (wantsGroup('takeover')) {
 }
 if (wantsGroup('kafka')) {
   const k = runScript<KafkaBench>('kafka bench', script('kafka.ts'));
-  report({ name: 'kafka pass-through at-least-once', group: 'kafka', recordsPerSec: k.atLeastOnceRecordsPerSec, ...k }, `100-byte records, p=1, broker on the same cores (median of ${k.runs})`);
+  report(
+    { name: 'kafka pass-through at-least-once', group: 'kafka', recordsPerSec: k.atLeastOnceRecordsPerSec, ...k },
+    `100-byte records, p=1, broker on the same cores (median of ${k.runs})`,
+  );
   report(
     { name: 'kafka pass-through exactly-once', group: 'kafka', recordsPerSec: k.exactlyOnceRecordsPerSec, ...k },
     `a transaction per 1 s checkpoint: ${(100 * (k.exactlyOnceRecordsPerSec / k.atLeastOnceRecordsPerSec)).toFixed(0)}% of at-least-once`,
@@ -177,14 +241,26 @@ if (wantsGroup('kafka')) {
 if (wantsGroup('tls')) {
   const t = runScript<TlsBench>('tls bench', script('tls.ts'));
   report(
-    { name: `${t.query} 2 workers p=${t.parallelism} mTLS`, group: 'tls', recordsPerSec: t.tlsRecordsPerSec, cpuSecondsPerMillion: t.tlsCpuSecondsPerMillion, ...t },
+    {
+      name: `${t.query} 2 workers p=${t.parallelism} mTLS`,
+      group: 'tls',
+      recordsPerSec: t.tlsRecordsPerSec,
+      cpuSecondsPerMillion: t.tlsCpuSecondsPerMillion,
+      ...t,
+    },
     `plain ${fmt.format(t.plainRecordsPerSec)}/s (${t.plainCpuSecondsPerMillion.toFixed(3)} CPU-s/M): TLS costs ${(100 * (1 - t.tlsRecordsPerSec / t.plainRecordsPerSec)).toFixed(0)}% of throughput (median of ${t.runs}; channels ${t.channels})`,
   );
 }
 if (wantsGroup('mesh')) {
   for (const m of runScript<MeshBench[]>('mesh bench', script('mesh.ts'))) {
     report(
-      { name: `${m.query} mesh of 2 p=${m.parallelism}`, group: 'mesh', recordsPerSec: m.meshRecordsPerSec, cpuSecondsPerMillion: m.meshCpuSecondsPerMillion, ...m },
+      {
+        name: `${m.query} mesh of 2 p=${m.parallelism}`,
+        group: 'mesh',
+        recordsPerSec: m.meshRecordsPerSec,
+        cpuSecondsPerMillion: m.meshCpuSecondsPerMillion,
+        ...m,
+      },
       `cluster of 2 workers ${fmt.format(m.clusterRecordsPerSec)}/s (${m.clusterCpuSecondsPerMillion.toFixed(3)} CPU-s/M): mesh/cluster ${(m.meshRecordsPerSec / m.clusterRecordsPerSec).toFixed(2)}x; connections ${m.meshLinks} link vs ${m.clusterSockets} channel sockets (median of ${m.runs})`,
     );
   }
@@ -212,7 +288,10 @@ if (wantsGroup('protocol')) {
   for (const line of r.stdout.trim().split('\n')) {
     const p = JSON.parse(line) as ThroughputResult;
     const mb = (n: number): string => ((n * p.bytes) / 1e6).toFixed(0);
-    report({ ...p, name: `codec ${p.name}`, group: 'protocol' }, `encode ${fmt.format(p.encodePerSec)}/s (${mb(p.encodePerSec)} MB/s), decode ${fmt.format(p.decodePerSec)}/s (${mb(p.decodePerSec)} MB/s), ${p.bytes} bytes`);
+    report(
+      { ...p, name: `codec ${p.name}`, group: 'protocol' },
+      `encode ${fmt.format(p.encodePerSec)}/s (${mb(p.encodePerSec)} MB/s), decode ${fmt.format(p.decodePerSec)}/s (${mb(p.decodePerSec)} MB/s), ${p.bytes} bytes`,
+    );
   }
 }
 

@@ -17,7 +17,14 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clusterRunner, runOn, startBenchCluster, type BenchClusterOptions, type ClusterRun, type DataPlaneResult } from './dataplane.js';
+import {
+  clusterRunner,
+  runOn,
+  startBenchCluster,
+  type BenchClusterOptions,
+  type ClusterRun,
+  type DataPlaneResult,
+} from './dataplane.js';
 import { LocalThread } from './local-thread.js';
 import { queryFile } from './nexmark.js';
 import { median } from './results.js';
@@ -56,7 +63,14 @@ export interface ScaleBench {
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-async function onCluster(file: string, parallelism: number, params: Record<string, string>, records: number, runs: number, cluster: BenchClusterOptions): Promise<DataPlaneResult> {
+async function onCluster(
+  file: string,
+  parallelism: number,
+  params: Record<string, string>,
+  records: number,
+  runs: number,
+  cluster: BenchClusterOptions,
+): Promise<DataPlaneResult> {
   const c = await startBenchCluster(file, parallelism, cluster);
   try {
     return await runOn(c, file, parallelism, params, records, runs);
@@ -69,7 +83,13 @@ async function onCluster(file: string, parallelism: number, params: Record<strin
 type Measured = { recordsPerSec: number; cpuSecondsPerMillion: number };
 
 /** `query` locally and on each cluster size, in turns: `warmups` rounds, then `rounds` measured rounds of one run each. */
-async function alternated(query: string, sizes: number[], events: number, warmups: number, rounds: number): Promise<ScaleRow[]> {
+async function alternated(
+  query: string,
+  sizes: number[],
+  events: number,
+  warmups: number,
+  rounds: number,
+): Promise<ScaleRow[]> {
   const file = queryFile(query);
   const clusters: EmbeddedCluster[] = [];
   const inProcess = LocalThread.start(file);
@@ -78,7 +98,10 @@ async function alternated(query: string, sizes: number[], events: number, warmup
     for (const workers of sizes) {
       const c = await startBenchCluster(file, workers, { workers });
       clusters.push(c);
-      runners.push({ workers, run: (await clusterRunner(c, file, workers, { events: String(events), sink: 'blackhole' }, events)).run });
+      runners.push({
+        workers,
+        run: (await clusterRunner(c, file, workers, { events: String(events), sink: 'blackhole' }, events)).run,
+      });
     }
     // The same plan in one process at each cluster's parallelism above 1.
     const wider = sizes.filter((n) => n > 1);
@@ -108,10 +131,19 @@ async function alternated(query: string, sizes: number[], events: number, warmup
         const m = await r.run();
         const cpu = m.cpuSecondsPerMillion + m.coordinatorCpuSecondsPerMillion;
         const same = sameRound.get(r.workers);
-        paired[i]!.push({ recordsPerSec: m.recordsPerSec, cpuSecondsPerMillion: cpu, ratio: cpu / l.cpuSecondsPerMillion, ...(same ? { ratioSame: cpu / same } : {}) });
+        paired[i]!.push({
+          recordsPerSec: m.recordsPerSec,
+          cpuSecondsPerMillion: cpu,
+          ratio: cpu / l.cpuSecondsPerMillion,
+          ...(same ? { ratioSame: cpu / same } : {}),
+        });
       }
     }
-    const row = (workers: number, parallelism: number, ms: (Measured & { ratio?: number; ratioSame?: number })[]): ScaleRow => ({
+    const row = (
+      workers: number,
+      parallelism: number,
+      ms: (Measured & { ratio?: number; ratioSame?: number })[],
+    ): ScaleRow => ({
       query,
       workers,
       parallelism,
@@ -120,10 +152,16 @@ async function alternated(query: string, sizes: number[], events: number, warmup
       cpuSecondsPerMillion: median(ms.map((m) => m.cpuSecondsPerMillion)),
       cpuRatioToLocal: median(ms.map((m) => m.ratio ?? 1)),
       cpuRatiosToLocal: ms.map((m) => m.ratio ?? 1),
-      ...(ms[0]?.ratioSame !== undefined ? { cpuRatioToLocalSameParallelism: median(ms.map((m) => m.ratioSame!)) } : {}),
+      ...(ms[0]?.ratioSame !== undefined
+        ? { cpuRatioToLocalSameParallelism: median(ms.map((m) => m.ratioSame!)) }
+        : {}),
       runs: rounds,
     });
-    return [row(0, 1, local), ...wider.map((n, i) => row(0, n, localWide[i]!)), ...runners.map((r, i) => row(r.workers, r.workers, paired[i]!))];
+    return [
+      row(0, 1, local),
+      ...wider.map((n, i) => row(0, n, localWide[i]!)),
+      ...runners.map((r, i) => row(r.workers, r.workers, paired[i]!)),
+    ];
   } finally {
     await inProcess.close();
     for (const c of clusters) await c.stop();
@@ -136,16 +174,28 @@ export async function runScaleBench(options: { quick?: boolean } = {}): Promise<
   const rounds = options.quick ? 3 : 7;
   const warmups = options.quick ? 1 : 6;
   const queries: ScaleRow[] = [];
-  for (const query of ['q5', 'q12']) queries.push(...(await alternated(query, options.quick ? [1, 2] : [1, 2, 4], events, warmups, rounds)));
+  for (const query of ['q5', 'q12'])
+    queries.push(...(await alternated(query, options.quick ? [1, 2] : [1, 2, 4], events, warmups, rounds)));
   const records = options.quick ? 2_000_000 : 8_000_000;
   const shuffle: ShuffleRow[] = [];
   const file = join(root, 'bench/jobs/shuffle.ts');
   for (const apart of [false, true]) {
     // One slot on each of two workers: a shared slot puts source and sink on one, a group of its own on the other.
-    const r = await onCluster(file, 1, { count: String(records), apart: String(apart) }, records, runs, { workers: 2, slotsPerWorker: 1 });
+    const r = await onCluster(file, 1, { count: String(records), apart: String(apart) }, records, runs, {
+      workers: 2,
+      slotsPerWorker: 1,
+    });
     const expected = apart ? 1 : 0;
-    if (r.edges.socket !== expected) throw new Error(`shuffle apart=${apart}: ${r.edges.socket} socket channels, expected ${expected}`);
-    shuffle.push({ channel: apart ? 'cross-process' : 'in-process', records, recordsPerSec: r.recordsPerSec, cpuSecondsPerMillion: r.cpuSecondsPerMillion, sockets: r.edges.socket, runs });
+    if (r.edges.socket !== expected)
+      throw new Error(`shuffle apart=${apart}: ${r.edges.socket} socket channels, expected ${expected}`);
+    shuffle.push({
+      channel: apart ? 'cross-process' : 'in-process',
+      records,
+      recordsPerSec: r.recordsPerSec,
+      cpuSecondsPerMillion: r.cpuSecondsPerMillion,
+      sockets: r.edges.socket,
+      runs,
+    });
   }
   return { queries, shuffle };
 }

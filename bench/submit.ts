@@ -38,7 +38,11 @@ export async function runSubmitBench(repeats = 5): Promise<SubmitLatency> {
     const submit = (): Promise<number> =>
       new Promise((resolve, reject) => {
         const t0 = performance.now();
-        const child = spawn(process.execPath, [join(root, 'bin/clink.js'), 'submit', job, `--coordinator=127.0.0.1:${cluster.coordinator.port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+        const child = spawn(
+          process.execPath,
+          [join(root, 'bin/clink.js'), 'submit', job, `--coordinator=127.0.0.1:${cluster.coordinator.port}`],
+          { stdio: ['ignore', 'ignore', 'pipe'] },
+        );
         let err = '';
         child.stderr.on('data', (d) => (err += d));
         child.on('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(err))));
@@ -48,7 +52,11 @@ export async function runSubmitBench(repeats = 5): Promise<SubmitLatency> {
     const cli: number[] = [];
     for (let i = 0; i < repeats; i++) cli.push(await submit());
     // In process, against a fresh coordinator cache: the first submit uploads the module, repeats do not.
-    const fresh = await EmbeddedCluster.start({ workers: 0, slotsPerWorker: 16, log: createLogger({ level: 'error' }) });
+    const fresh = await EmbeddedCluster.start({
+      workers: 0,
+      slotsPerWorker: 16,
+      log: createLogger({ level: 'error' }),
+    });
     try {
       const inProcess: number[] = [];
       for (let i = 0; i <= repeats; i++) {

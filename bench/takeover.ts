@@ -21,21 +21,39 @@ export interface TakeoverResult {
   restoredFrom: number;
 }
 
-export type TakeoverBench = (TakeoverResult & { runs: number; recoveredMsRange: [number, number] }) | { election: 'etcd'; skipped: string };
+export type TakeoverBench =
+  (TakeoverResult & { runs: number; recoveredMsRange: [number, number] }) | { election: 'etcd'; skipped: string };
 
 export const ETCD_LEASE_TTL_S = 3;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function measure(election: 'file' | 'etcd', etcd?: string): Promise<TakeoverResult> {
   const root = fileURLToPath(new URL('..', import.meta.url));
-  const h = await ClusterHarness.start({ workers: 2, slots: 4, ha: { coordinators: 2, ...(etcd ? { etcd, leaseTtlS: ETCD_LEASE_TTL_S } : {}) } });
+  const h = await ClusterHarness.start({
+    workers: 2,
+    slots: 4,
+    ha: { coordinators: 2, ...(etcd ? { etcd, leaseTtlS: ETCD_LEASE_TTL_S } : {}) },
+  });
   try {
-    const loaded = await loadJobModule(join(root, 'test/fixtures/jobs/unbounded.ts'), { cacheDir: join(h.dir, 'cache') });
+    const loaded = await loadJobModule(join(root, 'test/fixtures/jobs/unbounded.ts'), {
+      cacheDir: join(h.dir, 'cache'),
+    });
     const params = { rate: '2000' };
     const client = await h.client();
-    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 4, params }).spec, params, buildParallelism: 4, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 500 } });
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 4, params }).spec,
+      params,
+      buildParallelism: 4,
+      checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 500 },
+    });
     client.close();
-    const checkpoints = async (): Promise<{ checkpointId: number; completedAtMs: number }[]> => (await h.http<{ checkpoints?: { checkpointId: number; completedAtMs: number }[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints ?? [];
+    const checkpoints = async (): Promise<{ checkpointId: number; completedAtMs: number }[]> =>
+      (
+        await h.http<{ checkpoints?: { checkpointId: number; completedAtMs: number }[] }>(
+          `/api/v1/jobs/${jobId}/checkpoints`,
+        )
+      ).body.checkpoints ?? [];
     while ((await checkpoints()).length === 0) await sleep(20);
     const { leader } = await h.waitForLeader();
     const killedAt = Date.now();
@@ -46,9 +64,15 @@ async function measure(election: 'file' | 'etcd', etcd?: string): Promise<Takeov
       const after = (await checkpoints().catch(() => [])).find((c) => c.completedAtMs > killedAt);
       if (after) {
         const line = await h.waitForLog(h.coordinator, new RegExp(`^job ${jobId} \\(unbounded\\) taken over at epoch`));
-        return { election, electedMs, recoveredMs: after.completedAtMs - killedAt, restoredFrom: Number(line.restoredFrom) };
+        return {
+          election,
+          electedMs,
+          recoveredMs: after.completedAtMs - killedAt,
+          restoredFrom: Number(line.restoredFrom),
+        };
       }
-      if (Date.now() - killedAt > 60_000) throw new Error(`takeover bench (${election}): no checkpoint under the new leader within 60 s`);
+      if (Date.now() - killedAt > 60_000)
+        throw new Error(`takeover bench (${election}): no checkpoint under the new leader within 60 s`);
       await sleep(10);
     }
   } finally {
@@ -60,7 +84,11 @@ async function median(election: 'file' | 'etcd', runs: number, etcd?: string): P
   const all: TakeoverResult[] = [];
   for (let i = 0; i < runs; i++) all.push(await measure(election, etcd));
   all.sort((a, b) => a.recoveredMs - b.recoveredMs);
-  return { ...all[Math.floor((runs - 1) / 2)]!, runs, recoveredMsRange: [all[0]!.recoveredMs, all.at(-1)!.recoveredMs] };
+  return {
+    ...all[Math.floor((runs - 1) / 2)]!,
+    runs,
+    recoveredMsRange: [all[0]!.recoveredMs, all.at(-1)!.recoveredMs],
+  };
 }
 
 /** File election and etcd election, 3 runs each (quick: 1). */
@@ -70,7 +98,13 @@ export async function runTakeoverBench(options: { quick?: boolean } = {}): Promi
   type Services = { env: Record<string, string>; stop: () => Promise<void> };
   let services: Services | undefined;
   try {
-    const etcd = process.env.CLINK_TEST_ETCD ?? (services = await ((await import(join(fileURLToPath(new URL('..', import.meta.url)), 'scripts/services.mjs'))) as { startServices: () => Promise<Services> }).startServices()).env.CLINK_TEST_ETCD!;
+    const etcd =
+      process.env.CLINK_TEST_ETCD ??
+      (services = await (
+        (await import(join(fileURLToPath(new URL('..', import.meta.url)), 'scripts/services.mjs'))) as {
+          startServices: () => Promise<Services>;
+        }
+      ).startServices()).env.CLINK_TEST_ETCD!;
     out.push(await median('etcd', runs, etcd));
   } catch (err) {
     out.push({ election: 'etcd', skipped: (err as Error).message });

@@ -31,7 +31,11 @@ export async function runTlsBench(options: { quick?: boolean } = {}): Promise<Tl
   const params = { events: String(events), sink: 'blackhole' };
   try {
     const measure = async (tls: boolean) => {
-      const cluster = await startBenchCluster(file, parallelism, tls ? { tls: { ca: certs.ca, cert: certs.leaf.node!.cert, key: certs.leaf.node!.key } } : {});
+      const cluster = await startBenchCluster(
+        file,
+        parallelism,
+        tls ? { tls: { ca: certs.ca, cert: certs.leaf.node!.cert, key: certs.leaf.node!.key } } : {},
+      );
       try {
         return await runOn(cluster, file, parallelism, params, events, runs);
       } finally {

@@ -32,7 +32,10 @@ function headers(): Record<string, string> {
 }
 
 async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
-  const res = await fetch(path, { ...init, headers: { ...headers(), ...(init.headers as Record<string, string> | undefined) } });
+  const res = await fetch(path, {
+    ...init,
+    headers: { ...headers(), ...(init.headers as Record<string, string> | undefined) },
+  });
   if (res.status === 401) throw new Unauthorized('the coordinator needs the cluster token');
   const body = (await res.json().catch(() => ({}))) as T & { code?: string; message?: string };
   if (!res.ok) throw new Error(body.message ?? `${res.status} ${res.statusText}`);
@@ -42,11 +45,20 @@ async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
 export const api = {
   jobs: () => call<{ jobs: Job[] }>('/api/v1/jobs').then((r) => r.jobs),
   job: (id: string) => call<Job>(`/api/v1/jobs/${encodeURIComponent(id)}`),
-  checkpoints: (id: string) => call<{ checkpoints: Checkpoint[] }>(`/api/v1/jobs/${encodeURIComponent(id)}/checkpoints`).then((r) => r.checkpoints),
-  workers: () => call<{ workers: Worker[]; slotsTotal: number; slotsFree: number; departed: Departed[] }>('/api/v1/workers'),
-  cancel: (id: string) => call<{ message: string }>(`/api/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' }),
+  checkpoints: (id: string) =>
+    call<{ checkpoints: Checkpoint[] }>(`/api/v1/jobs/${encodeURIComponent(id)}/checkpoints`).then(
+      (r) => r.checkpoints,
+    ),
+  workers: () =>
+    call<{ workers: Worker[]; slotsTotal: number; slotsFree: number; departed: Departed[] }>('/api/v1/workers'),
+  cancel: (id: string) =>
+    call<{ message: string }>(`/api/v1/jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' }),
   savepoint: (id: string, dir: string) =>
-    call<{ message: string; path: string }>(`/api/v1/jobs/${encodeURIComponent(id)}/savepoint`, { method: 'POST', body: JSON.stringify({ dir }), headers: { 'content-type': 'application/json' } }),
+    call<{ message: string; path: string }>(`/api/v1/jobs/${encodeURIComponent(id)}/savepoint`, {
+      method: 'POST',
+      body: JSON.stringify({ dir }),
+      headers: { 'content-type': 'application/json' },
+    }),
   submit: (file: File, query: URLSearchParams) => {
     const form = new FormData();
     form.append('module', file, file.name);

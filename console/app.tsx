@@ -59,7 +59,13 @@ function Login({ retry }: { retry: () => void }) {
     >
       <h2>This cluster needs its token</h2>
       <p>Enter the value of CLINK_AUTH_TOKEN the coordinator was started with.</p>
-      <input type="password" value={token} onInput={(e) => setValue((e.target as HTMLInputElement).value)} placeholder="token" aria-label="token" />
+      <input
+        type="password"
+        value={token}
+        onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+        placeholder="token"
+        aria-label="token"
+      />
       <button type="submit">Sign in</button>
     </form>
   );
@@ -70,7 +76,9 @@ function Overview() {
   const workers = usePoll(api.workers, 'workers');
   const [rate, setRate] = useState<number[][]>([[], []]);
   const [last, setLast] = useState<{ at: number; records: number } | undefined>();
-  const running = (jobs.value ?? []).filter((j) => j.state === 'RUNNING' || j.state === 'RESTARTING' || j.state === 'RESCALING' || j.state === 'DEPLOYING');
+  const running = (jobs.value ?? []).filter(
+    (j) => j.state === 'RUNNING' || j.state === 'RESTARTING' || j.state === 'RESCALING' || j.state === 'DEPLOYING',
+  );
   useEffect(() => {
     if (!jobs.value) return;
     const now = Date.now();
@@ -103,7 +111,15 @@ function Overview() {
       <Table
         testId="jobs"
         head={['job', 'name', 'state', 'parallelism', 'records in', 'records out', 'started']}
-        rows={(jobs.value ?? []).map((j) => [<a href={`#/jobs/${j.jobId}`}>{j.jobId}</a>, j.name, <span class={`state ${j.state}`}>{j.state}</span>, j.parallelism, fmt(j.sourceRecords), fmt(j.sinkRecords), when(j.startedAt)])}
+        rows={(jobs.value ?? []).map((j) => [
+          <a href={`#/jobs/${j.jobId}`}>{j.jobId}</a>,
+          j.name,
+          <span class={`state ${j.state}`}>{j.state}</span>,
+          j.parallelism,
+          fmt(j.sourceRecords),
+          fmt(j.sinkRecords),
+          when(j.startedAt),
+        ])}
       />
       <h2>Workers</h2>
       <WorkerTable workers={w?.workers ?? []} />
@@ -118,13 +134,26 @@ function WorkerTable({ workers }: { workers: Worker[] }) {
     <Table
       testId="workers"
       head={['worker', 'address', 'slots used', 'slots', 'subtasks', 'last heartbeat', 'previous session']}
-      rows={workers.map((w) => [<a href={`#/workers/${w.workerId}`}>{w.workerId}</a>, w.address, w.slotsUsed, w.slotsTotal, w.subtasks.length, `${ago(w.lastSeenMsAgo)} ago`, w.lastEnded ? `${w.lastEnded.state}: ${w.lastEnded.cause}` : ''])}
+      rows={workers.map((w) => [
+        <a href={`#/workers/${w.workerId}`}>{w.workerId}</a>,
+        w.address,
+        w.slotsUsed,
+        w.slotsTotal,
+        w.subtasks.length,
+        `${ago(w.lastSeenMsAgo)} ago`,
+        w.lastEnded ? `${w.lastEnded.state}: ${w.lastEnded.cause}` : '',
+      ])}
     />
   );
 }
 
 function DepartedTable({ departed }: { departed: Departed[] }) {
-  return <Table head={['worker', 'session', 'ended', 'cause', 'at']} rows={[...departed].reverse().map((d) => [d.workerId, d.session, d.state, d.cause, when(d.at)])} />;
+  return (
+    <Table
+      head={['worker', 'session', 'ended', 'cause', 'at']}
+      rows={[...departed].reverse().map((d) => [d.workerId, d.session, d.state, d.cause, when(d.at)])}
+    />
+  );
 }
 
 function JobPage({ id }: { id: string }) {
@@ -139,54 +168,140 @@ function JobPage({ id }: { id: string }) {
     const sinks = tasks.filter((t) => !job.value!.graph!.edges.some((e) => e.source === t.id));
     const inRate = sources.reduce((n, t) => n + t.metrics.recordsInPerSecond, 0);
     const outRate = sinks.reduce((n, t) => n + t.metrics.recordsInPerSecond, 0);
-    setSeries(([t, a, b]) => [[...t!, Date.now() / 1000].slice(-HISTORY_POINTS), [...a!, inRate].slice(-HISTORY_POINTS), [...b!, outRate].slice(-HISTORY_POINTS)]);
+    setSeries(([t, a, b]) => [
+      [...t!, Date.now() / 1000].slice(-HISTORY_POINTS),
+      [...a!, inRate].slice(-HISTORY_POINTS),
+      [...b!, outRate].slice(-HISTORY_POINTS),
+    ]);
   }, [job.value]);
   const j = job.value;
   if (!j) return <p>{job.error ? job.error.message : 'loading…'}</p>;
   const ckpts: Checkpoint[] = checkpoints.value ?? [];
-  const act = (p: Promise<{ message: string }>): void => void p.then((r) => setNotice(r.message), (e: Error) => setNotice(e.message));
+  const act = (p: Promise<{ message: string }>): void =>
+    void p.then(
+      (r) => setNotice(r.message),
+      (e: Error) => setNotice(e.message),
+    );
   const ended = j.finishedAt !== undefined;
   return (
     <div>
       <h2>
-        {j.name} <span class={`state ${j.state}`} data-testid="job-state">{j.state}</span>
+        {j.name}{' '}
+        <span class={`state ${j.state}`} data-testid="job-state">
+          {j.state}
+        </span>
       </h2>
       <p class="meta">
         job {j.jobId} · parallelism {j.parallelism} · {j.guarantee.level}
-        {j.guarantee.limitedBy ? ` (limited by ${j.guarantee.limitedBy})` : ''} · running for {ago(j.durationMs)} · {fmt(j.sourceRecords)} records in, {fmt(j.sinkRecords)} out
+        {j.guarantee.limitedBy ? ` (limited by ${j.guarantee.limitedBy})` : ''} · running for {ago(j.durationMs)} ·{' '}
+        {fmt(j.sourceRecords)} records in, {fmt(j.sinkRecords)} out
       </p>
       {j.error ? <p class="error">{j.error}</p> : null}
       <div class="actions">
-        <button disabled={ended} data-testid="savepoint" onClick={() => {
-          const dir = prompt('Savepoint directory (on the coordinator and workers)', j.checkpointConfig?.checkpointDir ? `${j.checkpointConfig.checkpointDir}/savepoint-${Date.now()}` : '');
-          if (dir) act(api.savepoint(j.jobId, dir));
-        }}>Savepoint</button>
-        <button disabled={ended} data-testid="cancel" onClick={() => confirm(`Cancel job ${j.jobId}?`) && act(api.cancel(j.jobId))}>Cancel</button>
-        <span class="notice" data-testid="notice">{notice}</span>
+        <button
+          disabled={ended}
+          data-testid="savepoint"
+          onClick={() => {
+            const dir = prompt(
+              'Savepoint directory (on the coordinator and workers)',
+              j.checkpointConfig?.checkpointDir ? `${j.checkpointConfig.checkpointDir}/savepoint-${Date.now()}` : '',
+            );
+            if (dir) act(api.savepoint(j.jobId, dir));
+          }}
+        >
+          Savepoint
+        </button>
+        <button
+          disabled={ended}
+          data-testid="cancel"
+          onClick={() => confirm(`Cancel job ${j.jobId}?`) && act(api.cancel(j.jobId))}
+        >
+          Cancel
+        </button>
+        <span class="notice" data-testid="notice">
+          {notice}
+        </span>
       </div>
       {j.graph ? <JobGraph tasks={j.graph.tasks} edges={j.graph.edges} /> : null}
       <div class="charts">
         <Chart title="throughput" series={['read/s', 'written/s']} data={series} />
-        <Chart title="checkpoint duration (ms)" series={['duration', 'alignment']} data={[ckpts.map((c) => c.completedAtMs / 1000), ckpts.map((c) => c.durationMs), ckpts.map((c) => c.alignmentMs)]} />
+        <Chart
+          title="checkpoint duration (ms)"
+          series={['duration', 'alignment']}
+          data={[
+            ckpts.map((c) => c.completedAtMs / 1000),
+            ckpts.map((c) => c.durationMs),
+            ckpts.map((c) => c.alignmentMs),
+          ]}
+        />
       </div>
-      <h3>Checkpoints{j.pendingCheckpoint ? ` (checkpoint ${j.pendingCheckpoint.checkpointId} in flight: ${j.pendingCheckpoint.acked} of ${j.pendingCheckpoint.of})` : ''}</h3>
-      <Table testId="checkpoints" head={['id', 'kind', 'duration', 'size', 'alignment', 'completed']} rows={[...ckpts].reverse().slice(0, 20).map((c) => [c.checkpointId, c.kind, `${c.durationMs} ms`, `${fmt(c.stateBytes)} B`, `${c.alignmentMs} ms`, when(c.completedAtMs)])} />
+      <h3>
+        Checkpoints
+        {j.pendingCheckpoint
+          ? ` (checkpoint ${j.pendingCheckpoint.checkpointId} in flight: ${j.pendingCheckpoint.acked} of ${j.pendingCheckpoint.of})`
+          : ''}
+      </h3>
+      <Table
+        testId="checkpoints"
+        head={['id', 'kind', 'duration', 'size', 'alignment', 'completed']}
+        rows={[...ckpts]
+          .reverse()
+          .slice(0, 20)
+          .map((c) => [
+            c.checkpointId,
+            c.kind,
+            `${c.durationMs} ms`,
+            `${fmt(c.stateBytes)} B`,
+            `${c.alignmentMs} ms`,
+            when(c.completedAtMs),
+          ])}
+      />
       <h3>Restarts</h3>
-      <Table testId="restarts" head={['at', 'cause', 'from checkpoint', 'attempt']} rows={j.restarts.map((r) => [when(r.at), r.cause, r.restoredFrom, r.attempt])} />
+      <Table
+        testId="restarts"
+        head={['at', 'cause', 'from checkpoint', 'attempt']}
+        rows={j.restarts.map((r) => [when(r.at), r.cause, r.restoredFrom, r.attempt])}
+      />
       <h3>Rescales</h3>
-      <Table testId="rescales" head={['at', 'changes', 'how', 'cause', 'from checkpoint', 'paused']} rows={(j.rescales ?? []).map((r) => [when(r.at), r.changes.join(', '), r.mode === 'hot-cutover' ? 'in place' : 'drain and replan', r.cause, r.restoredFrom, r.runningAt === undefined ? 'redeploying' : `${r.runningAt - r.at} ms`])} />
+      <Table
+        testId="rescales"
+        head={['at', 'changes', 'how', 'cause', 'from checkpoint', 'paused']}
+        rows={(j.rescales ?? []).map((r) => [
+          when(r.at),
+          r.changes.join(', '),
+          r.mode === 'hot-cutover' ? 'in place' : 'drain and replan',
+          r.cause,
+          r.restoredFrom,
+          r.runningAt === undefined ? 'redeploying' : `${r.runningAt - r.at} ms`,
+        ])}
+      />
       {j.autoscaler ? (
         <>
           <h3>
             Autoscaler ({j.autoscaler.min}..{j.autoscaler.max})
           </h3>
-          <Table testId="autoscaler" head={['at', 'decision', 'reason', 'outcome']} rows={[...j.autoscaler.decisions].reverse().map((d) => [when(d.at), d.action, d.reason, d.outcome ?? ''])} />
+          <Table
+            testId="autoscaler"
+            head={['at', 'decision', 'reason', 'outcome']}
+            rows={[...j.autoscaler.decisions].reverse().map((d) => [when(d.at), d.action, d.reason, d.outcome ?? ''])}
+          />
         </>
       ) : null}
       <h3>Retries</h3>
-      <Table head={['at', 'subtask', 'cause', 'retry']} rows={j.retries.map((r) => [when(r.at), r.subtask, r.cause, r.retry])} />
+      <Table
+        head={['at', 'subtask', 'cause', 'retry']}
+        rows={j.retries.map((r) => [when(r.at), r.subtask, r.cause, r.retry])}
+      />
       <h3>Subtasks</h3>
-      <Table head={['subtask', 'worker', 'attempt', 'state']} rows={j.subtasks.map((s) => [`${s.taskId}#${s.index}`, <a href={`#/workers/${s.workerId}`}>{s.workerId}</a>, s.attempt, s.finished ? (s.error ?? 'finished') : 'running'])} />
+      <Table
+        head={['subtask', 'worker', 'attempt', 'state']}
+        rows={j.subtasks.map((s) => [
+          `${s.taskId}#${s.index}`,
+          <a href={`#/workers/${s.workerId}`}>{s.workerId}</a>,
+          s.attempt,
+          s.finished ? (s.error ?? 'finished') : 'running',
+        ])}
+      />
     </div>
   );
 }
@@ -200,13 +315,17 @@ function WorkerPage({ id }: { id: string }) {
       <h2>Worker {id}</h2>
       {w ? (
         <p class="meta">
-          session {w.session} · {w.address} · data host {w.dataHost} · {w.slotsUsed} of {w.slotsTotal} slots used · registered {when(w.registeredAt)} · last heartbeat {ago(w.lastSeenMsAgo)} ago
+          session {w.session} · {w.address} · data host {w.dataHost} · {w.slotsUsed} of {w.slotsTotal} slots used ·
+          registered {when(w.registeredAt)} · last heartbeat {ago(w.lastSeenMsAgo)} ago
         </p>
       ) : (
         <p class="error">not connected now</p>
       )}
       <h3>Subtasks</h3>
-      <Table head={['job / subtask']} rows={(w?.subtasks ?? []).map((s) => [<a href={`#/jobs/${s.split('/')[0]}`}>{s}</a>])} />
+      <Table
+        head={['job / subtask']}
+        rows={(w?.subtasks ?? []).map((s) => [<a href={`#/jobs/${s.split('/')[0]}`}>{s}</a>])}
+      />
       <h3>Sessions that ended</h3>
       <DepartedTable departed={departed} />
     </div>
@@ -230,7 +349,11 @@ function SubmitPage() {
           const v = String(data.get(key) ?? '').trim();
           if (v) query.set(key, v);
         }
-        for (const line of String(data.get('params') ?? '').split('\n').map((l) => l.trim()).filter(Boolean)) query.append('param', line);
+        for (const line of String(data.get('params') ?? '')
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean))
+          query.append('param', line);
         setMessage('submitting…');
         api.submit(file, query).then(
           (r) => (location.hash = `#/jobs/${r.jobId}`),
@@ -257,8 +380,12 @@ function SubmitPage() {
       <label>
         Params (key=value, one a line) <textarea name="params" rows={3} />
       </label>
-      <button type="submit" data-testid="submit-button">Submit</button>
-      <p class="notice" data-testid="submit-message">{message}</p>
+      <button type="submit" data-testid="submit-button">
+        Submit
+      </button>
+      <p class="notice" data-testid="submit-message">
+        {message}
+      </p>
     </form>
   );
 }
@@ -279,14 +406,26 @@ function App() {
   return (
     <div class="shell">
       <header>
-        <a href="#/" class="brand">clink</a>
+        <a href="#/" class="brand">
+          clink
+        </a>
         <nav>
           <a href="#/">Overview</a>
           <a href="#/submit">Submit</a>
         </nav>
       </header>
       <main key={attempt}>
-        {needsToken ? <Login retry={() => setAttempt((a) => a + 1)} /> : job ? <JobPage id={decodeURIComponent(job[1]!)} /> : worker ? <WorkerPage id={decodeURIComponent(worker[1]!)} /> : route === '/submit' ? <SubmitPage /> : <Overview />}
+        {needsToken ? (
+          <Login retry={() => setAttempt((a) => a + 1)} />
+        ) : job ? (
+          <JobPage id={decodeURIComponent(job[1]!)} />
+        ) : worker ? (
+          <WorkerPage id={decodeURIComponent(worker[1]!)} />
+        ) : route === '/submit' ? (
+          <SubmitPage />
+        ) : (
+          <Overview />
+        )}
       </main>
     </div>
   );

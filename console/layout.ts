@@ -16,7 +16,10 @@ export const NODE_H = 74;
 const GAP_X = 190;
 const GAP_Y = 30;
 
-export function layout(tasks: GraphTask[], edges: GraphEdge[]): { nodes: Map<string, Placed>; width: number; height: number } {
+export function layout(
+  tasks: GraphTask[],
+  edges: GraphEdge[],
+): { nodes: Map<string, Placed>; width: number; height: number } {
   const column = new Map<string, number>();
   // Tasks come in topological order (sources first): one pass gives each its longest path.
   for (const t of tasks) {
@@ -33,7 +36,11 @@ export function layout(tasks: GraphTask[], edges: GraphEdge[]): { nodes: Map<str
   }
   const columns = Math.max(1, ...[...column.values()].map((c) => c + 1));
   const maxRows = Math.max(1, ...rows.values());
-  return { nodes, width: 40 + columns * NODE_W + (columns - 1) * GAP_X, height: 40 + maxRows * NODE_H + (maxRows - 1) * GAP_Y };
+  return {
+    nodes,
+    width: 40 + columns * NODE_W + (columns - 1) * GAP_X,
+    height: 40 + maxRows * NODE_H + (maxRows - 1) * GAP_Y,
+  };
 }
 
 /** Backpressure as a colour: green when the task keeps up, amber, then red as it waits on downstream. */

@@ -1,7 +1,19 @@
 // A job's record (coordinator JobState) is written only by the job's own state code: the files listed in
 // OWNERS. Anyone else reads it, or asks the job's master to change it. Type-aware: it flags an assignment,
 // ++/--, delete, or a mutating call (push, set, add, ...) on a property of a value whose type is JobState.
-const MUTATING = new Set(['push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'set', 'add', 'delete', 'clear']);
+const MUTATING = new Set([
+  'push',
+  'pop',
+  'shift',
+  'unshift',
+  'splice',
+  'sort',
+  'reverse',
+  'set',
+  'add',
+  'delete',
+  'clear',
+]);
 
 const TYPES = new Set(['JobState', 'NewJob']);
 /** Utility types whose first argument is the record they view: Pick<JobState, ...> is a JobState still. */
@@ -31,17 +43,19 @@ function jobStateField(services, member) {
 
 /** `a!`, `(a as T)`, `a?.b`: the expression they wrap. */
 function unwrap(node) {
-  while (node.type === 'TSNonNullExpression' || node.type === 'TSAsExpression' || node.type === 'ChainExpression') node = node.expression;
+  while (node.type === 'TSNonNullExpression' || node.type === 'TSAsExpression' || node.type === 'ChainExpression')
+    node = node.expression;
   return node;
 }
 
 export default {
   meta: {
     type: 'problem',
-    docs: { description: 'JobState is written only by the job\'s own state code' },
+    docs: { description: "JobState is written only by the job's own state code" },
     schema: [{ type: 'object', properties: { owners: { type: 'array', items: { type: 'string' } } } }],
     messages: {
-      write: "JobState.{{field}} is written here, outside the job's own state code ({{owners}}): ask the job's master to change it.",
+      write:
+        "JobState.{{field}} is written here, outside the job's own state code ({{owners}}): ask the job's master to change it.",
     },
   },
   create(context) {

@@ -18,13 +18,35 @@ interface Order {
 
 const TO_EUR: Record<string, number> = { EUR: 1, USD: 0.92, GBP: 1.17 };
 
-export default defineJob({ name: 'kafka-pipeline', version: '1', description: 'orders to euros, Kafka to Kafka, exactly once', guarantee: 'exactly-once' }, (env) => {
-  const bootstrapServers = env.params.bootstrap ?? '127.0.0.1:9092';
-  env
-    .fromSource<KafkaRecord<string, Order>>('kafka', { bootstrapServers, topic: env.params.in ?? 'orders', watermarks: { maxOutOfOrdernessMs: 5_000, idleTimeoutMs: 10_000 } })
-    .uid('orders')
-    .filter((r) => r.value !== null && TO_EUR[r.value.currency] !== undefined)
-    .map((r) => ({ id: r.value.id, eur: Math.round(r.value.amount * TO_EUR[r.value.currency]! * 100) / 100, at: r.timestamp }))
-    .sinkTo('kafka', { bootstrapServers, topic: env.params.out ?? 'orders-eur', keyField: 'id', delivery: 'exactly-once', transactionalIdPrefix: 'kafka-pipeline' })
-    .uid('orders-eur');
-});
+export default defineJob(
+  {
+    name: 'kafka-pipeline',
+    version: '1',
+    description: 'orders to euros, Kafka to Kafka, exactly once',
+    guarantee: 'exactly-once',
+  },
+  (env) => {
+    const bootstrapServers = env.params.bootstrap ?? '127.0.0.1:9092';
+    env
+      .fromSource<KafkaRecord<string, Order>>('kafka', {
+        bootstrapServers,
+        topic: env.params.in ?? 'orders',
+        watermarks: { maxOutOfOrdernessMs: 5_000, idleTimeoutMs: 10_000 },
+      })
+      .uid('orders')
+      .filter((r) => r.value !== null && TO_EUR[r.value.currency] !== undefined)
+      .map((r) => ({
+        id: r.value.id,
+        eur: Math.round(r.value.amount * TO_EUR[r.value.currency]! * 100) / 100,
+        at: r.timestamp,
+      }))
+      .sinkTo('kafka', {
+        bootstrapServers,
+        topic: env.params.out ?? 'orders-eur',
+        keyField: 'id',
+        delivery: 'exactly-once',
+        transactionalIdPrefix: 'kafka-pipeline',
+      })
+      .uid('orders-eur');
+  },
+);

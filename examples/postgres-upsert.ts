@@ -9,26 +9,37 @@
  */
 import { defineJob, Windows } from 'clink';
 
-export default defineJob({ name: 'postgres-upsert', version: '1', description: 'windowed sums upserted into PostgreSQL' }, (env) => {
-  env
-    .fromSource<{ sensor: number; value: number; ts: number }>('datagen', {
-      count: Number(env.params.count ?? 100_000),
-      rowsPerSecond: 5_000,
-      fields: { sensor: { kind: 'int', min: 1, max: 20 }, value: { kind: 'int', min: 0, max: 100 }, ts: { kind: 'timestamp', stepMs: 2 } },
-    })
-    .uid('readings')
-    .assignTimestamps((r) => r.ts)
-    .keyBy((r) => r.sensor)
-    .window(Windows.tumbling(10_000))
-    .aggregate({ create: () => 0, add: (r, sum: number) => sum + r.value, result: (total, sensor, w) => ({ sensor, total, window_end: w.end }) })
-    .uid('totals')
-    .sinkTo('postgres', {
-      connectionString: env.params.url ?? 'env://DATABASE_URL',
-      table: 'sensor_totals',
-      mode: 'upsert',
-      primaryKey: ['sensor'],
-      delivery: 'exactly-once',
-      transactionIdPrefix: 'postgres-upsert',
-    })
-    .uid('sensor-totals');
-});
+export default defineJob(
+  { name: 'postgres-upsert', version: '1', description: 'windowed sums upserted into PostgreSQL' },
+  (env) => {
+    env
+      .fromSource<{ sensor: number; value: number; ts: number }>('datagen', {
+        count: Number(env.params.count ?? 100_000),
+        rowsPerSecond: 5_000,
+        fields: {
+          sensor: { kind: 'int', min: 1, max: 20 },
+          value: { kind: 'int', min: 0, max: 100 },
+          ts: { kind: 'timestamp', stepMs: 2 },
+        },
+      })
+      .uid('readings')
+      .assignTimestamps((r) => r.ts)
+      .keyBy((r) => r.sensor)
+      .window(Windows.tumbling(10_000))
+      .aggregate({
+        create: () => 0,
+        add: (r, sum: number) => sum + r.value,
+        result: (total, sensor, w) => ({ sensor, total, window_end: w.end }),
+      })
+      .uid('totals')
+      .sinkTo('postgres', {
+        connectionString: env.params.url ?? 'env://DATABASE_URL',
+        table: 'sensor_totals',
+        mode: 'upsert',
+        primaryKey: ['sensor'],
+        delivery: 'exactly-once',
+        transactionIdPrefix: 'postgres-upsert',
+      })
+      .uid('sensor-totals');
+  },
+);

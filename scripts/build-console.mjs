@@ -20,6 +20,9 @@ await esbuild.build({
   outfile: join(out, 'console.js'),
   logLevel: 'warning',
 });
-const css = [await readFile(join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css'), 'utf8'), await readFile(join(root, 'console', 'console.css'), 'utf8')];
+const css = [
+  await readFile(join(root, 'node_modules', 'uplot', 'dist', 'uPlot.min.css'), 'utf8'),
+  await readFile(join(root, 'console', 'console.css'), 'utf8'),
+];
 await writeFile(join(out, 'console.css'), css.join('\n'));
 await copyFile(join(root, 'console', 'index.html'), join(out, 'index.html'));

@@ -18,11 +18,14 @@ export function kafkaJars() {
   const dir = process.env.CLINK_KAFKA_JARS ?? join(homedir(), '.cache', 'clink', 'kafka-4.1.1');
   if (existsSync(dir) && readdirSync(dir).some((f) => f.startsWith('kafka_2.13'))) return dir;
   for (const bin of ['java', 'mvn']) {
-    if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) throw new Error(`${bin} is not installed: the Kafka broker for the tests needs Java 17+ and Maven`);
+    if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0)
+      throw new Error(`${bin} is not installed: the Kafka broker for the tests needs Java 17+ and Maven`);
   }
   mkdirSync(dir, { recursive: true });
   console.log(`fetching the Kafka broker jars (Maven) into ${dir}`);
-  const r = spawnSync('mvn', ['-q', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${dir}`], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = spawnSync('mvn', ['-q', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${dir}`], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   if (r.status !== 0) throw new Error(`mvn dependency:copy-dependencies failed (${r.status})`);
   return dir;
 }
@@ -63,11 +66,17 @@ export async function startKafka(dir) {
     ].join('\n'),
   );
   const cp = `${jars}/*`;
-  const format = spawnSync('java', ['-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', 'clink-test-cluster-0001', '-c', config], { encoding: 'utf8' });
+  const format = spawnSync(
+    'java',
+    ['-cp', cp, 'kafka.tools.StorageTool', 'format', '-t', 'clink-test-cluster-0001', '-c', config],
+    { encoding: 'utf8' },
+  );
   if (format.status !== 0) throw new Error(`formatting the Kafka log dir failed: ${format.stderr || format.stdout}`);
   let proc;
   const launch = async () => {
-    proc = spawn('java', ['-Xmx768m', '-XX:+UseSerialGC', '-cp', cp, 'kafka.Kafka', config], { stdio: ['ignore', 'ignore', 'ignore'] });
+    proc = spawn('java', ['-Xmx768m', '-XX:+UseSerialGC', '-cp', cp, 'kafka.Kafka', config], {
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
     const deadline = Date.now() + 90_000;
     while (!(await answers(port))) {
       if (proc.exitCode !== null) throw new Error(`the Kafka broker exited with ${proc.exitCode} before it was ready`);

@@ -18,7 +18,10 @@ export async function startNats(dir, aptInstall) {
   aptInstall('nats-server', 'nats-server');
   const port = await freePort();
   mkdirSync(dir, { recursive: true });
-  const spawnServer = () => spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(dir, 'store')], { stdio: ['ignore', 'ignore', 'ignore'] });
+  const spawnServer = () =>
+    spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(dir, 'store')], {
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
   const ready = async (proc) => {
     const deadline = Date.now() + 30_000;
     while (!(await answers(port))) {

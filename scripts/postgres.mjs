@@ -10,7 +10,9 @@ import { freePort } from './ports.mjs';
 function pgBin() {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(a) - Number(b));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(a) - Number(b));
   return versions.length ? join(root, versions.at(-1), 'bin') : undefined;
 }
 
@@ -25,14 +27,17 @@ export async function startPostgres(dir, aptInstall) {
   if (root) chmodSync(dirname(dir), 0o711);
   if (root) spawnSync('chown', ['postgres:postgres', dir]);
   const run = (cmd, args) => {
-    const r = root ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { encoding: 'utf8' }) : spawnSync(join(bin, cmd), args, { encoding: 'utf8' });
+    const r = root
+      ? spawnSync('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args], { encoding: 'utf8' })
+      : spawnSync(join(bin, cmd), args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr || r.stdout}`);
   };
   const data = join(dir, 'data');
   const port = await freePort();
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
   const options = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c max_prepared_transactions=64 -c fsync=off -c max_connections=200`;
-  const start = () => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start']);
+  const start = () =>
+    run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', options, 'start']);
   const stop = (mode) => run('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
   start();
   console.log(`postgres on 127.0.0.1:${port}`);

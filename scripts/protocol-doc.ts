@@ -40,7 +40,9 @@ function fmtDefault(v: unknown): string {
 function fieldTable(fields: Fields, structs: Map<string, Fields>): string[] {
   const rows = ['| # | field | type | absent in an older frame | meaning |', '| --- | --- | --- | --- | --- |'];
   Object.entries(fields).forEach(([k, f], i) => {
-    rows.push(`| ${i + 1} | \`${k}\` | ${typeName(f.codec, structs)} | ${f.tail ? `reads as ${fmtDefault(f.default)}` : 'required'} | ${f.doc} |`);
+    rows.push(
+      `| ${i + 1} | \`${k}\` | ${typeName(f.codec, structs)} | ${f.tail ? `reads as ${fmtDefault(f.default)}` : 'required'} | ${f.doc} |`,
+    );
   });
   return rows;
 }
@@ -57,8 +59,8 @@ export function renderProtocolDoc(): string {
     '',
     '## Frames',
     '',
-    '- A frame is a 4-byte big-endian length, then that many bytes of payload. The payload\'s first byte is the message kind; the fields follow in the order listed below.',
-    '- Integers are big-endian: `u8`, `u16`, `u32`, `i32` (two\'s complement), `u64` (carried as a JS number, so at most 2^53 - 1; larger is refused), `f64` (IEEE 754). `bool` is a `u8` that must be 0 or 1.',
+    "- A frame is a 4-byte big-endian length, then that many bytes of payload. The payload's first byte is the message kind; the fields follow in the order listed below.",
+    "- Integers are big-endian: `u8`, `u16`, `u32`, `i32` (two's complement), `u64` (carried as a JS number, so at most 2^53 - 1; larger is refused), `f64` (IEEE 754). `bool` is a `u8` that must be 0 or 1.",
     '- `string` is `[u32 length][UTF-8 bytes]` (invalid UTF-8 is refused); `bytes` is `[u32 length][bytes]`.',
     '- `list of T` is `[u32 count][T x count]`. A count that cannot fit in the bytes left (each element takes at least one byte, at least four for strings and records) is malformed, refused before anything is allocated.',
     '- A record (below) is `[u32 length][fields]`: length-prefixed, so records grow by tail fields exactly as messages do, and an older reader skips fields it does not know.',
@@ -80,7 +82,7 @@ export function renderProtocolDoc(): string {
     '2. **Never reorder, remove, retype or change the meaning of a field**, and never reuse a kind number. Where such a change is unavoidable, bump `CLUSTER_PROTOCOL_VERSION`, and gate the new behaviour to peers that declared the new version.',
     '3. **A new message kind** a peer must understand is gated by version too: send it only to peers whose version has it.',
     '4. Raising `MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION` strands every older peer at its handshake: an end-of-support decision.',
-    '5. Every coordinator-to-worker message ends with `epoch`, the sender\'s fencing epoch (0 = unfenced). Workers drop frames whose epoch is below the one they are bound to.',
+    "5. Every coordinator-to-worker message ends with `epoch`, the sender's fencing epoch (0 = unfenced). Workers drop frames whose epoch is below the one they are bound to.",
     '6. After a change, regenerate this file (`node --import tsx scripts/protocol-doc.ts`) and the golden vectors (`UPDATE_VECTORS=1 npm test -- protocol`), and check the vector diff only appends bytes, at the end of the message or inside a record (whose length prefix grows with it).',
     '',
     '## Message kinds',
@@ -89,14 +91,26 @@ export function renderProtocolDoc(): string {
     '| --- | --- | --- | --- |',
   );
   const entries = Object.entries(MESSAGES).sort((a, b) => a[1].kind - b[1].kind);
-  for (const [name, d] of entries) out.push(`| ${d.kind} | [${name}](#${name.toLowerCase()}) | ${d.direction} | ${d.doc} |`);
-  out.push('', 'CancelJob (103) is one kind in both directions: a client request to the coordinator, and the coordinator\'s broadcast to workers (where it carries the epoch). Client request kinds are unique.', '');
+  for (const [name, d] of entries)
+    out.push(`| ${d.kind} | [${name}](#${name.toLowerCase()}) | ${d.direction} | ${d.doc} |`);
+  out.push(
+    '',
+    "CancelJob (103) is one kind in both directions: a client request to the coordinator, and the coordinator's broadcast to workers (where it carries the epoch). Client request kinds are unique.",
+    '',
+  );
   for (const [name, d] of entries) {
-    out.push(`### ${name}`, '', `Kind ${d.kind}, ${d.direction}: ${d.doc}.`, '', ...fieldTable(d.fields as Fields, structs), '');
+    out.push(
+      `### ${name}`,
+      '',
+      `Kind ${d.kind}, ${d.direction}: ${d.doc}.`,
+      '',
+      ...fieldTable(d.fields as Fields, structs),
+      '',
+    );
   }
   out.push('## Records', '');
   const done = new Set<string>();
-  for (let more = true; more; ) {
+  for (let more = true; more;) {
     more = false;
     for (const [name, fields] of [...structs].sort((a, b) => a[0].localeCompare(b[0]))) {
       if (done.has(name)) continue;
@@ -133,9 +147,9 @@ export function renderProtocolDoc(): string {
     '',
     "In a cluster (design record 019) a worker dials one data link to each peer data port its channels go to, the first time it opens a channel there, and sends every later channel to that port on it. The link has no hello of its own: its first frame is a `LinkFrame` carrying the first channel's `DataHello`, which must name a subtask the receiver runs and prove the attempt's secret (`mac`), or the receiver closes the link, as it would that channel's connection; each later channel proves its own. A link carries channels one way (the dialler's); credits and refusals come back on it. A receiver takes links only if its `SubtaskListening` said `dataLinks: true`, and the coordinator passes that on as each `PeerAddress.link`; a sender opens a connection per channel to a peer that did not say so (a worker from before links, or one started with `--data-transport channel`), whose first frame is the channel's `DataHello` and which the receiver refuses by closing it.",
     '',
-    "In a mesh run (design record 017) two members share exactly one link, opened by the higher member with `MeshLinkHello`; it carries channels both ways.",
+    'In a mesh run (design record 017) two members share exactly one link, opened by the higher member with `MeshLinkHello`; it carries channels both ways.',
     '',
-    '## A mesh run\'s control connection',
+    "## A mesh run's control connection",
     '',
     "After `MeshRegister` / `MeshMembers` the leader keeps each member's control connection for the run: each member deploys its own slice and sends `MeshReady`; the leader sends `MeshStart` once all have. The leader then sends the coordinator's checkpoint frames (`TriggerCheckpoint`, `CommitCheckpoint`, `AbortCheckpoint`, `FinalCheckpointAssigned`) and members answer with the worker's (`SubtaskCheckpointed`, `RequestFinalCheckpoint`, `SubtaskFinished`). Both ends send `MeshHeartbeat` every second. `MeshStop` ends the run: from the leader to every member (ok, or failed with the cause), or from a member reporting a failure it saw (a lost link).",
     '',

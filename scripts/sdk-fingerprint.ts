@@ -23,7 +23,22 @@ export interface SdkManifest {
 export function computeSdkManifest(): SdkManifest {
   const out = mkdtempSync(join(tmpdir(), 'clink-dts-'));
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--emitDeclarationOnly', '--declarationMap', 'false', '--sourceMap', 'false', '--outDir', out], { stdio: 'pipe' });
+    execFileSync(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '-p',
+        join(ROOT, 'tsconfig.build.json'),
+        '--emitDeclarationOnly',
+        '--declarationMap',
+        'false',
+        '--sourceMap',
+        'false',
+        '--outDir',
+        out,
+      ],
+      { stdio: 'pipe' },
+    );
     const files: Record<string, string> = {};
     const queue = [join(out, 'index.d.ts')];
     while (queue.length > 0) {
@@ -32,11 +47,16 @@ export function computeSdkManifest(): SdkManifest {
       if (files[rel] !== undefined || !existsSync(file)) continue;
       const text = readFileSync(file, 'utf8').replace(/\r\n/g, '\n');
       files[rel] = createHash('sha256').update(text).digest('hex');
-      for (const m of text.matchAll(/from\s+['"](\.{1,2}\/[^'"]+)['"]/g)) queue.push(resolve(dirname(file), m[1]!.replace(/\.js$/, '.d.ts')));
+      for (const m of text.matchAll(/from\s+['"](\.{1,2}\/[^'"]+)['"]/g))
+        queue.push(resolve(dirname(file), m[1]!.replace(/\.js$/, '.d.ts')));
     }
     const sorted = Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
-    const sdkMajor = Number((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version.split('.')[0]);
-    const fingerprint = createHash('sha256').update(JSON.stringify({ sdkMajor, files: sorted })).digest('hex');
+    const sdkMajor = Number(
+      (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version.split('.')[0],
+    );
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify({ sdkMajor, files: sorted }))
+      .digest('hex');
     return { sdkMajor, fingerprint, files: sorted };
   } finally {
     rmSync(out, { recursive: true, force: true });

@@ -20,10 +20,19 @@ function aptInstall(pkg, bin) {
 }
 
 function aptGet(pkg, what) {
-  if (process.getuid?.() !== 0) throw new Error(`${what} is not installed: install the Debian package ${pkg} (apt-get install ${pkg}) or run as root to have it installed`);
+  if (process.getuid?.() !== 0)
+    throw new Error(
+      `${what} is not installed: install the Debian package ${pkg} (apt-get install ${pkg}) or run as root to have it installed`,
+    );
   console.log(`installing ${pkg} (apt-get)`);
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', pkg]]) {
-    const r = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', pkg],
+  ]) {
+    const r = spawnSync('apt-get', args, {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
     if (r.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed (${r.status})`);
   }
 }

@@ -38,9 +38,13 @@ const servers = services ? await startServices() : { env: {}, stop: async () => 
 // service scenarios (each bounded by its own `timeout`) takes minutes on two busy cores, so those suites
 // get 15 minutes a file; the default suite's files (the CLI's spawn a process per test) get five.
 const fileTimeoutMs = wanted === 'default' && filter.length === 0 ? 300_000 : 900_000;
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${fileTimeoutMs}`, ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, ...servers.env },
-});
+const r = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${fileTimeoutMs}`, ...files],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, ...servers.env },
+  },
+);
 await servers.stop();
 process.exit(r.status ?? 1);

@@ -27,14 +27,17 @@ export const ERROR_CODES = {
   CLINK_ERR_MODULE_MISSING: 'a reference to a job module that the receiver does not hold',
   CLINK_ERR_STORAGE: 'a file could not be written durably (a short write, a full or read-only disk); names the file',
   CLINK_ERR_BUSY: 'the coordinator turned a connection away for now (its admission or client-session cap); retry',
-  CLINK_ERR_WRONG_PROTOCOL: 'a peer spoke another protocol (HTTP, TLS) on a clink port, or a clink port was pointed at one that does',
-  CLINK_ERR_ENVIRONMENT: 'the machine refused what a flag asked for (a port in use, an address not here); names the flag to change',
+  CLINK_ERR_WRONG_PROTOCOL:
+    'a peer spoke another protocol (HTTP, TLS) on a clink port, or a clink port was pointed at one that does',
+  CLINK_ERR_ENVIRONMENT:
+    'the machine refused what a flag asked for (a port in use, an address not here); names the flag to change',
   CLINK_ERR_INTERRUPTED: 'the command was interrupted (Ctrl-C or SIGTERM)',
   CLINK_ERR_UNAUTHORIZED: 'a request or connection without the cluster token (CLINK_AUTH_TOKEN), or with a wrong one',
   CLINK_ERR_FENCED: 'a superseded leader tried to write metadata a newer leader owns (its epoch is lower)',
   CLINK_ERR_UNAVAILABLE: 'an HTTP route this node cannot answer now (a standby coordinator, a worker between sessions)',
   CLINK_ERR_INTERNAL: 'an HTTP route failed in a way no other code covers (a bug)',
-  CLINK_ERR_MESH: "a mesh run's members could not come together (a differing job, an address taken, a member that never came, a leader gone), or its run failed (a member lost, a subtask failed)",
+  CLINK_ERR_MESH:
+    "a mesh run's members could not come together (a differing job, an address taken, a member that never came, a leader gone), or its run failed (a member lost, a subtask failed)",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -125,10 +128,21 @@ export class EnvironmentError extends ClinkError {
 export function listenError(err: unknown, host: string, port: number, flags: { port: string; host: string }): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   const where = `${host}:${port}`;
-  if (code === 'EADDRINUSE') return new EnvironmentError(`cannot listen on ${where}: the port is in use (${flags.port}); stop what holds it or choose another port (0 picks a free one)`, { cause: err });
-  if (code === 'EACCES') return new EnvironmentError(`cannot listen on ${where}: permission denied (${flags.port}); choose a port above 1023`, { cause: err });
+  if (code === 'EADDRINUSE')
+    return new EnvironmentError(
+      `cannot listen on ${where}: the port is in use (${flags.port}); stop what holds it or choose another port (0 picks a free one)`,
+      { cause: err },
+    );
+  if (code === 'EACCES')
+    return new EnvironmentError(
+      `cannot listen on ${where}: permission denied (${flags.port}); choose a port above 1023`,
+      { cause: err },
+    );
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
-    return new EnvironmentError(`cannot listen on ${where}: ${host} is not an address of this machine (${flags.host}); choose one it has, such as 127.0.0.1 or 0.0.0.0`, { cause: err });
+    return new EnvironmentError(
+      `cannot listen on ${where}: ${host} is not an address of this machine (${flags.host}); choose one it has, such as 127.0.0.1 or 0.0.0.0`,
+      { cause: err },
+    );
   return err;
 }
 
@@ -150,7 +164,12 @@ export class UserCodeError extends ClinkError {
   readonly operatorId: string;
   readonly operatorName: string;
   readonly subtaskIndex: number;
-  constructor(operator: { id: string; name: string; type: string }, subtaskIndex: number, parallelism: number, cause: unknown) {
+  constructor(
+    operator: { id: string; name: string; type: string },
+    subtaskIndex: number,
+    parallelism: number,
+    cause: unknown,
+  ) {
     const what = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
     super(
       'CLINK_ERR_USER_CODE',

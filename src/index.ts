@@ -7,8 +7,31 @@
  */
 export * from './sdk/index.js';
 import type { JobDefinition, JobInfo } from './sdk/index.js';
-export { runJob, startJob, type JobResult, type LocalRunOptions, type TaskMetrics, type JobSnapshot } from './runtime/index.js';
-export { datagen, file, datagenRow, kafka, nats, postgres, ownerOf, nexmark, nexmarkGenerator, type Auction, type Bid, type KafkaRecord, type NatsRecord, type NexmarkEvent, type Person } from './connectors/index.js';
+export {
+  runJob,
+  startJob,
+  type JobResult,
+  type LocalRunOptions,
+  type TaskMetrics,
+  type JobSnapshot,
+} from './runtime/index.js';
+export {
+  datagen,
+  file,
+  datagenRow,
+  kafka,
+  nats,
+  postgres,
+  ownerOf,
+  nexmark,
+  nexmarkGenerator,
+  type Auction,
+  type Bid,
+  type KafkaRecord,
+  type NatsRecord,
+  type NexmarkEvent,
+  type Person,
+} from './connectors/index.js';
 export {
   ClinkError,
   ERROR_CODES,

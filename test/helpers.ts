@@ -50,12 +50,18 @@ export async function assertNoLeaks(fn: () => Promise<void>): Promise<void> {
 /** The lines the file sink made visible under `dir` (committed part files), sorted. */
 export async function visibleLines(dir: string): Promise<string[]> {
   const names = (await readdir(dir)).filter((n) => /^part-\d+-\d+\.jsonl$/.test(n));
-  return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
+  return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8'))))
+    .flatMap((t) => t.split('\n').filter(Boolean))
+    .sort();
 }
 
 /** A flag's line in --help, matched word by word: help wraps its text where the terminal width says. */
 export function helpLine(flag: string, text: string): RegExp {
-  const words = (t: string): string => t.split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('\\s+');
+  const words = (t: string): string =>
+    t
+      .split(/\s+/)
+      .map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('\\s+');
   return new RegExp(`${words(flag)}\\s+${words(text)}`);
 }
 
@@ -79,7 +85,11 @@ export function rowsRead(position: unknown): number {
 export const PATIENCE_MS = 120_000;
 
 /** Poll `check` until it holds; throws naming `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = PATIENCE_MS): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = PATIENCE_MS,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`);

@@ -21,7 +21,13 @@ export function bids(env: JobEnvironment, count: number) {
         return {
           read(out: SourceOutput<Bid>, max: number) {
             for (let n = 0; n < max && i < count; n++, i += ctx.parallelism) {
-              out.collect({ auction: 1_000 + ((i * 2_654_435_761) % 1_000), bidder: 2_000 + ((i * 40_503) % 5_000), price: 100 + ((i * 31) % 10_000), channel: CHANNELS[i & 3]!, dateTime: i });
+              out.collect({
+                auction: 1_000 + ((i * 2_654_435_761) % 1_000),
+                bidder: 2_000 + ((i * 40_503) % 5_000),
+                price: 100 + ((i * 31) % 10_000),
+                channel: CHANNELS[i & 3]!,
+                dateTime: i,
+              });
             }
             return i >= count ? 'END' : 'MORE';
           },

@@ -5,6 +5,12 @@ import { isBid, nexmarkEvents, output } from './common.js';
 export default defineJob({ name: 'nexmark-q1', version: '1', description: 'currency conversion' }, (env) => {
   const euros = nexmarkEvents(env)
     .filter(isBid)
-    .map((b) => ({ auction: b.auction, bidder: b.bidder, price: 0.908 * b.price, dateTime: b.dateTime, extra: b.extra }));
+    .map((b) => ({
+      auction: b.auction,
+      bidder: b.bidder,
+      price: 0.908 * b.price,
+      dateTime: b.dateTime,
+      extra: b.extra,
+    }));
   output(env, euros, 'q1');
 });

@@ -35,7 +35,8 @@ export default defineJob({ name: 'nexmark-q4', version: '1', description: 'avera
       processElement1(a: Auction, ctx) {
         const open: Open = { category: a.category, dateTime: a.dateTime, expires: a.expires, max: -1 };
         const early = ctx.state.list<[number, number]>('early');
-        for (const [t, price] of early.get()) if (t >= a.dateTime && t <= a.expires && price > open.max) open.max = price;
+        for (const [t, price] of early.get())
+          if (t >= a.dateTime && t <= a.expires && price > open.max) open.max = price;
         early.clear();
         ctx.state.value<Open>('open').update(open);
         ctx.timers.registerEventTime(a.expires);

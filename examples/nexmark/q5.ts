@@ -33,7 +33,8 @@ export default defineJob({ name: 'nexmark-q5', version: '1', description: 'hot i
       process(_end, _window, all: WindowCount<number>[], out) {
         let max = 0;
         for (const c of all) if (c.count > max) max = c.count;
-        for (const c of all) if (c.count === max) out.collect({ auction: c.key, count: c.count, start: c.start, end: c.end });
+        for (const c of all)
+          if (c.count === max) out.collect({ auction: c.key, count: c.count, start: c.start, end: c.end });
       },
     })
     .name('hottest per window');

@@ -47,7 +47,8 @@ export default defineJob({ name: 'nexmark-q7', version: '1', description: 'highe
         for (const l of all) if (l.best.price > max) max = l.best.price;
         for (const l of all) {
           if (l.best.price !== max) continue;
-          for (const b of l.best.bids) out.collect({ auction: b.auction, price: b.price, bidder: b.bidder, dateTime: b.dateTime, end });
+          for (const b of l.best.bids)
+            out.collect({ auction: b.auction, price: b.price, bidder: b.bidder, dateTime: b.dateTime, end });
         }
       },
     })

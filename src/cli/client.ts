@@ -27,7 +27,12 @@ export function printCollected(collected: Record<string, unknown[]>, output: 'ta
 }
 
 export function jobFailed(outcome: JobOutcome): ClinkError {
-  return new ClinkError(outcome.state === 'CANCELED' ? 'CLINK_ERR_CANCELLED' : 'CLINK_ERR_JOB_FAILED', outcome.state === 'CANCELED' ? `job ${outcome.jobId} was cancelled: ${outcome.error}` : `job failed: ${outcome.error}`);
+  return new ClinkError(
+    outcome.state === 'CANCELED' ? 'CLINK_ERR_CANCELLED' : 'CLINK_ERR_JOB_FAILED',
+    outcome.state === 'CANCELED'
+      ? `job ${outcome.jobId} was cancelled: ${outcome.error}`
+      : `job failed: ${outcome.error}`,
+  );
 }
 
 export async function submitCommand(
@@ -58,7 +63,12 @@ export async function submitCommand(
     verifyBuild: (built, rebuild) => refuseOnErrors(determinismFindings(built, rebuild)),
   });
   if (o.guarantee) spec.job.guarantee = o.guarantee;
-  gateJob(jobFindings(spec, { settings: { ...NO_CHECKPOINTS, ...o.checkpoint }, ...(o.autoscale ? { autoscale: o.autoscale } : {}) }));
+  gateJob(
+    jobFindings(spec, {
+      settings: { ...NO_CHECKPOINTS, ...o.checkpoint },
+      ...(o.autoscale ? { autoscale: o.autoscale } : {}),
+    }),
+  );
   const client = await connectToLeader(o.coordinator);
   try {
     const { jobId } = await client.submit({
@@ -74,17 +84,28 @@ export async function submitCommand(
     if (o.output === 'json' && !o.wait) process.stdout.write(JSON.stringify({ jobId }) + '\n');
     if (o.output === 'table') process.stdout.write(`${jobId}\n`);
     if (!o.wait) return;
-    const display = o.progress !== false ? new ProgressDisplay(process.stderr, o.name ?? spec.job.name, { tty: process.stderr.isTTY === true }) : undefined;
-    const sample = async (): Promise<JobProgressSample | undefined> => (await client.listJobs(true)).find((j) => j.jobId === jobId);
+    const display =
+      o.progress !== false
+        ? new ProgressDisplay(process.stderr, o.name ?? spec.job.name, { tty: process.stderr.isTTY === true })
+        : undefined;
+    const sample = async (): Promise<JobProgressSample | undefined> =>
+      (await client.listJobs(true)).find((j) => j.jobId === jobId);
     const stopProgress = display ? followProgress(display, sample, 1_000) : () => undefined;
     // Ctrl-C stops waiting, not the job: it runs on the cluster.
-    exitOnInterrupt(`stopped waiting; job ${jobId} runs on (clink cancel ${jobId} stops it)`, () => display?.breakLine());
+    exitOnInterrupt(`stopped waiting; job ${jobId} runs on (clink cancel ${jobId} stops it)`, () =>
+      display?.breakLine(),
+    );
     let outcome = await client.waitForCompletion(jobId).finally(stopProgress);
     display?.end(outcome.state === 'UNKNOWN' ? undefined : await sample().catch(() => undefined));
     // The coordinator was lost: with HA, its successor has the job.
-    if (outcome.state === 'UNKNOWN' && followsLeader(o.coordinator)) outcome = await followJob(o.coordinator, jobId, outcome.error);
+    if (outcome.state === 'UNKNOWN' && followsLeader(o.coordinator))
+      outcome = await followJob(o.coordinator, jobId, outcome.error);
     if (!outcome.ok) throw jobFailed(outcome);
-    if (o.output === 'json') process.stdout.write(JSON.stringify({ jobId, state: outcome.state, durationMs: outcome.durationMs, collected: outcome.collected }) + '\n');
+    if (o.output === 'json')
+      process.stdout.write(
+        JSON.stringify({ jobId, state: outcome.state, durationMs: outcome.durationMs, collected: outcome.collected }) +
+          '\n',
+      );
     else printCollected(outcome.collected, o.output, o.maxRows);
     process.stderr.write(`job ${jobId} (${spec.job.name}) finished in ${(outcome.durationMs / 1000).toFixed(2)} s\n`);
   } finally {
@@ -106,7 +127,15 @@ export async function jobsCommand(o: { coordinator: CoordinatorTarget; json: boo
     }
     process.stdout.write(
       formatTable(
-        jobs.map((j) => ({ id: j.jobId, name: j.name, state: j.state, parallelism: j.parallelism, 'records in': j.sourceRecords, 'records out': j.sinkRecords, error: j.error.split('\n')[0] })),
+        jobs.map((j) => ({
+          id: j.jobId,
+          name: j.name,
+          state: j.state,
+          parallelism: j.parallelism,
+          'records in': j.sourceRecords,
+          'records out': j.sinkRecords,
+          error: j.error.split('\n')[0],
+        })),
         0,
         { sort: false },
       ) + '\n',
@@ -128,7 +157,15 @@ export async function cancelCommand(jobId: string, o: { coordinator: Coordinator
 }
 
 /** `clink rescale`: in place or by drain and replan; prints what changed and how long the job paused. */
-export async function rescaleCommand(jobId: string, o: { coordinator: CoordinatorTarget; parallelism: number; operators: Record<string, number>; mode: 'auto' | 'hot' | 'replan' }): Promise<void> {
+export async function rescaleCommand(
+  jobId: string,
+  o: {
+    coordinator: CoordinatorTarget;
+    parallelism: number;
+    operators: Record<string, number>;
+    mode: 'auto' | 'hot' | 'replan';
+  },
+): Promise<void> {
   const client = await connectToLeader(o.coordinator);
   try {
     const r = await client.rescale(jobId, o.parallelism, o.operators, undefined, o.mode);
@@ -139,7 +176,10 @@ export async function rescaleCommand(jobId: string, o: { coordinator: Coordinato
   }
 }
 
-export async function savepointCommand(jobId: string, o: { coordinator: CoordinatorTarget; dir: string; cancel: boolean }): Promise<void> {
+export async function savepointCommand(
+  jobId: string,
+  o: { coordinator: CoordinatorTarget; dir: string; cancel: boolean },
+): Promise<void> {
   const client = await connectToLeader(o.coordinator);
   try {
     const r = await client.savepoint(jobId, o.dir, o.cancel);

@@ -9,7 +9,9 @@ export function connectorsCommand(json: boolean): void {
   }
   const rows = BUILTIN_CAPABILITIES.map((c) => ({
     connector: c.name,
-    source: c.source ? `${c.source.delivery}${c.source.replayable ? `, replayable (${c.source.offsetModel})` : ''}` : '-',
+    source: c.source
+      ? `${c.source.delivery}${c.source.replayable ? `, replayable (${c.source.offsetModel})` : ''}`
+      : '-',
     sink: c.sink ? `${c.sink.delivery}${c.sink.transactional ? ', transactional' : ''}` : '-',
     tls: c.tls ? 'yes' : 'no',
     description: c.description,

@@ -26,8 +26,16 @@ export function exposureVerdict(e: Exposure): { refusal?: string; warning?: stri
   const open = e.hosts.filter((h) => h.host !== '' && !isLoopback(h.host));
   if (open.length === 0 || e.tls || e.token) return {};
   const where = open.map((h) => `${h.flag} ${h.host}`).join(', ');
-  const what = e.role === 'coordinator' ? 'anyone who reaches its control port can submit a job, which is code that runs on every worker' : 'anyone who reaches its data port can feed its subtasks';
-  const protect = e.role === 'coordinator' ? '--tls-cert and --tls-key (with --tls-client-ca for mTLS)' : '--tls-ca, --tls-cert and --tls-key';
+  const what =
+    e.role === 'coordinator'
+      ? 'anyone who reaches its control port can submit a job, which is code that runs on every worker'
+      : 'anyone who reaches its data port can feed its subtasks';
+  const protect =
+    e.role === 'coordinator'
+      ? '--tls-cert and --tls-key (with --tls-client-ca for mTLS)'
+      : '--tls-ca, --tls-cert and --tls-key';
   if (e.insecure) return { warning: `running without TLS or a token beyond loopback (${where}, --insecure): ${what}` };
-  return { refusal: `${where} is reachable beyond this machine, and this ${e.role} has no protection: ${what}. Give it ${protect}, or set CLINK_AUTH_TOKEN, or pass --insecure to run it open` };
+  return {
+    refusal: `${where} is reachable beyond this machine, and this ${e.role} has no protection: ${what}. Give it ${protect}, or set CLINK_AUTH_TOKEN, or pass --insecure to run it open`,
+  };
 }

@@ -21,7 +21,8 @@ export const positiveInt = intArg(1);
 /** `--operator <uid>=<n>`, repeatable: each adds one operator's parallelism. */
 export function operatorTarget(value: string, previous: Record<string, number> | undefined): Record<string, number> {
   const m = /^([^=]+)=(\d+)$/.exec(value);
-  if (!m || Number(m[2]) < 1) throw new InvalidArgumentError(`expected <uid>=<parallelism>, the parallelism a whole number >= 1, got '${value}'`);
+  if (!m || Number(m[2]) < 1)
+    throw new InvalidArgumentError(`expected <uid>=<parallelism>, the parallelism a whole number >= 1, got '${value}'`);
   return { ...previous, [m[1]!]: Number(m[2]) };
 }
 
@@ -48,7 +49,11 @@ export function renamedFlag(flags: string, newAttribute: string, parse: (v: stri
   return new Option(flags).hideHelp().argParser(parse).conflicts(newAttribute);
 }
 
-export function renamed<T extends object>(o: T, newAttribute: keyof T & string, oldAttribute: keyof T & string): number {
+export function renamed<T extends object>(
+  o: T,
+  newAttribute: keyof T & string,
+  oldAttribute: keyof T & string,
+): number {
   return (o[oldAttribute] ?? o[newAttribute]) as number;
 }
 

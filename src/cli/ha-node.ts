@@ -20,12 +20,24 @@ const RESTAND_DELAY_MS = 1_000;
 function makeElection(flags: NodeFlags, log: Logger, host: string): LeaderElection {
   const ha = flags.ha!;
   if (ha.etcdEndpoints?.length) {
-    return new EtcdElection({ endpoints: ha.etcdEndpoints, cluster: ha.etcdCluster ?? 'default', ...(ha.etcdLeaseTtlS ? { leaseTtlS: ha.etcdLeaseTtlS } : {}), host, log });
+    return new EtcdElection({
+      endpoints: ha.etcdEndpoints,
+      cluster: ha.etcdCluster ?? 'default',
+      ...(ha.etcdLeaseTtlS ? { leaseTtlS: ha.etcdLeaseTtlS } : {}),
+      host,
+      log,
+    });
   }
   return new FileElection({ dir: ha.haDir!, host, log, ...(ha.allowUnsafeLocks ? { allowUnsafeLocks: true } : {}) });
 }
 
-export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: ClinkMetrics, signal: Promise<string>, security: { authToken?: string; tls?: TlsServerConfig }): Promise<number> {
+export async function haCoordinator(
+  flags: NodeFlags,
+  log: Logger,
+  metrics: ClinkMetrics,
+  signal: Promise<string>,
+  security: { authToken?: string; tls?: TlsServerConfig },
+): Promise<number> {
   const { authToken } = security;
   // The CLI refuses --etcd-endpoints without --ha-dir: the job store lives in the HA directory.
   const haDir = flags.ha!.haDir!;
@@ -40,18 +52,32 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
     {
       role: 'coordinator',
       metrics,
-      config: { ...flags.coordinator, haDir, ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}), warnings: flags.configWarnings ?? [] },
+      config: {
+        ...flags.coordinator,
+        haDir,
+        ...(flags.ha?.etcdEndpoints ? { etcdEndpoints: flags.ha.etcdEndpoints } : {}),
+        warnings: flags.configWarnings ?? [],
+      },
       coordinator: () => coordinator,
       ...(authToken ? { authToken } : {}),
       ...(flags.httpStaticDir ? { staticDir: flags.httpStaticDir } : {}),
       ...(flags.sqlCatalogDir ? { sqlCatalogDir: flags.sqlCatalogDir } : {}),
-      health: () => (coordinator ? { ok: true, status: 'ok', leader: true } : { ok: true, status: 'standby', ...(leader ? { leader: { host: leader.host, port: leader.port, epoch: leader.epoch } } : {}) }),
+      health: () =>
+        coordinator
+          ? { ok: true, status: 'ok', leader: true }
+          : {
+              ok: true,
+              status: 'standby',
+              ...(leader ? { leader: { host: leader.host, port: leader.port, epoch: leader.epoch } } : {}),
+            },
     },
     bindHost,
     '--bind-host',
   );
   const ready = (state: string, controlPort: number, epoch: number): Promise<void> =>
-    flags.readyFile ? writeReadyFile(flags.readyFile, { controlPort, httpPort: http?.port ?? 0, state, epoch }) : Promise.resolve();
+    flags.readyFile
+      ? writeReadyFile(flags.readyFile, { controlPort, httpPort: http?.port ?? 0, state, epoch })
+      : Promise.resolve();
 
   // Stand, lead, lose, stand again: until a signal, or a failure no new election can mend (the
   // control port cannot be listened on, say), which ends the node.
@@ -68,7 +94,10 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
       if (stopped) return;
       try {
         // The epoch is set before the listener opens: no frame of this leader goes out without it.
-        coordinator = await Coordinator.start({ ...flags.coordinator, epoch }, { log, metrics, jobStore: new HaJobStore(haDir, epoch), ...security });
+        coordinator = await Coordinator.start(
+          { ...flags.coordinator, epoch },
+          { log, metrics, jobStore: new HaJobStore(haDir, epoch), ...security },
+        );
         coordinator.httpUrl = http?.url;
         await e.announce({ host, port: coordinator.port, ...(http ? { httpUrl: http.url } : {}) });
         await ready('leader', coordinator.port, epoch);
@@ -78,14 +107,30 @@ export async function haCoordinator(flags: NodeFlags, log: Logger, metrics: Clin
         return;
       }
       // A takeover that fails as a whole (the job store unreadable) leaves this node leading an empty cluster: say so.
-      await coordinator.takeOver().catch((err: unknown) => log.error({ err }, `could not take over the persisted jobs: ${(err as Error).message}; they are not running`));
+      await coordinator
+        .takeOver()
+        .catch((err: unknown) =>
+          log.error({ err }, `could not take over the persisted jobs: ${(err as Error).message}; they are not running`),
+        );
     });
     await ready('standby', 0, 0);
     await e.start();
     leader = await e.currentLeader().catch(() => undefined);
-    if (!e.isLeader) log.info(leader ? `standby: following the leader at ${leader.host}:${leader.port} (epoch ${leader.epoch})` : 'standby: no leader announced yet');
+    if (!e.isLeader)
+      log.info(
+        leader
+          ? `standby: following the leader at ${leader.host}:${leader.port} (epoch ${leader.epoch})`
+          : 'standby: no leader announced yet',
+      );
     // What health reports of the leader is read again every second while this node stands by.
-    const refresh = setInterval(() => void e.currentLeader().then((l) => (leader = l), () => undefined), 1_000);
+    const refresh = setInterval(
+      () =>
+        void e.currentLeader().then(
+          (l) => (leader = l),
+          () => undefined,
+        ),
+      1_000,
+    );
     refresh.unref();
     let why: string;
     try {

@@ -28,7 +28,10 @@ interface ClinkPackage {
 
 function thisClink(): ClinkPackage {
   const root = clinkPackageRoot();
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; devDependencies?: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    version: string;
+    devDependencies?: Record<string, string>;
+  };
   return { root, version: pkg.version, devDependencies: pkg.devDependencies ?? {} };
 }
 
@@ -111,10 +114,25 @@ npx clink submit src/job.ts --wait         # run it on a cluster (--coordinator 
 function runNpmInstall(dir: string): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     // npm's own output goes to standard error: standard output stays the command's.
-    const child = spawn(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['install', '--no-audit', '--no-fund'], { cwd: dir, stdio: ['ignore', 2, 2] });
-    child.on('error', (err) => reject(new EnvironmentError(`cannot run npm install in ${dir}: ${err.message}; install it yourself (cd ${dir} && npm install), or pass --no-install`)));
+    const child = spawn(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['install', '--no-audit', '--no-fund'], {
+      cwd: dir,
+      stdio: ['ignore', 2, 2],
+    });
+    child.on('error', (err) =>
+      reject(
+        new EnvironmentError(
+          `cannot run npm install in ${dir}: ${err.message}; install it yourself (cd ${dir} && npm install), or pass --no-install`,
+        ),
+      ),
+    );
     child.on('exit', (code) =>
-      code === 0 ? resolvePromise() : reject(new EnvironmentError(`npm install in ${dir} failed (exit ${code}); see its output above, then run it again there (the project files are written)`)),
+      code === 0
+        ? resolvePromise()
+        : reject(
+            new EnvironmentError(
+              `npm install in ${dir} failed (exit ${code}); see its output above, then run it again there (the project files are written)`,
+            ),
+          ),
     );
   });
 }
@@ -123,12 +141,26 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
   const dir = resolve(target);
   if (existsSync(dir)) {
     const entries = await readdir(dir).catch(() => undefined);
-    if (entries === undefined) throw new ClinkError('CLINK_ERR_INVALID_ARGUMENT', `${target} exists and is not a directory; choose a new directory for the project`);
-    if (entries.filter((e) => e !== '.git').length > 0) throw new ClinkError('CLINK_ERR_INVALID_ARGUMENT', `${target} is not empty; clink init makes a new project: choose a new or empty directory`);
+    if (entries === undefined)
+      throw new ClinkError(
+        'CLINK_ERR_INVALID_ARGUMENT',
+        `${target} exists and is not a directory; choose a new directory for the project`,
+      );
+    if (entries.filter((e) => e !== '.git').length > 0)
+      throw new ClinkError(
+        'CLINK_ERR_INVALID_ARGUMENT',
+        `${target} is not empty; clink init makes a new project: choose a new or empty directory`,
+      );
   }
   const clink = thisClink();
   const installed = clink.root.split(sep).includes('node_modules');
-  const name = o.name ?? (basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'clink-job');
+  const name =
+    o.name ??
+    (basename(dir)
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[._-]+/, '') ||
+      'clink-job');
   const clinkSpec = o.clink ?? (installed ? `^${clink.version}` : `file:${clink.root}`);
   const pkg = {
     name,
@@ -147,7 +179,13 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
     devDependencies: devDependencies(clink),
     // npm 11 runs only the install scripts a project allows, and lists the rest. esbuild and msgpackr's
     // native part need theirs; a checkout of clink is built already (its prepare would rebuild it each time).
-    allowScripts: { ...(clinkSpec.startsWith('file:') ? { [clinkSpec]: false } : {}), esbuild: true, 'msgpackr-extract': true, 'fs-ext': true, protobufjs: true },
+    allowScripts: {
+      ...(clinkSpec.startsWith('file:') ? { [clinkSpec]: false } : {}),
+      esbuild: true,
+      'msgpackr-extract': true,
+      'fs-ext': true,
+      protobufjs: true,
+    },
   };
   await makeDirectory(join(dir, 'src'));
   await makeDirectory(join(dir, 'test'));
@@ -164,5 +202,7 @@ export async function initCommand(target: string, o: InitOptions): Promise<void>
   process.stderr.write(`created ${shown}: ${Object.keys(files).join(', ')} (clink ${pkg.dependencies.clink})\n`);
   if (o.install) await runNpmInstall(dir);
   const cd = shown === '.' ? '' : `cd ${shown} && `;
-  process.stdout.write(`${o.install ? '' : `${cd}npm install\n`}${cd}npm test\n${cd}npx clink run src/job.ts --parallelism 4\n`);
+  process.stdout.write(
+    `${o.install ? '' : `${cd}npm install\n`}${cd}npm test\n${cd}npx clink run src/job.ts --parallelism 4\n`,
+  );
 }

@@ -31,7 +31,11 @@ export async function connectToLeader(t: CoordinatorTarget, waitMs = 0): Promise
       let last: Error | undefined;
       if (source) {
         const l = await source.current();
-        if (!l) last = new ClinkError('CLINK_ERR_CONNECTOR', `no leader is announced in ${source.describe}: is a coordinator running there (clink node --role=coordinator with the same --ha-dir or --etcd-endpoints)?`);
+        if (!l)
+          last = new ClinkError(
+            'CLINK_ERR_CONNECTOR',
+            `no leader is announced in ${source.describe}: is a coordinator running there (clink node --role=coordinator with the same --ha-dir or --etcd-endpoints)?`,
+          );
         else {
           try {
             return await ClusterClient.connect(l.host, l.port, options);
@@ -47,7 +51,11 @@ export async function connectToLeader(t: CoordinatorTarget, waitMs = 0): Promise
             last = err as Error;
           }
         }
-        if (t.endpoints.length > 1) last = new ClinkError('CLINK_ERR_CONNECTOR', `none of the coordinators ${t.endpoints.map((e) => `${e.host}:${e.port}`).join(', ')} answered: ${last!.message}`);
+        if (t.endpoints.length > 1)
+          last = new ClinkError(
+            'CLINK_ERR_CONNECTOR',
+            `none of the coordinators ${t.endpoints.map((e) => `${e.host}:${e.port}`).join(', ')} answered: ${last!.message}`,
+          );
       }
       if (Date.now() >= deadline) throw last!;
       await sleep(Math.min(1_000, 100 * 2 ** Math.min(round, 4)));
@@ -74,8 +82,20 @@ export async function followJob(t: CoordinatorTarget, jobId: string, lost: strin
           await sleep(500);
           continue;
         }
-        if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `the new leader does not know job ${jobId} after ${LEADER_WAIT_MS / 1000} s: it was not taken over (see the leader's log)`);
-        if (isTerminalJobState(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
+        if (!job)
+          throw new ClinkError(
+            'CLINK_ERR_NOT_FOUND',
+            `the new leader does not know job ${jobId} after ${LEADER_WAIT_MS / 1000} s: it was not taken over (see the leader's log)`,
+          );
+        if (isTerminalJobState(job.state))
+          return {
+            jobId,
+            ok: job.state === 'FINISHED',
+            state: job.state,
+            error: job.error,
+            durationMs: Date.now() - job.startedAtMs,
+            collected: {},
+          };
         await sleep(500);
       }
     } catch (err) {

@@ -39,11 +39,17 @@ export interface LintCommandInput {
  * flags were given (a coordinator's checks with clink node's defaults for the rest); else the TLS
  * flags as a client's.
  */
-export function lintedFlags(role: 'coordinator' | 'worker' | undefined, o: Record<string, unknown>, cmd: Command): Finding[] {
+export function lintedFlags(
+  role: 'coordinator' | 'worker' | undefined,
+  o: Record<string, unknown>,
+  cmd: Command,
+): Finding[] {
   const given = givenNodeFlags(cmd);
   const roles = role ? [role] : (['coordinator', 'worker'] as const).filter((r) => given.some((g) => g.role === r));
   if (roles.length === 0) return tlsFlagProblems(o as TlsFlags, 'client').map((m) => lintError('tls-flags', m));
-  return roles.flatMap((r) => nodeFindings(r, o, role ? given : given.filter((g) => g.role === r || g.role === 'both')).findings);
+  return roles.flatMap(
+    (r) => nodeFindings(r, o, role ? given : given.filter((g) => g.role === r || g.role === 'both')).findings,
+  );
 }
 
 /** A mesh run's flags (`--lead`, `--join` and their partners) as `clink run` would refuse them. */
@@ -62,18 +68,36 @@ function asFinding(check: string, err: unknown): Finding {
   throw err;
 }
 
-async function graphOf(i: LintCommandInput): Promise<{ spec?: JobGraphSpec; rebuild?: () => JobGraphSpec; findings: Finding[] }> {
+async function graphOf(
+  i: LintCommandInput,
+): Promise<{ spec?: JobGraphSpec; rebuild?: () => JobGraphSpec; findings: Finding[] }> {
   if (i.graphJson) {
     let text: string;
     try {
       text = await readFile(i.graphJson, 'utf8');
     } catch (err) {
-      return { findings: [lintError('graph-invalid', `cannot read --graph-json ${i.graphJson}: ${(err as Error).message}`, 'CLINK_ERR_PLAN')] };
+      return {
+        findings: [
+          lintError(
+            'graph-invalid',
+            `cannot read --graph-json ${i.graphJson}: ${(err as Error).message}`,
+            'CLINK_ERR_PLAN',
+          ),
+        ],
+      };
     }
     try {
       return { spec: JSON.parse(text) as JobGraphSpec, findings: [] };
     } catch (err) {
-      return { findings: [lintError('graph-invalid', `--graph-json ${i.graphJson} is not JSON: ${(err as Error).message}`, 'CLINK_ERR_PLAN')] };
+      return {
+        findings: [
+          lintError(
+            'graph-invalid',
+            `--graph-json ${i.graphJson} is not JSON: ${(err as Error).message}`,
+            'CLINK_ERR_PLAN',
+          ),
+        ],
+      };
     }
   }
   if (!i.job) return { findings: [] };

@@ -15,7 +15,13 @@ import { printCollected } from './client.js';
 import type { MeshRunFlags } from './options.js';
 import type { RunCommandOptions } from './run.js';
 
-export async function runMeshMember(loaded: LoadedJob, spec: JobGraphSpec, plan: PhysicalPlan, mesh: MeshRunFlags, o: RunCommandOptions & { parallelism: number }): Promise<void> {
+export async function runMeshMember(
+  loaded: LoadedJob,
+  spec: JobGraphSpec,
+  plan: PhysicalPlan,
+  mesh: MeshRunFlags,
+  o: RunCommandOptions & { parallelism: number },
+): Promise<void> {
   // A mesh member's own lines matter to its operator (who joined, what failed): info unless told otherwise.
   const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'info' });
   const started = Date.now();
@@ -38,9 +44,14 @@ export async function runMeshMember(loaded: LoadedJob, spec: JobGraphSpec, plan:
     metrics: new ClinkMetrics(),
     onListening: (port) => log.info({ port }, `mesh leader: members register at port ${port}`),
     onMembers: (m) =>
-      log.info(m, `mesh run attempt ${m.attempt}: member ${m.me} of ${m.members.length} (${m.members.join(', ')})${m.restoreCheckpointId > 0 ? `, resuming from checkpoint ${m.restoreCheckpointId}` : ''}`),
+      log.info(
+        m,
+        `mesh run attempt ${m.attempt}: member ${m.me} of ${m.members.length} (${m.members.join(', ')})${m.restoreCheckpointId > 0 ? `, resuming from checkpoint ${m.restoreCheckpointId}` : ''}`,
+      ),
   });
   if ('lead' in mesh.role) printCollected(outcome.collected, o.output, o.maxRows);
   const restarts = outcome.attempts > 1 ? `, ${outcome.attempts - 1} restart${outcome.attempts > 2 ? 's' : ''}` : '';
-  process.stderr.write(`job '${spec.job.name}' finished in ${((Date.now() - started) / 1000).toFixed(2)} s (parallelism ${spec.defaultParallelism}, mesh of ${outcome.members.length} members${restarts})\n`);
+  process.stderr.write(
+    `job '${spec.job.name}' finished in ${((Date.now() - started) / 1000).toFixed(2)} s (parallelism ${spec.defaultParallelism}, mesh of ${outcome.members.length} members${restarts})\n`,
+  );
 }

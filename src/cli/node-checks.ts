@@ -2,7 +2,13 @@
  * The lint's checks on a node's command line, as `clink node` applies them at start and `clink lint`
  * reports them. Loaded when one of those runs, so no other command pays for the checks at start-up.
  */
-import { coordinatorConfigFindings, lintError, roleFindings, workerConfigFindings, type Finding } from '../lint/index.js';
+import {
+  coordinatorConfigFindings,
+  lintError,
+  roleFindings,
+  workerConfigFindings,
+  type Finding,
+} from '../lint/index.js';
 import { authTokenFromEnv } from '../util/index.js';
 import { exposureVerdict } from './exposure.js';
 import { nodeFlagsOf, type NodeRole } from './node-options.js';
@@ -13,7 +19,11 @@ import { tlsFlagProblems, type TlsFlags, type TlsRole } from './tls-flags.js';
  * port without protection, etcd without an HA directory, a zero outbound bound), the liveness checks,
  * and flags the role ignores. `exposureWarning` is the --insecure warning, said at every start.
  */
-export function nodeFindings(role: NodeRole, o: Record<string, unknown>, given: readonly { flag: string; role: NodeRole | 'both' }[]): { findings: Finding[]; exposureWarning?: string } {
+export function nodeFindings(
+  role: NodeRole,
+  o: Record<string, unknown>,
+  given: readonly { flag: string; role: NodeRole | 'both' }[],
+): { findings: Finding[]; exposureWarning?: string } {
   const flags = nodeFlagsOf({ ...o, role });
   const findings: Finding[] = tlsFlagProblems(o as TlsFlags, role as TlsRole).map((m) => lintError('tls-flags', m));
   const exposure = exposureVerdict({
@@ -31,7 +41,12 @@ export function nodeFindings(role: NodeRole, o: Record<string, unknown>, given: 
   });
   if (exposure.refusal) findings.push(lintError('exposure', exposure.refusal));
   if (role === 'coordinator' && o.etcdEndpoints && !o.haDir) {
-    findings.push(lintError('etcd-without-ha-dir', '--etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor'));
+    findings.push(
+      lintError(
+        'etcd-without-ha-dir',
+        '--etcd-endpoints needs --ha-dir too: the directory (shared by every coordinator) where running jobs are persisted for a successor',
+      ),
+    );
   }
   const c = flags.coordinator as Parameters<typeof coordinatorConfigFindings>[0];
   if (role === 'coordinator') findings.push(...coordinatorConfigFindings(c));
@@ -52,6 +67,11 @@ export function nodeFindings(role: NodeRole, o: Record<string, unknown>, given: 
       ),
     );
   }
-  findings.push(...roleFindings(role, given.filter((g): g is { flag: string; role: NodeRole } => g.role !== 'both')));
+  findings.push(
+    ...roleFindings(
+      role,
+      given.filter((g): g is { flag: string; role: NodeRole } => g.role !== 'both'),
+    ),
+  );
   return { findings, ...(exposure.warning ? { exposureWarning: exposure.warning } : {}) };
 }

@@ -7,12 +7,17 @@ export function addNodeCommand(program: Command, setExitCode: (code: number) => 
   const cmd = program
     .command('node')
     .description('run a cluster node: a coordinator or a worker')
-    .addOption(new Option('--role <role>', 'what this node is').choices(['coordinator', 'worker']).makeOptionMandatory());
+    .addOption(
+      new Option('--role <role>', 'what this node is').choices(['coordinator', 'worker']).makeOptionMandatory(),
+    );
   for (const n of nodeOptions()) cmd.addOption(n.option);
   cmd.action(async (o: Record<string, unknown>, cmd: Command) => {
     const role = o.role as 'coordinator' | 'worker';
     // The same checks `clink lint` runs: an error refuses the start (exit 2), each warning is logged at start.
-    const [{ nodeFindings }, { errorsOf }] = await Promise.all([import('./node-checks.js'), import('../lint/index.js')]);
+    const [{ nodeFindings }, { errorsOf }] = await Promise.all([
+      import('./node-checks.js'),
+      import('../lint/index.js'),
+    ]);
     const { findings, exposureWarning } = nodeFindings(role, o, givenNodeFlags(cmd));
     const errors = errorsOf(findings);
     if (errors.length > 0) cmd.error(errors.map((f) => `error: ${f.message}`).join('\n'));

@@ -87,6 +87,8 @@ export async function writeReadyFile(path: string, ports: Record<string, number 
   try {
     await writeFileAtomic(path, JSON.stringify(ports));
   } catch (err) {
-    throw new EnvironmentError(`cannot write the ready file ${path} (--ready-file): ${(err as Error).message}`, { cause: err });
+    throw new EnvironmentError(`cannot write the ready file ${path} (--ready-file): ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }

@@ -67,13 +67,15 @@ export class ProgressDisplay {
     const restarted = prev !== undefined && s.restarts > prev.restarts;
     const retried = prev !== undefined && s.retries > prev.retries;
     if (this.o.tty) {
-      if (restarted) this.out.write(`${CLEAR_LINE}[clink] ${this.name}  restart ${s.restarts}: ${s.lastRestartCause}\n`);
+      if (restarted)
+        this.out.write(`${CLEAR_LINE}[clink] ${this.name}  restart ${s.restarts}: ${s.lastRestartCause}\n`);
       this.out.write(CLEAR_LINE + this.line(s, t));
       this.drawn = true;
       return;
     }
     const redeploying = isRedeployingJobState;
-    const stateTurned = prev !== undefined && prev.state !== s.state && (redeploying(prev.state) || redeploying(s.state));
+    const stateTurned =
+      prev !== undefined && prev.state !== s.state && (redeploying(prev.state) || redeploying(s.state));
     if (restarted || retried || stateTurned || t - this.lastPlainAt >= this.plainIntervalMs) {
       this.lastPlainAt = t;
       this.out.write(this.line(s, t) + (restarted ? `  (restart: ${s.lastRestartCause})` : '') + '\n');
@@ -99,7 +101,8 @@ export class ProgressDisplay {
     const elapsed = ((t - this.startedAt) / 1000).toFixed(1);
     const first = this.window[0];
     const span = first ? (t - first.at) / 1000 : 0;
-    const rate = (n: number, from: number): string => (rates && span > 0 ? ` (${fmt.format(Math.max(0, Math.round((n - from) / span)))}/s)` : '');
+    const rate = (n: number, from: number): string =>
+      rates && span > 0 ? ` (${fmt.format(Math.max(0, Math.round((n - from) / span)))}/s)` : '';
     const parts = [
       `[clink] ${this.name}`,
       s.state,
@@ -118,7 +121,11 @@ export class ProgressDisplay {
  * Sample `read` every `everyMs` into `display` until the returned stop is called; a read that fails
  * (a lost connection) shows nothing and is tried again. Reads never overlap.
  */
-export function followProgress(display: ProgressDisplay, read: () => JobProgressSample | undefined | Promise<JobProgressSample | undefined>, everyMs: number): () => void {
+export function followProgress(
+  display: ProgressDisplay,
+  read: () => JobProgressSample | undefined | Promise<JobProgressSample | undefined>,
+  everyMs: number,
+): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const tick = async (): Promise<void> => {

@@ -53,7 +53,13 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const built = build();
   const slotSharing = o.slotSharing ?? true;
   // The lint's job checks, as clink submit applies them; the local coordinator's default retries are 0.
-  gateJob(jobFindings(built.spec, { settings: { ...NO_CHECKPOINTS, ...o.checkpoint }, coordinatorRegionRetries: 0, slotSharing }, () => build().spec));
+  gateJob(
+    jobFindings(
+      built.spec,
+      { settings: { ...NO_CHECKPOINTS, ...o.checkpoint }, coordinatorRegionRetries: 0, slotSharing },
+      () => build().spec,
+    ),
+  );
   const plan = createPhysicalPlan(built.spec);
   if (o.mesh) return runMeshMember(loaded, built.spec, plan, o.mesh, { ...o, parallelism });
   const { slots } = slotNeed(plan, slotSharing);
@@ -61,14 +67,29 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
   const slotsPerWorker = workers === 0 ? slots : Math.ceil(slots / workers);
   const log = createLogger({ level: process.env.CLINK_LOG_LEVEL ?? 'error' });
   // Elapsed time counts from before the local cluster starts, as the user waits for it too.
-  const display = o.progress ? new ProgressDisplay(process.stderr, built.spec.job.name, { tty: process.stderr.isTTY === true }) : undefined;
-  const cluster = await EmbeddedCluster.start({ workers, slotsPerWorker, slotSharing, log, batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE, batchLingerMs: o.batchLingerMs ?? 0 });
+  const display = o.progress
+    ? new ProgressDisplay(process.stderr, built.spec.job.name, { tty: process.stderr.isTTY === true })
+    : undefined;
+  const cluster = await EmbeddedCluster.start({
+    workers,
+    slotsPerWorker,
+    slotSharing,
+    log,
+    batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE,
+    batchLingerMs: o.batchLingerMs ?? 0,
+  });
   let stopProgress: (() => void) | undefined;
   let interrupted = false;
   let undoInterrupt: (() => void) | undefined;
   try {
     const client = await cluster.client();
-    const { jobId } = await client.submit({ module: loaded, spec: built.spec, params: o.params, buildParallelism: parallelism, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: built.spec,
+      params: o.params,
+      buildParallelism: parallelism,
+      ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}),
+    });
     // The job as ListJobs shows it, which is what submit --wait samples too.
     const sample = (): JobProgressSample | undefined => {
       const v = cluster.coordinator.job(jobId);
@@ -88,7 +109,9 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
     if (!outcome.ok) throw jobFailed(outcome);
     printCollected(outcome.collected, o.output, o.maxRows);
     const where = workers === 0 ? 'in this process' : `on ${workers} local worker${workers > 1 ? 's' : ''}`;
-    process.stderr.write(`job '${built.spec.job.name}' finished in ${(outcome.durationMs / 1000).toFixed(2)} s (parallelism ${built.spec.defaultParallelism}, ${where})\n`);
+    process.stderr.write(
+      `job '${built.spec.job.name}' finished in ${(outcome.durationMs / 1000).toFixed(2)} s (parallelism ${built.spec.defaultParallelism}, ${where})\n`,
+    );
   } finally {
     stopProgress?.();
     undoInterrupt?.();

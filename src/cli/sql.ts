@@ -72,9 +72,15 @@ async function readStdin(): Promise<string> {
 async function runText(session: SqlSession, text: string, o: SqlCommandOptions): Promise<void> {
   let results: SqlResult[];
   try {
-    results = await session.execute(text, { mode: o.mode, ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.params, ...(o.name ? { name: o.name } : {}) });
+    results = await session.execute(text, {
+      mode: o.mode,
+      ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+      params: o.params,
+      ...(o.name ? { name: o.name } : {}),
+    });
   } catch (err) {
-    if (err instanceof SqlError && err.text !== undefined) throw new ClinkError('CLINK_ERR_PLAN', `${err.message}\n${err.excerpt()}`);
+    if (err instanceof SqlError && err.text !== undefined)
+      throw new ClinkError('CLINK_ERR_PLAN', `${err.message}\n${err.excerpt()}`);
     throw err;
   }
   for (const r of results) await show(r, o);
@@ -84,7 +90,8 @@ async function show(r: SqlResult, o: SqlCommandOptions): Promise<void> {
   if (r.kind === 'message') {
     // Under --mode compile standard output is the job module alone (`> job.ts`): the rest goes to stderr.
     if (o.mode === 'compile') process.stderr.write(`${r.message}\n`);
-    else if (o.output === 'json') process.stdout.write(JSON.stringify({ message: r.message, ...(r.rows ? { rows: r.rows } : {}) }) + '\n');
+    else if (o.output === 'json')
+      process.stdout.write(JSON.stringify({ message: r.message, ...(r.rows ? { rows: r.rows } : {}) }) + '\n');
     else process.stdout.write(`${r.message}\n${r.rows && r.rows.length > 0 ? formatTable(r.rows, 0) + '\n' : ''}`);
     return;
   }
@@ -105,7 +112,15 @@ async function runJob(job: CompiledSqlJob, o: SqlCommandOptions): Promise<void> 
   const file = join(dir, `${job.name}.js`);
   try {
     await writeFile(file, job.moduleSource);
-    const common = { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.params, output: o.output, maxRows: o.maxRows, progress: o.progress, typecheck: false, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) };
+    const common = {
+      ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+      params: o.params,
+      output: o.output,
+      maxRows: o.maxRows,
+      progress: o.progress,
+      typecheck: false,
+      ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}),
+    };
     if (o.coordinator) {
       const { submitCommand } = await import('./client.js');
       await submitCommand(file, { ...common, coordinator: o.coordinator, wait: job.collect !== undefined });
@@ -122,8 +137,17 @@ async function runJob(job: CompiledSqlJob, o: SqlCommandOptions): Promise<void> 
 async function shell(session: SqlSession, o: SqlCommandOptions): Promise<void> {
   const historyPath = join(homedir(), HISTORY_FILE);
   const history = (await readFile(historyPath, 'utf8').catch(() => '')).split('\n').filter(Boolean).reverse();
-  const rl = createInterface({ input: process.stdin, output: process.stdout, prompt: 'clink> ', history, historySize: HISTORY_LINES, removeHistoryDuplicates: true });
-  process.stdout.write("clink SQL shell: statements end with ';'. HELP; lists what is supported; QUIT; or Ctrl-D leaves.\n");
+  const rl = createInterface({
+    input: process.stdin,
+    output: process.stdout,
+    prompt: 'clink> ',
+    history,
+    historySize: HISTORY_LINES,
+    removeHistoryDuplicates: true,
+  });
+  process.stdout.write(
+    "clink SQL shell: statements end with ';'. HELP; lists what is supported; QUIT; or Ctrl-D leaves.\n",
+  );
   let pending = '';
   let running = false;
   // Ctrl-C (read as a key: the terminal is raw) cancels the running query, or drops the statement

@@ -11,7 +11,9 @@ const MIN_EPOCH_MS = 1e12;
 const MAX_EPOCH_MS = 4_102_444_800_000;
 
 export function isEventTimeColumn(name: string, v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= MIN_EPOCH_MS && v < MAX_EPOCH_MS && TIME_COLUMN.test(name);
+  return (
+    typeof v === 'number' && Number.isInteger(v) && v >= MIN_EPOCH_MS && v < MAX_EPOCH_MS && TIME_COLUMN.test(name)
+  );
 }
 
 function cell(column: string, v: unknown): string {
@@ -37,17 +39,24 @@ export function formatTable(rows: readonly unknown[], maxRows = 20, options: { s
   const records = rows.length > 0 && rows.every(isRecord);
   const columns = records ? [...new Set(rows.flatMap((r) => Object.keys(r as object)))] : ['value'];
   const valueOf = (r: unknown, c: string): unknown => (records ? (r as Record<string, unknown>)[c] : r);
-  const ordered = options.sort === false ? rows : [...rows].sort((a, b) => {
-    for (const c of columns) {
-      const d = compare(valueOf(a, c), valueOf(b, c));
-      if (d !== 0) return d;
-    }
-    return 0;
-  });
+  const ordered =
+    options.sort === false
+      ? rows
+      : [...rows].sort((a, b) => {
+          for (const c of columns) {
+            const d = compare(valueOf(a, c), valueOf(b, c));
+            if (d !== 0) return d;
+          }
+          return 0;
+        });
   const shown = maxRows > 0 ? ordered.slice(0, maxRows) : ordered;
   const body = shown.map((r) => columns.map((c) => cell(c, valueOf(r, c))));
   const widths = columns.map((c, i) => Math.max(c.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join(' | ')
+      .trimEnd();
   const out = [line(columns), widths.map((w) => '-'.repeat(w)).join('-+-'), ...body.map(line)];
   if (rows.length > shown.length) out.push(`... ${rows.length - shown.length} more row(s) (--max-rows 0 prints all)`);
   return out.join('\n');

@@ -9,7 +9,15 @@
 import { ClinkError, ConnectorError, ERROR_CODES, type ErrorCode } from '../errors.js';
 import { unknownConnectors } from '../connectors/index.js';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../config/index.js';
-import { connectWithin, noAnswerError, FrameConnection, writeFrame, WrongProtocolError, wrongPortMessage, type TlsClientConfig } from '../net/index.js';
+import {
+  connectWithin,
+  noAnswerError,
+  FrameConnection,
+  writeFrame,
+  WrongProtocolError,
+  wrongPortMessage,
+  type TlsClientConfig,
+} from '../net/index.js';
 import {
   checkProtocolCompatibility,
   isTerminalJobState,
@@ -51,7 +59,6 @@ export interface JobOutcome {
 }
 
 export type JobSummary = MessageOf<'ListJobsReply'>['jobs'][number];
-
 
 export type CheckpointSettings = MessageOf<'SubmitJob'>['checkpoint'];
 
@@ -107,9 +114,20 @@ export class ClusterClient {
    * environment); `tls`: connect over TLS, verifying the coordinator; `timeoutMs` bounds TCP connect and
    * handshake together (@default 5,000).
    */
-  static async connect(host: string, port: number, options: { name?: string; timeoutMs?: number; authToken?: string; tls?: TlsClientConfig } = {}): Promise<ClusterClient> {
+  static async connect(
+    host: string,
+    port: number,
+    options: { name?: string; timeoutMs?: number; authToken?: string; tls?: TlsClientConfig } = {},
+  ): Promise<ClusterClient> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
-    const socket = await connectWithin(host, port, 'the coordinator', timeoutMs, options.tls, '; is one running there? (clink node --role=coordinator; --coordinator or CLINK_COORDINATOR point elsewhere)');
+    const socket = await connectWithin(
+      host,
+      port,
+      'the coordinator',
+      timeoutMs,
+      options.tls,
+      '; is one running there? (clink node --role=coordinator; --coordinator or CLINK_COORDINATOR point elsewhere)',
+    );
     // The coordinator may answer before it reads a byte (a refusal at its admission cap): read from the start.
     const conn = new FrameConnection(socket, { role: 'client' });
     const client = new ClusterClient(conn);
@@ -165,7 +183,11 @@ export class ClusterClient {
     // HelloClient with a SubmitJobAck nack.
     if ((m.type === 'RegisterAck' || m.type === 'SubmitJobAck') && !m.ok) {
       const busy = m.message.startsWith('coordinator busy');
-      const code = busy ? 'CLINK_ERR_BUSY' : m.message.startsWith('authentication failed') ? 'CLINK_ERR_UNAUTHORIZED' : 'CLINK_ERR_REGISTRATION_REFUSED';
+      const code = busy
+        ? 'CLINK_ERR_BUSY'
+        : m.message.startsWith('authentication failed')
+          ? 'CLINK_ERR_UNAUTHORIZED'
+          : 'CLINK_ERR_REGISTRATION_REFUSED';
       this.onClosed(new ClinkError(code, busy ? m.message : `the coordinator refused this client: ${m.message}`));
       this.conn.close();
     }
@@ -175,14 +197,31 @@ export class ClusterClient {
     if (this.closedError) return;
     this.closedError = err;
     for (const w of this.waiting.splice(0)) w.reject(err);
-    for (const [, ws] of this.completionWaiters) for (const w of ws) w({ jobId: '', ok: false, state: 'UNKNOWN', error: `lost the coordinator: ${err.message}`, durationMs: 0, collected: {} });
+    for (const [, ws] of this.completionWaiters)
+      for (const w of ws)
+        w({
+          jobId: '',
+          ok: false,
+          state: 'UNKNOWN',
+          error: `lost the coordinator: ${err.message}`,
+          durationMs: 0,
+          collected: {},
+        });
     this.completionWaiters.clear();
   }
 
-  private request<T extends Message['type']>(m: Message, reply: T, timeoutMs = 10_000): Promise<Extract<Message, { type: T }>> {
+  private request<T extends Message['type']>(
+    m: Message,
+    reply: T,
+    timeoutMs = 10_000,
+  ): Promise<Extract<Message, { type: T }>> {
     if (this.closedError) return Promise.reject(this.closedError);
     return new Promise((resolve, reject) => {
-      const t = setTimer(() => reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `no ${reply} from the coordinator within ${timeoutMs} ms`)), timeoutMs);
+      const t = setTimer(
+        () =>
+          reject(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `no ${reply} from the coordinator within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       this.waiting.push({
         type: reply,
         resolve: (x) => (clearTimeout(t), resolve(x as Extract<Message, { type: T }>)),
@@ -202,19 +241,30 @@ export class ClusterClient {
     // Refused here, before a byte ships; the coordinator checks again (a client may be another build).
     const unknown = unknownConnectors(o.spec.operators);
     if (unknown.length > 0) throw new ConnectorError(unknown.join('; '));
-    const send = (withBytes: ReadonlySet<string>) => this.request(submitJobMessage(o, withBytes.has(o.module.sha256)), 'SubmitJobAck');
+    const send = (withBytes: ReadonlySet<string>) =>
+      this.request(submitJobMessage(o, withBytes.has(o.module.sha256)), 'SubmitJobAck');
     let ack = await send(new Set());
     let uploadedBytes = 0;
     if (!ack.ok && ack.missingModuleHashes.length > 0) {
       uploadedBytes = o.module.code.length + o.module.sourceMap.length;
       ack = await send(new Set(ack.missingModuleHashes));
     }
-    const compat = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: ack.protocolVersion, minCompatible: ack.minCompatibleProtocolVersion }, { local: 'this client', remote: 'the coordinator' });
+    const compat = checkProtocolCompatibility(
+      LOCAL_PROTOCOL,
+      { version: ack.protocolVersion, minCompatible: ack.minCompatibleProtocolVersion },
+      { local: 'this client', remote: 'the coordinator' },
+    );
     if (!compat.ok) throw new ProtocolVersionError(compat.message);
     if (!ack.ok) {
       if (ack.message.startsWith('coordinator busy')) throw new ClinkError('CLINK_ERR_BUSY', ack.message);
       // A coordinator before SubmitJobAck.code says it only in words.
-      const inferred = /slots/.test(ack.message) ? 'CLINK_ERR_NOT_ENOUGH_SLOTS' : /names connector|the job asks for/.test(ack.message) ? 'CLINK_ERR_CONNECTOR' : /incompatible SDK|SDK fingerprint/.test(ack.message) ? 'CLINK_ERR_SDK_MISMATCH' : 'CLINK_ERR_PLAN';
+      const inferred = /slots/.test(ack.message)
+        ? 'CLINK_ERR_NOT_ENOUGH_SLOTS'
+        : /names connector|the job asks for/.test(ack.message)
+          ? 'CLINK_ERR_CONNECTOR'
+          : /incompatible SDK|SDK fingerprint/.test(ack.message)
+            ? 'CLINK_ERR_SDK_MISMATCH'
+            : 'CLINK_ERR_PLAN';
       const code = (ack.code in ERROR_CODES ? ack.code : inferred) as ErrorCode;
       throw new ClinkError(code, `submit refused: ${ack.message}`);
     }
@@ -233,7 +283,9 @@ export class ClusterClient {
     if (done) return Promise.resolve(done);
     if (this.closedError) return Promise.reject(this.closedError);
     if (!this.submittedHere.has(jobId)) return this.followListed(jobId, o.pollMs ?? 500);
-    return new Promise((resolve) => (this.completionWaiters.get(jobId) ?? this.completionWaiters.set(jobId, []).get(jobId)!).push(resolve));
+    return new Promise((resolve) =>
+      (this.completionWaiters.get(jobId) ?? this.completionWaiters.set(jobId, []).get(jobId)!).push(resolve),
+    );
   }
 
   private async followListed(jobId: string, pollMs: number): Promise<JobOutcome> {
@@ -243,11 +295,30 @@ export class ClusterClient {
         jobs = await this.listJobs(true);
       } catch (err) {
         if (!this.closedError) throw err;
-        return { jobId, ok: false, state: 'UNKNOWN', error: `lost the coordinator: ${this.closedError.message}`, durationMs: 0, collected: {} };
+        return {
+          jobId,
+          ok: false,
+          state: 'UNKNOWN',
+          error: `lost the coordinator: ${this.closedError.message}`,
+          durationMs: 0,
+          collected: {},
+        };
       }
       const job = jobs.find((j) => j.jobId === jobId);
-      if (!job) throw new ClinkError('CLINK_ERR_NOT_FOUND', `job ${jobId} is not known to the coordinator (it lists running jobs and its recently ended ones)`);
-      if (isTerminalJobState(job.state)) return { jobId, ok: job.state === 'FINISHED', state: job.state, error: job.error, durationMs: Date.now() - job.startedAtMs, collected: {} };
+      if (!job)
+        throw new ClinkError(
+          'CLINK_ERR_NOT_FOUND',
+          `job ${jobId} is not known to the coordinator (it lists running jobs and its recently ended ones)`,
+        );
+      if (isTerminalJobState(job.state))
+        return {
+          jobId,
+          ok: job.state === 'FINISHED',
+          state: job.state,
+          error: job.error,
+          durationMs: Date.now() - job.startedAtMs,
+          collected: {},
+        };
       await new Promise((r) => setTimer(() => r(undefined), pollMs));
     }
   }
@@ -258,13 +329,21 @@ export class ClusterClient {
 
   async cancel(jobId: string): Promise<{ ok: boolean; message: string }> {
     const r = await this.request(makeMessage('CancelJob', { jobId, reason: 'cancelled by a client' }), 'ClientReply');
-    if (r.requestKind !== MessageKind.CancelJob) throw new ClinkError('CLINK_ERR_MALFORMED_FRAME', `expected a reply to CancelJob, got one to kind ${r.requestKind}`);
+    if (r.requestKind !== MessageKind.CancelJob)
+      throw new ClinkError(
+        'CLINK_ERR_MALFORMED_FRAME',
+        `expected a reply to CancelJob, got one to kind ${r.requestKind}`,
+      );
     return { ok: r.ok, message: r.message };
   }
 
   /** Take a savepoint into `dir` (and with `cancel`, end the job once it is durable). */
   async savepoint(jobId: string, dir: string, cancel = false): Promise<{ ok: boolean; message: string; path: string }> {
-    const r = await this.request(makeMessage('Savepoint', { jobId, targetDir: dir, cancelAfter: cancel }), 'ClientReply', 60_000);
+    const r = await this.request(
+      makeMessage('Savepoint', { jobId, targetDir: dir, cancelAfter: cancel }),
+      'ClientReply',
+      60_000,
+    );
     return { ok: r.ok, message: r.message, path: r.savepointPath };
   }
 
@@ -273,8 +352,23 @@ export class ClusterClient {
    * only the tasks that change, 'replan' drains and replans, 'auto' is hot when it can.
    * Resolves once it runs again, or refused; the wait covers a checkpoint, the drain and the redeploy.
    */
-  async rescale(jobId: string, parallelism: number, operators: Record<string, number> = {}, timeoutMs = 300_000, mode: 'auto' | 'hot' | 'replan' = 'auto'): Promise<{ ok: boolean; message: string }> {
-    const r = await this.request(makeMessage('RescaleJob', { jobId, parallelism, operators: Object.entries(operators).map(([operatorId, n]) => ({ operatorId, parallelism: n })), mode }), 'ClientReply', timeoutMs);
+  async rescale(
+    jobId: string,
+    parallelism: number,
+    operators: Record<string, number> = {},
+    timeoutMs = 300_000,
+    mode: 'auto' | 'hot' | 'replan' = 'auto',
+  ): Promise<{ ok: boolean; message: string }> {
+    const r = await this.request(
+      makeMessage('RescaleJob', {
+        jobId,
+        parallelism,
+        operators: Object.entries(operators).map(([operatorId, n]) => ({ operatorId, parallelism: n })),
+        mode,
+      }),
+      'ClientReply',
+      timeoutMs,
+    );
     return { ok: r.ok, message: r.message };
   }
 
@@ -285,6 +379,11 @@ export class ClusterClient {
 
 /** A broken connection to the coordinator, as one line a user can act on. */
 function lostCoordinator(host: string, port: number, err: Error): ClinkError {
-  if (err instanceof WrongProtocolError) return new WrongProtocolError(err.protocol, wrongPortMessage(host, port, err.protocol, '--coordinator'));
-  return new ClinkError('CLINK_ERR_CONNECTOR', `lost the connection to the coordinator at ${host}:${port}: ${err.message}; is it running and reachable?`, { cause: err });
+  if (err instanceof WrongProtocolError)
+    return new WrongProtocolError(err.protocol, wrongPortMessage(host, port, err.protocol, '--coordinator'));
+  return new ClinkError(
+    'CLINK_ERR_CONNECTOR',
+    `lost the connection to the coordinator at ${host}:${port}: ${err.message}; is it running and reachable?`,
+    { cause: err },
+  );
 }

@@ -18,15 +18,27 @@ export interface ConnectorCapabilities {
    * it and the level it gives when absent. `positionalIds`: the sink names each record by its position
    * in its input unless the option is set, which is exact only when a replay repeats that order.
    */
-  sink?: { delivery: Delivery; transactional: boolean; choice?: { option: string; default: Delivery }; positionalIds?: { unlessOption: string } };
+  sink?: {
+    delivery: Delivery;
+    transactional: boolean;
+    choice?: { option: string; default: Delivery };
+    positionalIds?: { unlessOption: string };
+  };
   tls: boolean;
 }
 
 /** What each connector declares; `source.parallel` is derived from the connector object (index.ts). */
-export type DeclaredCapabilities = Omit<ConnectorCapabilities, 'source'> & { source?: Omit<NonNullable<ConnectorCapabilities['source']>, 'parallel'> };
+export type DeclaredCapabilities = Omit<ConnectorCapabilities, 'source'> & {
+  source?: Omit<NonNullable<ConnectorCapabilities['source']>, 'parallel'>;
+};
 
 export const DECLARED_CAPABILITIES: readonly DeclaredCapabilities[] = [
-  { name: 'blackhole', description: 'discards every record (benchmarks)', sink: { delivery: 'exactly-once', transactional: false }, tls: false },
+  {
+    name: 'blackhole',
+    description: 'discards every record (benchmarks)',
+    sink: { delivery: 'exactly-once', transactional: false },
+    tls: false,
+  },
   {
     name: 'datagen',
     description: 'generated rows from field specs, seeded, optionally paced',
@@ -42,14 +54,16 @@ export const DECLARED_CAPABILITIES: readonly DeclaredCapabilities[] = [
   },
   {
     name: 'kafka',
-    description: 'Apache Kafka topics: partitions split over subtasks; a sink at-least-once, or exactly-once with a transaction per checkpoint',
+    description:
+      'Apache Kafka topics: partitions split over subtasks; a sink at-least-once, or exactly-once with a transaction per checkpoint',
     source: { delivery: 'exactly-once', replayable: true, offsetModel: 'offset per partition' },
     sink: { delivery: 'exactly-once', transactional: true, choice: { option: 'delivery', default: 'at-least-once' } },
     tls: false,
   },
   {
     name: 'nats',
-    description: 'NATS JetStream: a stream replayed from a sequence; a sink deduplicated by message id (within the stream duplicate_window)',
+    description:
+      'NATS JetStream: a stream replayed from a sequence; a sink deduplicated by message id (within the stream duplicate_window)',
     source: { delivery: 'exactly-once', replayable: true, offsetModel: 'stream sequence' },
     sink: { delivery: 'exactly-once', transactional: false, positionalIds: { unlessOption: 'messageIdField' } },
     tls: false,
@@ -62,12 +76,18 @@ export const DECLARED_CAPABILITIES: readonly DeclaredCapabilities[] = [
   },
   {
     name: 'postgres',
-    description: 'PostgreSQL: a bounded scan split by key range; a sink that inserts or upserts, exactly-once by two-phase commit',
+    description:
+      'PostgreSQL: a bounded scan split by key range; a sink that inserts or upserts, exactly-once by two-phase commit',
     source: { delivery: 'exactly-once', replayable: true, offsetModel: 'last key of a key range' },
     sink: { delivery: 'exactly-once', transactional: true, choice: { option: 'delivery', default: 'at-least-once' } },
     tls: true,
   },
-  { name: 'print', description: 'each record as a line on standard output', sink: { delivery: 'at-least-once', transactional: false }, tls: false },
+  {
+    name: 'print',
+    description: 'each record as a line on standard output',
+    sink: { delivery: 'at-least-once', transactional: false },
+    tls: false,
+  },
   {
     name: 'sequence',
     description: 'the integers of a range (fromSequence)',
@@ -88,8 +108,11 @@ export function unknownConnectors(operators: readonly { name: string; options: R
   const out: string[] = [];
   for (const op of operators) {
     const name = op.options.connector;
-    if (typeof name !== 'string' || INTERNAL.has(name) || known.has(name) || op.options.connectorInJob === true) continue;
-    out.push(`operator '${op.name}' names connector '${name}', which this build does not have; it has ${[...known].join(', ')} (or pass a connector object)`);
+    if (typeof name !== 'string' || INTERNAL.has(name) || known.has(name) || op.options.connectorInJob === true)
+      continue;
+    out.push(
+      `operator '${op.name}' names connector '${name}', which this build does not have; it has ${[...known].join(', ')} (or pass a connector object)`,
+    );
   }
   return out;
 }
@@ -113,7 +136,11 @@ export function jobGuarantee(
   regionRetries: number,
   allowDuplicatesOnFallback = false,
 ): JobGuarantee {
-  if (!checkpointing) return { level: regionRetries > 0 ? 'at-least-once' : 'at-most-once', limitedBy: 'no checkpoint directory (--checkpoint-dir)' };
+  if (!checkpointing)
+    return {
+      level: regionRetries > 0 ? 'at-least-once' : 'at-most-once',
+      limitedBy: 'no checkpoint directory (--checkpoint-dir)',
+    };
   const caps = new Map(DECLARED_CAPABILITIES.map((c) => [c.name, c]));
   let best: JobGuarantee = { level: 'exactly-once', limitedBy: '' };
   for (const op of operators) {
@@ -122,18 +149,29 @@ export function jobGuarantee(
     const side = op.type === 'source' ? 'source' : 'sink';
     const declared = op.options.connectorInJob === true ? undefined : deliveryOf(caps.get(name), side, op.options);
     const level: Delivery = declared ?? 'at-least-once';
-    if (RANK[level] < RANK[best.level]) best = { level, limitedBy: `${side} '${op.name}' (connector ${name}${declared ? '' : ', which declares no guarantee'})` };
+    if (RANK[level] < RANK[best.level])
+      best = {
+        level,
+        limitedBy: `${side} '${op.name}' (connector ${name}${declared ? '' : ', which declares no guarantee'})`,
+      };
   }
   // A restore older than a checkpoint its transactional sinks committed publishes that span again.
   const republishing = operators.find((op) => sinkReplayEffect(op) === 'republishes');
   if (allowDuplicatesOnFallback && republishing && best.level === 'exactly-once') {
-    return { level: 'at-least-once', limitedBy: `--allow-duplicates-on-fallback (a restore older than what sink '${republishing.name}' committed writes that again)` };
+    return {
+      level: 'at-least-once',
+      limitedBy: `--allow-duplicates-on-fallback (a restore older than what sink '${republishing.name}' committed writes that again)`,
+    };
   }
   return best;
 }
 
 /** The guarantee one side of a connector gives with these options. */
-function deliveryOf(c: DeclaredCapabilities | undefined, side: 'source' | 'sink', options: Record<string, unknown>): Delivery | undefined {
+function deliveryOf(
+  c: DeclaredCapabilities | undefined,
+  side: 'source' | 'sink',
+  options: Record<string, unknown>,
+): Delivery | undefined {
   if (side === 'source') return c?.source?.delivery;
   const choice = c?.sink?.choice;
   if (!choice) return c?.sink?.delivery;

@@ -17,7 +17,9 @@ export function decode(format: Format, bytes: Buffer | Uint8Array | null | undef
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ConnectorError(`${where()} is not JSON (${(err as Error).message}); read it with format 'string' or 'bytes'`);
+    throw new ConnectorError(
+      `${where()} is not JSON (${(err as Error).message}); read it with format 'string' or 'bytes'`,
+    );
   }
 }
 
@@ -27,7 +29,9 @@ export function encode(format: Format, value: unknown): Buffer | undefined {
   if (format === 'bytes') {
     if (Buffer.isBuffer(value)) return value;
     if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-    throw new ConnectorError(`format 'bytes' writes a Buffer or Uint8Array, got ${typeof value}; use format 'json' or 'string'`);
+    throw new ConnectorError(
+      `format 'bytes' writes a Buffer or Uint8Array, got ${typeof value}; use format 'json' or 'string'`,
+    );
   }
   if (format === 'string') return Buffer.from(typeof value === 'string' ? value : String(value), 'utf8');
   return Buffer.from(JSON.stringify(value), 'utf8');

@@ -92,10 +92,14 @@ export class IndexSpaceCursor {
   restore(position: unknown, what: string): void {
     const p = position as Partial<IndexSpacePosition> | undefined;
     if (!p || !Array.isArray(p.next) || typeof p.from !== 'number') {
-      throw new ConnectorError(`${what}: the checkpoint's position ${JSON.stringify(position)} is not a split position (taken by an older clink?); start the job without restoring`);
+      throw new ConnectorError(
+        `${what}: the checkpoint's position ${JSON.stringify(position)} is not a split position (taken by an older clink?); start the job without restoring`,
+      );
     }
     if (p.from !== this.first || p.next.length !== this.last - this.first + 1) {
-      throw new ConnectorError(`${what}: the checkpoint's position covers splits ${p.from}..${p.from + p.next.length - 1}, this subtask owns ${this.first}..${this.last}`);
+      throw new ConnectorError(
+        `${what}: the checkpoint's position covers splits ${p.from}..${p.from + p.next.length - 1}, this subtask owns ${this.first}..${this.last}`,
+      );
     }
     this.ahead.clear();
     if (p.next.length === 0) return;

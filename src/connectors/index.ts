@@ -19,7 +19,14 @@ import { DECLARED_CAPABILITIES, type ConnectorCapabilities } from './capabilitie
 export { blackhole } from './blackhole/index.js';
 export { datagen, datagenRow, DatagenOptions, type DatagenField } from './datagen/index.js';
 export { file, DEFAULT_ROLL_BYTES } from './file/index.js';
-export { kafka, KafkaSinkOptions, KafkaSourceOptions, ownerOf, type KafkaRecord, type KafkaCommittable } from './kafka/index.js';
+export {
+  kafka,
+  KafkaSinkOptions,
+  KafkaSourceOptions,
+  ownerOf,
+  type KafkaRecord,
+  type KafkaCommittable,
+} from './kafka/index.js';
 export {
   nexmark,
   nexmarkGenerator,
@@ -37,7 +44,17 @@ export { sequence } from './sequence/index.js';
 export { parseOptions, sleep } from './options.js';
 export { resolveSecrets } from './secrets.js';
 export { checkConnectors } from './preflight.js';
-export { guaranteeRefusal, jobGuarantee, keepsConnectorState, sinkReplayEffect, type ReplayEffect, unknownConnectors, type ConnectorCapabilities, type Delivery, type JobGuarantee } from './capabilities.js';
+export {
+  guaranteeRefusal,
+  jobGuarantee,
+  keepsConnectorState,
+  sinkReplayEffect,
+  type ReplayEffect,
+  unknownConnectors,
+  type ConnectorCapabilities,
+  type Delivery,
+  type JobGuarantee,
+} from './capabilities.js';
 
 /**
  * Why an operator cannot be restored at another parallelism because of its connector, or undefined when
@@ -45,7 +62,11 @@ export { guaranteeRefusal, jobGuarantee, keepsConnectorState, sinkReplayEffect, 
  * subtasks it takes over left (SinkFactory.rescalable). Read from the connector objects, or for one a job
  * brings, from what its spec says of it (connectorRescalable).
  */
-export function connectorRescaleRefusal(op: { name: string; type: string; options: Record<string, unknown> }): string | undefined {
+export function connectorRescaleRefusal(op: {
+  name: string;
+  type: string;
+  options: Record<string, unknown>;
+}): string | undefined {
   const name = op.options.connector;
   if (typeof name !== 'string' || (op.type !== 'source' && op.type !== 'sink')) return undefined;
   if (name === 'collect') return undefined;

@@ -7,7 +7,12 @@ export function parseOptions<S extends z.ZodType>(connector: string, schema: S, 
   const { connector: _name, ...rest } = (options ?? {}) as Record<string, unknown>;
   const r = schema.safeParse(rest);
   if (!r.success) {
-    const issues = describeIssues(r.error.issues, rest, (path) => (path.length > 0 ? `option ${formatPath(path)}` : ''), schema);
+    const issues = describeIssues(
+      r.error.issues,
+      rest,
+      (path) => (path.length > 0 ? `option ${formatPath(path)}` : ''),
+      schema,
+    );
     throw new ConnectorError(`${connector}: invalid options:${r.error.issues.length === 1 ? ' ' : '\n'}${issues}`);
   }
   return r.data;
@@ -78,7 +83,15 @@ export function retriesWithin(timeoutMs: number): number {
  * restarting) with retryDelayMs between tries, for up to `timeoutMs` after the first failure; then, or
  * on an error that will not pass, throw the last error. `onRetry` hears each failure it rides out.
  */
-export async function retrying<T>(fn: () => Promise<T>, o: { timeoutMs: number; signal: AbortSignal; retriable: (err: unknown) => boolean; onRetry?: (err: unknown, attempt: number) => void }): Promise<T> {
+export async function retrying<T>(
+  fn: () => Promise<T>,
+  o: {
+    timeoutMs: number;
+    signal: AbortSignal;
+    retriable: (err: unknown) => boolean;
+    onRetry?: (err: unknown, attempt: number) => void;
+  },
+): Promise<T> {
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {

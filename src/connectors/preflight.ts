@@ -15,11 +15,16 @@ export interface CheckedOperator {
 }
 
 /** One line per operator whose external system failed its check (none: every check passed or was skipped). */
-export async function checkConnectors(operators: readonly CheckedOperator[], timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+export async function checkConnectors(
+  operators: readonly CheckedOperator[],
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string[]> {
   if (timeoutMs <= 0) return [];
   const checks = operators.map(async (op): Promise<string | undefined> => {
     const name = op.options.connector;
-    if ((op.type !== 'source' && op.type !== 'sink') || typeof name !== 'string' || op.options.connectorInJob === true) return undefined;
+    if ((op.type !== 'source' && op.type !== 'sink') || typeof name !== 'string' || op.options.connectorInJob === true)
+      return undefined;
     const factory = namedConnector(name)?.[op.type];
     if (!factory?.check) return undefined;
     let options: unknown;
@@ -32,10 +37,20 @@ export async function checkConnectors(operators: readonly CheckedOperator[], tim
     let timer: NodeJS.Timeout | undefined;
     // A check that does not settle by its deadline counts as an address that does not answer.
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms (--connector-check-timeout-ms)`)), timeoutMs + 1_000);
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${timeoutMs} ms (--connector-check-timeout-ms)`)),
+        timeoutMs + 1_000,
+      );
     });
     try {
-      await Promise.race([factory.check(factory.validate ? factory.validate(options) : options, { operatorName: op.name, signal, timeoutMs }), late]);
+      await Promise.race([
+        factory.check(factory.validate ? factory.validate(options) : options, {
+          operatorName: op.name,
+          signal,
+          timeoutMs,
+        }),
+        late,
+      ]);
       return undefined;
     } catch (err) {
       return `${op.type} '${op.name}': ${(err as Error).message}`;

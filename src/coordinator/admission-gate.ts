@@ -20,9 +20,16 @@ import {
   type PeerRejections,
   type TlsServerConfig,
 } from '../net/index.js';
-import { FrameDecodeError, FrameTooLargeError, LOCAL_PROTOCOL, makeMessage, MAX_FIRST_FRAME_BYTES, type Message } from '../protocol/index.js';
+import {
+  FrameDecodeError,
+  FrameTooLargeError,
+  LOCAL_PROTOCOL,
+  makeMessage,
+  MAX_FIRST_FRAME_BYTES,
+  type Message,
+} from '../protocol/index.js';
 import type { Clock } from '../util/index.js';
-import type { AdmissionLogLimiter} from './admission.js';
+import type { AdmissionLogLimiter } from './admission.js';
 import { addressKey, admissionVerdict, type PendingAdmission } from './admission.js';
 import type { CoordinatorConfig } from './config.js';
 
@@ -51,12 +58,20 @@ export class AdmissionGate {
     private readonly config: CoordinatorConfig,
     private readonly deps: AdmissionGateDeps,
   ) {
-    deps.metrics.gauge('clink_coordinator_admissions_pending', 'Connections accepted whose first frame is not yet in', () => this.admitting.size);
-    deps.metrics.gauge('clink_coordinator_admissions_pending_begun', 'Connections being admitted whose first frame has begun (never evicted at the cap)', () => {
-      let n = 0;
-      for (const p of this.admitting.values()) n += p.stage;
-      return n;
-    });
+    deps.metrics.gauge(
+      'clink_coordinator_admissions_pending',
+      'Connections accepted whose first frame is not yet in',
+      () => this.admitting.size,
+    );
+    deps.metrics.gauge(
+      'clink_coordinator_admissions_pending_begun',
+      'Connections being admitted whose first frame has begun (never evicted at the cap)',
+      () => {
+        let n = 0;
+        for (const p of this.admitting.values()) n += p.stage;
+        return n;
+      },
+    );
   }
 
   private get admissionLog(): AdmissionLogLimiter {
@@ -79,7 +94,9 @@ export class AdmissionGate {
     if (verdict.kind === 'evict') {
       const victim = [...this.admitting].find(([, p]) => p === verdict.victim)?.[0];
       this.deps.metrics.admissionsEvicted.inc();
-      this.admissionLog.warn(`connection ${victim?.peer ?? '?'} evicted from admission: it had sent nothing, and ${peer} came while ${this.admitting.size} connections were being admitted`);
+      this.admissionLog.warn(
+        `connection ${victim?.peer ?? '?'} evicted from admission: it had sent nothing, and ${peer} came while ${this.admitting.size} connections were being admitted`,
+      );
       if (victim) {
         this.admitting.delete(victim);
         victim.close();
@@ -107,7 +124,11 @@ export class AdmissionGate {
         (first) => {
           this.admitting.delete(conn);
           // Sessions may be idle between frames, but a frame begun must end in time.
-          conn.reader.configure({ readTimeoutMs: undefined, frameDeadlineMs: undefined, bodyDeadlineMs: this.config.frameBodyTimeoutMs });
+          conn.reader.configure({
+            readTimeoutMs: undefined,
+            frameDeadlineMs: undefined,
+            bodyDeadlineMs: this.config.frameBodyTimeoutMs,
+          });
           return this.deps.route(conn, first, admissionId);
         },
         (err: unknown) => {
@@ -132,7 +153,15 @@ export class AdmissionGate {
     socket.on('error', () => undefined);
     writeFrame(
       socket,
-      makeMessage('RegisterAck', { ok: false, message, protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible, retryable: true, session: 0, epoch: this.config.epoch }),
+      makeMessage('RegisterAck', {
+        ok: false,
+        message,
+        protocolVersion: LOCAL_PROTOCOL.version,
+        minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+        retryable: true,
+        session: 0,
+        epoch: this.config.epoch,
+      }),
     ).then(
       () => socket.end(),
       () => socket.destroy(),
@@ -145,26 +174,43 @@ export class AdmissionGate {
   private refuseAdmission(conn: FrameConnection, err: Error): void {
     if (err instanceof WrongProtocolError) {
       this.deps.metrics.handshakeFailures.inc();
-      const http = this.httpUrl ? `the HTTP API is at ${this.httpUrl}` : 'this coordinator serves no HTTP API (clink node --http-port)';
+      const http = this.httpUrl
+        ? `the HTTP API is at ${this.httpUrl}`
+        : 'this coordinator serves no HTTP API (clink node --http-port)';
       if (err.protocol === 'http-request') {
         const body = `this is clink's control port, which speaks its binary protocol, not HTTP; ${http}\n`;
-        this.deps.rejections.record(conn.peer, 'wrong_protocol', `it sent an HTTP request to the control port; ${http}`);
+        this.deps.rejections.record(
+          conn.peer,
+          'wrong_protocol',
+          `it sent an HTTP request to the control port; ${http}`,
+        );
         // Answered in its own protocol, so curl or a browser shows the user the mistake; closed once sent.
         const cancel = this.deps.clock.after(ADMISSION_REPLY_SEND_BOUND_MS, () => conn.close());
-        conn.socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`, () => {
-          cancel();
-          conn.close();
-        });
+        conn.socket.end(
+          `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+          () => {
+            cancel();
+            conn.close();
+          },
+        );
         return;
       }
-      this.deps.rejections.record(conn.peer, 'wrong_protocol', `it ${err.protocol === 'tls' ? 'began a TLS handshake; the control port does not speak TLS' : 'spoke HTTP'}`);
+      this.deps.rejections.record(
+        conn.peer,
+        'wrong_protocol',
+        `it ${err.protocol === 'tls' ? 'began a TLS handshake; the control port does not speak TLS' : 'spoke HTTP'}`,
+      );
       conn.close();
       return;
     }
     const { rejections } = this.deps;
     if (this.deps.tls && isTlsFailure(err)) {
       this.deps.metrics.handshakeFailures.inc();
-      rejections.record(conn.peer, 'tls', `its TLS handshake failed (${tlsReason(err)}): a plain clink peer (give it --tls-ca), or under mTLS a peer without a certificate --tls-client-ca signed`);
+      rejections.record(
+        conn.peer,
+        'tls',
+        `its TLS handshake failed (${tlsReason(err)}): a plain clink peer (give it --tls-ca), or under mTLS a peer without a certificate --tls-client-ca signed`,
+      );
     } else if (err instanceof FrameTooLargeError) {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
       rejections.record(conn.peer, 'too_large', `its first frame: ${err.message}`);

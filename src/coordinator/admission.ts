@@ -27,7 +27,8 @@ export interface PendingAdmission {
   acceptedAt: number;
 }
 
-export type AdmissionVerdict = { kind: 'admit' } | { kind: 'evict'; victim: PendingAdmission } | { kind: 'refuse'; reason: string };
+export type AdmissionVerdict =
+  { kind: 'admit' } | { kind: 'evict'; victim: PendingAdmission } | { kind: 'refuse'; reason: string };
 
 /** The address key admissions are counted by: an IPv6 address by its first four groups (/64). */
 export function addressKey(address: string | undefined): string {
@@ -38,7 +39,9 @@ export function addressKey(address: string | undefined): string {
   const [head = '', tail = ''] = address.split('::');
   const groups = head.split(':').filter(Boolean);
   const fill = 8 - groups.length - (tail ? tail.split(':').length : 0);
-  const all = address.includes('::') ? [...groups, ...Array<string>(Math.max(0, fill)).fill('0'), ...(tail ? tail.split(':') : [])] : address.split(':');
+  const all = address.includes('::')
+    ? [...groups, ...Array<string>(Math.max(0, fill)).fill('0'), ...(tail ? tail.split(':') : [])]
+    : address.split(':');
   return `${all.slice(0, 4).join(':')}::/64`;
 }
 
@@ -53,13 +56,23 @@ export function admissionVerdict(pending: readonly PendingAdmission[], address: 
   const share = Math.ceil(limit / addresses);
   if (own.length >= share) {
     const victim = leastAdvanced(own);
-    return victim ? { kind: 'evict', victim } : { kind: 'refuse', reason: `${address} holds ${own.length} of the ${pending.length} connections being admitted (its share of --max-pending-connections ${limit}), each with its first frame under way` };
+    return victim
+      ? { kind: 'evict', victim }
+      : {
+          kind: 'refuse',
+          reason: `${address} holds ${own.length} of the ${pending.length} connections being admitted (its share of --max-pending-connections ${limit}), each with its first frame under way`,
+        };
   }
   if (pending.length < 3 * limit) return { kind: 'admit' };
   let busiest: PendingAdmission[] = [];
   for (const list of byAddress.values()) if (list.length > busiest.length) busiest = list;
   const victim = leastAdvanced(busiest);
-  return victim ? { kind: 'evict', victim } : { kind: 'refuse', reason: `${pending.length} connections are being admitted (three times --max-pending-connections ${limit}), each with its first frame under way` };
+  return victim
+    ? { kind: 'evict', victim }
+    : {
+        kind: 'refuse',
+        reason: `${pending.length} connections are being admitted (three times --max-pending-connections ${limit}), each with its first frame under way`,
+      };
 }
 
 /** The oldest admission of `list` that has received nothing, if any. */
@@ -86,7 +99,10 @@ export class AdmissionLogLimiter {
   warn(msg: string): void {
     const t = this.now();
     if (t - this.windowStart >= this.windowMs) {
-      if (this.suppressed > 0) this.log.warn(`${this.suppressed} more admission refusals or evictions in the last ${Math.round((t - this.windowStart) / 1000)} s were not logged`);
+      if (this.suppressed > 0)
+        this.log.warn(
+          `${this.suppressed} more admission refusals or evictions in the last ${Math.round((t - this.windowStart) / 1000)} s were not logged`,
+        );
       this.windowStart = t;
       this.inWindow = 0;
       this.suppressed = 0;

@@ -76,7 +76,10 @@ export interface AutoscaleState {
 /** What holds a rescale back that the signal asks for. */
 export type AutoscaleLimit = 'bound' | 'cooldown' | 'rate';
 
-export type AutoscaleDecision = { action: 'none' } | { action: 'hold'; limit: AutoscaleLimit; reason: string } | { action: 'rescale'; to: number; reason: string };
+export type AutoscaleDecision =
+  | { action: 'none' }
+  | { action: 'hold'; limit: AutoscaleLimit; reason: string }
+  | { action: 'rescale'; to: number; reason: string };
 
 const pct = (x: number): string => `${Math.round(100 * x)}%`;
 
@@ -107,12 +110,28 @@ export function decideAutoscale(p: AutoscalePolicy, state: AutoscaleState, s: Au
       : pressured
         ? `task ${s.busiestTask} busy ${pct(s.maxBusy)} of the time for ${secs} s`
         : undefined;
-  const lag = lagging ? `sources ${s.sourceLag} records behind their input${pressure ? '' : `, not catching up for ${secs} s`}` : undefined;
-  const why = kind === 'out' ? [pressure, lag].filter((x) => x !== undefined).join(', and ') : `no task busier than ${pct(s.maxBusy)} (${s.busiestTask}) for ${secs} s`;
-  if (to === s.parallelism) return { action: 'hold', limit: 'bound', reason: `${why}, but the job is at its ${kind === 'out' ? 'maximum' : 'minimum'} parallelism ${s.parallelism}` };
-  if (s.at - state.lastChangeAt < p.cooldownMs) return { action: 'hold', limit: 'cooldown', reason: `${why}, but the last change was ${Math.round((s.at - state.lastChangeAt) / 1000)} s ago (cool-down ${Math.round(p.cooldownMs / 1000)} s)` };
+  const lag = lagging
+    ? `sources ${s.sourceLag} records behind their input${pressure ? '' : `, not catching up for ${secs} s`}`
+    : undefined;
+  const why =
+    kind === 'out'
+      ? [pressure, lag].filter((x) => x !== undefined).join(', and ')
+      : `no task busier than ${pct(s.maxBusy)} (${s.busiestTask}) for ${secs} s`;
+  if (to === s.parallelism)
+    return {
+      action: 'hold',
+      limit: 'bound',
+      reason: `${why}, but the job is at its ${kind === 'out' ? 'maximum' : 'minimum'} parallelism ${s.parallelism}`,
+    };
+  if (s.at - state.lastChangeAt < p.cooldownMs)
+    return {
+      action: 'hold',
+      limit: 'cooldown',
+      reason: `${why}, but the last change was ${Math.round((s.at - state.lastChangeAt) / 1000)} s ago (cool-down ${Math.round(p.cooldownMs / 1000)} s)`,
+    };
   const recent = state.changes.filter((t) => s.at - t < 3_600_000).length;
-  if (recent >= p.maxChangesPerHour) return { action: 'hold', limit: 'rate', reason: `${why}, but ${recent} changes in the last hour is the limit` };
+  if (recent >= p.maxChangesPerHour)
+    return { action: 'hold', limit: 'rate', reason: `${why}, but ${recent} changes in the last hour is the limit` };
   return { action: 'rescale', to, reason: `${why}: scale ${kind} ${s.parallelism} -> ${to}` };
 }
 
@@ -152,8 +171,18 @@ const DECISIONS_KEPT = 50;
 /** How often a job is looked at (heartbeats come every 500 ms; the signal must hold for sustainMs anyway). */
 export const AUTOSCALE_SAMPLE_MS = 1_000;
 
-export function newJobAutoscale(bounds: { min: number; max: number }, tuning: Partial<Pick<AutoscalePolicy, 'sustainMs' | 'cooldownMs' | 'maxChangesPerHour' | 'lagHigh'>>, now: number): JobAutoscale {
-  return { policy: { ...DEFAULT_AUTOSCALE_POLICY, ...tuning, ...bounds }, state: { lastChangeAt: now, changes: [] }, decisions: [], sampledAt: 0, busy: false };
+export function newJobAutoscale(
+  bounds: { min: number; max: number },
+  tuning: Partial<Pick<AutoscalePolicy, 'sustainMs' | 'cooldownMs' | 'maxChangesPerHour' | 'lagHigh'>>,
+  now: number,
+): JobAutoscale {
+  return {
+    policy: { ...DEFAULT_AUTOSCALE_POLICY, ...tuning, ...bounds },
+    state: { lastChangeAt: now, changes: [] },
+    decisions: [],
+    sampledAt: 0,
+    busy: false,
+  };
 }
 
 /** Keep a decision; a hold only when another limit held the last one (a held signal is not logged every second). */
@@ -167,7 +196,15 @@ export function keepDecision(a: JobAutoscale, r: AutoscaleRecord): boolean {
 
 /** A look at a running job whose every subtask has reported twice; undefined until then. */
 export function sampleJob(job: JobState, now: number): AutoscaleSample | undefined {
-  const s: AutoscaleSample = { at: now, parallelism: job.spec.defaultParallelism, maxBackpressure: 0, maxBusy: 0, sourceLag: 0, backpressuredTask: '', busiestTask: '' };
+  const s: AutoscaleSample = {
+    at: now,
+    parallelism: job.spec.defaultParallelism,
+    maxBackpressure: 0,
+    maxBusy: 0,
+    sourceLag: 0,
+    backpressuredTask: '',
+    busiestTask: '',
+  };
   for (const t of job.plan.tasks) {
     const m = taskMetrics(job, t.id, t.parallelism);
     if (m.measured < t.parallelism) return undefined;
@@ -201,7 +238,8 @@ export class Autoscalers {
       if (!sample) continue;
       const d = decideAutoscale(a.policy, a.state, sample);
       if (d.action === 'hold') {
-        if (keepDecision(a, { at: now, action: 'hold', limit: d.limit, reason: d.reason })) this.deps.log.info({ jobId: job.id }, `job ${job.id} autoscaler: ${d.reason}`);
+        if (keepDecision(a, { at: now, action: 'hold', limit: d.limit, reason: d.reason }))
+          this.deps.log.info({ jobId: job.id }, `job ${job.id} autoscaler: ${d.reason}`);
       } else if (d.action === 'rescale') this.rescale(job, a, d.to, d.reason, now);
     }
   }

@@ -17,7 +17,13 @@ import { Waiters, WriteChain } from '../util/index.js';
 import { completedMarker, jobDir } from './checkpoint-storage.js';
 import { CommitLedger } from './commit-ledger.js';
 import { CheckpointHistory } from './checkpoint-history.js';
-import type { CheckpointedJob, CheckpointPort, CheckpointServices, PendingCheckpoint, SavepointResult } from './checkpoint-ports.js';
+import type {
+  CheckpointedJob,
+  CheckpointPort,
+  CheckpointServices,
+  PendingCheckpoint,
+  SavepointResult,
+} from './checkpoint-ports.js';
 
 /** How long a savepoint waits for a checkpoint already in flight before it is refused as busy. */
 export const SAVEPOINT_WAIT_FOR_IDLE_MS = 10_000;
@@ -98,7 +104,10 @@ export class CheckpointCoordinator {
       const timeout = Math.max(10_000, 10 * c.intervalMs);
       if (now - p.startedAt > timeout) {
         const waiting = [...p.pending];
-        this.abort('expired', `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`);
+        this.abort(
+          'expired',
+          `not complete within ${timeout} ms (no ack from ${waiting.slice(0, 5).join(', ')}${waiting.length > 5 ? ` and ${waiting.length - 5} more` : ''})`,
+        );
       }
       return;
     }
@@ -113,7 +122,10 @@ export class CheckpointCoordinator {
       (err: unknown) => {
         this.claimed();
         this.lastCheckpointAt = this.services.clock.now();
-        this.services.log.error({ err, jobId: job.id }, `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`);
+        this.services.log.error(
+          { err, jobId: job.id },
+          `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`,
+        );
       },
     );
   }
@@ -126,7 +138,8 @@ export class CheckpointCoordinator {
   async savepoint(dir: string, cancelAfter: boolean): Promise<SavepointResult> {
     const job = this.job;
     if (!dir) return { ok: false, message: 'a savepoint needs a target directory (--dir)', path: '' };
-    if (job.cutover) return { ok: false, message: `job ${job.id} is being rescaled in place; try again when it is done`, path: '' };
+    if (job.cutover)
+      return { ok: false, message: `job ${job.id} is being rescaled in place; try again when it is done`, path: '' };
     const refused = await this.readyFor('a savepoint');
     if (refused) return { ok: false, message: refused, path: '' };
     const target = resolvePath(dir);
@@ -146,9 +159,16 @@ export class CheckpointCoordinator {
    * Take a checkpoint of the job's own now (a rescale restores from it): as a savepoint waits, but into
    * the job's checkpoint directory. Resolves once its marker is durable, with its id, or refused.
    */
-  async checkpointNow(what: string, beforeTrigger?: (checkpointId: number) => Promise<void>): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
+  async checkpointNow(
+    what: string,
+    beforeTrigger?: (checkpointId: number) => Promise<void>,
+  ): Promise<{ ok: true; checkpointId: number } | { ok: false; message: string }> {
     const job = this.job;
-    if (!job.checkpoint.checkpointDir) return { ok: false, message: `${what} restores from a checkpoint, and job ${job.id} has no checkpoint directory; submit it with --checkpoint-dir` };
+    if (!job.checkpoint.checkpointDir)
+      return {
+        ok: false,
+        message: `${what} restores from a checkpoint, and job ${job.id} has no checkpoint directory; submit it with --checkpoint-dir`,
+      };
     const refused = await this.readyFor(what);
     if (refused) return { ok: false, message: refused };
     let id: number;
@@ -211,7 +231,12 @@ export class CheckpointCoordinator {
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
     if (p.pending.size > 0) return;
     const written = this.complete(p)
-      .catch((err: unknown) => this.services.log.error({ err, jobId: this.job.id }, `checkpoint ${p.id} of job ${this.job.id} could not complete: ${(err as Error).message}`))
+      .catch((err: unknown) =>
+        this.services.log.error(
+          { err, jobId: this.job.id },
+          `checkpoint ${p.id} of job ${this.job.id} could not complete: ${(err as Error).message}`,
+        ),
+      )
       .finally(() => {
         if (this.writingMarker === written) this.writingMarker = undefined;
       });
@@ -220,7 +245,11 @@ export class CheckpointCoordinator {
 
   /** A worker's subtasks have made visible what they prepared up to checkpoint `m.checkpointId`. */
   onCommitted(m: MessageOf<'CheckpointCommitted'>): void {
-    if (m.error) this.services.log.warn({ jobId: this.job.id, checkpointId: m.checkpointId }, `job ${this.job.id}: a commit of checkpoint ${m.checkpointId} failed: ${m.error}`);
+    if (m.error)
+      this.services.log.warn(
+        { jobId: this.job.id, checkpointId: m.checkpointId },
+        `job ${this.job.id}: a commit of checkpoint ${m.checkpointId} failed: ${m.error}`,
+      );
     if (this.commits.confirm(m.checkpointId, m.subtasks)) this.recordCommits();
   }
 
@@ -237,9 +266,16 @@ export class CheckpointCoordinator {
     const { id, checkpoint } = this.job;
     const dir = checkpoint.checkpointDir;
     if (!dir) return;
-    this.commitWrites.then(async () => {
-      await this.services.storage.recordCommits(jobDir(dir, id), this.commits.record(this.services.clock.now()));
-    }, (err) => this.services.log.warn({ err, jobId: id }, `could not record the confirmed commits of job ${id}: ${(err as Error).message}`));
+    this.commitWrites.then(
+      async () => {
+        await this.services.storage.recordCommits(jobDir(dir, id), this.commits.record(this.services.clock.now()));
+      },
+      (err) =>
+        this.services.log.warn(
+          { err, jobId: id },
+          `could not record the confirmed commits of job ${id}: ${(err as Error).message}`,
+        ),
+    );
   }
 
   /**
@@ -259,14 +295,23 @@ export class CheckpointCoordinator {
     p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${detail}` });
     p.span?.end({ 'clink.checkpoint.outcome': 'aborted', 'clink.checkpoint.failure_reason': why }, detail);
     services.metrics.checkpointsAborted.inc({ reason: why });
-    services.log.warn({ jobId: job.id, checkpointId: p.id, reason: why }, `checkpoint ${p.id} of job ${job.id} aborted: ${detail}`);
+    services.log.warn(
+      { jobId: job.id, checkpointId: p.id, reason: why },
+      `checkpoint ${p.id} of job ${job.id} aborted: ${detail}`,
+    );
     this.port.post(makeMessage('AbortCheckpoint', { jobId: job.id, checkpointId: p.id, reason: detail }));
     // Whatever state the subtasks wrote for it is never read: remove it (a write still in flight is swept at retention).
-    const stateDir = p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
+    const stateDir =
+      p.savepoint?.dir ?? (job.checkpoint.checkpointDir ? jobStateDir(job.checkpoint, job.id) : undefined);
     if (stateDir) {
       void services.storage
         .removeState(stateDir, p.id)
-        .catch((err: unknown) => services.log.warn({ err, jobId: job.id }, `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`));
+        .catch((err: unknown) =>
+          services.log.warn(
+            { err, jobId: job.id },
+            `could not remove the state of aborted checkpoint ${p.id}: ${(err as Error).message}`,
+          ),
+        );
     }
     if (p.final) this.failOnFinal(detail, fatal);
     else this.maybeBeginFinal();
@@ -306,13 +351,24 @@ export class CheckpointCoordinator {
   }
 
   /** Wait for every subtask's ack of checkpoint `id`, and ask the workers for them. */
-  private begin(id: number, savepoint?: PendingCheckpoint['savepoint'], final = false, requested?: PendingCheckpoint['requested']): void {
+  private begin(
+    id: number,
+    savepoint?: PendingCheckpoint['savepoint'],
+    final = false,
+    requested?: PendingCheckpoint['requested'],
+  ): void {
     const job = this.job;
     this.starting = false;
     const now = this.services.clock.now();
     const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
     this.pending = {
-      span: (this.services.tracer ?? NO_TRACING).start('clink.checkpoint', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.checkpoint.id': id, 'clink.checkpoint.kind': kind, 'clink.subtasks': job.subtasks.length }),
+      span: (this.services.tracer ?? NO_TRACING).start('clink.checkpoint', {
+        'clink.job.id': job.id,
+        'clink.job.name': job.name,
+        'clink.checkpoint.id': id,
+        'clink.checkpoint.kind': kind,
+        'clink.subtasks': job.subtasks.length,
+      }),
       id,
       pending: new Set(job.subtasks.map((t) => subtaskKey(t.taskId, t.index))),
       startedAt: now,
@@ -327,7 +383,12 @@ export class CheckpointCoordinator {
     this.port.post(
       final
         ? makeMessage('FinalCheckpointAssigned', { jobId: job.id, checkpointId: id })
-        : makeMessage('TriggerCheckpoint', { jobId: job.id, checkpointId: id, timestampMs: now, savepointDir: savepoint?.dir ?? '' }),
+        : makeMessage('TriggerCheckpoint', {
+            jobId: job.id,
+            checkpointId: id,
+            timestampMs: now,
+            savepointDir: savepoint?.dir ?? '',
+          }),
     );
   }
 
@@ -345,27 +406,48 @@ export class CheckpointCoordinator {
     const { metrics, log } = services;
     const durationMs = marker.completedAtMs - p.startedAt;
     const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
-    this.history.add({ checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs: marker.completedAtMs });
+    this.history.add({
+      checkpointId: p.id,
+      kind,
+      durationMs,
+      stateBytes: p.bytes,
+      alignmentMs: p.alignmentMs,
+      completedAtMs: marker.completedAtMs,
+    });
     this.pending = undefined;
     this.lastCheckpointAt = services.clock.now();
     this.idle.wake();
     metrics.checkpointsCompleted.inc();
-    p.span?.end({ 'clink.checkpoint.outcome': 'completed', 'clink.checkpoint.bytes': p.bytes, 'clink.checkpoint.duration_ms': durationMs, 'clink.checkpoint.alignment_ms': p.alignmentMs });
+    p.span?.end({
+      'clink.checkpoint.outcome': 'completed',
+      'clink.checkpoint.bytes': p.bytes,
+      'clink.checkpoint.duration_ms': durationMs,
+      'clink.checkpoint.alignment_ms': p.alignmentMs,
+    });
     metrics.lastCheckpointDurationMs.set(durationMs);
     metrics.lastCheckpointBytes.set(p.bytes);
     metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
     this.port.completed?.(marker.completedAtMs);
-    log.info({ jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes }, `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`);
+    log.info(
+      { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
+      `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
+    );
     // Each subtask that prepared something owes a confirmation once it has made it visible.
     if (this.commits.owe(p.id, p.committers)) this.recordCommits();
     this.port.post(makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
     p.requested?.({ ok: true, message: `checkpoint ${p.id} of job ${job.id} completed` });
-    if (p.savepoint) p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
+    if (p.savepoint)
+      p.savepoint.done({ ok: true, message: `savepoint ${p.id} of job ${job.id} written to ${dir}`, path: dir });
     else {
       const retained = job.checkpoint.checkpointsRetained;
       await services.storage
         .retain(dir, jobStateDir(job.checkpoint, job.id), retained)
-        .catch((err: unknown) => log.warn({ err, jobId: job.id }, `could not delete checkpoints of job ${job.id} beyond the ${retained} retained: ${(err as Error).message}`));
+        .catch((err: unknown) =>
+          log.warn(
+            { err, jobId: job.id },
+            `could not delete checkpoints of job ${job.id} beyond the ${retained} retained: ${(err as Error).message}`,
+          ),
+        );
     }
     this.maybeBeginFinal();
     this.port.maybeComplete();

@@ -104,4 +104,3 @@ export interface CheckpointServices {
   /** clink.checkpoint spans, trigger to completion. @default NO_TRACING */
   tracer?: Tracer;
 }
-

@@ -50,7 +50,12 @@ export interface CompletedMarker {
 }
 
 /** The COMPLETED marker of checkpoint `p` of `job`, its state under `dir` for a savepoint, else the job's state directory. */
-export function completedMarker(job: CheckpointedJob, p: PendingCheckpoint, dir: string, completedAtMs: number): CompletedMarker {
+export function completedMarker(
+  job: CheckpointedJob,
+  p: PendingCheckpoint,
+  dir: string,
+  completedAtMs: number,
+): CompletedMarker {
   return {
     checkpointId: p.id,
     jobId: job.id,
@@ -92,14 +97,23 @@ export async function writeCompletedMarker(dir: string, marker: CompletedMarker)
  * Write one of a job's records (`RESTORED`, `COMMITTED`) in its marker directory. Under HA (`epoch` > 0)
  * it is fenced: a superseded coordinator cannot put its view over its successor's (FencedError).
  */
-async function writeJobRecord(dir: string, name: 'RESTORED' | 'COMMITTED', record: object, epoch: number): Promise<void> {
+async function writeJobRecord(
+  dir: string,
+  name: 'RESTORED' | 'COMMITTED',
+  record: object,
+  epoch: number,
+): Promise<void> {
   await makeDirectory(dir);
   if (epoch > 0) await fencedWrite(join(dir, name), epoch, record);
   else await writeDurably(join(dir, name), JSON.stringify(record, null, 2));
 }
 
 /** Write `RESTORED`: what a deploy that continues a run restored, and the first id it numbers. */
-export function writeRestoredRecord(dir: string, record: { restoredFrom: string; checkpointId: number; firstId: number }, epoch = 0): Promise<void> {
+export function writeRestoredRecord(
+  dir: string,
+  record: { restoredFrom: string; checkpointId: number; firstId: number },
+  epoch = 0,
+): Promise<void> {
   return writeJobRecord(dir, 'RESTORED', record, epoch);
 }
 
@@ -141,7 +155,8 @@ export async function retainCheckpoints(dir: string, stateDir: string, retained:
     const id = checkpointIdOfStateDir(name);
     if (id !== undefined && id < newest && !kept.has(id)) await removeCheckpointState(stateDir, id);
   }
-  for (const name of await readdir(dir)) if (/^COMPLETED-\d+\.\d+\.tmp$/.test(name)) await rm(join(dir, name), { force: true });
+  for (const name of await readdir(dir))
+    if (/^COMPLETED-\d+\.\d+\.tmp$/.test(name)) await rm(join(dir, name), { force: true });
 }
 
 /** Remove one checkpoint's state directory (after an abort, or past retention). */
@@ -149,7 +164,11 @@ export async function removeCheckpointState(stateDir: string, checkpointId: numb
   await rm(checkpointStateDir(stateDir, checkpointId), { recursive: true, force: true });
 }
 
-const completedIds = (names: string[]): number[] => names.map((n) => /^COMPLETED-(\d+)$/.exec(n)).filter((m) => m !== null).map((m) => Number(m[1]));
+const completedIds = (names: string[]): number[] =>
+  names
+    .map((n) => /^COMPLETED-(\d+)$/.exec(n))
+    .filter((m) => m !== null)
+    .map((m) => Number(m[1]));
 
 /** Whether `dir` (a job's marker directory) holds any COMPLETED marker. */
 export async function hasCompletedCheckpoint(dir: string): Promise<boolean> {
@@ -175,17 +194,27 @@ export interface RestorePoint {
 export async function resolveRestore(dir: string, checkpointId: number): Promise<RestorePoint> {
   let markerDir = resolve(dir);
   const names = await readdir(markerDir).catch(() => {
-    throw new ClinkError('CLINK_ERR_PLAN', `restore: cannot read ${markerDir}; --restore-from-dir must name a checkpoint or savepoint directory`);
+    throw new ClinkError(
+      'CLINK_ERR_PLAN',
+      `restore: cannot read ${markerDir}; --restore-from-dir must name a checkpoint or savepoint directory`,
+    );
   });
   if (!names.some((n) => n.startsWith('COMPLETED-')) && names.includes('_jobs')) {
     const jobs = await readdir(join(markerDir, '_jobs'));
-    if (jobs.length !== 1) throw new ClinkError('CLINK_ERR_PLAN', `restore: ${markerDir} holds checkpoints of ${jobs.length} jobs; name one job's directory (${join(markerDir, '_jobs', '<job id>')})`);
+    if (jobs.length !== 1)
+      throw new ClinkError(
+        'CLINK_ERR_PLAN',
+        `restore: ${markerDir} holds checkpoints of ${jobs.length} jobs; name one job's directory (${join(markerDir, '_jobs', '<job id>')})`,
+      );
     markerDir = join(markerDir, '_jobs', jobs[0]!);
   }
   const ids = completedIds(await readdir(markerDir)).sort((a, b) => b - a);
   if (ids.length === 0) throw new ClinkError('CLINK_ERR_PLAN', `restore: no completed checkpoint in ${markerDir}`);
   if (checkpointId > 0 && !ids.includes(checkpointId)) {
-    throw new ClinkError('CLINK_ERR_PLAN', `restore: no COMPLETED-${checkpointId} in ${markerDir} (completed: ${[...ids].reverse().join(', ')})`);
+    throw new ClinkError(
+      'CLINK_ERR_PLAN',
+      `restore: no COMPLETED-${checkpointId} in ${markerDir} (completed: ${[...ids].reverse().join(', ')})`,
+    );
   }
   const skipped: RestorePoint['skipped'] = [];
   const committedThrough = (await readCommitRecord(markerDir))?.checkpointId ?? 0;
@@ -203,7 +232,13 @@ export async function resolveRestore(dir: string, checkpointId: number): Promise
     skipped.push({ checkpointId: id, reason: bad });
   }
   const why = skipped.map((s) => `checkpoint ${s.checkpointId}: ${s.reason}`).join('; ');
-  throw new UnusableCheckpointsError(checkpointId > 0 ? `restore: checkpoint ${checkpointId} in ${markerDir} is unusable: ${why}` : `restore: no usable checkpoint in ${markerDir}: ${why}`, skipped, committedThrough);
+  throw new UnusableCheckpointsError(
+    checkpointId > 0
+      ? `restore: checkpoint ${checkpointId} in ${markerDir} is unusable: ${why}`
+      : `restore: no usable checkpoint in ${markerDir}: ${why}`,
+    skipped,
+    committedThrough,
+  );
 }
 
 /** No checkpoint of a directory can be restored: each of them, and why. */
@@ -231,7 +266,8 @@ export async function verifyCheckpoint(marker: CompletedMarker): Promise<string 
     if (!expected) continue; // a marker from before files were recorded: presence is all it can say
     if (size !== expected.bytes) return `state file ${file} holds ${size} bytes, the marker records ${expected.bytes}`;
     const actual = await bodyDigest(file);
-    if (actual !== expected.sha256) return `state file ${file} is damaged: its SHA-256 is ${actual}, the marker records ${expected.sha256}`;
+    if (actual !== expected.sha256)
+      return `state file ${file} is damaged: its SHA-256 is ${actual}, the marker records ${expected.sha256}`;
   }
   return undefined;
 }

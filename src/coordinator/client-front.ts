@@ -5,7 +5,14 @@
  */
 import { ClinkError } from '../errors.js';
 import { writeFrame, type FrameConnection } from '../net/index.js';
-import { FrameDecodeError, LOCAL_PROTOCOL, makeMessage, MessageKind, type Message, type MessageOf } from '../protocol/index.js';
+import {
+  FrameDecodeError,
+  LOCAL_PROTOCOL,
+  makeMessage,
+  MessageKind,
+  type Message,
+  type MessageOf,
+} from '../protocol/index.js';
 import { CLIENT_DISPATCH_BACKLOG_FRAMES, type ClientSession, type ClientSessions } from './client-sessions.js';
 import type { JobState, JobView } from './job-state.js';
 import { checkSubmitSdk } from './job-submission.js';
@@ -25,7 +32,13 @@ export interface ClientRequests {
   forget(c: ClientSession): void;
 }
 
-function submitAck(ok: boolean, jobId: string, message: string, missingModuleHashes: string[] = [], code = ''): MessageOf<'SubmitJobAck'> {
+function submitAck(
+  ok: boolean,
+  jobId: string,
+  message: string,
+  missingModuleHashes: string[] = [],
+  code = '',
+): MessageOf<'SubmitJobAck'> {
   return makeMessage('SubmitJobAck', {
     ok,
     jobId,
@@ -73,17 +86,46 @@ export class ClientFront {
         return reply(makeMessage('ListJobsReply', { jobs: this.requests.listJobs(m.includeCompleted).map(toSummary) }));
       case 'CancelJob': {
         const r = this.requests.cancel(m.jobId, m.reason || `cancelled by client ${c.name}`);
-        return reply(makeMessage('ClientReply', { requestKind: MessageKind.CancelJob, ok: r.ok, jobId: m.jobId, message: r.message }));
+        return reply(
+          makeMessage('ClientReply', {
+            requestKind: MessageKind.CancelJob,
+            ok: r.ok,
+            jobId: m.jobId,
+            message: r.message,
+          }),
+        );
       }
       case 'Savepoint': {
         const r = await this.requests.savepoint(m.jobId, m.targetDir, m.cancelAfter);
-        return reply(makeMessage('ClientReply', { requestKind: MessageKind.Savepoint, ok: r.ok, jobId: m.jobId, message: r.message, savepointPath: r.path }));
+        return reply(
+          makeMessage('ClientReply', {
+            requestKind: MessageKind.Savepoint,
+            ok: r.ok,
+            jobId: m.jobId,
+            message: r.message,
+            savepointPath: r.path,
+          }),
+        );
       }
       case 'RescaleJob':
       case 'RescaleOperator': {
-        const request = m.type === 'RescaleJob' ? { parallelism: m.parallelism, operators: Object.fromEntries(m.operators.map((o) => [o.operatorId, o.parallelism])), mode: m.mode as RescaleModeRequest } : { parallelism: 0, operators: { [m.operatorId]: m.parallelism } };
+        const request =
+          m.type === 'RescaleJob'
+            ? {
+                parallelism: m.parallelism,
+                operators: Object.fromEntries(m.operators.map((o) => [o.operatorId, o.parallelism])),
+                mode: m.mode as RescaleModeRequest,
+              }
+            : { parallelism: 0, operators: { [m.operatorId]: m.parallelism } };
         const r = await this.requests.rescale(m.jobId, request, `client ${c.name}`);
-        return reply(makeMessage('ClientReply', { requestKind: MessageKind[m.type], ok: r.ok, jobId: m.jobId, message: r.message }));
+        return reply(
+          makeMessage('ClientReply', {
+            requestKind: MessageKind[m.type],
+            ok: r.ok,
+            jobId: m.jobId,
+            message: r.message,
+          }),
+        );
       }
       default:
         throw new FrameDecodeError(`a client may not send ${m.type}`);
@@ -95,7 +137,13 @@ export class ClientFront {
       // The SDK gate runs on the advert, before any reference is resolved or byte requested.
       checkSubmitSdk(m);
       const missing = this.requests.resolveModules(m);
-      if (missing.length > 0) return submitAck(false, '', `upload the job module: this coordinator does not hold ${missing.join(', ')}`, missing);
+      if (missing.length > 0)
+        return submitAck(
+          false,
+          '',
+          `upload the job module: this coordinator does not hold ${missing.join(', ')}`,
+          missing,
+        );
       const job = await this.requests.submit(m, c);
       return submitAck(true, job.id, `job ${job.id} submitted`);
     } catch (err) {

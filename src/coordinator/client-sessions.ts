@@ -76,7 +76,11 @@ export class ClientSessions {
     if (socket.destroyed) return false;
     const frame = encodeFrame(m);
     if (socket.writableLength > 0 && socket.writableLength + frame.length > this.limits.maxOutboundBytes) {
-      this.drop(c, 'slow_reader', `${socket.writableLength} bytes of replies unread (bound ${this.limits.maxOutboundBytes})`);
+      this.drop(
+        c,
+        'slow_reader',
+        `${socket.writableLength} bytes of replies unread (bound ${this.limits.maxOutboundBytes})`,
+      );
       return false;
     }
     if (socket.write(frame)) return true;
@@ -95,13 +99,17 @@ export class ClientSessions {
   /** Close sessions idle past the timeout; `waiting(c)` says whether one waits for a job it submitted. */
   sweep(now: number, waiting: (c: ClientSession) => boolean): void {
     for (const c of this.sessions) {
-      if (now - c.lastActivityAt > this.limits.idleTimeoutMs && !waiting(c)) this.drop(c, 'idle', `no request for ${now - c.lastActivityAt} ms`);
+      if (now - c.lastActivityAt > this.limits.idleTimeoutMs && !waiting(c))
+        this.drop(c, 'idle', `no request for ${now - c.lastActivityAt} ms`);
     }
   }
 
   private drop(c: ClientSession, reason: 'idle' | 'slow_reader', detail: string): void {
     this.metrics.clientSessionsDropped.inc({ reason });
-    this.log.warn({ client: c.name, peer: c.conn.peer, reason }, `client ${c.name} (${c.conn.peer}) dropped: ${detail}`);
+    this.log.warn(
+      { client: c.name, peer: c.conn.peer, reason },
+      `client ${c.name} (${c.conn.peer}) dropped: ${detail}`,
+    );
     c.conn.close();
   }
 

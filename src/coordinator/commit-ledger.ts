@@ -61,7 +61,11 @@ export class CommitLedger {
 
   /** What the COMMITTED record holds. */
   record(nowMs: number): CommitRecord {
-    return { checkpointId: this.through, subtasks: Object.fromEntries([...this.bySubtask].sort(([a], [b]) => a.localeCompare(b))), confirmedAtMs: nowMs };
+    return {
+      checkpointId: this.through,
+      subtasks: Object.fromEntries([...this.bySubtask].sort(([a], [b]) => a.localeCompare(b))),
+      confirmedAtMs: nowMs,
+    };
   }
 
   /** Checkpoint `id` is confirmed (when `done`): it and every checkpoint before it. */

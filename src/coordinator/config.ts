@@ -89,4 +89,7 @@ export interface CoordinatorConfig {
   autoscaleLagRecords: number;
 }
 
-export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.freeze({ ...COORDINATOR_DEFAULTS, epoch: 0 });
+export const DEFAULT_COORDINATOR_CONFIG: Readonly<CoordinatorConfig> = Object.freeze({
+  ...COORDINATOR_DEFAULTS,
+  epoch: 0,
+});

@@ -98,24 +98,47 @@ export class Coordinator implements WorkerEvents {
     });
     const { admissionLog, watchdogLog, config: cfg } = this;
     this.registry = new WorkerRegistry({ config: cfg, clock, log, watchdogLog, admissionLog, metrics, events: this });
-    const sessionLimits = { maxSessions: cfg.maxClientSessions, idleTimeoutMs: cfg.clientIdleTimeoutMs, maxOutboundBytes: cfg.maxClientOutboundBytes };
+    const sessionLimits = {
+      maxSessions: cfg.maxClientSessions,
+      idleTimeoutMs: cfg.clientIdleTimeoutMs,
+      maxOutboundBytes: cfg.maxClientOutboundBytes,
+    };
     this.clients = new ClientSessions(sessionLimits, log, metrics, () => clock.now());
     const tracer = deps.tracer ?? NO_TRACING;
-    this.jobs = new Jobs({ config: cfg, clock, log, metrics, tracer, workers: this.registry, clients: this.clients, ...(deps.jobStore ? { jobStore: deps.jobStore } : {}) });
+    this.jobs = new Jobs({
+      config: cfg,
+      clock,
+      log,
+      metrics,
+      tracer,
+      workers: this.registry,
+      clients: this.clients,
+      ...(deps.jobStore ? { jobStore: deps.jobStore } : {}),
+    });
     this.clientFront = new ClientFront(this.clients, this.jobs, (line) => this.admissionLog.warn(line));
   }
 
   static async start(config: Partial<CoordinatorConfig>, deps: CoordinatorDeps): Promise<Coordinator> {
     const c = new Coordinator(config, deps);
-    ({ server: c.server, port: c.port } = await listenOn(c.config.bindHost, c.config.port, { port: '--port', host: '--bind-host' }, (s) => c.admission.admit(s)));
+    ({ server: c.server, port: c.port } = await listenOn(
+      c.config.bindHost,
+      c.config.port,
+      { port: '--port', host: '--bind-host' },
+      (s) => c.admission.admit(s),
+    ));
     // Listening, an accept can still fail (out of descriptors): say so, never crash on it.
     c.server.on('error', (err: NodeJS.ErrnoException) => {
       deps.metrics.handshakeFailures.inc();
-      c.admissionLog.warn(`accepting a connection failed: ${err.code ?? err.message}${err.code === 'EMFILE' || err.code === 'ENFILE' ? ' (out of file descriptors: raise ulimit -n, or lower --max-pending-connections)' : ''}`);
+      c.admissionLog.warn(
+        `accepting a connection failed: ${err.code ?? err.message}${err.code === 'EMFILE' || err.code === 'ENFILE' ? ' (out of file descriptors: raise ulimit -n, or lower --max-pending-connections)' : ''}`,
+      );
     });
     c.stopWatchdog = c.clock.every(c.config.watchdogIntervalMs, () => c.sweep());
     deps.metrics.gauge('clink_coordinator_jobs_running', 'Jobs deploying or running', () => c.jobs.size);
-    c.log.info({ port: c.port, bindHost: c.config.bindHost }, `coordinator listening on ${c.config.bindHost}:${c.port}`);
+    c.log.info(
+      { port: c.port, bindHost: c.config.bindHost },
+      `coordinator listening on ${c.config.bindHost}:${c.port}`,
+    );
     return c;
   }
 
@@ -139,7 +162,10 @@ export class Coordinator implements WorkerEvents {
       await this.clientFront.hello(conn, first, this.peerChecks.refusal(first, who, 'client', conn.peer));
     } else {
       this.deps.metrics.malformedFrames.inc({ role: 'coordinator' });
-      this.log.warn({ peer: conn.peer }, `connection from ${conn.peer} opened with ${first.type}; expected Register or HelloClient`);
+      this.log.warn(
+        { peer: conn.peer },
+        `connection from ${conn.peer} opened with ${first.type}; expected Register or HelloClient`,
+      );
       conn.close();
     }
   }
@@ -185,7 +211,9 @@ export class Coordinator implements WorkerEvents {
     this.lastSweep = now;
     if (gap > interval + Math.min(hb, stallOn ? stall : Infinity)) {
       // This sweep itself is late (the process was paused): nothing could be read or written meanwhile.
-      this.watchdogLog.warn(`watchdog sweep came ${gap} ms after the last; judging nothing and restarting every worker's clocks`);
+      this.watchdogLog.warn(
+        `watchdog sweep came ${gap} ms after the last; judging nothing and restarting every worker's clocks`,
+      );
       this.registry.restartClocks(now);
       return;
     }

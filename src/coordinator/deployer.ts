@@ -21,8 +21,17 @@ export interface DeployerDeps {
 }
 
 /** A deploy that continues a run writes `RESTORED`: what it restored, and the first id it numbers. */
-export async function recordRestore(checkpointDir: string, jobId: string, restore: CompletedMarker, epoch = 0): Promise<void> {
-  await writeRestoredRecord(jobDir(checkpointDir, jobId), { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 }, epoch);
+export async function recordRestore(
+  checkpointDir: string,
+  jobId: string,
+  restore: CompletedMarker,
+  epoch = 0,
+): Promise<void> {
+  await writeRestoredRecord(
+    jobDir(checkpointDir, jobId),
+    { restoredFrom: restore.stateDir, checkpointId: restore.checkpointId, firstId: restore.checkpointId + 1 },
+    epoch,
+  );
 }
 
 export class Deployer {
@@ -49,7 +58,16 @@ export class Deployer {
       for (const st of sts) {
         const slot = slotOf(st);
         s.slotShares.set(`${job.id}/${slot}`, (s.slotShares.get(`${job.id}/${slot}`) ?? 0) + 1);
-        placed.push({ taskId: st.taskId, index: st.index, session: s, slot, attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0 });
+        placed.push({
+          taskId: st.taskId,
+          index: st.index,
+          session: s,
+          slot,
+          attempt: job.attempt,
+          finished: false,
+          recordsIn: 0,
+          recordsOut: 0,
+        });
       }
     }
     return placed;
@@ -87,9 +105,14 @@ export class Deployer {
     const bySession = new Map<WorkerSession, MessageOf<'PeerUpdate'>['subtasks']>();
     for (const st of group) {
       st.started = true;
-      (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({ taskId: st.taskId, subtaskIndex: st.index, peers: peersOf(job, st) });
+      (bySession.get(st.session) ?? bySession.set(st.session, []).get(st.session)!).push({
+        taskId: st.taskId,
+        subtaskIndex: st.index,
+        peers: peersOf(job, st),
+      });
     }
-    for (const [s, subtasks] of bySession) this.deps.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
+    for (const [s, subtasks] of bySession)
+      this.deps.post(s, makeMessage('PeerUpdate', { jobId: job.id, subtasks, attempt }));
     return bySession.size;
   }
 
@@ -98,17 +121,42 @@ export class Deployer {
     const log = this.deps.log;
     const d = checkRestore(restore, job.plan, job.name, job.checkpoint.allowNonRestoredState);
     const fields = { jobId: job.id, checkpointId: restore.checkpointId, attempt: job.attempt };
-    log.info(fields, `restored job ${job.id} from ${restore.stateDir} (checkpoint ${restore.checkpointId}, ${d.restoredOperators} operators)`);
-    if (d.dropped.length > 0) log.warn(fields, `job ${job.id}: the state of operators ${d.dropped.join(', ')} in checkpoint ${restore.checkpointId} is dropped (--allow-non-restored-state): the job no longer has them`);
-    if (d.fresh.length > 0) log.info(fields, `job ${job.id}: tasks ${d.fresh.join(', ')} have no state in checkpoint ${restore.checkpointId} and start empty`);
-    for (const [task, from] of d.rescaled) log.info(fields, `job ${job.id}: task ${task} is restored at parallelism ${job.plan.tasks.find((t) => t.id === task)!.parallelism} from its ${from} subtasks in checkpoint ${restore.checkpointId}`);
-    if (d.graphChanged) log.info(fields, `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`);
+    log.info(
+      fields,
+      `restored job ${job.id} from ${restore.stateDir} (checkpoint ${restore.checkpointId}, ${d.restoredOperators} operators)`,
+    );
+    if (d.dropped.length > 0)
+      log.warn(
+        fields,
+        `job ${job.id}: the state of operators ${d.dropped.join(', ')} in checkpoint ${restore.checkpointId} is dropped (--allow-non-restored-state): the job no longer has them`,
+      );
+    if (d.fresh.length > 0)
+      log.info(
+        fields,
+        `job ${job.id}: tasks ${d.fresh.join(', ')} have no state in checkpoint ${restore.checkpointId} and start empty`,
+      );
+    for (const [task, from] of d.rescaled)
+      log.info(
+        fields,
+        `job ${job.id}: task ${task} is restored at parallelism ${job.plan.tasks.find((t) => t.id === task)!.parallelism} from its ${from} subtasks in checkpoint ${restore.checkpointId}`,
+      );
+    if (d.graphChanged)
+      log.info(
+        fields,
+        `job ${job.id}: its graph differs from checkpoint ${restore.checkpointId}'s (hash ${restore.identity?.graphHash.slice(0, 12)} -> ${d.graphHash.slice(0, 12)})`,
+      );
     return d;
   }
 }
 
 /** How a Deploy names subtask `st` of `plan`: its key groups, attempt, and what it restores (per the restore gate's decision). */
-export function deploymentTask(plan: PhysicalPlan, st: { taskId: string; index: number }, attempt: number, restore: CompletedMarker | undefined, decision: RestoreDecision | undefined): MessageOf<'Deploy'>['tasks'][number] {
+export function deploymentTask(
+  plan: PhysicalPlan,
+  st: { taskId: string; index: number },
+  attempt: number,
+  restore: CompletedMarker | undefined,
+  decision: RestoreDecision | undefined,
+): MessageOf<'Deploy'>['tasks'][number] {
   const task = plan.tasks.find((t) => t.id === st.taskId)!;
   const range = KeyGroupRange.forSubtask(st.index, task.parallelism, plan.spec.maxParallelism);
   return {
@@ -125,15 +173,28 @@ export function deploymentTask(plan: PhysicalPlan, st: { taskId: string; index: 
 }
 
 /** Where subtask `st` sends its output (optionally only to tasks `to`): each downstream subtask's host and port. */
-export function peersOf(job: JobState, st: SubtaskState, to?: ReadonlySet<string>): MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] {
+export function peersOf(
+  job: JobState,
+  st: SubtaskState,
+  to?: ReadonlySet<string>,
+): MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] {
   const peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'] = [];
   for (const { edge, up, down } of networkEdges(job.plan)) {
     if (up.id !== st.taskId || (to && !to.has(down.id))) continue;
     for (let d = 0; d < down.parallelism; d++) {
       const target = job.subtasks.find((t) => t.taskId === down.id && t.index === d)!;
-      const port = target.listening!.find((p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex)?.port;
+      const port = target.listening!.find(
+        (p) => p.upstreamTaskId === up.id && p.upstreamSubtask === st.index && p.inputIndex === edge.inputIndex,
+      )?.port;
       if (port === undefined) continue;
-      peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host: target.session.dataHost, port, link: target.dataLinks === true });
+      peers.push({
+        downstreamTaskId: down.id,
+        downstreamSubtask: d,
+        inputIndex: edge.inputIndex,
+        host: target.session.dataHost,
+        port,
+        link: target.dataLinks === true,
+      });
     }
   }
   return peers;

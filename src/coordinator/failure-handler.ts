@@ -62,7 +62,10 @@ export function restartBackoffMs(n: number, initialMs: number, maxMs: number): n
 /** The first line of an error (a user error carries its stack after it): how a failure is named in one line. */
 export const firstLine = (text: string): string => text.split('\n')[0]!;
 
-export type FailureDecision = { action: 'restart'; cause: string; backoffMs: number; restartsSpent: number } | { action: 'retry'; subtask: string; retry: number; backoffMs: number } | { action: 'fail'; reason: string };
+export type FailureDecision =
+  | { action: 'restart'; cause: string; backoffMs: number; restartsSpent: number }
+  | { action: 'retry'; subtask: string; retry: number; backoffMs: number }
+  | { action: 'fail'; reason: string };
 
 const live = (s: JobStateName): boolean => s === 'RUNNING' || s === 'DEPLOYING';
 
@@ -77,9 +80,20 @@ export function decideFailure(ctx: FailureContext, failure: Failure): FailureDec
     };
   }
   const s = failure.subtask;
-  if (s !== undefined && !ctx.stopping && ctx.state === 'RUNNING' && !ctx.checkpointed && ctx.retriesSpent(s) < ctx.maxRetries) {
+  if (
+    s !== undefined &&
+    !ctx.stopping &&
+    ctx.state === 'RUNNING' &&
+    !ctx.checkpointed &&
+    ctx.retriesSpent(s) < ctx.maxRetries
+  ) {
     const retry = ctx.retriesSpent(s) + 1;
-    return { action: 'retry', subtask: s, retry, backoffMs: restartBackoffMs(retry, ctx.backoff.initialMs, ctx.backoff.maxMs) };
+    return {
+      action: 'retry',
+      subtask: s,
+      retry,
+      backoffMs: restartBackoffMs(retry, ctx.backoff.initialMs, ctx.backoff.maxMs),
+    };
   }
   return { action: 'fail', reason: refusal(ctx, failure) };
 }
@@ -89,7 +103,9 @@ function refusal(ctx: FailureContext, failure: Failure): string {
   const { error, subtask } = failure;
   if (!live(ctx.state) || ctx.stopping) return error;
   if (ctx.checkpointed) {
-    return ctx.maxRestarts === 0 ? `${error}; restarts are off (--max-restarts-from-checkpoint 0)` : `${error}; the ${ctx.maxRestarts} restarts allowed are spent`;
+    return ctx.maxRestarts === 0
+      ? `${error}; restarts are off (--max-restarts-from-checkpoint 0)`
+      : `${error}; the ${ctx.maxRestarts} restarts allowed are spent`;
   }
   if (subtask === undefined || ctx.state !== 'RUNNING' || ctx.maxRetries === 0) return error;
   return `${error}; subtask ${subtask} failed ${ctx.maxRetries + 1} times and the ${ctx.maxRetries} retries allowed (--max-region-retries ${ctx.maxRetries}) are spent`;
@@ -106,7 +122,12 @@ export function restartsSinceCheckpoint(restartTimes: readonly number[], lastCom
  * `resetAfterMs` (--restart-budget-reset-after-ms) after the last restart's redeploy, the job having run
  * well that long; unchanged otherwise.
  */
-export function restartsSpentAfterCheckpoint(spent: number, lastRestartDeployedAt: number | undefined, completedAt: number, resetAfterMs: number): number {
+export function restartsSpentAfterCheckpoint(
+  spent: number,
+  lastRestartDeployedAt: number | undefined,
+  completedAt: number,
+  resetAfterMs: number,
+): number {
   if (spent === 0 || lastRestartDeployedAt === undefined) return spent;
   return completedAt - lastRestartDeployedAt >= resetAfterMs ? 0 : spent;
 }
@@ -121,5 +142,8 @@ export function decideRedeployRetry(
   tries: number,
 ): { restartsSpent: number; backoffMs: number } | undefined {
   if (ctx.restartsSpent >= ctx.maxRestarts) return undefined;
-  return { restartsSpent: ctx.restartsSpent + 1, backoffMs: restartBackoffMs(ctx.restartsSinceCheckpoint + tries + 1, ctx.backoff.initialMs, ctx.backoff.maxMs) };
+  return {
+    restartsSpent: ctx.restartsSpent + 1,
+    backoffMs: restartBackoffMs(ctx.restartsSinceCheckpoint + tries + 1, ctx.backoff.initialMs, ctx.backoff.maxMs),
+  };
 }

@@ -54,7 +54,11 @@ export function judgeFallback(c: FallbackCase): string | undefined {
     );
   }
   const effects = [
-    ...(v.republishing.length > 0 ? [`sinks ${v.republishing.join(', ')} publish again what they committed after it (--allow-duplicates-on-fallback)`] : []),
+    ...(v.republishing.length > 0
+      ? [
+          `sinks ${v.republishing.join(', ')} publish again what they committed after it (--allow-duplicates-on-fallback)`,
+        ]
+      : []),
     ...(v.rewriting.length > 0 ? [`sinks ${v.rewriting.join(', ')} write again what they wrote after it`] : []),
   ];
   return `${v.why}; ${c.what} falls back to ${c.to}${effects.length > 0 ? `: ${effects.join('; ')}` : ' (its sinks repeat nothing a replay writes)'}`;
@@ -65,8 +69,12 @@ function fallbackOf(point: FallbackCase['point'], restored: number, plan: Physic
   const damaged = Math.max(0, ...newer.map((s) => s.checkpointId));
   const beyond = Math.max(point.committedThrough, damaged);
   if (beyond <= restored) return undefined;
-  const why = newer.length > 0 ? newer.map((s) => `checkpoint ${s.checkpointId} is unusable (${s.reason})`).join('; ') : `the commits of checkpoints up to ${point.committedThrough} were confirmed`;
+  const why =
+    newer.length > 0
+      ? newer.map((s) => `checkpoint ${s.checkpointId} is unusable (${s.reason})`).join('; ')
+      : `the commits of checkpoints up to ${point.committedThrough} were confirmed`;
   const sinks = plan.spec.operators.filter((op) => op.type === 'sink');
-  const named = (effect: string): string[] => sinks.filter((op) => sinkReplayEffect(op) === effect).map((op) => `'${op.name}' (${String(op.options.connector)})`);
+  const named = (effect: string): string[] =>
+    sinks.filter((op) => sinkReplayEffect(op) === effect).map((op) => `'${op.name}' (${String(op.options.connector)})`);
   return { beyond, why, damaged, republishing: named('republishes'), rewriting: named('rewrites') };
 }

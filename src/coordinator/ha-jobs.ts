@@ -27,7 +27,10 @@ export const RECOVERY_WORKER_SETTLE_MS = 1_000;
 export const RECOVERY_WORKER_SETTLE_DEADLINE_MS = 5_000;
 
 /** What a job's submit asked for, as far as a successor needs it. */
-export type SubmittedAs = Pick<MessageOf<'SubmitJob'>, 'specJson' | 'params' | 'buildParallelism' | 'checkpoint' | 'autoscaleMin' | 'autoscaleMax'>;
+export type SubmittedAs = Pick<
+  MessageOf<'SubmitJob'>,
+  'specJson' | 'params' | 'buildParallelism' | 'checkpoint' | 'autoscaleMin' | 'autoscaleMax'
+>;
 
 export interface HaJobsDeps {
   store: HaJobStore;
@@ -85,7 +88,14 @@ export class HaJobs {
 
   /** A job ended: record it (errors are logged; a superseded leader's write is refused). */
   ended(view: JobView): void {
-    this.deps.store.ended(view as unknown as HistoryRecord).catch((err: unknown) => this.deps.log.error({ err, jobId: view.jobId }, `could not record the end of job ${view.jobId} in the HA job store: ${(err as Error).message}`));
+    this.deps.store
+      .ended(view as unknown as HistoryRecord)
+      .catch((err: unknown) =>
+        this.deps.log.error(
+          { err, jobId: view.jobId },
+          `could not record the end of job ${view.jobId} in the HA job store: ${(err as Error).message}`,
+        ),
+      );
   }
 
   /** The ended jobs on record, for the job list (oldest first). */
@@ -97,7 +107,10 @@ export class HaJobs {
   async run(): Promise<void> {
     const manifests = await this.deps.store.manifests();
     if (manifests.length === 0) return;
-    const span = (this.deps.tracer ?? NO_TRACING).start('clink.takeover', { 'clink.epoch': this.deps.epoch, 'clink.jobs': manifests.length });
+    const span = (this.deps.tracer ?? NO_TRACING).start('clink.takeover', {
+      'clink.epoch': this.deps.epoch,
+      'clink.jobs': manifests.length,
+    });
     try {
       await this.takeOver(manifests);
       span.end({ 'clink.jobs.parked': this.parked.size });
@@ -110,7 +123,9 @@ export class HaJobs {
   private async takeOver(manifests: Awaited<ReturnType<HaJobStore['manifests']>>): Promise<void> {
     // Claimed first, before the wait: from now on the superseded leader cannot write these records.
     for (const m of manifests) await this.deps.store.claim(m);
-    this.deps.log.info(`taking over ${manifests.length} jobs at epoch ${this.deps.epoch}; waiting for worker registrations to settle`);
+    this.deps.log.info(
+      `taking over ${manifests.length} jobs at epoch ${this.deps.epoch}; waiting for worker registrations to settle`,
+    );
     await this.deps.settle(RECOVERY_WORKER_SETTLE_MS, RECOVERY_WORKER_SETTLE_DEADLINE_MS);
     for (const m of manifests) {
       if (this.deps.running(m.jobId)) continue;
@@ -146,7 +161,10 @@ export class HaJobs {
     } catch (err) {
       if (err instanceof NotEnoughSlotsError) {
         this.parked.set(manifest.jobId, { manifest, restore });
-        this.deps.log.warn({ jobId: manifest.jobId }, `job ${manifest.jobId} (${manifest.jobName}) waits for slots to be taken over: ${err.message}; it is tried again when a worker registers`);
+        this.deps.log.warn(
+          { jobId: manifest.jobId },
+          `job ${manifest.jobId} (${manifest.jobName}) waits for slots to be taken over: ${err.message}; it is tried again when a worker registers`,
+        );
         return;
       }
       this.drop(manifest, err);
@@ -166,16 +184,27 @@ export class HaJobs {
       autoscaleMin: manifest.autoscale?.min ?? 0,
       autoscaleMax: manifest.autoscale?.max ?? 0,
     } as unknown as MessageOf<'SubmitJob'>;
-    const placed = await this.deps.place(m, { jobId: manifest.jobId, ownRestore, waitForSlotsMs: 0, submittedAt: manifest.submittedAt });
+    const placed = await this.deps.place(m, {
+      jobId: manifest.jobId,
+      ownRestore,
+      waitForSlotsMs: 0,
+      submittedAt: manifest.submittedAt,
+    });
     if (this.deps.running(manifest.jobId)) return;
     const { job, restore } = placed;
     this.deps.start(placed);
     this.deps.metrics.haJobsRecovered.inc();
-    this.deps.log.info({ jobId: job.id, epoch: this.deps.epoch, restoredFrom: restore?.checkpointId ?? 0 }, `job ${job.id} (${job.name}) taken over at epoch ${this.deps.epoch} from ${describeRestorePoint(job, restore)}`);
+    this.deps.log.info(
+      { jobId: job.id, epoch: this.deps.epoch, restoredFrom: restore?.checkpointId ?? 0 },
+      `job ${job.id} (${job.name}) taken over at epoch ${this.deps.epoch} from ${describeRestorePoint(job, restore)}`,
+    );
   }
 
   private drop(m: JobManifest, err: unknown): void {
     this.deps.metrics.haRecoveryFailed.inc();
-    this.deps.log.error({ jobId: m.jobId, err }, `job ${m.jobId} (${m.jobName}) could not be taken over and is not running: ${(err as Error).message}; submit it again`);
+    this.deps.log.error(
+      { jobId: m.jobId, err },
+      `job ${m.jobId} (${m.jobName}) could not be taken over and is not running: ${(err as Error).message}; submit it again`,
+    );
   }
 }

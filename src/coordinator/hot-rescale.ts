@@ -30,7 +30,8 @@ export interface CutoverTasks {
  * parallelism, and some task left running beside them. Returns why not otherwise.
  */
 export function cutoverTasks(now: PhysicalPlan, next: PhysicalPlan): CutoverTasks | string {
-  const shape = (p: PhysicalPlan): string => JSON.stringify({ tasks: p.tasks.map((t) => [t.id, t.operators.map((o) => o.id)]), edges: p.spec.edges });
+  const shape = (p: PhysicalPlan): string =>
+    JSON.stringify({ tasks: p.tasks.map((t) => [t.id, t.operators.map((o) => o.id)]), edges: p.spec.edges });
   if (shape(now) !== shape(next)) return 'the new parallelism changes how its operators chain or connect';
   const before = new Map(now.tasks.map((t) => [t.id, t.parallelism]));
   const changed = new Set(next.tasks.filter((t) => before.get(t.id) !== t.parallelism).map((t) => t.id));
@@ -101,7 +102,11 @@ export class HotCutover {
   }
 
   /** Replace the tasks `tasks.changed` of `job` by those of `staged`, from a checkpoint taken now. */
-  async run(target: RescaleTarget, staged: Omit<StagedRescale, 'checkpointId'>, tasks: CutoverTasks): Promise<CutoverResult> {
+  async run(
+    target: RescaleTarget,
+    staged: Omit<StagedRescale, 'checkpointId'>,
+    tasks: CutoverTasks,
+  ): Promise<CutoverResult> {
     const job = target.job;
     const rescaleId = ++this.seq;
     const changed = new Set(tasks.changed);
@@ -115,9 +120,26 @@ export class HotCutover {
     try {
       const taken = await job.checkpointing.checkpointNow(`the rescale of job ${job.id}`, async (id) => {
         checkpointId = id;
-        await this.step(job, rescaleId, armed, 'armed', makeMessage('BeginRescale', { jobId: job.id, rescaleId, cutoverCheckpointId: id, operatorId: '', newParallelism: 0, specJson: staged.specJson, tasks: tasks.changed }));
+        await this.step(
+          job,
+          rescaleId,
+          armed,
+          'armed',
+          makeMessage('BeginRescale', {
+            jobId: job.id,
+            rescaleId,
+            cutoverCheckpointId: id,
+            operatorId: '',
+            newParallelism: 0,
+            specJson: staged.specJson,
+            tasks: tasks.changed,
+          }),
+        );
         triggeredAt = this.deps.clock.now();
-        this.deps.log.info({ jobId: job.id, rescaleId, checkpointId: id }, `hot rescale of job ${job.id} armed on ${armed.length} workers at checkpoint ${id} (${staged.changes.join(', ')})`);
+        this.deps.log.info(
+          { jobId: job.id, rescaleId, checkpointId: id },
+          `hot rescale of job ${job.id} armed on ${armed.length} workers at checkpoint ${id} (${staged.changes.join(', ')})`,
+        );
       });
       if (!taken.ok) {
         checkpointId = 0;
@@ -128,7 +150,13 @@ export class HotCutover {
       // Its commit went out before this: the old subtasks of C commit, then retire.
       const old = job.subtasks.filter((t) => changed.has(t.taskId));
       for (const t of old) t.retiring = true;
-      await this.step(job, rescaleId, armed, 'rebound', makeMessage('CutoverRebind', { jobId: job.id, rescaleId, tasks: [] }));
+      await this.step(
+        job,
+        rescaleId,
+        armed,
+        'rebound',
+        makeMessage('CutoverRebind', { jobId: job.id, rescaleId, tasks: [] }),
+      );
       at.rebound = this.deps.clock.now();
       const left = old.find((t) => !t.finished);
       if (left) throw new Error(`subtask ${subtaskKey(left.taskId, left.index)} did not retire`);
@@ -137,19 +165,49 @@ export class HotCutover {
       target.adoptCutover(staged, old);
       rewire(job, changed);
       const connected = new Promise<void>((resolve) => (cutover.connected = resolve));
-      const placement = await this.deps.place(job, placementSubtasks(job.plan, this.deps.slotSharing, (s) => changed.has(s.taskId)));
+      const placement = await this.deps.place(
+        job,
+        placementSubtasks(job.plan, this.deps.slotSharing, (s) => changed.has(s.taskId)),
+      );
       this.assertCurrent(job, rescaleId);
       target.deploy(placement, restore);
       at.deployed = this.deps.clock.now();
       await this.until(job, rescaleId, 'the new subtasks to start', connected);
       at.started = this.deps.clock.now();
-      const update = job.subtasks.filter((t) => tasks.neighbours.includes(t.taskId)).map((st) => ({ taskId: st.taskId, subtaskIndex: st.index, peers: peersOf(job, st, changed) }));
+      const update = job.subtasks
+        .filter((t) => tasks.neighbours.includes(t.taskId))
+        .map((st) => ({ taskId: st.taskId, subtaskIndex: st.index, peers: peersOf(job, st, changed) }));
       // A worker whose old subtasks all retired still holds the armed rescale: it is released too.
-      await this.step(job, rescaleId, armed, 'released', makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: update }));
+      await this.step(
+        job,
+        rescaleId,
+        armed,
+        'released',
+        makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: update }),
+      );
       const pauseMs = this.deps.clock.now() - triggeredAt;
-      const steps = { checkpointMs: at.checkpoint - triggeredAt, reboundMs: at.rebound - at.checkpoint, deployMs: at.deployed - at.rebound, startMs: at.started - at.deployed, releaseMs: this.deps.clock.now() - at.started };
-      this.deps.log.info({ jobId: job.id, rescaleId, ...steps }, `hot rescale of job ${job.id}: checkpoint ${steps.checkpointMs} ms, retire and rebind ${steps.reboundMs} ms, place ${steps.deployMs} ms, new subtasks started ${steps.startMs} ms, release ${steps.releaseMs} ms`);
-      target.recordRescale({ requestedAt: staged.requestedAt, at: triggeredAt, deployedAt: this.deps.clock.now(), runningAt: this.deps.clock.now(), changes: staged.changes, restoredFrom: checkpointId, attempt: job.attempt, cause: staged.cause, mode: 'hot-cutover' });
+      const steps = {
+        checkpointMs: at.checkpoint - triggeredAt,
+        reboundMs: at.rebound - at.checkpoint,
+        deployMs: at.deployed - at.rebound,
+        startMs: at.started - at.deployed,
+        releaseMs: this.deps.clock.now() - at.started,
+      };
+      this.deps.log.info(
+        { jobId: job.id, rescaleId, ...steps },
+        `hot rescale of job ${job.id}: checkpoint ${steps.checkpointMs} ms, retire and rebind ${steps.reboundMs} ms, place ${steps.deployMs} ms, new subtasks started ${steps.startMs} ms, release ${steps.releaseMs} ms`,
+      );
+      target.recordRescale({
+        requestedAt: staged.requestedAt,
+        at: triggeredAt,
+        deployedAt: this.deps.clock.now(),
+        runningAt: this.deps.clock.now(),
+        changes: staged.changes,
+        restoredFrom: checkpointId,
+        attempt: job.attempt,
+        cause: staged.cause,
+        mode: 'hot-cutover',
+      });
       return { ok: true, checkpointId, pauseMs };
     } catch (err) {
       const message = (err as Error).message;
@@ -159,10 +217,15 @@ export class HotCutover {
       if (!completed) {
         // Given up before the checkpoint completed: nothing was replaced, the armed subtasks go on.
         this.deps.log.warn({ jobId: job.id, rescaleId }, `hot rescale of job ${job.id} given up: ${message}`);
-        for (const s of armed) if (s.state === 'active') this.deps.post(s, makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: [] }));
+        for (const s of armed)
+          if (s.state === 'active')
+            this.deps.post(s, makeMessage('CutoverPeerUpdate', { jobId: job.id, rescaleId, subtasks: [] }));
         return { ok: false, checkpointId: 0, message };
       }
-      this.deps.log.warn({ jobId: job.id, rescaleId, checkpointId }, `hot rescale of job ${job.id} failed after checkpoint ${checkpointId}: ${message}; draining and replanning from it`);
+      this.deps.log.warn(
+        { jobId: job.id, rescaleId, checkpointId },
+        `hot rescale of job ${job.id} failed after checkpoint ${checkpointId}: ${message}; draining and replanning from it`,
+      );
       target.rescale({ ...staged, checkpointId });
       return { ok: false, checkpointId, message };
     } finally {
@@ -171,12 +234,24 @@ export class HotCutover {
   }
 
   private assertCurrent(job: JobState, rescaleId: number): void {
-    if (job.state !== 'RUNNING' || job.cutover?.rescaleId !== rescaleId) throw new Error(`the job stopped running (it is ${job.state})`);
+    if (job.state !== 'RUNNING' || job.cutover?.rescaleId !== rescaleId)
+      throw new Error(`the job stopped running (it is ${job.state})`);
   }
 
   /** Send `m` to `sessions` and wait for each one's ack of `phase`. */
-  private async step(job: JobState, rescaleId: number, sessions: WorkerSession[], phase: string, m: Message): Promise<void> {
-    const w: StepWait = { rescaleId, phase, pending: new Set(sessions.filter((s) => s.state === 'active')), answered: deferred<void>() };
+  private async step(
+    job: JobState,
+    rescaleId: number,
+    sessions: WorkerSession[],
+    phase: string,
+    m: Message,
+  ): Promise<void> {
+    const w: StepWait = {
+      rescaleId,
+      phase,
+      pending: new Set(sessions.filter((s) => s.state === 'active')),
+      answered: deferred<void>(),
+    };
     this.waits.set(job, w);
     if (w.pending.size === 0) w.answered.resolve();
     for (const s of w.pending) this.deps.post(s, m);
@@ -228,7 +303,15 @@ function rewire(job: JobState, changed: ReadonlySet<string>): void {
       const port = st.listening?.[0]?.port;
       if (port === undefined) continue;
       const kept = (st.listening ?? []).filter((p) => p.upstreamTaskId !== up.id || p.inputIndex !== edge.inputIndex);
-      st.listening = [...kept, ...Array.from({ length: up.parallelism }, (_, u) => ({ inputIndex: edge.inputIndex, upstreamTaskId: up.id, upstreamSubtask: u, port }))];
+      st.listening = [
+        ...kept,
+        ...Array.from({ length: up.parallelism }, (_, u) => ({
+          inputIndex: edge.inputIndex,
+          upstreamTaskId: up.id,
+          upstreamSubtask: u,
+          port,
+        })),
+      ];
     }
   }
 }

@@ -26,7 +26,14 @@ export {
   type FailureDecision,
 } from './failure-handler.js';
 export * from './config.js';
-export { assignTaskPlacement, NotEnoughSlotsError, placementSubtasks, type PlacementPlan, type PlacementSubtask, type PlacementWorker } from './placement.js';
+export {
+  assignTaskPlacement,
+  NotEnoughSlotsError,
+  placementSubtasks,
+  type PlacementPlan,
+  type PlacementSubtask,
+  type PlacementWorker,
+} from './placement.js';
 export {
   claimCheckpointId,
   diskCheckpointStorage,
@@ -45,4 +52,10 @@ export { CheckpointCoordinator } from './checkpoint-coordinator.js';
 export type { CheckpointedJob, CheckpointPort, CheckpointServices, CheckpointStorage } from './checkpoint-ports.js';
 export { deploymentTask, recordRestore } from './deployer.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';
-export { addressKey, admissionVerdict, AdmissionLogLimiter, type PendingAdmission, type AdmissionVerdict } from './admission.js';
+export {
+  addressKey,
+  admissionVerdict,
+  AdmissionLogLimiter,
+  type PendingAdmission,
+  type AdmissionVerdict,
+} from './admission.js';

@@ -39,7 +39,13 @@ export interface CheckpointSettingsView {
 export interface JobDetailParts {
   graph: JobGraphView;
   checkpointConfig: CheckpointSettingsView;
-  pendingCheckpoint: { checkpointId: number; kind: 'periodic' | 'savepoint' | 'final'; startedAt: number; acked: number; of: number } | null;
+  pendingCheckpoint: {
+    checkpointId: number;
+    kind: 'periodic' | 'savepoint' | 'final';
+    startedAt: number;
+    acked: number;
+    of: number;
+  } | null;
 }
 
 export function jobDetailParts(j: JobState): JobDetailParts {
@@ -55,7 +61,12 @@ export function jobDetailParts(j: JobState): JobDetailParts {
     metrics: taskMetrics(j, t.id, t.parallelism),
   }));
   // A finished subtask has no worker: its channels are left out.
-  const edges = networkEdges(j.plan).map((e) => ({ source: e.up.id, target: e.down.id, kind: e.edge.kind, channels: edgeChannels(e, workerOf) }));
+  const edges = networkEdges(j.plan).map((e) => ({
+    source: e.up.id,
+    target: e.down.id,
+    kind: e.edge.kind,
+    channels: edgeChannels(e, workerOf),
+  }));
   const c = j.checkpoint;
   const p = j.checkpointing.inFlight;
   return {
@@ -73,7 +84,13 @@ export function jobDetailParts(j: JobState): JobDetailParts {
       restoredFromCheckpointId: c.restoreFromCheckpointId,
     },
     pendingCheckpoint: p
-      ? { checkpointId: p.id, kind: p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic', startedAt: p.startedAt, acked: j.subtasks.length - p.pending.size, of: j.subtasks.length }
+      ? {
+          checkpointId: p.id,
+          kind: p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic',
+          startedAt: p.startedAt,
+          acked: j.subtasks.length - p.pending.size,
+          of: j.subtasks.length,
+        }
       : null,
   };
 }

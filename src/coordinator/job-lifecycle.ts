@@ -28,7 +28,9 @@ export class IllegalTransitionError extends Error {
     readonly to: JobStateName,
     what: string,
   ) {
-    super(`illegal job state transition ${from} -> ${to} (${what}); legal from ${from}: ${JOB_TRANSITIONS[from].join(', ') || 'none (terminal)'}`);
+    super(
+      `illegal job state transition ${from} -> ${to} (${what}); legal from ${from}: ${JOB_TRANSITIONS[from].join(', ') || 'none (terminal)'}`,
+    );
     this.name = 'IllegalTransitionError';
   }
 }
@@ -41,6 +43,7 @@ export const isTerminal: (state: JobStateName) => boolean = isTerminalJobState;
 
 /** The state to move to, once the table allows it. `what` names the job in the error. */
 export function transition(from: JobStateName, to: JobStateName, what = 'a job'): JobStateName {
-  if (!(JOB_TRANSITIONS[from] as readonly JobStateName[]).includes(to)) throw new IllegalTransitionError(from, to, what);
+  if (!(JOB_TRANSITIONS[from] as readonly JobStateName[]).includes(to))
+    throw new IllegalTransitionError(from, to, what);
   return to;
 }

@@ -6,30 +6,70 @@
  * Its checkpoint coordinator (one per job) owns the job's checkpoints.
  */
 import { subtaskKey } from '../plan/index.js';
-import { decodeCollected, encodeCollected, makeMessage, type Message, type MessageOf, type SubtaskProgressReport } from '../protocol/index.js';
+import {
+  decodeCollected,
+  encodeCollected,
+  makeMessage,
+  type Message,
+  type MessageOf,
+  type SubtaskProgressReport,
+} from '../protocol/index.js';
 import { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import type { CompletedMarker } from './checkpoint-storage.js';
 import { MAX_JOB_COLLECTED_BYTES } from './config.js';
 import { countChannels } from './job-views.js';
-import { decideFailure, firstLine, restartsSpentAfterCheckpoint, type Failure, type FailureDecision } from './failure-handler.js';
+import {
+  decideFailure,
+  firstLine,
+  restartsSpentAfterCheckpoint,
+  type Failure,
+  type FailureDecision,
+} from './failure-handler.js';
 import { isRedeploying, isTerminal, transition, type JobStateName } from './job-lifecycle.js';
-import { releaseSlot, takePlan, type JobCutover, type JobRescale, type JobState, type NewJob, type StagedRescale, type SubtaskState, type WorkerSession } from './job-state.js';
+import {
+  releaseSlot,
+  takePlan,
+  type JobCutover,
+  type JobRescale,
+  type JobState,
+  type NewJob,
+  type StagedRescale,
+  type SubtaskState,
+  type WorkerSession,
+} from './job-state.js';
 import type { PlacementPlan } from './placement.js';
 import { nextSample } from './task-metrics.js';
 import { enterFailed, maybeEnd } from './job-states/ended.js';
 import type { JobOps, JobServices } from './job-states/job-ops.js';
-import { beginRescale, beginRestart, checkDrain, maxRestarts, maybeRedeploy, restartBackoff, restartsSinceLastCheckpoint } from './job-states/redeploying.js';
+import {
+  beginRescale,
+  beginRestart,
+  checkDrain,
+  maxRestarts,
+  maybeRedeploy,
+  restartBackoff,
+  restartsSinceLastCheckpoint,
+} from './job-states/redeploying.js';
 import { beginRetry, checkRetryDrain, maxRetries, maybeRetryRegion } from './job-states/retrying.js';
 import { groupListening } from './job-states/running.js';
 
 export type { JobServices } from './job-states/job-ops.js';
 
 /** The frames a worker sends about one job. */
-export type JobFrame = MessageOf<'SubtaskListening' | 'SubtaskFinished' | 'SubtaskCheckpointed' | 'CheckpointCommitted' | 'RequestFinalCheckpoint'>;
+export type JobFrame = MessageOf<
+  'SubtaskListening' | 'SubtaskFinished' | 'SubtaskCheckpointed' | 'CheckpointCommitted' | 'RequestFinalCheckpoint'
+>;
 
 /** Post `m` once to each live session that runs an unfinished subtask of `job`. */
-export function postToJob(job: Pick<JobState, 'subtasks'>, m: Message, post: (s: WorkerSession, m: Message) => void): void {
-  for (const s of new Set(job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session))) post(s, m);
+export function postToJob(
+  job: Pick<JobState, 'subtasks'>,
+  m: Message,
+  post: (s: WorkerSession, m: Message) => void,
+): void {
+  for (const s of new Set(
+    job.subtasks.filter((t) => !t.finished && t.session.state === 'active').map((t) => t.session),
+  ))
+    post(s, m);
 }
 
 export class JobMaster implements JobOps {
@@ -78,8 +118,14 @@ export class JobMaster implements JobOps {
   }
 
   /** A heartbeat's report for this job: worker `workerId`'s totals, or one running subtask's counts. */
-  onProgress(workerId: string, totals: { sourceRecords: number; sinkRecords: number } | undefined, report: SubtaskProgressReport | undefined, now: number): void {
-    if (totals) this.job.progress.set(workerId, { sourceRecords: totals.sourceRecords, sinkRecords: totals.sinkRecords });
+  onProgress(
+    workerId: string,
+    totals: { sourceRecords: number; sinkRecords: number } | undefined,
+    report: SubtaskProgressReport | undefined,
+    now: number,
+  ): void {
+    if (totals)
+      this.job.progress.set(workerId, { sourceRecords: totals.sourceRecords, sinkRecords: totals.sinkRecords });
     if (!report) return;
     const key = subtaskKey(report.taskId, report.subtaskIndex);
     const next = nextSample(this.job.subtaskProgress.get(key), report, now);
@@ -126,7 +172,15 @@ export class JobMaster implements JobOps {
       // A failure that is not deterministic (fatal: the deploy itself failed) heals like a worker loss:
       // from the last checkpoint, or by retrying the subtask's region in a job without one.
       const error = m.error || `subtask ${key} failed`;
-      this.handleFailure({ error, subtask: key, restartCause: `subtask ${key} failed on worker ${s.id}: ${firstLine(error)}`, fatal: m.fatal }, st);
+      this.handleFailure(
+        {
+          error,
+          subtask: key,
+          restartCause: `subtask ${key} failed on worker ${s.id}: ${firstLine(error)}`,
+          fatal: m.fatal,
+        },
+        st,
+      );
     }
     this.maybeComplete();
   }
@@ -147,7 +201,11 @@ export class JobMaster implements JobOps {
     if (isRedeploying(job.state)) checkDrain(this, now);
     else if (job.retrying.size > 0) checkRetryDrain(this, now);
     const { heartbeatTimeoutMs, watchdogIntervalMs } = this.services.config;
-    if (job.peerFailure && job.state === 'RUNNING' && now - job.peerFailure.at > heartbeatTimeoutMs + watchdogIntervalMs) {
+    if (
+      job.peerFailure &&
+      job.state === 'RUNNING' &&
+      now - job.peerFailure.at > heartbeatTimeoutMs + watchdogIntervalMs
+    ) {
       // A peer connection broke and no worker was declared lost: heal it the same way.
       const { error, subtask } = job.peerFailure;
       const st = job.subtasks.find((t) => subtaskKey(t.taskId, t.index) === subtask);
@@ -190,7 +248,12 @@ export class JobMaster implements JobOps {
   /** A checkpoint completed at `at`: one long enough after the last restart forgives the restarts spent. */
   private checkpointCompleted(at: number): void {
     const job = this.job;
-    job.restartsSpent = restartsSpentAfterCheckpoint(job.restartsSpent, job.restarts.at(-1)?.deployedAt, at, this.services.config.restartBudgetResetAfterMs);
+    job.restartsSpent = restartsSpentAfterCheckpoint(
+      job.restartsSpent,
+      job.restarts.at(-1)?.deployedAt,
+      at,
+      this.services.config.restartBudgetResetAfterMs,
+    );
   }
 
   post(m: Message): void {
@@ -205,9 +268,12 @@ export class JobMaster implements JobOps {
     const kept = job.subtasks.filter((t) => !keys.has(subtaskKey(t.taskId, t.index)));
     for (const t of job.subtasks) if (!kept.includes(t)) job.collectedBytes -= t.collected?.length ?? 0;
     const order = new Map(job.plan.subtasks.map((s, i) => [subtaskKey(s.taskId, s.index), i]));
-    job.subtasks = [...kept, ...placed].sort((a, b) => order.get(subtaskKey(a.taskId, a.index))! - order.get(subtaskKey(b.taskId, b.index))!);
+    job.subtasks = [...kept, ...placed].sort(
+      (a, b) => order.get(subtaskKey(a.taskId, a.index))! - order.get(subtaskKey(b.taskId, b.index))!,
+    );
     const byWorker = new Map<string, SubtaskState[]>();
-    for (const t of job.subtasks) (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
+    for (const t of job.subtasks)
+      (byWorker.get(t.session.id) ?? byWorker.set(t.session.id, []).get(t.session.id)!).push(t);
     job.edges = countChannels(job.plan, byWorker);
     this.services.deployer.send(job, placement, restore);
   }

@@ -145,7 +145,6 @@ export interface SubtaskState {
   recordsOut: number;
 }
 
-
 export interface JobState {
   id: string;
   name: string;

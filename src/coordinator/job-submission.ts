@@ -47,7 +47,11 @@ export function checkSubmitSdk(m: MessageOf<'SubmitJob'>): void {
   } catch {
     /* an unreadable manifest only costs the refusal its file names */
   }
-  checkSdkCompatibility({ fingerprint: m.sdkFingerprint, version: m.sdkVersion || 'unknown' }, `submit of ${m.jobName}`, theirs);
+  checkSdkCompatibility(
+    { fingerprint: m.sdkFingerprint, version: m.sdkVersion || 'unknown' },
+    `submit of ${m.jobName}`,
+    theirs,
+  );
 }
 
 /** A job taken over by a new leader: submitted again under its id, from its own newest checkpoint. */
@@ -66,13 +70,22 @@ export interface Resubmission {
  * error or a restore refusal. A resubmission keeps the job's id and its submitted restore point (for
  * restarts before a checkpoint of its own), and resumes from its own newest checkpoint when it has one.
  */
-export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: ClientSession | undefined, deps: SubmissionDeps, resubmission?: Resubmission): Promise<PlacedJob> {
+export async function placeSubmittedJob(
+  m: MessageOf<'SubmitJob'>,
+  client: ClientSession | undefined,
+  deps: SubmissionDeps,
+  resubmission?: Resubmission,
+): Promise<PlacedJob> {
   const { config, clock } = deps;
   checkCheckpointConfig(m.checkpoint);
   const spec = JSON.parse(m.specJson) as JobGraphSpec;
   const autoscale = m.autoscaleMax > 0 ? { min: m.autoscaleMin, max: m.autoscaleMax } : undefined;
   if (autoscale) {
-    if (autoscale.min < 1 || autoscale.min > autoscale.max) throw new ClinkError('CLINK_ERR_INVALID_ARGUMENT', `--autoscale ${autoscale.min}..${autoscale.max}: expected 1 <= min <= max`);
+    if (autoscale.min < 1 || autoscale.min > autoscale.max)
+      throw new ClinkError(
+        'CLINK_ERR_INVALID_ARGUMENT',
+        `--autoscale ${autoscale.min}..${autoscale.max}: expected 1 <= min <= max`,
+      );
     refuseOnErrors(autoscaleFindings(autoscale, m.checkpoint.checkpointDir !== '', spec));
   }
   const plan = createPhysicalPlan(spec);
@@ -88,21 +101,39 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     if (unreachable.length > 0) throw new ConnectorError(unreachable.join('\n'));
   }
   // The guarantee gate: a job that asks for more than its connectors and checkpointing can give is refused.
-  const guarantee = jobGuarantee(spec.operators, m.checkpoint.checkpointDir !== '', m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries, m.checkpoint.allowDuplicatesOnFallback);
+  const guarantee = jobGuarantee(
+    spec.operators,
+    m.checkpoint.checkpointDir !== '',
+    m.checkpoint.maxRestarts >= 0 ? m.checkpoint.maxRestarts : config.maxRegionRetries,
+    m.checkpoint.allowDuplicatesOnFallback,
+  );
   const short = guaranteeRefusal(spec.job.guarantee, guarantee);
   if (short) throw new ConnectorError(short);
   const module = m.modules[0] && deps.module(m.modules[0].sha256);
-  if (!module) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`);
+  if (!module)
+    throw new ClinkError(
+      'CLINK_ERR_MODULE_MISSING',
+      `SubmitJob refers to job module ${m.modules[0]?.sha256 ?? '(none)'}, which this coordinator does not hold`,
+    );
   const subtasks = placementSubtasks(plan, config.slotSharing);
   const jobName = m.jobName || spec.job.name;
   // The restore gate (identity and layout) runs before any slot is waited for.
-  const point = m.checkpoint.restoreFromDir ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId) : undefined;
+  const point = m.checkpoint.restoreFromDir
+    ? await resolveRestore(m.checkpoint.restoreFromDir, m.checkpoint.restoreFromCheckpointId)
+    : undefined;
   const submittedRestore = point?.marker;
   if (point) {
     // Falling back past checkpoints its transactional sinks committed is refused unless duplicates are allowed.
     const restored = point.marker.checkpointId;
     const what = `the restore of ${jobName}`;
-    const line = judgeFallback({ what, to: `checkpoint ${restored}`, restored, point, plan, allowed: m.checkpoint.allowDuplicatesOnFallback });
+    const line = judgeFallback({
+      what,
+      to: `checkpoint ${restored}`,
+      restored,
+      point,
+      plan,
+      allowed: m.checkpoint.allowDuplicatesOnFallback,
+    });
     if (line) deps.log.warn({ restoredFrom: restored }, line);
   }
   const restore = resubmission?.ownRestore ?? submittedRestore;
@@ -135,7 +166,20 @@ export async function placeSubmittedJob(m: MessageOf<'SubmitJob'>, client: Clien
     restarts: [],
     rescales: [],
     parallelismOf: {},
-    ...(autoscale ? { autoscale: newJobAutoscale(autoscale, { sustainMs: config.autoscaleSustainMs, cooldownMs: config.autoscaleCooldownMs, maxChangesPerHour: config.autoscaleMaxChangesPerHour, lagHigh: config.autoscaleLagRecords }, clock.now()) } : {}),
+    ...(autoscale
+      ? {
+          autoscale: newJobAutoscale(
+            autoscale,
+            {
+              sustainMs: config.autoscaleSustainMs,
+              cooldownMs: config.autoscaleCooldownMs,
+              maxChangesPerHour: config.autoscaleMaxChangesPerHour,
+              lagHigh: config.autoscaleLagRecords,
+            },
+            clock.now(),
+          ),
+        }
+      : {}),
     restartsSpent: 0,
     regions,
     regionOf: new Map(regions.flatMap((keys, i) => keys.map((k) => [k, i] as const))),

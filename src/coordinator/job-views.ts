@@ -9,8 +9,12 @@ import type { DepartedSession } from './worker-registry.js';
 
 export function jobView(j: JobState, now: number): JobView {
   const progress = [...j.progress.values()];
-  const finishedIn = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).inputs.length === 0).reduce((n, t) => n + t.recordsIn, 0);
-  const finishedOut = j.subtasks.filter((t) => t.finished && taskOf(j.plan, t.taskId).outputs.length === 0).reduce((n, t) => n + t.recordsOut, 0);
+  const finishedIn = j.subtasks
+    .filter((t) => t.finished && taskOf(j.plan, t.taskId).inputs.length === 0)
+    .reduce((n, t) => n + t.recordsIn, 0);
+  const finishedOut = j.subtasks
+    .filter((t) => t.finished && taskOf(j.plan, t.taskId).outputs.length === 0)
+    .reduce((n, t) => n + t.recordsOut, 0);
   const done = j.finishedAt !== undefined;
   const ck = j.checkpointing;
   return {
@@ -23,13 +27,32 @@ export function jobView(j: JobState, now: number): JobView {
     durationMs: (j.finishedAt ?? now) - j.startedAt,
     ...(j.error !== undefined ? { error: j.error } : {}),
     parallelism: j.spec.defaultParallelism,
-    sourceRecords: done ? finishedIn : Math.max(finishedIn, progress.reduce((n, p) => n + p.sourceRecords, 0)),
-    sinkRecords: done ? finishedOut : Math.max(finishedOut, progress.reduce((n, p) => n + p.sinkRecords, 0)),
+    sourceRecords: done
+      ? finishedIn
+      : Math.max(
+          finishedIn,
+          progress.reduce((n, p) => n + p.sourceRecords, 0),
+        ),
+    sinkRecords: done
+      ? finishedOut
+      : Math.max(
+          finishedOut,
+          progress.reduce((n, p) => n + p.sinkRecords, 0),
+        ),
     edges: j.edges,
-    subtasks: j.subtasks.map((t) => ({ taskId: t.taskId, index: t.index, workerId: t.session.id, attempt: t.attempt, finished: t.finished, ...(t.error ? { error: t.error } : {}) })),
+    subtasks: j.subtasks.map((t) => ({
+      taskId: t.taskId,
+      index: t.index,
+      workerId: t.session.id,
+      attempt: t.attempt,
+      finished: t.finished,
+      ...(t.error ? { error: t.error } : {}),
+    })),
     restarts: j.restarts,
     rescales: j.rescales,
-    ...(j.autoscale ? { autoscaler: { min: j.autoscale.policy.min, max: j.autoscale.policy.max, decisions: j.autoscale.decisions } } : {}),
+    ...(j.autoscale
+      ? { autoscaler: { min: j.autoscale.policy.min, max: j.autoscale.policy.max, decisions: j.autoscale.decisions } }
+      : {}),
     retries: j.retries,
     guarantee: j.guarantee,
     checkpointsCompleted: ck.history.completed,
@@ -40,7 +63,12 @@ export function jobView(j: JobState, now: number): JobView {
 }
 
 /** A live worker session; `lastEnded` is how its previous session (if any) ended, `subtasks` what runs on it. */
-export function workerView(s: WorkerSession, now: number, lastEnded: DepartedSession | undefined, subtasks: string[]): WorkerView {
+export function workerView(
+  s: WorkerSession,
+  now: number,
+  lastEnded: DepartedSession | undefined,
+  subtasks: string[],
+): WorkerView {
   return {
     workerId: s.id,
     session: s.session,
@@ -62,7 +90,10 @@ export function workerView(s: WorkerSession, now: number, lastEnded: DepartedSes
  * Count a placed job's channels: a forward edge joins subtask i to subtask i, any other edge every
  * upstream subtask to every downstream one. A channel is local when both ends share a worker.
  */
-export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>): { local: number; socket: number } {
+export function countChannels(
+  plan: PhysicalPlan,
+  placement: ReadonlyMap<string, readonly { taskId: string; index: number }[]>,
+): { local: number; socket: number } {
   const workerOf = new Map<string, string>();
   for (const [worker, sts] of placement) for (const st of sts) workerOf.set(subtaskKey(st.taskId, st.index), worker);
   const total = { local: 0, socket: 0 };
@@ -75,7 +106,10 @@ export function countChannels(plan: PhysicalPlan, placement: ReadonlyMap<string,
 }
 
 /** One network edge's channels whose two ends have a worker in `workerOf` (subtask key -> worker id): local or over a socket. */
-export function edgeChannels({ edge, up, down }: ReturnType<typeof networkEdges>[number], workerOf: ReadonlyMap<string, string>): { local: number; socket: number } {
+export function edgeChannels(
+  { edge, up, down }: ReturnType<typeof networkEdges>[number],
+  workerOf: ReadonlyMap<string, string>,
+): { local: number; socket: number } {
   const channels = { local: 0, socket: 0 };
   for (let u = 0; u < up.parallelism; u++) {
     for (let d = 0; d < down.parallelism; d++) {

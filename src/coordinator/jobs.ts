@@ -67,7 +67,11 @@ export class Jobs implements ClientRequests {
     const { config, clock, log, metrics, tracer, workers } = deps;
     const post = (s: WorkerSession, m: Message, lane?: 'bulk'): void => workers.post(s, m, lane);
     this.modules = new ModuleCache(metrics);
-    this.slots = new SlotWaiter({ clock, active: () => workers.active(), lastRegistrationAt: () => workers.lastRegistrationAt });
+    this.slots = new SlotWaiter({
+      clock,
+      active: () => workers.active(),
+      lastRegistrationAt: () => workers.lastRegistrationAt,
+    });
     const deployer = new Deployer({ log, sessions: workers.sessions, modules: this.modules, post });
     this.services = {
       config,
@@ -91,7 +95,8 @@ export class Jobs implements ClientRequests {
       log,
       post,
       // Within a step's time, and not for a job that stopped meanwhile (a lost worker restarts it).
-      place: (job, subtasks) => this.slots.place(job.id, subtasks, stepTimeoutMs, { giveUp: () => job.state !== 'RUNNING' || !job.cutover }),
+      place: (job, subtasks) =>
+        this.slots.place(job.id, subtasks, stepTimeoutMs, { giveUp: () => job.state !== 'RUNNING' || !job.cutover }),
       newestCheckpoint: (job) => newestOwnRestore(diskRestoreStore, log, job, false),
       slotSharing: config.slotSharing,
       stepTimeoutMs,
@@ -103,13 +108,26 @@ export class Jobs implements ClientRequests {
       totalSlots: () => [...workers.sessions.values()].reduce((n, s) => n + s.slots, 0),
       slotSharing: config.slotSharing,
       persist: async (job, staged) => {
-        const autoscale = { autoscaleMin: job.autoscale?.policy.min ?? 0, autoscaleMax: job.autoscale?.policy.max ?? 0 };
-        await this.ha?.persist(job, { specJson: staged.specJson, params: job.params, buildParallelism: staged.buildParallelism, checkpoint: job.checkpoint, ...autoscale });
+        const autoscale = {
+          autoscaleMin: job.autoscale?.policy.min ?? 0,
+          autoscaleMax: job.autoscale?.policy.max ?? 0,
+        };
+        await this.ha?.persist(job, {
+          specJson: staged.specJson,
+          params: job.params,
+          buildParallelism: staged.buildParallelism,
+          checkpoint: job.checkpoint,
+          ...autoscale,
+        });
       },
       cutover: this.cutover,
       settleTimeoutMs: config.restartDrainTimeoutMs + config.restartCapacityTimeoutMs,
     });
-    this.autoscalers = new Autoscalers({ log, clock, rescale: (job, to, cause) => this.rescale(job.id, { parallelism: to, operators: {} }, cause) });
+    this.autoscalers = new Autoscalers({
+      log,
+      clock,
+      rescale: (job, to, cause) => this.rescale(job.id, { parallelism: to, operators: {} }, cause),
+    });
     const store = deps.jobStore;
     this.ha =
       store &&
@@ -121,7 +139,13 @@ export class Jobs implements ClientRequests {
         tracer,
         settle: (stableMs, maxMs) => this.slots.settle(stableMs, maxMs),
         running: (jobId) => this.book.has(jobId),
-        ownRestore: (m) => newestOwnRestore(diskRestoreStore, log, { id: m.jobId, plan: createPhysicalPlan(JSON.parse(m.specJson) as JobGraphSpec), checkpoint: m.checkpoint }, m.checkpoint.restoreFromDir !== ''),
+        ownRestore: (m) =>
+          newestOwnRestore(
+            diskRestoreStore,
+            log,
+            { id: m.jobId, plan: createPhysicalPlan(JSON.parse(m.specJson) as JobGraphSpec), checkpoint: m.checkpoint },
+            m.checkpoint.restoreFromDir !== '',
+          ),
         holdModule: (module) => void this.resolveModules({ modules: [module] }),
         place: (m, resubmission) => {
           if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
@@ -189,7 +213,11 @@ export class Jobs implements ClientRequests {
   async submitFromOutside(m: MessageOf<'SubmitJob'>): Promise<JobState> {
     checkSubmitSdk(m);
     const missing = this.resolveModules(m);
-    if (missing.length > 0) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `this coordinator does not hold job module ${missing.join(', ')}: upload it`);
+    if (missing.length > 0)
+      throw new ClinkError(
+        'CLINK_ERR_MODULE_MISSING',
+        `this coordinator does not hold job module ${missing.join(', ')}: upload it`,
+      );
     return this.submit(m);
   }
 
@@ -202,13 +230,21 @@ export class Jobs implements ClientRequests {
   async submit(m: MessageOf<'SubmitJob'>, client?: ClientSession): Promise<JobState> {
     if (this.stopping) throw new ClinkError('CLINK_ERR_CANCELLED', 'the coordinator is stopping');
     const restoreDir = m.checkpoint.restoreFromDir;
-    const span = this.deps.tracer.start('clink.submit', { 'clink.job.name': m.jobName, ...(restoreDir ? { 'clink.restore.dir': restoreDir } : {}) });
+    const span = this.deps.tracer.start('clink.submit', {
+      'clink.job.name': m.jobName,
+      ...(restoreDir ? { 'clink.restore.dir': restoreDir } : {}),
+    });
     try {
       const placed = await placeSubmittedJob(m, client, this.submission());
       const job = this.start(placed);
       this.deps.metrics.jobsSubmitted.inc();
       await this.ha?.persist(job, m);
-      span.end({ 'clink.job.id': job.id, 'clink.tasks': job.plan.tasks.length, 'clink.subtasks': job.subtasks.length, 'clink.restore.checkpoint_id': placed.restore?.checkpointId ?? 0 });
+      span.end({
+        'clink.job.id': job.id,
+        'clink.tasks': job.plan.tasks.length,
+        'clink.subtasks': job.subtasks.length,
+        'clink.restore.checkpoint_id': placed.restore?.checkpointId ?? 0,
+      });
       return job;
     } catch (err) {
       span.end({}, (err as Error).message);
@@ -227,7 +263,10 @@ export class Jobs implements ClientRequests {
     master.deploy(placement, restore);
     const { local, socket } = job.edges;
     const what = `${job.subtasks.length} subtasks of ${job.name} on ${placement.size} workers`;
-    this.deps.log.info({ jobId: job.id, subtasks: job.subtasks.length, workers: placement.size, edges: job.edges }, `job ${job.id} placed: edges local=${local} socket=${socket} (${what})`);
+    this.deps.log.info(
+      { jobId: job.id, subtasks: job.subtasks.length, workers: placement.size, edges: job.edges },
+      `job ${job.id} placed: edges local=${local} socket=${socket} (${what})`,
+    );
     return job;
   }
 
@@ -248,7 +287,11 @@ export class Jobs implements ClientRequests {
   }
 
   /** Take a savepoint into `dir` (see CheckpointCoordinator.savepoint); with `cancelAfter` the job is then cancelled. */
-  async savepoint(jobId: string, dir: string, cancelAfter: boolean): Promise<{ ok: boolean; message: string; path: string }> {
+  async savepoint(
+    jobId: string,
+    dir: string,
+    cancelAfter: boolean,
+  ): Promise<{ ok: boolean; message: string; path: string }> {
     const master = this.book.master(jobId);
     if (!master) return { ok: false, message: `no running job ${jobId}`, path: '' };
     return master.job.checkpointing.savepoint(dir, cancelAfter);

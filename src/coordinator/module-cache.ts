@@ -30,7 +30,11 @@ export class ModuleCache {
     for (const mod of entries) {
       if (mod.bytes.length > 0) {
         const sha = createHash('sha256').update(mod.bytes).digest('hex');
-        if (sha !== mod.sha256) throw new ClinkError('CLINK_ERR_JOB_LOAD', `job module bytes hash to ${sha}, not the ${mod.sha256} they were sent as`);
+        if (sha !== mod.sha256)
+          throw new ClinkError(
+            'CLINK_ERR_JOB_LOAD',
+            `job module bytes hash to ${sha}, not the ${mod.sha256} they were sent as`,
+          );
         this.metrics.submitPluginBytesReceived.inc(mod.bytes.length + mod.sourceMap.length);
         this.put({ sha256: mod.sha256, bytes: mod.bytes, sourceMap: mod.sourceMap }, inUse());
       } else if (this.modules.has(mod.sha256)) {

@@ -26,7 +26,11 @@ export class PeerChecks {
 
   /** Why the peer (`who`, a `role` at `peer`) is refused, or undefined when it passes. */
   refusal(first: FirstFrame, who: string, role: 'worker' | 'client', peer: string): string | undefined {
-    const c = checkProtocolCompatibility(LOCAL_PROTOCOL, { version: first.protocolVersion, minCompatible: first.minCompatibleProtocolVersion }, { local: 'the coordinator', remote: who });
+    const c = checkProtocolCompatibility(
+      LOCAL_PROTOCOL,
+      { version: first.protocolVersion, minCompatible: first.minCompatibleProtocolVersion },
+      { local: 'the coordinator', remote: who },
+    );
     if (!c.ok) {
       this.metrics.protocolMismatches.inc();
       this.log.warn(c.message);

@@ -36,7 +36,10 @@ export class NotEnoughSlotsError extends ClinkError {
     /** What the need is made of, e.g. `slot sharing group 'default': 8, 'sinks': 8`. */
     readonly detail = '',
   ) {
-    super('CLINK_ERR_NOT_ENOUGH_SLOTS', `not enough free slots: the job needs ${needed}${detail ? ` (${detail})` : ''}, ${free} of the cluster's ${total} are free`);
+    super(
+      'CLINK_ERR_NOT_ENOUGH_SLOTS',
+      `not enough free slots: the job needs ${needed}${detail ? ` (${detail})` : ''}, ${free} of the cluster's ${total} are free`,
+    );
   }
 }
 
@@ -51,12 +54,25 @@ export function slotSharingGroupOf(plan: PhysicalPlan, taskId: string): string {
 }
 
 /** The subtasks of `plan` (or those `keep` selects) as placement units, each naming its slot. */
-export function placementSubtasks(plan: PhysicalPlan, slotSharing: boolean, keep: (s: { taskId: string; index: number }) => boolean = () => true): PlacementSubtask[] {
+export function placementSubtasks(
+  plan: PhysicalPlan,
+  slotSharing: boolean,
+  keep: (s: { taskId: string; index: number }) => boolean = () => true,
+): PlacementSubtask[] {
   const group = new Map(plan.tasks.map((t) => [t.id, t.slotSharingGroup]));
-  return plan.subtasks.filter(keep).map((s) => ({ taskId: s.taskId, index: s.index, slot: slotSharing ? `${group.get(s.taskId)}#${s.index}` : subtaskKey(s.taskId, s.index) }));
+  return plan.subtasks.filter(keep).map((s) => ({
+    taskId: s.taskId,
+    index: s.index,
+    slot: slotSharing ? `${group.get(s.taskId)}#${s.index}` : subtaskKey(s.taskId, s.index),
+  }));
 }
 
-export function assignTaskPlacement(subtasks: readonly PlacementSubtask[], workers: readonly PlacementWorker[], totalSlots: number, detail = ''): PlacementPlan {
+export function assignTaskPlacement(
+  subtasks: readonly PlacementSubtask[],
+  workers: readonly PlacementWorker[],
+  totalSlots: number,
+  detail = '',
+): PlacementPlan {
   const sorted = [...workers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const free = new Map(sorted.map((w) => [w.id, w.freeSlots]));
   const holds = new Map(sorted.map((w) => [w.id, new Set(w.holds ?? [])]));
@@ -101,7 +117,10 @@ export function assignTaskPlacement(subtasks: readonly PlacementSubtask[], worke
     }
     // Split, slot by slot: a slot already held somewhere goes back there, the rest fill what is free.
     for (const [slot, sts] of slots) {
-      const id = [...free.keys()].find((w) => holds.get(w)!.has(slot)) ?? [...free.keys()].find((w) => free.get(w)! > 0) ?? fail();
+      const id =
+        [...free.keys()].find((w) => holds.get(w)!.has(slot)) ??
+        [...free.keys()].find((w) => free.get(w)! > 0) ??
+        fail();
       put(id, slot, sts);
     }
   }

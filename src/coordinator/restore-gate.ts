@@ -28,7 +28,11 @@ export interface CheckpointIdentity {
 }
 
 export function identityOf(plan: PhysicalPlan, jobName: string): CheckpointIdentity {
-  const tasks = plan.tasks.map((t) => ({ id: t.id, parallelism: t.parallelism, operators: t.operators.map((o) => ({ id: o.id, type: o.type })) }));
+  const tasks = plan.tasks.map((t) => ({
+    id: t.id,
+    parallelism: t.parallelism,
+    operators: t.operators.map((o) => ({ id: o.id, type: o.type })),
+  }));
   const edges = plan.spec.edges.map((e) => [e.source, e.target, e.kind]);
   return { jobName, graphHash: createHash('sha256').update(JSON.stringify({ tasks, edges })).digest('hex'), tasks };
 }
@@ -56,16 +60,25 @@ export interface RestoreDecision {
   graphChanged: boolean;
 }
 
-const chainOf = (t: CheckpointIdentity['tasks'][number]): string => t.operators.map((o) => `${o.id}:${o.type}`).join(' -> ');
+const chainOf = (t: CheckpointIdentity['tasks'][number]): string =>
+  t.operators.map((o) => `${o.id}:${o.type}`).join(' -> ');
 
 /** Decide, or throw a CLINK_ERR_PLAN error naming what differs and how to proceed. */
-export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName: string, allowNonRestoredState: boolean): RestoreDecision {
+export function checkRestore(
+  source: RestoreSource,
+  plan: PhysicalPlan,
+  jobName: string,
+  allowNonRestoredState: boolean,
+): RestoreDecision {
   const id = source.checkpointId;
   const mine = identityOf(plan, jobName);
   if (!source.identity) return legacyLayout(source, plan, mine.graphHash);
   const theirs = source.identity;
   if (theirs.jobName !== jobName) {
-    throw new ClinkError('CLINK_ERR_PLAN', `restore refused: checkpoint ${id} was taken of job '${theirs.jobName}', this job is '${jobName}'; restore it into the job it was taken of`);
+    throw new ClinkError(
+      'CLINK_ERR_PLAN',
+      `restore refused: checkpoint ${id} was taken of job '${theirs.jobName}', this job is '${jobName}'; restore it into the job it was taken of`,
+    );
   }
   const planned = new Map(mine.tasks.map((t) => [t.id, t]));
   const problems: string[] = [];
@@ -98,7 +111,8 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
   const plannedOps = new Set(mine.tasks.flatMap((t) => t.operators.map((o) => o.id)));
   // An operator that moved to another chain is not gone: its state just cannot follow it.
   const moved = dropped.filter((o) => plannedOps.has(o));
-  if (moved.length > 0) problems.push(`operators ${moved.join(', ')} are chained differently now, so their state cannot be read back`);
+  if (moved.length > 0)
+    problems.push(`operators ${moved.join(', ')} are chained differently now, so their state cannot be read back`);
   if (unrescalable.length > 0) {
     const held = theirs.tasks.reduce((n, t) => n + t.parallelism, 0);
     throw new ClinkError(
@@ -107,7 +121,10 @@ export function checkRestore(source: RestoreSource, plan: PhysicalPlan, jobName:
     );
   }
   if (problems.length > 0) {
-    throw new ClinkError('CLINK_ERR_PLAN', `restore refused: checkpoint ${id} does not fit this plan: ${problems.join('; ')}; submit the job as it was when the checkpoint was taken`);
+    throw new ClinkError(
+      'CLINK_ERR_PLAN',
+      `restore refused: checkpoint ${id} does not fit this plan: ${problems.join('; ')}; submit the job as it was when the checkpoint was taken`,
+    );
   }
   if (dropped.length > 0 && !allowNonRestoredState) {
     throw new ClinkError(
@@ -151,5 +168,13 @@ function legacyLayout(source: RestoreSource, plan: PhysicalPlan, graphHash: stri
         '; submit with the parallelism the checkpoint was taken at',
     );
   }
-  return { restoredTasks: new Set(plan.tasks.map((t) => t.id)), rescaled: new Map(), restoredOperators: plan.spec.operators.length, dropped: [], fresh: [], graphHash, graphChanged: false };
+  return {
+    restoredTasks: new Set(plan.tasks.map((t) => t.id)),
+    rescaled: new Map(),
+    restoredOperators: plan.spec.operators.length,
+    dropped: [],
+    fresh: [],
+    graphHash,
+    graphChanged: false,
+  };
 }

@@ -5,7 +5,14 @@
  */
 import { StorageError } from '../errors.js';
 import type { Logger } from '../log/index.js';
-import { hasCompletedCheckpoint, jobDir, resolveRestore, UnusableCheckpointsError, type CompletedMarker, type RestorePoint } from './checkpoint-storage.js';
+import {
+  hasCompletedCheckpoint,
+  jobDir,
+  resolveRestore,
+  UnusableCheckpointsError,
+  type CompletedMarker,
+  type RestorePoint,
+} from './checkpoint-storage.js';
 import { recordRestore } from './deployer.js';
 import { judgeFallback } from './fallback.js';
 import type { JobState } from './job-state.js';
@@ -27,9 +34,13 @@ export const diskRestoreStore: RestoreStore = {
 export type RestoringJob = Pick<JobState, 'id' | 'plan' | 'checkpoint'>;
 
 /** How a log line names where a deploy resumes. */
-export function describeRestorePoint(job: Pick<JobState, 'submittedRestore'>, restore: CompletedMarker | undefined): string {
+export function describeRestorePoint(
+  job: Pick<JobState, 'submittedRestore'>,
+  restore: CompletedMarker | undefined,
+): string {
   if (!restore) return 'the beginning (submitted without a restore point; no checkpoint had completed)';
-  if (restore === job.submittedRestore) return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
+  if (restore === job.submittedRestore)
+    return `checkpoint ${restore.checkpointId} of ${restore.stateDir} (the restore point it was submitted with; none of its own had completed)`;
   return `checkpoint ${restore.checkpointId}`;
 }
 
@@ -39,9 +50,21 @@ export function describeRestorePoint(job: Pick<JobState, 'submittedRestore'>, re
  * fallback past checkpoints its transactional sinks may have committed throws, unless the job allows
  * duplicates on fallback; one that goes ahead is logged, naming the sinks that write again.
  */
-export async function newestOwnRestore(store: RestoreStore, log: Logger, job: RestoringJob, hasSubmittedRestore: boolean): Promise<CompletedMarker | undefined> {
+export async function newestOwnRestore(
+  store: RestoreStore,
+  log: Logger,
+  job: RestoringJob,
+  hasSubmittedRestore: boolean,
+): Promise<CompletedMarker | undefined> {
   const judge = (point: Pick<RestorePoint, 'skipped' | 'committedThrough'>, restored: number, to: string): void => {
-    const line = judgeFallback({ what: `job ${job.id}`, to, restored, point, plan: job.plan, allowed: job.checkpoint.allowDuplicatesOnFallback });
+    const line = judgeFallback({
+      what: `job ${job.id}`,
+      to,
+      restored,
+      point,
+      plan: job.plan,
+      allowed: job.checkpoint.allowDuplicatesOnFallback,
+    });
     if (line) log.warn({ jobId: job.id, restoredFrom: restored }, line);
   };
   let point: RestorePoint | undefined;
@@ -60,7 +83,11 @@ export async function newestOwnRestore(store: RestoreStore, log: Logger, job: Re
  * Where a restart or retry resumes: the job's newest completed checkpoint, else the restore point it
  * was submitted with, else (a job submitted fresh that never completed one) the beginning.
  */
-export async function restorePoint(store: RestoreStore, log: Logger, job: RestoringJob & Pick<JobState, 'submittedRestore'>): Promise<CompletedMarker | undefined> {
+export async function restorePoint(
+  store: RestoreStore,
+  log: Logger,
+  job: RestoringJob & Pick<JobState, 'submittedRestore'>,
+): Promise<CompletedMarker | undefined> {
   if (!job.checkpoint.checkpointDir) return job.submittedRestore;
   return (await newestOwnRestore(store, log, job, job.submittedRestore !== undefined)) ?? job.submittedRestore;
 }
@@ -69,5 +96,13 @@ export async function restorePoint(store: RestoreStore, log: Logger, job: Restor
 export function isStorageFailure(err: unknown): boolean {
   if (err instanceof StorageError) return true;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || code === 'EAGAIN' || code === 'EBUSY' || code === 'EMFILE' || code === 'ENFILE';
+  return (
+    code === 'ENOSPC' ||
+    code === 'EDQUOT' ||
+    code === 'EIO' ||
+    code === 'EAGAIN' ||
+    code === 'EBUSY' ||
+    code === 'EMFILE' ||
+    code === 'ENFILE'
+  );
 }

@@ -47,20 +47,33 @@ export class SlotWaiter {
   }
 
   /** Place `subtasks` of job `jobId`, waiting up to `waitMs` for slots; throws NotEnoughSlotsError after. */
-  async place(jobId: string, subtasks: PlacementSubtask[], waitMs: number, options: PlaceOptions = {}): Promise<PlacementPlan> {
+  async place(
+    jobId: string,
+    subtasks: PlacementSubtask[],
+    waitMs: number,
+    options: PlaceOptions = {},
+  ): Promise<PlacementPlan> {
     const { clock } = this.deps;
     const started = clock.now();
     const prefix = `${jobId}/`;
     // Slots this job still holds on a worker (survivors of a retried region) take its subtasks for free.
-    const holds = (s: WorkerSession): Set<string> => new Set([...s.slotShares.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
+    const holds = (s: WorkerSession): Set<string> =>
+      new Set([...s.slotShares.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
     for (;;) {
-      const deadline = (options.registrationRestartsClock ? Math.max(started, this.deps.lastRegistrationAt()) : started) + waitMs;
+      const deadline =
+        (options.registrationRestartsClock ? Math.max(started, this.deps.lastRegistrationAt()) : started) + waitMs;
       const active = this.deps.active();
       const total = active.reduce((n, s) => n + s.slots, 0);
       try {
-        return assignTaskPlacement(subtasks, active.map((s) => ({ id: s.id, freeSlots: freeSlots(s), holds: holds(s) })), total, options.detail ?? '');
+        return assignTaskPlacement(
+          subtasks,
+          active.map((s) => ({ id: s.id, freeSlots: freeSlots(s), holds: holds(s) })),
+          total,
+          options.detail ?? '',
+        );
       } catch (err) {
-        if (!(err instanceof NotEnoughSlotsError) || clock.now() >= deadline || this.stopped || options.giveUp?.()) throw err;
+        if (!(err instanceof NotEnoughSlotsError) || clock.now() >= deadline || this.stopped || options.giveUp?.())
+          throw err;
         await this.waitUnlessWoken(this.capacityWaiters, Math.max(1, deadline - clock.now()));
       }
     }

@@ -42,9 +42,17 @@ export interface TaskMetrics {
  * nothing: taken as a new sample it would measure no time waited over a heartbeat's interval, a
  * backpressured task at 0.
  */
-export function nextSample(last: SubtaskSample | undefined, report: SubtaskProgressReport, now: number): SubtaskSample | undefined {
+export function nextSample(
+  last: SubtaskSample | undefined,
+  report: SubtaskProgressReport,
+  now: number,
+): SubtaskSample | undefined {
   const aged = report.ageMs > 0 && last !== undefined && last.report.ageMs > 0;
-  const fresh = !last || report.recordsIn < last.report.recordsIn || report.recordsOut < last.report.recordsOut || (aged ? report.ageMs < last.report.ageMs : now <= last.at);
+  const fresh =
+    !last ||
+    report.recordsIn < last.report.recordsIn ||
+    report.recordsOut < last.report.recordsOut ||
+    (aged ? report.ageMs < last.report.ageMs : now <= last.at);
   if (fresh) return { report, at: now };
   if (aged && report.ageMs === last.report.ageMs) return undefined;
   const spanMs = aged ? report.ageMs - last.report.ageMs : now - last.at;
@@ -52,7 +60,18 @@ export function nextSample(last: SubtaskSample | undefined, report: SubtaskProgr
 }
 
 export function taskMetrics(job: JobState, taskId: string, parallelism: number): TaskMetrics {
-  const m: TaskMetrics = { recordsIn: 0, recordsOut: 0, recordsInPerSecond: 0, recordsOutPerSecond: 0, backpressure: 0, busy: 0, lagRecords: 0, watermark: null, reporting: 0, measured: 0 };
+  const m: TaskMetrics = {
+    recordsIn: 0,
+    recordsOut: 0,
+    recordsInPerSecond: 0,
+    recordsOutPerSecond: 0,
+    backpressure: 0,
+    busy: 0,
+    lagRecords: 0,
+    watermark: null,
+    reporting: 0,
+    measured: 0,
+  };
   let watermark = Infinity;
   for (let i = 0; i < parallelism; i++) {
     const s = job.subtaskProgress.get(subtaskKey(taskId, i));

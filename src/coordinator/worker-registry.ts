@@ -71,8 +71,12 @@ export class WorkerRegistry {
   constructor(private readonly deps: WorkerRegistryDeps) {
     const m = deps.metrics;
     m.gauge('clink_coordinator_workers_registered', 'Workers with a live session', () => this.active().length);
-    m.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () => this.active().reduce((n, s) => n + s.slots, 0));
-    m.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () => this.active().reduce((n, s) => n + freeSlots(s), 0));
+    m.gauge('clink_coordinator_slots_total', 'Slots of all registered workers', () =>
+      this.active().reduce((n, s) => n + s.slots, 0),
+    );
+    m.gauge('clink_coordinator_slots_free', 'Free slots of all registered workers', () =>
+      this.active().reduce((n, s) => n + freeSlots(s), 0),
+    );
   }
 
   private get config(): CoordinatorConfig {
@@ -97,7 +101,12 @@ export class WorkerRegistry {
   }
 
   /** A worker's Register, admitted: refuse it (`refusal`: another protocol), or open its session. */
-  async register(conn: FrameConnection, m: MessageOf<'Register'>, admissionId: number, refusal: string | undefined): Promise<void> {
+  async register(
+    conn: FrameConnection,
+    m: MessageOf<'Register'>,
+    admissionId: number,
+    refusal: string | undefined,
+  ): Promise<void> {
     const ack = (ok: boolean, message: string, extra: { retryable?: boolean; session?: number } = {}): Promise<void> =>
       writeFrame(
         conn.socket,
@@ -118,8 +127,13 @@ export class WorkerRegistry {
     }
     const current = this.sessions.get(m.workerId);
     if (current && current.state === 'active' && current.admissionId > admissionId) {
-      this.log.warn({ workerId: m.workerId }, `stale registration of worker ${m.workerId} refused: its connection is older than session ${current.session}`);
-      await ack(false, `stale registration: an older connection than the worker's session ${current.session}`).catch(() => undefined);
+      this.log.warn(
+        { workerId: m.workerId },
+        `stale registration of worker ${m.workerId} refused: its connection is older than session ${current.session}`,
+      );
+      await ack(false, `stale registration: an older connection than the worker's session ${current.session}`).catch(
+        () => undefined,
+      );
       conn.close();
       return;
     }
@@ -127,25 +141,44 @@ export class WorkerRegistry {
     const credential = peerIdentity(conn.socket);
     if (current && current.state === 'active' && current.credential !== credential) {
       this.deps.metrics.authRefusals.inc({ role: 'worker' });
-      this.log.warn({ workerId: m.workerId }, `registration of worker ${m.workerId} from ${conn.peer} refused: the id is held by the certificate '${current.credential}', this one is '${credential}'`);
-      await ack(false, `worker id ${m.workerId} is registered by another certificate ('${current.credential}'); give this worker an id of its own`).catch(() => undefined);
+      this.log.warn(
+        { workerId: m.workerId },
+        `registration of worker ${m.workerId} from ${conn.peer} refused: the id is held by the certificate '${current.credential}', this one is '${credential}'`,
+      );
+      await ack(
+        false,
+        `worker id ${m.workerId} is registered by another certificate ('${current.credential}'); give this worker an id of its own`,
+      ).catch(() => undefined);
       conn.close();
       return;
     }
     // A new worker past the cap is refused as busy (the worker retries): a flood of registrations holds
     // at most --max-worker-sessions sessions. A worker registering again replaces its own.
     const open = [...this.sessions.values()].filter((s) => s.state === 'active' || s.state === 'retiring').length;
-    if (!(current && (current.state === 'active' || current.state === 'retiring')) && open >= this.config.maxWorkerSessions) {
+    if (
+      !(current && (current.state === 'active' || current.state === 'retiring')) &&
+      open >= this.config.maxWorkerSessions
+    ) {
       this.deps.metrics.workerSessionsRefused.inc();
-      (this.deps.admissionLog ?? this.log).warn(`registration of worker ${m.workerId} from ${conn.peer} refused: ${open} worker sessions are open (--max-worker-sessions ${this.config.maxWorkerSessions})`);
-      await ack(false, `coordinator busy: ${open} worker sessions are open, the most --max-worker-sessions allows; retry`, { retryable: true }).catch(() => undefined);
+      (this.deps.admissionLog ?? this.log).warn(
+        `registration of worker ${m.workerId} from ${conn.peer} refused: ${open} worker sessions are open (--max-worker-sessions ${this.config.maxWorkerSessions})`,
+      );
+      await ack(
+        false,
+        `coordinator busy: ${open} worker sessions are open, the most --max-worker-sessions allows; retry`,
+        { retryable: true },
+      ).catch(() => undefined);
       conn.close();
       return;
     }
     if (current && current.state === 'active' && current.outbox.stopped?.byItself) {
       // Its outbox stopped by itself (overflow): the watchdog's verdict (with the real cause) comes at its
       // next tick. An outbox stopped because the connection closed awaits no verdict: the new session retires it.
-      await ack(false, `worker ${m.workerId}'s session ${current.session} is still being retired; register again shortly`, { retryable: true }).catch(() => undefined);
+      await ack(
+        false,
+        `worker ${m.workerId}'s session ${current.session} is still being retired; register again shortly`,
+        { retryable: true },
+      ).catch(() => undefined);
       conn.close();
       return;
     }
@@ -170,11 +203,15 @@ export class WorkerRegistry {
     try {
       await ack(true, 'registered', { session: session.session });
     } catch (err) {
-      this.log.warn({ workerId: m.workerId, err }, `RegisterAck to worker ${m.workerId} failed: ${(err as Error).message}`);
+      this.log.warn(
+        { workerId: m.workerId, err },
+        `RegisterAck to worker ${m.workerId} failed: ${(err as Error).message}`,
+      );
       conn.close();
       return;
     }
-    if (current && current.state === 'active') this.retire(current, `worker ${m.workerId} registered again (session ${session.session})`);
+    if (current && current.state === 'active')
+      this.retire(current, `worker ${m.workerId} registered again (session ${session.session})`);
     session.outbox = new Outbox(conn.socket, {
       limits: {
         maxControlFrames: this.config.maxOutboundControlFrames,
@@ -188,7 +225,10 @@ export class WorkerRegistry {
     this.sessions.set(m.workerId, session);
     this.lastRegistrationAt = this.clock.now();
     this.deps.events.registered(session);
-    this.log.info({ workerId: m.workerId, session: session.session, slots: m.slotCount }, `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`);
+    this.log.info(
+      { workerId: m.workerId, session: session.session, slots: m.slotCount },
+      `worker registered: ${m.workerId} (session ${session.session}, ${m.slotCount} slots, data host ${m.dataHost})`,
+    );
     conn.start({
       onRead: (msg) => {
         session.lastSeen = this.clock.now();
@@ -224,16 +264,31 @@ export class WorkerRegistry {
   post(s: WorkerSession, m: Message, cls: 'control' | 'bulk' = 'control'): void {
     const stamped = 'epoch' in m ? ({ ...m, epoch: this.config.epoch } as Message) : m;
     const r = s.outbox.postEncoded(() => encodeFrame(stamped), cls);
-    if (r === 'refused') this.log.warn({ workerId: s.id, type: m.type }, `${m.type} to worker ${s.id} refused: its outbox is ${s.outbox.state}`);
+    if (r === 'refused')
+      this.log.warn(
+        { workerId: s.id, type: m.type },
+        `${m.type} to worker ${s.id} refused: its outbox is ${s.outbox.state}`,
+      );
   }
 
   /** Every live session as the API shows it: what runs on it (of `jobs`) and how its previous session ended. */
   views(now: number, jobs: readonly JobState[]): WorkerView[] {
-    const running = jobs.flatMap((j) => j.subtasks.filter((t) => !t.finished).map((t) => ({ session: t.session, key: `${j.id}/${subtaskKey(t.taskId, t.index)}` })));
+    const running = jobs.flatMap((j) =>
+      j.subtasks
+        .filter((t) => !t.finished)
+        .map((t) => ({ session: t.session, key: `${j.id}/${subtaskKey(t.taskId, t.index)}` })),
+    );
     return [...this.sessions.values()]
       .filter((s) => s.state === 'active')
       .sort((a, b) => (a.id < b.id ? -1 : 1))
-      .map((s) => workerView(s, now, this.departed.findLast((d) => d.workerId === s.id), running.filter((r) => r.session === s).map((r) => r.key)));
+      .map((s) =>
+        workerView(
+          s,
+          now,
+          this.departed.findLast((d) => d.workerId === s.id),
+          running.filter((r) => r.session === s).map((r) => r.key),
+        ),
+      );
   }
 
   /** The watchdog's verdicts on every active session at `now`. */
@@ -251,7 +306,10 @@ export class WorkerRegistry {
         this.lose(s, 'heartbeat timeout');
       } else if (stallOn && s.outbox.stalledForMs(now) > stall) {
         this.deps.metrics.workersLost.inc({ verdict: 'stall' });
-        this.lose(s, `no outbound progress for ${s.outbox.stalledForMs(now)} ms with ${s.outbox.queuedFrames + 1} frames pending`);
+        this.lose(
+          s,
+          `no outbound progress for ${s.outbox.stalledForMs(now)} ms with ${s.outbox.queuedFrames + 1} frames pending`,
+        );
       }
     }
   }

@@ -1,6 +1,14 @@
 /** Stream elements as data-plane frames, and back. */
 import { BARRIER, BATCH, END, STATUS, WATERMARK, type StreamElement } from '../runtime/index.js';
-import { decodeRecordBatch, encodeFrame, encodeRecordBatch, FRAME_HEADER_BYTES, makeMessage, MessageKind, type Message } from '../protocol/index.js';
+import {
+  decodeRecordBatch,
+  encodeFrame,
+  encodeRecordBatch,
+  FRAME_HEADER_BYTES,
+  makeMessage,
+  MessageKind,
+  type Message,
+} from '../protocol/index.js';
 
 /** A DataBatch frame's bytes before its batch: the frame length, the kind, the batch's length. */
 const DATA_BATCH_HEAD = FRAME_HEADER_BYTES + 1 + 4;
@@ -20,7 +28,12 @@ export const MSGPACK_ONLY: BatchReads = { columns: false, constants: false, tupl
 
 /** A DataBatch frame, the batch encoded in place after its header (as encodeFrame would lay it out, without copying the batch). */
 export function batchFrame(values: readonly unknown[], timestamps: readonly number[], reads: BatchReads): Buffer {
-  const frame = encodeRecordBatch(values, timestamps, { columns: reads.columns, constants: reads.constants, tuples: reads.tuples, prefix: DATA_BATCH_HEAD });
+  const frame = encodeRecordBatch(values, timestamps, {
+    columns: reads.columns,
+    constants: reads.constants,
+    tuples: reads.tuples,
+    prefix: DATA_BATCH_HEAD,
+  });
   frame.writeUInt32BE(frame.length - FRAME_HEADER_BYTES, 0);
   frame.writeUInt8(MessageKind.DataBatch, FRAME_HEADER_BYTES);
   frame.writeUInt32BE(frame.length - DATA_BATCH_HEAD, FRAME_HEADER_BYTES + 1);

@@ -10,7 +10,15 @@ import type { MessageOf } from '../protocol/index.js';
 type HelloFields = Omit<MessageOf<'DataHello'>, 'type' | 'mac'>;
 
 export function helloMac(secret: string, h: HelloFields): string {
-  const fields = [h.jobId, h.attempt, h.edgeIndex, h.upstreamSubtask, h.downstreamTaskId, h.downstreamSubtask, h.upstreamTaskId];
+  const fields = [
+    h.jobId,
+    h.attempt,
+    h.edgeIndex,
+    h.upstreamSubtask,
+    h.downstreamTaskId,
+    h.downstreamSubtask,
+    h.upstreamTaskId,
+  ];
   return createHmac('sha256', secret).update(fields.join('\u0000')).digest('hex');
 }
 

@@ -20,7 +20,8 @@ import { helloMacValid } from './hello-mac.js';
 export const DEFAULT_CHANNEL_CREDITS = 4;
 
 /** A credit grant, saying too whether this process reads columnar batches, and one timestamp, constant columns and tuples (any host does). */
-export const creditMessage = (credits: number): Message => makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true, tuples: true });
+export const creditMessage = (credits: number): Message =>
+  makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true, tuples: true });
 /** Grants of up to this many credits, the common sizes, are encoded once. */
 const COMMON_GRANTS = Array.from({ length: 9 }, (_, n) => encodeFrame(creditMessage(n)));
 /** A credit grant as a whole frame. */
@@ -52,7 +53,8 @@ export interface ChannelLabels {
   to: string;
 }
 
-const key = (jobId: string, attempt: number, taskId: string, subtask: number): string => `${jobId}\u0000${attempt}\u0000${taskId}\u0000${subtask}`;
+const key = (jobId: string, attempt: number, taskId: string, subtask: number): string =>
+  `${jobId}\u0000${attempt}\u0000${taskId}\u0000${subtask}`;
 
 /** The subtask inputs of a process, by (job, attempt, task, subtask). */
 export class InboundTargets {
@@ -72,11 +74,22 @@ export class InboundTargets {
   resolve(hello: Message): { queue: InputQueue; channel: number; labels: ChannelLabels } {
     if (hello.type !== 'DataHello') throw this.refused('not_hello', `expected DataHello, got ${hello.type}`);
     const target = this.targets.get(key(hello.jobId, hello.attempt, hello.downstreamTaskId, hello.downstreamSubtask));
-    if (!target) throw this.refused('unknown_subtask', `no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`);
+    if (!target)
+      throw this.refused(
+        'unknown_subtask',
+        `no subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} attempt ${hello.attempt} here`,
+      );
     const channel = target.channelOf(hello.edgeIndex, hello.upstreamSubtask);
-    if (channel === undefined) throw this.refused('unknown_channel', `subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`);
+    if (channel === undefined)
+      throw this.refused(
+        'unknown_channel',
+        `subtask ${hello.downstreamTaskId}#${hello.downstreamSubtask} has no input from edge ${hello.edgeIndex}`,
+      );
     if (target.secret !== undefined && !helloMacValid(target.secret, hello)) {
-      throw this.refused('bad_secret', `its DataHello for ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} does not prove the attempt's secret`);
+      throw this.refused(
+        'bad_secret',
+        `its DataHello for ${hello.downstreamTaskId}#${hello.downstreamSubtask} of job ${hello.jobId} does not prove the attempt's secret`,
+      );
     }
     return { queue: target.queue, channel, labels: labelsOf(hello) };
   }

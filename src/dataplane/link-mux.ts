@@ -12,8 +12,22 @@ import { PeerLostError } from '../errors.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { gatheredWrites, type FrameConnection } from '../net/index.js';
-import { decodeMessage, encodeFrame, encodeMessage, makeMessage, MessageKind, type Message, type MessageOf } from '../protocol/index.js';
-import { ChannelRefused, creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, type InboundTargets } from './inbound.js';
+import {
+  decodeMessage,
+  encodeFrame,
+  encodeMessage,
+  makeMessage,
+  MessageKind,
+  type Message,
+  type MessageOf,
+} from '../protocol/index.js';
+import {
+  ChannelRefused,
+  creditFrame,
+  DEFAULT_CHANNEL_CREDITS,
+  InboundChannel,
+  type InboundTargets,
+} from './inbound.js';
 import type { ChannelEvents, ChannelTransport } from './remote-channel.js';
 
 const FRAME_HEADER_BYTES = 4;
@@ -108,7 +122,12 @@ export class LinkMux {
   }
 
   /** The transport of a new channel over `link` (undefined: there is none to `address`), opened with `hello`. */
-  open(link: Link | undefined, address: string, hello: Omit<MessageOf<'DataHello'>, 'type'>, events: ChannelEvents): ChannelTransport {
+  open(
+    link: Link | undefined,
+    address: string,
+    hello: Omit<MessageOf<'DataHello'>, 'type'>,
+    events: ChannelEvents,
+  ): ChannelTransport {
     if (!link || link.lost) {
       const err = link?.lost ?? new PeerLostError(`no ${this.options.noun} to ${address}`);
       queueMicrotask(() => events.lost(err));
@@ -121,7 +140,8 @@ export class LinkMux {
       write: (frame) => link.send(channel, true, frame),
       end: () => link.outbound.delete(channel),
       destroy: () => {
-        if (link.outbound.delete(channel)) link.sendMessage(channel, true, makeMessage('DataRefused', { reason: ABANDONED }));
+        if (link.outbound.delete(channel))
+          link.sendMessage(channel, true, makeMessage('DataRefused', { reason: ABANDONED }));
       },
     };
   }
@@ -129,7 +149,10 @@ export class LinkMux {
   /** A frame read from `link`: consumed here, synchronously, in the order read. */
   private onFrame(link: Link, m: Message): boolean {
     if (m.type !== 'LinkFrame') {
-      this.options.log?.warn({ peer: link.address }, `${this.options.noun} from ${link.address} sent ${m.type}, not a LinkFrame: dropped`);
+      this.options.log?.warn(
+        { peer: link.address },
+        `${this.options.noun} from ${link.address} sent ${m.type}, not a LinkFrame: dropped`,
+      );
       return true;
     }
     const inner = decodeMessage(m.frame);
@@ -145,7 +168,17 @@ export class LinkMux {
         const { queue, channel: number, labels } = this.options.targets.resolve(m);
         // A credit of one, the common case, is one frame encoded once: only the link header is new.
         const grant = (credits: number): void => link.send(channel, false, creditFrame(credits));
-        link.inbound.set(channel, new InboundChannel(queue, number, labels, grant, this.options.credits ?? DEFAULT_CHANNEL_CREDITS, this.options.metrics));
+        link.inbound.set(
+          channel,
+          new InboundChannel(
+            queue,
+            number,
+            labels,
+            grant,
+            this.options.credits ?? DEFAULT_CHANNEL_CREDITS,
+            this.options.metrics,
+          ),
+        );
       } catch (err) {
         if (!(err instanceof ChannelRefused)) throw err;
         this.options.log?.warn({ peer: link.address }, `data channel from ${link.address} ${err.message}`);
@@ -163,7 +196,10 @@ export class LinkMux {
       if (inbound.take(m, bytes)) link.inbound.delete(channel);
     } catch (err) {
       link.inbound.delete(channel);
-      this.options.log?.warn({ peer: link.address }, `data channel ${channel} from ${link.address} cut off: ${(err as Error).message}`);
+      this.options.log?.warn(
+        { peer: link.address },
+        `data channel ${channel} from ${link.address} cut off: ${(err as Error).message}`,
+      );
       link.sendMessage(channel, false, makeMessage('DataRefused', { reason: (err as Error).message }));
     }
   }

@@ -47,7 +47,12 @@ export class LinkPlane implements DataPlane {
 
   open(o: ChannelOpen): RemoteChannel {
     const address = `${o.host}:${o.port}`;
-    return new RemoteChannel((events) => this.mux.open(this.links.get(address), `${address} (not a member of this run)`, o.hello, events), o.onError, o.metrics, o.labels);
+    return new RemoteChannel(
+      (events) => this.mux.open(this.links.get(address), `${address} (not a member of this run)`, o.hello, events),
+      o.onError,
+      o.metrics,
+      o.labels,
+    );
   }
 
   /** Close every link. */
@@ -57,5 +62,9 @@ export class LinkPlane implements DataPlane {
 }
 
 function pick(o: LinkPlaneOptions): { credits?: number; log?: Logger; metrics?: ClinkMetrics } {
-  return { ...(o.credits !== undefined ? { credits: o.credits } : {}), ...(o.log ? { log: o.log } : {}), ...(o.metrics ? { metrics: o.metrics } : {}) };
+  return {
+    ...(o.credits !== undefined ? { credits: o.credits } : {}),
+    ...(o.log ? { log: o.log } : {}),
+    ...(o.metrics ? { metrics: o.metrics } : {}),
+  };
 }

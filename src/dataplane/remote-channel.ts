@@ -110,7 +110,8 @@ export class RemoteChannel implements ChannelSink {
 
   private wake(): void {
     if (this.blockedSince !== 0) {
-      if (this.metrics && this.labels) this.metrics.channelBackpressured.inc(this.labels, (performance.now() - this.blockedSince) / 1000);
+      if (this.metrics && this.labels)
+        this.metrics.channelBackpressured.inc(this.labels, (performance.now() - this.blockedSince) / 1000);
       this.blockedSince = 0;
     }
     for (const w of this.waiters.splice(0)) w.resolve();
@@ -132,7 +133,12 @@ export class RemoteChannel implements ChannelSink {
 }
 
 /** A channel over a data connection of its own to the data server at host:port. */
-export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'DataHello'>, 'type'>, tls?: TlsClientConfig): OpenTransport {
+export function tcpTransport(
+  host: string,
+  port: number,
+  hello: Omit<MessageOf<'DataHello'>, 'type'>,
+  tls?: TlsClientConfig,
+): OpenTransport {
   return (events) => {
     // Over TLS the hello is queued until the handshake is done; a data peer's certificate must name the host it advertised.
     const socket: Socket = dial(host, port, tls);
@@ -142,9 +148,12 @@ export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'
     let finished = false;
     // Once DataEnd is written the stream is whole: the receiver closes on reading it, and over TLS that
     // close can reset this side (its close_notify arrives unread), which is no failure.
-    socket.on('error', (err) => events.lost(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })));
+    socket.on('error', (err) =>
+      events.lost(new PeerLostError(`data connection to ${host}:${port} failed: ${err.message}`, { cause: err })),
+    );
     socket.on('close', () => {
-      if (!finished) events.lost(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
+      if (!finished)
+        events.lost(new PeerLostError(`data connection to ${host}:${port} closed before the stream ended`));
     });
     void (async () => {
       try {
@@ -154,7 +163,8 @@ export function tcpTransport(host: string, port: number, hello: Omit<MessageOf<'
           events.credit(m.credits, m);
         }
       } catch (err) {
-        if (!finished) events.lost(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
+        if (!finished)
+          events.lost(new PeerLostError(`data connection failed: ${(err as Error).message}`, { cause: err }));
       }
     })();
     const write = gatheredWrites(socket);

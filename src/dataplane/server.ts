@@ -25,7 +25,15 @@ import {
 } from '../net/index.js';
 import { decodeMessage, MAX_FIRST_FRAME_BYTES, type MessageOf } from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
-import { ChannelRefused, creditFrame, DEFAULT_CHANNEL_CREDITS, InboundChannel, InboundTargets, type ChannelLabels, type InboundTarget } from './inbound.js';
+import {
+  ChannelRefused,
+  creditFrame,
+  DEFAULT_CHANNEL_CREDITS,
+  InboundChannel,
+  InboundTargets,
+  type ChannelLabels,
+  type InboundTarget,
+} from './inbound.js';
 import { LinkMux, type Link } from './link-mux.js';
 import { RemoteChannel, tcpTransport } from './remote-channel.js';
 
@@ -103,7 +111,12 @@ export class DataServer implements DataPlane {
 
   static async start(options: DataServerOptions): Promise<DataServer> {
     const ds = new DataServer(options);
-    ({ server: ds.server, port: ds.port } = await listenOn(options.host, options.port ?? 0, { port: 'the data port', host: '--data-host' }, (s) => ds.accept(s)));
+    ({ server: ds.server, port: ds.port } = await listenOn(
+      options.host,
+      options.port ?? 0,
+      { port: 'the data port', host: '--data-host' },
+      (s) => ds.accept(s),
+    ));
     return ds;
   }
 
@@ -116,9 +129,15 @@ export class DataServer implements DataPlane {
   }
 
   open(o: ChannelOpen): RemoteChannel {
-    if (!o.link || !this.takesLinks) return new RemoteChannel(tcpTransport(o.host, o.port, o.hello, o.tls), o.onError, o.metrics, o.labels);
+    if (!o.link || !this.takesLinks)
+      return new RemoteChannel(tcpTransport(o.host, o.port, o.hello, o.tls), o.onError, o.metrics, o.labels);
     const address = `${o.host}:${o.port}`;
-    return new RemoteChannel((events) => this.mux.open(this.linkTo(address, o.host, o.port, o.tls), address, o.hello, events), o.onError, o.metrics, o.labels);
+    return new RemoteChannel(
+      (events) => this.mux.open(this.linkTo(address, o.host, o.port, o.tls), address, o.hello, events),
+      o.onError,
+      o.metrics,
+      o.labels,
+    );
   }
 
   /** The link to the data server at `address` (host:port), dialled now if there is none (its frames wait for the connect). */
@@ -153,7 +172,8 @@ export class DataServer implements DataPlane {
     void conn.closed.then(() => this.connections.delete(conn));
     this.serve(conn).catch((err: unknown) => {
       const e = err as Error;
-      const reason = e instanceof ChannelRefused ? 'refused' : this.options.tls && isTlsFailure(e) ? 'tls' : rejectionReason(e);
+      const reason =
+        e instanceof ChannelRefused ? 'refused' : this.options.tls && isTlsFailure(e) ? 'tls' : rejectionReason(e);
       if (this.rejections) this.rejections.record(conn.peer, reason, `data connection dropped: ${e.message}`);
       conn.close();
     });
@@ -161,7 +181,11 @@ export class DataServer implements DataPlane {
 
   /** What a data connection logs and counts through. */
   private logging(): { log?: Logger; metrics?: ClinkMetrics; rejections?: PeerRejections } {
-    return { ...(this.options.log ? { log: this.options.log } : {}), ...(this.options.metrics ? { metrics: this.options.metrics } : {}), ...(this.rejections ? { rejections: this.rejections } : {}) };
+    return {
+      ...(this.options.log ? { log: this.options.log } : {}),
+      ...(this.options.metrics ? { metrics: this.options.metrics } : {}),
+      ...(this.rejections ? { rejections: this.rejections } : {}),
+    };
   }
 
   private async serve(conn: FrameConnection): Promise<void> {
@@ -211,7 +235,9 @@ export class DataServer implements DataPlane {
       throw new Error('it opened a data link, which this worker does not take (--data-transport channel)');
     }
     this.options.metrics?.dataLinks.inc({ direction: 'in' });
-    const link = this.mux.attach(conn.peer, conn, first, () => this.options.metrics?.dataLinks.dec({ direction: 'in' }));
+    const link = this.mux.attach(conn.peer, conn, first, () =>
+      this.options.metrics?.dataLinks.dec({ direction: 'in' }),
+    );
     if (link.inbound.size === 0) conn.close(); // its first channel was refused (and told why)
   }
 
@@ -221,4 +247,3 @@ export class DataServer implements DataPlane {
     this.rejections?.close();
   }
 }
-

@@ -65,8 +65,12 @@ export class EmbeddedCluster {
 
   static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
     const metrics = new ClinkMetrics();
-    const tls = options.tls && (await loadTlsServer({ cert: options.tls.cert, key: options.tls.key, clientCa: options.tls.ca }));
-    const coordinator = await Coordinator.start({ port: 0, slotSharing: options.slotSharing ?? true }, { log: options.log, metrics, ...(tls ? { tls } : {}) });
+    const tls =
+      options.tls && (await loadTlsServer({ cert: options.tls.cert, key: options.tls.key, clientCa: options.tls.ca }));
+    const coordinator = await Coordinator.start(
+      { port: 0, slotSharing: options.slotSharing ?? true },
+      { log: options.log, metrics, ...(tls ? { tls } : {}) },
+    );
     const cluster = new EmbeddedCluster(coordinator, options);
     try {
       await cluster.startWorkers();
@@ -98,8 +102,16 @@ export class EmbeddedCluster {
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 20_000);
     while (this.coordinator.workers().length < workers) {
       const dead = this.children.find((c) => c.exitCode !== null || c.signalCode !== null);
-      if (dead) throw new ClinkError('CLINK_ERR_WORKER_LOST', `a local worker process exited (${dead.exitCode ?? dead.signalCode}) before registering`);
-      if (Date.now() > deadline) throw new ClinkError('CLINK_ERR_WORKER_LOST', `${workers} local workers did not register within ${this.options.startTimeoutMs ?? 20_000} ms`);
+      if (dead)
+        throw new ClinkError(
+          'CLINK_ERR_WORKER_LOST',
+          `a local worker process exited (${dead.exitCode ?? dead.signalCode}) before registering`,
+        );
+      if (Date.now() > deadline)
+        throw new ClinkError(
+          'CLINK_ERR_WORKER_LOST',
+          `${workers} local workers did not register within ${this.options.startTimeoutMs ?? 20_000} ms`,
+        );
       await new Promise((r) => setTimeout(r, 20));
     }
   }
@@ -110,7 +122,10 @@ export class EmbeddedCluster {
    */
   private spawnWorker(i: number): void {
     const { slotsPerWorker } = this.options;
-    const cli = this.options.cliCommand ?? { execPath: process.execPath, args: [...process.execArgv, process.argv[1]!] };
+    const cli = this.options.cliCommand ?? {
+      execPath: process.execPath,
+      args: [...process.execArgv, process.argv[1]!],
+    };
     const child = spawn(
       cli.execPath,
       [
@@ -125,11 +140,20 @@ export class EmbeddedCluster {
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
         ...(this.options.dataTransport ? [`--data-transport=${this.options.dataTransport}`] : []),
         ...(this.options.tls
-          ? [`--tls-ca=${this.options.tls.ca}`, `--tls-cert=${this.options.tls.cert}`, `--tls-key=${this.options.tls.key}`, `--tls-client-cert=${this.options.tls.cert}`, `--tls-client-key=${this.options.tls.key}`]
+          ? [
+              `--tls-ca=${this.options.tls.ca}`,
+              `--tls-cert=${this.options.tls.cert}`,
+              `--tls-key=${this.options.tls.key}`,
+              `--tls-client-cert=${this.options.tls.cert}`,
+              `--tls-client-key=${this.options.tls.key}`,
+            ]
           : []),
       ],
       // The IPC channel ends the worker when this process dies, however it dies.
-      { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' } },
+      {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        env: { ...process.env, CLINK_LOG_LEVEL: process.env.CLINK_LOG_LEVEL ?? 'error' },
+      },
     );
     this.children[i] = child;
     const state = (this.respawns[i] ??= { count: 0 });
@@ -139,7 +163,10 @@ export class EmbeddedCluster {
       // Dying again soon after a start doubles the wait; a worker that ran a while starts from the first.
       state.count = Date.now() - startedAt > 10 * RESPAWN_MAX_BACKOFF_MS ? 1 : state.count + 1;
       const delay = Math.min(RESPAWN_MAX_BACKOFF_MS, RESPAWN_INITIAL_BACKOFF_MS * 2 ** (state.count - 1));
-      this.options.log.warn({ workerId: `local-${i}`, code, signal, delayMs: delay }, `local worker local-${i} exited (${signal ?? `code ${code}`}); starting it again in ${delay} ms`);
+      this.options.log.warn(
+        { workerId: `local-${i}`, code, signal, delayMs: delay },
+        `local worker local-${i} exited (${signal ?? `code ${code}`}); starting it again in ${delay} ms`,
+      );
       state.timer = setTimeout(() => {
         if (this.stopping) return;
         this.restarts++;
@@ -157,7 +184,10 @@ export class EmbeddedCluster {
   async client(): Promise<ClusterClient> {
     const t = this.options.tls;
     const tls = t && (await loadTlsClient({ ca: t.ca, clientCert: t.cert, clientKey: t.key }));
-    const c = await ClusterClient.connect('127.0.0.1', this.coordinator.port, { name: 'clink-run', ...(tls ? { tls } : {}) });
+    const c = await ClusterClient.connect('127.0.0.1', this.coordinator.port, {
+      name: 'clink-run',
+      ...(tls ? { tls } : {}),
+    });
     this.clients.push(c);
     return c;
   }
@@ -167,7 +197,11 @@ export class EmbeddedCluster {
     for (const r of this.respawns) clearTimeout(r.timer);
     for (const c of this.clients) c.close();
     // A child killed by a signal has a null exitCode but a signalCode: it has exited too.
-    const exits = this.children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once('exit', () => r()))));
+    const exits = this.children.map((c) =>
+      c.exitCode !== null || c.signalCode !== null
+        ? Promise.resolve()
+        : new Promise<void>((r) => c.once('exit', () => r())),
+    );
     for (const c of this.children) c.kill('SIGTERM');
     const forced = setTimeout(() => this.children.forEach((c) => c.kill('SIGKILL')), 3_000);
     await Promise.all(exits);

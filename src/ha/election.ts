@@ -84,7 +84,8 @@ export abstract class ElectionBase {
     if (this.closed) return;
     const wasLeading = this.leading;
     this.leading = false;
-    if (!wasLeading && !o.quietly) this.log.error(`stopped standing for leadership${o.where ? ` ${o.where}` : ''}: ${why}`);
+    if (!wasLeading && !o.quietly)
+      this.log.error(`stopped standing for leadership${o.where ? ` ${o.where}` : ''}: ${why}`);
     for (const fn of this.loseLeadership) fn(why);
   }
 }

@@ -64,14 +64,21 @@ export class EtcdElection extends ElectionBase implements LeaderElection {
     try {
       await this.keys.client.get(this.keys.epochKey).string();
     } catch (err) {
-      throw new EnvironmentError(`cannot reach etcd at ${endpoints.join(',')} (--etcd-endpoints): ${(err as Error).message}`, { cause: err });
+      throw new EnvironmentError(
+        `cannot reach etcd at ${endpoints.join(',')} (--etcd-endpoints): ${(err as Error).message}`,
+        { cause: err },
+      );
     }
-    const campaign = (this.campaign = this.keys.client.election(this.keys.electionName, leaseTtlS).campaign(JSON.stringify({ host: '', port: 0, epoch: 0, at: Date.now(), node: nodeName(this.options.host) })));
+    const campaign = (this.campaign = this.keys.client
+      .election(this.keys.electionName, leaseTtlS)
+      .campaign(JSON.stringify({ host: '', port: 0, epoch: 0, at: Date.now(), node: nodeName(this.options.host) })));
     campaign.on('elected', () => {
       this.elected().catch((err: unknown) => this.lost(`could not take the epoch: ${(err as Error).message}`));
     });
     campaign.on('error', (err: Error) => this.lost(`its etcd lease was lost (${err.message})`));
-    log.info(`standing for leadership in etcd ${endpoints.join(',')} as ${this.keys.electionName} (lease TTL ${leaseTtlS} s)`);
+    log.info(
+      `standing for leadership in etcd ${endpoints.join(',')} as ${this.keys.electionName} (lease TTL ${leaseTtlS} s)`,
+    );
   }
 
   /** Raise the epoch key by one (compare-and-swap on its version), returning the new epoch. */
@@ -97,7 +104,9 @@ export class EtcdElection extends ElectionBase implements LeaderElection {
 
   async announce(info: Omit<LeaderInfo, 'epoch' | 'at' | 'node'>): Promise<void> {
     if (!this.leading || !this.campaign) throw new Error('only a leader announces itself');
-    await this.campaign.proclaim(JSON.stringify({ ...info, epoch: this.epoch, at: Date.now(), node: nodeName(this.options.host) }));
+    await this.campaign.proclaim(
+      JSON.stringify({ ...info, epoch: this.epoch, at: Date.now(), node: nodeName(this.options.host) }),
+    );
   }
 
   currentLeader(): Promise<LeaderInfo | undefined> {

@@ -17,7 +17,10 @@ export class FencedError extends ClinkError {
     readonly epoch: number,
     readonly storedEpoch: number,
   ) {
-    super('CLINK_ERR_FENCED', `refused to write ${path} at epoch ${epoch}: it holds epoch ${storedEpoch}, written by a newer leader (this coordinator has been superseded)`);
+    super(
+      'CLINK_ERR_FENCED',
+      `refused to write ${path} at epoch ${epoch}: it holds epoch ${storedEpoch}, written by a newer leader (this coordinator has been superseded)`,
+    );
   }
 }
 
@@ -42,7 +45,12 @@ export interface FencedWriteOptions {
  * Write `record` (stamped with `epoch`) to `path` unless the record there holds a higher epoch; throws
  * FencedError then. An equal epoch is the same leader writing again.
  */
-export async function fencedWrite(path: string, epoch: number, record: object, options: FencedWriteOptions = {}): Promise<void> {
+export async function fencedWrite(
+  path: string,
+  epoch: number,
+  record: object,
+  options: FencedWriteOptions = {},
+): Promise<void> {
   await withFileLock(
     `${path}.wlock`,
     async () => {

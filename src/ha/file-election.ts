@@ -73,12 +73,20 @@ export class FileElection extends ElectionBase implements LeaderElection {
     try {
       await makeDirectory(dir);
     } catch (err) {
-      throw new EnvironmentError(`cannot use the HA directory ${dir} (--ha-dir): ${(err as Error).message}`, { cause: err });
+      throw new EnvironmentError(`cannot use the HA directory ${dir} (--ha-dir): ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     const unsafe = await (this.options.probe ?? probeLocks)(dir);
-    if (unsafe && !this.options.allowUnsafeLocks) throw new EnvironmentError(`${unsafe}; put --ha-dir on a filesystem that honours locks, or pass --ha-allow-unsafe-locks to stand anyway`);
+    if (unsafe && !this.options.allowUnsafeLocks)
+      throw new EnvironmentError(
+        `${unsafe}; put --ha-dir on a filesystem that honours locks, or pass --ha-allow-unsafe-locks to stand anyway`,
+      );
     if (unsafe) log.warn(`${unsafe}; standing anyway (--ha-allow-unsafe-locks)`);
-    const holder = (this.holder = LockHolder.spawn(join(dir, 'leader.lock'), this.options.pollMs ?? DEFAULT_LOCK_POLL_MS));
+    const holder = (this.holder = LockHolder.spawn(
+      join(dir, 'leader.lock'),
+      this.options.pollMs ?? DEFAULT_LOCK_POLL_MS,
+    ));
     log.info({ lockHolderPid: holder.pid }, `standing for leadership in ${dir} (lock holder process ${holder.pid})`);
     void holder.acquired.then(
       () =>
@@ -103,7 +111,11 @@ export class FileElection extends ElectionBase implements LeaderElection {
 
   async announce(info: Omit<LeaderInfo, 'epoch' | 'at' | 'node'>): Promise<void> {
     if (!this.leading) throw new Error('only a leader announces itself');
-    await fencedWrite(leaderFile(this.options.dir), this.epoch, { ...info, at: Date.now(), node: nodeName(this.options.host) });
+    await fencedWrite(leaderFile(this.options.dir), this.epoch, {
+      ...info,
+      at: Date.now(),
+      node: nodeName(this.options.host),
+    });
   }
 
   currentLeader(): Promise<LeaderInfo | undefined> {

@@ -43,7 +43,11 @@ export class LockTimeoutError extends ClinkError {
  * for every `pollMs` rather than waited for in the thread pool, so a holder that never lets go costs a
  * timeout, not a thread.
  */
-export async function withFileLock<T>(path: string, fn: () => Promise<T>, options: { timeoutMs?: number; pollMs?: number } = {}): Promise<T> {
+export async function withFileLock<T>(
+  path: string,
+  fn: () => Promise<T>,
+  options: { timeoutMs?: number; pollMs?: number } = {},
+): Promise<T> {
   const { timeoutMs = 10_000, pollMs = 5 } = options;
   const fh: FileHandle = await open(path, 'a');
   try {

@@ -8,7 +8,14 @@
  * await election.start();
  */
 export { nodeName, type LeaderElection, type LeaderInfo } from './election.js';
-export { FileElection, probeLocks, readLeader, leaderFile, DEFAULT_LOCK_POLL_MS, type FileElectionOptions } from './file-election.js';
+export {
+  FileElection,
+  probeLocks,
+  readLeader,
+  leaderFile,
+  DEFAULT_LOCK_POLL_MS,
+  type FileElectionOptions,
+} from './file-election.js';
 export { EtcdElection, EtcdLeaderKeys, type EtcdElectionOptions } from './etcd-election.js';
 export { fencedWrite, fencedRemove, readRecord, FencedError, type FencedWriteOptions } from './fenced-store.js';
 export { withFileLock, tryLock, LockTimeoutError } from './file-lock.js';

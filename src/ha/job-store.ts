@@ -91,7 +91,10 @@ export class HaJobStore {
 
   /** A persisted job module's bytes. */
   async module(sha256: string): Promise<{ sha256: string; bytes: Uint8Array; sourceMap: Uint8Array }> {
-    const [bytes, sourceMap] = await Promise.all([readFile(this.modulePath(sha256, 'mjs')), readFile(this.modulePath(sha256, 'map')).catch(() => Buffer.alloc(0))]);
+    const [bytes, sourceMap] = await Promise.all([
+      readFile(this.modulePath(sha256, 'mjs')),
+      readFile(this.modulePath(sha256, 'map')).catch(() => Buffer.alloc(0)),
+    ]);
     return { sha256, bytes, sourceMap };
   }
 

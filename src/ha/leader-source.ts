@@ -24,7 +24,11 @@ export interface LeaderSource {
 export function leaderSource(o: LeaderSourceOptions): LeaderSource | undefined {
   if (o.etcdEndpoints && o.etcdEndpoints.length > 0) {
     const keys = new EtcdLeaderKeys(o.etcdEndpoints, o.etcdCluster ?? HA_DEFAULTS.etcdCluster);
-    return { describe: `etcd ${o.etcdEndpoints.join(',')} (cluster ${o.etcdCluster ?? HA_DEFAULTS.etcdCluster})`, current: () => keys.currentLeader(), close: () => keys.close() };
+    return {
+      describe: `etcd ${o.etcdEndpoints.join(',')} (cluster ${o.etcdCluster ?? HA_DEFAULTS.etcdCluster})`,
+      current: () => keys.currentLeader(),
+      close: () => keys.close(),
+    };
   }
   if (o.haDir) {
     const dir = o.haDir;

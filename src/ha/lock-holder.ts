@@ -50,7 +50,9 @@ export class LockHolder {
   private held = false;
 
   private constructor(lockPath: string, pollMs: number) {
-    this.child = spawn(process.execPath, ['-e', HOLDER_SOURCE, lockPath, FS_EXT_PATH, String(pollMs), 'hold'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.child = spawn(process.execPath, ['-e', HOLDER_SOURCE, lockPath, FS_EXT_PATH, String(pollMs), 'hold'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     this.child.stdin!.on('error', () => undefined);
     let onLocked!: () => void;
     let onFailed!: (err: Error) => void;
@@ -69,7 +71,11 @@ export class LockHolder {
     });
     this.ended = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
-        const detail = error || (signal ? `the lock holder process ${this.child.pid} was killed (${signal})` : `the lock holder process ${this.child.pid} exited (${code})`);
+        const detail =
+          error ||
+          (signal
+            ? `the lock holder process ${this.child.pid} was killed (${signal})`
+            : `the lock holder process ${this.child.pid} exited (${code})`);
         onFailed(new Error(`cannot hold ${lockPath}: ${detail}`));
         resolve({ reason: 'exited', detail });
       });
@@ -103,7 +109,9 @@ export class LockHolder {
 /** Ask once, from another process, for the lock on `lockPath`: true when it was granted. */
 export function lockGrantedToAnotherProcess(lockPath: string): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', HOLDER_SOURCE, lockPath, FS_EXT_PATH, '0', 'once'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['-e', HOLDER_SOURCE, lockPath, FS_EXT_PATH, '0', 'once'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     child.stdin.end();
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));

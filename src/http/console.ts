@@ -17,15 +17,22 @@ import { sendError } from './errors.js';
 export const BUILT_CONSOLE_DIR = fileURLToPath(new URL('../../dist/console/', import.meta.url));
 
 /** Paths the console never answers: the API's. */
-export const isApiPath = (path: string): boolean => path === '/metrics' || path.startsWith('/metrics/') || path === '/api' || path.startsWith('/api/');
+export const isApiPath = (path: string): boolean =>
+  path === '/metrics' || path.startsWith('/metrics/') || path === '/api' || path.startsWith('/api/');
 
 /** Serve the console from `dir`; without one, the built console if it exists, else a signpost to the API. */
 export async function consoleRoutes(app: FastifyInstance, dir: string | undefined): Promise<void> {
   const given = dir !== undefined;
   const root = await realpath(resolve(dir ?? BUILT_CONSOLE_DIR)).catch(() => undefined);
   if (!root || !(await stat(join(root, 'index.html')).catch(() => undefined))) {
-    if (given) throw new EnvironmentError(`--http-static-dir ${dir}: ${root ? 'it has no index.html' : 'no such directory'}; point it at a built console`);
-    app.get('/', async () => ({ message: 'clink: the HTTP API is under /api/v1 (the document at /api/v1/openapi.json); this build has no console (npm run build makes it)' }));
+    if (given)
+      throw new EnvironmentError(
+        `--http-static-dir ${dir}: ${root ? 'it has no index.html' : 'no such directory'}; point it at a built console`,
+      );
+    app.get('/', async () => ({
+      message:
+        'clink: the HTTP API is under /api/v1 (the document at /api/v1/openapi.json); this build has no console (npm run build makes it)',
+    }));
     return;
   }
   await app.register(fastifyStatic, { root, serve: false, wildcard: false });
@@ -42,14 +49,16 @@ async function serve(reply: FastifyReply, root: string, rawPath: string): Promis
   }
   if (isApiPath(path)) return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `no route GET ${rawPath}`);
   const wanted = resolve(root, `.${path}`);
-  if (wanted !== root && !wanted.startsWith(root + sep)) return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `${rawPath} is outside the console`);
+  if (wanted !== root && !wanted.startsWith(root + sep))
+    return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `${rawPath} is outside the console`);
   const real = await realpath(wanted).catch(() => undefined);
   if (real === undefined) {
     // A deep link of the console (no extension): its page is index.html. A missing asset is missing.
     if (extname(path) === '') return reply.sendFile('index.html', root);
     return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `no file ${rawPath} in the console`);
   }
-  if (real !== root && !real.startsWith(root + sep)) return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `${rawPath} is outside the console`);
+  if (real !== root && !real.startsWith(root + sep))
+    return sendError(reply, 404, 'CLINK_ERR_NOT_FOUND', `${rawPath} is outside the console`);
   const s = await stat(real);
   if (s.isDirectory()) return reply.sendFile('index.html', root);
   return reply.sendFile(relative(root, real), root);

@@ -2,6 +2,12 @@
 import type { FastifyReply } from 'fastify';
 import type { ErrorCode } from '../errors.js';
 
-export function sendError(reply: FastifyReply, status: number, code: ErrorCode, message: string, detail: Record<string, unknown> = {}): FastifyReply {
+export function sendError(
+  reply: FastifyReply,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  detail: Record<string, unknown> = {},
+): FastifyReply {
   return reply.code(status).send({ code, message, ...detail });
 }

@@ -20,8 +20,20 @@ const open = (): Promise<SqlSession> =>
 
 async function answer(r: SqlThreadRequest): Promise<Omit<Extract<SqlThreadReply, { ok: true }>, 'id'>> {
   const s = await open();
-  if (r.op === 'catalog') return { ok: true, objects: s.catalog.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary, sql: o.sql })) };
-  return { ok: true, results: await s.execute(r.text, { mode: r.mode, parallelism: r.parallelism, params: r.params, ...(r.name ? { name: r.name } : {}) }) };
+  if (r.op === 'catalog')
+    return {
+      ok: true,
+      objects: s.catalog.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary, sql: o.sql })),
+    };
+  return {
+    ok: true,
+    results: await s.execute(r.text, {
+      mode: r.mode,
+      parallelism: r.parallelism,
+      params: r.params,
+      ...(r.name ? { name: r.name } : {}),
+    }),
+  };
 }
 
 let chain: Promise<void> = Promise.resolve();
@@ -34,8 +46,19 @@ parentPort!.on('message', (m: SqlThreadRequest & { id: number }) => {
       const e = err as Error;
       reply =
         err instanceof SqlError
-          ? { id: m.id, ok: false, code: 'CLINK_ERR_PLAN', message: err.message, refusal: { message: err.message, detail: err.detail, position: err.position, excerpt: err.excerpt() } }
-          : { id: m.id, ok: false, code: err instanceof ClinkError ? err.code : 'CLINK_ERR_INTERNAL', message: e.message };
+          ? {
+              id: m.id,
+              ok: false,
+              code: 'CLINK_ERR_PLAN',
+              message: err.message,
+              refusal: { message: err.message, detail: err.detail, position: err.position, excerpt: err.excerpt() },
+            }
+          : {
+              id: m.id,
+              ok: false,
+              code: err instanceof ClinkError ? err.code : 'CLINK_ERR_INTERNAL',
+              message: e.message,
+            };
     }
     parentPort!.postMessage(reply);
   });

@@ -18,7 +18,16 @@ const ENTRY = new URL(`./sql-thread-entry${extname(fileURLToPath(import.meta.url
 export const SQL_REQUEST_TIMEOUT_MS = 60_000;
 const SQL_THREAD_HEAP_MB = 512;
 
-export type SqlThreadRequest = { op: 'execute'; text: string; mode: 'explain' | 'compile'; parallelism: number; params: Record<string, string>; name?: string } | { op: 'catalog' };
+export type SqlThreadRequest =
+  | {
+      op: 'execute';
+      text: string;
+      mode: 'explain' | 'compile';
+      parallelism: number;
+      params: Record<string, string>;
+      name?: string;
+    }
+  | { op: 'catalog' };
 
 /** A statement the planner refused: its words, where it is, and the line with a caret. */
 export interface SqlRefusal {
@@ -29,7 +38,12 @@ export interface SqlRefusal {
 }
 
 export type SqlThreadReply =
-  | { id: number; ok: true; results?: SqlResult[]; objects?: { name: string; kind: string; temporary: boolean; sql: string }[] }
+  | {
+      id: number;
+      ok: true;
+      results?: SqlResult[];
+      objects?: { name: string; kind: string; temporary: boolean; sql: string }[];
+    }
   | { id: number; ok: false; refusal?: SqlRefusal; code: string; message: string };
 
 /** A statement refused by the planner (400 with position and excerpt). */
@@ -42,7 +56,10 @@ export class SqlStatementError extends ClinkError {
 export class SqlThread {
   private thread: Worker | undefined;
   private seq = 0;
-  private readonly waiting = new Map<number, { resolve: (r: SqlThreadReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly waiting = new Map<
+    number,
+    { resolve: (r: SqlThreadReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
 
   constructor(private readonly o: { catalogDir: string | undefined; connectors: string[]; timeoutMs?: number }) {}
 
@@ -64,7 +81,10 @@ export class SqlThread {
 
   private started(): Worker {
     if (this.thread) return this.thread;
-    const thread = startThread(ENTRY, { workerData: { catalogDir: this.o.catalogDir, connectors: this.o.connectors }, resourceLimits: { maxOldGenerationSizeMb: SQL_THREAD_HEAP_MB } });
+    const thread = startThread(ENTRY, {
+      workerData: { catalogDir: this.o.catalogDir, connectors: this.o.connectors },
+      resourceLimits: { maxOldGenerationSizeMb: SQL_THREAD_HEAP_MB },
+    });
     thread.unref();
     thread.on('message', (r: SqlThreadReply) => {
       const w = this.waiting.get(r.id);
@@ -73,9 +93,12 @@ export class SqlThread {
       clearTimeout(w.timer);
       w.resolve(r);
     });
-    thread.once('error', (err: Error) => this.restart(new ClinkError('CLINK_ERR_INTERNAL', `the SQL session failed: ${err.message}`)));
+    thread.once('error', (err: Error) =>
+      this.restart(new ClinkError('CLINK_ERR_INTERNAL', `the SQL session failed: ${err.message}`)),
+    );
     thread.once('exit', (code) => {
-      if (this.thread === thread) this.restart(new ClinkError('CLINK_ERR_INTERNAL', `the SQL session ended (exit ${code})`));
+      if (this.thread === thread)
+        this.restart(new ClinkError('CLINK_ERR_INTERNAL', `the SQL session ended (exit ${code})`));
     });
     return (this.thread = thread);
   }

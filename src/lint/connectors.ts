@@ -12,7 +12,8 @@ import { lintError, type Finding } from './finding.js';
 /** A built-in connector an operator names by string, and which side of it the operator uses. */
 function builtinOf(op: OperatorSpec): { name: string; side: 'source' | 'sink' } | undefined {
   const name = op.options.connector;
-  if (typeof name !== 'string' || op.options.connectorInJob === true || (op.type !== 'source' && op.type !== 'sink')) return undefined;
+  if (typeof name !== 'string' || op.options.connectorInJob === true || (op.type !== 'source' && op.type !== 'sink'))
+    return undefined;
   return namedConnector(name) ? { name, side: op.type } : undefined;
 }
 
@@ -24,16 +25,30 @@ export function connectorFindings(spec: JobGraphSpec, plan: PhysicalPlan | undef
     const connector = namedConnector(b.name)!;
     const factory = connector[b.side];
     if (!factory) {
-      out.push(lintError('connector-side', `operator '${op.name}' uses connector '${b.name}' as a ${b.side}, and it has no ${b.side} side`, 'CLINK_ERR_CONNECTOR'));
+      out.push(
+        lintError(
+          'connector-side',
+          `operator '${op.name}' uses connector '${b.name}' as a ${b.side}, and it has no ${b.side} side`,
+          'CLINK_ERR_CONNECTOR',
+        ),
+      );
       continue;
     }
     try {
       factory.validate?.(connectorOptions(op.options));
     } catch (err) {
-      out.push(lintError('connector-options', `operator '${op.name}': ${(err as Error).message}`, 'CLINK_ERR_CONNECTOR'));
+      out.push(
+        lintError('connector-options', `operator '${op.name}': ${(err as Error).message}`, 'CLINK_ERR_CONNECTOR'),
+      );
     }
     if (b.side === 'source' && connector.parallelSource === false && op.parallelism !== 1) {
-      out.push(lintError('source-not-parallel', `source '${op.name}' (connector ${b.name}) reads one ordered log and runs at parallelism 1 only, but is planned at ${op.parallelism}: every subtask would read it all; remove its setParallelism()`, 'CLINK_ERR_PLAN'));
+      out.push(
+        lintError(
+          'source-not-parallel',
+          `source '${op.name}' (connector ${b.name}) reads one ordered log and runs at parallelism 1 only, but is planned at ${op.parallelism}: every subtask would read it all; remove its setParallelism()`,
+          'CLINK_ERR_PLAN',
+        ),
+      );
     }
     const positional = BUILTIN_CAPABILITIES.find((c) => c.name === b.name)?.sink?.positionalIds;
     if (b.side === 'sink' && positional && op.options[positional.unlessOption] === undefined && plan) {

@@ -11,7 +11,13 @@ import { lintError, type Finding } from './finding.js';
 export function firstDifference(a: unknown, b: unknown, path = ''): string | undefined {
   if (Object.is(a, b)) return undefined;
   const show = (v: unknown): string => (v === undefined ? 'absent' : JSON.stringify(v).slice(0, 60));
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) {
+  if (
+    typeof a !== 'object' ||
+    typeof b !== 'object' ||
+    a === null ||
+    b === null ||
+    Array.isArray(a) !== Array.isArray(b)
+  ) {
     return `${path || 'the graph'}: ${show(a)} vs ${show(b)}`;
   }
   if (Array.isArray(a) && Array.isArray(b)) {

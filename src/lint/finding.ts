@@ -17,9 +17,19 @@ export interface Finding {
   code: ErrorCode;
 }
 
-export const lintError = (check: string, message: string, code: ErrorCode = 'CLINK_ERR_INVALID_ARGUMENT'): Finding => ({ severity: 'error', check, message, code });
+export const lintError = (check: string, message: string, code: ErrorCode = 'CLINK_ERR_INVALID_ARGUMENT'): Finding => ({
+  severity: 'error',
+  check,
+  message,
+  code,
+});
 
-export const lintWarning = (check: string, message: string): Finding => ({ severity: 'warning', check, message, code: 'CLINK_ERR_INVALID_ARGUMENT' });
+export const lintWarning = (check: string, message: string): Finding => ({
+  severity: 'warning',
+  check,
+  message,
+  code: 'CLINK_ERR_INVALID_ARGUMENT',
+});
 
 export const errorsOf = (findings: readonly Finding[]): Finding[] => findings.filter((f) => f.severity === 'error');
 
@@ -38,10 +48,19 @@ export function formatFindings(findings: readonly Finding[], format: 'text' | 'j
   const errors = errorsOf(findings).length;
   const warnings = findings.length - errors;
   if (format === 'json') {
-    return JSON.stringify({ ok: errors === 0, errors, warnings, findings: findings.map(({ severity, check, message }) => ({ severity, check, message })) }) + '\n';
+    return (
+      JSON.stringify({
+        ok: errors === 0,
+        errors,
+        warnings,
+        findings: findings.map(({ severity, check, message }) => ({ severity, check, message })),
+      }) + '\n'
+    );
   }
   const lines = findings.map((f) => `${f.severity}: ${f.message} [${f.check}]`);
   const plural = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
-  lines.push(findings.length === 0 ? 'lint: clean' : `lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}`);
+  lines.push(
+    findings.length === 0 ? 'lint: clean' : `lint: ${plural(errors, 'error')}, ${plural(warnings, 'warning')}`,
+  );
   return lines.join('\n') + '\n';
 }

@@ -4,7 +4,16 @@
  * guarantee) by the coordinator; warnings say what will not work as the job expects.
  */
 import { guaranteeRefusal, jobGuarantee, keepsConnectorState, unknownConnectors } from '../connectors/index.js';
-import { createPhysicalPlan, keyedAboveKeyGroups, MAX_PARALLELISM, slotNeed, specProblems, type JobGraphSpec, type OperatorSpec, type PhysicalPlan } from '../plan/index.js';
+import {
+  createPhysicalPlan,
+  keyedAboveKeyGroups,
+  MAX_PARALLELISM,
+  slotNeed,
+  specProblems,
+  type JobGraphSpec,
+  type OperatorSpec,
+  type PhysicalPlan,
+} from '../plan/index.js';
 import { connectorFindings } from './connectors.js';
 import { lintError, lintWarning, type Finding } from './finding.js';
 
@@ -37,12 +46,21 @@ export function jobGraphFindings(spec: JobGraphSpec, o: GraphLintOptions): Findi
   }
   for (const m of unknownConnectors(spec.operators)) out.push(lintError('unknown-connector', m, 'CLINK_ERR_CONNECTOR'));
   out.push(...connectorFindings(spec, plan));
-  const short = guaranteeRefusal(spec.job.guarantee, jobGuarantee(spec.operators, o.checkpointing, o.regionRetries, o.allowDuplicatesOnFallback));
+  const short = guaranteeRefusal(
+    spec.job.guarantee,
+    jobGuarantee(spec.operators, o.checkpointing, o.regionRetries, o.allowDuplicatesOnFallback),
+  );
   if (short) out.push(lintError('guarantee', short, 'CLINK_ERR_CONNECTOR'));
   if (plan && o.availableSlots !== undefined) {
     const need = slotNeed(plan, o.slotSharing ?? true);
     if (need.slots > o.availableSlots) {
-      out.push(lintError('slots', `the job needs ${need.slots} slots (${need.detail}) but --available-slots is ${o.availableSlots}: lower its parallelism, or add workers or --slots`, 'CLINK_ERR_NOT_ENOUGH_SLOTS'));
+      out.push(
+        lintError(
+          'slots',
+          `the job needs ${need.slots} slots (${need.detail}) but --available-slots is ${o.availableSlots}: lower its parallelism, or add workers or --slots`,
+          'CLINK_ERR_NOT_ENOUGH_SLOTS',
+        ),
+      );
     }
   }
   if (o.checkpointing) out.push(...uidFindings(spec));
@@ -55,7 +73,13 @@ export function jobGraphFindings(spec: JobGraphSpec, o: GraphLintOptions): Findi
 function latenessFindings(spec: JobGraphSpec): Finding[] {
   const withLateOutput = new Set(spec.edges.filter((e) => e.output === 'late').map((e) => e.source));
   return spec.operators
-    .filter((op) => op.type === 'window' && typeof op.options.allowedLatenessMs === 'number' && op.options.allowedLatenessMs > 0 && !withLateOutput.has(op.id))
+    .filter(
+      (op) =>
+        op.type === 'window' &&
+        typeof op.options.allowedLatenessMs === 'number' &&
+        op.options.allowedLatenessMs > 0 &&
+        !withLateOutput.has(op.id),
+    )
     .map((op) =>
       lintWarning(
         'lateness-without-late-output',
@@ -69,16 +93,37 @@ function latenessFindings(spec: JobGraphSpec): Finding[] {
  * the bounds, from a checkpoint it takes itself: it needs a checkpoint directory, and keyed operators
  * stop at 128.
  */
-export function autoscaleFindings(bounds: { min: number; max: number }, checkpointDir: boolean, spec?: JobGraphSpec): Finding[] {
+export function autoscaleFindings(
+  bounds: { min: number; max: number },
+  checkpointDir: boolean,
+  spec?: JobGraphSpec,
+): Finding[] {
   const range = `--autoscale ${bounds.min}..${bounds.max}`;
   const out: Finding[] = [];
-  if (!checkpointDir) out.push(lintError('autoscale-without-checkpoints', `${range} without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir`));
+  if (!checkpointDir)
+    out.push(
+      lintError(
+        'autoscale-without-checkpoints',
+        `${range} without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir`,
+      ),
+    );
   if (!spec || specProblems(spec) !== undefined) return out;
   if (bounds.max > MAX_PARALLELISM && spec.operators.some((op) => op.keyed)) {
-    out.push(lintError('autoscale-unreachable', `${range}: keyed operators cannot run above ${MAX_PARALLELISM} (the key groups); reachable: ${Math.min(bounds.min, MAX_PARALLELISM)}..${MAX_PARALLELISM}`));
+    out.push(
+      lintError(
+        'autoscale-unreachable',
+        `${range}: keyed operators cannot run above ${MAX_PARALLELISM} (the key groups); reachable: ${Math.min(bounds.min, MAX_PARALLELISM)}..${MAX_PARALLELISM}`,
+      ),
+    );
   }
   const p = spec.defaultParallelism;
-  if (p < bounds.min || p > bounds.max) out.push(lintWarning('autoscale-outside', `${range}: the job starts at parallelism ${p}, outside the bounds, and the autoscaler moves it only on backpressure or idleness; submit with -p inside them`));
+  if (p < bounds.min || p > bounds.max)
+    out.push(
+      lintWarning(
+        'autoscale-outside',
+        `${range}: the job starts at parallelism ${p}, outside the bounds, and the autoscaler moves it only on backpressure or idleness; submit with -p inside them`,
+      ),
+    );
   return out;
 }
 
@@ -109,7 +154,8 @@ function eventTime(op: OperatorSpec): boolean {
 }
 
 /** A source that stamps records and emits watermarks itself (Kafka with `watermarks`), or one the job brings, which may. */
-const sourceHasWatermarks = (op: OperatorSpec): boolean => op.options.connectorInJob === true || (op.options.connector === 'kafka' && op.options.watermarks !== undefined);
+const sourceHasWatermarks = (op: OperatorSpec): boolean =>
+  op.options.connectorInJob === true || (op.options.connector === 'kafka' && op.options.watermarks !== undefined);
 
 function watermarkFindings(spec: JobGraphSpec): Finding[] {
   const ops = new Map(spec.operators.map((op) => [op.id, op]));

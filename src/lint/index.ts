@@ -7,9 +7,24 @@
  * const findings = [...checkpointSettingsFindings(settings), ...jobGraphFindings(spec, { checkpointing: true, regionRetries: 0 })];
  * refuseOnErrors(findings);
  */
-export { errorsOf, formatFindings, lintError, lintWarning, refuseOnErrors, type Finding, type Severity } from './finding.js';
+export {
+  errorsOf,
+  formatFindings,
+  lintError,
+  lintWarning,
+  refuseOnErrors,
+  type Finding,
+  type Severity,
+} from './finding.js';
 export { checkpointSettingsFindings, timerFinding, type CheckpointSettings } from './settings.js';
-export { coordinatorConfigFindings, flagOf, roleFindings, workerConfigFindings, type CoordinatorLintConfig, type WorkerLintConfig } from './node.js';
+export {
+  coordinatorConfigFindings,
+  flagOf,
+  roleFindings,
+  workerConfigFindings,
+  type CoordinatorLintConfig,
+  type WorkerLintConfig,
+} from './node.js';
 export { autoscaleFindings, jobGraphFindings, type GraphLintOptions } from './graph.js';
 export { connectorFindings } from './connectors.js';
 export { determinismFindings, firstDifference } from './determinism.js';

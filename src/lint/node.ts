@@ -30,14 +30,22 @@ const COORDINATOR_DELAYS = [
 ] as const;
 
 /** The coordinator settings these checks read (a CoordinatorConfig has them all). */
-export type CoordinatorLintConfig = Record<(typeof OUTBOUND_BOUNDS)[number] | (typeof COORDINATOR_DELAYS)[number], number>;
+export type CoordinatorLintConfig = Record<
+  (typeof OUTBOUND_BOUNDS)[number] | (typeof COORDINATOR_DELAYS)[number],
+  number
+>;
 
 /** A coordinator's liveness and outbound settings, as the reference lists them (lint_liveness_config, lint_outbound_config). */
 export function coordinatorConfigFindings(c: CoordinatorLintConfig): Finding[] {
   const out: Finding[] = [];
   for (const k of OUTBOUND_BOUNDS) {
     if (c[k] <= 0) {
-      out.push(lintError('outbound-bound-zero', `${flagOf(k)} ${c[k]}: a bound of zero refuses every frame of its class, and each refusal costs the worker its connection, so every worker would be lost at its first frame; give a positive bound`));
+      out.push(
+        lintError(
+          'outbound-bound-zero',
+          `${flagOf(k)} ${c[k]}: a bound of zero refuses every frame of its class, and each refusal costs the worker its connection, so every worker would be lost at its first frame; give a positive bound`,
+        ),
+      );
     }
   }
   if (c.maxOutboundBulkBytes > 0 && c.maxOutboundBulkBytes < MAX_FRAME_BYTES) {
@@ -50,7 +58,12 @@ export function coordinatorConfigFindings(c: CoordinatorLintConfig): Finding[] {
   }
   const stall = c.outboundStallTimeoutMs;
   if (c.watchdogIntervalMs > c.heartbeatTimeoutMs) {
-    out.push(lintWarning('watchdog-above-heartbeat', `--watchdog-interval-ms ${c.watchdogIntervalMs} is longer than --heartbeat-timeout-ms ${c.heartbeatTimeoutMs}: the watchdog judges liveness, so a lost worker is found only every ${c.watchdogIntervalMs} ms`));
+    out.push(
+      lintWarning(
+        'watchdog-above-heartbeat',
+        `--watchdog-interval-ms ${c.watchdogIntervalMs} is longer than --heartbeat-timeout-ms ${c.heartbeatTimeoutMs}: the watchdog judges liveness, so a lost worker is found only every ${c.watchdogIntervalMs} ms`,
+      ),
+    );
   }
   // With the stall verdict off only the bounds are checked.
   if (stall > 0) {
@@ -71,11 +84,21 @@ export function coordinatorConfigFindings(c: CoordinatorLintConfig): Finding[] {
       );
     }
     if (c.watchdogIntervalMs > stall) {
-      out.push(lintWarning('watchdog-above-stall', `--watchdog-interval-ms ${c.watchdogIntervalMs} is longer than --outbound-stall-timeout-ms ${stall}: the watchdog runs the stall check, so the effective stall timeout is ${c.watchdogIntervalMs} ms`));
+      out.push(
+        lintWarning(
+          'watchdog-above-stall',
+          `--watchdog-interval-ms ${c.watchdogIntervalMs} is longer than --outbound-stall-timeout-ms ${stall}: the watchdog runs the stall check, so the effective stall timeout is ${c.watchdogIntervalMs} ms`,
+        ),
+      );
     }
   }
   if (c.restartBackoffInitialMs > c.restartBackoffMaxMs) {
-    out.push(lintWarning('backoff-initial-above-max', `--restart-backoff-initial-ms ${c.restartBackoffInitialMs} is above --restart-backoff-max-ms ${c.restartBackoffMaxMs}: every wait is cut to the maximum`));
+    out.push(
+      lintWarning(
+        'backoff-initial-above-max',
+        `--restart-backoff-initial-ms ${c.restartBackoffInitialMs} is above --restart-backoff-max-ms ${c.restartBackoffMaxMs}: every wait is cut to the maximum`,
+      ),
+    );
   }
   for (const k of COORDINATOR_DELAYS) out.push(...timerFinding(flagOf(k), c[k]));
   return out;
@@ -95,20 +118,43 @@ export interface WorkerLintConfig {
 export function workerConfigFindings(w: WorkerLintConfig, coordinatorHeartbeatTimeoutMs: number): Finding[] {
   const out: Finding[] = [];
   if (w.heartbeatIntervalMs >= coordinatorHeartbeatTimeoutMs) {
-    out.push(lintWarning('heartbeat-interval-above-timeout', `--heartbeat-interval-ms ${w.heartbeatIntervalMs} is at or above the coordinator's --heartbeat-timeout-ms ${coordinatorHeartbeatTimeoutMs}: an idle worker would be declared lost between two heartbeats`));
+    out.push(
+      lintWarning(
+        'heartbeat-interval-above-timeout',
+        `--heartbeat-interval-ms ${w.heartbeatIntervalMs} is at or above the coordinator's --heartbeat-timeout-ms ${coordinatorHeartbeatTimeoutMs}: an idle worker would be declared lost between two heartbeats`,
+      ),
+    );
   }
   if (w.reconnectInitialBackoffMs > w.reconnectMaxBackoffMs) {
-    out.push(lintWarning('backoff-initial-above-max', `--reconnect-initial-backoff-ms ${w.reconnectInitialBackoffMs} is above --reconnect-max-backoff-ms ${w.reconnectMaxBackoffMs}: every wait is cut to the maximum`));
+    out.push(
+      lintWarning(
+        'backoff-initial-above-max',
+        `--reconnect-initial-backoff-ms ${w.reconnectInitialBackoffMs} is above --reconnect-max-backoff-ms ${w.reconnectMaxBackoffMs}: every wait is cut to the maximum`,
+      ),
+    );
   }
-  for (const k of ['heartbeatIntervalMs', 'peerUpdateTimeoutMs', 'coordinatorHeartbeatTimeoutMs', 'taskStallTimeoutMs', 'batchLingerMs', 'reconnectInitialBackoffMs', 'reconnectMaxBackoffMs'] as const) {
+  for (const k of [
+    'heartbeatIntervalMs',
+    'peerUpdateTimeoutMs',
+    'coordinatorHeartbeatTimeoutMs',
+    'taskStallTimeoutMs',
+    'batchLingerMs',
+    'reconnectInitialBackoffMs',
+    'reconnectMaxBackoffMs',
+  ] as const) {
     out.push(...timerFinding(flagOf(k), w[k]));
   }
   return out;
 }
 
 /** Flags given that the node's role does not read: accepted, and ignored. */
-export function roleFindings(role: 'coordinator' | 'worker', given: readonly { flag: string; role: 'coordinator' | 'worker' }[]): Finding[] {
+export function roleFindings(
+  role: 'coordinator' | 'worker',
+  given: readonly { flag: string; role: 'coordinator' | 'worker' }[],
+): Finding[] {
   return given
     .filter((g) => g.role !== role)
-    .map((g) => lintWarning('flag-for-other-role', `${g.flag} is a ${g.role} setting and is ignored by --role ${role}`));
+    .map((g) =>
+      lintWarning('flag-for-other-role', `${g.flag} is a ${g.role} setting and is ignored by --role ${role}`),
+    );
 }

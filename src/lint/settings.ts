@@ -13,18 +13,37 @@ export type CheckpointSettings = MessageOf<'SubmitJob'>['checkpoint'];
 /** A delay above what a timer can wait means never: said of the flag that set it. */
 export function timerFinding(flag: string, ms: number): Finding[] {
   if (ms <= MAX_TIMER_DELAY_MS) return [];
-  return [lintWarning('timer-too-long', `${flag} ${ms} is longer than a timer can wait (${MAX_TIMER_DELAY_MS} ms, about 24.8 days), so it means never; give a smaller value`)];
+  return [
+    lintWarning(
+      'timer-too-long',
+      `${flag} ${ms} is longer than a timer can wait (${MAX_TIMER_DELAY_MS} ms, about 24.8 days), so it means never; give a smaller value`,
+    ),
+  ];
 }
 
 export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
   const out: Finding[] = [];
   const checkpointing = c.checkpointDir !== '';
   if (c.alignment !== 'aligned') {
-    out.push(lintError('alignment-unsupported', `--alignment ${c.alignment}: only aligned checkpoints are supported so far; submit with --alignment aligned`));
+    out.push(
+      lintError(
+        'alignment-unsupported',
+        `--alignment ${c.alignment}: only aligned checkpoints are supported so far; submit with --alignment aligned`,
+      ),
+    );
   }
-  if (c.checkpointsRetained < 1) out.push(lintError('checkpoints-retained', `--checkpoints-retained ${c.checkpointsRetained}: keep at least 1 checkpoint`));
+  if (c.checkpointsRetained < 1)
+    out.push(
+      lintError('checkpoints-retained', `--checkpoints-retained ${c.checkpointsRetained}: keep at least 1 checkpoint`),
+    );
   if (c.stateBackendUri) {
-    if (!checkpointing) out.push(lintError('state-backend-without-dir', `--state-backend ${c.stateBackendUri} needs --checkpoint-dir too (the COMPLETED markers go there)`));
+    if (!checkpointing)
+      out.push(
+        lintError(
+          'state-backend-without-dir',
+          `--state-backend ${c.stateBackendUri} needs --checkpoint-dir too (the COMPLETED markers go there)`,
+        ),
+      );
     else {
       try {
         stateBackendDir(c.stateBackendUri);
@@ -33,25 +52,62 @@ export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
       }
     }
   }
-  if (c.intervalMs > 0 && !checkpointing) out.push(lintError('interval-without-dir', `--checkpoint-interval-ms ${c.intervalMs} needs --checkpoint-dir (where checkpoints go)`));
+  if (c.intervalMs > 0 && !checkpointing)
+    out.push(
+      lintError(
+        'interval-without-dir',
+        `--checkpoint-interval-ms ${c.intervalMs} needs --checkpoint-dir (where checkpoints go)`,
+      ),
+    );
   // Half a restore pair: without the directory the id names nothing, and the job would start empty.
   if (c.restoreFromCheckpointId > 0 && !c.restoreFromDir) {
-    out.push(lintError('restore-id-without-dir', `--restore-from-checkpoint-id ${c.restoreFromCheckpointId} needs --restore-from-dir (the checkpoint directory or savepoint it is in); without it the job would start with no state`));
+    out.push(
+      lintError(
+        'restore-id-without-dir',
+        `--restore-from-checkpoint-id ${c.restoreFromCheckpointId} needs --restore-from-dir (the checkpoint directory or savepoint it is in); without it the job would start with no state`,
+      ),
+    );
   }
   if (c.allowDuplicatesOnFallback && !checkpointing && !c.restoreFromDir) {
-    out.push(lintWarning('duplicates-on-fallback-without-restore', '--allow-duplicates-on-fallback is ignored without --checkpoint-dir or --restore-from-dir: nothing is restored'));
+    out.push(
+      lintWarning(
+        'duplicates-on-fallback-without-restore',
+        '--allow-duplicates-on-fallback is ignored without --checkpoint-dir or --restore-from-dir: nothing is restored',
+      ),
+    );
   }
   if (c.allowNonRestoredState && !c.restoreFromDir) {
-    out.push(lintWarning('non-restored-without-restore', '--allow-non-restored-state is ignored without --restore-from-dir: nothing is restored'));
+    out.push(
+      lintWarning(
+        'non-restored-without-restore',
+        '--allow-non-restored-state is ignored without --restore-from-dir: nothing is restored',
+      ),
+    );
   }
   if (!checkpointing) {
-    if (c.checkpointsRetained > 1) out.push(lintWarning('retained-without-dir', `--checkpoints-retained ${c.checkpointsRetained} is ignored without --checkpoint-dir: no checkpoint is taken`));
+    if (c.checkpointsRetained > 1)
+      out.push(
+        lintWarning(
+          'retained-without-dir',
+          `--checkpoints-retained ${c.checkpointsRetained} is ignored without --checkpoint-dir: no checkpoint is taken`,
+        ),
+      );
     if (c.maxRestartsOnWorkerLoss >= 0) {
-      out.push(lintWarning('restarts-without-dir', `--max-restarts-from-checkpoint ${c.maxRestartsOnWorkerLoss} is ignored without --checkpoint-dir: there is no checkpoint to restart from (--max-region-retries sets retries without one)`));
+      out.push(
+        lintWarning(
+          'restarts-without-dir',
+          `--max-restarts-from-checkpoint ${c.maxRestartsOnWorkerLoss} is ignored without --checkpoint-dir: there is no checkpoint to restart from (--max-region-retries sets retries without one)`,
+        ),
+      );
     }
   } else {
     if (c.maxRestarts >= 0) {
-      out.push(lintWarning('region-retries-with-dir', `--max-region-retries ${c.maxRestarts} is ignored with --checkpoint-dir: a failure restarts the job from its last checkpoint (--max-restarts-from-checkpoint sets how often)`));
+      out.push(
+        lintWarning(
+          'region-retries-with-dir',
+          `--max-region-retries ${c.maxRestarts} is ignored with --checkpoint-dir: a failure restarts the job from its last checkpoint (--max-restarts-from-checkpoint sets how often)`,
+        ),
+      );
     }
     if (c.intervalMs === 0) {
       out.push(

@@ -21,7 +21,8 @@ export class SdkMismatchError extends ClinkError {
 let version: string | undefined;
 /** This engine's SDK version (its package version). */
 export function sdkVersion(): string {
-  version ??= (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  version ??= (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+    .version;
   return version;
 }
 
@@ -55,12 +56,21 @@ export function differingFiles(theirs: Record<string, string>, ours: Record<stri
  * Whether a module built against `module` may load here. `theirManifest`, when known, lets the refusal
  * name the declaration files that differ.
  */
-export function checkSdkCompatibility(module: SdkIdentity | undefined, where: string, theirManifest?: Record<string, string>): void {
+export function checkSdkCompatibility(
+  module: SdkIdentity | undefined,
+  where: string,
+  theirManifest?: Record<string, string>,
+): void {
   const local = localSdk();
-  if (!module) throw new SdkMismatchError(`${where}: the job module records no SDK fingerprint; rebuild it with this clink (${local.version})`);
+  if (!module)
+    throw new SdkMismatchError(
+      `${where}: the job module records no SDK fingerprint; rebuild it with this clink (${local.version})`,
+    );
   if (process.env.CLINK_STRICT_PLUGIN_ABI === '1') {
     if (module.version !== local.version) {
-      throw new SdkMismatchError(`${where}: the job module was built with clink ${module.version}, this cluster runs ${local.version} (CLINK_STRICT_PLUGIN_ABI=1 requires the same version)`);
+      throw new SdkMismatchError(
+        `${where}: the job module was built with clink ${module.version}, this cluster runs ${local.version} (CLINK_STRICT_PLUGIN_ABI=1 requires the same version)`,
+      );
     }
     return;
   }

@@ -75,9 +75,14 @@ export async function compileJobModule(path: string, options: { cacheDir?: strin
   const sourcePath = resolve(path);
   const cacheDir = options.cacheDir ?? defaultCacheDir();
   const recordPath = compileRecordPath(cacheDir, sourcePath);
-  const record = await readFile(recordPath, 'utf8').then((t) => JSON.parse(t) as CompileRecord).catch(() => undefined);
+  const record = await readFile(recordPath, 'utf8')
+    .then((t) => JSON.parse(t) as CompileRecord)
+    .catch(() => undefined);
   if (record && record.fingerprint === localSdk().fingerprint && (await unchangedInputs(record.inputs))) {
-    const [code, sourceMap] = await Promise.all([readFile(join(cacheDir, `${record.sha256}.code`)), readFile(join(cacheDir, `${record.sha256}.map`))]).catch(() => [undefined, undefined]);
+    const [code, sourceMap] = await Promise.all([
+      readFile(join(cacheDir, `${record.sha256}.code`)),
+      readFile(join(cacheDir, `${record.sha256}.map`)),
+    ]).catch(() => [undefined, undefined]);
     if (code && sourceMap && createHash('sha256').update(code).digest('hex') === record.sha256) {
       return { code, sha256: record.sha256, sourceMap, sdk: localSdk() };
     }
@@ -89,7 +94,11 @@ export async function compileJobModule(path: string, options: { cacheDir?: strin
     writeFile(join(cacheDir, `${compiled.sha256}.map`), compiled.sourceMap),
   ]);
   const inputs = await statInputs(compiled.inputs);
-  await writeRecord(recordPath, { fingerprint: compiled.sdk.fingerprint, sha256: compiled.sha256, inputs } satisfies CompileRecord);
+  await writeRecord(recordPath, {
+    fingerprint: compiled.sdk.fingerprint,
+    sha256: compiled.sha256,
+    inputs,
+  } satisfies CompileRecord);
   const { inputs: _, ...job } = compiled;
   return job;
 }
@@ -102,7 +111,10 @@ async function compileFresh(sourcePath: string, path: string): Promise<CompiledJ
     throw new JobLoadError(`job file not found: ${path} (resolved to ${sourcePath})`);
   }
   if (!st.isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
-  if (/\.sql$/i.test(sourcePath)) throw new JobLoadError(`${path} is SQL, not a job module: run it with clink sql -f ${path} (--mode explain to check it), or make a job module of it with clink sql -f ${path} --mode compile`);
+  if (/\.sql$/i.test(sourcePath))
+    throw new JobLoadError(
+      `${path} is SQL, not a job module: run it with clink sql -f ${path} (--mode explain to check it), or make a job module of it with clink sql -f ${path} --mode compile`,
+    );
   // esbuild is loaded only when a module must actually be bundled.
   const { build } = await import('esbuild');
   let result: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[]; metafile?: esbuild.Metafile };
@@ -133,7 +145,8 @@ async function compileFresh(sourcePath: string, path: string): Promise<CompiledJ
     });
   } catch (err) {
     const errors = (err as { errors?: esbuild.Message[] }).errors;
-    if (errors?.length) throw new JobLoadError(`job module ${path} does not compile:\n${formatBuildErrors(errors)}`, { cause: err });
+    if (errors?.length)
+      throw new JobLoadError(`job module ${path} does not compile:\n${formatBuildErrors(errors)}`, { cause: err });
     throw new JobLoadError(`job module ${path} does not compile: ${(err as Error).message}`, { cause: err });
   }
   const js = result.outputFiles.find((f) => f.path.endsWith('.mjs'))!;
@@ -152,7 +165,11 @@ async function compileFresh(sourcePath: string, path: string): Promise<CompiledJ
 /** Compile, cache by content hash, import, and check the default export is a job. */
 export async function loadJobModule(path: string, options: { cacheDir?: string } = {}): Promise<LoadedJob> {
   const compiled = await compileJobModule(path, options);
-  const { job, bundlePath } = await loadJobBundle(compiled.code, { ...options, sourceMap: compiled.sourceMap, label: `job module ${path}` });
+  const { job, bundlePath } = await loadJobBundle(compiled.code, {
+    ...options,
+    sourceMap: compiled.sourceMap,
+    label: `job module ${path}`,
+  });
   return { ...compiled, job, sourcePath: resolve(path), bundlePath };
 }
 
@@ -162,12 +179,20 @@ export async function loadJobModule(path: string, options: { cacheDir?: string }
  */
 export async function loadJobBundle(
   code: Uint8Array,
-  options: { cacheDir?: string; expectedSha256?: string; label?: string; sourceMap?: Uint8Array; sdkEntry?: string } = {},
+  options: {
+    cacheDir?: string;
+    expectedSha256?: string;
+    label?: string;
+    sourceMap?: Uint8Array;
+    sdkEntry?: string;
+  } = {},
 ): Promise<{ job: JobDefinition; sha256: string; bundlePath: string }> {
   const sha256 = createHash('sha256').update(code).digest('hex');
   const label = options.label ?? `job module ${sha256.slice(0, 12)}`;
   if (options.expectedSha256 !== undefined && options.expectedSha256 !== sha256) {
-    throw new JobLoadError(`${label}: its bytes hash to ${sha256}, not the ${options.expectedSha256} they were shipped as`);
+    throw new JobLoadError(
+      `${label}: its bytes hash to ${sha256}, not the ${options.expectedSha256} they were shipped as`,
+    );
   }
   checkSdkCompatibility(bundleSdk(code), label);
   const cacheDir = options.cacheDir ?? defaultCacheDir();
@@ -233,11 +258,20 @@ export async function prepareSubmission(
 ): Promise<{ compiled: CompiledJob; spec: JobGraphSpec }> {
   const cacheDir = o.cacheDir ?? defaultCacheDir();
   const compiled = await compileJobModule(path, { cacheDir });
-  const key = createHash('sha256').update(JSON.stringify([compiled.sha256, o.parallelism, o.params])).digest('hex').slice(0, 32);
+  const key = createHash('sha256')
+    .update(JSON.stringify([compiled.sha256, o.parallelism, o.params]))
+    .digest('hex')
+    .slice(0, 32);
   const specPath = join(cacheDir, `spec-${key}.json`);
-  const cached = await readFile(specPath, 'utf8').then((t) => JSON.parse(t) as JobGraphSpec).catch(() => undefined);
+  const cached = await readFile(specPath, 'utf8')
+    .then((t) => JSON.parse(t) as JobGraphSpec)
+    .catch(() => undefined);
   if (cached) return { compiled, spec: cached };
-  const { job } = await loadJobBundle(compiled.code, { cacheDir, sourceMap: compiled.sourceMap, label: `job module ${path}` });
+  const { job } = await loadJobBundle(compiled.code, {
+    cacheDir,
+    sourceMap: compiled.sourceMap,
+    label: `job module ${path}`,
+  });
   const build = (): JobGraphSpec => buildJob(job, { parallelism: o.parallelism, params: o.params }).spec;
   const spec = build();
   o.verifyBuild?.(spec, build);

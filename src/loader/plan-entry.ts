@@ -25,8 +25,17 @@ async function plan(): Promise<PlanReply> {
   // From here on the module's own code runs (its top level, then the build function): the clock the
   // caller bounds it by starts now, so a slow thread start or compile on a busy host is not counted.
   parentPort!.postMessage({ phase: 'user-code' } satisfies PlanProgress);
-  const { job, sha256 } = await loadJobBundle(compiled.code, { cacheDir: request.cacheDir, sourceMap: compiled.sourceMap, label: request.label });
-  const build = (): JobGraphSpec => buildJob(job, { parallelism: request.parallelism, params: request.params, ...(request.parallelismOf ? { parallelismOf: request.parallelismOf } : {}) }).spec;
+  const { job, sha256 } = await loadJobBundle(compiled.code, {
+    cacheDir: request.cacheDir,
+    sourceMap: compiled.sourceMap,
+    label: request.label,
+  });
+  const build = (): JobGraphSpec =>
+    buildJob(job, {
+      parallelism: request.parallelism,
+      params: request.params,
+      ...(request.parallelismOf ? { parallelismOf: request.parallelismOf } : {}),
+    }).spec;
   const spec = build();
   // Every worker builds it again: a build that gives another graph the second time is refused here.
   refuseOnErrors(determinismFindings(spec, build));
@@ -37,6 +46,10 @@ plan().then(
   (reply) => parentPort!.postMessage(reply),
   (err: unknown) => {
     const e = err as Error & { code?: string };
-    parentPort!.postMessage({ ok: false, code: typeof e.code === 'string' && e.code.startsWith('CLINK_ERR_') ? e.code : 'CLINK_ERR_JOB_LOAD', message: e.message } satisfies PlanReply);
+    parentPort!.postMessage({
+      ok: false,
+      code: typeof e.code === 'string' && e.code.startsWith('CLINK_ERR_') ? e.code : 'CLINK_ERR_JOB_LOAD',
+      message: e.message,
+    } satisfies PlanReply);
   },
 );

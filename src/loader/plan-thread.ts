@@ -25,7 +25,8 @@ export interface PlanRequest {
   label: string;
 }
 
-export type PlanReply = { ok: true; module: CompiledJob; spec: JobGraphSpec } | { ok: false; code: string; message: string };
+export type PlanReply =
+  { ok: true; module: CompiledJob; spec: JobGraphSpec } | { ok: false; code: string; message: string };
 /** Sent by the thread when the module's own code is about to run. */
 export interface PlanProgress {
   phase: 'user-code';
@@ -37,10 +38,18 @@ export const PLAN_HEAP_MB = 512;
 /** How long starting the thread and compiling the module may take before its code runs. */
 const PLAN_COMPILE_TIMEOUT_MS = 120_000;
 
-export function planInThread(request: PlanRequest, o: { timeoutMs?: number; heapMb?: number } = {}): Promise<{ module: CompiledJob; spec: JobGraphSpec }> {
+export function planInThread(
+  request: PlanRequest,
+  o: { timeoutMs?: number; heapMb?: number } = {},
+): Promise<{ module: CompiledJob; spec: JobGraphSpec }> {
   const timeoutMs = o.timeoutMs ?? PLAN_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
-    const thread = startThread(ENTRY, { workerData: request, resourceLimits: { maxOldGenerationSizeMb: o.heapMb ?? PLAN_HEAP_MB }, stdout: true, stderr: true });
+    const thread = startThread(ENTRY, {
+      workerData: request,
+      resourceLimits: { maxOldGenerationSizeMb: o.heapMb ?? PLAN_HEAP_MB },
+      stdout: true,
+      stderr: true,
+    });
     // What the build function prints is not the coordinator's output: read and dropped.
     thread.stdout.resume();
     thread.stderr.resume();
@@ -53,24 +62,66 @@ export function planInThread(request: PlanRequest, o: { timeoutMs?: number; heap
       f();
     };
     let timer = setTimeout(
-      () => settle(() => reject(new ClinkError('CLINK_ERR_JOB_LOAD', `${request.label}: compiling it did not finish within ${PLAN_COMPILE_TIMEOUT_MS} ms`))),
+      () =>
+        settle(() =>
+          reject(
+            new ClinkError(
+              'CLINK_ERR_JOB_LOAD',
+              `${request.label}: compiling it did not finish within ${PLAN_COMPILE_TIMEOUT_MS} ms`,
+            ),
+          ),
+        ),
       PLAN_COMPILE_TIMEOUT_MS,
     );
     thread.on('message', (reply: PlanReply | PlanProgress) => {
       if ('phase' in reply) {
         clearTimeout(timer);
         timer = setTimeout(
-          () => settle(() => reject(new ClinkError('CLINK_ERR_JOB_DEFINITION', `${request.label}: its build function did not return within ${timeoutMs} ms (a loop that never ends?)`))),
+          () =>
+            settle(() =>
+              reject(
+                new ClinkError(
+                  'CLINK_ERR_JOB_DEFINITION',
+                  `${request.label}: its build function did not return within ${timeoutMs} ms (a loop that never ends?)`,
+                ),
+              ),
+            ),
           timeoutMs,
         );
         return;
       }
-      settle(() => (reply.ok ? resolve({ module: { ...reply.module, code: new Uint8Array(reply.module.code), sourceMap: new Uint8Array(reply.module.sourceMap) }, spec: reply.spec }) : reject(new ClinkError(reply.code as ErrorCode, reply.message))));
+      settle(() =>
+        reply.ok
+          ? resolve({
+              module: {
+                ...reply.module,
+                code: new Uint8Array(reply.module.code),
+                sourceMap: new Uint8Array(reply.module.sourceMap),
+              },
+              spec: reply.spec,
+            })
+          : reject(new ClinkError(reply.code as ErrorCode, reply.message)),
+      );
     });
     thread.once('error', (err: Error & { code?: string }) => {
       const heap = err.code === 'ERR_WORKER_OUT_OF_MEMORY';
-      settle(() => reject(new ClinkError('CLINK_ERR_JOB_DEFINITION', heap ? `${request.label}: its build function ran out of memory (limit ${o.heapMb ?? PLAN_HEAP_MB} MB)` : `${request.label}: ${err.message}`)));
+      settle(() =>
+        reject(
+          new ClinkError(
+            'CLINK_ERR_JOB_DEFINITION',
+            heap
+              ? `${request.label}: its build function ran out of memory (limit ${o.heapMb ?? PLAN_HEAP_MB} MB)`
+              : `${request.label}: ${err.message}`,
+          ),
+        ),
+      );
     });
-    thread.once('exit', (code) => settle(() => reject(new ClinkError('CLINK_ERR_JOB_LOAD', `${request.label}: planning it ended without an answer (exit ${code})`))));
+    thread.once('exit', (code) =>
+      settle(() =>
+        reject(
+          new ClinkError('CLINK_ERR_JOB_LOAD', `${request.label}: planning it ended without an answer (exit ${code})`),
+        ),
+      ),
+    );
   });
 }

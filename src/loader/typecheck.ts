@@ -42,7 +42,9 @@ function loadTypescript(jobPath: string): typeof TS | undefined {
 /** This clink's public declarations: what `import 'clink'` means for a job without a clink of its own. */
 function clinkTypes(): string {
   // The declarations of the code that runs: built ones for dist/, the sources when run from src/ (tsx).
-  return fileURLToPath(import.meta.url).endsWith('.ts') ? join(clinkPackageRoot(), 'src/index.ts') : join(clinkPackageRoot(), 'dist/index.d.ts');
+  return fileURLToPath(import.meta.url).endsWith('.ts')
+    ? join(clinkPackageRoot(), 'src/index.ts')
+    : join(clinkPackageRoot(), 'dist/index.d.ts');
 }
 
 function hasModule(ts: typeof TS, name: string, from: string, options: TS.CompilerOptions): boolean {
@@ -53,7 +55,11 @@ function compilerOptions(ts: typeof TS, jobPath: string): TS.CompilerOptions {
   const configPath = ts.findConfigFile(dirname(jobPath), (f) => ts.sys.fileExists(f));
   let options: TS.CompilerOptions;
   if (configPath) {
-    const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+    const parsed = ts.getParsedCommandLineOfConfigFile(
+      configPath,
+      {},
+      { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+    );
     options = parsed?.options ?? {};
   } else {
     // Bundler resolution is what esbuild does with the job.
@@ -112,33 +118,51 @@ export async function typecheckJob(path: string, options: { cacheDir?: string } 
   if (!ts) return { checked: false, reason: 'TypeScript is not installed' };
   const t0 = performance.now();
   const cacheDir = options.cacheDir ?? defaultCacheDir();
-  const key = createHash('sha256').update(`${jobPath}\0${ts.version}\0${localSdk().fingerprint}`).digest('hex').slice(0, 32);
+  const key = createHash('sha256')
+    .update(`${jobPath}\0${ts.version}\0${localSdk().fingerprint}`)
+    .digest('hex')
+    .slice(0, 32);
   const recordPath = join(cacheDir, `typecheck-${key}.json`);
   const record = await readFile(recordPath, 'utf8')
     .then((t) => JSON.parse(t) as TypecheckRecord)
     .catch(() => undefined);
-  if (record?.key === key && (await unchangedInputs(record.inputs))) return { checked: true, cached: true, ms: performance.now() - t0 };
+  if (record?.key === key && (await unchangedInputs(record.inputs)))
+    return { checked: true, cached: true, ms: performance.now() - t0 };
 
   const program = ts.createProgram({ rootNames: [jobPath], options: compilerOptions(ts, jobPath) });
   // The job's files are checked; clink's own (its sources when run through tsx, its declarations
   // otherwise) and installed packages' declarations are only read for the types the job uses: checking
   // every body of clink's sources took 10-20 s of CPU a job, the job's own files well under one.
   const sdkDirs = ['src', 'dist'].map((d) => join(clinkPackageRoot(), d) + sep);
-  const jobsOwn = program.getSourceFiles().filter(
-    (f) => !program.isSourceFileDefaultLibrary(f) && !sdkDirs.some((d) => f.fileName.startsWith(d)) && !(f.isDeclarationFile && f.fileName.includes('/node_modules/')),
-  );
+  const jobsOwn = program
+    .getSourceFiles()
+    .filter(
+      (f) =>
+        !program.isSourceFileDefaultLibrary(f) &&
+        !sdkDirs.some((d) => f.fileName.startsWith(d)) &&
+        !(f.isDeclarationFile && f.fileName.includes('/node_modules/')),
+    );
   // A syntax error is the bundler's to report, with its own excerpt of the line.
-  if (jobsOwn.some((f) => program.getSyntacticDiagnostics(f).length > 0)) return { checked: false, reason: 'syntax errors' };
-  const diagnostics = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics(), ...jobsOwn.flatMap((f) => program.getSemanticDiagnostics(f))].filter(
-    (d) => d.category === ts.DiagnosticCategory.Error,
-  );
+  if (jobsOwn.some((f) => program.getSyntacticDiagnostics(f).length > 0))
+    return { checked: false, reason: 'syntax errors' };
+  const diagnostics = [
+    ...program.getOptionsDiagnostics(),
+    ...program.getGlobalDiagnostics(),
+    ...jobsOwn.flatMap((f) => program.getSemanticDiagnostics(f)),
+  ].filter((d) => d.category === ts.DiagnosticCategory.Error);
   if (diagnostics.length > 0) {
     const shown = diagnostics.slice(0, MAX_ERRORS_SHOWN).map((d) => format(ts, d));
     const more = diagnostics.length > MAX_ERRORS_SHOWN ? `\n... and ${diagnostics.length - MAX_ERRORS_SHOWN} more` : '';
-    throw new JobLoadError(`job module ${path} does not type-check (--no-typecheck runs it anyway):\n${shown.join('\n')}${more}`);
+    throw new JobLoadError(
+      `job module ${path} does not type-check (--no-typecheck runs it anyway):\n${shown.join('\n')}${more}`,
+    );
   }
   // The files that can change the verdict: the job's own, not declarations of installed packages.
-  const read = program.getSourceFiles().filter((f) => !(f.isDeclarationFile && f.fileName.includes('/node_modules/')) && !program.isSourceFileDefaultLibrary(f));
+  const read = program
+    .getSourceFiles()
+    .filter(
+      (f) => !(f.isDeclarationFile && f.fileName.includes('/node_modules/')) && !program.isSourceFileDefaultLibrary(f),
+    );
   const inputs = await statInputs(read.map((f) => f.fileName));
   await makeDirectory(cacheDir);
   await writeRecord(recordPath, { key, inputs } satisfies TypecheckRecord);

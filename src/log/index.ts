@@ -37,9 +37,18 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const destination =
     options.destination ??
     (usePretty
-      ? pretty({ destination: 2, colorize: process.stderr.isTTY === true, sync: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' })
+      ? pretty({
+          destination: 2,
+          colorize: process.stderr.isTTY === true,
+          sync: true,
+          translateTime: 'HH:MM:ss.l',
+          ignore: 'pid,hostname',
+        })
       : pino.destination({ dest: 2, sync: true }));
-  return pino({ name: options.name ?? 'clink', level: options.level ?? process.env.CLINK_LOG_LEVEL ?? 'info' }, destination);
+  return pino(
+    { name: options.name ?? 'clink', level: options.level ?? process.env.CLINK_LOG_LEVEL ?? 'info' },
+    destination,
+  );
 }
 
 /** A logger that keeps its lines in memory, for tests that assert what was logged. */

@@ -36,7 +36,9 @@ export interface SliceOptions {
 
 export function memberSlice(o: SliceOptions): MemberSlice {
   const mine = o.placement[o.me] ?? [];
-  const decision = o.restore ? checkRestore(o.restore, o.plan, o.jobName, o.checkpoint.allowNonRestoredState) : undefined;
+  const decision = o.restore
+    ? checkRestore(o.restore, o.plan, o.jobName, o.checkpoint.allowNonRestoredState)
+    : undefined;
   const deploy = makeMessage('Deploy', {
     jobId: o.jobId,
     jobName: o.jobName,
@@ -55,7 +57,14 @@ export function memberSlice(o: SliceOptions): MemberSlice {
       if (up.id !== st.taskId) continue;
       for (let d = 0; d < down.parallelism; d++) {
         const { host, port } = hostPort(o.members[memberOf.get(subtaskKey(down.id, d))!]!, 'a member address');
-        peers.push({ downstreamTaskId: down.id, downstreamSubtask: d, inputIndex: edge.inputIndex, host, port, link: true });
+        peers.push({
+          downstreamTaskId: down.id,
+          downstreamSubtask: d,
+          inputIndex: edge.inputIndex,
+          host,
+          port,
+          link: true,
+        });
       }
     }
     return { taskId: st.taskId, subtaskIndex: st.index, peers };

@@ -9,14 +9,20 @@
  *
  * Decisions only: the posts, the clock and checkpoint storage are injected (unit-tested on a fake clock).
  */
-import { CheckpointCoordinator, isTerminal, transition, type CheckpointStorage, type JobStateName, type PlacementSubtask } from '../coordinator/index.js';
+import {
+  CheckpointCoordinator,
+  isTerminal,
+  transition,
+  type CheckpointStorage,
+  type JobStateName,
+  type PlacementSubtask,
+} from '../coordinator/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
 import { decodeCollected, makeMessage, type Message } from '../protocol/index.js';
 import type { CheckpointSettings } from '../client/index.js';
 import type { Clock } from '../util/index.js';
-
 
 export interface RunOutcome {
   ok: boolean;
@@ -90,14 +96,17 @@ export class LeaderRun {
       plan: o.plan,
       state: 'DEPLOYING',
       checkpoint: o.checkpoint,
-      subtasks: o.placement.flatMap((sts, member) => sts.map((st) => ({ taskId: st.taskId, index: st.index, member, finished: false }))),
+      subtasks: o.placement.flatMap((sts, member) =>
+        sts.map((st) => ({ taskId: st.taskId, index: st.index, member, finished: false })),
+      ),
     };
     const job = this.job;
     this.checkpoints = new CheckpointCoordinator(
       job,
       {
         post: (m) => {
-          for (const member of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.member))) deps.post(member, m);
+          for (const member of new Set(job.subtasks.filter((t) => !t.finished).map((t) => t.member)))
+            deps.post(member, m);
         },
         // A mesh run heals by running again (--restart), which the run's failure starts.
         finalFailed: (reason) => this.fail(reason),
@@ -142,14 +151,16 @@ export class LeaderRun {
         this.checkpoints.onFinalRequested(m.taskId, m.subtaskIndex);
         return;
       case 'SubtaskFinished': {
-        const st = this.job.subtasks.find((t) => t.taskId === m.taskId && t.index === m.subtaskIndex && t.member === member);
+        const st = this.job.subtasks.find(
+          (t) => t.taskId === m.taskId && t.index === m.subtaskIndex && t.member === member,
+        );
         if (!st || st.finished) return;
         st.finished = true;
         if (m.ok) this.checkpoints.onSubtaskEnded(subtaskKey(m.taskId, m.subtaskIndex));
         if (m.collected.length > 0) st.collected = m.collected;
         const failed = `subtask ${subtaskKey(m.taskId, m.subtaskIndex)} failed on member ${member} (${this.o.members[member]}): ${m.error}`;
         // A peer gone is the likely cause of a subtask's failure that says so: wait for that verdict.
-        if (!m.ok) (m.peerLost ? this.awaitVerdict(failed) : this.fail(failed));
+        if (!m.ok) m.peerLost ? this.awaitVerdict(failed) : this.fail(failed);
         this.maybeComplete();
         return;
       }
@@ -208,7 +219,8 @@ export class LeaderRun {
     const collected: Record<string, unknown[]> = {};
     for (const st of this.job.subtasks) {
       if (!st.collected) continue;
-      for (const [name, values] of Object.entries(decodeCollected(st.collected))) (collected[name] ??= []).push(...values);
+      for (const [name, values] of Object.entries(decodeCollected(st.collected)))
+        (collected[name] ??= []).push(...values);
     }
     const runMs = this.runningAt === undefined ? 0 : this.deps.clock.now() - this.runningAt;
     this.deps.ended({ ok, reason, collected, lastCheckpointId: this.checkpoints.history.lastId, runMs });

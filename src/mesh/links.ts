@@ -99,14 +99,23 @@ export function openMesh(o: OpenMeshOptions): Promise<MeshLinks> {
     };
     const deadline = setTimer(() => {
       const missing = o.members.filter((_, i) => i !== o.me && !peers.has(i));
-      finish(new MeshError(`member ${o.me} (${o.members[o.me]}) has no link to ${missing.join(', ')} after ${o.timeoutMs} ms; is every member running, and its --exchange address reachable from here?`));
+      finish(
+        new MeshError(
+          `member ${o.me} (${o.members[o.me]}) has no link to ${missing.join(', ')} after ${o.timeoutMs} ms; is every member running, and its --exchange address reachable from here?`,
+        ),
+      );
     }, o.timeoutMs);
     // Accept the higher members.
     const onConnection = (socket: Socket): void => {
       socket.setNoDelay(true);
       const conn = new FrameConnection(socket, { role: 'mesh.link', firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES });
       void readWithin(conn, o.timeoutMs).then((hello) => {
-        const ok = hello?.type === 'MeshLinkHello' && hello.fingerprint === o.fingerprint && hello.member > o.me && hello.member < n && !peers.has(hello.member);
+        const ok =
+          hello?.type === 'MeshLinkHello' &&
+          hello.fingerprint === o.fingerprint &&
+          hello.member > o.me &&
+          hello.member < n &&
+          !peers.has(hello.member);
         if (!ok || settled) return conn.close();
         add(hello.member, conn);
       });

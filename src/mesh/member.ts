@@ -21,7 +21,12 @@ export type MemberRunDeps = Pick<JobHostDeps, 'data' | 'log' | 'metrics' | 'stdo
 };
 
 /** What a member forwards to the leader of what its JobHost reports. */
-const FOR_LEADER: ReadonlySet<string> = new Set(['SubtaskFinished', 'SubtaskCheckpointed', 'CheckpointCommitted', 'RequestFinalCheckpoint']);
+const FOR_LEADER: ReadonlySet<string> = new Set([
+  'SubtaskFinished',
+  'SubtaskCheckpointed',
+  'CheckpointCommitted',
+  'RequestFinalCheckpoint',
+]);
 
 export class MemberRun {
   private readonly host: JobHost;

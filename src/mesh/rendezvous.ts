@@ -74,7 +74,8 @@ export interface LeadOptions {
 export const hostPort = (address: string, flag: string): { host: string; port: number } => {
   const i = address.lastIndexOf(':');
   const port = Number(address.slice(i + 1));
-  if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535) throw new MeshError(`${flag} ${address} is not host:port`);
+  if (i <= 0 || !Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new MeshError(`${flag} ${address} is not host:port`);
   return { host: address.slice(0, i), port };
 };
 
@@ -93,7 +94,8 @@ export async function readWithin(conn: FrameConnection, ms: number): Promise<Mes
 }
 
 export async function lead(o: LeadOptions): Promise<Led> {
-  if (!Number.isInteger(o.members) || o.members < 1) throw new MeshError(`--lead needs the number of members (at least 1), got ${o.members}`);
+  if (!Number.isInteger(o.members) || o.members < 1)
+    throw new MeshError(`--lead needs the number of members (at least 1), got ${o.members}`);
   const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
   const joiners = new Map<string, FrameConnection>();
   const fingerprint = topologyFingerprint(o.shape);
@@ -122,8 +124,30 @@ export async function lead(o: LeadOptions): Promise<Led> {
       const restoreDir = o.restoreDir ?? '';
       const checkpointJson = o.checkpointJson ?? '';
       const attempt = o.attempt ?? 0;
-      for (const c of joiners.values()) send(c, makeMessage('MeshMembers', { members, fingerprint, shapeJson, restoreCheckpointId, attempt, restoreDir, checkpointJson }));
-      resolve({ members, me: members.indexOf(o.exchange), shape: o.shape, restoreCheckpointId, restoreDir, checkpointJson, attempt, joiners, close: closeAll });
+      for (const c of joiners.values())
+        send(
+          c,
+          makeMessage('MeshMembers', {
+            members,
+            fingerprint,
+            shapeJson,
+            restoreCheckpointId,
+            attempt,
+            restoreDir,
+            checkpointJson,
+          }),
+        );
+      resolve({
+        members,
+        me: members.indexOf(o.exchange),
+        shape: o.shape,
+        restoreCheckpointId,
+        restoreDir,
+        checkpointJson,
+        attempt,
+        joiners,
+        close: closeAll,
+      });
     };
     const deadline = setTimer(() => {
       const came = [o.exchange, ...joiners.keys()];
@@ -135,7 +159,11 @@ export async function lead(o: LeadOptions): Promise<Led> {
     }, timeoutMs);
     const register = async (socket: Socket): Promise<void> => {
       socket.setNoDelay(true);
-      const conn = new FrameConnection(socket, { role: 'mesh.leader', firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES, dispatchAfterClose: true });
+      const conn = new FrameConnection(socket, {
+        role: 'mesh.leader',
+        firstFrameMaxBytes: MAX_FIRST_FRAME_BYTES,
+        dispatchAfterClose: true,
+      });
       pending.add(conn);
       const refuse = (reason: string): void => {
         send(conn, makeMessage('MeshRefused', { reason }));
@@ -144,9 +172,14 @@ export async function lead(o: LeadOptions): Promise<Led> {
       const first = await readWithin(conn, REGISTER_TIMEOUT_MS);
       pending.delete(conn);
       if (!first) return conn.close();
-      if (first.type !== 'MeshRegister') return refuse(`expected MeshRegister, got ${first.type}: is this a mesh member?`);
-      if (settled || joiners.size + 1 >= o.members) return refuse(`the run is complete with ${o.members} members; ${first.exchange} is not one of them`);
-      if (first.exchange === o.exchange || joiners.has(first.exchange)) return refuse(`exchange address ${first.exchange} is taken by another member; give each member its own --exchange`);
+      if (first.type !== 'MeshRegister')
+        return refuse(`expected MeshRegister, got ${first.type}: is this a mesh member?`);
+      if (settled || joiners.size + 1 >= o.members)
+        return refuse(`the run is complete with ${o.members} members; ${first.exchange} is not one of them`);
+      if (first.exchange === o.exchange || joiners.has(first.exchange))
+        return refuse(
+          `exchange address ${first.exchange} is taken by another member; give each member its own --exchange`,
+        );
       let theirs: TopologyShape;
       try {
         theirs = JSON.parse(first.shapeJson) as TopologyShape;
@@ -184,27 +217,58 @@ export async function join(o: JoinOptions): Promise<Joined> {
   let socket: Socket | undefined;
   for (let tried = 0; !socket; tried++) {
     try {
-      socket = await connectWithin(host, port, 'the mesh leader', Math.max(1, Math.min(deadline - Date.now(), REGISTER_TIMEOUT_MS)));
+      socket = await connectWithin(
+        host,
+        port,
+        'the mesh leader',
+        Math.max(1, Math.min(deadline - Date.now(), REGISTER_TIMEOUT_MS)),
+      );
     } catch (err) {
-      if (Date.now() + REDIAL_LEADER_MS >= deadline) throw new MeshError(`cannot reach the mesh leader at ${o.leader} (--join) within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err });
+      if (Date.now() + REDIAL_LEADER_MS >= deadline)
+        throw new MeshError(
+          `cannot reach the mesh leader at ${o.leader} (--join) within ${timeoutMs} ms: ${(err as Error).message}`,
+          { cause: err },
+        );
       await new Promise((r) => setTimeout(r, REDIAL_LEADER_MS));
     }
   }
   const conn = new FrameConnection(socket, { role: 'mesh.member', dispatchAfterClose: true });
-  send(conn, makeMessage('MeshRegister', { exchange: o.exchange, fingerprint: topologyFingerprint(o.shape), shapeJson: JSON.stringify(o.shape) }));
+  send(
+    conn,
+    makeMessage('MeshRegister', {
+      exchange: o.exchange,
+      fingerprint: topologyFingerprint(o.shape),
+      shapeJson: JSON.stringify(o.shape),
+    }),
+  );
   const answer = await readWithin(conn, timeoutMs);
   const fail = (message: string): never => {
     conn.close();
     throw new MeshError(message);
   };
-  if (!answer) return fail(`the mesh leader at ${o.leader} closed the connection before the run was complete (it stopped, or ${timeoutMs} ms passed); start it again and rejoin`);
-  if (answer.type === 'MeshRefused') return fail(`the mesh leader at ${o.leader} refused this member: ${answer.reason}`);
-  if (answer.type !== 'MeshMembers') return fail(`the mesh leader at ${o.leader} answered ${answer.type}, not MeshMembers`);
+  if (!answer)
+    return fail(
+      `the mesh leader at ${o.leader} closed the connection before the run was complete (it stopped, or ${timeoutMs} ms passed); start it again and rejoin`,
+    );
+  if (answer.type === 'MeshRefused')
+    return fail(`the mesh leader at ${o.leader} refused this member: ${answer.reason}`);
+  if (answer.type !== 'MeshMembers')
+    return fail(`the mesh leader at ${o.leader} answered ${answer.type}, not MeshMembers`);
   const members = answer as MessageOf<'MeshMembers'>;
   const shape = JSON.parse(members.shapeJson) as TopologyShape;
   const differs = shapeDifference(shape, o.shape);
   if (differs) return fail(`this member's job differs from the leader's: ${differs}`);
   const me = members.members.indexOf(o.exchange);
   if (me < 0) return fail(`the leader's member set does not include this member's exchange address ${o.exchange}`);
-  return { members: members.members, me, shape, restoreCheckpointId: members.restoreCheckpointId, restoreDir: members.restoreDir, checkpointJson: members.checkpointJson, attempt: members.attempt, leader: conn, close: () => conn.close() };
+  return {
+    members: members.members,
+    me,
+    shape,
+    restoreCheckpointId: members.restoreCheckpointId,
+    restoreDir: members.restoreDir,
+    checkpointJson: members.checkpointJson,
+    attempt: members.attempt,
+    leader: conn,
+    close: () => conn.close(),
+  };
 }

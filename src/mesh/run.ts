@@ -5,7 +5,13 @@
  * and resume from the last completed checkpoint, else the run fails with the cause.
  */
 import type { CheckpointSettings } from '../client/index.js';
-import { diskCheckpointStorage, jobDir, recordRestore, resolveRestore, type CompletedMarker } from '../coordinator/index.js';
+import {
+  diskCheckpointStorage,
+  jobDir,
+  recordRestore,
+  resolveRestore,
+  type CompletedMarker,
+} from '../coordinator/index.js';
 import { LinkPlane } from '../dataplane/index.js';
 import type { LoadedJob } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
@@ -50,7 +56,11 @@ export interface MeshRunOptions {
 }
 
 /** What the leader's process reports at the end; a joiner's run ends with `collected` empty and `runMs` 0. */
-export type MeshOutcome = RunOutcome & { attempts: number; members: string[]; /** Links in the mesh: one per pair. */ links: number };
+export type MeshOutcome = RunOutcome & {
+  attempts: number;
+  members: string[];
+  /** Links in the mesh: one per pair. */ links: number;
+};
 
 /** How often the leader and each member tell each other they are there. */
 const HEARTBEAT_MS = 1_000;
@@ -79,9 +89,25 @@ export async function runMesh(o: MeshRunOptions): Promise<MeshOutcome> {
   try {
     for (let attempt = 0; ; attempt++) {
       const r = await runAttempt(o, listener, jobId, jobName, attempt);
-      if (r.ok) return { ok: r.ok, reason: r.reason, collected: r.collected, lastCheckpointId: r.lastCheckpointId, runMs: r.runMs, members: r.members, attempts: attempt + 1, links: (r.members.length * (r.members.length - 1)) / 2 };
-      if (!o.restart) throw new MeshError(`mesh run of ${jobName} failed: ${r.reason}${r.checkpointed ? '; run every member with --restart to resume from the last checkpoint' : ''}`);
-      o.log.warn({ attempt }, `mesh run of ${jobName} attempt ${attempt} failed: ${r.reason}; rendezvous again to resume from the last checkpoint (--restart)`);
+      if (r.ok)
+        return {
+          ok: r.ok,
+          reason: r.reason,
+          collected: r.collected,
+          lastCheckpointId: r.lastCheckpointId,
+          runMs: r.runMs,
+          members: r.members,
+          attempts: attempt + 1,
+          links: (r.members.length * (r.members.length - 1)) / 2,
+        };
+      if (!o.restart)
+        throw new MeshError(
+          `mesh run of ${jobName} failed: ${r.reason}${r.checkpointed ? '; run every member with --restart to resume from the last checkpoint' : ''}`,
+        );
+      o.log.warn(
+        { attempt },
+        `mesh run of ${jobName} attempt ${attempt} failed: ${r.reason}; rendezvous again to resume from the last checkpoint (--restart)`,
+      );
     }
   } finally {
     listener.close();
@@ -98,7 +124,13 @@ async function latestCheckpoint(checkpoint: CheckpointSettings, jobId: string): 
   }
 }
 
-async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: string, jobName: string, attempt: number): Promise<RunOutcome & { members: string[]; checkpointed: boolean }> {
+async function runAttempt(
+  o: MeshRunOptions,
+  listener: ExchangeListener,
+  jobId: string,
+  jobName: string,
+  attempt: number,
+): Promise<RunOutcome & { members: string[]; checkpointed: boolean }> {
   const exchange = listener.address;
   let membership: Led | Joined;
   let restore: CompletedMarker | undefined;
@@ -132,14 +164,21 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     membership = await join({ leader: o.role.join, exchange, shape: o.shape, timeoutMs: o.timeoutMs });
     // The run checkpoints as the leader says: a member need not repeat the flags, and cannot differ.
     if (membership.checkpointJson) checkpoint = JSON.parse(membership.checkpointJson) as CheckpointSettings;
-    if (membership.restoreCheckpointId > 0) restore = (await resolveRestore(membership.restoreDir, membership.restoreCheckpointId)).marker;
+    if (membership.restoreCheckpointId > 0)
+      restore = (await resolveRestore(membership.restoreDir, membership.restoreCheckpointId)).marker;
   }
   const { members, me } = membership;
   o.onMembers?.({ members, me, attempt: membership.attempt, restoreCheckpointId: membership.restoreCheckpointId });
   const controls: FrameConnection[] = 'joiners' in membership ? [...membership.joiners.values()] : [membership.leader];
   let links;
   try {
-    links = await openMesh({ members, me, listener, fingerprint: topologyFingerprint(o.shape), timeoutMs: o.timeoutMs });
+    links = await openMesh({
+      members,
+      me,
+      listener,
+      fingerprint: topologyFingerprint(o.shape),
+      timeoutMs: o.timeoutMs,
+    });
   } catch (err) {
     membership.close();
     throw err;
@@ -160,13 +199,29 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     attempt: membership.attempt,
     ...(restore ? { restore } : {}),
   });
-  const plane = new LinkPlane({ links: new Map([...links.peers].map(([j, conn]) => [members[j]!, conn])), port: hostPort(exchange, '--exchange').port, log: o.log, metrics: o.metrics });
+  const plane = new LinkPlane({
+    links: new Map([...links.peers].map(([j, conn]) => [members[j]!, conn])),
+    port: hostPort(exchange, '--exchange').port,
+    log: o.log,
+    metrics: o.metrics,
+  });
   let toLeader: (m: Message) => void;
   let leaderEnded: Promise<RunOutcome> | undefined;
   const member: MemberRun = new MemberRun(
     slice,
-    { workerId: `member-${me}`, peerUpdateTimeoutMs: o.timeoutMs, batchSize: o.batchSize, batchLingerMs: o.batchLingerMs },
-    { data: plane, log: o.log, metrics: o.metrics, stdout: o.stdout ?? ((t) => void process.stdout.write(t)), toLeader: (m) => toLeader(m) },
+    {
+      workerId: `member-${me}`,
+      peerUpdateTimeoutMs: o.timeoutMs,
+      batchSize: o.batchSize,
+      batchLingerMs: o.batchLingerMs,
+    },
+    {
+      data: plane,
+      log: o.log,
+      metrics: o.metrics,
+      stdout: o.stdout ?? ((t) => void process.stdout.write(t)),
+      toLeader: (m) => toLeader(m),
+    },
   );
   const stopTick: (() => void)[] = [];
   const silence = o.heartbeatTimeoutMs ?? DEFAULT_MESH_HEARTBEAT_TIMEOUT_MS;
@@ -216,7 +271,10 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     toLeader = (m) => void conn.send(m);
     const watch = setRepeating(() => {
       if (Date.now() - conn.lastFrameAt > silence) {
-        member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (no heartbeat for ${silence} ms)` });
+        member.end({
+          ok: false,
+          reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (no heartbeat for ${silence} ms)`,
+        });
         conn.close();
       }
     }, 100);
@@ -225,7 +283,10 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
     // The leader's MeshStop, read before its connection ended, is the word that counts.
     void conn.closed.then(async (c) => {
       await conn.drained();
-      member.end({ ok: false, reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (${c.error ? c.error.message : 'its control connection closed'})` });
+      member.end({
+        ok: false,
+        reason: `the mesh leader at ${'join' in o.role ? o.role.join : '?'} was lost (${c.error ? c.error.message : 'its control connection closed'})`,
+      });
     });
   }
   const beat = setRepeating(() => {
@@ -245,7 +306,9 @@ async function runAttempt(o: MeshRunOptions, listener: ExchangeListener, jobId: 
   try {
     await member.deploy();
     const stop = await member.stopped;
-    const outcome = leaderEnded ? await leaderEnded : { ok: stop.ok, reason: stop.reason, collected: {}, lastCheckpointId: 0, runMs: 0 };
+    const outcome = leaderEnded
+      ? await leaderEnded
+      : { ok: stop.ok, reason: stop.reason, collected: {}, lastCheckpointId: 0, runMs: 0 };
     return { ...outcome, members, checkpointed: checkpoint.checkpointDir !== '' };
   } finally {
     for (const s of stopTick) s();

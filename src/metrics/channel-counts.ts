@@ -39,7 +39,11 @@ export class ChannelCounts {
   of(labels: ChannelLabelValues): ChannelCount {
     const key = `${labels.job}\u0000${labels.edge}\u0000${labels.from}\u0000${labels.to}`;
     let c = this.byLabels.get(key);
-    if (!c) this.byLabels.set(key, (c = new ChannelCount({ job: labels.job, edge: labels.edge, from: labels.from, to: labels.to })));
+    if (!c)
+      this.byLabels.set(
+        key,
+        (c = new ChannelCount({ job: labels.job, edge: labels.edge, from: labels.from, to: labels.to })),
+      );
     return c;
   }
 

@@ -24,15 +24,29 @@ export const CHECKPOINT_FAILURE_REASONS = ['expired', 'declined', 'finalize_fail
 export type CheckpointFailureReason = (typeof CHECKPOINT_FAILURE_REASONS)[number];
 
 /** A counter by reason with every reason shown from the start (at 0), so a dashboard's rate has a series to read. */
-function zeroedByReason<R extends string>(reasons: readonly R[], config: CounterConfiguration<'reason'>): Counter<'reason'> {
+function zeroedByReason<R extends string>(
+  reasons: readonly R[],
+  config: CounterConfiguration<'reason'>,
+): Counter<'reason'> {
   const c = new Counter(config);
   for (const reason of reasons) c.labels({ reason }).inc(0);
   return c;
 }
 
 /** A per-channel counter: job, edge index, upstream and downstream subtask (`task#index`); `collect` runs before it is read. */
-function channelCounter(registry: Registry, name: string, help: string, collect?: () => void): Counter<(typeof CHANNEL_LABELS)[number]> {
-  return new Counter({ name, help, labelNames: CHANNEL_LABELS, registers: [registry], ...(collect ? { collect } : {}) });
+function channelCounter(
+  registry: Registry,
+  name: string,
+  help: string,
+  collect?: () => void,
+): Counter<(typeof CHANNEL_LABELS)[number]> {
+  return new Counter({
+    name,
+    help,
+    labelNames: CHANNEL_LABELS,
+    registers: [registry],
+    ...(collect ? { collect } : {}),
+  });
 }
 
 export class ClinkMetrics {
@@ -47,9 +61,23 @@ export class ClinkMetrics {
   });
 
   /** OTLP exports attempted and failed, by signal (metrics, traces); spans dropped for want of room. */
-  readonly otlpExports = new Counter({ name: 'clink_otlp_exports_total', help: 'OTLP exports attempted, by signal', labelNames: ['signal'] as const, registers: [this.registry] });
-  readonly otlpExportFailures = new Counter({ name: 'clink_otlp_export_failures_total', help: 'OTLP exports that failed, by signal', labelNames: ['signal'] as const, registers: [this.registry] });
-  readonly otlpSpansDropped = new Counter({ name: 'clink_otlp_spans_dropped_total', help: 'Spans dropped because the export queue was full', registers: [this.registry] });
+  readonly otlpExports = new Counter({
+    name: 'clink_otlp_exports_total',
+    help: 'OTLP exports attempted, by signal',
+    labelNames: ['signal'] as const,
+    registers: [this.registry],
+  });
+  readonly otlpExportFailures = new Counter({
+    name: 'clink_otlp_export_failures_total',
+    help: 'OTLP exports that failed, by signal',
+    labelNames: ['signal'] as const,
+    registers: [this.registry],
+  });
+  readonly otlpSpansDropped = new Counter({
+    name: 'clink_otlp_spans_dropped_total',
+    help: 'Spans dropped because the export queue was full',
+    registers: [this.registry],
+  });
 
   /** Frames an outbox gave up, by class and the reason it stopped. */
   readonly outboundFramesDiscarded = new Counter({
@@ -148,7 +176,7 @@ export class ClinkMetrics {
   });
   readonly dataConnectionsRefused = new Counter({
     name: 'clink_data_connections_refused_total',
-    help: 'Data connections refused: for no subtask or channel here, or without the attempt\'s secret',
+    help: "Data connections refused: for no subtask or channel here, or without the attempt's secret",
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -158,14 +186,38 @@ export class ClinkMetrics {
     labelNames: ['direction'] as const,
     registers: [this.registry],
   });
-  readonly channelRecordsSent = channelCounter(this.registry, 'clink_channel_records_sent_total', 'Records a channel sent to another process', () => this.channelSent.report());
-  readonly channelBytesSent = channelCounter(this.registry, 'clink_channel_bytes_sent_total', 'Bytes a channel sent to another process', () => this.channelSent.report());
-  readonly channelRecordsReceived = channelCounter(this.registry, 'clink_channel_records_received_total', 'Records a channel received from another process', () => this.channelReceived.report());
-  readonly channelBytesReceived = channelCounter(this.registry, 'clink_channel_bytes_received_total', 'Bytes a channel received from another process', () => this.channelReceived.report());
+  readonly channelRecordsSent = channelCounter(
+    this.registry,
+    'clink_channel_records_sent_total',
+    'Records a channel sent to another process',
+    () => this.channelSent.report(),
+  );
+  readonly channelBytesSent = channelCounter(
+    this.registry,
+    'clink_channel_bytes_sent_total',
+    'Bytes a channel sent to another process',
+    () => this.channelSent.report(),
+  );
+  readonly channelRecordsReceived = channelCounter(
+    this.registry,
+    'clink_channel_records_received_total',
+    'Records a channel received from another process',
+    () => this.channelReceived.report(),
+  );
+  readonly channelBytesReceived = channelCounter(
+    this.registry,
+    'clink_channel_bytes_received_total',
+    'Bytes a channel received from another process',
+    () => this.channelReceived.report(),
+  );
   /** What channels sent and received, counted per batch as plain numbers and reported into the four counters above when read. */
   readonly channelSent = new ChannelCounts(this.channelRecordsSent, this.channelBytesSent);
   readonly channelReceived = new ChannelCounts(this.channelRecordsReceived, this.channelBytesReceived);
-  readonly channelBackpressured = channelCounter(this.registry, 'clink_channel_backpressured_seconds_total', 'Time a channel’s sender waited for credit (or a local queue for room)');
+  readonly channelBackpressured = channelCounter(
+    this.registry,
+    'clink_channel_backpressured_seconds_total',
+    'Time a channel’s sender waited for credit (or a local queue for room)',
+  );
 
   readonly pluginBytesShipped = new Counter({
     name: 'clink_coordinator_plugin_bytes_shipped_total',
@@ -203,7 +255,6 @@ export class ClinkMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
-
 
   readonly alignmentsCancelled = new Counter({
     name: 'clink_checkpoint_alignments_cancelled_total',
@@ -249,7 +300,7 @@ export class ClinkMetrics {
 
   readonly subtaskRetries = new Counter({
     name: 'clink_job_subtask_retries_total',
-    help: "Failed subtasks of jobs without checkpoints retried (their failover region run again from the beginning)",
+    help: 'Failed subtasks of jobs without checkpoints retried (their failover region run again from the beginning)',
     registers: [this.registry],
   });
 

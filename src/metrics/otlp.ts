@@ -22,7 +22,12 @@ import {
   type PushMetricExporter,
   type ResourceMetrics,
 } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from './index.js';
 import type { SpanAttributes, Tracer } from './tracing.js';
@@ -60,13 +65,29 @@ function registryProducer(metrics: ClinkMetrics, startedAt: number): MetricProdu
       for (const m of await metrics.registry.getMetricsAsJSON()) {
         const type = String(m.type);
         const descriptor = { name: m.name, description: m.help, unit: '', valueType: ValueType.DOUBLE };
-        const point = (value: number, labels: Attributes) => ({ startTime: hr(startedAt), endTime: hr(now), attributes: labels, value });
+        const point = (value: number, labels: Attributes) => ({
+          startTime: hr(startedAt),
+          endTime: hr(now),
+          attributes: labels,
+          value,
+        });
         if (type === 'counter' || type === 'gauge') {
           const dataPoints = m.values.map((v) => point(v.value, v.labels as Attributes));
           out.push(
             type === 'counter'
-              ? { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.SUM, isMonotonic: true, dataPoints }
-              : { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.GAUGE, dataPoints },
+              ? {
+                  descriptor,
+                  aggregationTemporality: AggregationTemporality.CUMULATIVE,
+                  dataPointType: DataPointType.SUM,
+                  isMonotonic: true,
+                  dataPoints,
+                }
+              : {
+                  descriptor,
+                  aggregationTemporality: AggregationTemporality.CUMULATIVE,
+                  dataPointType: DataPointType.GAUGE,
+                  dataPoints,
+                },
           );
         } else if (type === 'histogram') {
           // prom-client lists <name>_bucket (cumulative, by le), _sum and _count per label set.
@@ -85,21 +106,47 @@ function registryProducer(metrics: ClinkMetrics, startedAt: number): MetricProdu
             const sorted = s.le.sort((a, b) => a[0] - b[0]);
             const counts = sorted.map(([, c], i) => c - (i > 0 ? sorted[i - 1]![1] : 0));
             counts.push(s.count - (sorted.at(-1)?.[1] ?? 0));
-            return { ...point(0, s.labels), value: { buckets: { boundaries: sorted.map(([b]) => b), counts }, sum: s.sum, count: s.count } };
+            return {
+              ...point(0, s.labels),
+              value: { buckets: { boundaries: sorted.map(([b]) => b), counts }, sum: s.sum, count: s.count },
+            };
           });
-          out.push({ descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.HISTOGRAM, dataPoints });
+          out.push({
+            descriptor,
+            aggregationTemporality: AggregationTemporality.CUMULATIVE,
+            dataPointType: DataPointType.HISTOGRAM,
+            dataPoints,
+          });
         }
       }
-      return { resourceMetrics: { resource: resourceFromAttributes({}), scopeMetrics: [{ scope: { name: 'clink' }, metrics: out }] }, errors: [] };
+      return {
+        resourceMetrics: {
+          resource: resourceFromAttributes({}),
+          scopeMetrics: [{ scope: { name: 'clink' }, metrics: out }],
+        },
+        errors: [],
+      };
     },
   };
 }
 
 /** An exporter that counts what it sends and what fails, and says so in the log at most once a minute. */
-function counted<E extends PushMetricExporter | SpanExporter>(exporter: E, what: 'metrics' | 'traces', metrics: ClinkMetrics, log: Logger, handed: (items: ResourceMetrics | ReadableSpan[]) => void = () => undefined): E {
+function counted<E extends PushMetricExporter | SpanExporter>(
+  exporter: E,
+  what: 'metrics' | 'traces',
+  metrics: ClinkMetrics,
+  log: Logger,
+  handed: (items: ResourceMetrics | ReadableSpan[]) => void = () => undefined,
+): E {
   let lastLogged = 0;
-  const original = exporter.export.bind(exporter) as (items: never, done: (r: { code: number; error?: Error }) => void) => void;
-  (exporter as { export: unknown }).export = (items: ResourceMetrics | ReadableSpan[], done: (r: { code: number; error?: Error }) => void) => {
+  const original = exporter.export.bind(exporter) as (
+    items: never,
+    done: (r: { code: number; error?: Error }) => void,
+  ) => void;
+  (exporter as { export: unknown }).export = (
+    items: ResourceMetrics | ReadableSpan[],
+    done: (r: { code: number; error?: Error }) => void,
+  ) => {
     handed(items);
     original(items as never, (r) => {
       metrics.otlpExports.inc({ signal: what });
@@ -107,7 +154,10 @@ function counted<E extends PushMetricExporter | SpanExporter>(exporter: E, what:
         metrics.otlpExportFailures.inc({ signal: what });
         if (Date.now() - lastLogged >= FAILURE_LOG_EVERY_MS) {
           lastLogged = Date.now();
-          log.warn({ signal: what }, `OTLP export of ${what} failed: ${r.error?.message ?? 'unknown error'} (counted in clink_otlp_export_failures_total; said at most once a minute)`);
+          log.warn(
+            { signal: what },
+            `OTLP export of ${what} failed: ${r.error?.message ?? 'unknown error'} (counted in clink_otlp_export_failures_total; said at most once a minute)`,
+          );
         }
       }
       done(r);
@@ -124,9 +174,20 @@ export interface OtlpExport {
 
 export function startOtlp(o: OtlpOptions, metrics: ClinkMetrics, log: Logger): OtlpExport {
   const base = otlpBaseUrl(o.endpoint);
-  const resource = resourceFromAttributes({ 'service.name': o.serviceName, ...(o.instanceId ? { 'service.instance.id': o.instanceId } : {}) });
+  const resource = resourceFromAttributes({
+    'service.name': o.serviceName,
+    ...(o.instanceId ? { 'service.instance.id': o.instanceId } : {}),
+  });
   const reader = new PeriodicExportingMetricReader({
-    exporter: counted(new OTLPMetricExporter({ url: `${base}/v1/metrics`, timeoutMillis: Math.min(5_000, o.intervalMs ?? OTLP_DEFAULTS.intervalMs) }), 'metrics', metrics, log),
+    exporter: counted(
+      new OTLPMetricExporter({
+        url: `${base}/v1/metrics`,
+        timeoutMillis: Math.min(5_000, o.intervalMs ?? OTLP_DEFAULTS.intervalMs),
+      }),
+      'metrics',
+      metrics,
+      log,
+    ),
     exportIntervalMillis: o.intervalMs ?? OTLP_DEFAULTS.intervalMs,
     // An export may take at most the interval (the SDK requires it), and never more than 5 s.
     exportTimeoutMillis: Math.min(5_000, o.intervalMs ?? OTLP_DEFAULTS.intervalMs),
@@ -135,11 +196,21 @@ export function startOtlp(o: OtlpOptions, metrics: ClinkMetrics, log: Logger): O
   const meters = new MeterProvider({ resource, readers: [reader] });
   // Spans ended but not yet handed to the exporter: past the processor's queue it drops them silently.
   let queued = 0;
-  const onHanded = (items: ResourceMetrics | ReadableSpan[]): void => void (queued = Math.max(0, queued - (Array.isArray(items) ? items.length : 0)));
-  const processor = new BatchSpanProcessor(counted(new OTLPTraceExporter({ url: `${base}/v1/traces`, timeoutMillis: 5_000 }), 'traces', metrics, log, onHanded), {
-    maxQueueSize: OTLP_MAX_QUEUED_SPANS,
-    scheduledDelayMillis: Math.min(o.intervalMs ?? OTLP_DEFAULTS.intervalMs, 5_000),
-  });
+  const onHanded = (items: ResourceMetrics | ReadableSpan[]): void =>
+    void (queued = Math.max(0, queued - (Array.isArray(items) ? items.length : 0)));
+  const processor = new BatchSpanProcessor(
+    counted(
+      new OTLPTraceExporter({ url: `${base}/v1/traces`, timeoutMillis: 5_000 }),
+      'traces',
+      metrics,
+      log,
+      onHanded,
+    ),
+    {
+      maxQueueSize: OTLP_MAX_QUEUED_SPANS,
+      scheduledDelayMillis: Math.min(o.intervalMs ?? OTLP_DEFAULTS.intervalMs, 5_000),
+    },
+  );
   const traces = new BasicTracerProvider({ resource, spanProcessors: [processor] });
   const otel = traces.getTracer('clink');
   const tracer: Tracer = {
@@ -156,7 +227,9 @@ export function startOtlp(o: OtlpOptions, metrics: ClinkMetrics, log: Logger): O
       };
     },
   };
-  log.info(`exporting metrics and spans over OTLP/HTTP to ${base} every ${o.intervalMs ?? OTLP_DEFAULTS.intervalMs} ms`);
+  log.info(
+    `exporting metrics and spans over OTLP/HTTP to ${base} every ${o.intervalMs ?? OTLP_DEFAULTS.intervalMs} ms`,
+  );
   return {
     tracer,
     async close() {

@@ -116,7 +116,11 @@ export class FrameConnection {
     const maxBytes = this.options.maxDispatchBacklogBytes ?? DEFAULT_MAX_DISPATCH_BACKLOG_BYTES;
     // One frame is always admitted to an empty backlog, whatever its size.
     if (this.backlogFrames > 0 && (this.backlogFrames + 1 > maxFrames || this.backlogBytes + bytes > maxBytes)) {
-      this.dropPeer(new DispatchBacklogError(`dispatch backlog over its bound (${this.backlogFrames} frames, ${this.backlogBytes} bytes)`));
+      this.dropPeer(
+        new DispatchBacklogError(
+          `dispatch backlog over its bound (${this.backlogFrames} frames, ${this.backlogBytes} bytes)`,
+        ),
+      );
       return;
     }
     this.backlogFrames++;
@@ -140,7 +144,10 @@ export class FrameConnection {
   }
 
   /** Lower the dispatch backlog's bounds once the peer's role is known (a client's requests). */
-  limitBacklog(frames: number, bytes = this.options.maxDispatchBacklogBytes ?? DEFAULT_MAX_DISPATCH_BACKLOG_BYTES): void {
+  limitBacklog(
+    frames: number,
+    bytes = this.options.maxDispatchBacklogBytes ?? DEFAULT_MAX_DISPATCH_BACKLOG_BYTES,
+  ): void {
     this.options = { ...this.options, maxDispatchBacklogFrames: frames, maxDispatchBacklogBytes: bytes };
   }
 
@@ -163,15 +170,22 @@ export class FrameConnection {
             ? 'malformed'
             : 'error';
     const what = context ? `${context}: ${err.message}` : err.message;
-    if (reason === 'malformed' || reason === 'backlog') this.options.metrics?.malformedFrames.inc({ role: this.options.role });
+    if (reason === 'malformed' || reason === 'backlog')
+      this.options.metrics?.malformedFrames.inc({ role: this.options.role });
     const rejections = this.options.rejections;
     // A handler that failed is ours to debug (its stack); what the peer sent or did is not.
     const stack = context !== undefined ? { err } : {};
     if (rejections) rejections.record(this.peer, rejectionReason(err, reason), what);
-    else if (reason === 'malformed' || reason === 'backlog') this.options.log?.warn({ peer: this.peer, ...stack }, `malformed frame from ${this.peer}, closing its connection: ${what}`);
-    else if (reason === 'timeout') this.options.log?.warn({ peer: this.peer }, `connection from ${this.peer} timed out: ${what}`);
+    else if (reason === 'malformed' || reason === 'backlog')
+      this.options.log?.warn(
+        { peer: this.peer, ...stack },
+        `malformed frame from ${this.peer}, closing its connection: ${what}`,
+      );
+    else if (reason === 'timeout')
+      this.options.log?.warn({ peer: this.peer }, `connection from ${this.peer} timed out: ${what}`);
     else this.options.log?.info({ peer: this.peer }, `connection to ${this.peer} failed: ${what}`);
-    if (rejections && context !== undefined) this.options.log?.warn({ peer: this.peer, err }, `${context} for ${this.peer}`);
+    if (rejections && context !== undefined)
+      this.options.log?.warn({ peer: this.peer, err }, `${context} for ${this.peer}`);
     this.finish({ reason, error: err });
   }
 

@@ -12,7 +12,12 @@ import { tlsConnectOptions, type TlsClientConfig } from './tls.js';
  * A server listening on host:port (0 picks a port), each connection handed to `onSocket`. A failure to
  * bind rejects with one line naming the address and `flags` (the port in use, an address not here).
  */
-export async function listenOn(host: string, port: number, flags: { port: string; host: string }, onSocket?: (s: Socket) => void): Promise<{ server: Server; port: number }> {
+export async function listenOn(
+  host: string,
+  port: number,
+  flags: { port: string; host: string },
+  onSocket?: (s: Socket) => void,
+): Promise<{ server: Server; port: number }> {
   const server = createServer(onSocket);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(listenError(err, host, port, flags)));

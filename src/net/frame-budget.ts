@@ -30,7 +30,9 @@ export class FrameBudget {
   /** Charge `n` more bytes; throws FrameMemoryError (charging nothing) when they do not fit. */
   charge(n: number, peer: string): void {
     if (this.used + n > this.limitBytes) {
-      throw new FrameMemoryError(`${peer}'s partial frame would take the node's frames in flight to ${this.used + n} bytes, over ${this.limitBytes} (${this.flag}); cutting it`);
+      throw new FrameMemoryError(
+        `${peer}'s partial frame would take the node's frames in flight to ${this.used + n} bytes, over ${this.limitBytes} (${this.flag}); cutting it`,
+      );
     }
     this.used += n;
   }

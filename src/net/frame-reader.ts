@@ -105,7 +105,9 @@ export class FrameReader {
   }
 
   private cap(): number {
-    return this.framesRead === 0 && this.options.firstFrameMaxBytes !== undefined ? this.options.firstFrameMaxBytes : this.maxFrameBytes;
+    return this.framesRead === 0 && this.options.firstFrameMaxBytes !== undefined
+      ? this.options.firstFrameMaxBytes
+      : this.maxFrameBytes;
   }
 
   private readonly onData = (chunk: Buffer): void => {
@@ -178,7 +180,15 @@ export class FrameReader {
     const ms = this.options.bodyDeadlineMs;
     if (this.bodyTimer || ms === undefined) return;
     this.bodyTimer =
-      setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${ms} ms of its first byte (${this.bufferedBytes} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`)), ms) ?? null;
+      setTimer(
+        () =>
+          this.fail(
+            new FrameTimeoutError(
+              `frame not complete within ${ms} ms of its first byte (${this.bufferedBytes} of ${this.bodyBytes < 0 ? 'its header' : `${this.bodyBytes} bytes`} received)`,
+            ),
+          ),
+        ms,
+      ) ?? null;
   }
 
   private extract(): void {
@@ -249,7 +259,11 @@ export class FrameReader {
     this.ended = true;
     if (this.failure) return;
     if (this.bodyBytes >= 0 || this.buffered > 0) {
-      this.fail(new FrameDecodeError(`connection closed inside a frame (${this.bufferedBytes} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`));
+      this.fail(
+        new FrameDecodeError(
+          `connection closed inside a frame (${this.bufferedBytes} of ${this.bodyBytes < 0 ? 'a header' : this.bodyBytes + ' bytes'} received)`,
+        ),
+      );
       return;
     }
     if (this.waiter && this.ready.length === 0) {
@@ -287,7 +301,8 @@ export class FrameReader {
     const ms = this.options.readTimeoutMs;
     if (ms === undefined) return;
     if (this.readTimer) clearTimeout(this.readTimer);
-    this.readTimer = setTimer(() => this.fail(new FrameTimeoutError(`no bytes from the peer for ${ms} ms`)), ms) ?? null;
+    this.readTimer =
+      setTimer(() => this.fail(new FrameTimeoutError(`no bytes from the peer for ${ms} ms`)), ms) ?? null;
   }
 
   private clearTimers(): void {
@@ -305,7 +320,8 @@ export class FrameReader {
     }
     if (this.failure) return Promise.reject(this.failure);
     if (this.ended) return Promise.resolve(null);
-    if (this.waiter) return Promise.reject(new Error('FrameReader.next() called again before the previous call settled'));
+    if (this.waiter)
+      return Promise.reject(new Error('FrameReader.next() called again before the previous call settled'));
     this.socket.resume();
     return new Promise<Buffer | null>((resolve, reject) => {
       this.waiter = { resolve, reject };
@@ -313,7 +329,15 @@ export class FrameReader {
       const deadline = this.options.frameDeadlineMs;
       if (deadline !== undefined) {
         this.deadlineTimer =
-          setTimer(() => this.fail(new FrameTimeoutError(`frame not complete within ${deadline} ms (${this.bufferedBytes} bytes received)`)), deadline) ?? null;
+          setTimer(
+            () =>
+              this.fail(
+                new FrameTimeoutError(
+                  `frame not complete within ${deadline} ms (${this.bufferedBytes} bytes received)`,
+                ),
+              ),
+            deadline,
+          ) ?? null;
       }
     });
   }

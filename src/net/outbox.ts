@@ -122,18 +122,30 @@ export class Outbox {
     if (this.state_ !== 'open') return 'refused';
     if (cls === 'control') {
       if (this.controlFrames + 1 > this.limits.maxControlFrames) {
-        this.stop('overflow', `control queue at its bound of ${this.limits.maxControlFrames} frames (max_outbound_control_frames)`, true);
+        this.stop(
+          'overflow',
+          `control queue at its bound of ${this.limits.maxControlFrames} frames (max_outbound_control_frames)`,
+          true,
+        );
         return 'refused';
       }
       if (this.controlBytes + frame.length > this.limits.maxControlBytes) {
-        this.stop('overflow', `control queue at its bound of ${this.limits.maxControlBytes} bytes (max_outbound_control_bytes)`, true);
+        this.stop(
+          'overflow',
+          `control queue at its bound of ${this.limits.maxControlBytes} bytes (max_outbound_control_bytes)`,
+          true,
+        );
         return 'refused';
       }
       this.controlFrames++;
       this.controlBytes += frame.length;
     } else {
       if (this.bulkBytes + frame.length > this.limits.maxBulkBytes) {
-        this.stop('overflow', `bulk queue at its bound of ${this.limits.maxBulkBytes} bytes (max_outbound_bulk_bytes)`, true);
+        this.stop(
+          'overflow',
+          `bulk queue at its bound of ${this.limits.maxBulkBytes} bytes (max_outbound_bulk_bytes)`,
+          true,
+        );
         return 'refused';
       }
       this.bulkBytes += frame.length;

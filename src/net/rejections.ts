@@ -10,7 +10,8 @@ import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { systemClock, type Clock } from '../util/index.js';
 
-export type RejectionReason = 'malformed' | 'too_large' | 'memory' | 'timeout' | 'backlog' | 'wrong_protocol' | 'tls' | 'refused' | 'error';
+export type RejectionReason =
+  'malformed' | 'too_large' | 'memory' | 'timeout' | 'backlog' | 'wrong_protocol' | 'tls' | 'refused' | 'error';
 
 /** How often the suppressed closures of an address are summed up. */
 export const REJECTION_LOG_INTERVAL_MS = 10_000;
@@ -40,7 +41,8 @@ export class PeerRejections {
   record(peer: string, reason: RejectionReason, detail: string): void {
     this.metrics?.connectionsRejected.inc({ role: this.role, reason });
     const address = hostOf(peer);
-    const known = this.windows.get(address) ?? (this.windows.size >= MAX_ADDRESSES ? this.windows.get(OTHERS) : undefined);
+    const known =
+      this.windows.get(address) ?? (this.windows.size >= MAX_ADDRESSES ? this.windows.get(OTHERS) : undefined);
     if (known) {
       known.suppressed.set(reason, (known.suppressed.get(reason) ?? 0) + 1);
       return;
@@ -67,7 +69,10 @@ export class PeerRejections {
       const n = [...w.suppressed.values()].reduce((a, b) => a + b, 0);
       if (n === 0) continue;
       const reasons = [...w.suppressed].map(([r, k]) => `${r} ${k}`).join(', ');
-      this.log.warn({ address, suppressed: n }, `${n} more connections from ${address} closed in the last ${seconds} s (${reasons})`);
+      this.log.warn(
+        { address, suppressed: n },
+        `${n} more connections from ${address} closed in the last ${seconds} s (${reasons})`,
+      );
     }
     const empty = this.windows.size === 0;
     this.windows.clear();

@@ -8,7 +8,15 @@
  */
 import { readFile } from 'node:fs/promises';
 import { isIP, connect as netConnect, type Socket } from 'node:net';
-import { checkServerIdentity, connect as tlsConnect, createSecureContext, TLSSocket, type ConnectionOptions, type PeerCertificate, type SecureContext } from 'node:tls';
+import {
+  checkServerIdentity,
+  connect as tlsConnect,
+  createSecureContext,
+  TLSSocket,
+  type ConnectionOptions,
+  type PeerCertificate,
+  type SecureContext,
+} from 'node:tls';
 import { ClinkError, EnvironmentError } from '../errors.js';
 import { setTimer } from '../util/index.js';
 
@@ -40,18 +48,30 @@ async function pem(path: string, flag: string): Promise<Buffer> {
 
 /** Load a server's TLS from PEM files; a file that is not what its flag says is named. */
 export async function loadTlsServer(files: { cert: string; key: string; clientCa?: string }): Promise<TlsServerConfig> {
-  const [cert, key, clientCa] = await Promise.all([pem(files.cert, '--tls-cert'), pem(files.key, '--tls-key'), files.clientCa ? pem(files.clientCa, '--tls-client-ca') : undefined]);
+  const [cert, key, clientCa] = await Promise.all([
+    pem(files.cert, '--tls-cert'),
+    pem(files.key, '--tls-key'),
+    files.clientCa ? pem(files.clientCa, '--tls-client-ca') : undefined,
+  ]);
   const tls: TlsServerConfig = { cert, key, ...(clientCa ? { clientCa } : {}) };
   try {
     contextOf(tls);
     return tls;
   } catch (err) {
-    throw new EnvironmentError(`cannot use --tls-cert ${files.cert} with --tls-key ${files.key}${files.clientCa ? ` and --tls-client-ca ${files.clientCa}` : ''}: ${(err as Error).message}`, { cause: err });
+    throw new EnvironmentError(
+      `cannot use --tls-cert ${files.cert} with --tls-key ${files.key}${files.clientCa ? ` and --tls-client-ca ${files.clientCa}` : ''}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 
 /** Load a client's TLS from PEM files. */
-export async function loadTlsClient(files: { ca: string; clientCert?: string; clientKey?: string; verifyHostname?: boolean }): Promise<TlsClientConfig> {
+export async function loadTlsClient(files: {
+  ca: string;
+  clientCert?: string;
+  clientKey?: string;
+  verifyHostname?: boolean;
+}): Promise<TlsClientConfig> {
   const [ca, cert, key] = await Promise.all([
     pem(files.ca, '--tls-ca'),
     files.clientCert ? pem(files.clientCert, '--tls-client-cert') : undefined,
@@ -73,11 +93,17 @@ export function hostnameMismatch(host: string, cert: PeerCertificate): Error | u
   const names = certificateNames(cert);
   // Node matches an IP literal against IP SANs only, and a name against DNS SANs (then CN without SANs).
   if (isIP(host) && !/IP Address:/.test(cert.subjectaltname ?? '')) {
-    return new ClinkError('CLINK_ERR_CONNECTOR', `the server's certificate does not match the host ${host} (it names ${names}); issue it with IP:${host} among its names, or pass --tls-no-verify-hostname`);
+    return new ClinkError(
+      'CLINK_ERR_CONNECTOR',
+      `the server's certificate does not match the host ${host} (it names ${names}); issue it with IP:${host} among its names, or pass --tls-no-verify-hostname`,
+    );
   }
   const err = checkServerIdentity(host, cert);
   if (!err) return undefined;
-  return new ClinkError('CLINK_ERR_CONNECTOR', `the server's certificate does not match the host ${host} (it names ${names}); issue it with ${isIP(host) ? 'IP' : 'DNS'}:${host} among its names, or pass --tls-no-verify-hostname`);
+  return new ClinkError(
+    'CLINK_ERR_CONNECTOR',
+    `the server's certificate does not match the host ${host} (it names ${names}); issue it with ${isIP(host) ? 'IP' : 'DNS'}:${host} among its names, or pass --tls-no-verify-hostname`,
+  );
 }
 
 /** How a client side connects to `host` over TLS: TLS 1.3, this CA, its certificate under mTLS, and the host check. */
@@ -98,7 +124,14 @@ export function tlsConnectOptions(host: string, tls: TlsClientConfig): Connectio
  * handshake together. A timeout names the stage; a server that does not speak TLS, or a certificate
  * that does not verify, is named as such.
  */
-export function connectWithin(host: string, port: number, what: string, timeoutMs: number, tls?: TlsClientConfig, refusedHint = '; is one running there?'): Promise<Socket> {
+export function connectWithin(
+  host: string,
+  port: number,
+  what: string,
+  timeoutMs: number,
+  tls?: TlsClientConfig,
+  refusedHint = '; is one running there?',
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     let stage = 'TCP connect';
     const socket = netConnect({ host, port, noDelay: true });
@@ -113,11 +146,26 @@ export function connectWithin(host: string, port: number, what: string, timeoutM
       socket.destroy();
       secured?.destroy();
     };
-    const timer = setTimer(() => fail(new ClinkError('CLINK_ERR_FRAME_TIMEOUT', `could not connect to ${what} at ${host}:${port}: no ${stage === 'TCP connect' ? 'TCP connection' : 'TLS handshake'} within ${timeoutMs} ms (--handshake-timeout-ms)`)), timeoutMs);
+    const timer = setTimer(
+      () =>
+        fail(
+          new ClinkError(
+            'CLINK_ERR_FRAME_TIMEOUT',
+            `could not connect to ${what} at ${host}:${port}: no ${stage === 'TCP connect' ? 'TCP connection' : 'TLS handshake'} within ${timeoutMs} ms (--handshake-timeout-ms)`,
+          ),
+        ),
+      timeoutMs,
+    );
     socket.once('error', (err) => {
       if (stage !== 'TCP connect') return;
       const refused = (err as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? refusedHint : '';
-      fail(new ClinkError('CLINK_ERR_CONNECTOR', `could not connect to ${what} at ${host}:${port}: ${err.message}${refused}`, { cause: err }));
+      fail(
+        new ClinkError(
+          'CLINK_ERR_CONNECTOR',
+          `could not connect to ${what} at ${host}:${port}: ${err.message}${refused}`,
+          { cause: err },
+        ),
+      );
     });
     socket.once('connect', () => {
       if (!tls) {
@@ -137,7 +185,18 @@ export function connectWithin(host: string, port: number, what: string, timeoutM
       });
       s.once('error', (err) => fail(describeHandshakeFailure(err, what, host, port)));
       // A peer may close without an alert: a plain port that dropped the ClientHello.
-      s.once('close', () => fail(describeHandshakeFailure(Object.assign(new Error('socket disconnected before secure TLS connection was established'), { code: 'ECONNRESET' }), what, host, port)));
+      s.once('close', () =>
+        fail(
+          describeHandshakeFailure(
+            Object.assign(new Error('socket disconnected before secure TLS connection was established'), {
+              code: 'ECONNRESET',
+            }),
+            what,
+            host,
+            port,
+          ),
+        ),
+      );
     });
   });
 }
@@ -147,16 +206,37 @@ function describeHandshakeFailure(err: Error, what: string, host: string, port: 
   if (err instanceof ClinkError) return err;
   const code = (err as NodeJS.ErrnoException).code ?? '';
   const msg = err.message;
-  if (code === 'ECONNRESET' || /socket disconnected before secure TLS connection|wrong version number|packet length too long/i.test(msg)) {
-    return new ClinkError('CLINK_ERR_WRONG_PROTOCOL', `${what} at ${host}:${port} does not speak TLS (a plain clink port?): drop --tls-ca, or point at a port started with --tls-cert`, { cause: err });
+  if (
+    code === 'ECONNRESET' ||
+    /socket disconnected before secure TLS connection|wrong version number|packet length too long/i.test(msg)
+  ) {
+    return new ClinkError(
+      'CLINK_ERR_WRONG_PROTOCOL',
+      `${what} at ${host}:${port} does not speak TLS (a plain clink port?): drop --tls-ca, or point at a port started with --tls-cert`,
+      { cause: err },
+    );
   }
   if (/certificate required|alert number 116/i.test(msg)) {
-    return new ClinkError('CLINK_ERR_CONNECTOR', `${what} at ${host}:${port} requires a client certificate: give --tls-client-cert and --tls-client-key`, { cause: err });
+    return new ClinkError(
+      'CLINK_ERR_CONNECTOR',
+      `${what} at ${host}:${port} requires a client certificate: give --tls-client-cert and --tls-client-key`,
+      { cause: err },
+    );
   }
-  if (/self.signed|unable to get local issuer|unable to verify|certificate has expired|UNABLE_TO|DEPTH_ZERO/i.test(msg + code)) {
-    return new ClinkError('CLINK_ERR_CONNECTOR', `the certificate of ${what} at ${host}:${port} does not verify against --tls-ca: ${msg}`, { cause: err });
+  if (
+    /self.signed|unable to get local issuer|unable to verify|certificate has expired|UNABLE_TO|DEPTH_ZERO/i.test(
+      msg + code,
+    )
+  ) {
+    return new ClinkError(
+      'CLINK_ERR_CONNECTOR',
+      `the certificate of ${what} at ${host}:${port} does not verify against --tls-ca: ${msg}`,
+      { cause: err },
+    );
   }
-  return new ClinkError('CLINK_ERR_CONNECTOR', `TLS handshake with ${what} at ${host}:${port} failed: ${msg}`, { cause: err });
+  return new ClinkError('CLINK_ERR_CONNECTOR', `TLS handshake with ${what} at ${host}:${port} failed: ${msg}`, {
+    cause: err,
+  });
 }
 
 /**
@@ -166,16 +246,28 @@ function describeHandshakeFailure(err: Error, what: string, host: string, port: 
  */
 export function secureAccepted(socket: Socket, tls: TlsServerConfig): TLSSocket {
   const mutual = tls.clientCa !== undefined;
-  const secured = new TLSSocket(socket, { isServer: true, secureContext: contextOf(tls), requestCert: mutual, rejectUnauthorized: mutual });
+  const secured = new TLSSocket(socket, {
+    isServer: true,
+    secureContext: contextOf(tls),
+    requestCert: mutual,
+    rejectUnauthorized: mutual,
+  });
   // A TLSSocket made by hand (not by tls.Server) does not act on rejectUnauthorized: OpenSSL verifies
   // the client's chain, but the verdict is read here, as tls.Server reads it (verifyError). Where that is
   // not available, the connection is refused: never an unverified client.
   if (mutual) {
     secured.once('secure', () => {
       const handle = (secured as unknown as { _handle?: { verifyError?: () => Error | null } })._handle;
-      const verdict = typeof handle?.verifyError === 'function' ? handle.verifyError() : new Error('the client certificate could not be verified');
+      const verdict =
+        typeof handle?.verifyError === 'function'
+          ? handle.verifyError()
+          : new Error('the client certificate could not be verified');
       if (verdict) {
-        secured.destroy(Object.assign(new Error(`client certificate refused: ${verdict.message}`), { code: 'ERR_TLS_CLIENT_CERT_REFUSED' }));
+        secured.destroy(
+          Object.assign(new Error(`client certificate refused: ${verdict.message}`), {
+            code: 'ERR_TLS_CLIENT_CERT_REFUSED',
+          }),
+        );
         return;
       }
       (secured as { authorized: boolean }).authorized = true;
@@ -194,7 +286,16 @@ const contexts = new WeakMap<TlsServerConfig, SecureContext>();
 /** The secure context of a server's TLS, made once. Throws when the key does not fit the certificate. */
 function contextOf(tls: TlsServerConfig): SecureContext {
   let c = contexts.get(tls);
-  if (!c) contexts.set(tls, (c = createSecureContext({ cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa } : {}), minVersion: 'TLSv1.3' })));
+  if (!c)
+    contexts.set(
+      tls,
+      (c = createSecureContext({
+        cert: tls.cert,
+        key: tls.key,
+        ...(tls.clientCa ? { ca: tls.clientCa } : {}),
+        minVersion: 'TLSv1.3',
+      })),
+    );
   return c;
 }
 
@@ -204,20 +305,36 @@ function contextOf(tls: TlsServerConfig): SecureContext {
  */
 export function noAnswerError(what: string, host: string, port: number, overTls: boolean, err?: Error): ClinkError {
   if (overTls && (!err || isTlsFailure(err))) {
-    return new ClinkError('CLINK_ERR_CONNECTOR', `${what} at ${host}:${port} refused this TLS client${err ? ` (${tlsReason(err)})` : ''}: it requires a client certificate its --tls-client-ca signed; give --tls-client-cert and --tls-client-key`, err ? { cause: err } : undefined);
+    return new ClinkError(
+      'CLINK_ERR_CONNECTOR',
+      `${what} at ${host}:${port} refused this TLS client${err ? ` (${tlsReason(err)})` : ''}: it requires a client certificate its --tls-client-ca signed; give --tls-client-cert and --tls-client-key`,
+      err ? { cause: err } : undefined,
+    );
   }
   // A reset before any answer means the same as a close: which of the two arrives is a race on the server's side.
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (!overTls && (!err || code === 'ECONNRESET' || code === 'EPIPE')) {
-    return new ClinkError('CLINK_ERR_CONNECTOR', `${what} at ${host}:${port} closed the connection without answering: if it serves TLS, give --tls-ca (under mTLS also --tls-client-cert and --tls-client-key)`, err ? { cause: err } : undefined);
+    return new ClinkError(
+      'CLINK_ERR_CONNECTOR',
+      `${what} at ${host}:${port} closed the connection without answering: if it serves TLS, give --tls-ca (under mTLS also --tls-client-cert and --tls-client-key)`,
+      err ? { cause: err } : undefined,
+    );
   }
-  return new ClinkError('CLINK_ERR_CONNECTOR', `lost the connection to ${what} at ${host}:${port}: ${err?.message ?? 'closed'}; is it running and reachable?`, err ? { cause: err } : undefined);
+  return new ClinkError(
+    'CLINK_ERR_CONNECTOR',
+    `lost the connection to ${what} at ${host}:${port}: ${err?.message ?? 'closed'}; is it running and reachable?`,
+    err ? { cause: err } : undefined,
+  );
 }
 
 /** Whether `err` is a TLS failure (a handshake with a peer that speaks something else, a refused certificate). */
 export function isTlsFailure(err: unknown): boolean {
   const code = String((err as NodeJS.ErrnoException)?.code ?? '');
-  return code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS') || /SSL routines|wrong version number|certificate/i.test((err as Error)?.message ?? '');
+  return (
+    code.startsWith('ERR_SSL') ||
+    code.startsWith('ERR_TLS') ||
+    /SSL routines|wrong version number|certificate/i.test((err as Error)?.message ?? '')
+  );
 }
 
 /** The name a verified client certificate gives its holder (CN, else its first SAN), or '' without one. */

@@ -11,7 +11,11 @@ import { setTimer } from '../util/index.js';
 /** The bound on a reply to a peer not yet admitted (the reference's kAdmissionReplySendBound). */
 export const ADMISSION_REPLY_SEND_BOUND_MS = 250;
 
-export function writeFrame(socket: Socket, message: Message, deadlineMs = ADMISSION_REPLY_SEND_BOUND_MS): Promise<void> {
+export function writeFrame(
+  socket: Socket,
+  message: Message,
+  deadlineMs = ADMISSION_REPLY_SEND_BOUND_MS,
+): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (socket.destroyed) {
       reject(new Error('socket is closed'));

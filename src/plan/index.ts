@@ -31,7 +31,25 @@ export {
   type EdgeSpec,
   type JobGraphSpec,
 } from './spec.js';
-export { createPhysicalPlan, validateSpec, keyedAboveKeyGroups, chainingRule, DEFAULT_SLOT_SHARING_GROUP, type PhysicalPlan, type TaskSpec, type SubtaskId } from './planner.js';
-export { subtaskKey, taskOf, networkEdges, inputChannels, channelNumber, failoverRegions, replayOrderProblem, type InputChannel } from './topology.js';
+export {
+  createPhysicalPlan,
+  validateSpec,
+  keyedAboveKeyGroups,
+  chainingRule,
+  DEFAULT_SLOT_SHARING_GROUP,
+  type PhysicalPlan,
+  type TaskSpec,
+  type SubtaskId,
+} from './planner.js';
+export {
+  subtaskKey,
+  taskOf,
+  networkEdges,
+  inputChannels,
+  channelNumber,
+  failoverRegions,
+  replayOrderProblem,
+  type InputChannel,
+} from './topology.js';
 export { withoutUnchainablePreAggregation, type PrunedSpec } from './pre-aggregation.js';
 export { slotNeed } from './slots.js';

@@ -53,7 +53,8 @@ const OBJECT_KEY_PREFIX = '\u0001';
  */
 export function normalizeKey(key: unknown): unknown {
   const t = typeof key;
-  if (t === 'string' || t === 'number' || t === 'boolean' || t === 'bigint' || key === null || key === undefined) return key;
+  if (t === 'string' || t === 'number' || t === 'boolean' || t === 'bigint' || key === null || key === undefined)
+    return key;
   return OBJECT_KEY_PREFIX + canonicalJson(key);
 }
 
@@ -68,7 +69,9 @@ function canonicalJson(v: unknown): string {
   if (typeof v === 'bigint') return v.toString() + 'n';
   if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v).sort();
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson((v as Record<string, unknown>)[k])).join(',') + '}';
+    return (
+      '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson((v as Record<string, unknown>)[k])).join(',') + '}'
+    );
   }
   return JSON.stringify(v) ?? 'undefined';
 }
@@ -79,7 +82,9 @@ export function hashNormalizedKey(nk: unknown): number {
     case 'string':
       return murmurString(nk);
     case 'number':
-      return Number.isInteger(nk) && nk >= -0x80000000 && nk <= 0x7fffffff ? murmurInt(nk) : murmurString(String(nk), 1);
+      return Number.isInteger(nk) && nk >= -0x80000000 && nk <= 0x7fffffff
+        ? murmurInt(nk)
+        : murmurString(String(nk), 1);
     case 'boolean':
       return murmurInt(nk ? 1 : 0, 2);
     case 'bigint':
@@ -95,7 +100,11 @@ export function keyGroupOf(normalizedKey: unknown, maxParallelism = MAX_PARALLEL
 }
 
 /** Which of `parallelism` subtasks owns `keyGroup` (Flink's formula, so ranges are contiguous). */
-export function operatorIndexForKeyGroup(keyGroup: number, parallelism: number, maxParallelism = MAX_PARALLELISM): number {
+export function operatorIndexForKeyGroup(
+  keyGroup: number,
+  parallelism: number,
+  maxParallelism = MAX_PARALLELISM,
+): number {
   return Math.floor((keyGroup * parallelism) / maxParallelism);
 }
 

@@ -151,7 +151,8 @@ export function validateSpec(input: JobGraphSpec): JobGraphSpec {
     const down = ops.get(e.target);
     if (!up) throw new PlanError(`edge refers to unknown operator '${e.source}'`);
     if (!down) throw new PlanError(`edge refers to unknown operator '${e.target}'`);
-    if (down.type === 'source') throw new PlanError(`source '${down.name}' cannot have an input (edge from '${up.name}')`);
+    if (down.type === 'source')
+      throw new PlanError(`source '${down.name}' cannot have an input (edge from '${up.name}')`);
     if (up.type === 'sink') throw new PlanError(`sink '${up.name}' cannot have an output (edge to '${down.name}')`);
     if (e.kind === 'FORWARD' && up.parallelism !== down.parallelism) {
       throw new PlanError(
@@ -160,10 +161,14 @@ export function validateSpec(input: JobGraphSpec): JobGraphSpec {
       );
     }
     if (down.keyed && e.kind !== 'HASH') {
-      throw new PlanError(`keyed operator '${down.name}' must be fed by a HASH edge (keyBy), got ${e.kind} from '${up.name}'`);
+      throw new PlanError(
+        `keyed operator '${down.name}' must be fed by a HASH edge (keyBy), got ${e.kind} from '${up.name}'`,
+      );
     }
     if (e.inputIndex >= Math.max(down.inputs, 1)) {
-      throw new PlanError(`operator '${down.name}' has ${down.inputs} input(s) but an edge targets input ${e.inputIndex}`);
+      throw new PlanError(
+        `operator '${down.name}' has ${down.inputs} input(s) but an edge targets input ${e.inputIndex}`,
+      );
     }
     let seen = inputsSeen.get(down.id);
     if (!seen) inputsSeen.set(down.id, (seen = new Set()));
@@ -194,7 +199,10 @@ export function validateSpec(input: JobGraphSpec): JobGraphSpec {
 export function keyedAboveKeyGroups(spec: Pick<JobGraphSpec, 'operators'>): string[] {
   return spec.operators
     .filter((o) => o.keyed && o.parallelism > MAX_PARALLELISM)
-    .map((o) => `keyed operator '${o.name}' has parallelism ${o.parallelism}, above the ${MAX_PARALLELISM} key groups; set a parallelism of at most ${MAX_PARALLELISM}`);
+    .map(
+      (o) =>
+        `keyed operator '${o.name}' has parallelism ${o.parallelism}, above the ${MAX_PARALLELISM} key groups; set a parallelism of at most ${MAX_PARALLELISM}`,
+    );
 }
 
 function topologicalOrder(

@@ -62,7 +62,12 @@ export interface EdgeSpec {
 
 export interface JobGraphSpec {
   specVersion: 1;
-  job: { name: string; version: string; description?: string; guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once' };
+  job: {
+    name: string;
+    version: string;
+    description?: string;
+    guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
+  };
   maxParallelism: typeof MAX_PARALLELISM;
   defaultParallelism: number;
   params: Record<string, string>;
@@ -108,7 +113,14 @@ export function jobGraphSpecSchema(): ZodType<JobGraphSpec> {
   schema = z
     .object({
       specVersion: z.literal(1),
-      job: z.object({ name: z.string().min(1), version: z.string().min(1), description: z.string().optional(), guarantee: z.enum(['at-most-once', 'at-least-once', 'exactly-once']).optional() }).strict(),
+      job: z
+        .object({
+          name: z.string().min(1),
+          version: z.string().min(1),
+          description: z.string().optional(),
+          guarantee: z.enum(['at-most-once', 'at-least-once', 'exactly-once']).optional(),
+        })
+        .strict(),
       maxParallelism: z.literal(MAX_PARALLELISM),
       defaultParallelism: z.number().int().min(1),
       params: z.record(z.string(), z.string()),
@@ -125,10 +137,13 @@ export function specProblems(input: unknown): string | undefined {
   if (r.success) return undefined;
   return describeIssues(r.error.issues, input, (path) => {
     // operators[i].options.x reads as the operator's name and its option, the way the job wrote it.
-    const ops = (input as { operators?: { name?: unknown; type?: unknown; options?: { connector?: unknown } }[] } | undefined)?.operators;
+    const ops = (
+      input as { operators?: { name?: unknown; type?: unknown; options?: { connector?: unknown } }[] } | undefined
+    )?.operators;
     const op = path[0] === 'operators' && typeof path[1] === 'number' ? ops?.[path[1]] : undefined;
     if (op && typeof path[1] === 'number') {
-      const connector = typeof op.options?.connector === 'string' ? ` (the ${op.options.connector} ${String(op.type)})` : '';
+      const connector =
+        typeof op.options?.connector === 'string' ? ` (the ${op.options.connector} ${String(op.type)})` : '';
       const name = typeof op.name === 'string' ? `operator '${op.name}'${connector}` : `operators[${path[1]}]`;
       const rest = path.slice(2);
       if (rest[0] === 'options' && rest.length > 1) return `${name} option ${formatPath(rest.slice(1))}`;

@@ -24,7 +24,9 @@ export function taskOf(plan: PhysicalPlan, operatorId: string): TaskSpec {
 }
 
 /** Network edges (not chained ones), with their index in `spec.edges`. */
-export function networkEdges(plan: PhysicalPlan): { edge: EdgeSpec; edgeIndex: number; up: TaskSpec; down: TaskSpec }[] {
+export function networkEdges(
+  plan: PhysicalPlan,
+): { edge: EdgeSpec; edgeIndex: number; up: TaskSpec; down: TaskSpec }[] {
   return plan.spec.edges
     .map((edge, edgeIndex) => ({ edge, edgeIndex, up: taskOf(plan, edge.source), down: taskOf(plan, edge.target) }))
     .filter((e) => e.up !== e.down);
@@ -66,7 +68,9 @@ export function failoverRegions(plan: PhysicalPlan): string[][] {
   };
   for (const task of plan.tasks) {
     // Every subtask of a task has the same input channels: each joins its upstream subtask to all of them.
-    const ups = inputChannels(plan, task).map((c) => subtaskKey(taskOf(plan, plan.spec.edges[c.edgeIndex]!.source).id, c.upstreamSubtask));
+    const ups = inputChannels(plan, task).map((c) =>
+      subtaskKey(taskOf(plan, plan.spec.edges[c.edgeIndex]!.source).id, c.upstreamSubtask),
+    );
     for (let d = 0; d < task.parallelism; d++) for (const up of ups) union(up, subtaskKey(task.id, d));
   }
   const regions = new Map<string, string[]>();
@@ -80,11 +84,12 @@ export function failoverRegions(plan: PhysicalPlan): string[][] {
 /** The channel number of (edge, upstream subtask) at any subtask of the edge's downstream task. */
 export function channelNumber(plan: PhysicalPlan, edgeIndex: number, upstreamSubtask: number): number {
   const down = taskOf(plan, plan.spec.edges[edgeIndex]!.target);
-  const i = inputChannels(plan, down).findIndex((c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === upstreamSubtask);
+  const i = inputChannels(plan, down).findIndex(
+    (c) => c.edgeIndex === edgeIndex && c.upstreamSubtask === upstreamSubtask,
+  );
   if (i < 0) throw new Error(`no channel for edge ${edgeIndex} from subtask ${upstreamSubtask}`);
   return i;
 }
-
 
 /**
  * Why a replay from a checkpoint may deliver the records reaching `operatorId` in another order than
@@ -103,7 +108,8 @@ export function replayOrderProblem(plan: PhysicalPlan, operatorId: string): stri
     const inputs = edges.filter((e) => e.down === task);
     let channels = 0;
     for (const { edge, up } of inputs) {
-      if (edge.kind === 'REBALANCE' && (up.parallelism > 1 || task.parallelism > 1)) return `task '${task.name}' is fed by a REBALANCE edge from '${up.name}'`;
+      if (edge.kind === 'REBALANCE' && (up.parallelism > 1 || task.parallelism > 1))
+        return `task '${task.name}' is fed by a REBALANCE edge from '${up.name}'`;
       channels += edge.kind === 'FORWARD' ? 1 : up.parallelism;
       stack.push(up);
     }

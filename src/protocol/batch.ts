@@ -44,7 +44,11 @@ export interface BatchEncoding {
   tuples?: boolean;
 }
 
-export function encodeRecordBatch(values: readonly unknown[], timestamps: readonly number[], o: BatchEncoding = {}): Buffer {
+export function encodeRecordBatch(
+  values: readonly unknown[],
+  timestamps: readonly number[],
+  o: BatchEncoding = {},
+): Buffer {
   const n = values.length;
   let stamped = false;
   for (let i = 0; i < n; i++) {
@@ -58,7 +62,8 @@ export function encodeRecordBatch(values: readonly unknown[], timestamps: readon
   const prefix = o.prefix ?? 0;
   const head = 5 + (one ? 8 : stamped ? 8 * n : 0);
   const cols = o.columns ? encodeColumns(values, prefix, head, constants, o.tuples === true) : undefined;
-  const flags = (stamped ? HAS_TIMESTAMPS : 0) | (cols ? COLUMNAR : 0) | (one ? ONE_TIMESTAMP : 0) | (cols?.tuples ? TUPLES : 0);
+  const flags =
+    (stamped ? HAS_TIMESTAMPS : 0) | (cols ? COLUMNAR : 0) | (one ? ONE_TIMESTAMP : 0) | (cols?.tuples ? TUPLES : 0);
   let out = cols?.bytes;
   if (!out) {
     const packed = packr.pack(values);
@@ -82,18 +87,24 @@ function sameTimestamp(timestamps: readonly number[]): boolean {
 }
 
 /** Whether `n` records can be in `bytes`: columns may be constant (8 bytes for any count), so a columnar batch's count is bounded, not by its bytes. */
-const fits = (n: number, flags: number, bytes: number): boolean => n <= bytes || ((flags & (COLUMNAR | ONE_TIMESTAMP)) !== 0 && n <= MAX_RECORDS_PAST_BYTES);
+const fits = (n: number, flags: number, bytes: number): boolean =>
+  n <= bytes || ((flags & (COLUMNAR | ONE_TIMESTAMP)) !== 0 && n <= MAX_RECORDS_PAST_BYTES);
 
 export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
   const r = new MessageReader(body);
   const n = r.u32('batch count');
   const flags = r.u8('batch flags');
-  if (flags > (HAS_TIMESTAMPS | COLUMNAR | ONE_TIMESTAMP | TUPLES) || (flags & (HAS_TIMESTAMPS | ONE_TIMESTAMP)) === ONE_TIMESTAMP || (flags & (COLUMNAR | TUPLES)) === TUPLES) {
+  if (
+    flags > (HAS_TIMESTAMPS | COLUMNAR | ONE_TIMESTAMP | TUPLES) ||
+    (flags & (HAS_TIMESTAMPS | ONE_TIMESTAMP)) === ONE_TIMESTAMP ||
+    (flags & (COLUMNAR | TUPLES)) === TUPLES
+  ) {
     throw new FrameDecodeError(`batch flags ${flags} not understood`);
   }
   const timestamps = new Array<number>(n);
   if (flags & ONE_TIMESTAMP) {
-    if (8 > r.remaining || !fits(n, flags, r.remaining - 8)) throw new FrameDecodeError(`batch count ${n} with one timestamp cannot fit in ${r.remaining} bytes`);
+    if (8 > r.remaining || !fits(n, flags, r.remaining - 8))
+      throw new FrameDecodeError(`batch count ${n} with one timestamp cannot fit in ${r.remaining} bytes`);
     timestamps.fill(r.f64('timestamp'));
   } else if (flags & HAS_TIMESTAMPS) {
     if (n * 8 > r.remaining) throw new FrameDecodeError(`batch of ${n} timestamps cannot fit in ${r.remaining} bytes`);
@@ -110,7 +121,9 @@ export function decodeRecordBatch(body: Uint8Array): EncodedBatch {
     throw new FrameDecodeError(`batch values do not decode: ${(err as Error).message}`);
   }
   if (!Array.isArray(values) || values.length !== n) {
-    throw new FrameDecodeError(`batch says ${n} records, its values hold ${Array.isArray(values) ? values.length : typeof values}`);
+    throw new FrameDecodeError(
+      `batch says ${n} records, its values hold ${Array.isArray(values) ? values.length : typeof values}`,
+    );
   }
   return { values, timestamps };
 }

@@ -1,5 +1,12 @@
 /** Encode and decode whole messages and frames. Pure: bytes in, messages out. */
-import { MESSAGE_BY_KIND, MESSAGES, type Message, type MessageBody, type MessageName, type MessageOf } from './messages.js';
+import {
+  MESSAGE_BY_KIND,
+  MESSAGES,
+  type Message,
+  type MessageBody,
+  type MessageName,
+  type MessageOf,
+} from './messages.js';
 import { readFields, writeFields, type Fields, type ValuesOf } from './schema.js';
 import { FRAME_HEADER_BYTES, FrameDecodeError, MessageBuilder, MessageReader } from './wire.js';
 
@@ -17,7 +24,14 @@ export function makeMessage<N extends MessageName>(
   for (const k in fields) {
     const given = (body as Record<string, unknown>)[k];
     const f = fields[k]!;
-    out[k] = given !== undefined ? given : f.tail ? (Array.isArray(f.default) ? [...(f.default as unknown[])] : f.default) : undefined;
+    out[k] =
+      given !== undefined
+        ? given
+        : f.tail
+          ? Array.isArray(f.default)
+            ? [...(f.default as unknown[])]
+            : f.default
+          : undefined;
     if (out[k] === undefined) throw new RangeError(`${type}.${k} is required`);
   }
   return out as MessageOf<N>;
@@ -73,7 +87,8 @@ export function decodeMessage(payload: Uint8Array): Message {
 
 /** Decode a frame with its header, checking the header matches the bytes. */
 export function decodeFrame(frame: Uint8Array): Message {
-  if (frame.length < FRAME_HEADER_BYTES) throw new FrameDecodeError(`frame of ${frame.length} bytes has no complete header`);
+  if (frame.length < FRAME_HEADER_BYTES)
+    throw new FrameDecodeError(`frame of ${frame.length} bytes has no complete header`);
   const n = new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getUint32(0);
   if (n !== frame.length - FRAME_HEADER_BYTES) {
     throw new FrameDecodeError(`frame header says ${n} bytes, ${frame.length - FRAME_HEADER_BYTES} follow`);

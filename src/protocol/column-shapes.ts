@@ -58,12 +58,18 @@ export function shapeOf(names: string[]): Shape {
 const tupleShapes: Shape[] = [];
 
 export function tupleShapeOf(length: number): Shape {
-  return (tupleShapes[length] ??= makeShape(Array.from({ length }, (_, i) => String(i)), true));
+  return (tupleShapes[length] ??= makeShape(
+    Array.from({ length }, (_, i) => String(i)),
+    true,
+  ));
 }
 
 /** The shape of a batch's first value when it can be columnar (a tuple only when `tuples`); undefined otherwise. */
 export function firstShape(v: unknown, tuples: boolean): Shape | undefined {
-  if (Array.isArray(v)) return tuples && v.length > 0 && v.length <= MAX_FIELDS && Object.getPrototypeOf(v) === Array.prototype ? tupleShapeOf(v.length) : undefined;
+  if (Array.isArray(v))
+    return tuples && v.length > 0 && v.length <= MAX_FIELDS && Object.getPrototypeOf(v) === Array.prototype
+      ? tupleShapeOf(v.length)
+      : undefined;
   if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined;
   const names = Object.keys(v);
   // `__proto__` as an own field would set the prototype when rebuilt by a literal.

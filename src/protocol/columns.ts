@@ -151,7 +151,13 @@ function otherColumn(nameBytes: Buffer, vals: unknown[]): Column {
  * the batch's start (after `prefix`), so a receiver whose batch starts aligned reads them in place.
  * With `constants` (the receiver reads them), a number column of one value is that value alone.
  */
-export function encodeColumns(values: readonly unknown[], prefix: number, head: number, constants = false, tuples = false): { bytes: Buffer; tuples: boolean } | undefined {
+export function encodeColumns(
+  values: readonly unknown[],
+  prefix: number,
+  head: number,
+  constants = false,
+  tuples = false,
+): { bytes: Buffer; tuples: boolean } | undefined {
   if (!COLUMNS_SUPPORTED || values.length === 0) return undefined;
   const shape = firstShape(values[0], tuples);
   if (!shape) return undefined;
@@ -165,7 +171,10 @@ export function encodeColumns(values: readonly unknown[], prefix: number, head: 
   const cols = new Array<Column>(f);
   for (let i = 0; i < f; i++) {
     const kind = kinds[i]!;
-    cols[i] = kind === Kind.Mixed ? otherColumn(shape.nameBytes[i]!, shape.column(values, i)) : numberColumn(shape.nameBytes[i]!, kind, into[i]!);
+    cols[i] =
+      kind === Kind.Mixed
+        ? otherColumn(shape.nameBytes[i]!, shape.column(values, i))
+        : numberColumn(shape.nameBytes[i]!, kind, into[i]!);
   }
   let size = head + 2;
   for (const c of cols) size += 3 + c.nameBytes.length;
@@ -236,12 +245,16 @@ const MAX_HEADERS = 256;
 const MAX_CACHED_HEADER_BYTES = 4096;
 
 function need(view: Buffer, at: number, bytes: number, what: string): void {
-  if (bytes < 0 || at + bytes > view.length) throw new FrameDecodeError(`columnar batch: ${what} needs ${bytes} bytes, ${view.length - at} remain`);
+  if (bytes < 0 || at + bytes > view.length)
+    throw new FrameDecodeError(`columnar batch: ${what} needs ${bytes} bytes, ${view.length - at} remain`);
 }
 
 /** The header of `f` fields from `start` to `end` (as walked by decodeColumns). */
 function headerOf(view: Buffer, start: number, end: number, f: number, tuples: boolean): Header {
-  const key = end - start <= MAX_CACHED_HEADER_BYTES ? (tuples ? '\u0001' : '\u0000') + view.toString('latin1', start, end) : undefined;
+  const key =
+    end - start <= MAX_CACHED_HEADER_BYTES
+      ? (tuples ? '\u0001' : '\u0000') + view.toString('latin1', start, end)
+      : undefined;
   let h = key === undefined ? undefined : headers.get(key);
   if (h) return h;
   const names: string[] = [];
@@ -254,7 +267,8 @@ function headerOf(view: Buffer, start: number, end: number, f: number, tuples: b
   }
   if (tuples) {
     if (names.some((n) => n !== '')) throw new FrameDecodeError('columnar batch: a tuple column has a name');
-  } else if (names.includes('__proto__') || new Set(names).size !== f) throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
+  } else if (names.includes('__proto__') || new Set(names).size !== f)
+    throw new FrameDecodeError('columnar batch: a field named twice, or __proto__');
   h = { types, rows: (tuples ? tupleShapeOf(f) : shapeOf(names)).rows(types.map((t) => t === CONST)) };
   if (key === undefined) return h;
   if (headers.size >= MAX_HEADERS) headers.clear();
@@ -286,12 +300,20 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
     switch (type) {
       case F64:
         need(view, at, 8 * count, 'a number column');
-        cols.push((view.byteOffset + at) % 8 === 0 ? new Float64Array(view.buffer, view.byteOffset + at, count) : new Float64Array(copy(view, at, 8 * count, i), 0, count));
+        cols.push(
+          (view.byteOffset + at) % 8 === 0
+            ? new Float64Array(view.buffer, view.byteOffset + at, count)
+            : new Float64Array(copy(view, at, 8 * count, i), 0, count),
+        );
         at += 8 * count;
         break;
       case I32:
         need(view, at, 4 * count, 'an integer column');
-        cols.push((view.byteOffset + at) % 4 === 0 ? new Int32Array(view.buffer, view.byteOffset + at, count) : new Int32Array(copy(view, at, 4 * count, i), 0, count));
+        cols.push(
+          (view.byteOffset + at) % 4 === 0
+            ? new Int32Array(view.buffer, view.byteOffset + at, count)
+            : new Int32Array(copy(view, at, 4 * count, i), 0, count),
+        );
         at += 4 * count;
         break;
       case CONST: {
@@ -313,7 +335,10 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         need(view, at, 4 + 4 * count, 'a string column');
         const utf8 = view.readUInt32LE(at);
         at += 4;
-        const lengths = (view.byteOffset + at) % 4 === 0 ? new Uint32Array(view.buffer, view.byteOffset + at, count) : new Uint32Array(copy(view, at, 4 * count, i), 0, count);
+        const lengths =
+          (view.byteOffset + at) % 4 === 0
+            ? new Uint32Array(view.buffer, view.byteOffset + at, count)
+            : new Uint32Array(copy(view, at, 4 * count, i), 0, count);
         at += 4 * count;
         need(view, at, utf8, 'a string column');
         const all = view.toString('utf8', at, at + utf8);
@@ -325,7 +350,10 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
           s[j] = all.slice(from, to);
           from = to;
         }
-        if (from !== all.length) throw new FrameDecodeError(`columnar batch: string lengths add up to ${from}, the column holds ${all.length}`);
+        if (from !== all.length)
+          throw new FrameDecodeError(
+            `columnar batch: string lengths add up to ${from}, the column holds ${all.length}`,
+          );
         cols.push(s);
         break;
       }
@@ -339,7 +367,10 @@ export function decodeColumns(body: Uint8Array, start: number, count: number, tu
         } catch (err) {
           throw new FrameDecodeError(`columnar batch: a packed column does not decode: ${(err as Error).message}`);
         }
-        if (!Array.isArray(vals) || vals.length !== count) throw new FrameDecodeError(`columnar batch: a packed column holds ${Array.isArray(vals) ? vals.length : typeof vals} values, not ${count}`);
+        if (!Array.isArray(vals) || vals.length !== count)
+          throw new FrameDecodeError(
+            `columnar batch: a packed column holds ${Array.isArray(vals) ? vals.length : typeof vals} values, not ${count}`,
+          );
         cols.push(vals);
         at += 4 + len;
         break;

@@ -52,7 +52,19 @@ export {
   type Compatibility,
 } from './version.js';
 export type { Codec, Descriptor, FieldSpec, Fields } from './schema.js';
-export { encodeRecordBatch, decodeRecordBatch, MAX_RECORDS_PAST_BYTES, type BatchEncoding, type EncodedBatch } from './batch.js';
+export {
+  encodeRecordBatch,
+  decodeRecordBatch,
+  MAX_RECORDS_PAST_BYTES,
+  type BatchEncoding,
+  type EncodedBatch,
+} from './batch.js';
 export { COLUMNS_SUPPORTED } from './columns.js';
-export { JOB_STATES, JOB_TRANSITIONS, isRedeployingJobState, isTerminalJobState, type JobStateName } from './job-states.js';
+export {
+  JOB_STATES,
+  JOB_TRANSITIONS,
+  isRedeployingJobState,
+  isTerminalJobState,
+  type JobStateName,
+} from './job-states.js';
 export { encodeCollected, decodeCollected } from './collected.js';

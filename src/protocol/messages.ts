@@ -27,7 +27,13 @@ import {
 import { JOB_STATES } from './job-states.js';
 import { MAX_REGISTER_STRING_BYTES } from './wire.js';
 
-export type Direction = 'worker->coordinator' | 'coordinator->worker' | 'client->coordinator' | 'coordinator->client' | 'both' | 'worker->worker';
+export type Direction =
+  | 'worker->coordinator'
+  | 'coordinator->worker'
+  | 'client->coordinator'
+  | 'coordinator->client'
+  | 'both'
+  | 'worker->worker';
 
 export interface MessageDef<F extends Fields = Fields> {
   readonly kind: number;
@@ -54,9 +60,21 @@ export const CheckpointConfig = struct('CheckpointConfig', {
   alignment: field(enumOf(['aligned', 'unaligned', 'adaptive'] as const), 'barrier alignment'),
   stateBackendUri: field(string, "base of the job's state; empty means checkpointDir"),
   checkpointsRetained: tail(u32, 1, 'completed checkpoints kept; older ones are deleted (absent = 1)'),
-  maxRestarts: tail(i32, -1, "retries of each failed subtask's failover region in a job without checkpoints; -1 = the coordinator's default"),
-  allowNonRestoredState: tail(bool, false, 'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)'),
-  allowDuplicatesOnFallback: tail(bool, false, 'a restore may fall back past a damaged checkpoint whose commits transactional sinks may have made visible (they are written again); the job is then at-least-once'),
+  maxRestarts: tail(
+    i32,
+    -1,
+    "retries of each failed subtask's failover region in a job without checkpoints; -1 = the coordinator's default",
+  ),
+  allowNonRestoredState: tail(
+    bool,
+    false,
+    'restore even though the checkpoint holds state for operators the job no longer has (that state is dropped)',
+  ),
+  allowDuplicatesOnFallback: tail(
+    bool,
+    false,
+    'a restore may fall back past a damaged checkpoint whose commits transactional sinks may have made visible (they are written again); the job is then at-least-once',
+  ),
 });
 
 export const JobModule = struct('JobModule', {
@@ -74,7 +92,11 @@ export const DeploymentTask = struct('DeploymentTask', {
   keyGroupEnd: field(u32, 'last key group this subtask owns (inclusive)'),
   restoreCheckpointId: field(u64, '0 = start fresh'),
   attempt: tail(u32, 0, 'restart attempt this deploy belongs to'),
-  restoreParallelism: tail(u32, 0, "the task's parallelism in the restored checkpoint when it differs (a rescaled restore); 0 = the same"),
+  restoreParallelism: tail(
+    u32,
+    0,
+    "the task's parallelism in the restored checkpoint when it differs (a rescaled restore); 0 = the same",
+  ),
 });
 
 export const OperatorParallelism = struct('OperatorParallelism', {
@@ -95,7 +117,11 @@ export const PeerAddress = struct('PeerAddress', {
   inputIndex: field(u32),
   host: field(string),
   port: field(u16),
-  link: tail(bool, false, "the channel may travel on the sender's data link to host:port (the receiver said it takes links); false: a connection of its own"),
+  link: tail(
+    bool,
+    false,
+    "the channel may travel on the sender's data link to host:port (the receiver said it takes links); false: a connection of its own",
+  ),
 });
 
 export const SubtaskPeers = struct('SubtaskPeers', {
@@ -136,8 +162,16 @@ export const SubtaskProgress = struct('SubtaskProgress', {
   backpressuredMs: field(u64, 'time spent waiting for room downstream since it started'),
   watermark: field(f64, 'the last watermark it emitted (-Infinity: none yet)'),
   idleMs: tail(u64, 0, 'time spent waiting for input (a source: for its reader) since it started'),
-  lagRecords: tail(u64, 0, "a source's records not read yet from its external system (SourceReader.lag); 0 = none or unknown"),
-  ageMs: tail(u64, 0, "the subtask's age on its worker's clock when these counts were read: rates are taken over two reports' ages, and a report read no later than the last is that report again; 0 = an older worker (rates over the heartbeats' arrival)"),
+  lagRecords: tail(
+    u64,
+    0,
+    "a source's records not read yet from its external system (SourceReader.lag); 0 = none or unknown",
+  ),
+  ageMs: tail(
+    u64,
+    0,
+    "the subtask's age on its worker's clock when these counts were read: rates are taken over two reports' ages, and a report read no later than the last is that report again; 0 = an older worker (rates over the heartbeats' arrival)",
+  ),
 });
 
 export const MESSAGES = {
@@ -150,15 +184,28 @@ export const MESSAGES = {
     protocolVersion,
     minCompatibleProtocolVersion: minCompatible,
     runtime: tail(string, '', 'Node major and module ABI, e.g. "node20/abi115"'),
-    authToken: tail(str(MAX_REGISTER_STRING_BYTES), '', "the cluster's CLINK_AUTH_TOKEN, when the coordinator requires one; empty = none"),
+    authToken: tail(
+      str(MAX_REGISTER_STRING_BYTES),
+      '',
+      "the cluster's CLINK_AUTH_TOKEN, when the coordinator requires one; empty = none",
+    ),
   }),
-  SubtaskListening: message(2, 'worker->coordinator', 'a subtask bound its inbound ports (sources send none: a ready tick)', {
-    jobId: field(string),
-    taskId: field(string),
-    subtaskIndex: field(u32),
-    edgePorts: field(list(EdgePort)),
-    dataLinks: tail(bool, false, "the subtask's process takes data links on its data port (one connection per peer for every channel); false: a connection per channel"),
-  }),
+  SubtaskListening: message(
+    2,
+    'worker->coordinator',
+    'a subtask bound its inbound ports (sources send none: a ready tick)',
+    {
+      jobId: field(string),
+      taskId: field(string),
+      subtaskIndex: field(u32),
+      edgePorts: field(list(EdgePort)),
+      dataLinks: tail(
+        bool,
+        false,
+        "the subtask's process takes data links on its data port (one connection per peer for every channel); false: a connection per channel",
+      ),
+    },
+  ),
   SubtaskFinished: message(3, 'worker->coordinator', 'a subtask ended, cleanly or not', {
     jobId: field(string),
     taskId: field(string),
@@ -176,8 +223,16 @@ export const MESSAGES = {
     sentAtMs: tail(u64, 0),
     runningSubtasks: tail(u32, 0),
     jobs: tail(list(JobProgress), [], 'records read and written by the jobs running on this worker'),
-    leaving: tail(bool, false, 'the worker is shutting down: the last frame of its session; the coordinator retires the session at once (worker retired: <id> (shutdown)) instead of waiting for the heartbeat timeout'),
-    subtasks: tail(list(SubtaskProgress), [], "each running subtask's counts, time backpressured and watermark (the API's per-task rates)"),
+    leaving: tail(
+      bool,
+      false,
+      'the worker is shutting down: the last frame of its session; the coordinator retires the session at once (worker retired: <id> (shutdown)) instead of waiting for the heartbeat timeout',
+    ),
+    subtasks: tail(
+      list(SubtaskProgress),
+      [],
+      "each running subtask's counts, time backpressured and watermark (the API's per-task rates)",
+    ),
   }),
   SubtaskCheckpointed: message(5, 'worker->coordinator', "a subtask's snapshot for a checkpoint is done (or failed)", {
     jobId: field(string),
@@ -189,51 +244,102 @@ export const MESSAGES = {
     stateBytes: tail(u64, 0),
     durationMs: tail(u64, 0),
     alignmentMs: tail(u64, 0, 'from the first barrier of this checkpoint at the subtask to the last (0 for a source)'),
-    stateSha256: tail(string, '', "SHA-256 (hex) of the state file's body, as its prefix records it; the COMPLETED marker lists it with stateBytes"),
-    commits: tail(bool, false, 'its snapshot holds what a sink prepared (two-phase commit): it commits when the checkpoint completes, and confirms it (CheckpointCommitted)'),
-    fatal: tail(bool, false, 'a failed snapshot that would fail again (state that cannot be encoded), not a storage error: a final checkpoint failing so fails the job instead of restarting it'),
+    stateSha256: tail(
+      string,
+      '',
+      "SHA-256 (hex) of the state file's body, as its prefix records it; the COMPLETED marker lists it with stateBytes",
+    ),
+    commits: tail(
+      bool,
+      false,
+      'its snapshot holds what a sink prepared (two-phase commit): it commits when the checkpoint completes, and confirms it (CheckpointCommitted)',
+    ),
+    fatal: tail(
+      bool,
+      false,
+      'a failed snapshot that would fail again (state that cannot be encoded), not a storage error: a final checkpoint failing so fails the job instead of restarting it',
+    ),
   }),
-  RequestFinalCheckpoint: message(6, 'worker->coordinator', 'a bounded source reached its end and asks for the final checkpoint id', {
-    jobId: field(string),
-    taskId: field(string),
-    subtaskIndex: field(u32),
-  }),
+  RequestFinalCheckpoint: message(
+    6,
+    'worker->coordinator',
+    'a bounded source reached its end and asks for the final checkpoint id',
+    {
+      jobId: field(string),
+      taskId: field(string),
+      subtaskIndex: field(u32),
+    },
+  ),
   BeginRescaleAck: message(7, 'worker->coordinator', 'what a worker armed for a hot rescale', {
     jobId: field(string),
     rescaleId: field(u64),
     ok: field(bool),
     armedSubtasks: field(u32),
     message: field(string),
-    phase: tail(string, 'armed', "the step answered: 'armed' (BeginRescale), 'rebound' (CutoverRebind), 'released' (CutoverPeerUpdate)"),
+    phase: tail(
+      string,
+      'armed',
+      "the step answered: 'armed' (BeginRescale), 'rebound' (CutoverRebind), 'released' (CutoverPeerUpdate)",
+    ),
   }),
 
-  CheckpointCommitted: message(8, 'worker->coordinator', "a worker's subtasks committed a completed checkpoint (sent to a coordinator of protocol 3 or later)", {
-    jobId: field(string),
-    checkpointId: field(u64),
-    subtasks: field(list(string), "'<task>#<index>' of each subtask here that has made visible what it prepared up to this checkpoint"),
-    error: tail(string, '', 'why a subtask here could not commit (it is not named; the next CommitCheckpoint retries it); empty = none'),
-  }),
+  CheckpointCommitted: message(
+    8,
+    'worker->coordinator',
+    "a worker's subtasks committed a completed checkpoint (sent to a coordinator of protocol 3 or later)",
+    {
+      jobId: field(string),
+      checkpointId: field(u64),
+      subtasks: field(
+        list(string),
+        "'<task>#<index>' of each subtask here that has made visible what it prepared up to this checkpoint",
+      ),
+      error: tail(
+        string,
+        '',
+        'why a subtask here could not commit (it is not named; the next CommitCheckpoint retries it); empty = none',
+      ),
+    },
+  ),
 
   // client -> coordinator
-  HelloClient: message(10, 'client->coordinator', 'a client introduces itself; the first frame of a client connection', {
-    clientName: field(str(MAX_REGISTER_STRING_BYTES)),
-    protocolVersion,
-    minCompatibleProtocolVersion: minCompatible,
-    authToken: tail(str(MAX_REGISTER_STRING_BYTES), '', "the cluster's CLINK_AUTH_TOKEN, when the coordinator requires one; empty = none"),
-  }),
-  SubmitJob: message(11, 'client->coordinator', 'submit a job: its plan, its module (or a reference to it) and its settings', {
-    jobName: field(string),
-    specJson: field(string, 'the JobGraphSpec'),
-    modules: field(list(JobModule)),
-    checkpoint: field(CheckpointConfig),
-    params: tail(string, '{}', 'job parameters as a JSON object'),
-    sdkFingerprint: tail(string, '', "fingerprint of the SDK surface the module was built against"),
-    buildParallelism: tail(u32, 0, 'the parallelism the build function was given; 0 = the spec\'s default'),
-    sdkManifest: tail(string, '{}', 'per-file hashes of the SDK declarations the module was built against (JSON), to name what differs'),
-    sdkVersion: tail(string, '', 'the clink version the module was built with'),
-    autoscaleMin: tail(u32, 0, 'the least parallelism the autoscaler may give the job (--autoscale min..max)'),
-    autoscaleMax: tail(u32, 0, 'the most parallelism the autoscaler may give the job; 0 = no autoscaler'),
-  }),
+  HelloClient: message(
+    10,
+    'client->coordinator',
+    'a client introduces itself; the first frame of a client connection',
+    {
+      clientName: field(str(MAX_REGISTER_STRING_BYTES)),
+      protocolVersion,
+      minCompatibleProtocolVersion: minCompatible,
+      authToken: tail(
+        str(MAX_REGISTER_STRING_BYTES),
+        '',
+        "the cluster's CLINK_AUTH_TOKEN, when the coordinator requires one; empty = none",
+      ),
+    },
+  ),
+  SubmitJob: message(
+    11,
+    'client->coordinator',
+    'submit a job: its plan, its module (or a reference to it) and its settings',
+    {
+      jobName: field(string),
+      specJson: field(string, 'the JobGraphSpec'),
+      modules: field(list(JobModule)),
+      checkpoint: field(CheckpointConfig),
+      params: tail(string, '{}', 'job parameters as a JSON object'),
+      sdkFingerprint: tail(string, '', 'fingerprint of the SDK surface the module was built against'),
+      buildParallelism: tail(u32, 0, "the parallelism the build function was given; 0 = the spec's default"),
+      sdkManifest: tail(
+        string,
+        '{}',
+        'per-file hashes of the SDK declarations the module was built against (JSON), to name what differs',
+      ),
+      sdkVersion: tail(string, '', 'the clink version the module was built with'),
+      autoscaleMin: tail(u32, 0, 'the least parallelism the autoscaler may give the job (--autoscale min..max)'),
+      autoscaleMax: tail(u32, 0, 'the most parallelism the autoscaler may give the job; 0 = no autoscaler'),
+    },
+  ),
   RescaleOperator: message(12, 'client->coordinator', "change one operator's parallelism", {
     jobId: field(string),
     operatorId: field(string),
@@ -251,7 +357,11 @@ export const MESSAGES = {
     jobId: field(string),
     parallelism: field(u32, "the job's parallelism; 0 = keep it (only operators change)"),
     operators: tail(list(OperatorParallelism), [], "operators' own parallelism, by id (uid)"),
-    mode: tail(string, 'auto', "'replan' (drain and replan), 'hot' (replace only the changed tasks, or refuse), 'auto' (hot when it can)"),
+    mode: tail(
+      string,
+      'auto',
+      "'replan' (drain and replan), 'hot' (replace only the changed tasks, or refuse), 'auto' (hot when it can)",
+    ),
   }),
 
   // coordinator -> client
@@ -302,20 +412,33 @@ export const MESSAGES = {
     checkpoint: field(CheckpointConfig),
     params: tail(string, '{}'),
     epoch,
-    buildParallelism: tail(u32, 0, 'the parallelism to give the build function; 0 = the spec\'s default'),
-    dataSecret: tail(string, '', "this deploy attempt's secret: its data connections prove they know it (DataHello.mac); empty = none"),
+    buildParallelism: tail(u32, 0, "the parallelism to give the build function; 0 = the spec's default"),
+    dataSecret: tail(
+      string,
+      '',
+      "this deploy attempt's secret: its data connections prove they know it (DataHello.mac); empty = none",
+    ),
   }),
-  PeerUpdate: message(102, 'coordinator->worker', "where each of a job's subtasks sends its output; also the go signal", {
-    jobId: field(string),
-    subtasks: field(list(SubtaskPeers)),
-    epoch,
-    attempt: tail(u32, 0, 'the deploy attempt these subtasks run as'),
-  }),
+  PeerUpdate: message(
+    102,
+    'coordinator->worker',
+    "where each of a job's subtasks sends its output; also the go signal",
+    {
+      jobId: field(string),
+      subtasks: field(list(SubtaskPeers)),
+      epoch,
+      attempt: tail(u32, 0, 'the deploy attempt these subtasks run as'),
+    },
+  ),
   CancelJob: message(103, 'both', 'cancel a job: a client request to the coordinator, and its broadcast to workers', {
     jobId: field(string),
     reason: tail(string, ''),
     epoch,
-    subtasks: tail(list(string), [], "'<task>#<index>' of the subtasks to stop, with their failover regions (a retry); empty = the whole job"),
+    subtasks: tail(
+      list(string),
+      [],
+      "'<task>#<index>' of the subtasks to stop, with their failover regions (a retry); empty = the whole job",
+    ),
   }),
   StartJob: message(104, 'coordinator->worker', "start a job's deployed subtasks", {
     jobId: field(string),
@@ -372,52 +495,119 @@ export const MESSAGES = {
   }),
 
   // worker -> worker: a mesh run's rendezvous (design record 017), on the leader's control port.
-  MeshRegister: message(210, 'worker->worker', "a mesh member joins the run: the first frame on the leader's control port", {
-    exchange: field(str(MAX_REGISTER_STRING_BYTES), 'host:port its peers dial it on: its identity in the run'),
-    fingerprint: field(string, "SHA-256 (hex) of its job's topology shape"),
-    shapeJson: field(string, 'the topology shape hashed (module, key groups, tasks, edges), so a difference can be named'),
-    protocolVersion,
-  }),
-  MeshMembers: message(211, 'worker->worker', 'the leader to each member once every one has registered: who runs, and what', {
-    members: field(list(string), 'every exchange address, sorted: a member is its position'),
-    fingerprint: field(string),
-    shapeJson: field(string),
-    restoreCheckpointId: tail(u64, 0, "the completed checkpoint every member resumes from (the run's own with --restart, or --restore-from-dir's); 0 = from the start"),
-    attempt: tail(u32, 0, 'the run attempt: one more at each rendezvous of a restarted run'),
-    restoreDir: tail(string, '', 'the marker directory holding restoreCheckpointId (every member reaches it at this path)'),
-    checkpointJson: tail(string, '', "the leader's checkpoint settings (JSON), which every member runs with; empty = each its own"),
-  }),
-  MeshRefused: message(212, 'worker->worker', 'the leader turns a member away, saying why (a differing job, an address taken)', {
-    reason: field(string),
-  }),
-  MeshLinkHello: message(213, 'worker->worker', "the first frame of a mesh link: the dialling member (a higher one dials a lower one's exchange port)", {
-    member: field(u32, 'its position in the sorted member set'),
-    fingerprint: field(string, "the run's topology fingerprint: a link from another run is refused"),
-  }),
-  LinkFrame: message(214, 'worker->worker', "one channel's data-plane frame on a link (a mesh link, or a cluster's data link: every channel between two processes shares it)", {
-    channel: field(u32, 'the channel, numbered by the side that opened it'),
-    fromOpener: field(bool, "true from the channel's sending end (DataHello, records, end), false from its receiving end (DataCredit, DataRefused)"),
-    frame: field(bytes, 'the data-plane message, encoded without its length prefix'),
-  }),
-  MeshReady: message(215, 'worker->worker', "a member to the leader: its slice is deployed and its inputs take channels", {}),
+  MeshRegister: message(
+    210,
+    'worker->worker',
+    "a mesh member joins the run: the first frame on the leader's control port",
+    {
+      exchange: field(str(MAX_REGISTER_STRING_BYTES), 'host:port its peers dial it on: its identity in the run'),
+      fingerprint: field(string, "SHA-256 (hex) of its job's topology shape"),
+      shapeJson: field(
+        string,
+        'the topology shape hashed (module, key groups, tasks, edges), so a difference can be named',
+      ),
+      protocolVersion,
+    },
+  ),
+  MeshMembers: message(
+    211,
+    'worker->worker',
+    'the leader to each member once every one has registered: who runs, and what',
+    {
+      members: field(list(string), 'every exchange address, sorted: a member is its position'),
+      fingerprint: field(string),
+      shapeJson: field(string),
+      restoreCheckpointId: tail(
+        u64,
+        0,
+        "the completed checkpoint every member resumes from (the run's own with --restart, or --restore-from-dir's); 0 = from the start",
+      ),
+      attempt: tail(u32, 0, 'the run attempt: one more at each rendezvous of a restarted run'),
+      restoreDir: tail(
+        string,
+        '',
+        'the marker directory holding restoreCheckpointId (every member reaches it at this path)',
+      ),
+      checkpointJson: tail(
+        string,
+        '',
+        "the leader's checkpoint settings (JSON), which every member runs with; empty = each its own",
+      ),
+    },
+  ),
+  MeshRefused: message(
+    212,
+    'worker->worker',
+    'the leader turns a member away, saying why (a differing job, an address taken)',
+    {
+      reason: field(string),
+    },
+  ),
+  MeshLinkHello: message(
+    213,
+    'worker->worker',
+    "the first frame of a mesh link: the dialling member (a higher one dials a lower one's exchange port)",
+    {
+      member: field(u32, 'its position in the sorted member set'),
+      fingerprint: field(string, "the run's topology fingerprint: a link from another run is refused"),
+    },
+  ),
+  LinkFrame: message(
+    214,
+    'worker->worker',
+    "one channel's data-plane frame on a link (a mesh link, or a cluster's data link: every channel between two processes shares it)",
+    {
+      channel: field(u32, 'the channel, numbered by the side that opened it'),
+      fromOpener: field(
+        bool,
+        "true from the channel's sending end (DataHello, records, end), false from its receiving end (DataCredit, DataRefused)",
+      ),
+      frame: field(bytes, 'the data-plane message, encoded without its length prefix'),
+    },
+  ),
+  MeshReady: message(
+    215,
+    'worker->worker',
+    'a member to the leader: its slice is deployed and its inputs take channels',
+    {},
+  ),
   MeshStart: message(216, 'worker->worker', 'the leader to every member once all are ready: run', {}),
-  MeshHeartbeat: message(218, 'worker->worker', "the leader and each member to each other every second on the control connection: silence past --mesh-heartbeat-timeout-ms is a lost member", {}),
-  MeshStop: message(217, 'worker->worker', 'the run ends: from the leader to every member (done, or failed with the cause), or from a member that failed', {
-    ok: field(bool, 'the run finished; false: it failed'),
-    reason: field(string, 'why it failed (empty when ok)'),
-  }),
+  MeshHeartbeat: message(
+    218,
+    'worker->worker',
+    'the leader and each member to each other every second on the control connection: silence past --mesh-heartbeat-timeout-ms is a lost member',
+    {},
+  ),
+  MeshStop: message(
+    217,
+    'worker->worker',
+    'the run ends: from the leader to every member (done, or failed with the cause), or from a member that failed',
+    {
+      ok: field(bool, 'the run finished; false: it failed'),
+      reason: field(string, 'why it failed (empty when ok)'),
+    },
+  ),
 
   // worker -> worker: the data plane. One connection per (edge, upstream subtask, downstream subtask).
-  DataHello: message(200, 'worker->worker', "the first frame of a data connection: which channel of which subtask it feeds", {
-    jobId: field(string),
-    attempt: field(u32, 'the deploy attempt; a connection from another attempt is refused'),
-    edgeIndex: field(u32, 'the edge, by its index in the JobGraphSpec'),
-    upstreamSubtask: field(u32),
-    downstreamTaskId: field(string),
-    downstreamSubtask: field(u32),
-    upstreamTaskId: tail(string, '', 'the sending task, for metrics labels'),
-    mac: tail(string, '', "HMAC-SHA256 (hex) of the fields above under the attempt's data secret (Deploy.dataSecret)"),
-  }),
+  DataHello: message(
+    200,
+    'worker->worker',
+    'the first frame of a data connection: which channel of which subtask it feeds',
+    {
+      jobId: field(string),
+      attempt: field(u32, 'the deploy attempt; a connection from another attempt is refused'),
+      edgeIndex: field(u32, 'the edge, by its index in the JobGraphSpec'),
+      upstreamSubtask: field(u32),
+      downstreamTaskId: field(string),
+      downstreamSubtask: field(u32),
+      upstreamTaskId: tail(string, '', 'the sending task, for metrics labels'),
+      mac: tail(
+        string,
+        '',
+        "HMAC-SHA256 (hex) of the fields above under the attempt's data secret (Deploy.dataSecret)",
+      ),
+    },
+  ),
   DataBatch: message(201, 'worker->worker', 'records, as a record batch (see Data-plane record batches)', {
     batch: field(bytes),
   }),
@@ -431,15 +621,37 @@ export const MESSAGES = {
   DataBarrier: message(206, 'worker->worker', 'a checkpoint barrier, in band after the records it follows', {
     checkpointId: field(u64),
   }),
-  DataRefused: message(207, 'worker->worker', 'on a link: receiver to sender, this channel is refused (no such subtask, a bad proof) and why; sender to receiver, the sender stopped early (its job cancelled or failed)', {
-    reason: field(string),
-  }),
-  DataCredit: message(205, 'worker->worker', 'receiver to sender: room for this many more record batches (credit-based flow control)', {
-    credits: field(u32),
-    columns: tail(bool, false, 'the receiver reads columnar record batches (batch flags bit 1); a sender writes them only then'),
-    constants: tail(bool, false, 'the receiver reads one timestamp for a whole batch (batch flags bit 2) and constant columns (column type 6); a sender writes them only then'),
-    tuples: tail(bool, false, 'the receiver reads columnar batches of arrays (batch flags bit 3: one column per position, no field names); a sender writes them only then'),
-  }),
+  DataRefused: message(
+    207,
+    'worker->worker',
+    'on a link: receiver to sender, this channel is refused (no such subtask, a bad proof) and why; sender to receiver, the sender stopped early (its job cancelled or failed)',
+    {
+      reason: field(string),
+    },
+  ),
+  DataCredit: message(
+    205,
+    'worker->worker',
+    'receiver to sender: room for this many more record batches (credit-based flow control)',
+    {
+      credits: field(u32),
+      columns: tail(
+        bool,
+        false,
+        'the receiver reads columnar record batches (batch flags bit 1); a sender writes them only then',
+      ),
+      constants: tail(
+        bool,
+        false,
+        'the receiver reads one timestamp for a whole batch (batch flags bit 2) and constant columns (column type 6); a sender writes them only then',
+      ),
+      tuples: tail(
+        bool,
+        false,
+        'the receiver reads columnar batches of arrays (batch flags bit 3: one column per position, no field names); a sender writes them only then',
+      ),
+    },
+  ),
 } as const;
 
 for (const [name, def] of Object.entries(MESSAGES)) checkFieldOrder(name, def.fields);

@@ -44,17 +44,57 @@ export function tail<T>(codec: Codec<T>, def: T, doc = ''): FieldSpec<T, true> {
   return { codec, tail: true, default: def, doc };
 }
 
-function prim<T>(t: 'u8' | 'u16' | 'u32' | 'i32' | 'u64' | 'f64', minBytes: number, w: (b: MessageBuilder, v: number) => void, r: (r: MessageReader, what: string) => number): Codec<T> {
-  return { desc: { t }, minBytes, write: w as (b: MessageBuilder, v: T) => void, read: r as (r: MessageReader, what: string) => T };
+function prim<T>(
+  t: 'u8' | 'u16' | 'u32' | 'i32' | 'u64' | 'f64',
+  minBytes: number,
+  w: (b: MessageBuilder, v: number) => void,
+  r: (r: MessageReader, what: string) => number,
+): Codec<T> {
+  return {
+    desc: { t },
+    minBytes,
+    write: w as (b: MessageBuilder, v: T) => void,
+    read: r as (r: MessageReader, what: string) => T,
+  };
 }
 
-export const u8 = prim<number>('u8', 1, (b, v) => b.u8(v), (r, w) => r.u8(w));
-export const u16 = prim<number>('u16', 2, (b, v) => b.u16(v), (r, w) => r.u16(w));
-export const u32 = prim<number>('u32', 4, (b, v) => b.u32(v), (r, w) => r.u32(w));
-export const i32 = prim<number>('i32', 4, (b, v) => b.i32(v), (r, w) => r.i32(w));
+export const u8 = prim<number>(
+  'u8',
+  1,
+  (b, v) => b.u8(v),
+  (r, w) => r.u8(w),
+);
+export const u16 = prim<number>(
+  'u16',
+  2,
+  (b, v) => b.u16(v),
+  (r, w) => r.u16(w),
+);
+export const u32 = prim<number>(
+  'u32',
+  4,
+  (b, v) => b.u32(v),
+  (r, w) => r.u32(w),
+);
+export const i32 = prim<number>(
+  'i32',
+  4,
+  (b, v) => b.i32(v),
+  (r, w) => r.i32(w),
+);
 /** Unsigned 64-bit, carried as a JS number: values beyond 2^53 are refused on both ends. */
-export const u64 = prim<number>('u64', 8, (b, v) => b.u64(v), (r, w) => r.u64(w));
-export const f64 = prim<number>('f64', 8, (b, v) => b.f64(v), (r, w) => r.f64(w));
+export const u64 = prim<number>(
+  'u64',
+  8,
+  (b, v) => b.u64(v),
+  (r, w) => r.u64(w),
+);
+export const f64 = prim<number>(
+  'f64',
+  8,
+  (b, v) => b.f64(v),
+  (r, w) => r.f64(w),
+);
 
 export const bool: Codec<boolean> = {
   desc: { t: 'bool' },
@@ -80,7 +120,8 @@ export function str(maxBytes = Infinity): Codec<string> {
     desc: { t: 'string', maxBytes },
     minBytes: 4,
     write: (b, v) => {
-      if (Buffer.byteLength(v) > maxBytes) throw new RangeError(`string of ${Buffer.byteLength(v)} bytes exceeds its ${maxBytes}-byte cap`);
+      if (Buffer.byteLength(v) > maxBytes)
+        throw new RangeError(`string of ${Buffer.byteLength(v)} bytes exceeds its ${maxBytes}-byte cap`);
       b.string(v);
     },
     read: (r, what) => r.string(what, maxBytes),

@@ -50,10 +50,23 @@ export function checkProtocolCompatibility(
   const rv = norm(remote.version);
   const rmin = norm(remote.minCompatible);
   const detail = `${names.local} speaks protocol ${lv} (talks to ${lmin}..${lv}), ${names.remote} speaks ${rv} (talks to ${rmin}..${rv})`;
-  if (rv < lmin) return { ok: false, upgrade: 'remote', message: `protocol mismatch: ${detail}; upgrade ${names.remote} to protocol ${lmin} or later` };
-  if (lv < rmin) return { ok: false, upgrade: 'local', message: `protocol mismatch: ${detail}; upgrade ${names.local} to protocol ${rmin} or later` };
+  if (rv < lmin)
+    return {
+      ok: false,
+      upgrade: 'remote',
+      message: `protocol mismatch: ${detail}; upgrade ${names.remote} to protocol ${lmin} or later`,
+    };
+  if (lv < rmin)
+    return {
+      ok: false,
+      upgrade: 'local',
+      message: `protocol mismatch: ${detail}; upgrade ${names.local} to protocol ${rmin} or later`,
+    };
   return { ok: true };
 }
 
 /** This build's range. */
-export const LOCAL_PROTOCOL: ProtocolRange = { version: CLUSTER_PROTOCOL_VERSION, minCompatible: MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION };
+export const LOCAL_PROTOCOL: ProtocolRange = {
+  version: CLUSTER_PROTOCOL_VERSION,
+  minCompatible: MIN_COMPATIBLE_CLUSTER_PROTOCOL_VERSION,
+};

@@ -34,7 +34,6 @@ export class FrameTooLargeError extends ClinkError {
   }
 }
 
-
 export class MessageBuilder {
   private buf: Buffer;
   private len = 0;
@@ -163,7 +162,9 @@ export class MessageReader {
 
   private need(n: number, what: string): void {
     if (this.end - this.pos < n) {
-      throw new FrameDecodeError(`truncated frame: ${what} needs ${n} bytes at offset ${this.pos}, ${this.end - this.pos} left`);
+      throw new FrameDecodeError(
+        `truncated frame: ${what} needs ${n} bytes at offset ${this.pos}, ${this.end - this.pos} left`,
+      );
     }
   }
 

@@ -1,7 +1,14 @@
 /** Builds operator instances and connector readers/writers from a spec and the job's function table. */
 import { ConnectorError, StateError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
-import { connectorOptions, type Connector, type OperatorFunctions, type SinkWriter, type SourceContext, type SourceReader } from '../sdk/index.js';
+import {
+  connectorOptions,
+  type Connector,
+  type OperatorFunctions,
+  type SinkWriter,
+  type SourceContext,
+  type SourceReader,
+} from '../sdk/index.js';
 import type { OperatorContext, StreamOperator } from './operator.js';
 import { resolveSecrets } from '../connectors/index.js';
 import {
@@ -23,7 +30,12 @@ import { windowFunctionAccumulator, windowJoinAccumulator } from './operators/wi
 
 export type ConnectorRegistry = ReadonlyMap<string, Connector>;
 
-function connectorOf(spec: OperatorSpec, fns: OperatorFunctions, registry: ConnectorRegistry, side: 'source' | 'sink'): Connector {
+function connectorOf(
+  spec: OperatorSpec,
+  fns: OperatorFunctions,
+  registry: ConnectorRegistry,
+  side: 'source' | 'sink',
+): Connector {
   const name = spec.options.connector as string;
   const c = fns.connector ?? registry.get(name);
   if (!c) {
@@ -82,9 +94,19 @@ export function createSourceReader(
 }
 
 /** A source restored at another parallelism: its connector divides the earlier positions (SourceFactory.rescale). */
-export async function rescaledSourcePosition(spec: OperatorSpec, fns: OperatorFunctions, registry: ConnectorRegistry, options: unknown, positions: readonly unknown[], ctx: SourceContext): Promise<unknown> {
+export async function rescaledSourcePosition(
+  spec: OperatorSpec,
+  fns: OperatorFunctions,
+  registry: ConnectorRegistry,
+  options: unknown,
+  positions: readonly unknown[],
+  ctx: SourceContext,
+): Promise<unknown> {
   const source = connectorOf(spec, fns, registry, 'source').source!;
-  if (!source.rescale) throw new StateError(`source '${spec.name}' (connector ${String(spec.options.connector)}) cannot divide its positions, so it cannot be restored at another parallelism`);
+  if (!source.rescale)
+    throw new StateError(
+      `source '${spec.name}' (connector ${String(spec.options.connector)}) cannot divide its positions, so it cannot be restored at another parallelism`,
+    );
   const divided = await source.rescale(positions, ctx.parallelism, options);
   return divided[ctx.subtaskIndex];
 }
@@ -126,7 +148,11 @@ export function createOperator(ctx: OperatorContext, registry: ConnectorRegistry
   }
 }
 
-function createSinkWriter(ctx: OperatorContext, registry: ConnectorRegistry, options: unknown): SinkWriter<unknown> | Promise<SinkWriter<unknown>> {
+function createSinkWriter(
+  ctx: OperatorContext,
+  registry: ConnectorRegistry,
+  options: unknown,
+): SinkWriter<unknown> | Promise<SinkWriter<unknown>> {
   const { spec, fns } = ctx;
   const sinkCtx = { operatorName: spec.name, subtaskIndex: ctx.subtaskIndex, parallelism: ctx.parallelism };
   return connectorOf(spec, fns, registry, 'sink').sink!.createWriter(options, sinkCtx);

@@ -16,14 +16,37 @@ export {
   type TaskMetrics,
   type JobSnapshot,
 } from './local.js';
-export { NO_TIMESTAMP, MAX_WATERMARK, BATCH, WATERMARK, STATUS, END, BARRIER, type StreamElement, type RecordBatch } from './elements.js';
+export {
+  NO_TIMESTAMP,
+  MAX_WATERMARK,
+  BATCH,
+  WATERMARK,
+  STATUS,
+  END,
+  BARRIER,
+  type StreamElement,
+  type RecordBatch,
+} from './elements.js';
 export { InputQueue } from './queue.js';
 export { BarrierAligner, type AlignerEvent } from './aligner.js';
 export { buildSubtask, channelTarget, type ChannelSink, type LocalInput, type SubtaskEnvironment } from './subtask.js';
-export { SubtaskRunner, SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode, type SubtaskState, type SubtaskSnapshot } from './subtask-runner.js';
+export {
+  SubtaskRunner,
+  SubtaskPhase,
+  PHASE_DESCRIPTIONS,
+  type SubtaskPhaseCode,
+  type SubtaskState,
+  type SubtaskSnapshot,
+} from './subtask-runner.js';
 export { WaitClock } from './wait-clock.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';
-export { rescaleInputs, assignedSubtasks, overlappingSubtasks, type RescaledSnapshot, type RestoreSnapshot } from './rescale.js';
+export {
+  rescaleInputs,
+  assignedSubtasks,
+  overlappingSubtasks,
+  type RescaledSnapshot,
+  type RestoreSnapshot,
+} from './rescale.js';
 export { MAX_COLLECTED_BYTES } from './operators/collect.js';
 export type { RuntimeServices } from './operator.js';
 export { StreamOperator, type Output, type OperatorContext } from './operator.js';

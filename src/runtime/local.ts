@@ -48,7 +48,11 @@ export interface LocalRunOptions extends BuildOptions {
  */
 function restoreOf(snapshot: JobSnapshot, task: TaskSpec, index: number): RestoreSnapshot {
   const held = Object.keys(snapshot.subtasks).filter((k) => k.startsWith(`${task.id}#`)).length;
-  if (held === 0) throw new ClinkError('CLINK_ERR_PLAN', `checkpoint ${snapshot.checkpointId} has no state for task ${task.id}; it was taken of another plan`);
+  if (held === 0)
+    throw new ClinkError(
+      'CLINK_ERR_PLAN',
+      `checkpoint ${snapshot.checkpointId} has no state for task ${task.id}; it was taken of another plan`,
+    );
   if (held === task.parallelism) return snapshot.subtasks[subtaskKey(task.id, index)]!;
   const parts = new Map<number, SubtaskSnapshot>();
   for (const i of rescaleInputs(held, task, index)) parts.set(i, snapshot.subtasks[subtaskKey(task.id, i)]!);
@@ -126,17 +130,29 @@ export class LocalExecution {
       ...(options.taskClock ? { taskClock: options.taskClock } : {}),
     };
     // Every subtask in this process: each has one input queue, and every edge is a pointer pass.
-    const queues = new Map(this.plan.tasks.map((t) => [t.id, Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity))]));
+    const queues = new Map(
+      this.plan.tasks.map((t) => [
+        t.id,
+        Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity)),
+      ]),
+    );
     for (const task of this.plan.tasks) {
       for (let index = 0; index < task.parallelism; index++) {
         const queue = task.inputs.length > 0 ? queues.get(task.id)![index]! : undefined;
         const key = subtaskKey(task.id, index);
         const restored = options.restore ? restoreOf(options.restore, task, index) : undefined;
-        const runner = buildSubtask(env, task, index, queue, (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!, {
-          ...(restored ? { restore: restored } : {}),
-          onSnapshot: (id, snap) => this.onSnapshot(id, key, snap),
-          onSnapshotFailed: (id, err) => this.onSnapshotFailed(id, err),
-        });
+        const runner = buildSubtask(
+          env,
+          task,
+          index,
+          queue,
+          (edgeIndex, d) => queues.get(taskOf(this.plan, this.plan.spec.edges[edgeIndex]!.target).id)![d]!,
+          {
+            ...(restored ? { restore: restored } : {}),
+            onSnapshot: (id, snap) => this.onSnapshot(id, key, snap),
+            onSnapshotFailed: (id, err) => this.onSnapshotFailed(id, err),
+          },
+        );
         this.runners.push({ task, runner, ...(queue ? { queue } : {}) });
       }
     }
@@ -146,7 +162,10 @@ export class LocalExecution {
 
   private firstError: unknown = undefined;
   private checkpointSeq = 0;
-  private readonly pendingCheckpoints = new Map<number, { snapshot: JobSnapshot; resolve: (s: JobSnapshot) => void; reject: (e: unknown) => void; commit: boolean }>();
+  private readonly pendingCheckpoints = new Map<
+    number,
+    { snapshot: JobSnapshot; resolve: (s: JobSnapshot) => void; reject: (e: unknown) => void; commit: boolean }
+  >();
 
   /**
    * Take a checkpoint: barriers go in at every source, align through the graph, and each subtask
@@ -157,7 +176,12 @@ export class LocalExecution {
     const checkpointId = Math.max(++this.checkpointSeq, (this.restoredFrom ?? 0) + 1);
     this.checkpointSeq = checkpointId;
     const p = new Promise<JobSnapshot>((resolve, reject) =>
-      this.pendingCheckpoints.set(checkpointId, { snapshot: { checkpointId, subtasks: {} }, resolve, reject, commit: options.commit ?? true }),
+      this.pendingCheckpoints.set(checkpointId, {
+        snapshot: { checkpointId, subtasks: {} },
+        resolve,
+        reject,
+        commit: options.commit ?? true,
+      }),
     );
     for (const { runner } of this.runners) runner.triggerCheckpoint(checkpointId);
     return p;
@@ -210,7 +234,8 @@ export class LocalExecution {
       }),
     );
     this.finishedAt = performance.now();
-    for (const [, p] of this.pendingCheckpoints) p.reject(this.firstError ?? new JobCancelledError('the job ended before the checkpoint completed'));
+    for (const [, p] of this.pendingCheckpoints)
+      p.reject(this.firstError ?? new JobCancelledError('the job ended before the checkpoint completed'));
     this.pendingCheckpoints.clear();
     if (results.some((r) => r.status === 'rejected')) {
       const err = this.firstError;
@@ -245,7 +270,12 @@ export class LocalExecution {
   }
 
   private result(): JobResult {
-    return { job: this.plan.spec.job.name, durationMs: this.elapsedMs, collected: this.collected, tasks: this.metrics() };
+    return {
+      job: this.plan.spec.job.name,
+      durationMs: this.elapsedMs,
+      collected: this.collected,
+      tasks: this.metrics(),
+    };
   }
 }
 

@@ -113,7 +113,9 @@ export abstract class StreamOperator {
    */
   restoreRescaled(parts: RescaledParts): void {
     if ([...parts.overlapping, ...parts.assigned].some((p) => p !== undefined)) {
-      throw new StateError(`operator '${this.ctx.spec.name}' (${this.ctx.spec.type}) keeps state that cannot be restored at another parallelism`);
+      throw new StateError(
+        `operator '${this.ctx.spec.name}' (${this.ctx.spec.type}) keeps state that cannot be restored at another parallelism`,
+      );
     }
   }
 

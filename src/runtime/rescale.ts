@@ -32,7 +32,12 @@ export function assignedSubtasks(from: number, parallelism: number, index: numbe
 }
 
 /** The earlier subtasks whose key groups overlap those of subtask `index` of `parallelism`. */
-export function overlappingSubtasks(from: number, parallelism: number, index: number, maxParallelism = MAX_PARALLELISM): number[] {
+export function overlappingSubtasks(
+  from: number,
+  parallelism: number,
+  index: number,
+  maxParallelism = MAX_PARALLELISM,
+): number[] {
   const mine = KeyGroupRange.forSubtask(index, parallelism, maxParallelism);
   const out: number[] = [];
   for (let i = 0; i < from; i++) {
@@ -45,7 +50,12 @@ export function overlappingSubtasks(from: number, parallelism: number, index: nu
 /** Which earlier subtasks' snapshots subtask `index` of `task` reads: all for a source task, else overlapping and assigned. */
 export function rescaleInputs(from: number, task: TaskSpec, index: number): number[] {
   if (task.inputs.length === 0) return Array.from({ length: from }, (_, i) => i);
-  return [...new Set([...overlappingSubtasks(from, task.parallelism, index), ...assignedSubtasks(from, task.parallelism, index)])].sort((a, b) => a - b);
+  return [
+    ...new Set([
+      ...overlappingSubtasks(from, task.parallelism, index),
+      ...assignedSubtasks(from, task.parallelism, index),
+    ]),
+  ].sort((a, b) => a - b);
 }
 
 /** One operator's view of a rescaled restore (see StreamOperator.restoreRescaled). */
@@ -60,7 +70,12 @@ export interface RescaledParts {
 }
 
 /** Hand each chained operator its parts of a rescaled restore. */
-export function restoreRescaled(operators: readonly StreamOperator[], restore: RescaledSnapshot, index: number, parallelism: number): void {
+export function restoreRescaled(
+  operators: readonly StreamOperator[],
+  restore: RescaledSnapshot,
+  index: number,
+  parallelism: number,
+): void {
   const from = restore.rescaledFrom;
   const overlapping = overlappingSubtasks(from, parallelism, index);
   const assignedIndexes = assignedSubtasks(from, parallelism, index);

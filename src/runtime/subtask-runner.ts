@@ -61,7 +61,11 @@ export interface SubtaskSetup {
   rescaledPosition?: () => Promise<unknown>;
   /** Receives this subtask's snapshot for each checkpoint, once it is encoded, and how long its barriers took to align. */
   /** `commits`: an operator holds what this checkpoint's completion makes visible (it confirms the commit). */
-  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number; commits: boolean }) => void;
+  onSnapshot?: (
+    checkpointId: number,
+    snapshot: SubtaskSnapshot,
+    stats: { alignmentMs: number; commits: boolean },
+  ) => void;
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
   onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
   /** A newer barrier cancelled the alignment of `checkpointId` (that checkpoint was given up upstream). */
@@ -236,7 +240,11 @@ export class SubtaskRunner {
     const parts = this.setup.operators.map((op) => op.snapshotState());
     const source = this.reader?.snapshot?.();
     const commits = this.setup.operators.some((op) => op.holdsCommits);
-    const report = (operators: unknown[]): void => this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, { alignmentMs, commits });
+    const report = (operators: unknown[]): void =>
+      this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, {
+        alignmentMs,
+        commits,
+      });
     if (!parts.some((p) => p instanceof Promise)) {
       report(parts);
       return;
@@ -262,7 +270,8 @@ export class SubtaskRunner {
   /** A hot rescale's new input channels (their operator inputs), numbered after the existing ones; only at the gate. */
   addInputChannels(inputs: readonly number[]): void {
     const ch = this.channels;
-    if (!ch || !this.cutover.holding) throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
+    if (!ch || !this.cutover.holding)
+      throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
     ch.inputs.push(...inputs);
     ch.time.addChannels(inputs.length);
     ch.open += inputs.length;
@@ -326,7 +335,8 @@ export class SubtaskRunner {
     const reader = await this.bounded(this.setup.createReader!());
     this.reader = reader;
     const restore = this.setup.restore;
-    const position = restore && isRescaled(restore) ? await this.bounded(this.setup.rescaledPosition!()) : restore?.source;
+    const position =
+      restore && isRescaled(restore) ? await this.bounded(this.setup.rescaledPosition!()) : restore?.source;
     if (position !== undefined) await this.bounded(reader.restore?.(position));
     const next = head.out;
     let emittedWatermark = NO_TIMESTAMP;
@@ -401,7 +411,11 @@ export class SubtaskRunner {
     const { queue, channelInputs } = this.setup.input!;
     const head = this.setup.operators[0]!;
     // Growable: a hot rescale adds channels while the subtask waits at its gate.
-    const ch = (this.channels = { inputs: [...channelInputs], open: channelInputs.length, time: new InputWatermarks(channelInputs.length, head) });
+    const ch = (this.channels = {
+      inputs: [...channelInputs],
+      open: channelInputs.length,
+      time: new InputWatermarks(channelInputs.length, head),
+    });
     const { inputs, time } = ch;
 
     // Aligned checkpoints (aligner.ts): a channel that has delivered the barrier is held back until
@@ -437,7 +451,8 @@ export class SubtaskRunner {
           e.onTaken?.();
           this.setup.onPhase?.(SubtaskPhase.PROCESSING);
           this.recordsIn += values.length;
-          if (inputs[e.channel] === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
+          if (inputs[e.channel] === 0)
+            for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
           else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
           await this.afterBatch();
           break;

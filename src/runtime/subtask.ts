@@ -4,7 +4,14 @@
  * both run exactly the same code. Where a downstream subtask lives is the caller's business: it hands
  * each output a ChannelSink, an InputQueue in this process or a socket to another.
  */
-import { channelNumber, inputChannels, taskOf, type OperatorSpec, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import {
+  channelNumber,
+  inputChannels,
+  taskOf,
+  type OperatorSpec,
+  type PhysicalPlan,
+  type TaskSpec,
+} from '../plan/index.js';
 import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
 import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, rescaledSourcePosition, type ConnectorRegistry } from './factory.js';
@@ -37,7 +44,12 @@ export interface LocalInput {
 }
 
 /** The target a writer pushes to for `sink`: a local queue through its channel's view, else the sink itself. */
-export function channelTarget(sink: ChannelSink | LocalInput, channel: number, edgeIndex: number, upstreamSubtask: number): { queue: ChannelSink; channel: number } {
+export function channelTarget(
+  sink: ChannelSink | LocalInput,
+  channel: number,
+  edgeIndex: number,
+  upstreamSubtask: number,
+): { queue: ChannelSink; channel: number } {
   if (sink instanceof InputQueue) return { queue: sink.channel(channel), channel };
   if ('channelOf' in sink) {
     const c = sink.channelOf(edgeIndex, upstreamSubtask);
@@ -110,7 +122,9 @@ export function buildSubtask(
     return {
       kind: edge.kind,
       // A queue in this process is written through this channel's view of it (its alignment bound).
-      targets: Array.from({ length: down.parallelism }, (_, d) => channelTarget(sinkFor(edgeIndex, d), channel, edgeIndex, index)),
+      targets: Array.from({ length: down.parallelism }, (_, d) =>
+        channelTarget(sinkFor(edgeIndex, d), channel, edgeIndex, index),
+      ),
       edgeIndex,
       target: plan.spec.operators.find((o) => o.id === edge.target)!,
       maxParallelism: plan.spec.maxParallelism,
@@ -118,20 +132,60 @@ export function buildSubtask(
       ...(edge.kind === 'HASH' ? { keySelector: functions.get(edge.target)!.keySelectors![edge.inputIndex]! } : {}),
     };
   });
-  const writer = (writerRef.writer = new RecordWriter(edgeOutputs, env.batchSize, index, task.parallelism, env.lingerMs ?? 0, (at, cb) => time.schedule(at, cb)));
-  operators.forEach((op, i) => op.setup(contexts[i]!, i + 1 < operators.length ? chainedOutput(operators[i + 1]!) : writer));
+  const writer = (writerRef.writer = new RecordWriter(
+    edgeOutputs,
+    env.batchSize,
+    index,
+    task.parallelism,
+    env.lingerMs ?? 0,
+    (at, cb) => time.schedule(at, cb),
+  ));
+  operators.forEach((op, i) =>
+    op.setup(contexts[i]!, i + 1 < operators.length ? chainedOutput(operators[i + 1]!) : writer),
+  );
   const head = task.operators[0]!;
-  const setup = new Setup(task, index, operators, writer, time, env.signal, env.batchSize, checkpoints, env.phaseReporter?.(task.id, index), env.taskClock ?? wallClock);
+  const setup = new Setup(
+    task,
+    index,
+    operators,
+    writer,
+    time,
+    env.signal,
+    env.batchSize,
+    checkpoints,
+    env.phaseReporter?.(task.id, index),
+    env.taskClock ?? wallClock,
+  );
   const finalCheckpoint = env.finalCheckpoint;
-  if (finalCheckpoint) for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
+  if (finalCheckpoint)
+    for (const op of operators) if (op instanceof SinkOperator) op.commitThroughFinalCheckpoint = true;
   if (head.type === 'source') {
-    const sourceCtx: SourceContext = { operatorName: head.name, subtaskIndex: index, parallelism: task.parallelism, signal: env.signal };
+    const sourceCtx: SourceContext = {
+      operatorName: head.name,
+      subtaskIndex: index,
+      parallelism: task.parallelism,
+      signal: env.signal,
+    };
     const restore = checkpoints.restore;
     if (restore && isRescaled(restore)) {
-      setup.rescaledPosition = () => rescaledSourcePosition(head, functions.get(head.id) ?? {}, env.registry, env.validated.get(head.id), sourcePositions(restore), sourceCtx);
+      setup.rescaledPosition = () =>
+        rescaledSourcePosition(
+          head,
+          functions.get(head.id) ?? {},
+          env.registry,
+          env.validated.get(head.id),
+          sourcePositions(restore),
+          sourceCtx,
+        );
     }
     if (finalCheckpoint) setup.finalCheckpoint = () => finalCheckpoint(task.id, index);
-    setup.source = { head, fns: functions.get(head.id) ?? {}, registry: env.registry, validated: env.validated.get(head.id), ctx: sourceCtx };
+    setup.source = {
+      head,
+      fns: functions.get(head.id) ?? {},
+      registry: env.registry,
+      validated: env.validated.get(head.id),
+      ctx: sourceCtx,
+    };
     setup.createReader = readerOf;
   } else setup.input = { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) };
   registerAbortFlag(setup);
@@ -148,7 +202,15 @@ class Setup implements SubtaskSetup {
   input: SubtaskSetup['input'] = undefined;
   createReader: SubtaskSetup['createReader'] = undefined;
   /** What readerOf builds a source's reader from. */
-  source: { head: OperatorSpec; fns: OperatorFunctions; registry: ConnectorRegistry; validated: unknown; ctx: SourceContext } | undefined = undefined;
+  source:
+    | {
+        head: OperatorSpec;
+        fns: OperatorFunctions;
+        registry: ConnectorRegistry;
+        validated: unknown;
+        ctx: SourceContext;
+      }
+    | undefined = undefined;
   rescaledPosition: SubtaskSetup['rescaledPosition'] = undefined;
   finalCheckpoint: SubtaskSetup['finalCheckpoint'] = undefined;
   readonly restore: SubtaskSetup['restore'];

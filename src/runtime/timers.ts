@@ -142,7 +142,8 @@ class TimerQueue {
     const all: KeyedTimer[] = [];
     this.live.groups.forEach((g, keyGroup) => {
       if (!g) return;
-      for (const [normalizedKey, k] of g) for (const timestamp of k.timestamps) all.push({ timestamp, key: k.key, normalizedKey, keyGroup });
+      for (const [normalizedKey, k] of g)
+        for (const timestamp of k.timestamps) all.push({ timestamp, key: k.key, normalizedKey, keyGroup });
     });
     for (const t of all) this.heap.push(t);
     return all;

@@ -66,14 +66,23 @@ class EdgeWriter {
         try {
           key = e.keySelector!(value);
         } catch (err) {
-          throw new UserCodeError({ ...e.target, name: `${e.target.name} (keyBy)` }, subtaskIndex, this.parallelism, err);
+          throw new UserCodeError(
+            { ...e.target, name: `${e.target.name} (keyBy)` },
+            subtaskIndex,
+            this.parallelism,
+            err,
+          );
         }
         const t = typeof key;
         if ((t === 'number' || t === 'string') && Object.is(key, this.lastKey)) {
           this.add(this.lastTarget, value, timestamp);
           return;
         }
-        const target = operatorIndexForKeyGroup(keyGroupOf(normalizeKey(key), e.maxParallelism), e.targets.length, e.maxParallelism);
+        const target = operatorIndexForKeyGroup(
+          keyGroupOf(normalizeKey(key), e.maxParallelism),
+          e.targets.length,
+          e.maxParallelism,
+        );
         this.lastKey = key;
         this.lastTarget = target;
         this.add(target, value, timestamp);
@@ -102,7 +111,13 @@ class EdgeWriter {
   private send(i: number): void {
     if (this.owed[i]) this.sendWatermark(i);
     const t = this.e.targets[i]!;
-    t.queue.push({ kind: BATCH, channel: t.channel, values: this.values[i]!, timestamps: this.timestamps[i]!, onTaken: undefined });
+    t.queue.push({
+      kind: BATCH,
+      channel: t.channel,
+      values: this.values[i]!,
+      timestamps: this.timestamps[i]!,
+      onTaken: undefined,
+    });
     this.values[i] = [];
     this.timestamps[i] = [];
   }
@@ -178,7 +193,9 @@ export class RecordWriter implements Output {
   private wire(): void {
     this.main = this.edges.filter((w) => w.e.output === undefined);
     this.sides = new Map();
-    for (const w of this.edges) if (w.e.output !== undefined) (this.sides.get(w.e.output) ?? this.sides.set(w.e.output, []).get(w.e.output)!).push(w);
+    for (const w of this.edges)
+      if (w.e.output !== undefined)
+        (this.sides.get(w.e.output) ?? this.sides.set(w.e.output, []).get(w.e.output)!).push(w);
     this.single = this.main.length === 1 ? this.main[0] : undefined;
     this.queues = [...new Set(this.edges.flatMap((w) => w.e.targets.map((t) => t.queue)))];
   }
@@ -267,7 +284,8 @@ export class RecordWriter implements Output {
   /** A checkpoint barrier goes to every target, after every record sent before it. */
   emitBarrier(checkpointId: number): void {
     this.flush();
-    for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: BARRIER, channel: t.channel, checkpointId });
+    for (const e of this.edges)
+      for (const t of e.e.targets) t.queue.push({ kind: BARRIER, channel: t.channel, checkpointId });
   }
 
   end(): void {

@@ -32,18 +32,30 @@ export interface JobDefinition extends Readonly<JobInfo> {
  * });
  */
 export function defineJob(info: JobInfo, build: BuildFunction): JobDefinition {
-  if (typeof info !== 'object' || info === null) throw new InvalidArgumentError('defineJob() expects { name, version } first');
+  if (typeof info !== 'object' || info === null)
+    throw new InvalidArgumentError('defineJob() expects { name, version } first');
   if (typeof info.name !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(info.name)) {
-    throw new InvalidArgumentError(`defineJob(): name must be letters, digits, '_', '.' or '-', got '${String(info.name)}'`);
+    throw new InvalidArgumentError(
+      `defineJob(): name must be letters, digits, '_', '.' or '-', got '${String(info.name)}'`,
+    );
   }
   if (typeof info.version !== 'string' || info.version.length === 0) {
     throw new InvalidArgumentError(`defineJob(): version must be a non-empty string, got ${String(info.version)}`);
   }
-  if (typeof build !== 'function') throw new InvalidArgumentError('defineJob() expects a build function second: (env) => { ... }');
+  if (typeof build !== 'function')
+    throw new InvalidArgumentError('defineJob() expects a build function second: (env) => { ... }');
   if (info.guarantee !== undefined && !['at-most-once', 'at-least-once', 'exactly-once'].includes(info.guarantee)) {
-    throw new InvalidArgumentError(`defineJob(): guarantee must be 'at-most-once', 'at-least-once' or 'exactly-once', got '${String(info.guarantee)}'`);
+    throw new InvalidArgumentError(
+      `defineJob(): guarantee must be 'at-most-once', 'at-least-once' or 'exactly-once', got '${String(info.guarantee)}'`,
+    );
   }
-  const job = { name: info.name, version: info.version, ...(info.description ? { description: info.description } : {}), ...(info.guarantee ? { guarantee: info.guarantee } : {}), build };
+  const job = {
+    name: info.name,
+    version: info.version,
+    ...(info.description ? { description: info.description } : {}),
+    ...(info.guarantee ? { guarantee: info.guarantee } : {}),
+    build,
+  };
   Object.defineProperty(job, JOB_BRAND, { value: true });
   return Object.freeze(job);
 }

@@ -36,10 +36,16 @@ export class JobEnvironment {
   /** A bounded, non-parallel source of the given items, in order. */
   fromElements<T>(items: Iterable<T>): DataStream<T> {
     if (items === null || typeof items !== 'object' || typeof (items as Iterable<T>)[Symbol.iterator] !== 'function') {
-      throw new InvalidArgumentError(`fromElements() expects an array or other iterable, got ${items === null ? 'null' : typeof items}`);
+      throw new InvalidArgumentError(
+        `fromElements() expects an array or other iterable, got ${items === null ? 'null' : typeof items}`,
+      );
     }
     const arr = [...items];
-    const node = this.graph.addOperator('source', { items: arr }, { options: { connector: 'elements', nonParallel: true, count: arr.length } });
+    const node = this.graph.addOperator(
+      'source',
+      { items: arr },
+      { options: { connector: 'elements', nonParallel: true, count: arr.length } },
+    );
     return new DataStream<T>(this.graph, node);
   }
 

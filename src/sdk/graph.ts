@@ -3,7 +3,15 @@
  * turns them into a JobGraphSpec plus the table of user functions, keyed by operator id.
  */
 import { InvalidArgumentError } from '../errors.js';
-import type { ChainingStrategy, EdgeKind, EdgeSpec, JobGraphSpec, OperatorSpec, OperatorType, SideOutput } from '../plan/index.js';
+import type {
+  ChainingStrategy,
+  EdgeKind,
+  EdgeSpec,
+  JobGraphSpec,
+  OperatorSpec,
+  OperatorType,
+  SideOutput,
+} from '../plan/index.js';
 import { MAX_PARALLELISM, withoutUnchainablePreAggregation } from '../plan/index.js';
 import type { Connector } from './connector.js';
 
@@ -81,13 +89,24 @@ export class GraphBuilder {
   }
 
   build(
-    job: { name: string; version: string; description?: string; guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once' },
+    job: {
+      name: string;
+      version: string;
+      description?: string;
+      guarantee?: 'at-most-once' | 'at-least-once' | 'exactly-once';
+    },
     defaultParallelism: number,
     params: Record<string, string>,
     overrides: Readonly<Record<string, number>> = {},
   ): { spec: JobGraphSpec; functions: Map<string, OperatorFunctions> } {
     const parallelismOf = (n: OpNode): number =>
-      (Object.hasOwn(overrides, n.id) ? overrides[n.id] : undefined) ?? n.parallelism ?? (n.sameParallelismAs ? parallelismOf(n.sameParallelismAs) : n.options.nonParallel === true ? 1 : defaultParallelism);
+      (Object.hasOwn(overrides, n.id) ? overrides[n.id] : undefined) ??
+      n.parallelism ??
+      (n.sameParallelismAs
+        ? parallelismOf(n.sameParallelismAs)
+        : n.options.nonParallel === true
+          ? 1
+          : defaultParallelism);
     const operators: OperatorSpec[] = this.nodes.map((n) => ({
       id: n.id,
       name: n.name,
@@ -108,7 +127,12 @@ export class GraphBuilder {
     }));
     const declared: JobGraphSpec = {
       specVersion: 1,
-      job: { name: job.name, version: job.version, ...(job.description === undefined ? {} : { description: job.description }), ...(job.guarantee === undefined ? {} : { guarantee: job.guarantee }) },
+      job: {
+        name: job.name,
+        version: job.version,
+        ...(job.description === undefined ? {} : { description: job.description }),
+        ...(job.guarantee === undefined ? {} : { guarantee: job.guarantee }),
+      },
       maxParallelism: MAX_PARALLELISM,
       defaultParallelism,
       params,
@@ -123,7 +147,10 @@ export class GraphBuilder {
       spec.operators.map((o) => {
         const fns = byId.get(o.id)!.fns;
         const local = fedDirectly.get(o.id);
-        return [o.id, local === undefined ? fns : { ...fns, keySelectors: byId.get(local)!.fns.keySelectors! }] as const;
+        return [
+          o.id,
+          local === undefined ? fns : { ...fns, keySelectors: byId.get(local)!.fns.keySelectors! },
+        ] as const;
       }),
     );
     return { spec, functions };
@@ -143,7 +170,9 @@ export function checkFunction(what: string, f: unknown): void {
 
 export function checkMethod(what: string, obj: unknown, method: string, required = true): void {
   if (typeof obj !== 'object' || obj === null) {
-    throw new InvalidArgumentError(`${what} expects an object with a ${method}() method, got ${obj === null ? 'null' : typeof obj}`);
+    throw new InvalidArgumentError(
+      `${what} expects an object with a ${method}() method, got ${obj === null ? 'null' : typeof obj}`,
+    );
   }
   const m = (obj as Record<string, unknown>)[method];
   if (required ? typeof m !== 'function' : m !== undefined && typeof m !== 'function') {

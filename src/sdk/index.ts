@@ -12,7 +12,16 @@
  *     .print();
  * });
  */
-export { defineJob, isJobDefinition, buildJob, type JobDefinition, type JobInfo, type BuildFunction, type BuiltJob, type BuildOptions } from './define-job.js';
+export {
+  defineJob,
+  isJobDefinition,
+  buildJob,
+  type JobDefinition,
+  type JobInfo,
+  type BuildFunction,
+  type BuiltJob,
+  type BuildOptions,
+} from './define-job.js';
 export { JobEnvironment } from './env.js';
 export {
   DataStream,

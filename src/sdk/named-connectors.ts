@@ -28,7 +28,11 @@ export function connectorOptions(options: Readonly<Record<string, unknown>>): Re
 }
 
 /** Check options against one side of a connector; a refusal names the operator. Returns what `validate()` made of them. */
-export function checkConnectorOptions(side: { validate?(options: unknown): unknown }, options: Record<string, unknown>, operator: string): Record<string, unknown> {
+export function checkConnectorOptions(
+  side: { validate?(options: unknown): unknown },
+  options: Record<string, unknown>,
+  operator: string,
+): Record<string, unknown> {
   if (!side.validate) return options;
   try {
     return side.validate(options) as Record<string, unknown>;

@@ -1,7 +1,14 @@
 /** The DataStream API: streams are handles on graph nodes; each transform adds an operator and an edge. */
 import { InvalidArgumentError } from '../errors.js';
 import type { Connector } from './connector.js';
-import { checkFunction, checkMethod, checkParallelism, type GraphBuilder, type OpNode, type PendingEdgeKind } from './graph.js';
+import {
+  checkFunction,
+  checkMethod,
+  checkParallelism,
+  type GraphBuilder,
+  type OpNode,
+  type PendingEdgeKind,
+} from './graph.js';
 import { checkConnectorOptions, namedConnector } from './named-connectors.js';
 import type {
   AggregateFunction,
@@ -36,7 +43,8 @@ abstract class OperatorHandle {
 
   /** A display name for this operator (in progress output, errors and metrics). */
   name(name: string): this {
-    if (typeof name !== 'string' || name.length === 0) throw new InvalidArgumentError(`name() expects a non-empty string`);
+    if (typeof name !== 'string' || name.length === 0)
+      throw new InvalidArgumentError(`name() expects a non-empty string`);
     this.node.name = name;
     return this;
   }
@@ -74,7 +82,9 @@ abstract class OperatorHandle {
    */
   slotSharingGroup(name: string): this {
     if (typeof name !== 'string' || name.length === 0 || name.length > 128) {
-      throw new InvalidArgumentError(`slotSharingGroup() expects a name of 1 to 128 characters, got ${JSON.stringify(name)}`);
+      throw new InvalidArgumentError(
+        `slotSharingGroup() expects a name of 1 to 128 characters, got ${JSON.stringify(name)}`,
+      );
     }
     this.node.slotSharingGroup = name;
     return this;
@@ -177,7 +187,9 @@ export class DataStream<T> extends OperatorHandle {
     checkFunction('assignTimestamps()', timestampFn);
     const maxOutOfOrdernessMs = options.maxOutOfOrdernessMs ?? 0;
     if (!Number.isFinite(maxOutOfOrdernessMs) || maxOutOfOrdernessMs < 0) {
-      throw new InvalidArgumentError(`assignTimestamps(): maxOutOfOrdernessMs must be >= 0, got ${String(maxOutOfOrdernessMs)}`);
+      throw new InvalidArgumentError(
+        `assignTimestamps(): maxOutOfOrdernessMs must be >= 0, got ${String(maxOutOfOrdernessMs)}`,
+      );
     }
     const opts: Record<string, unknown> = { maxOutOfOrdernessMs };
     if (options.idleTimeoutMs !== undefined) {
@@ -190,7 +202,14 @@ export class DataStream<T> extends OperatorHandle {
   /** Windows over the whole stream (not per key), computed by a single subtask; results have key `undefined`. */
   windowAll(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, undefined> {
     checkAssigner(assigner);
-    return new WindowedStream<T, undefined>(this.graph, this.node, () => undefined, assigner, windowSettings(options), true);
+    return new WindowedStream<T, undefined>(
+      this.graph,
+      this.node,
+      () => undefined,
+      assigner,
+      windowSettings(options),
+      true,
+    );
   }
 
   /** Two streams of different types processed by one operator. */
@@ -219,7 +238,13 @@ export class DataStream<T> extends OperatorHandle {
     const node = sink.node;
     const opts = c?.sink ? checkConnectorOptions(c.sink, options, node.name) : options;
     // connectorRescalable: the rescale gate cannot look a job's own connector up, so the spec says it.
-    node.options = { connector: name, ...(inJob ? opts : options), ...(inJob ? { connectorInJob: true, ...(connector.sink!.rescalable === true ? { connectorRescalable: true } : {}) } : {}) };
+    node.options = {
+      connector: name,
+      ...(inJob ? opts : options),
+      ...(inJob
+        ? { connectorInJob: true, ...(connector.sink!.rescalable === true ? { connectorRescalable: true } : {}) }
+        : {}),
+    };
     return sink;
   }
 
@@ -245,7 +270,11 @@ export class KeyedStream<T, K> {
     /** @internal */ readonly keyFn: KeySelector<T, K>,
   ) {}
 
-  private keyed<R>(type: 'keyedReduce' | 'keyedProcess', fns: Record<string, unknown>, options: Record<string, unknown>): DataStream<R> {
+  private keyed<R>(
+    type: 'keyedReduce' | 'keyedProcess',
+    fns: Record<string, unknown>,
+    options: Record<string, unknown>,
+  ): DataStream<R> {
     const node = this.graph.addOperator(type, { ...fns, keySelectors: [this.keyFn] }, { keyed: true, options });
     this.graph.addEdge(this.input, node, 'HASH', 0);
     return new DataStream<R>(this.graph, node);
@@ -329,7 +358,9 @@ export class KeyedStream<T, K> {
 
 function checkAssigner(a: WindowAssigner): void {
   if (typeof a !== 'object' || a === null || !['tumbling', 'sliding', 'session'].includes(a.kind)) {
-    throw new InvalidArgumentError('window() expects Windows.tumbling(ms), Windows.sliding(ms, slideMs) or Windows.session(gapMs)');
+    throw new InvalidArgumentError(
+      'window() expects Windows.tumbling(ms), Windows.sliding(ms, slideMs) or Windows.session(gapMs)',
+    );
   }
 }
 
@@ -341,8 +372,14 @@ interface WindowSettings {
 function windowSettings(o: WindowOptions): WindowSettings {
   const time = o.time ?? 'event';
   const lateness = o.allowedLatenessMs ?? 0;
-  if (!Number.isSafeInteger(lateness) || lateness < 0) throw new InvalidArgumentError(`window(): allowedLatenessMs must be a whole number of ms >= 0, got ${String(lateness)}`);
-  if (lateness > 0 && time === 'processing') throw new InvalidArgumentError('window(): allowedLatenessMs applies to event-time windows; a processing-time window has no late records');
+  if (!Number.isSafeInteger(lateness) || lateness < 0)
+    throw new InvalidArgumentError(
+      `window(): allowedLatenessMs must be a whole number of ms >= 0, got ${String(lateness)}`,
+    );
+  if (lateness > 0 && time === 'processing')
+    throw new InvalidArgumentError(
+      'window(): allowedLatenessMs applies to event-time windows; a processing-time window has no late records',
+    );
   return { time, allowedLatenessMs: lateness };
 }
 
@@ -377,10 +414,19 @@ export class WindowedStream<T, K> {
     const { time, allowedLatenessMs } = this.settings;
     // Tumbling and sliding windows whose accumulators merge are pre-aggregated before the shuffle: each
     // upstream subtask sends one [key, accumulator] per key and pane of a batch, not every record.
-    const combine = !this.lateOutput && assigner.kind !== 'session' && (fn === 'count' || fn === 'reduce' || (fn === 'aggregate' && typeof (udf as { merge?: unknown }).merge === 'function'));
+    const combine =
+      !this.lateOutput &&
+      assigner.kind !== 'session' &&
+      (fn === 'count' ||
+        fn === 'reduce' ||
+        (fn === 'aggregate' && typeof (udf as { merge?: unknown }).merge === 'function'));
     let input = this.input;
     if (combine) {
-      input = this.graph.addOperator('localWindowAggregate', { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) }, { options: { assigner, time, function: fn } });
+      input = this.graph.addOperator(
+        'localWindowAggregate',
+        { keySelectors: [this.keyFn], ...(udf ? { udf } : {}) },
+        { options: { assigner, time, function: fn } },
+      );
       input.sameParallelismAs = this.input;
       input.name = `window pre-aggregation (${input.id})`;
       this.graph.addEdge(this.input, input, 'FORWARD', 0);
@@ -444,7 +490,10 @@ export class WindowResultStream<R, T> extends DataStream<R> {
 
   /** The records the window found late (declare it first with `sideOutputLateData()` on the windowed stream). */
   lateData(): DataStream<T> {
-    if (!this.lateOutput) throw new InvalidArgumentError(`lateData(): call sideOutputLateData() on the windowed stream first, as in .window(...).sideOutputLateData().aggregate(...)`);
+    if (!this.lateOutput)
+      throw new InvalidArgumentError(
+        `lateData(): call sideOutputLateData() on the windowed stream first, as in .window(...).sideOutputLateData().aggregate(...)`,
+      );
     // A stream of its own (its name and uid are not the window's): an identity step fed by the side output.
     const node = this.graph.addOperator('map', { fn: (v: unknown) => v }, { label: 'lateData' });
     node.name = 'late data';
@@ -512,12 +561,17 @@ export class IntervalJoinBuilder<A, B, K> {
   ) {}
 
   /** Right records with `left.ts + lowerMs <= right.ts <= left.ts + upperMs` join the left record. */
-  between(lowerMs: number, upperMs: number): {
+  between(
+    lowerMs: number,
+    upperMs: number,
+  ): {
     process<R>(fn: IntervalJoinFunction<A, B, K, R>): DataStream<R>;
     apply<R>(fn: (left: A, right: B) => R): DataStream<R>;
   } {
     if (!Number.isFinite(lowerMs) || !Number.isFinite(upperMs) || lowerMs > upperMs) {
-      throw new InvalidArgumentError(`intervalJoin().between(lower, upper) needs finite lower <= upper, got ${lowerMs}, ${upperMs}`);
+      throw new InvalidArgumentError(
+        `intervalJoin().between(lower, upper) needs finite lower <= upper, got ${lowerMs}, ${upperMs}`,
+      );
     }
     const make = <R>(udf: IntervalJoinFunction<A, B, K, R>): DataStream<R> => {
       const node = this.graph.addOperator(
@@ -552,7 +606,10 @@ export class JoinBuilder<A, B> {
 
   where<K>(leftKey: KeySelector<A, K>): {
     equalTo(rightKey: KeySelector<B, K>): {
-      window(assigner: WindowAssigner, options?: WindowOptions): {
+      window(
+        assigner: WindowAssigner,
+        options?: WindowOptions,
+      ): {
         apply<R>(fn: (left: A, right: B, window: TimeWindow) => R): DataStream<R>;
       };
     };
@@ -564,9 +621,12 @@ export class JoinBuilder<A, B> {
         return {
           window: (assigner, options = {}) => {
             checkAssigner(assigner);
-            if (options.allowedLatenessMs) throw new InvalidArgumentError('window joins do not take allowedLatenessMs: a late pair is dropped');
+            if (options.allowedLatenessMs)
+              throw new InvalidArgumentError('window joins do not take allowedLatenessMs: a late pair is dropped');
             if (assigner.kind === 'session') {
-              throw new InvalidArgumentError('window joins support tumbling and sliding windows; for sessions use connect().keyBy().process()');
+              throw new InvalidArgumentError(
+                'window joins support tumbling and sliding windows; for sessions use connect().keyBy().process()',
+              );
             }
             return {
               apply: <R>(fn: (left: A, right: B, window: TimeWindow) => R) => {

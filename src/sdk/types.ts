@@ -139,7 +139,12 @@ export interface KeyedCount<K> {
 }
 
 export interface IntervalJoinFunction<A, B, K, R> {
-  processElement(left: A, right: B, ctx: { key: K; leftTimestamp: number; rightTimestamp: number }, out: Collector<R>): void;
+  processElement(
+    left: A,
+    right: B,
+    ctx: { key: K; leftTimestamp: number; rightTimestamp: number },
+    out: Collector<R>,
+  ): void;
 }
 
 export interface WatermarkOptions {

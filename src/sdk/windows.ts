@@ -20,7 +20,8 @@ export const Windows = {
   sliding(sizeMs: number, slideMs: number, options: { offsetMs?: number } = {}): WindowAssigner {
     positive('Windows.sliding size', sizeMs);
     positive('Windows.sliding slide', slideMs);
-    if (slideMs > sizeMs) throw new InvalidArgumentError(`Windows.sliding slide (${slideMs}) must not exceed size (${sizeMs})`);
+    if (slideMs > sizeMs)
+      throw new InvalidArgumentError(`Windows.sliding slide (${slideMs}) must not exceed size (${sizeMs})`);
     return { kind: 'sliding', sizeMs, slideMs, offsetMs: options.offsetMs ?? 0 };
   },
   session(gapMs: number): WindowAssigner {

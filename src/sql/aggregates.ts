@@ -20,7 +20,10 @@ export interface GeneratedAggregate {
 
 /** Where each output field comes from: a grouping key (by position), the window, or an aggregate. */
 /** A grouping key's value comes from the key itself when it is the only one, else from the accumulator. */
-export type OutputSource = { kind: 'key'; index: number; keys: readonly NamedExpr[] } | { kind: 'window'; which: 'start' | 'end' | 'time' } | { kind: 'aggregate'; call: AggregateCall };
+export type OutputSource =
+  | { kind: 'key'; index: number; keys: readonly NamedExpr[] }
+  | { kind: 'window'; which: 'start' | 'end' | 'time' }
+  | { kind: 'aggregate'; call: AggregateCall };
 
 interface Slots {
   init: string[];
@@ -52,7 +55,12 @@ function slotsOf(call: AggregateCall, first: number, value: string): Slots {
         ? { init: ['0'], add: `${s}++;`, merge: `${s} += ${b};`, result: s }
         : { init: ['0'], add: `if (${value} != null) ${s}++;`, merge: `${s} += ${b};`, result: s };
     case 'SUM':
-      return { init: ['null'], add: `{ const $v = ${value}; if ($v != null) ${s} = ${s} === null ? $v : ${s} + $v; }`, merge: `if (${b} !== null) ${s} = ${s} === null ? ${b} : ${s} + ${b};`, result: s };
+      return {
+        init: ['null'],
+        add: `{ const $v = ${value}; if ($v != null) ${s} = ${s} === null ? $v : ${s} + $v; }`,
+        merge: `if (${b} !== null) ${s} = ${s} === null ? ${b} : ${s} + ${b};`,
+        result: s,
+      };
     case 'MIN':
     case 'MAX': {
       const better = call.fn === 'MIN' ? '<' : '>';
@@ -76,7 +84,11 @@ function slotsOf(call: AggregateCall, first: number, value: string): Slots {
 }
 
 /** The source of the AggregateFunction for these calls over rows of `input`, producing rows of `outputs`. */
-export function aggregateSource(calls: readonly AggregateCall[], input: readonly Field[], outputs: readonly { name: string; from: OutputSource }[]): string {
+export function aggregateSource(
+  calls: readonly AggregateCall[],
+  input: readonly Field[],
+  outputs: readonly { name: string; from: OutputSource }[],
+): string {
   const w = new ExprWriter(input);
   let next = 0;
   const slots = new Map<AggregateCall, Slots>();
@@ -91,11 +103,30 @@ export function aggregateSource(calls: readonly AggregateCall[], input: readonly
   const keySlot = next;
   for (const [i, k] of keyExprs.entries()) {
     const s = `a[${keySlot + i}]`;
-    slots.set({ name: `$key${i}`, fn: 'COUNT', distinct: false, type: { kind: 'NULL', nullable: true } }, { init: ['null'], add: `${s} = ${w.gen(k.expr)};`, merge: `if (${s} === null) ${s} = b[${keySlot + i}];`, result: s });
+    slots.set(
+      { name: `$key${i}`, fn: 'COUNT', distinct: false, type: { kind: 'NULL', nullable: true } },
+      {
+        init: ['null'],
+        add: `${s} = ${w.gen(k.expr)};`,
+        merge: `if (${s} === null) ${s} = b[${keySlot + i}];`,
+        result: s,
+      },
+    );
   }
   const all = [...slots.values()];
   const props = outputs.map(({ name, from }) => {
-    const v = from.kind === 'key' ? (from.keys.length === 1 ? 'key' : `a[${keySlot + from.index}]`) : from.kind === 'window' ? (from.which === 'start' ? 'w.start' : from.which === 'end' ? 'w.end' : '(w.end - 1)') : slots.get(from.call)!.result;
+    const v =
+      from.kind === 'key'
+        ? from.keys.length === 1
+          ? 'key'
+          : `a[${keySlot + from.index}]`
+        : from.kind === 'window'
+          ? from.which === 'start'
+            ? 'w.start'
+            : from.which === 'end'
+              ? 'w.end'
+              : '(w.end - 1)'
+          : slots.get(from.call)!.result;
     return `${propertyName(name)}: ${v}`;
   });
   // The writer's temporaries are declared in add(), the one function that reads rows.
@@ -123,7 +154,9 @@ export function keySource(keys: readonly NamedExpr[], input: readonly Field[], n
   if (keys.length === 1) return w.fn(keys[0]!.expr);
   const parts = keys.map((k, i) => ({ v: `$k${i}`, src: w.gen(k.expr), string: w.type(k.expr).kind === 'STRING' }));
   const nulls = nullMatchesNothing ? `if (${parts.map((p) => `${p.v} == null`).join(' || ')}) return null; ` : '';
-  const text = parts.map((p) => (p.string ? `(${p.v} == null ? "null" : JSON.stringify(${p.v}))` : `("" + ${p.v})`)).join(' + "|" + ');
+  const text = parts
+    .map((p) => (p.string ? `(${p.v} == null ? "null" : JSON.stringify(${p.v}))` : `("" + ${p.v})`))
+    .join(' + "|" + ');
   return `(r) => { ${w.declarations()}const ${parts.map((p) => `${p.v} = ${p.src}`).join(', ')}; ${nulls}return ${text}; }`;
 }
 
@@ -153,7 +186,13 @@ function retractableSlots(call: AggregateCall, first: number, value: string): Sl
     const left = extreme
       ? `if ($v === ${x}) { ${x} = null; for (const $k2 in ${s}) { const $w = ${s}[$k2][0]; if (${x} === null || $w ${better} ${x}) ${x} = $w; } }`
       : `${x}--; ${y} -= $v;`;
-    const result: Record<string, string> = { MIN: x, MAX: x, COUNT: x, SUM: `(${x} === 0 ? null : ${y})`, AVG: `(${x} === 0 ? null : ${y} / ${x})` };
+    const result: Record<string, string> = {
+      MIN: x,
+      MAX: x,
+      COUNT: x,
+      SUM: `(${x} === 0 ? null : ${y})`,
+      AVG: `(${x} === 0 ? null : ${y} / ${x})`,
+    };
     return {
       init: extreme ? ['{}', 'null'] : ['{}', '0', '0'],
       add: `{ const $v = ${value}; if ($v != null) { const $e = ${s}[${key}]; if ($e) $e[1]++; else { ${s}[${key}] = [$v, 1]; ${entered} } } }`,
@@ -166,18 +205,35 @@ function retractableSlots(call: AggregateCall, first: number, value: string): Sl
     case 'COUNT':
       return call.arg === undefined
         ? { init: ['0'], add: `${s}++;`, retract: `${s}--;`, merge: '', result: s }
-        : { init: ['0'], add: `if (${value} != null) ${s}++;`, retract: `if (${value} != null) ${s}--;`, merge: '', result: s };
+        : {
+            init: ['0'],
+            add: `if (${value} != null) ${s}++;`,
+            retract: `if (${value} != null) ${s}--;`,
+            merge: '',
+            result: s,
+          };
     default: {
       // SUM and AVG: the sum of the non-null values and how many there are.
       const add = `{ const $v = ${value}; if ($v != null) { ${s} += $v; ${x}++; } }`;
       const retract = `{ const $v = ${value}; if ($v != null) { ${s} -= $v; ${x}--; } }`;
-      return { init: ['0', '0'], add, retract, merge: '', result: call.fn === 'SUM' ? `(${x} === 0 ? null : ${s})` : `(${x} === 0 ? null : ${s} / ${x})` };
+      return {
+        init: ['0', '0'],
+        add,
+        retract,
+        merge: '',
+        result: call.fn === 'SUM' ? `(${x} === 0 ? null : ${s})` : `(${x} === 0 ? null : ${s} / ${x})`,
+      };
     }
   }
 }
 
 /** The source of a RetractableAggregate over rows of `input`, producing rows of `outputs` (keys and aggregates). */
-export function retractableAggregateSource(calls: readonly AggregateCall[], keys: readonly NamedExpr[], input: readonly Field[], outputs: readonly { name: string; from: OutputSource }[]): string {
+export function retractableAggregateSource(
+  calls: readonly AggregateCall[],
+  keys: readonly NamedExpr[],
+  input: readonly Field[],
+  outputs: readonly { name: string; from: OutputSource }[],
+): string {
   const w = new ExprWriter(input);
   let next = 1;
   const slots = new Map<AggregateCall, Slots & { retract: string }>();
@@ -191,7 +247,14 @@ export function retractableAggregateSource(calls: readonly AggregateCall[], keys
   const keyCopies = keys.length > 1 ? keys.map((k, i) => `a[${keySlot + i}] = ${w.gen(k.expr)};`).join(' ') : '';
   const all = [...slots.values()];
   const props = outputs.map(({ name, from }) => {
-    const v = from.kind === 'key' ? (keys.length === 1 ? 'key' : `a[${keySlot + from.index}]`) : from.kind === 'aggregate' ? slots.get(from.call)!.result : 'null';
+    const v =
+      from.kind === 'key'
+        ? keys.length === 1
+          ? 'key'
+          : `a[${keySlot + from.index}]`
+        : from.kind === 'aggregate'
+          ? slots.get(from.call)!.result
+          : 'null';
     return `${propertyName(name)}: ${v}`;
   });
   const temps = w.declarations();

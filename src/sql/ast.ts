@@ -49,7 +49,11 @@ export interface WindowSpec {
   frame?: { unit: 'ROWS' | 'RANGE'; start: FrameBound; end?: FrameBound };
 }
 
-export type FrameBound = { kind: 'unboundedPreceding' } | { kind: 'currentRow' } | { kind: 'preceding'; offset: Expr } | { kind: 'following'; offset: Expr };
+export type FrameBound =
+  | { kind: 'unboundedPreceding' }
+  | { kind: 'currentRow' }
+  | { kind: 'preceding'; offset: Expr }
+  | { kind: 'following'; offset: Expr };
 
 export interface OrderItem {
   expr: Expr;
@@ -65,10 +69,20 @@ export type TableRef =
   | { kind: 'table'; name: Name; alias?: string; at: number }
   | { kind: 'subquery'; query: Query; alias?: string; at: number }
   | { kind: 'tvf'; name: string; args: TvfArg[]; alias?: string; at: number }
-  | { kind: 'join'; type: 'INNER' | 'LEFT' | 'RIGHT' | 'FULL' | 'CROSS'; left: TableRef; right: TableRef; on?: Expr; at: number };
+  | {
+      kind: 'join';
+      type: 'INNER' | 'LEFT' | 'RIGHT' | 'FULL' | 'CROSS';
+      left: TableRef;
+      right: TableRef;
+      on?: Expr;
+      at: number;
+    };
 
 /** An argument of a windowing table function: `TABLE t`, `DESCRIPTOR(col)`, or an expression. */
-export type TvfArg = { kind: 'tableArg'; name: Name; at: number } | { kind: 'descriptor'; columns: string[]; at: number } | { kind: 'exprArg'; expr: Expr; at: number };
+export type TvfArg =
+  | { kind: 'tableArg'; name: Name; at: number }
+  | { kind: 'descriptor'; columns: string[]; at: number }
+  | { kind: 'exprArg'; expr: Expr; at: number };
 
 export interface Select {
   kind: 'select';

@@ -7,7 +7,18 @@ import type { Expr, Query, Select, TableRef } from './ast.js';
 import type { CatalogObject } from './catalog.js';
 import { SqlError } from './errors.js';
 import { columnsOf, fieldRef, find, mapChildren, NONDETERMINISTIC, some } from './expressions.js';
-import { AGGREGATE_FUNCTIONS, windowBounds, type AggregateCall, type AggregateFunctionName, type Field, type JoinNode, type LogicalNode, type NamedExpr, type ScanNode, type WindowDef } from './logical.js';
+import {
+  AGGREGATE_FUNCTIONS,
+  windowBounds,
+  type AggregateCall,
+  type AggregateFunctionName,
+  type Field,
+  type JoinNode,
+  type LogicalNode,
+  type NamedExpr,
+  type ScanNode,
+  type WindowDef,
+} from './logical.js';
 import { bindOver } from './over.js';
 import { printExpr } from './printer.js';
 import { bindTable } from './scan.js';
@@ -49,22 +60,43 @@ export class Binder {
 
   /** A query to a plan whose fields are the query's columns, in order. */
   query(q: Query): LogicalNode {
-    if (q.orderBy.length > 0) throw new SqlError('ORDER BY on a streaming query is not supported (results arrive as windows fire); order the results where you read them', q.orderBy[0]!.expr.at);
-    if (q.limit !== undefined) throw new SqlError('LIMIT on a streaming query is not supported; for the top rows per window use ROW_NUMBER() OVER (PARTITION BY window_start ...)', q.at);
+    if (q.orderBy.length > 0)
+      throw new SqlError(
+        'ORDER BY on a streaming query is not supported (results arrive as windows fire); order the results where you read them',
+        q.orderBy[0]!.expr.at,
+      );
+    if (q.limit !== undefined)
+      throw new SqlError(
+        'LIMIT on a streaming query is not supported; for the top rows per window use ROW_NUMBER() OVER (PARTITION BY window_start ...)',
+        q.at,
+      );
     const body = q.body;
     if (body.kind === 'select') return this.select(body);
     const left = this.query(body.left);
     const right = this.query(body.right);
-    if (left.fields.length !== right.fields.length) throw new SqlError(`UNION ALL: the left side has ${left.fields.length} columns, the right ${right.fields.length}`, body.at);
+    if (left.fields.length !== right.fields.length)
+      throw new SqlError(
+        `UNION ALL: the left side has ${left.fields.length} columns, the right ${right.fields.length}`,
+        body.at,
+      );
     const fields = left.fields.map((f, i) => {
       const t = commonType([f.type, right.fields[i]!.type]);
-      if (!t) throw new SqlError(`UNION ALL: column ${i + 1} is ${typeName(f.type)} on the left and ${typeName(right.fields[i]!.type)} on the right`, body.at);
+      if (!t)
+        throw new SqlError(
+          `UNION ALL: column ${i + 1} is ${typeName(f.type)} on the left and ${typeName(right.fields[i]!.type)} on the right`,
+          body.at,
+        );
       return { name: f.name, type: t };
     });
     // The right side's rows take the left side's column names.
     const renamed: LogicalNode = right.fields.every((f, i) => f.name === fields[i]!.name)
       ? right
-      : { kind: 'project', input: right, exprs: right.fields.map((f, i) => ({ name: fields[i]!.name, expr: fieldRef(f.name) })), fields: right.fields.map((f, i) => ({ name: fields[i]!.name, type: f.type })) };
+      : {
+          kind: 'project',
+          input: right,
+          exprs: right.fields.map((f, i) => ({ name: fields[i]!.name, expr: fieldRef(f.name) })),
+          fields: right.fields.map((f, i) => ({ name: fields[i]!.name, type: f.type })),
+        };
     const union: LogicalNode = { kind: 'union', inputs: [left, renamed], fields };
     return body.all ? union : distinct(union, body.at);
   }
@@ -79,7 +111,10 @@ export class Binder {
       condition_(condition, node, 'WHERE');
       node = { kind: 'filter', input: node, condition, fields: node.fields };
     }
-    const grouped = s.groupBy.length > 0 || s.items.some((i) => some(i.expr, isAggregateCall)) || (s.having !== undefined && some(s.having, isAggregateCall));
+    const grouped =
+      s.groupBy.length > 0 ||
+      s.items.some((i) => some(i.expr, isAggregateCall)) ||
+      (s.having !== undefined && some(s.having, isAggregateCall));
     if (s.distinct) return distinct(this.selectList(s, node, scope, grouped), s.at);
     return this.selectList(s, node, scope, grouped);
   }
@@ -89,7 +124,13 @@ export class Binder {
     if (!grouped) {
       if (s.having) throw new SqlError('HAVING needs GROUP BY or an aggregate', s.having.at);
       const taken = new Set(node.fields.map((f) => f.name));
-      const over = bindOver(s, node, scope, (e) => this.expr(e, scope), (name) => uniqueName(name, taken));
+      const over = bindOver(
+        s,
+        node,
+        scope,
+        (e) => this.expr(e, scope),
+        (name) => uniqueName(name, taken),
+      );
       if (over) return this.project(s, over.node, scope, (e) => over.replace(this.expr(e, scope)));
       return this.project(s, node, scope, (e) => this.expr(e, scope));
     }
@@ -110,13 +151,24 @@ export class Binder {
       }
       const expr = bind(item.expr);
       const name = item.alias ?? (item.expr.kind === 'column' ? item.expr.name.parts.at(-1)! : `EXPR$${i}`);
-      if (name === '__proto__') throw new SqlError('the column name __proto__ is reserved (rows are JavaScript objects); choose another', item.expr.at);
+      if (name === '__proto__')
+        throw new SqlError(
+          'the column name __proto__ is reserved (rows are JavaScript objects); choose another',
+          item.expr.at,
+        );
       exprs.push({ name: uniqueName(name, taken), expr });
     });
     const inScope = scopeOf(input.fields);
     const fields = exprs.map((e) => ({ name: e.name, type: typeOf(e.expr, inScope) }));
     // A projection that passes every field through unchanged is no node at all.
-    const identity = exprs.length === input.fields.length && exprs.every((e, i) => e.expr.kind === 'column' && e.expr.name.parts[0] === input.fields[i]!.name && e.name === input.fields[i]!.name);
+    const identity =
+      exprs.length === input.fields.length &&
+      exprs.every(
+        (e, i) =>
+          e.expr.kind === 'column' &&
+          e.expr.name.parts[0] === input.fields[i]!.name &&
+          e.name === input.fields[i]!.name,
+      );
     return identity ? input : { kind: 'project', input, exprs, fields };
   }
 
@@ -137,17 +189,25 @@ export class Binder {
       const key = byKey.get(printExpr(e));
       if (key !== undefined) return fieldRef(key, e.at);
       if (isAggregateCall(e)) return fieldRef(this.aggregateCall(e, inScope, aggs, taken), e.at);
-      if (e.kind === 'column') throw new SqlError(`column ${printExpr(e)} must be in GROUP BY or inside an aggregate such as MAX(${printExpr(e)})`, e.at);
+      if (e.kind === 'column')
+        throw new SqlError(
+          `column ${printExpr(e)} must be in GROUP BY or inside an aggregate such as MAX(${printExpr(e)})`,
+          e.at,
+        );
       return mapChildren(e, lift);
     };
     const liftBound = (e: Expr): Expr => {
-      if (e.kind === 'call' && isAggregateCall(e) && some({ ...e, name: 'X' }, isAggregateCall)) throw new SqlError(`${e.name}: an aggregate cannot stand inside another`, e.at);
+      if (e.kind === 'call' && isAggregateCall(e) && some({ ...e, name: 'X' }, isAggregateCall))
+        throw new SqlError(`${e.name}: an aggregate cannot stand inside another`, e.at);
       return lift(this.expr(e, scope));
     };
     // Bind items first so the aggregate node knows every call; HAVING may add more.
     const items = s.items.map((i) => (i.expr.kind === 'star' ? i.expr : liftBound(i.expr)));
     const having = s.having ? liftBound(s.having) : undefined;
-    const fields: Field[] = [...keys.map((k) => ({ name: k.name, type: typeOf(k.expr, inScope) })), ...aggs.map((a) => ({ name: a.name, type: a.type }))];
+    const fields: Field[] = [
+      ...keys.map((k) => ({ name: k.name, type: typeOf(k.expr, inScope) })),
+      ...aggs.map((a) => ({ name: a.name, type: a.type })),
+    ];
     let node: LogicalNode = { kind: 'aggregate', input, keys, aggs, ...(window ? { window } : {}), fields, at: s.at };
     const outScope = scopeOf(fields);
     if (having) {
@@ -157,21 +217,34 @@ export class Binder {
     let n = 0;
     return this.project(s, node, outScope, () => {
       const e = items[n++]!;
-      if (e.kind === 'star') throw new SqlError('SELECT * with GROUP BY: name the grouped columns and aggregates', e.at);
+      if (e.kind === 'star')
+        throw new SqlError('SELECT * with GROUP BY: name the grouped columns and aggregates', e.at);
       return e;
     });
   }
 
   /** Registers an aggregate call (once per distinct call) and returns the field that holds its result. */
-  private aggregateCall(e: Extract<Expr, { kind: 'call' }>, scope: BoundColumn[], aggs: AggregateCall[], taken: Set<string>): string {
+  private aggregateCall(
+    e: Extract<Expr, { kind: 'call' }>,
+    scope: BoundColumn[],
+    aggs: AggregateCall[],
+    taken: Set<string>,
+  ): string {
     const fn = e.name as AggregateFunctionName;
-    if (!AGGREGATE_FUNCTIONS.includes(fn)) throw new SqlError(`${e.name} is not supported as a grouped aggregate; the aggregates are ${AGGREGATE_FUNCTIONS.join(', ')}`, e.at);
-    if (e.args.some((a) => some(a, isAggregateCall))) throw new SqlError(`${e.name}: an aggregate cannot stand inside another`, e.at);
+    if (!AGGREGATE_FUNCTIONS.includes(fn))
+      throw new SqlError(
+        `${e.name} is not supported as a grouped aggregate; the aggregates are ${AGGREGATE_FUNCTIONS.join(', ')}`,
+        e.at,
+      );
+    if (e.args.some((a) => some(a, isAggregateCall)))
+      throw new SqlError(`${e.name}: an aggregate cannot stand inside another`, e.at);
     const star = e.args.length === 1 && e.args[0]!.kind === 'star';
     const arg = star ? undefined : e.args[0];
     const type = typeOf(e, scope);
     const shown = printExpr(e);
-    const same = aggs.find((a) => printExpr({ ...e, name: a.fn, args: a.arg ? [a.arg] : e.args, distinct: a.distinct }) === shown);
+    const same = aggs.find(
+      (a) => printExpr({ ...e, name: a.fn, args: a.arg ? [a.arg] : e.args, distinct: a.distinct }) === shown,
+    );
     if (same) return same.name;
     const name = uniqueName(`$a${aggs.length}`, taken);
     aggs.push({ name, fn, ...(arg ? { arg } : {}), distinct: e.distinct, type });
@@ -201,7 +274,11 @@ export class Binder {
    * by side, field names made unique, the ON condition bound over both.
    */
   private join(ref: Extract<TableRef, { kind: 'join' }>): Bound {
-    if (ref.type !== 'INNER' && ref.type !== 'CROSS') throw new SqlError(`${ref.type} OUTER JOIN is not supported yet (its results would be updates); use an inner JOIN`, ref.at);
+    if (ref.type !== 'INNER' && ref.type !== 'CROSS')
+      throw new SqlError(
+        `${ref.type} OUTER JOIN is not supported yet (its results would be updates); use an inner JOIN`,
+        ref.at,
+      );
     const left = this.from(ref.left);
     const right = this.from(ref.right);
     const taken = new Set<string>();
@@ -213,10 +290,14 @@ export class Binder {
         return { ...c, field: name };
       });
     const scope = [...rename(left, 'left'), ...rename(right, 'right')];
-    const type = (side: 'left' | 'right', from: string): SqlType => (side === 'left' ? left : right).node.fields.find((f) => f.name === from)!.type;
+    const type = (side: 'left' | 'right', from: string): SqlType =>
+      (side === 'left' ? left : right).node.fields.find((f) => f.name === from)!.type;
     const fields = fieldMap.map((m) => ({ name: m.name, type: type(m.side, m.from) }));
     // A field of a side that no scope column names (a view's own) still travels in the joined row.
-    for (const [side, b] of [['left', left], ['right', right]] as const) {
+    for (const [side, b] of [
+      ['left', left],
+      ['right', right],
+    ] as const) {
       for (const f of b.node.fields) {
         if (!fieldMap.some((m) => m.side === side && m.from === f.name)) {
           const name = uniqueName(f.name, taken);
@@ -231,7 +312,17 @@ export class Binder {
       condition = this.expr(ref.on, scope);
       condition_(condition, { kind: 'union', inputs: [], fields }, 'ON');
     }
-    const node: LogicalNode = { kind: 'join', left: left.node, right: right.node, leftKeys: [], rightKeys: [], ...(condition ? { condition } : {}), fieldMap, fields, at: ref.at };
+    const node: LogicalNode = {
+      kind: 'join',
+      left: left.node,
+      right: right.node,
+      leftKeys: [],
+      rightKeys: [],
+      ...(condition ? { condition } : {}),
+      fieldMap,
+      fields,
+      at: ref.at,
+    };
     return { node, scope };
   }
 
@@ -240,7 +331,8 @@ export class Binder {
     const o = this.lookup(name);
     if (!o) throw new SqlError(`no table or view named ${name} (SHOW TABLES lists them)`, at);
     if (o.statement.kind === 'createTable') return bindTable(o.statement);
-    if (this.viewsBeingBound.includes(name)) throw new SqlError(`view ${name} refers to itself (${[...this.viewsBeingBound, name].join(' -> ')})`, at);
+    if (this.viewsBeingBound.includes(name))
+      throw new SqlError(`view ${name} refers to itself (${[...this.viewsBeingBound, name].join(' -> ')})`, at);
     this.viewsBeingBound.push(name);
     try {
       return this.query(o.statement.query);
@@ -261,26 +353,68 @@ export class Binder {
       SESSION: 'SESSION(TABLE t, DESCRIPTOR(time), gap)',
     };
     const shape = shapes[kind];
-    if (!shape) throw new SqlError(`no table function ${ref.name}; the windowing functions are ${Object.keys(shapes).join(', ')}`, ref.at);
+    if (!shape)
+      throw new SqlError(
+        `no table function ${ref.name}; the windowing functions are ${Object.keys(shapes).join(', ')}`,
+        ref.at,
+      );
     const [table, descriptor, ...rest] = ref.args;
     const wantIntervals = kind === 'TUMBLE' || kind === 'SESSION' ? 1 : 2;
-    if (table?.kind !== 'tableArg' || descriptor?.kind !== 'descriptor' || rest.length !== wantIntervals || rest.some((a) => a.kind !== 'exprArg')) {
+    if (
+      table?.kind !== 'tableArg' ||
+      descriptor?.kind !== 'descriptor' ||
+      rest.length !== wantIntervals ||
+      rest.some((a) => a.kind !== 'exprArg')
+    ) {
       throw new SqlError(`${kind} takes ${shape}`, ref.at);
     }
     const input = this.named(table.name.parts.join('.'), table.name.at);
-    if (descriptor.columns.length !== 1) throw new SqlError(`DESCRIPTOR names the one time column of ${kind}`, descriptor.at);
+    if (descriptor.columns.length !== 1)
+      throw new SqlError(`DESCRIPTOR names the one time column of ${kind}`, descriptor.at);
     const timeField = input.fields.find((f) => f.name === descriptor.columns[0]);
-    if (!timeField) throw new SqlError(`DESCRIPTOR(${descriptor.columns[0]}): ${table.name.parts.join('.')} has no such column; its columns are ${input.fields.map((f) => f.name).join(', ')}`, descriptor.at);
+    if (!timeField)
+      throw new SqlError(
+        `DESCRIPTOR(${descriptor.columns[0]}): ${table.name.parts.join('.')} has no such column; its columns are ${input.fields.map((f) => f.name).join(', ')}`,
+        descriptor.at,
+      );
     const t = timeField.type;
-    const time = (t.kind === 'TIMESTAMP' || t.kind === 'TIMESTAMP_LTZ') && t.rowtime ? 'event' : t.kind === 'TIMESTAMP_LTZ' && isProctime(input, timeField.name) ? 'processing' : undefined;
-    if (!time) throw new SqlError(`DESCRIPTOR(${timeField.name}): the column is ${typeName(t)}, not a time attribute; declare WATERMARK FOR ${timeField.name} in the table, or window on a PROCTIME() column`, descriptor.at);
+    const time =
+      (t.kind === 'TIMESTAMP' || t.kind === 'TIMESTAMP_LTZ') && t.rowtime
+        ? 'event'
+        : t.kind === 'TIMESTAMP_LTZ' && isProctime(input, timeField.name)
+          ? 'processing'
+          : undefined;
+    if (!time)
+      throw new SqlError(
+        `DESCRIPTOR(${timeField.name}): the column is ${typeName(t)}, not a time attribute; declare WATERMARK FOR ${timeField.name} in the table, or window on a PROCTIME() column`,
+        descriptor.at,
+      );
     const ms = rest.map((a) => intervalMs((a as { expr: Expr }).expr));
     const window: WindowDef =
-      kind === 'TUMBLE' ? { kind, timeField: timeField.name, time, sizeMs: ms[0]! } : kind === 'SESSION' ? { kind, timeField: timeField.name, time, gapMs: ms[0]! } : { kind, timeField: timeField.name, time, slideMs: ms[0]!, sizeMs: ms[1]! };
-    if (window.slideMs !== undefined && window.slideMs > window.sizeMs!) throw new SqlError(`${kind}: the ${kind === 'HOP' ? 'slide' : 'step'} (${window.slideMs} ms) must not exceed the size (${window.sizeMs} ms)`, ref.at);
-    if (kind === 'CUMULATE' && window.sizeMs! % window.slideMs! !== 0) throw new SqlError(`CUMULATE: the size (${window.sizeMs} ms) must be a whole number of steps (${window.slideMs} ms)`, ref.at);
-    for (const w of WINDOW_FIELDS) if (input.fields.some((f) => f.name === w)) throw new SqlError(`${kind}: ${table.name.parts.join('.')} already has a column ${w}`, ref.at);
-    const fields: Field[] = [...input.fields, { name: 'window_start', type: TIMESTAMP3 }, { name: 'window_end', type: TIMESTAMP3 }, { name: 'window_time', type: { kind: 'TIMESTAMP', precision: 3, nullable: false, rowtime: time === 'event' } }];
+      kind === 'TUMBLE'
+        ? { kind, timeField: timeField.name, time, sizeMs: ms[0]! }
+        : kind === 'SESSION'
+          ? { kind, timeField: timeField.name, time, gapMs: ms[0]! }
+          : { kind, timeField: timeField.name, time, slideMs: ms[0]!, sizeMs: ms[1]! };
+    if (window.slideMs !== undefined && window.slideMs > window.sizeMs!)
+      throw new SqlError(
+        `${kind}: the ${kind === 'HOP' ? 'slide' : 'step'} (${window.slideMs} ms) must not exceed the size (${window.sizeMs} ms)`,
+        ref.at,
+      );
+    if (kind === 'CUMULATE' && window.sizeMs! % window.slideMs! !== 0)
+      throw new SqlError(
+        `CUMULATE: the size (${window.sizeMs} ms) must be a whole number of steps (${window.slideMs} ms)`,
+        ref.at,
+      );
+    for (const w of WINDOW_FIELDS)
+      if (input.fields.some((f) => f.name === w))
+        throw new SqlError(`${kind}: ${table.name.parts.join('.')} already has a column ${w}`, ref.at);
+    const fields: Field[] = [
+      ...input.fields,
+      { name: 'window_start', type: TIMESTAMP3 },
+      { name: 'window_end', type: TIMESTAMP3 },
+      { name: 'window_time', type: { kind: 'TIMESTAMP', precision: 3, nullable: false, rowtime: time === 'event' } },
+    ];
     const node: LogicalNode = { kind: 'windowTvf', input, window, fields, at: ref.at };
     return { node, scope: scopeOf(fields, ref.alias ?? table.name.parts.at(-1)!) };
   }
@@ -315,7 +449,16 @@ function rowFields(e: Expr, scope: BoundColumn[]): Expr {
   const [columnParts, fields] = qualified ? [parts.slice(0, 2), parts.slice(2)] : [parts.slice(0, 1), parts.slice(1)];
   if (fields.length === 0) return e;
   const base: Expr = { kind: 'column', name: { ...e.name, parts: columnParts }, at: e.at };
-  return fields.reduce<Expr>((acc, f) => ({ kind: 'call', name: 'ITEM', args: [acc, { kind: 'string', value: f, at: e.at }], distinct: false, at: e.at }), base);
+  return fields.reduce<Expr>(
+    (acc, f) => ({
+      kind: 'call',
+      name: 'ITEM',
+      args: [acc, { kind: 'string', value: f, at: e.at }],
+      distinct: false,
+      at: e.at,
+    }),
+    base,
+  );
 }
 
 function rebind(e: Expr, scope: BoundColumn[]): Expr {
@@ -340,39 +483,61 @@ export function isAggregateCall(e: Expr): e is Extract<Expr, { kind: 'call' }> {
 /** Checks that a WHERE or HAVING condition is a condition. */
 function condition_(e: Expr, node: LogicalNode, where: string): void {
   const t = typeOf(e, scopeOf(node.fields));
-  if (t.kind !== 'BOOLEAN' && t.kind !== 'NULL') throw new SqlError(`${where} needs a condition; ${printExpr(e)} is ${typeName(t)}`, e.at);
+  if (t.kind !== 'BOOLEAN' && t.kind !== 'NULL')
+    throw new SqlError(`${where} needs a condition; ${printExpr(e)} is ${typeName(t)}`, e.at);
 }
 
 /** The window of a GROUP BY over a windowing TVF (through filters), checked; undefined for a plain GROUP BY. */
 function windowOf(input: LogicalNode, keys: NamedExpr[], s: Select): WindowDef | undefined {
   let n = input;
   while (n.kind === 'filter') {
-    if ([...columnsOf(n.condition)].some((c) => (WINDOW_FIELDS as readonly string[]).includes(c))) throw new SqlError('WHERE on window_start, window_end or window_time before the window aggregation is not supported; filter in HAVING or an outer query', n.condition.at);
+    if ([...columnsOf(n.condition)].some((c) => (WINDOW_FIELDS as readonly string[]).includes(c)))
+      throw new SqlError(
+        'WHERE on window_start, window_end or window_time before the window aggregation is not supported; filter in HAVING or an outer query',
+        n.condition.at,
+      );
     n = n.input;
   }
-  const refs = new Set(keys.filter((k) => k.expr.kind === 'column').map((k) => (k.expr as { name: { parts: string[] } }).name.parts[0]!));
+  const refs = new Set(
+    keys.filter((k) => k.expr.kind === 'column').map((k) => (k.expr as { name: { parts: string[] } }).name.parts[0]!),
+  );
   if (n.kind !== 'windowTvf') {
     const below = windowBounds(n);
     if (below && refs.has(below.start) && refs.has(below.end)) {
-      if (below.window.kind === 'SESSION' || below.window.kind === 'CUMULATE' || below.window.time !== 'event') throw new SqlError(`GROUP BY ${below.start}, ${below.end} again: only event-time TUMBLE and HOP windows can be aggregated again`, s.at);
+      if (below.window.kind === 'SESSION' || below.window.kind === 'CUMULATE' || below.window.time !== 'event')
+        throw new SqlError(
+          `GROUP BY ${below.start}, ${below.end} again: only event-time TUMBLE and HOP windows can be aggregated again`,
+          s.at,
+        );
       return { ...below.window, cascade: { start: below.start, end: below.end } };
     }
     return undefined; // a GROUP BY without a window: its results are updates
   }
-  if (!refs.has('window_start') || !refs.has('window_end')) throw new SqlError(`GROUP BY over ${n.window.kind}(...) must include window_start and window_end`, s.groupBy[0]?.at ?? s.at);
+  if (!refs.has('window_start') || !refs.has('window_end'))
+    throw new SqlError(
+      `GROUP BY over ${n.window.kind}(...) must include window_start and window_end`,
+      s.groupBy[0]?.at ?? s.at,
+    );
   for (const k of keys) {
-    if ([...columnsOf(k.expr)].some((c) => c === n.window.timeField) && k.expr.kind !== 'column') throw new SqlError(`GROUP BY ${printExpr(k.expr)}: the window's time column may not be grouped on`, k.expr.at);
+    if ([...columnsOf(k.expr)].some((c) => c === n.window.timeField) && k.expr.kind !== 'column')
+      throw new SqlError(`GROUP BY ${printExpr(k.expr)}: the window's time column may not be grouped on`, k.expr.at);
   }
   return n.window;
 }
 
 /** A whole number of milliseconds from an INTERVAL literal. */
 export function intervalMs(e: Expr): number {
-  if (e.kind !== 'interval') throw new SqlError(`${printExpr(e)}: expected an interval such as INTERVAL '10' SECOND`, e.at);
+  if (e.kind !== 'interval')
+    throw new SqlError(`${printExpr(e)}: expected an interval such as INTERVAL '10' SECOND`, e.at);
   const per = INTERVAL_UNIT_MS[e.unit];
-  if (per === undefined) throw new SqlError(`INTERVAL ... ${e.unit}: a window or watermark interval is in SECOND, MINUTE, HOUR or DAY`, e.at);
+  if (per === undefined)
+    throw new SqlError(
+      `INTERVAL ... ${e.unit}: a window or watermark interval is in SECOND, MINUTE, HOUR or DAY`,
+      e.at,
+    );
   const ms = Number(e.value) * per;
-  if (!Number.isInteger(ms) || ms <= 0) throw new SqlError(`INTERVAL '${e.value}' ${e.unit}: must be a positive whole number of milliseconds`, e.at);
+  if (!Number.isInteger(ms) || ms <= 0)
+    throw new SqlError(`INTERVAL '${e.value}' ${e.unit}: must be a positive whole number of milliseconds`, e.at);
   return ms;
 }
 
@@ -387,7 +552,11 @@ function isProctime(node: LogicalNode, name: string): boolean {
       return isProctime(node.input, name);
     case 'project': {
       const e = node.exprs.find((x) => x.name === name)?.expr;
-      return e !== undefined && ((e.kind === 'call' && e.name === 'PROCTIME') || (e.kind === 'column' && isProctime(node.input, e.name.parts[0]!)));
+      return (
+        e !== undefined &&
+        ((e.kind === 'call' && e.name === 'PROCTIME') ||
+          (e.kind === 'column' && isProctime(node.input, e.name.parts[0]!)))
+      );
     }
     default:
       return false;

@@ -14,7 +14,10 @@ import { SqlError } from './errors.js';
 import { parseSql } from './parser.js';
 import { printExpr, printStatement, printType } from './printer.js';
 
-export type CatalogStatement = Extract<Statement, { kind: 'createTable' | 'createView' | 'drop' | 'alterTableRename' | 'showTables' | 'describe' }>;
+export type CatalogStatement = Extract<
+  Statement,
+  { kind: 'createTable' | 'createView' | 'drop' | 'alterTableRename' | 'showTables' | 'describe' }
+>;
 type CreateTable = Extract<Statement, { kind: 'createTable' }>;
 type CreateView = Extract<Statement, { kind: 'createView' }>;
 
@@ -65,7 +68,11 @@ export class SqlCatalog {
       throw err;
     }
     const saved = JSON.parse(text) as { version: number; objects: string[] };
-    if (saved.version !== CATALOG_VERSION) throw new SqlError(`${join(dir, CATALOG_FILE)} is catalog version ${saved.version}; this clink reads version ${CATALOG_VERSION}`, 0);
+    if (saved.version !== CATALOG_VERSION)
+      throw new SqlError(
+        `${join(dir, CATALOG_FILE)} is catalog version ${saved.version}; this clink reads version ${CATALOG_VERSION}`,
+        0,
+      );
     for (const sql of saved.objects) {
       const [s] = parseSql(sql);
       if (s?.kind === 'createTable' || s?.kind === 'createView') c.permanent.set(nameOf(s.name), c.object(s));
@@ -93,7 +100,10 @@ export class SqlCatalog {
       case 'alterTableRename':
         return this.rename(s);
       case 'showTables':
-        return { message: this.list().length === 1 ? '1 table or view' : `${this.list().length} tables and views`, rows: this.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary })) };
+        return {
+          message: this.list().length === 1 ? '1 table or view' : `${this.list().length} tables and views`,
+          rows: this.list().map((o) => ({ name: o.name, kind: o.kind, temporary: o.temporary })),
+        };
       case 'describe':
         return this.describe(s.name);
     }
@@ -104,29 +114,52 @@ export class SqlCatalog {
     const scope = s.temporary ? this.temporary : this.permanent;
     if (scope.has(name)) {
       if (s.ifNotExists) return { message: `${name} already exists; left as it is` };
-      throw new SqlError(`${s.temporary ? 'a temporary ' : ''}${scope.get(name)!.kind} named ${name} already exists (DROP it first, or CREATE ... IF NOT EXISTS)`, s.name.at);
+      throw new SqlError(
+        `${s.temporary ? 'a temporary ' : ''}${scope.get(name)!.kind} named ${name} already exists (DROP it first, or CREATE ... IF NOT EXISTS)`,
+        s.name.at,
+      );
     }
     if (s.kind === 'createTable') this.checkTable(s);
     await this.change(s.temporary, (m) => m.set(name, this.object(s)));
-    return { message: `created ${s.temporary ? 'temporary ' : ''}${s.kind === 'createTable' ? 'table' : 'view'} ${name}` };
+    return {
+      message: `created ${s.temporary ? 'temporary ' : ''}${s.kind === 'createTable' ? 'table' : 'view'} ${name}`,
+    };
   }
 
   private checkTable(s: CreateTable): void {
     const connector = s.options.find((o) => o.key === 'connector')?.value;
-    if (connector === undefined) throw new SqlError(`table ${nameOf(s.name)} names no connector: add WITH ('connector' = '...'), one of ${[...this.connectors].sort().join(', ')}`, s.at);
-    if (!this.connectors.has(connector)) throw new SqlError(`table ${nameOf(s.name)} names connector '${connector}', which this build does not have; it has ${[...this.connectors].sort().join(', ')}`, s.at);
+    if (connector === undefined)
+      throw new SqlError(
+        `table ${nameOf(s.name)} names no connector: add WITH ('connector' = '...'), one of ${[...this.connectors].sort().join(', ')}`,
+        s.at,
+      );
+    if (!this.connectors.has(connector))
+      throw new SqlError(
+        `table ${nameOf(s.name)} names connector '${connector}', which this build does not have; it has ${[...this.connectors].sort().join(', ')}`,
+        s.at,
+      );
     const seen = new Map<string, ColumnDef>();
     for (const c of s.columns) {
-      if (c.name === '__proto__') throw new SqlError('the column name __proto__ is reserved (rows are JavaScript objects); choose another', c.at);
+      if (c.name === '__proto__')
+        throw new SqlError('the column name __proto__ is reserved (rows are JavaScript objects); choose another', c.at);
       if (seen.has(c.name)) throw new SqlError(`column ${c.name} is defined twice in table ${nameOf(s.name)}`, c.at);
       seen.set(c.name, c);
     }
     if (s.watermark) {
       const column = seen.get(s.watermark.column);
-      if (!column) throw new SqlError(`WATERMARK FOR ${s.watermark.column}: table ${nameOf(s.name)} has no such column`, s.watermark.at);
-      if (column.type && !TIME_TYPES.has(column.type.name)) throw new SqlError(`WATERMARK FOR ${s.watermark.column}: the column is ${printType(column.type)}; a watermark needs a TIMESTAMP(3) or TIMESTAMP_LTZ(3) column`, s.watermark.at);
+      if (!column)
+        throw new SqlError(
+          `WATERMARK FOR ${s.watermark.column}: table ${nameOf(s.name)} has no such column`,
+          s.watermark.at,
+        );
+      if (column.type && !TIME_TYPES.has(column.type.name))
+        throw new SqlError(
+          `WATERMARK FOR ${s.watermark.column}: the column is ${printType(column.type)}; a watermark needs a TIMESTAMP(3) or TIMESTAMP_LTZ(3) column`,
+          s.watermark.at,
+        );
     }
-    for (const k of s.primaryKey ?? []) if (!seen.has(k)) throw new SqlError(`PRIMARY KEY (${k}): table ${nameOf(s.name)} has no such column`, s.at);
+    for (const k of s.primaryKey ?? [])
+      if (!seen.has(k)) throw new SqlError(`PRIMARY KEY (${k}): table ${nameOf(s.name)} has no such column`, s.at);
   }
 
   private async drop(s: Extract<Statement, { kind: 'drop' }>): Promise<CatalogReply> {
@@ -135,9 +168,13 @@ export class SqlCatalog {
     const o = scope.get(name);
     if (!o) {
       if (s.ifExists) return { message: `${name} does not exist; nothing dropped` };
-      throw new SqlError(`no ${s.temporary ? 'temporary ' : ''}${s.object.toLowerCase()} named ${name} (SHOW TABLES lists them)`, s.name.at);
+      throw new SqlError(
+        `no ${s.temporary ? 'temporary ' : ''}${s.object.toLowerCase()} named ${name} (SHOW TABLES lists them)`,
+        s.name.at,
+      );
     }
-    if (o.kind !== s.object.toLowerCase()) throw new SqlError(`${name} is a ${o.kind}: use DROP ${o.kind.toUpperCase()}`, s.at);
+    if (o.kind !== s.object.toLowerCase())
+      throw new SqlError(`${name} is a ${o.kind}: use DROP ${o.kind.toUpperCase()}`, s.at);
     await this.change(s.temporary, (m) => m.delete(name));
     return { message: `dropped ${o.kind} ${name}` };
   }
@@ -160,7 +197,8 @@ export class SqlCatalog {
   private describe(n: Name): CatalogReply {
     const o = this.get(nameOf(n));
     if (!o) throw new SqlError(`no table or view named ${nameOf(n)} (SHOW TABLES lists them)`, n.at);
-    if (o.statement.kind === 'createView') return { message: `view ${o.name}`, rows: [{ name: o.name, query: printStatement(o.statement.query) }] };
+    if (o.statement.kind === 'createView')
+      return { message: `view ${o.name}`, rows: [{ name: o.name, query: printStatement(o.statement.query) }] };
     const t = o.statement;
     return {
       message: `table ${o.name} (connector ${t.options.find((x) => x.key === 'connector')?.value})`,
@@ -169,13 +207,24 @@ export class SqlCatalog {
         type: c.type ? printType(c.type) : 'computed',
         null: !c.notNull,
         key: t.primaryKey?.includes(c.name) ?? false,
-        extras: [c.computed ? `AS ${printExpr(c.computed)}` : '', t.watermark?.column === c.name ? `WATERMARK AS ${printExpr(t.watermark.expr)}` : ''].filter(Boolean).join('; '),
+        extras: [
+          c.computed ? `AS ${printExpr(c.computed)}` : '',
+          t.watermark?.column === c.name ? `WATERMARK AS ${printExpr(t.watermark.expr)}` : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
       })),
     };
   }
 
   private object(s: CreateTable | CreateView): CatalogObject {
-    return { name: nameOf(s.name), kind: s.kind === 'createTable' ? 'table' : 'view', temporary: s.temporary, sql: printStatement(s), statement: s };
+    return {
+      name: nameOf(s.name),
+      kind: s.kind === 'createTable' ? 'table' : 'view',
+      temporary: s.temporary,
+      sql: printStatement(s),
+      statement: s,
+    };
   }
 
   /**
@@ -190,7 +239,8 @@ export class SqlCatalog {
     const next = new Map(this.permanent);
     fn(next);
     if (this.dir !== undefined) {
-      const body = JSON.stringify({ version: CATALOG_VERSION, objects: [...next.values()].map((o) => o.sql) }, null, 2) + '\n';
+      const body =
+        JSON.stringify({ version: CATALOG_VERSION, objects: [...next.values()].map((o) => o.sql) }, null, 2) + '\n';
       await writeFileDurably(join(this.dir, CATALOG_FILE), [Buffer.from(body)]);
     }
     this.permanent = next;

@@ -56,7 +56,10 @@ export class ExprWriter {
 
   /** A function `(r, $ctx) => ({ name: value, ... })`; over updates, the row's `$op` goes along. */
   object(exprs: readonly NamedExpr[], updating = false): string {
-    const props = [...exprs.map((x) => `${propertyName(x.name)}: ${this.gen(x.expr)}`), ...(updating ? [`$op: ${this.row}.$op`] : [])].join(', ');
+    const props = [
+      ...exprs.map((x) => `${propertyName(x.name)}: ${this.gen(x.expr)}`),
+      ...(updating ? [`$op: ${this.row}.$op`] : []),
+    ].join(', ');
     return `(${this.row}, $ctx) => { ${this.declarations()}return { ${props} }; }`;
   }
 
@@ -160,10 +163,24 @@ export class ExprWriter {
       if (!lt.nullable && !rt.nullable) return `(${l} ${e.op === 'AND' ? '&&' : '||'} ${r})`;
       return `$rt.${e.op === 'AND' ? 'and' : 'or'}(${l}, ${r})`;
     }
-    const ops: Record<string, string> = { '=': '===', '<>': '!==', '<': '<', '<=': '<=', '>': '>', '>=': '>=', '+': '+', '-': '-', '*': '*', '%': '%', '||': '+' };
+    const ops: Record<string, string> = {
+      '=': '===',
+      '<>': '!==',
+      '<': '<',
+      '<=': '<=',
+      '>': '>',
+      '>=': '>=',
+      '+': '+',
+      '-': '-',
+      '*': '*',
+      '%': '%',
+      '||': '+',
+    };
     if (e.op === '/') {
       const integral = (t: SqlType): boolean => t.kind === 'INT' || t.kind === 'BIGINT';
-      return this.nullSafe([e.left, e.right], ([l, r]) => (integral(lt) && integral(rt) ? `$rt.idiv(${l}, ${r})` : `${l} / ${r}`));
+      return this.nullSafe([e.left, e.right], ([l, r]) =>
+        integral(lt) && integral(rt) ? `$rt.idiv(${l}, ${r})` : `${l} / ${r}`,
+      );
     }
     return this.nullSafe([e.left, e.right], ([l, r]) => `${l} ${ops[e.op]} ${r}`);
   }
@@ -256,7 +273,9 @@ export class ExprWriter {
         return 'Date.now()';
       case 'ITEM': {
         const base = this.type(a[0]!).kind;
-        return this.nullSafe(a, ([c, i]) => (base === 'ARRAY' ? `(${c}[${i} - 1] ?? null)` : `(Object.hasOwn(${c}, ${i}) ? ${c}[${i}] : null)`));
+        return this.nullSafe(a, ([c, i]) =>
+          base === 'ARRAY' ? `(${c}[${i} - 1] ?? null)` : `(Object.hasOwn(${c}, ${i}) ? ${c}[${i}] : null)`,
+        );
       }
       case 'CARDINALITY': {
         const base = this.type(a[0]!).kind;
@@ -268,7 +287,10 @@ export class ExprWriter {
         return `((${this.gen(a[0]!)}) === true ? ${this.gen(a[1]!)} : ${this.gen(a[2]!)})`;
       case 'COALESCE': {
         const t = this.temp();
-        return `(${a.slice(0, -1).map((x) => `(${t} = ${this.gen(x)}) != null ? ${t} : `).join('')}${this.gen(a.at(-1)!)})`;
+        return `(${a
+          .slice(0, -1)
+          .map((x) => `(${t} = ${this.gen(x)}) != null ? ${t} : `)
+          .join('')}${this.gen(a.at(-1)!)})`;
       }
       case 'PROCTIME':
         return 'Date.now()';
@@ -285,7 +307,8 @@ const isSimple = (e: Expr): boolean => e.kind === 'column';
 
 export function intervalValue(e: Extract<Expr, { kind: 'interval' }>): number {
   const per = INTERVAL_UNIT_MS[e.unit];
-  if (per === undefined) throw new SqlError(`INTERVAL '${e.value}' ${e.unit}: intervals of months and years are not supported`, e.at);
+  if (per === undefined)
+    throw new SqlError(`INTERVAL '${e.value}' ${e.unit}: intervals of months and years are not supported`, e.at);
   return Number(e.value) * per;
 }
 
@@ -299,12 +322,20 @@ function castSource(x: string, from: SqlType, to: SqlType, e: Expr): string {
   switch (to.kind) {
     case 'INT':
     case 'BIGINT':
-      return from.kind === 'STRING' ? `$rt.toInt(${x})` : from.kind === 'BOOLEAN' ? `(${x} ? 1 : 0)` : `Math.trunc(${x})`;
+      return from.kind === 'STRING'
+        ? `$rt.toInt(${x})`
+        : from.kind === 'BOOLEAN'
+          ? `(${x} ? 1 : 0)`
+          : `Math.trunc(${x})`;
     case 'DOUBLE':
     case 'DECIMAL':
       return from.kind === 'STRING' ? `$rt.toNumber(${x})` : from.kind === 'BOOLEAN' ? `(${x} ? 1 : 0)` : x;
     case 'STRING':
-      return from.kind === 'TIMESTAMP' || from.kind === 'TIMESTAMP_LTZ' ? `$rt.formatTimestamp(${x})` : from.kind === 'BOOLEAN' ? `(${x} ? "TRUE" : "FALSE")` : `String(${x})`;
+      return from.kind === 'TIMESTAMP' || from.kind === 'TIMESTAMP_LTZ'
+        ? `$rt.formatTimestamp(${x})`
+        : from.kind === 'BOOLEAN'
+          ? `(${x} ? "TRUE" : "FALSE")`
+          : `String(${x})`;
     case 'BOOLEAN':
       return from.kind === 'STRING' ? `$rt.toBoolean(${x})` : `(${x} !== 0)`;
     case 'TIMESTAMP':

@@ -38,10 +38,32 @@ const VALUES: Record<string, Record<string, Record<string, string>>> = {
  */
 const ONE_SIDE: Record<string, { source: string[]; sink: string[] }> = {
   kafka: {
-    source: ['startFrom', 'startTimestampMs', 'groupId', 'bounded', 'isolation', 'watermarks', 'partitionDiscoveryIntervalMs', 'maxRecordsPerSecond', 'fetchMaxBytes', 'fetchMaxWaitMs'],
-    sink: ['delivery', 'transactionalIdPrefix', 'transactionTimeoutMs', 'keyField', 'maxRequestBytes', 'maxBufferedRecords', 'compression'],
+    source: [
+      'startFrom',
+      'startTimestampMs',
+      'groupId',
+      'bounded',
+      'isolation',
+      'watermarks',
+      'partitionDiscoveryIntervalMs',
+      'maxRecordsPerSecond',
+      'fetchMaxBytes',
+      'fetchMaxWaitMs',
+    ],
+    sink: [
+      'delivery',
+      'transactionalIdPrefix',
+      'transactionTimeoutMs',
+      'keyField',
+      'maxRequestBytes',
+      'maxBufferedRecords',
+      'compression',
+    ],
   },
-  nats: { source: ['stream', 'startFrom', 'startSequence', 'bounded', 'bufferMessages'], sink: ['messageIdField', 'messageIdPrefix', 'maxPending'] },
+  nats: {
+    source: ['stream', 'startFrom', 'startSequence', 'bounded', 'bufferMessages'],
+    sink: ['messageIdField', 'messageIdPrefix', 'maxPending'],
+  },
   file: { source: [], sink: ['rollBytes'] },
 };
 
@@ -69,7 +91,13 @@ function value(text: string): unknown {
 }
 
 /** The connector options of a table read (`source`) or written (`sink`): `options` as written, `columns` its physical columns. */
-export function connectorOptions(connector: string, options: Record<string, string>, columns: readonly Field[], at: number, side: 'source' | 'sink'): Json {
+export function connectorOptions(
+  connector: string,
+  options: Record<string, string>,
+  columns: readonly Field[],
+  at: number,
+  side: 'source' | 'sink',
+): Json {
   const out: Json = {};
   const other = ONE_SIDE[connector]?.[side === 'source' ? 'sink' : 'source'] ?? [];
   for (const [rawKey, raw] of Object.entries(options)) {
@@ -84,7 +112,11 @@ export function connectorOptions(connector: string, options: Record<string, stri
       if (i === path.length - 1) at_[name] = value(text);
       else {
         const next = at_[name];
-        if (next !== undefined && (typeof next !== 'object' || next === null)) throw new SqlError(`option '${rawKey}': '${path.slice(0, i + 1).join('.')}' is also given a value of its own`, at);
+        if (next !== undefined && (typeof next !== 'object' || next === null))
+          throw new SqlError(
+            `option '${rawKey}': '${path.slice(0, i + 1).join('.')}' is also given a value of its own`,
+            at,
+          );
         at_ = (at_[name] ??= {}) as Json;
       }
     }
@@ -100,7 +132,8 @@ export function connectorOptions(connector: string, options: Record<string, stri
 function datagenFields(o: Json, columns: readonly Field[], at: number): Json {
   const given = (o.fields ?? {}) as Record<string, Json>;
   for (const name of Object.keys(given)) {
-    if (!columns.some((c) => c.name === name)) throw new SqlError(`option 'fields.${name}...': the table has no column ${name}`, at);
+    if (!columns.some((c) => c.name === name))
+      throw new SqlError(`option 'fields.${name}...': the table has no column ${name}`, at);
   }
   const fields: Record<string, Json> = {};
   for (const c of columns) {
@@ -110,9 +143,22 @@ function datagenFields(o: Json, columns: readonly Field[], at: number): Json {
       // Flink's sequence has start and end; ours counts from start for as many rows as there are.
       delete f.end;
     } else if (kind === undefined || kind === 'random') {
-      const byType: Record<string, string> = { INT: 'int', BIGINT: 'int', DOUBLE: 'double', DECIMAL: 'double', STRING: 'string', BOOLEAN: 'boolean', TIMESTAMP: 'timestamp', TIMESTAMP_LTZ: 'timestamp' };
+      const byType: Record<string, string> = {
+        INT: 'int',
+        BIGINT: 'int',
+        DOUBLE: 'double',
+        DECIMAL: 'double',
+        STRING: 'string',
+        BOOLEAN: 'boolean',
+        TIMESTAMP: 'timestamp',
+        TIMESTAMP_LTZ: 'timestamp',
+      };
       const k = byType[c.type.kind];
-      if (!k) throw new SqlError(`datagen cannot generate column ${c.name} of type ${c.type.kind}; give 'fields.${c.name}.kind'`, at);
+      if (!k)
+        throw new SqlError(
+          `datagen cannot generate column ${c.name} of type ${c.type.kind}; give 'fields.${c.name}.kind'`,
+          at,
+        );
       f.kind = k;
     }
     if (typeof f.values === 'string') f.values = f.values.split(',').map((v) => value(v.trim()));

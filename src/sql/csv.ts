@@ -67,8 +67,14 @@ function read(text: string, f: Field): unknown {
  * over as strings (to keep their precision) and timestamps as Dates.
  */
 export function pgRowReader(columns: readonly Field[]): (row: Row) => Row {
-  const numeric = columns.filter((c) => c.type.kind === 'BIGINT' || c.type.kind === 'DECIMAL' || c.type.kind === 'DOUBLE' || c.type.kind === 'INT').map((c) => c.name);
-  const times = columns.filter((c) => c.type.kind === 'TIMESTAMP' || c.type.kind === 'TIMESTAMP_LTZ').map((c) => c.name);
+  const numeric = columns
+    .filter(
+      (c) => c.type.kind === 'BIGINT' || c.type.kind === 'DECIMAL' || c.type.kind === 'DOUBLE' || c.type.kind === 'INT',
+    )
+    .map((c) => c.name);
+  const times = columns
+    .filter((c) => c.type.kind === 'TIMESTAMP' || c.type.kind === 'TIMESTAMP_LTZ')
+    .map((c) => c.name);
   return (row) => {
     for (const n of numeric) if (typeof row[n] === 'string') row[n] = Number(row[n]);
     for (const n of times) if (row[n] instanceof Date) row[n] = (row[n] as Date).getTime();
@@ -88,13 +94,17 @@ export function csvReader(columns: readonly Field[], delimiter = ','): (line: st
 
 /** A function from a row of `columns` to a CSV line (quoted where it must be; NULL as an empty field). */
 export function csvWriter(columns: readonly Field[], delimiter = ','): (row: Row) => string {
-  const quote = (s: string): string => (s.includes(delimiter) || s.includes('"') || s.includes('\n') || s.includes('\r') ? `"${s.replaceAll('"', '""')}"` : s);
+  const quote = (s: string): string =>
+    s.includes(delimiter) || s.includes('"') || s.includes('\n') || s.includes('\r')
+      ? `"${s.replaceAll('"', '""')}"`
+      : s;
   return (row) =>
     columns
       .map((c) => {
         const v = row[c.name];
         if (v == null) return '';
-        if (c.type.kind === 'TIMESTAMP' || c.type.kind === 'TIMESTAMP_LTZ') return SQL_RUNTIME.formatTimestamp(v as number);
+        if (c.type.kind === 'TIMESTAMP' || c.type.kind === 'TIMESTAMP_LTZ')
+          return SQL_RUNTIME.formatTimestamp(v as number);
         return quote(String(v));
       })
       .join(delimiter);

@@ -5,15 +5,27 @@
  */
 import type { JobGraphSpec } from '../plan/index.js';
 import type { Expr } from './ast.js';
-import { inputsOf, isUpdating, type AggregateCall, type LogicalNode, type NamedExpr, type WindowDef } from './logical.js';
+import {
+  inputsOf,
+  isUpdating,
+  type AggregateCall,
+  type LogicalNode,
+  type NamedExpr,
+  type WindowDef,
+} from './logical.js';
 import type { SqlSink } from './physical.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
 
 const named = (xs: readonly NamedExpr[]): string =>
-  xs.map((x) => (x.expr.kind === 'column' && x.expr.name.parts[0] === x.name ? x.name : `${printExpr(x.expr)} AS ${x.name}`)).join(', ');
+  xs
+    .map((x) =>
+      x.expr.kind === 'column' && x.expr.name.parts[0] === x.name ? x.name : `${printExpr(x.expr)} AS ${x.name}`,
+    )
+    .join(', ');
 
-const call = (a: AggregateCall): string => `${a.fn}(${a.distinct ? 'DISTINCT ' : ''}${a.arg ? printExpr(a.arg) : '*'}) AS ${a.name}`;
+const call = (a: AggregateCall): string =>
+  `${a.fn}(${a.distinct ? 'DISTINCT ' : ''}${a.arg ? printExpr(a.arg) : '*'}) AS ${a.name}`;
 
 function window(w: WindowDef): string {
   if (w.cascade) return `${window({ ...w, cascade: undefined })} of ${w.cascade.start}, ${w.cascade.end}`;
@@ -36,7 +48,8 @@ function line(n: LogicalNode): string {
       const parts = [`table=[${n.table}]`, `connector=[${n.connector}]`];
       if (n.filter) parts.push(`filter=[${printExpr(n.filter)}]`);
       parts.push(`project=[${named(n.project ?? scanProjection(n))}]`);
-      if (n.watermark) parts.push(`watermark=[${n.watermark.column}${n.watermark.delayMs ? ` - ${n.watermark.delayMs} ms` : ''}]`);
+      if (n.watermark)
+        parts.push(`watermark=[${n.watermark.column}${n.watermark.delayMs ? ` - ${n.watermark.delayMs} ms` : ''}]`);
       return `TableSourceScan(${parts.join(', ')})`;
     }
     case 'filter':
@@ -53,14 +66,23 @@ function line(n: LogicalNode): string {
     case 'union':
       return `Union(all=[true], fields=[${n.fields.map((f) => f.name).join(', ')}])`;
     case 'over': {
-      const frame = n.frame.preceding === null ? 'UNBOUNDED PRECEDING' : n.frame.unit === 'ROWS' ? `${n.frame.preceding} PRECEDING` : `${n.frame.preceding} ms PRECEDING`;
+      const frame =
+        n.frame.preceding === null
+          ? 'UNBOUNDED PRECEDING'
+          : n.frame.unit === 'ROWS'
+            ? `${n.frame.preceding} PRECEDING`
+            : `${n.frame.preceding} ms PRECEDING`;
       return `OverAggregate(partitionBy=[${n.partitionBy.map(printExpr).join(', ')}], orderBy=[${n.orderField}], ${n.frame.unit}=[${frame} AND CURRENT ROW], select=[${n.aggs.map(call).join(', ')}])`;
     }
     case 'rank':
       return `WindowRank(partitionBy=[${n.partitionBy.map(printExpr).join(', ')}], orderBy=[${n.orderBy.map((o) => `${printExpr(o.expr)}${o.descending ? ' DESC' : ''}`).join(', ')}], limit=[${n.limit ?? 'none'}], rank=[${n.rankField}])`;
     case 'join': {
       const keys = n.leftKeys.map((k, i) => `${printExpr(k)} = ${printExpr(n.rightKeys[i]!)}`);
-      const kind = n.window ? `WindowJoin(window=[${window(n.window)}], ` : n.interval ? `IntervalJoin(right.ts - left.ts=[${n.interval.lowerMs} ms, ${n.interval.upperMs} ms], ` : 'Join(';
+      const kind = n.window
+        ? `WindowJoin(window=[${window(n.window)}], `
+        : n.interval
+          ? `IntervalJoin(right.ts - left.ts=[${n.interval.lowerMs} ms, ${n.interval.upperMs} ms], `
+          : 'Join(';
       return `${kind}type=[inner], keys=[${keys.join(', ')}]${n.condition ? `, where=[${printExpr(n.condition)}]` : ''}, fields=[${n.fields.map((f) => f.name).join(', ')}])`;
     }
   }
@@ -78,13 +100,21 @@ export function explainText(queries: readonly { plan: LogicalNode; sink: SqlSink
   const out = ['== Optimized Logical Plan =='];
   for (const { plan, sink } of queries) {
     const fields = plan.fields.map((f) => f.name).join(', ');
-    out.push(sink.kind === 'collect' ? `Collect(name=[${sink.name}], fields=[${fields}]${isUpdating(plan) ? ', updates=[materialized]' : ''})` : `Sink(table=[${sink.table}], connector=[${sink.connector}], fields=[${fields}])`);
+    out.push(
+      sink.kind === 'collect'
+        ? `Collect(name=[${sink.name}], fields=[${fields}]${isUpdating(plan) ? ', updates=[materialized]' : ''})`
+        : `Sink(table=[${sink.table}], connector=[${sink.connector}], fields=[${fields}])`,
+    );
     tree(plan, '+- ', out);
   }
   out.push('', '== Job Graph ==');
   for (const o of spec.operators) {
-    const inputs = spec.edges.filter((e) => e.target === o.id).map((e) => `${spec.operators.find((x) => x.id === e.source)!.name} (${e.kind})`);
-    out.push(`${o.name}  [${o.type}, parallelism ${o.parallelism}]${inputs.length > 0 ? `  <- ${inputs.join(', ')}` : ''}`);
+    const inputs = spec.edges
+      .filter((e) => e.target === o.id)
+      .map((e) => `${spec.operators.find((x) => x.id === e.source)!.name} (${e.kind})`);
+    out.push(
+      `${o.name}  [${o.type}, parallelism ${o.parallelism}]${inputs.length > 0 ? `  <- ${inputs.join(', ')}` : ''}`,
+    );
   }
   return out.join('\n');
 }

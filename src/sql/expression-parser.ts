@@ -7,13 +7,31 @@
 import { EmbeddedActionsParser, type IToken } from 'chevrotain';
 import type { BinaryOp, DataType, Expr, FrameBound, IntervalUnit, Name, OrderItem, WindowSpec } from './ast.js';
 import { SqlError } from './errors.js';
-import { ALL_TOKENS, Identifier, K, NonReservedKeyword, NumberLiteral, P, QuotedIdentifier, StringLiteral } from './lexer.js';
+import {
+  ALL_TOKENS,
+  Identifier,
+  K,
+  NonReservedKeyword,
+  NumberLiteral,
+  P,
+  QuotedIdentifier,
+  StringLiteral,
+} from './lexer.js';
 
 const INTERVAL_UNITS = new Set<IntervalUnit>(['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR']);
 type SimpleTypeName = 'INT' | 'BIGINT' | 'DOUBLE' | 'BOOLEAN' | 'STRING' | 'DATE';
-const SIMPLE_TYPES: Record<string, SimpleTypeName> = { INT: 'INT', INTEGER: 'INT', BIGINT: 'BIGINT', DOUBLE: 'DOUBLE', BOOLEAN: 'BOOLEAN', STRING: 'STRING', DATE: 'DATE' };
+const SIMPLE_TYPES: Record<string, SimpleTypeName> = {
+  INT: 'INT',
+  INTEGER: 'INT',
+  BIGINT: 'BIGINT',
+  DOUBLE: 'DOUBLE',
+  BOOLEAN: 'BOOLEAN',
+  STRING: 'STRING',
+  DATE: 'DATE',
+};
 
-export const unquote = (t: IToken): string => (t.tokenType === QuotedIdentifier ? t.image.slice(1, -1).replaceAll('``', '`') : t.image);
+export const unquote = (t: IToken): string =>
+  t.tokenType === QuotedIdentifier ? t.image.slice(1, -1).replaceAll('``', '`') : t.image;
 export const stringValue = (t: IToken): string => t.image.slice(1, -1).replaceAll("''", "'");
 
 export class SqlExpressionParser extends EmbeddedActionsParser {
@@ -33,7 +51,11 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
 
   protected orderItem = this.RULE('orderItem', (): OrderItem => {
     const expr = this.SUBRULE(this.expr);
-    const descending = this.OR([{ ALT: () => (this.CONSUME(K.DESC), true) }, { ALT: () => (this.CONSUME(K.ASC), false) }, { ALT: () => false }]);
+    const descending = this.OR([
+      { ALT: () => (this.CONSUME(K.DESC), true) },
+      { ALT: () => (this.CONSUME(K.ASC), false) },
+      { ALT: () => false },
+    ]);
     return { expr, descending };
   });
 
@@ -61,7 +83,14 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
 
   protected notExpr = this.RULE('notExpr', (): Expr =>
     this.OR([
-      { ALT: (): Expr => ({ kind: 'unary', op: 'NOT', at: this.CONSUME(K.NOT).startOffset, operand: this.SUBRULE(this.notExpr) }) },
+      {
+        ALT: (): Expr => ({
+          kind: 'unary',
+          op: 'NOT',
+          at: this.CONSUME(K.NOT).startOffset,
+          operand: this.SUBRULE(this.notExpr),
+        }),
+      },
       { ALT: () => this.SUBRULE(this.predicate) },
     ]),
   );
@@ -71,7 +100,15 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
     const at = this.LA(1).startOffset;
     const rest = this.OPTION(() =>
       this.OR([
-        { ALT: (): Expr => ({ kind: 'binary', op: this.SUBRULE(this.comparison), left, right: this.SUBRULE2(this.additive), at }) },
+        {
+          ALT: (): Expr => ({
+            kind: 'binary',
+            op: this.SUBRULE(this.comparison),
+            left,
+            right: this.SUBRULE2(this.additive),
+            at,
+          }),
+        },
         {
           ALT: (): Expr => {
             this.CONSUME(K.IS);
@@ -102,7 +139,12 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
                   return { kind: 'in', operand: left, list, negated, at };
                 },
               },
-              { ALT: (): Expr => (this.CONSUME(K.LIKE), { kind: 'like', operand: left, pattern: this.SUBRULE5(this.additive), negated, at }) },
+              {
+                ALT: (): Expr => (
+                  this.CONSUME(K.LIKE),
+                  { kind: 'like', operand: left, pattern: this.SUBRULE5(this.additive), negated, at }
+                ),
+              },
             ]);
           },
         },
@@ -125,8 +167,18 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
   protected additive = this.RULE('additive', (): Expr => {
     let left = this.SUBRULE(this.multiplicative);
     this.MANY(() => {
-      const t = this.OR([{ ALT: () => this.CONSUME(P.Plus) }, { ALT: () => this.CONSUME(P.Minus) }, { ALT: () => this.CONSUME(P.Concat) }]);
-      left = { kind: 'binary', op: t.image as BinaryOp, left, right: this.SUBRULE2(this.multiplicative), at: t.startOffset };
+      const t = this.OR([
+        { ALT: () => this.CONSUME(P.Plus) },
+        { ALT: () => this.CONSUME(P.Minus) },
+        { ALT: () => this.CONSUME(P.Concat) },
+      ]);
+      left = {
+        kind: 'binary',
+        op: t.image as BinaryOp,
+        left,
+        right: this.SUBRULE2(this.multiplicative),
+        at: t.startOffset,
+      };
     });
     return left;
   });
@@ -134,7 +186,11 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
   protected multiplicative = this.RULE('multiplicative', (): Expr => {
     let left = this.SUBRULE(this.unary);
     this.MANY(() => {
-      const t = this.OR([{ ALT: () => this.CONSUME(P.Star) }, { ALT: () => this.CONSUME(P.Slash) }, { ALT: () => this.CONSUME(P.Percent) }]);
+      const t = this.OR([
+        { ALT: () => this.CONSUME(P.Star) },
+        { ALT: () => this.CONSUME(P.Slash) },
+        { ALT: () => this.CONSUME(P.Percent) },
+      ]);
       left = { kind: 'binary', op: t.image as BinaryOp, left, right: this.SUBRULE2(this.unary), at: t.startOffset };
     });
     return left;
@@ -142,8 +198,22 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
 
   protected unary = this.RULE('unary', (): Expr =>
     this.OR([
-      { ALT: (): Expr => ({ kind: 'unary', op: '-', at: this.CONSUME(P.Minus).startOffset, operand: this.SUBRULE(this.unary) }) },
-      { ALT: (): Expr => ({ kind: 'unary', op: '+', at: this.CONSUME(P.Plus).startOffset, operand: this.SUBRULE2(this.unary) }) },
+      {
+        ALT: (): Expr => ({
+          kind: 'unary',
+          op: '-',
+          at: this.CONSUME(P.Minus).startOffset,
+          operand: this.SUBRULE(this.unary),
+        }),
+      },
+      {
+        ALT: (): Expr => ({
+          kind: 'unary',
+          op: '+',
+          at: this.CONSUME(P.Plus).startOffset,
+          operand: this.SUBRULE2(this.unary),
+        }),
+      },
       { ALT: () => this.SUBRULE(this.postfix) },
     ]),
   );
@@ -162,8 +232,18 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
 
   protected primary = this.RULE('primary', (): Expr =>
     this.OR([
-      { ALT: (): Expr => { const t = this.CONSUME(NumberLiteral); return { kind: 'number', text: t.image, at: t.startOffset }; } },
-      { ALT: (): Expr => { const t = this.CONSUME(StringLiteral); return { kind: 'string', value: stringValue(t), at: t.startOffset }; } },
+      {
+        ALT: (): Expr => {
+          const t = this.CONSUME(NumberLiteral);
+          return { kind: 'number', text: t.image, at: t.startOffset };
+        },
+      },
+      {
+        ALT: (): Expr => {
+          const t = this.CONSUME(StringLiteral);
+          return { kind: 'string', value: stringValue(t), at: t.startOffset };
+        },
+      },
       { ALT: (): Expr => ({ kind: 'boolean', value: true, at: this.CONSUME(K.TRUE).startOffset }) },
       { ALT: (): Expr => ({ kind: 'boolean', value: false, at: this.CONSUME(K.FALSE).startOffset }) },
       { ALT: (): Expr => ({ kind: 'null', at: this.CONSUME(K.NULL).startOffset }) },
@@ -171,7 +251,11 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
       { ALT: () => this.SUBRULE(this.interval) },
       {
         GATE: () => this.LA(2).tokenType === StringLiteral,
-        ALT: (): Expr => ({ kind: 'timestamp', at: this.CONSUME(K.TIMESTAMP).startOffset, value: stringValue(this.CONSUME2(StringLiteral)) }),
+        ALT: (): Expr => ({
+          kind: 'timestamp',
+          at: this.CONSUME(K.TIMESTAMP).startOffset,
+          value: stringValue(this.CONSUME2(StringLiteral)),
+        }),
       },
       { ALT: () => this.SUBRULE(this.cast) },
       { ALT: () => this.SUBRULE(this.caseExpr) },
@@ -193,7 +277,11 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
     const unitToken = this.CONSUME(Identifier);
     const unit = this.ACTION(() => unitToken.image.toUpperCase().replace(/S$/, '')) as IntervalUnit;
     this.ACTION(() => {
-      if (!INTERVAL_UNITS.has(unit)) throw new SqlError(`unknown interval unit '${unitToken.image}'; use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR`, unitToken.startOffset);
+      if (!INTERVAL_UNITS.has(unit))
+        throw new SqlError(
+          `unknown interval unit '${unitToken.image}'; use SECOND, MINUTE, HOUR, DAY, MONTH or YEAR`,
+          unitToken.startOffset,
+        );
     });
     return { kind: 'interval', value, unit, at };
   });
@@ -229,7 +317,10 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
     let star = false;
     this.MANY(() => {
       this.CONSUME(P.Dot);
-      this.OR([{ ALT: () => parts.push(this.SUBRULE2(this.ident)) }, { ALT: () => ((star = true), this.CONSUME(P.Star)) }]);
+      this.OR([
+        { ALT: () => parts.push(this.SUBRULE2(this.ident)) },
+        { ALT: () => ((star = true), this.CONSUME(P.Star)) },
+      ]);
     });
     // No early return on `star`: the grammar recording runs every alternative, and must see the whole rule.
     const call = this.OPTION(() => {
@@ -242,7 +333,15 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
       return { distinct, args, over };
     });
     if (star) return { kind: 'star', table: parts.join('.'), at };
-    if (call) return { kind: 'call', name: parts.join('.').toUpperCase(), args: call.args, distinct: call.distinct, ...(call.over ? { over: call.over } : {}), at };
+    if (call)
+      return {
+        kind: 'call',
+        name: parts.join('.').toUpperCase(),
+        args: call.args,
+        distinct: call.distinct,
+        ...(call.over ? { over: call.over } : {}),
+        at,
+      };
     return { kind: 'column', name: { kind: 'name', parts, at }, at };
   });
 
@@ -256,7 +355,10 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
     });
     const orderBy = this.SUBRULE(this.orderByClause);
     const frame = this.OPTION2(() => {
-      const unit = this.OR([{ ALT: () => (this.CONSUME(K.ROWS), 'ROWS' as const) }, { ALT: () => (this.CONSUME(K.RANGE), 'RANGE' as const) }]);
+      const unit = this.OR([
+        { ALT: () => (this.CONSUME(K.ROWS), 'ROWS' as const) },
+        { ALT: () => (this.CONSUME(K.RANGE), 'RANGE' as const) },
+      ]);
       return this.OR2([
         {
           ALT: () => {
@@ -275,20 +377,32 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
 
   // UNBOUNDED and CURRENT may name columns too: the keyword readings come first and win.
   protected frameBound = this.RULE('frameBound', (): FrameBound =>
-    this.OR({ IGNORE_AMBIGUITIES: true, DEF: [
-      { ALT: (): FrameBound => (this.CONSUME(K.UNBOUNDED), this.CONSUME(K.PRECEDING), { kind: 'unboundedPreceding' }) },
-      { ALT: (): FrameBound => (this.CONSUME(K.CURRENT), this.CONSUME(K.ROW), { kind: 'currentRow' }) },
-      {
-        ALT: (): FrameBound => {
-          const offset = this.SUBRULE(this.additive);
-          return this.OR2([{ ALT: (): FrameBound => (this.CONSUME2(K.PRECEDING), { kind: 'preceding', offset }) }, { ALT: (): FrameBound => (this.CONSUME(K.FOLLOWING), { kind: 'following', offset }) }]);
+    this.OR({
+      IGNORE_AMBIGUITIES: true,
+      DEF: [
+        {
+          ALT: (): FrameBound => (this.CONSUME(K.UNBOUNDED), this.CONSUME(K.PRECEDING), { kind: 'unboundedPreceding' }),
         },
-      },
-    ] }),
+        { ALT: (): FrameBound => (this.CONSUME(K.CURRENT), this.CONSUME(K.ROW), { kind: 'currentRow' }) },
+        {
+          ALT: (): FrameBound => {
+            const offset = this.SUBRULE(this.additive);
+            return this.OR2([
+              { ALT: (): FrameBound => (this.CONSUME2(K.PRECEDING), { kind: 'preceding', offset }) },
+              { ALT: (): FrameBound => (this.CONSUME(K.FOLLOWING), { kind: 'following', offset }) },
+            ]);
+          },
+        },
+      ],
+    }),
   );
 
   dataType = this.RULE('dataType', (): DataType =>
-    this.OR([{ ALT: (): DataType => this.SUBRULE(this.timestampType) }, { ALT: (): DataType => this.SUBRULE(this.rowType) }, { ALT: (): DataType => this.SUBRULE(this.namedType) }]),
+    this.OR([
+      { ALT: (): DataType => this.SUBRULE(this.timestampType) },
+      { ALT: (): DataType => this.SUBRULE(this.rowType) },
+      { ALT: (): DataType => this.SUBRULE(this.namedType) },
+    ]),
   );
 
   protected timestampType = this.RULE('timestampType', (): DataType => {
@@ -299,14 +413,22 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
       precision = Number(this.CONSUME(NumberLiteral).image);
       this.CONSUME(P.RParen);
     });
-    return { kind: 'type', name: t.tokenType === K.TIMESTAMP_LTZ ? 'TIMESTAMP_LTZ' : 'TIMESTAMP', ...(precision !== undefined ? { precision } : {}), at: t.startOffset };
+    return {
+      kind: 'type',
+      name: t.tokenType === K.TIMESTAMP_LTZ ? 'TIMESTAMP_LTZ' : 'TIMESTAMP',
+      ...(precision !== undefined ? { precision } : {}),
+      at: t.startOffset,
+    };
   });
 
   protected rowType = this.RULE('rowType', (): DataType => {
     const at = this.CONSUME(K.ROW).startOffset;
     this.CONSUME(P.Lt);
     const fields: { name: string; type: DataType }[] = [];
-    this.AT_LEAST_ONE_SEP({ SEP: P.Comma, DEF: () => fields.push({ name: this.SUBRULE(this.ident), type: this.SUBRULE(this.dataType) }) });
+    this.AT_LEAST_ONE_SEP({
+      SEP: P.Comma,
+      DEF: () => fields.push({ name: this.SUBRULE(this.ident), type: this.SUBRULE(this.dataType) }),
+    });
     this.CONSUME(P.Gt);
     return { kind: 'type', name: 'ROW', fields, at };
   });
@@ -339,17 +461,35 @@ export class SqlExpressionParser extends EmbeddedActionsParser {
   });
 
   ident = this.RULE('ident', (): string => {
-    const t = this.OR([{ ALT: () => this.CONSUME(Identifier) }, { ALT: () => this.CONSUME(QuotedIdentifier) }, { ALT: () => this.CONSUME(NonReservedKeyword) }]);
+    const t = this.OR([
+      { ALT: () => this.CONSUME(Identifier) },
+      { ALT: () => this.CONSUME(QuotedIdentifier) },
+      { ALT: () => this.CONSUME(NonReservedKeyword) },
+    ]);
     return unquote(t);
   });
 }
 
 function namedType(t: IToken, name: string, numbers: number[], args: DataType[]): DataType {
   const at = t.startOffset;
-  if (SIMPLE_TYPES[name] && numbers.length === 0 && args.length === 0) return { kind: 'type', name: SIMPLE_TYPES[name], at };
-  if (name === 'VARCHAR' || name === 'CHAR') return numbers.length === 1 ? { kind: 'type', name: 'VARCHAR', length: numbers[0]!, at } : { kind: 'type', name: 'VARCHAR', at };
-  if (name === 'DECIMAL' && numbers.length <= 2) return { kind: 'type', name: 'DECIMAL', ...(numbers[0] !== undefined ? { precision: numbers[0] } : {}), ...(numbers[1] !== undefined ? { scale: numbers[1] } : {}), at };
+  if (SIMPLE_TYPES[name] && numbers.length === 0 && args.length === 0)
+    return { kind: 'type', name: SIMPLE_TYPES[name], at };
+  if (name === 'VARCHAR' || name === 'CHAR')
+    return numbers.length === 1
+      ? { kind: 'type', name: 'VARCHAR', length: numbers[0]!, at }
+      : { kind: 'type', name: 'VARCHAR', at };
+  if (name === 'DECIMAL' && numbers.length <= 2)
+    return {
+      kind: 'type',
+      name: 'DECIMAL',
+      ...(numbers[0] !== undefined ? { precision: numbers[0] } : {}),
+      ...(numbers[1] !== undefined ? { scale: numbers[1] } : {}),
+      at,
+    };
   if (name === 'ARRAY' && args.length === 1) return { kind: 'type', name: 'ARRAY', element: args[0]!, at };
   if (name === 'MAP' && args.length === 2) return { kind: 'type', name: 'MAP', key: args[0]!, value: args[1]!, at };
-  throw new SqlError(`unknown type '${t.image}'${numbers.length || args.length ? ' with these arguments' : ''}; use INT, BIGINT, DOUBLE, DECIMAL(p, s), VARCHAR(n), STRING, BOOLEAN, DATE, TIMESTAMP(3), TIMESTAMP_LTZ(3), ARRAY<t>, MAP<k, v> or ROW<name t, ...>`, at);
+  throw new SqlError(
+    `unknown type '${t.image}'${numbers.length || args.length ? ' with these arguments' : ''}; use INT, BIGINT, DOUBLE, DECIMAL(p, s), VARCHAR(n), STRING, BOOLEAN, DATE, TIMESTAMP(3), TIMESTAMP_LTZ(3), ARRAY<t>, MAP<k, v> or ROW<name t, ...>`,
+    at,
+  );
 }

@@ -10,7 +10,13 @@ export type * from './ast.js';
 export { parseSql, parseExpression } from './parser.js';
 export { printExpr, printQuery, printStatement, printType, printIdent } from './printer.js';
 export { SqlError } from './errors.js';
-export { SqlCatalog, isCatalogStatement, type CatalogObject, type CatalogReply, type CatalogStatement } from './catalog.js';
+export {
+  SqlCatalog,
+  isCatalogStatement,
+  type CatalogObject,
+  type CatalogReply,
+  type CatalogStatement,
+} from './catalog.js';
 export { typeName, type SqlType } from './types.js';
 export { typeOf, FUNCTIONS, type Scope, type ScopeColumn } from './typing.js';
 export { sqlJobDefinition, explainScript, buildSqlScript, COLLECT_NAME } from './sql-job.js';

@@ -97,8 +97,26 @@ export type LogicalNode =
    * the event-time column), back `preceding` rows (ROWS) or milliseconds (RANGE; its peers at the
    * same time included), or from the first (null). Each row goes on with the aggregates' values.
    */
-  | { kind: 'over'; input: LogicalNode; partitionBy: Expr[]; orderField: string; frame: { unit: 'ROWS' | 'RANGE'; preceding: number | null }; aggs: AggregateCall[]; fields: Field[]; at: number }
-  | { kind: 'rank'; input: LogicalNode; partitionBy: Expr[]; orderBy: { expr: Expr; descending: boolean }[]; rankField: string; limit?: number; fields: Field[]; at: number }
+  | {
+      kind: 'over';
+      input: LogicalNode;
+      partitionBy: Expr[];
+      orderField: string;
+      frame: { unit: 'ROWS' | 'RANGE'; preceding: number | null };
+      aggs: AggregateCall[];
+      fields: Field[];
+      at: number;
+    }
+  | {
+      kind: 'rank';
+      input: LogicalNode;
+      partitionBy: Expr[];
+      orderBy: { expr: Expr; descending: boolean }[];
+      rankField: string;
+      limit?: number;
+      fields: Field[];
+      at: number;
+    }
   /**
    * An inner join: a row of the left and one of the right whose keys are equal and for which the rest
    * of the condition holds. Its rows are the left's fields then the right's (renamed where a name is
@@ -155,7 +173,9 @@ export function windowBounds(n: LogicalNode): { window: WindowDef; start: string
     case 'aggregate': {
       const start = n.keys.find((k) => ref(k.expr) === (n.window?.cascade?.start ?? 'window_start'))?.name;
       const end = n.keys.find((k) => ref(k.expr) === (n.window?.cascade?.end ?? 'window_end'))?.name;
-      return n.window && start && end && n.fields.some((f) => f.name === start) && n.fields.some((f) => f.name === end) ? { window: n.window, start, end } : undefined;
+      return n.window && start && end && n.fields.some((f) => f.name === start) && n.fields.some((f) => f.name === end)
+        ? { window: n.window, start, end }
+        : undefined;
     }
     case 'filter':
     case 'rank':
@@ -182,9 +202,15 @@ export function timestampOffset(n: LogicalNode, name: string): number | undefine
   switch (n.kind) {
     case 'scan': {
       if (!n.watermark) return undefined;
-      const expr = n.project ? n.project.find((p) => p.name === name)?.expr : n.columns.some((c) => c.name === name) ? ({ kind: 'column', name: { kind: 'name', parts: [name], at: 0 }, at: 0 } as Expr) : undefined;
+      const expr = n.project
+        ? n.project.find((p) => p.name === name)?.expr
+        : n.columns.some((c) => c.name === name)
+          ? ({ kind: 'column', name: { kind: 'name', parts: [name], at: 0 }, at: 0 } as Expr)
+          : undefined;
       const time = n.computed[n.watermark.column];
-      const same = ref(expr) === n.watermark.column || (time !== undefined && expr !== undefined && JSON.stringify(expr, dropAt) === JSON.stringify(time, dropAt));
+      const same =
+        ref(expr) === n.watermark.column ||
+        (time !== undefined && expr !== undefined && JSON.stringify(expr, dropAt) === JSON.stringify(time, dropAt));
       return same ? 0 : undefined;
     }
     case 'filter':
@@ -220,4 +246,3 @@ export function isUpdating(n: LogicalNode): boolean {
   if (n.kind === 'aggregate' && !n.window) return true;
   return inputsOf(n).some(isUpdating);
 }
-

@@ -24,7 +24,8 @@ export function filterIntoJoin(n: LogicalNode): LogicalNode | undefined {
 export function splitJoinCondition(n: LogicalNode): LogicalNode | undefined {
   if (n.kind !== 'join' || !n.condition) return undefined;
   const sideOf = new Map(n.fieldMap.map((m) => [m.name, m.side]));
-  const toSide = (side: 'left' | 'right'): Map<string, Expr> => new Map(n.fieldMap.filter((m) => m.side === side).map((m) => [m.name, fieldRef(m.from)]));
+  const toSide = (side: 'left' | 'right'): Map<string, Expr> =>
+    new Map(n.fieldMap.filter((m) => m.side === side).map((m) => [m.name, fieldRef(m.from)]));
   const [onLeft, onRight] = [toSide('left'), toSide('right')];
   const sides = (e: Expr): Set<string> => new Set([...columnsOf(e)].map((c) => sideOf.get(c)!));
   const only = (e: Expr, side: 'left' | 'right'): boolean => {
@@ -48,9 +49,17 @@ export function splitJoinCondition(n: LogicalNode): LogicalNode | undefined {
     else rest.push(c);
   }
   if (rest.length === conjuncts(n.condition).length) return undefined;
-  const filtered = (input: LogicalNode, fs: Expr[]): LogicalNode => (fs.length === 0 ? input : { kind: 'filter', input, condition: and(fs), fields: input.fields });
+  const filtered = (input: LogicalNode, fs: Expr[]): LogicalNode =>
+    fs.length === 0 ? input : { kind: 'filter', input, condition: and(fs), fields: input.fields };
   const { condition: _, ...join } = n;
-  return { ...join, left: filtered(n.left, leftFilters), right: filtered(n.right, rightFilters), leftKeys, rightKeys, ...(rest.length > 0 ? { condition: and(rest) } : {}) };
+  return {
+    ...join,
+    left: filtered(n.left, leftFilters),
+    right: filtered(n.right, rightFilters),
+    leftKeys,
+    rightKeys,
+    ...(rest.length > 0 ? { condition: and(rest) } : {}),
+  };
 }
 
 /** Under a projection of a join, each side carries only the fields the projection, keys and condition read. */
@@ -66,9 +75,17 @@ export function pruneBelowJoin(n: LogicalNode): LogicalNode | undefined {
     const needed = new Set(fieldMap.filter((m) => m.side === which).map((m) => m.from));
     for (const k of keys) columnsOf(k, needed);
     const kept = input.fields.filter((f) => needed.has(f.name));
-    return kept.length === input.fields.length ? input : { kind: 'project', input, exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })), fields: kept };
+    return kept.length === input.fields.length
+      ? input
+      : { kind: 'project', input, exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })), fields: kept };
   };
-  const join: LogicalNode = { ...j, left: side(j.left, 'left', j.leftKeys), right: side(j.right, 'right', j.rightKeys), fieldMap, fields: j.fields.filter((f) => used.has(f.name)) };
+  const join: LogicalNode = {
+    ...j,
+    left: side(j.left, 'left', j.leftKeys),
+    right: side(j.right, 'right', j.rightKeys),
+    fieldMap,
+    fields: j.fields.filter((f) => used.has(f.name)),
+  };
   return { ...n, input: join };
 }
 
@@ -76,7 +93,11 @@ export function pruneBelowJoin(n: LogicalNode): LogicalNode | undefined {
 export function renameIntoJoin(n: LogicalNode): LogicalNode | undefined {
   if (n.kind !== 'project' || n.input.kind !== 'join' || n.input.condition) return undefined;
   const j = n.input;
-  const refs = n.exprs.map((e) => (e.expr.kind === 'column' ? j.fieldMap.find((m) => m.name === (e.expr as { name: { parts: string[] } }).name.parts[0]) : undefined));
+  const refs = n.exprs.map((e) =>
+    e.expr.kind === 'column'
+      ? j.fieldMap.find((m) => m.name === (e.expr as { name: { parts: string[] } }).name.parts[0])
+      : undefined,
+  );
   if (refs.some((r) => r === undefined)) return undefined;
   const fieldMap = refs.map((r, i) => ({ name: n.exprs[i]!.name, side: r!.side, from: r!.from }));
   return { ...j, fieldMap, fields: n.fields };
@@ -86,7 +107,8 @@ export function renameIntoJoin(n: LogicalNode): LogicalNode | undefined {
 export function joinInWindows(n: LogicalNode): LogicalNode | undefined {
   if (n.kind !== 'join' || n.window) return undefined;
   const [l, r] = [windowBounds(n.left), windowBounds(n.right)];
-  if (!l || !r || l.window.time !== 'event' || (l.window.kind !== 'TUMBLE' && l.window.kind !== 'HOP')) return undefined;
+  if (!l || !r || l.window.time !== 'event' || (l.window.kind !== 'TUMBLE' && l.window.kind !== 'HOP'))
+    return undefined;
   const same = (['kind', 'sizeMs', 'slideMs'] as const).every((k) => l.window[k] === r.window[k]);
   const isRef = (e: Expr, name: string): boolean => e.kind === 'column' && e.name.parts[0] === name;
   const pairs = (a: string, b: string): boolean => n.leftKeys.some((k, i) => isRef(k, a) && isRef(n.rightKeys[i]!, b));
@@ -130,14 +152,19 @@ export function joinInInterval(n: LogicalNode): LogicalNode | undefined {
     const [a, b] = [term(c.left), term(c.right)];
     if (!a || !b || a[0] === b[0]) continue;
     // As left.ts + x OP right.ts + y, so right.ts - left.ts is bounded by x - y.
-    const [l, r, op] = a[0] === 'left' ? [a, b, c.op] : [b, a, ({ '<': '>', '<=': '>=', '>': '<', '>=': '<=' } as Record<string, string>)[c.op]!];
+    const [l, r, op] =
+      a[0] === 'left'
+        ? [a, b, c.op]
+        : [b, a, ({ '<': '>', '<=': '>=', '>': '<', '>=': '<=' } as Record<string, string>)[c.op]!];
     const d = l[1] - r[1];
     if (op === '<=') lower = Math.max(lower, d);
     else if (op === '<') lower = Math.max(lower, d + 1);
     else if (op === '>=') upper = Math.min(upper, d);
     else upper = Math.min(upper, d - 1);
   }
-  return Number.isFinite(lower) && Number.isFinite(upper) && lower <= upper ? { ...n, interval: { lowerMs: lower, upperMs: upper } } : undefined;
+  return Number.isFinite(lower) && Number.isFinite(upper) && lower <= upper
+    ? { ...n, interval: { lowerMs: lower, upperMs: upper } }
+    : undefined;
 }
 
 /** A side of a join that only picks and renames its input's fields is read by the join directly. */
@@ -149,7 +176,8 @@ export function referencesIntoJoin(n: LogicalNode): LogicalNode | undefined {
   };
   const [l, r] = [unwrap(n.left), unwrap(n.right)];
   if (!l && !r) return undefined;
-  const rename = (keys: Expr[], by: Map<string, string> | undefined): Expr[] => (by ? keys.map((k) => substitute(k, new Map([...by].map(([a, b]) => [a, fieldRef(b)])))) : keys);
+  const rename = (keys: Expr[], by: Map<string, string> | undefined): Expr[] =>
+    by ? keys.map((k) => substitute(k, new Map([...by].map(([a, b]) => [a, fieldRef(b)])))) : keys;
   return {
     ...n,
     left: l ? (n.left as { input: LogicalNode }).input : n.left,

@@ -8,7 +8,15 @@ import type { Expr } from './ast.js';
 import { isDeterministic, scopeOf } from './binder.js';
 import { compileFunction, ExprWriter } from './codegen.js';
 import { and, columnsOf, conjuncts, fieldRef, mapChildren, some, substitute } from './expressions.js';
-import { filterIntoJoin, joinInInterval, joinInWindows, pruneBelowJoin, referencesIntoJoin, renameIntoJoin, splitJoinCondition } from './optimizer-joins.js';
+import {
+  filterIntoJoin,
+  joinInInterval,
+  joinInWindows,
+  pruneBelowJoin,
+  referencesIntoJoin,
+  renameIntoJoin,
+  splitJoinCondition,
+} from './optimizer-joins.js';
 import { inputsOf, type Field, type LogicalNode, type NamedExpr, type ScanNode } from './logical.js';
 import { scanProjection } from './scan.js';
 import { typeOf } from './typing.js';
@@ -37,7 +45,9 @@ function reorderedAtRoot(n: LogicalNode): LogicalNode {
   if (n.kind !== 'project' || n.input.kind !== 'aggregate') return n;
   const agg = n.input;
   const byName = new Map(agg.fields.map((f) => [f.name, f]));
-  const picked = n.exprs.map((e) => (e.expr.kind === 'column' && e.expr.name.parts[0] === e.name ? byName.get(e.name) : undefined));
+  const picked = n.exprs.map((e) =>
+    e.expr.kind === 'column' && e.expr.name.parts[0] === e.name ? byName.get(e.name) : undefined,
+  );
   return picked.every((f) => f !== undefined) ? { ...agg, fields: picked as Field[] } : n;
 }
 
@@ -62,7 +72,11 @@ function readsEventTime(n: LogicalNode): boolean {
       case 'over':
         return true;
       case 'join':
-        return n.interval !== undefined || n.window !== undefined || (n.condition !== undefined && watermarkCall(n.condition));
+        return (
+          n.interval !== undefined ||
+          n.window !== undefined ||
+          (n.condition !== undefined && watermarkCall(n.condition))
+        );
     }
   })();
   return own || inputsOf(n).some(readsEventTime);
@@ -146,7 +160,10 @@ function filterThroughProject(n: LogicalNode): LogicalNode | undefined {
   const used = columnsOf(n.condition);
   if (p.exprs.some((e) => used.has(e.name) && !isDeterministic(e.expr))) return undefined;
   const by = new Map(p.exprs.map((e) => [e.name, e.expr]));
-  return { ...p, input: { kind: 'filter', input: p.input, condition: substitute(n.condition, by), fields: p.input.fields } };
+  return {
+    ...p,
+    input: { kind: 'filter', input: p.input, condition: substitute(n.condition, by), fields: p.input.fields },
+  };
 }
 
 /** A filter on the input's own columns runs before rows are assigned to windows (the binder refused others). */
@@ -186,7 +203,9 @@ function renameIntoAggregate(n: LogicalNode): LogicalNode | undefined {
   const agg = n.input;
   const refs = n.exprs.map((e) => (e.expr.kind === 'column' ? e.expr.name.parts[0]! : undefined));
   if (refs.some((r) => r === undefined) || new Set(refs).size !== refs.length) return undefined;
-  const renamed = new Map<string, string>(refs.map((r, i): [string, string] => [r!, n.exprs[i]!.name]).filter(([r, name]) => r !== name));
+  const renamed = new Map<string, string>(
+    refs.map((r, i): [string, string] => [r!, n.exprs[i]!.name]).filter(([r, name]) => r !== name),
+  );
   if (renamed.size === 0) return undefined;
   const newName = (old: string): string => renamed.get(old) ?? old;
   const names = agg.fields.map((f) => newName(f.name));
@@ -207,7 +226,15 @@ function pruneBelowGroupAggregate(n: Extract<LogicalNode, { kind: 'aggregate' }>
   for (const a of n.aggs) if (a.arg) columnsOf(a.arg, needed);
   const kept = n.input.fields.filter((f) => needed.has(f.name));
   if (kept.length === n.input.fields.length || kept.length === 0) return undefined;
-  return { ...n, input: { kind: 'project', input: n.input, exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })), fields: kept } };
+  return {
+    ...n,
+    input: {
+      kind: 'project',
+      input: n.input,
+      exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })),
+      fields: kept,
+    },
+  };
 }
 
 /**
@@ -228,10 +255,16 @@ function pruneBelowWindowAggregate(n: LogicalNode): LogicalNode | undefined {
   for (let f = n.input; f.kind === 'filter'; f = f.input) columnsOf(f.condition, needed);
   const kept = below.fields.filter((f) => needed.has(f.name));
   if (kept.length === below.fields.length) return undefined;
-  const project: LogicalNode = { kind: 'project', input: below, exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })), fields: kept };
+  const project: LogicalNode = {
+    kind: 'project',
+    input: below,
+    exprs: kept.map((f) => ({ name: f.name, expr: fieldRef(f.name) })),
+    fields: kept,
+  };
   const windowFields = tvf.fields.filter((f) => !below.fields.includes(f));
   const newTvf: LogicalNode = { ...tvf, input: project, fields: [...kept, ...windowFields] };
-  const rebuild = (x: LogicalNode): LogicalNode => (x.kind === 'filter' ? { ...x, input: rebuild(x.input), fields: newTvf.fields } : newTvf);
+  const rebuild = (x: LogicalNode): LogicalNode =>
+    x.kind === 'filter' ? { ...x, input: rebuild(x.input), fields: newTvf.fields } : newTvf;
   return { ...n, input: rebuild(n.input) };
 }
 
@@ -240,12 +273,18 @@ function limitRank(n: LogicalNode): LogicalNode | undefined {
   if (n.kind !== 'filter' || n.input.kind !== 'rank') return undefined;
   const rank = n.input;
   const isRank = (e: Expr): boolean => e.kind === 'column' && e.name.parts[0] === rank.rankField;
-  const int = (e: Expr): number | undefined => (e.kind === 'number' && /^\d+$/.test(e.text) ? Number(e.text) : undefined);
+  const int = (e: Expr): number | undefined =>
+    e.kind === 'number' && /^\d+$/.test(e.text) ? Number(e.text) : undefined;
   let limit: number | undefined;
   const rest = conjuncts(n.condition).filter((c) => {
     if (c.kind !== 'binary') return true;
-    const [op, v] = isRank(c.left) ? [c.op, int(c.right)] : isRank(c.right) ? [({ '>=': '<=', '>': '<', '=': '=' } as Record<string, string>)[c.op], int(c.left)] : [undefined, undefined];
-    const n_ = v === undefined ? undefined : op === '<=' ? v : op === '<' ? v - 1 : op === '=' && v === 1 ? 1 : undefined;
+    const [op, v] = isRank(c.left)
+      ? [c.op, int(c.right)]
+      : isRank(c.right)
+        ? [({ '>=': '<=', '>': '<', '=': '=' } as Record<string, string>)[c.op], int(c.left)]
+        : [undefined, undefined];
+    const n_ =
+      v === undefined ? undefined : op === '<=' ? v : op === '<' ? v - 1 : op === '=' && v === 1 ? 1 : undefined;
     if (n_ === undefined) return true;
     limit = Math.min(limit ?? Infinity, n_);
     return false;
@@ -259,7 +298,9 @@ function limitRank(n: LogicalNode): LogicalNode | undefined {
 function dropIdentityProject(n: LogicalNode): LogicalNode | undefined {
   if (n.kind !== 'project') return undefined;
   const f = n.input.fields;
-  const same = n.exprs.length === f.length && n.exprs.every((e, i) => e.name === f[i]!.name && e.expr.kind === 'column' && e.expr.name.parts[0] === f[i]!.name);
+  const same =
+    n.exprs.length === f.length &&
+    n.exprs.every((e, i) => e.name === f[i]!.name && e.expr.kind === 'column' && e.expr.name.parts[0] === f[i]!.name);
   return same ? n.input : undefined;
 }
 
@@ -267,14 +308,19 @@ function dropIdentityProject(n: LogicalNode): LogicalNode | undefined {
 function foldConstants(n: LogicalNode): LogicalNode {
   const node = withInputs(n, foldConstants);
   const fold = (e: Expr, fields: readonly Field[]): Expr => foldExpr(e, fields);
-  const named = (xs: NamedExpr[], fields: readonly Field[]): NamedExpr[] => xs.map((x) => ({ name: x.name, expr: fold(x.expr, fields) }));
+  const named = (xs: NamedExpr[], fields: readonly Field[]): NamedExpr[] =>
+    xs.map((x) => ({ name: x.name, expr: fold(x.expr, fields) }));
   switch (node.kind) {
     case 'filter':
       return { ...node, condition: fold(node.condition, node.input.fields) };
     case 'project':
       return { ...node, exprs: named(node.exprs, node.input.fields) };
     case 'aggregate':
-      return { ...node, keys: named(node.keys, node.input.fields), aggs: node.aggs.map((a) => (a.arg ? { ...a, arg: fold(a.arg, node.input.fields) } : a)) };
+      return {
+        ...node,
+        keys: named(node.keys, node.input.fields),
+        aggs: node.aggs.map((a) => (a.arg ? { ...a, arg: fold(a.arg, node.input.fields) } : a)),
+      };
     case 'join':
       return node.condition ? { ...node, condition: fold(node.condition, node.fields) } : node;
     default:
@@ -287,7 +333,9 @@ const FOLDABLE = new Set(['INT', 'BIGINT', 'DOUBLE', 'BOOLEAN', 'STRING']);
 function foldExpr(e: Expr, fields: readonly Field[]): Expr {
   const isLiteral = ['number', 'string', 'boolean', 'null', 'interval', 'timestamp', 'column', 'star'].includes(e.kind);
   if (isLiteral) return e;
-  const constant = !some(e, (x) => x.kind === 'column' || x.kind === 'star' || (x.kind === 'call' && x.over !== undefined)) && isDeterministic(e);
+  const constant =
+    !some(e, (x) => x.kind === 'column' || x.kind === 'star' || (x.kind === 'call' && x.over !== undefined)) &&
+    isDeterministic(e);
   if (constant) {
     const t = typeOf(e, scopeOf(fields));
     if (FOLDABLE.has(t.kind)) {

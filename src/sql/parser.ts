@@ -43,7 +43,10 @@ class SqlParser extends SqlExpressionParser {
   private create = this.RULE('create', (): Statement => {
     const at = this.CONSUME(K.CREATE).startOffset;
     const temporary = this.OPTION(() => this.CONSUME(K.TEMPORARY)) !== undefined;
-    return this.OR([{ ALT: () => this.SUBRULE(this.createTableRest, { ARGS: [at, temporary] }) }, { ALT: () => this.SUBRULE(this.createViewRest, { ARGS: [at, temporary] }) }]);
+    return this.OR([
+      { ALT: () => this.SUBRULE(this.createTableRest, { ARGS: [at, temporary] }) },
+      { ALT: () => this.SUBRULE(this.createViewRest, { ARGS: [at, temporary] }) },
+    ]);
   });
 
   private ifNotExists = this.RULE('ifNotExists', (): boolean => {
@@ -93,14 +96,29 @@ class SqlParser extends SqlExpressionParser {
     });
     this.CONSUME(P.RParen);
     const options = this.SUBRULE(this.withOptions);
-    return { kind: 'createTable', name, ifNotExists, temporary, columns, ...(watermark ? { watermark } : {}), ...(primaryKey ? { primaryKey } : {}), options, at };
+    return {
+      kind: 'createTable',
+      name,
+      ifNotExists,
+      temporary,
+      columns,
+      ...(watermark ? { watermark } : {}),
+      ...(primaryKey ? { primaryKey } : {}),
+      options,
+      at,
+    };
   });
 
   private columnDef = this.RULE('columnDef', (): ColumnDef => {
     const first = this.LA(1);
     const name = this.SUBRULE(this.ident);
     return this.OR([
-      { ALT: () => (this.CONSUME(K.AS), { name, computed: this.SUBRULE(this.expr), notNull: false, at: first.startOffset }) },
+      {
+        ALT: () => (
+          this.CONSUME(K.AS),
+          { name, computed: this.SUBRULE(this.expr), notNull: false, at: first.startOffset }
+        ),
+      },
       {
         ALT: () => {
           const type = this.SUBRULE(this.dataType);
@@ -145,7 +163,10 @@ class SqlParser extends SqlExpressionParser {
   private drop = this.RULE('drop', (): Statement => {
     const at = this.CONSUME(K.DROP).startOffset;
     const temporary = this.OPTION(() => this.CONSUME(K.TEMPORARY)) !== undefined;
-    const object = this.OR([{ ALT: () => (this.CONSUME(K.TABLE), 'TABLE' as const) }, { ALT: () => (this.CONSUME(K.VIEW), 'VIEW' as const) }]);
+    const object = this.OR([
+      { ALT: () => (this.CONSUME(K.TABLE), 'TABLE' as const) },
+      { ALT: () => (this.CONSUME(K.VIEW), 'VIEW' as const) },
+    ]);
     let ifExists = false;
     this.OPTION2(() => {
       this.CONSUME(K.IF);
@@ -247,7 +268,16 @@ class SqlParser extends SqlExpressionParser {
       this.AT_LEAST_ONE_SEP2({ SEP: P.Comma, DEF: () => groupBy.push(this.SUBRULE2(this.expr)) });
     });
     const having = this.OPTION5(() => (this.CONSUME(K.HAVING), this.SUBRULE3(this.expr)));
-    return { kind: 'select', distinct, items, ...(from ? { from } : {}), ...(where ? { where } : {}), groupBy, ...(having ? { having } : {}), at };
+    return {
+      kind: 'select',
+      distinct,
+      items,
+      ...(from ? { from } : {}),
+      ...(where ? { where } : {}),
+      groupBy,
+      ...(having ? { having } : {}),
+      at,
+    };
   });
 
   private selectItem = this.RULE('selectItem', (): SelectItem => {
@@ -331,11 +361,20 @@ class SqlParser extends SqlExpressionParser {
 
   private tvfArg = this.RULE('tvfArg', (): TvfArg => {
     // Named arguments (`DATA => TABLE t`) are accepted and read by position.
-    this.OPTION({ GATE: () => this.LA(2).tokenType === P.Arrow, DEF: () => (this.SUBRULE(this.ident), this.CONSUME(P.Arrow)) });
+    this.OPTION({
+      GATE: () => this.LA(2).tokenType === P.Arrow,
+      DEF: () => (this.SUBRULE(this.ident), this.CONSUME(P.Arrow)),
+    });
     const at = this.LA(1).startOffset;
     return this.OR([
       { ALT: (): TvfArg => (this.CONSUME(K.TABLE), { kind: 'tableArg', name: this.SUBRULE(this.name), at }) },
-      { ALT: (): TvfArg => (this.CONSUME(K.DESCRIPTOR), { kind: 'descriptor', columns: this.SUBRULE(this.identList), at }), GATE: () => this.LA(2).tokenType === P.LParen },
+      {
+        ALT: (): TvfArg => (
+          this.CONSUME(K.DESCRIPTOR),
+          { kind: 'descriptor', columns: this.SUBRULE(this.identList), at }
+        ),
+        GATE: () => this.LA(2).tokenType === P.LParen,
+      },
       { ALT: (): TvfArg => ({ kind: 'exprArg', expr: this.SUBRULE(this.expr), at }) },
     ]);
   });
@@ -347,13 +386,11 @@ class SqlParser extends SqlExpressionParser {
     this.CONSUME(P.RParen);
     return names;
   });
-
 }
 
 function wrap(body: Query['body'], at: number): Query {
   return { kind: 'query', body, orderBy: [], at };
 }
-
 
 const parser = new SqlParser();
 
@@ -371,7 +408,12 @@ export function parseSql(text: string): Statement[] {
     throw err;
   }
   const e = parser.errors[0];
-  if (e) throw new SqlError(syntaxMessage(e.token, e.message), Number.isNaN(e.token.startOffset) ? text.length : e.token.startOffset, text);
+  if (e)
+    throw new SqlError(
+      syntaxMessage(e.token, e.message),
+      Number.isNaN(e.token.startOffset) ? text.length : e.token.startOffset,
+      text,
+    );
   return statements;
 }
 
@@ -380,7 +422,12 @@ export function parseExpression(text: string): Expr {
   const lexed = sqlLexer.tokenize(text);
   parser.input = lexed.tokens;
   const e = parser.expr();
-  if (parser.errors[0]) throw new SqlError(syntaxMessage(parser.errors[0].token, parser.errors[0].message), parser.errors[0].token.startOffset, text);
+  if (parser.errors[0])
+    throw new SqlError(
+      syntaxMessage(parser.errors[0].token, parser.errors[0].message),
+      parser.errors[0].token.startOffset,
+      text,
+    );
   return e;
 }
 
@@ -392,7 +439,18 @@ function syntaxMessage(token: IToken, message: string): string {
 }
 
 function describeToken(name: string): string {
-  const punct: Record<string, string> = { LParen: "'('", RParen: "')'", Comma: "','", Semicolon: "';'", Eq: "'='", Identifier: 'a name', StringLiteral: 'a string', NumberLiteral: 'a number', Gt: "'>'", Lt: "'<'", Arrow: "'=>'" };
+  const punct: Record<string, string> = {
+    LParen: "'('",
+    RParen: "')'",
+    Comma: "','",
+    Semicolon: "';'",
+    Eq: "'='",
+    Identifier: 'a name',
+    StringLiteral: 'a string',
+    NumberLiteral: 'a number',
+    Gt: "'>'",
+    Lt: "'<'",
+    Arrow: "'=>'",
+  };
   return punct[name] ?? name;
 }
-

@@ -7,7 +7,14 @@ import { Windows } from '../sdk/index.js';
 import type { Expr } from './ast.js';
 import { aggregateSource, compileAggregate, keySource, type GeneratedAggregate } from './aggregates.js';
 import { access, compileFunction, ExprWriter, propertyName } from './codegen.js';
-import { windowBounds, type JoinNode, type NamedExpr, type OverNode, type RankNode, type WindowDef } from './logical.js';
+import {
+  windowBounds,
+  type JoinNode,
+  type NamedExpr,
+  type OverNode,
+  type RankNode,
+  type WindowDef,
+} from './logical.js';
 import { printExpr } from './printer.js';
 
 type Row = Record<string, unknown>;
@@ -23,8 +30,12 @@ export function joinStreams(n: JoinNode, left: DataStream<Row>, right: DataStrea
   const named = (keys: Expr[]): NamedExpr[] => keys.map((expr, i) => ({ name: `k${i}`, expr }));
   const leftKey = compileFunction<RowFn<unknown>>(keySource(named(n.leftKeys), n.left.fields, true));
   const rightKey = compileFunction<RowFn<unknown>>(keySource(named(n.rightKeys), n.right.fields, true));
-  const combine = compileFunction<(l: Row, r: Row) => Row>(`(l, r) => ({ ${n.fieldMap.map((m) => `${propertyName(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`);
-  const cond = n.condition ? compileFunction<RowFn<boolean>>(new ExprWriter(n.fields).predicate(n.condition)) : undefined;
+  const combine = compileFunction<(l: Row, r: Row) => Row>(
+    `(l, r) => ({ ${n.fieldMap.map((m) => `${propertyName(m.name)}: ${access(m.side === 'left' ? 'l' : 'r', m.from)}`).join(', ')} })`,
+  );
+  const cond = n.condition
+    ? compileFunction<RowFn<boolean>>(new ExprWriter(n.fields).predicate(n.condition))
+    : undefined;
   const emit = (l: Row, r: Row, out: { collect(v: Row): void }): void => {
     const row = combine(l, r);
     if (!cond || cond(row)) out.collect(row);
@@ -83,7 +94,10 @@ export function topNStream(n: RankNode, input: DataStream<Row>): DataStream<Row>
   const named = n.partitionBy.map((expr, i) => ({ name: `p${i}`, expr }));
   const keyFn = compileFunction<RowFn<unknown>>(keySource(named, n.input.fields));
   const writer = new ExprWriter(n.input.fields);
-  const orderKeys = n.orderBy.map((o) => ({ get: compileFunction<RowFn<unknown>>(writer.fn(o.expr)), sign: o.descending ? -1 : 1 }));
+  const orderKeys = n.orderBy.map((o) => ({
+    get: compileFunction<RowFn<unknown>>(writer.fn(o.expr)),
+    sign: o.descending ? -1 : 1,
+  }));
   const compare = (a: Row, b: Row): number => {
     for (const k of orderKeys) {
       const [x, y] = [k.get(a), k.get(b)];
@@ -117,7 +131,13 @@ export function topNStream(n: RankNode, input: DataStream<Row>): DataStream<Row>
 export function overStream(n: OverNode, input: DataStream<Row>): DataStream<Row> {
   const named = n.partitionBy.map((expr, i) => ({ name: `p${i}`, expr }));
   const keyFn = compileFunction<RowFn<unknown>>(keySource(named, n.input.fields));
-  const agg = compileAggregate(aggregateSource(n.aggs, n.input.fields, n.aggs.map((call) => ({ name: call.name, from: { kind: 'aggregate', call } }))));
+  const agg = compileAggregate(
+    aggregateSource(
+      n.aggs,
+      n.input.fields,
+      n.aggs.map((call) => ({ name: call.name, from: { kind: 'aggregate', call } })),
+    ),
+  );
   const { unit, preceding } = n.frame;
   const NO_WINDOW = { start: 0, end: 0 };
   const over = (rows: readonly Row[]): Row => {
@@ -178,7 +198,12 @@ export function overStream(n: OverNode, input: DataStream<Row>): DataStream<Row>
  * window end in keyed state. A row enters every window of its period that ends after it (the period's
  * windows grow by a step up to its size); each fires when time passes its end and is dropped.
  */
-export function cumulateStream(w: WindowDef, keyed: KeyedStream<Row, unknown>, agg: GeneratedAggregate, keys: string): DataStream<Row> {
+export function cumulateStream(
+  w: WindowDef,
+  keyed: KeyedStream<Row, unknown>,
+  agg: GeneratedAggregate,
+  keys: string,
+): DataStream<Row> {
   const size = w.sizeMs!;
   const step = w.slideMs!;
   const event = w.time === 'event';
@@ -203,10 +228,9 @@ export function cumulateStream(w: WindowDef, keyed: KeyedStream<Row, unknown>, a
         const acc = accs.get(end);
         if (!acc) return;
         accs.remove(end);
-        const start = end - 1 - (((end - 1) % size) + size) % size;
+        const start = end - 1 - ((((end - 1) % size) + size) % size);
         out.collect(agg.result(acc, ctx.key, { start, end }));
       },
     })
     .name(`CUMULATE window aggregate${keys ? ` by ${keys}` : ''}`);
 }
-

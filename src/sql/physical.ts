@@ -6,11 +6,25 @@
  */
 import type { DataStream, JobEnvironment } from '../sdk/index.js';
 import { Windows } from '../sdk/index.js';
-import { aggregateSource, compileAggregate, keySource, retractableAggregateSource, type OutputSource, type RetractableAggregate } from './aggregates.js';
+import {
+  aggregateSource,
+  compileAggregate,
+  keySource,
+  retractableAggregateSource,
+  type OutputSource,
+  type RetractableAggregate,
+} from './aggregates.js';
 import { compileFunction, ExprWriter } from './codegen.js';
 import { connectorOptions, isCsv, rowIsValue } from './connector-options.js';
 import { csvReader, csvWriter, pgRowReader } from './csv.js';
-import { isUpdating, type AggregateNode, type Field, type LogicalNode, type ScanNode, type WindowDef } from './logical.js';
+import {
+  isUpdating,
+  type AggregateNode,
+  type Field,
+  type LogicalNode,
+  type ScanNode,
+  type WindowDef,
+} from './logical.js';
 import { cumulateStream, joinStreams, overStream, topNStream } from './physical-keyed.js';
 import { printExpr } from './printer.js';
 import { scanProjection } from './scan.js';
@@ -20,7 +34,13 @@ type RowFn<R> = (row: Row, ctx?: unknown) => R;
 
 /** Where a query's rows go: a catalog table's connector, or the caller (collect, under a name). */
 export type SqlSink =
-  | { kind: 'table'; table: string; connector: string; options: Record<string, unknown>; /** A CSV file table: rows written as lines of these columns. */ csv?: { columns: Field[]; delimiter: string } }
+  | {
+      kind: 'table';
+      table: string;
+      connector: string;
+      options: Record<string, unknown>;
+      /** A CSV file table: rows written as lines of these columns. */ csv?: { columns: Field[]; delimiter: string };
+    }
   | { kind: 'collect'; name: string };
 
 /** Plans queries into one job: the queries of a statement set share sources and common sub-plans. */
@@ -28,11 +48,17 @@ export function planToStreams(env: JobEnvironment, queries: readonly { plan: Log
   const planner = new PhysicalPlanner(env);
   for (const { plan, sink } of queries) {
     const stream = planner.node(plan);
-    if (sink.kind === 'collect') (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
-    else if (isUpdating(plan) && sink.options.mode === 'upsert') upserts(stream).sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+    if (sink.kind === 'collect')
+      (isUpdating(plan) ? materialized(stream) : stream).collect(sink.name).name(`collect ${sink.name}`);
+    else if (isUpdating(plan) && sink.options.mode === 'upsert')
+      upserts(stream).sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
     else if (sink.csv) {
       const line = csvWriter(sink.csv.columns, sink.csv.delimiter);
-      stream.map((r) => line(r)).name(`${sink.table} as CSV`).sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
+      stream
+        .map((r) => line(r))
+        .name(`${sink.table} as CSV`)
+        .sinkTo(sink.connector, sink.options)
+        .name(`sink ${sink.table}`);
     } else stream.sinkTo(sink.connector, sink.options).name(`sink ${sink.table}`);
   }
 }
@@ -113,7 +139,13 @@ class PhysicalPlanner {
       case 'project': {
         const w = new ExprWriter(n.input.fields);
         const src = w.object(n.exprs, isUpdating(n.input));
-        return this.perRow(this.node(n.input), 'map', src, w.usesContext, `select ${n.fields.map((f) => f.name).join(', ')}`);
+        return this.perRow(
+          this.node(n.input),
+          'map',
+          src,
+          w.usesContext,
+          `select ${n.fields.map((f) => f.name).join(', ')}`,
+        );
       }
       case 'windowTvf':
         return this.windowRows(n);
@@ -133,7 +165,13 @@ class PhysicalPlanner {
   }
 
   /** A filter or map over rows; one that reads the watermark runs as a process function to have it. */
-  private perRow(input: DataStream<Row>, kind: 'filter' | 'map', source: string, usesContext: boolean, name: string): DataStream<Row> {
+  private perRow(
+    input: DataStream<Row>,
+    kind: 'filter' | 'map',
+    source: string,
+    usesContext: boolean,
+    name: string,
+  ): DataStream<Row> {
     const fn = compileFunction<RowFn<unknown>>(source);
     if (usesContext) {
       return input
@@ -175,34 +213,59 @@ class PhysicalPlanner {
     if (n.watermark) {
       const time = scanProjection(n).find((c) => c.name === n.watermark!.column)!.expr;
       const ts = compileFunction<RowFn<number>>(new ExprWriter(raw).fn(time));
-      s = s.assignTimestamps((r) => ts(r), { maxOutOfOrdernessMs: n.watermark.delayMs }).name(`watermark ${n.watermark.column}`);
+      s = s
+        .assignTimestamps((r) => ts(r), { maxOutOfOrdernessMs: n.watermark.delayMs })
+        .name(`watermark ${n.watermark.column}`);
     }
     const w = new ExprWriter(raw);
-    return this.perRow(s, 'map', w.object(n.project ?? scanProjection(n)), w.usesContext, `select ${n.fields.map((f) => f.name).join(', ')}`);
+    return this.perRow(
+      s,
+      'map',
+      w.object(n.project ?? scanProjection(n)),
+      w.usesContext,
+      `select ${n.fields.map((f) => f.name).join(', ')}`,
+    );
   }
 
   private aggregate(n: AggregateNode): DataStream<Row> {
     if (!n.window) return this.groupAggregate(n);
     if (n.window.cascade) return this.cascadedAggregate(n, n.window);
     const tvf = n.input;
-    if (!n.window || tvf.kind !== 'windowTvf') throw new Error('unreachable: the binder refuses a GROUP BY without a window');
+    if (!n.window || tvf.kind !== 'windowTvf')
+      throw new Error('unreachable: the binder refuses a GROUP BY without a window');
     const input = this.node(tvf.input);
-    const windowField: Record<string, 'start' | 'end' | 'time'> = { window_start: 'start', window_end: 'end', window_time: 'time' };
+    const windowField: Record<string, 'start' | 'end' | 'time'> = {
+      window_start: 'start',
+      window_end: 'end',
+      window_time: 'time',
+    };
     const isWindowKey = (name: string): boolean => windowField[name] !== undefined;
-    const keyOf = (e: AggregateNode['keys'][number]): string | undefined => (e.expr.kind === 'column' && isWindowKey(e.expr.name.parts[0]!) ? e.expr.name.parts[0] : undefined);
+    const keyOf = (e: AggregateNode['keys'][number]): string | undefined =>
+      e.expr.kind === 'column' && isWindowKey(e.expr.name.parts[0]!) ? e.expr.name.parts[0] : undefined;
     const dataKeys = n.keys.filter((k) => keyOf(k) === undefined);
     const outputs = n.fields.map((f): { name: string; from: OutputSource } => {
       const key = n.keys.find((k) => k.name === f.name);
       if (key) {
         const w = keyOf(key);
-        return { name: f.name, from: w ? { kind: 'window', which: windowField[w]! } : { kind: 'key', index: dataKeys.indexOf(key), keys: dataKeys } };
+        return {
+          name: f.name,
+          from: w
+            ? { kind: 'window', which: windowField[w]! }
+            : { kind: 'key', index: dataKeys.indexOf(key), keys: dataKeys },
+        };
       }
       return { name: f.name, from: { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
     });
     const agg = compileAggregate(aggregateSource(n.aggs, tvf.input.fields, outputs));
     const keyFn = compileFunction<RowFn<unknown>>(keySource(dataKeys, tvf.input.fields));
     const keys = dataKeys.map((k) => printExpr(k.expr)).join(', ');
-    if (n.window.kind === 'CUMULATE') return cumulateStream(n.window, input.keyBy((r) => keyFn(r)), agg, keys);
+    if (n.window.kind === 'CUMULATE')
+      return cumulateStream(
+        n.window,
+        input.keyBy((r) => keyFn(r)),
+        agg,
+        keys,
+      );
     return input
       .keyBy((r) => keyFn(r))
       .window(assigner(n.window), { time: n.window.time })
@@ -218,9 +281,17 @@ class PhysicalPlanner {
   private groupAggregate(n: AggregateNode): DataStream<Row> {
     const outputs = n.fields.map((f): { name: string; from: OutputSource } => {
       const index = n.keys.findIndex((k) => k.name === f.name);
-      return { name: f.name, from: index >= 0 ? { kind: 'key', index, keys: n.keys } : { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
+      return {
+        name: f.name,
+        from:
+          index >= 0
+            ? { kind: 'key', index, keys: n.keys }
+            : { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! },
+      };
     });
-    const agg = compileFunction<RetractableAggregate>(retractableAggregateSource(n.aggs, n.keys, n.input.fields, outputs));
+    const agg = compileFunction<RetractableAggregate>(
+      retractableAggregateSource(n.aggs, n.keys, n.input.fields, outputs),
+    );
     const keyFn = compileFunction<RowFn<unknown>>(keySource(n.keys, n.input.fields));
     const same = (a: Row, b: Row): boolean => n.fields.every((f) => a[f.name] === b[f.name]);
     return this.node(n.input)
@@ -258,7 +329,13 @@ class PhysicalPlanner {
   private cascadedAggregate(n: AggregateNode, w: WindowDef): DataStream<Row> {
     const outputs = n.fields.map((f): { name: string; from: OutputSource } => {
       const index = n.keys.findIndex((k) => k.name === f.name);
-      return { name: f.name, from: index >= 0 ? { kind: 'key', index, keys: n.keys } : { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! } };
+      return {
+        name: f.name,
+        from:
+          index >= 0
+            ? { kind: 'key', index, keys: n.keys }
+            : { kind: 'aggregate', call: n.aggs.find((a) => a.name === f.name)! },
+      };
     });
     const agg = compileAggregate(aggregateSource(n.aggs, n.input.fields, outputs));
     const keyFn = compileFunction<RowFn<unknown>>(keySource(n.keys, n.input.fields));
@@ -274,7 +351,13 @@ class PhysicalPlanner {
     const def = n.window;
     const size = def.sizeMs!;
     const slide = def.slideMs ?? size;
-    const timeFn = compileFunction<RowFn<number>>(new ExprWriter(n.input.fields).fn({ kind: 'column', name: { kind: 'name', parts: [def.timeField], at: 0 }, at: 0 }));
+    const timeFn = compileFunction<RowFn<number>>(
+      new ExprWriter(n.input.fields).fn({
+        kind: 'column',
+        name: { kind: 'name', parts: [def.timeField], at: 0 },
+        at: 0,
+      }),
+    );
     const cumulate = def.kind === 'CUMULATE';
     return this.node(n.input)
       .flatMap<Row>((r, out) => {
@@ -282,11 +365,13 @@ class PhysicalPlanner {
         if (t == null) return;
         if (cumulate) {
           const start = t - (((t % size) + size) % size);
-          for (let end = start + slide * Math.floor((t - start) / slide + 1); end <= start + size; end += slide) out.collect({ ...r, window_start: start, window_end: end, window_time: end - 1 });
+          for (let end = start + slide * Math.floor((t - start) / slide + 1); end <= start + size; end += slide)
+            out.collect({ ...r, window_start: start, window_end: end, window_time: end - 1 });
           return;
         }
         const last = t - (((t % slide) + slide) % slide);
-        for (let start = last; start > t - size; start -= slide) out.collect({ ...r, window_start: start, window_end: start + size, window_time: start + size - 1 });
+        for (let start = last; start > t - size; start -= slide)
+          out.collect({ ...r, window_start: start, window_end: start + size, window_time: start + size - 1 });
       })
       .name(`${def.kind} windows of ${def.timeField}`);
   }

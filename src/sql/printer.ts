@@ -3,12 +3,26 @@
  * expression parenthesised, names back-quoted when they need it), so that parsing the printed text
  * gives the same tree. EXPLAIN output and error excerpts use it too.
  */
-import type { DataType, Expr, FrameBound, Name, OrderItem, Query, Select, Statement, TableRef, TvfArg, WindowSpec } from './ast.js';
+import type {
+  DataType,
+  Expr,
+  FrameBound,
+  Name,
+  OrderItem,
+  Query,
+  Select,
+  Statement,
+  TableRef,
+  TvfArg,
+  WindowSpec,
+} from './ast.js';
 
 const BARE = /^[A-Za-z_][A-Za-z0-9_$]*$/;
 /** Words the parser reads as keywords wherever they stand: such a name must be quoted. */
 const RESERVED = new Set(
-  'SELECT DISTINCT FROM WHERE GROUP BY HAVING ORDER LIMIT ASC DESC AS AND OR NOT IS NULL TRUE FALSE BETWEEN IN LIKE CASE WHEN THEN ELSE END CAST INTERVAL JOIN INNER LEFT RIGHT FULL OUTER CROSS ON UNION ALL OVER TABLE CREATE IF EXISTS DROP ALTER RENAME TO SHOW DESCRIBE EXPLAIN INSERT INTO EXECUTE FOR PRIMARY WITH'.split(' '),
+  'SELECT DISTINCT FROM WHERE GROUP BY HAVING ORDER LIMIT ASC DESC AS AND OR NOT IS NULL TRUE FALSE BETWEEN IN LIKE CASE WHEN THEN ELSE END CAST INTERVAL JOIN INNER LEFT RIGHT FULL OUTER CROSS ON UNION ALL OVER TABLE CREATE IF EXISTS DROP ALTER RENAME TO SHOW DESCRIBE EXPLAIN INSERT INTO EXECUTE FOR PRIMARY WITH'.split(
+    ' ',
+  ),
 );
 
 export function printIdent(name: string): string {
@@ -23,7 +37,11 @@ export function printType(t: DataType): string {
     case 'VARCHAR':
       return t.length === undefined ? 'VARCHAR' : `VARCHAR(${t.length})`;
     case 'DECIMAL':
-      return t.precision === undefined ? 'DECIMAL' : t.scale === undefined ? `DECIMAL(${t.precision})` : `DECIMAL(${t.precision}, ${t.scale})`;
+      return t.precision === undefined
+        ? 'DECIMAL'
+        : t.scale === undefined
+          ? `DECIMAL(${t.precision})`
+          : `DECIMAL(${t.precision}, ${t.scale})`;
     case 'TIMESTAMP':
     case 'TIMESTAMP_LTZ':
       return t.precision === undefined ? t.name : `${t.name}(${t.precision})`;
@@ -98,7 +116,12 @@ function printWindow(w: WindowSpec): string {
   const parts: string[] = [];
   if (w.partitionBy.length > 0) parts.push(`PARTITION BY ${w.partitionBy.map(printExpr).join(', ')}`);
   if (w.orderBy.length > 0) parts.push(`ORDER BY ${printOrder(w.orderBy)}`);
-  if (w.frame) parts.push(w.frame.end ? `${w.frame.unit} BETWEEN ${printBound(w.frame.start)} AND ${printBound(w.frame.end)}` : `${w.frame.unit} ${printBound(w.frame.start)}`);
+  if (w.frame)
+    parts.push(
+      w.frame.end
+        ? `${w.frame.unit} BETWEEN ${printBound(w.frame.start)} AND ${printBound(w.frame.end)}`
+        : `${w.frame.unit} ${printBound(w.frame.start)}`,
+    );
   return `(${parts.join(' ')})`;
 }
 
@@ -119,7 +142,9 @@ function printTable(t: TableRef): string {
     case 'tvf':
       return `TABLE(${t.name}(${t.args.map(printTvfArg).join(', ')}))${alias(t.alias)}`;
     case 'join':
-      return t.type === 'CROSS' && !t.on ? `${printTable(t.left)}, ${printTable(t.right)}` : `${printTable(t.left)} ${t.type} JOIN ${printTable(t.right)}${t.on ? ` ON ${printExpr(t.on)}` : ''}`;
+      return t.type === 'CROSS' && !t.on
+        ? `${printTable(t.left)}, ${printTable(t.right)}`
+        : `${printTable(t.left)} ${t.type} JOIN ${printTable(t.right)}${t.on ? ` ON ${printExpr(t.on)}` : ''}`;
   }
 }
 
@@ -133,7 +158,10 @@ function printSelect(s: Select): string {
 }
 
 export function printQuery(q: Query): string {
-  const body = q.body.kind === 'select' ? printSelect(q.body) : `${printQuery(q.body.left)} UNION ${q.body.all ? 'ALL ' : ''}${printQuery(q.body.right)}`;
+  const body =
+    q.body.kind === 'select'
+      ? printSelect(q.body)
+      : `${printQuery(q.body.left)} UNION ${q.body.all ? 'ALL ' : ''}${printQuery(q.body.right)}`;
   return `${body}${q.orderBy.length > 0 ? ` ORDER BY ${printOrder(q.orderBy)}` : ''}${q.limit !== undefined ? ` LIMIT ${q.limit}` : ''}`;
 }
 
@@ -142,10 +170,15 @@ export function printStatement(s: Statement): string {
     case 'query':
       return printQuery(s);
     case 'createTable': {
-      const elements = s.columns.map((c) => `${printIdent(c.name)} ${c.computed ? `AS ${printExpr(c.computed)}` : `${printType(c.type!)}${c.notNull ? ' NOT NULL' : ''}`}`);
-      if (s.watermark) elements.push(`WATERMARK FOR ${printIdent(s.watermark.column)} AS ${printExpr(s.watermark.expr)}`);
+      const elements = s.columns.map(
+        (c) =>
+          `${printIdent(c.name)} ${c.computed ? `AS ${printExpr(c.computed)}` : `${printType(c.type!)}${c.notNull ? ' NOT NULL' : ''}`}`,
+      );
+      if (s.watermark)
+        elements.push(`WATERMARK FOR ${printIdent(s.watermark.column)} AS ${printExpr(s.watermark.expr)}`);
       if (s.primaryKey) elements.push(`PRIMARY KEY (${s.primaryKey.map(printIdent).join(', ')}) NOT ENFORCED`);
-      const options = s.options.length > 0 ? ` WITH (${s.options.map((o) => `${str(o.key)} = ${str(o.value)}`).join(', ')})` : '';
+      const options =
+        s.options.length > 0 ? ` WITH (${s.options.map((o) => `${str(o.key)} = ${str(o.value)}`).join(', ')})` : '';
       return `CREATE ${s.temporary ? 'TEMPORARY ' : ''}TABLE ${s.ifNotExists ? 'IF NOT EXISTS ' : ''}${printName(s.name)} (${elements.join(', ')})${options}`;
     }
     case 'createView':

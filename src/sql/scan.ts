@@ -37,8 +37,19 @@ export function bindTable(t: CreateTable): ScanNode {
   const options: Record<string, string> = {};
   for (const o of t.options) if (o.key !== 'connector') options[o.key] = o.value;
   const connector = t.options.find((o) => o.key === 'connector')?.value ?? '';
-  const watermark = t.watermark ? { column: t.watermark.column, delayMs: watermarkDelay(t.watermark.column, t.watermark.expr) } : undefined;
-  return { kind: 'scan', table, connector, options, columns, computed, ...(watermark ? { watermark } : {}), fields: columns };
+  const watermark = t.watermark
+    ? { column: t.watermark.column, delayMs: watermarkDelay(t.watermark.column, t.watermark.expr) }
+    : undefined;
+  return {
+    kind: 'scan',
+    table,
+    connector,
+    options,
+    columns,
+    computed,
+    ...(watermark ? { watermark } : {}),
+    fields: columns,
+  };
 }
 
 /** `ts` is no delay; `ts - INTERVAL 'n' unit` is n units. Anything else is refused at the watermark. */
@@ -49,7 +60,10 @@ function watermarkDelay(column: string, e: Expr): number {
     const ms = Number(e.right.value) * (INTERVAL_UNIT_MS[e.right.unit] ?? NaN);
     if (Number.isInteger(ms) && ms >= 0) return ms;
   }
-  throw new SqlError(`WATERMARK FOR ${column} AS ${printExpr(e)}: a watermark is written ${column} or ${column} - INTERVAL 'n' SECOND`, e.at);
+  throw new SqlError(
+    `WATERMARK FOR ${column} AS ${printExpr(e)}: a watermark is written ${column} or ${column} - INTERVAL 'n' SECOND`,
+    e.at,
+  );
 }
 
 /** A scan's rows as a projection over its physical columns: computed columns become their expressions. */

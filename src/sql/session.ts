@@ -63,13 +63,19 @@ export class SqlSession {
     for (const s of statements) {
       const shown = printStatement(s);
       try {
-        if (isCatalogStatement(s)) results.push({ kind: 'message', statement: shown, ...(await this.catalog.execute(s)) });
+        if (isCatalogStatement(s))
+          results.push({ kind: 'message', statement: shown, ...(await this.catalog.execute(s)) });
         else if (s.kind === 'explain') {
-          if (!isDml(s.statement)) throw new SqlError('EXPLAIN takes a SELECT, INSERT INTO or EXECUTE STATEMENT SET', s.at);
+          if (!isDml(s.statement))
+            throw new SqlError('EXPLAIN takes a SELECT, INSERT INTO or EXECUTE STATEMENT SET', s.at);
           results.push({ kind: 'explain', statement: shown, plan: this.compile(s.statement, o).explain });
         } else {
           const job = this.compile(s, o);
-          results.push(o.mode === 'explain' ? { kind: 'explain', statement: shown, plan: job.explain } : { kind: 'job', statement: shown, job });
+          results.push(
+            o.mode === 'explain'
+              ? { kind: 'explain', statement: shown, plan: job.explain }
+              : { kind: 'job', statement: shown, job },
+          );
         }
       } catch (err) {
         throw err instanceof SqlError ? err.withText(text) : tooDeep(err, s.at, text);
@@ -86,19 +92,35 @@ export class SqlSession {
     const planned = inserts.map((q) => planQuery(q, (n) => this.catalog.get(n), o.params ?? {}));
     const script = [...this.catalog.list().map((c) => `${c.sql};`), `${printStatement(s)};`].join('\n');
     const name = o.name ?? defaultName(s, script);
-    if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new SqlError(`job name '${name}': use letters, digits, '_', '.' or '-'`, s.at);
+    if (!/^[A-Za-z0-9_.-]+$/.test(name))
+      throw new SqlError(`job name '${name}': use letters, digits, '_', '.' or '-'`, s.at);
     const info = { name, version: '1', description: truncate(printStatement(s), 200) };
-    const explain = explainScript(script, info, { ...(o.parallelism ? { parallelism: o.parallelism } : {}), params: o.params ?? {} });
+    const explain = explainScript(script, info, {
+      ...(o.parallelism ? { parallelism: o.parallelism } : {}),
+      params: o.params ?? {},
+    });
     const moduleSource = `// A clink SQL job, made by clink sql.\nimport { sqlJob } from 'clink';\nexport default await sqlJob(${JSON.stringify(info)}, ${JSON.stringify(script)});\n`;
     const first = planned[0]!;
-    return { name, script, moduleSource, explain, columns: first.plan.fields.map((f) => f.name), columnTypes: first.plan.fields.map((f) => declaredTypeName(f.type)), ...(s.kind === 'query' ? { collect: COLLECT_NAME } : {}) };
+    return {
+      name,
+      script,
+      moduleSource,
+      explain,
+      columns: first.plan.fields.map((f) => f.name),
+      columnTypes: first.plan.fields.map((f) => declaredTypeName(f.type)),
+      ...(s.kind === 'query' ? { collect: COLLECT_NAME } : {}),
+    };
   }
 }
 
 /** A statement nested past what the planner's recursion can hold is refused as such, not as a crash. */
 export function tooDeep(err: unknown, at: number, text: string): unknown {
   if (!(err instanceof RangeError) || !/call stack/.test(err.message)) return err;
-  return new SqlError('the statement nests too deeply for the planner (hundreds of levels of parentheses, or thousands of ANDs in one condition); split it, or use IN (...)', at, text);
+  return new SqlError(
+    'the statement nests too deeply for the planner (hundreds of levels of parentheses, or thousands of ANDs in one condition); split it, or use IN (...)',
+    at,
+    text,
+  );
 }
 
 function defaultName(s: Dml, script: string): string {

@@ -32,12 +32,17 @@ type Lookup = (name: string) => CatalogObject | undefined;
 type Dml = Extract<Statement, { kind: 'insert' }> | Query;
 
 /** `${name}` or `${name:default}` in an option value: the job's --param of that name. */
-function withParams(options: Record<string, string>, params: Readonly<Record<string, string>>, at: number): Record<string, string> {
+function withParams(
+  options: Record<string, string>,
+  params: Readonly<Record<string, string>>,
+  at: number,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(options)) {
     out[k] = v.replace(/\$\{([A-Za-z0-9_.-]+)(?::([^}]*))?\}/g, (_, name: string, fallback?: string) => {
       const got = params[name] ?? fallback;
-      if (got === undefined) throw new SqlError(`option '${k}' = '${v}' needs --param ${name}=... (or a default: \${${name}:value})`, at);
+      if (got === undefined)
+        throw new SqlError(`option '${k}' = '${v}' needs --param ${name}=... (or a default: \${${name}:value})`, at);
       return got;
     });
   }
@@ -49,28 +54,63 @@ function withParams(options: Record<string, string>, params: Readonly<Record<str
  * (the physical planner would only know the generated script's).
  */
 function checkPlannable(n: LogicalNode): void {
-  if (n.kind === 'join' && n.leftKeys.length === 0) throw new SqlError('a join needs an equality between the two sides (ON a.k = b.k); a join without one (a cross join) is not supported', n.at);
+  if (n.kind === 'join' && n.leftKeys.length === 0)
+    throw new SqlError(
+      'a join needs an equality between the two sides (ON a.k = b.k); a join without one (a cross join) is not supported',
+      n.at,
+    );
   if (n.kind !== 'aggregate' || n.window) {
     const updating = inputsOf(n).find(isUpdating);
     if (updating && n.kind !== 'filter' && n.kind !== 'project' && n.kind !== 'union') {
-      const what = n.kind === 'join' ? 'a join' : n.kind === 'aggregate' ? 'a window aggregation' : n.kind === 'rank' ? 'a Top-N' : n.kind === 'over' ? 'an OVER aggregation' : 'a windowing TVF';
-      throw new SqlError(`${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`, 'at' in n ? n.at : 0);
+      const what =
+        n.kind === 'join'
+          ? 'a join'
+          : n.kind === 'aggregate'
+            ? 'a window aggregation'
+            : n.kind === 'rank'
+              ? 'a Top-N'
+              : n.kind === 'over'
+                ? 'an OVER aggregation'
+                : 'a windowing TVF';
+      throw new SqlError(
+        `${what} over the results of a GROUP BY without a window (updates) is not supported yet; group in windows, or aggregate the updates with another GROUP BY`,
+        'at' in n ? n.at : 0,
+      );
     }
   }
   if (n.kind === 'over' && timestampOffset(n.input, n.orderField) !== 0) {
-    throw new SqlError(`OVER (... ORDER BY ${n.orderField}): an OVER aggregation is ordered by the event-time column (the one with WATERMARK FOR)`, n.at);
+    throw new SqlError(
+      `OVER (... ORDER BY ${n.orderField}): an OVER aggregation is ordered by the event-time column (the one with WATERMARK FOR)`,
+      n.at,
+    );
   }
   if (n.kind === 'rank') {
-    if (n.limit === undefined) throw new SqlError('ROW_NUMBER() OVER (...) needs an outer WHERE rownum <= N (a Top-N); a numbering of every row is not supported yet', n.at);
+    if (n.limit === undefined)
+      throw new SqlError(
+        'ROW_NUMBER() OVER (...) needs an outer WHERE rownum <= N (a Top-N); a numbering of every row is not supported yet',
+        n.at,
+      );
     const w = windowBounds(n.input);
-    const partitioned = (field: string): boolean => n.partitionBy.some((e) => e.kind === 'column' && e.name.parts[0] === field);
+    const partitioned = (field: string): boolean =>
+      n.partitionBy.some((e) => e.kind === 'column' && e.name.parts[0] === field);
     if (!w || w.window.time !== 'event' || !partitioned(w.start) || !partitioned(w.end)) {
-      throw new SqlError('a Top-N is supported per window: ROW_NUMBER() OVER (PARTITION BY window_start, window_end ...) over an event-time window aggregation', n.at);
+      throw new SqlError(
+        'a Top-N is supported per window: ROW_NUMBER() OVER (PARTITION BY window_start, window_end ...) over an event-time window aggregation',
+        n.at,
+      );
     }
   }
   if (n.kind === 'windowTvf') {
-    if (n.window.kind === 'SESSION') throw new SqlError('SESSION(...) rows are known only when a session closes: aggregate them with GROUP BY window_start, window_end', n.at);
-    if (n.window.time === 'processing') throw new SqlError(`${n.window.kind}(...) on processing time must be aggregated: GROUP BY window_start, window_end`, n.at);
+    if (n.window.kind === 'SESSION')
+      throw new SqlError(
+        'SESSION(...) rows are known only when a session closes: aggregate them with GROUP BY window_start, window_end',
+        n.at,
+      );
+    if (n.window.time === 'processing')
+      throw new SqlError(
+        `${n.window.kind}(...) on processing time must be aggregated: GROUP BY window_start, window_end`,
+        n.at,
+      );
   }
   // A window aggregation's windowTvf is absorbed (it is planned as the window, not as rows).
   const inputs = n.kind === 'aggregate' && n.window && n.input.kind === 'windowTvf' ? [n.input.input] : inputsOf(n);
@@ -86,7 +126,10 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
     const at = statement.at;
     const options = Object.fromEntries(statement.options.map((x) => [x.key, x.value]));
     const resolved = withParams(options, params, at);
-    return { ...o, statement: { ...statement, options: Object.entries(resolved).map(([key, value]) => ({ key, value })) } };
+    return {
+      ...o,
+      statement: { ...statement, options: Object.entries(resolved).map(([key, value]) => ({ key, value })) },
+    };
   });
   if (s.kind === 'query') {
     const plan = optimize(binder.query(s));
@@ -96,27 +139,54 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
   const name = s.table.parts.join('.');
   const target = lookup(name);
   if (!target) throw new SqlError(`INSERT INTO ${name}: no such table (SHOW TABLES lists them)`, s.table.at);
-  if (target.statement.kind !== 'createTable') throw new SqlError(`INSERT INTO ${name}: ${name} is a view; insert into a table`, s.table.at);
+  if (target.statement.kind !== 'createTable')
+    throw new SqlError(`INSERT INTO ${name}: ${name} is a view; insert into a table`, s.table.at);
   const table = bindTable(target.statement);
   const columns = table.columns.filter((c) => table.computed[c.name] === undefined);
   const plan = optimize(binder.query(s.query));
   checkPlannable(plan);
   if (plan.fields.length !== columns.length) {
-    throw new SqlError(`INSERT INTO ${name}: the query gives ${plan.fields.length} columns (${plan.fields.map((f) => f.name).join(', ')}); the table has ${columns.length} (${columns.map((c) => c.name).join(', ')})`, s.query.at);
+    throw new SqlError(
+      `INSERT INTO ${name}: the query gives ${plan.fields.length} columns (${plan.fields.map((f) => f.name).join(', ')}); the table has ${columns.length} (${columns.map((c) => c.name).join(', ')})`,
+      s.query.at,
+    );
   }
   plan.fields.forEach((f, i) => {
     const c = columns[i]!;
-    if (!comparable(f.type, c.type)) throw new SqlError(`INSERT INTO ${name}: column ${i + 1} of the query (${f.name}) is ${typeName(f.type)}; the table's ${c.name} is ${typeName(c.type)} (CAST it)`, s.query.at);
+    if (!comparable(f.type, c.type))
+      throw new SqlError(
+        `INSERT INTO ${name}: column ${i + 1} of the query (${f.name}) is ${typeName(f.type)}; the table's ${c.name} is ${typeName(c.type)} (CAST it)`,
+        s.query.at,
+      );
   });
   // The table's column names are what its sink writes.
   const renamed: LogicalNode = plan.fields.every((f, i) => f.name === columns[i]!.name)
     ? plan
-    : optimize({ kind: 'project', input: plan, exprs: plan.fields.map((f, i) => ({ name: columns[i]!.name, expr: { kind: 'column', name: { kind: 'name', parts: [f.name], at: 0 }, at: 0 } })), fields: plan.fields.map((f, i) => ({ name: columns[i]!.name, type: f.type })) });
-  const upsert = isUpdating(renamed) && !UPDATE_SINKS.has(table.connector) ? upsertInto(name, table.connector, target.statement.primaryKey, renamed, s.table.at) : undefined;
+    : optimize({
+        kind: 'project',
+        input: plan,
+        exprs: plan.fields.map((f, i) => ({
+          name: columns[i]!.name,
+          expr: { kind: 'column', name: { kind: 'name', parts: [f.name], at: 0 }, at: 0 },
+        })),
+        fields: plan.fields.map((f, i) => ({ name: columns[i]!.name, type: f.type })),
+      });
+  const upsert =
+    isUpdating(renamed) && !UPDATE_SINKS.has(table.connector)
+      ? upsertInto(name, table.connector, target.statement.primaryKey, renamed, s.table.at)
+      : undefined;
   const options = withParams(table.options, params, target.statement.at);
-  const sinkOptions = { ...connectorOptions(table.connector, options, columns, target.statement.at, 'sink'), ...(upsert ? { mode: 'upsert', primaryKey: upsert } : {}) };
-  const csv = isCsv(table.connector, options) ? { csv: { columns, delimiter: options['csv.field-delimiter'] ?? ',' } } : {};
-  return { plan: renamed, sink: { kind: 'table', table: name, connector: table.connector, options: sinkOptions, ...csv } };
+  const sinkOptions = {
+    ...connectorOptions(table.connector, options, columns, target.statement.at, 'sink'),
+    ...(upsert ? { mode: 'upsert', primaryKey: upsert } : {}),
+  };
+  const csv = isCsv(table.connector, options)
+    ? { csv: { columns, delimiter: options['csv.field-delimiter'] ?? ',' } }
+    : {};
+  return {
+    plan: renamed,
+    sink: { kind: 'table', table: name, connector: table.connector, options: sinkOptions, ...csv },
+  };
 }
 
 /**
@@ -124,15 +194,34 @@ export function planQuery(s: Dml, lookup: Lookup, params: Readonly<Record<string
  * one the updates are keyed by (the GROUP BY's columns), and no row may ever need deleting (a GROUP BY
  * over updates can empty a group). Returns the key's columns.
  */
-function upsertInto(name: string, connector: string, primaryKey: string[] | undefined, plan: LogicalNode, at: number): string[] {
+function upsertInto(
+  name: string,
+  connector: string,
+  primaryKey: string[] | undefined,
+  plan: LogicalNode,
+  at: number,
+): string[] {
   const why = (what: string): never => {
-    throw new SqlError(`INSERT INTO ${name}: the query's results are updates (a GROUP BY without a window); ${what}`, at);
+    throw new SqlError(
+      `INSERT INTO ${name}: the query's results are updates (a GROUP BY without a window); ${what}`,
+      at,
+    );
   };
-  if (connector !== 'postgres') why(`connector '${connector}' takes only appended rows; group in windows (TUMBLE, HOP, SESSION), or write to ${[...UPDATE_SINKS].join(', ')} or a postgres table with a PRIMARY KEY`);
-  if (!primaryKey) why(`a postgres table takes them as upserts by its key: declare PRIMARY KEY (...) NOT ENFORCED on the GROUP BY's columns`);
+  if (connector !== 'postgres')
+    why(
+      `connector '${connector}' takes only appended rows; group in windows (TUMBLE, HOP, SESSION), or write to ${[...UPDATE_SINKS].join(', ')} or a postgres table with a PRIMARY KEY`,
+    );
+  if (!primaryKey)
+    why(
+      `a postgres table takes them as upserts by its key: declare PRIMARY KEY (...) NOT ENFORCED on the GROUP BY's columns`,
+    );
   const key = upsertKeyOf(plan);
-  if (!key || key.length !== primaryKey!.length || !key.every((k) => primaryKey!.includes(k))) why(`the table's PRIMARY KEY (${primaryKey!.join(', ')}) must be the columns the results are grouped by (${key?.join(', ') ?? 'none that reach the table'})`);
-  if (mayDelete(plan)) why('a GROUP BY over updates can empty a group, and a row the sink would have to delete; group the rows directly');
+  if (!key || key.length !== primaryKey!.length || !key.every((k) => primaryKey!.includes(k)))
+    why(
+      `the table's PRIMARY KEY (${primaryKey!.join(', ')}) must be the columns the results are grouped by (${key?.join(', ') ?? 'none that reach the table'})`,
+    );
+  if (mayDelete(plan))
+    why('a GROUP BY over updates can empty a group, and a row the sink would have to delete; group the rows directly');
   return primaryKey!;
 }
 
@@ -158,7 +247,13 @@ function scriptCatalog(statements: Statement[]): Map<string, CatalogObject> {
   for (const s of statements) {
     if (s.kind !== 'createTable' && s.kind !== 'createView') continue;
     const name = s.name.parts.join('.');
-    objects.set(name, { name, kind: s.kind === 'createTable' ? 'table' : 'view', temporary: s.temporary, sql: printStatement(s), statement: s });
+    objects.set(name, {
+      name,
+      kind: s.kind === 'createTable' ? 'table' : 'view',
+      temporary: s.temporary,
+      sql: printStatement(s),
+      statement: s,
+    });
   }
   return objects;
 }
@@ -166,7 +261,12 @@ function scriptCatalog(statements: Statement[]): Map<string, CatalogObject> {
 /** The queries of a script (one INSERT INTO or SELECT, or a statement set's inserts), after its CREATE statements. */
 function scriptQueries(statements: Statement[], text: string): Dml[] {
   const dml = statements.filter((s) => s.kind === 'insert' || s.kind === 'query' || s.kind === 'statementSet');
-  if (dml.length !== 1) throw new SqlError(`a SQL job is CREATE statements and one INSERT INTO, SELECT or EXECUTE STATEMENT SET; this script has ${dml.length}`, 0, text);
+  if (dml.length !== 1)
+    throw new SqlError(
+      `a SQL job is CREATE statements and one INSERT INTO, SELECT or EXECUTE STATEMENT SET; this script has ${dml.length}`,
+      0,
+      text,
+    );
   const only = dml[0]!;
   return only.kind === 'statementSet' ? only.inserts : [only as Dml];
 }
@@ -194,7 +294,11 @@ export function sqlJobDefinition(info: JobInfo, script: string): JobDefinition {
 }
 
 /** EXPLAIN of a script's query: its plan and the job graph it makes. */
-export function explainScript(script: string, info: JobInfo, options: { parallelism?: number; params?: Record<string, string> } = {}): string {
+export function explainScript(
+  script: string,
+  info: JobInfo,
+  options: { parallelism?: number; params?: Record<string, string> } = {},
+): string {
   let planned: PlannedQuery[] = [];
   const job = defineJob(info, (env) => {
     planned = buildSqlScript(env, script);

@@ -16,7 +16,9 @@ const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
 
 /** A LIKE pattern as a regular expression: % any run, _ any one character, everything else literal. */
 export function likeRegExp(pattern: string): RegExp {
-  const body = [...pattern].map((c) => (c === '%' ? '.*' : c === '_' ? '.' : c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))).join('');
+  const body = [...pattern]
+    .map((c) => (c === '%' ? '.*' : c === '_' ? '.' : c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')))
+    .join('');
   return new RegExp(`^${body}$`, 's');
 }
 
@@ -76,7 +78,15 @@ export const SQL_RUNTIME = {
   toTimestamp(s: string): number | null {
     const m = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?$/.exec(s.trim());
     if (!m) return null;
-    const ms = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +(m[4] ?? 0), +(m[5] ?? 0), +(m[6] ?? 0), +(m[7] ?? '0').padEnd(3, '0').slice(0, 3));
+    const ms = Date.UTC(
+      +m[1]!,
+      +m[2]! - 1,
+      +m[3]!,
+      +(m[4] ?? 0),
+      +(m[5] ?? 0),
+      +(m[6] ?? 0),
+      +(m[7] ?? '0').padEnd(3, '0').slice(0, 3),
+    );
     return Number.isNaN(ms) ? null : ms;
   },
   toTimestampOrFail(s: string): number {

@@ -15,7 +15,12 @@ export type SqlType =
   | { kind: 'ROW'; fields: { name: string; type: SqlType }[]; nullable: boolean };
 
 /** Milliseconds in each interval unit the engine computes with (months and years have no fixed length). */
-export const INTERVAL_UNIT_MS: Readonly<Record<string, number>> = { SECOND: 1000, MINUTE: 60_000, HOUR: 3_600_000, DAY: 86_400_000 };
+export const INTERVAL_UNIT_MS: Readonly<Record<string, number>> = {
+  SECOND: 1000,
+  MINUTE: 60_000,
+  HOUR: 3_600_000,
+  DAY: 86_400_000,
+};
 
 export const DEFAULT_DECIMAL = { precision: 10, scale: 0 };
 export const DEFAULT_TIMESTAMP_PRECISION = 3;
@@ -27,7 +32,12 @@ export function fromDeclared(t: DataType, notNull = false): SqlType {
     case 'VARCHAR':
       return { kind: 'STRING', nullable };
     case 'DECIMAL':
-      return { kind: 'DECIMAL', precision: t.precision ?? DEFAULT_DECIMAL.precision, scale: t.scale ?? DEFAULT_DECIMAL.scale, nullable };
+      return {
+        kind: 'DECIMAL',
+        precision: t.precision ?? DEFAULT_DECIMAL.precision,
+        scale: t.scale ?? DEFAULT_DECIMAL.scale,
+        nullable,
+      };
     case 'TIMESTAMP':
     case 'TIMESTAMP_LTZ':
       return { kind: t.name, precision: t.precision ?? DEFAULT_TIMESTAMP_PRECISION, nullable };
@@ -79,7 +89,8 @@ function spell(t: SqlType, declared: boolean): string {
 const NUMERIC_RANK: Record<string, number> = { INT: 1, BIGINT: 2, DECIMAL: 3, DOUBLE: 4 };
 
 export const isNumeric = (t: SqlType): boolean => t.kind in NUMERIC_RANK;
-export const isTime = (t: SqlType): boolean => t.kind === 'TIMESTAMP' || t.kind === 'TIMESTAMP_LTZ' || t.kind === 'DATE';
+export const isTime = (t: SqlType): boolean =>
+  t.kind === 'TIMESTAMP' || t.kind === 'TIMESTAMP_LTZ' || t.kind === 'DATE';
 
 export function withNullable(t: SqlType, nullable: boolean): SqlType {
   return { ...t, nullable } as SqlType;
@@ -90,7 +101,12 @@ export function widenNumeric(a: SqlType, b: SqlType): SqlType {
   const nullable = a.nullable || b.nullable;
   if (a.kind === 'DECIMAL' && b.kind === 'DECIMAL') {
     const scale = Math.max(a.scale, b.scale);
-    return { kind: 'DECIMAL', precision: Math.min(38, Math.max(a.precision - a.scale, b.precision - b.scale) + scale + 1), scale, nullable };
+    return {
+      kind: 'DECIMAL',
+      precision: Math.min(38, Math.max(a.precision - a.scale, b.precision - b.scale) + scale + 1),
+      scale,
+      nullable,
+    };
   }
   const wider = NUMERIC_RANK[a.kind]! >= NUMERIC_RANK[b.kind]! ? a : b;
   return withNullable(wider, nullable);

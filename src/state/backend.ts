@@ -85,7 +85,8 @@ export class StateTable<V> {
   get(keyGroup: number, key: unknown): V | undefined {
     const v = this.groups[keyGroup]?.get(key);
     // Its reader may change an object in place: the capture keeps a copy of the barrier's.
-    if (this.capture?.pending[keyGroup] && typeof v === 'object' && v !== null && !this.valuesImmutable) this.capture.save(keyGroup, key, v, true);
+    if (this.capture?.pending[keyGroup] && typeof v === 'object' && v !== null && !this.valuesImmutable)
+      this.capture.save(keyGroup, key, v, true);
     return v;
   }
 
@@ -165,7 +166,10 @@ export class KeyedStateBackend implements KeyedStateStore {
   currentKey: unknown = undefined;
   currentNormalizedKey: unknown = undefined;
   currentKeyGroup = -1;
-  private readonly tables = new Map<string, { kind: string; table: StateTable<unknown> | NumberTable; handle?: unknown }>();
+  private readonly tables = new Map<
+    string,
+    { kind: string; table: StateTable<unknown> | NumberTable; handle?: unknown }
+  >();
   /** Groups of dropped tables of numbers, for the next ones made. */
   private readonly numberGroups = new NumberGroupPool();
 
@@ -205,14 +209,23 @@ export class KeyedStateBackend implements KeyedStateStore {
   }
 
   /** The table named `name`, made by `make` when absent; a table of another kind is refused. */
-  private entry(name: string, kind: string, make: () => { table: StateTable<unknown> | NumberTable; handle?: unknown }): { table: StateTable<unknown> | NumberTable; handle?: unknown } {
+  private entry(
+    name: string,
+    kind: string,
+    make: () => { table: StateTable<unknown> | NumberTable; handle?: unknown },
+  ): { table: StateTable<unknown> | NumberTable; handle?: unknown } {
     if (typeof name !== 'string' || name.length === 0) throw new StateError('state name must be a non-empty string');
     if (isInternal(kind) !== name.startsWith(INTERNAL_PREFIX)) {
-      throw new StateError(`state '${name}' of operator '${this.operatorName}': names starting with '${INTERNAL_PREFIX}' are the engine's; choose another name`);
+      throw new StateError(
+        `state '${name}' of operator '${this.operatorName}': names starting with '${INTERNAL_PREFIX}' are the engine's; choose another name`,
+      );
     }
     let e = this.tables.get(name);
     if (!e) this.tables.set(name, (e = { kind, ...make() }));
-    else if (e.kind !== kind) throw new StateError(`state '${name}' of operator '${this.operatorName}' is a ${e.kind} state, not a ${kind} state`);
+    else if (e.kind !== kind)
+      throw new StateError(
+        `state '${name}' of operator '${this.operatorName}' is a ${e.kind} state, not a ${kind} state`,
+      );
     return e;
   }
 
@@ -248,11 +261,24 @@ export class KeyedStateBackend implements KeyedStateStore {
    * encoding runs in slices of SNAPSHOT_SLICE_MS, and the promise settles when every group is encoded.
    */
   snapshot(): Promise<BackendSnapshot> {
-    const parts = [...this.tables].map(([name, e]) => ({ name, kind: e.kind, table: e.table, ...e.table.beginSnapshot() }));
+    const parts = [...this.tables].map(([name, e]) => ({
+      name,
+      kind: e.kind,
+      table: e.table,
+      ...e.table.beginSnapshot(),
+    }));
     return this.encodeCaptured(parts);
   }
 
-  private async encodeCaptured(parts: { name: string; kind: string; table: StateTable<unknown> | NumberTable; capture: TableCapture | NumberCapture; keyGroups: number[] }[]): Promise<BackendSnapshot> {
+  private async encodeCaptured(
+    parts: {
+      name: string;
+      kind: string;
+      table: StateTable<unknown> | NumberTable;
+      capture: TableCapture | NumberCapture;
+      keyGroups: number[];
+    }[],
+  ): Promise<BackendSnapshot> {
     let sliceStart = this.now();
     for (const { table, capture, keyGroups } of parts) {
       for (const kg of keyGroups) {
@@ -267,9 +293,12 @@ export class KeyedStateBackend implements KeyedStateStore {
     const out: BackendSnapshot = [];
     for (const { name, kind, capture } of parts) {
       if (capture.error !== undefined) {
-        throw new StateError(`state '${name}' of operator '${this.operatorName}' cannot be snapshotted: ${(capture.error as Error)?.message ?? String(capture.error)}`, {
-          cause: capture.error,
-        });
+        throw new StateError(
+          `state '${name}' of operator '${this.operatorName}' cannot be snapshotted: ${(capture.error as Error)?.message ?? String(capture.error)}`,
+          {
+            cause: capture.error,
+          },
+        );
       }
       out.push({ name, kind, groups: capture.encoded.sort((a, b) => a[0] - b[0]) });
     }
@@ -281,22 +310,29 @@ export class KeyedStateBackend implements KeyedStateStore {
    * restored with the rest. Its name starts with `__`.
    */
   internalTable<V>(name: string): StateTable<V> {
-    return this.entry(name, INTERNAL, () => ({ table: new StateTable<unknown>(this.maxParallelism) })).table as StateTable<V>;
+    return this.entry(name, INTERNAL, () => ({ table: new StateTable<unknown>(this.maxParallelism) }))
+      .table as StateTable<V>;
   }
 
   /** One of the engine's keyed tables of numbers (a window pane of counts), snapshotted as columns. */
   internalNumberTable(name: string): NumberTable {
-    return this.entry(name, INTERNAL_NUMBERS, () => ({ table: new NumberTable(this.maxParallelism, this.numberGroups) })).table as NumberTable;
+    return this.entry(name, INTERNAL_NUMBERS, () => ({
+      table: new NumberTable(this.maxParallelism, this.numberGroups),
+    })).table as NumberTable;
   }
 
   /** The engine's tables of numbers whose names start with `prefix`. */
   internalNumberTables(prefix: string): [string, NumberTable][] {
-    return [...this.tables].filter(([name, e]) => e.kind === INTERNAL_NUMBERS && name.startsWith(prefix)).map(([name, e]) => [name, e.table as NumberTable]);
+    return [...this.tables]
+      .filter(([name, e]) => e.kind === INTERNAL_NUMBERS && name.startsWith(prefix))
+      .map(([name, e]) => [name, e.table as NumberTable]);
   }
 
   /** The engine's tables whose names start with `prefix` (after a restore, to rebuild indexes). */
   internalTables<V>(prefix: string): [string, StateTable<V>][] {
-    return [...this.tables].filter(([name, e]) => e.kind === INTERNAL && name.startsWith(prefix)).map(([name, e]) => [name, e.table as StateTable<V>]);
+    return [...this.tables]
+      .filter(([name, e]) => e.kind === INTERNAL && name.startsWith(prefix))
+      .map(([name, e]) => [name, e.table as StateTable<V>]);
   }
 
   /**
@@ -329,7 +365,9 @@ export class KeyedStateBackend implements KeyedStateStore {
 
   /** Names and kinds of the states user code registered so far, with their key counts. */
   describe(): { name: string; kind: string; keys: number }[] {
-    return [...this.tables].filter(([, e]) => !isInternal(e.kind)).map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
+    return [...this.tables]
+      .filter(([, e]) => !isInternal(e.kind))
+      .map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
   }
 }
 
@@ -358,7 +396,9 @@ class MapStateHandle<K, V> implements MapState<K, V> {
     private readonly t: StateTable<Map<K, V>>,
   ) {}
   private current(): ReadonlyMap<K, V> {
-    return this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey) ?? (EMPTY_MAP as unknown as ReadonlyMap<K, V>);
+    return (
+      this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey) ?? (EMPTY_MAP as unknown as ReadonlyMap<K, V>)
+    );
   }
   get(key: K): V | undefined {
     return this.current().get(key);

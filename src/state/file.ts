@@ -112,18 +112,23 @@ export function decodeStateFile(file: Uint8Array, what: string): unknown {
   const buf = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
   const magic = buf.subarray(0, 4);
   const legacy = magic.equals(LEGACY_MAGIC);
-  if (buf.length < 8 || (!legacy && !magic.equals(MAGIC))) throw new StateError(`${what} is not a clink state file (no CLK2 header)`);
+  if (buf.length < 8 || (!legacy && !magic.equals(MAGIC)))
+    throw new StateError(`${what} is not a clink state file (no CLK2 header)`);
   const bodyAt = legacy ? 8 : 8 + DIGEST_BYTES;
-  if (buf.length < bodyAt) throw new StateError(`${what} is truncated: ${buf.length} bytes, not even its ${bodyAt}-byte prefix`);
+  if (buf.length < bodyAt)
+    throw new StateError(`${what} is truncated: ${buf.length} bytes, not even its ${bodyAt}-byte prefix`);
   if (!legacy) {
     const recorded = buf.subarray(8, bodyAt);
     const actual = createHash('sha256').update(buf.subarray(bodyAt)).digest();
     if (!actual.equals(recorded)) {
-      throw new StateError(`${what} is damaged: its SHA-256 is ${actual.toString('hex')}, the file records ${recorded.toString('hex')} (${buf.length} bytes; truncated or changed since it was written)`);
+      throw new StateError(
+        `${what} is damaged: its SHA-256 is ${actual.toString('hex')}, the file records ${recorded.toString('hex')} (${buf.length} bytes; truncated or changed since it was written)`,
+      );
     }
   }
   const headerEnd = bodyAt + buf.readUInt32BE(4);
-  if (headerEnd > buf.length) throw new StateError(`${what} is truncated: its header needs ${headerEnd} bytes, the file has ${buf.length}`);
+  if (headerEnd > buf.length)
+    throw new StateError(`${what} is truncated: its header needs ${headerEnd} bytes, the file has ${buf.length}`);
   let header: { blobs: number[]; value: unknown };
   try {
     header = headerPackr.unpack(buf.subarray(bodyAt, headerEnd)) as { blobs: number[]; value: unknown };
@@ -131,11 +136,13 @@ export function decodeStateFile(file: Uint8Array, what: string): unknown {
     throw new StateError(`${what} has a damaged header: ${(err as Error)?.message ?? String(err)}`, { cause: err });
   }
   const { blobs, value } = header;
-  if (!Array.isArray(blobs) || !blobs.every((n) => Number.isInteger(n) && n >= 0)) throw new StateError(`${what} has a damaged header: no list of data lengths`);
+  if (!Array.isArray(blobs) || !blobs.every((n) => Number.isInteger(n) && n >= 0))
+    throw new StateError(`${what} has a damaged header: no list of data lengths`);
   const views: Uint8Array[] = [];
   let at = headerEnd;
   for (const length of blobs) {
-    if (at + length > buf.length) throw new StateError(`${what} is truncated: its data ends at byte ${buf.length}, not ${at + length}`);
+    if (at + length > buf.length)
+      throw new StateError(`${what} is truncated: its data ends at byte ${buf.length}, not ${at + length}`);
     views.push(new Uint8Array(buf.buffer, buf.byteOffset + at, length));
     at += length;
   }

@@ -39,8 +39,17 @@ function columnTypeOf(values: ArrayLike<number>, count: number): number {
   return type;
 }
 
-function column(type: number, buffer: ArrayBufferLike, offset: number, count: number): Float64Array | Int32Array | Uint8Array {
-  return type === F64 ? new Float64Array(buffer, offset, count) : type === I32 ? new Int32Array(buffer, offset, count) : new Uint8Array(buffer, offset, count);
+function column(
+  type: number,
+  buffer: ArrayBufferLike,
+  offset: number,
+  count: number,
+): Float64Array | Int32Array | Uint8Array {
+  return type === F64
+    ? new Float64Array(buffer, offset, count)
+    : type === I32
+      ? new Int32Array(buffer, offset, count)
+      : new Uint8Array(buffer, offset, count);
 }
 
 /** Encode a NumberTable's group: its keys and their values, as columns. */
@@ -62,13 +71,15 @@ export function encodeNumberGroup(keys: ArrayLike<number>, values: ArrayLike<num
 
 /** Hand every entry of a group encoded by encodeNumberGroup to `fn`, in its order. */
 export function decodeNumberGroup(bytes: Uint8Array, fn: (key: number, value: number) => void): void {
-  if (bytes.length < HEADER || bytes[0] !== FLAT_MARK || bytes[1] !== FLAT_VERSION) throw corrupt('no flat group header');
+  if (bytes.length < HEADER || bytes[0] !== FLAT_MARK || bytes[1] !== FLAT_VERSION)
+    throw corrupt('no flat group header');
   const keyType = bytes[2]!;
   const valueType = bytes[3]!;
   if (keyType > U8 || valueType > U8) throw corrupt(`column types ${keyType}/${valueType}`);
   const count = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(4, true);
   const valuesAt = HEADER + align8(WIDTH[keyType]! * count);
-  if (bytes.length !== valuesAt + WIDTH[valueType]! * count) throw corrupt(`${bytes.length} bytes for ${count} entries`);
+  if (bytes.length !== valuesAt + WIDTH[valueType]! * count)
+    throw corrupt(`${bytes.length} bytes for ${count} entries`);
   // Typed arrays need aligned memory: a copy when the file's buffer does not give it.
   const b = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice();
   const keys = column(keyType, b.buffer, b.byteOffset + HEADER, count);
@@ -77,5 +88,7 @@ export function decodeNumberGroup(bytes: Uint8Array, fn: (key: number, value: nu
 }
 
 function corrupt(what: string): StateError {
-  return new StateError(`a key group in the state file is not readable (${what}): the file is damaged; restore from an earlier checkpoint`);
+  return new StateError(
+    `a key group in the state file is not readable (${what}): the file is damaged; restore from an earlier checkpoint`,
+  );
 }

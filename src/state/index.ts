@@ -6,8 +6,21 @@
  * backend.setCurrentKey('user-1');
  * backend.value<number>('count').update(1);
  */
-export { KeyedStateBackend, SNAPSHOT_SLICE_MS, StateTable, type BackendSnapshot, type EncodedGroup } from './backend.js';
-export { jobStateDir, stateBackendDir, checkpointStateDir, checkpointIdOfStateDir, removeAbortedState, subtaskStateFile } from './location.js';
+export {
+  KeyedStateBackend,
+  SNAPSHOT_SLICE_MS,
+  StateTable,
+  type BackendSnapshot,
+  type EncodedGroup,
+} from './backend.js';
+export {
+  jobStateDir,
+  stateBackendDir,
+  checkpointStateDir,
+  checkpointIdOfStateDir,
+  removeAbortedState,
+  subtaskStateFile,
+} from './location.js';
 export { decodeStateFile, encodeStateFile, writeStateFile, type WrittenStateFile } from './file.js';
 export { isNumberTableKey, NumberGroup, NumberTable } from './number-table.js';
 export { decodeNumberGroup, statePackr } from './group-codec.js';

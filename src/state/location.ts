@@ -21,7 +21,10 @@ export function stateBackendDir(uri: string): string {
     }
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(uri);
-  if (scheme) throw new StateError(`--state-backend ${uri}: the '${scheme[1]}' scheme is not supported; give a directory path or a file:// URI`);
+  if (scheme)
+    throw new StateError(
+      `--state-backend ${uri}: the '${scheme[1]}' scheme is not supported; give a directory path or a file:// URI`,
+    );
   return resolve(uri);
 }
 

@@ -166,7 +166,8 @@ export class NumberTable {
   group(keyGroup: number): NumberGroup {
     const g = (this.groups[keyGroup] ??= this.pool?.take(keyGroup) ?? new NumberGroup());
     // First access since the barrier to a group not encoded yet: keep its keys and values as they were.
-    if (this.capture !== undefined && this.capture.pending.get(keyGroup) === g) this.capture.pending.set(keyGroup, columnsOf(g.pairs));
+    if (this.capture !== undefined && this.capture.pending.get(keyGroup) === g)
+      this.capture.pending.set(keyGroup, columnsOf(g.pairs));
     return g;
   }
 

@@ -31,7 +31,12 @@ export const nodeFs: DurableFs = {
 const IOV_MAX = 1024;
 
 /** Write every byte of `chunks` to `fh`, continuing after short writes; `progress` counts what went. */
-async function writeAll(fh: DurableHandle, chunks: readonly Uint8Array[], total: number, progress: { written: number }): Promise<void> {
+async function writeAll(
+  fh: DurableHandle,
+  chunks: readonly Uint8Array[],
+  total: number,
+  progress: { written: number },
+): Promise<void> {
   let pending = chunks.filter((c) => c.length > 0);
   while (pending.length > 0) {
     const { bytesWritten } = await fh.writev(pending.slice(0, IOV_MAX));
@@ -50,7 +55,11 @@ async function writeAll(fh: DurableHandle, chunks: readonly Uint8Array[], total:
  * Write `chunks` to `path` durably; returns the bytes written. Only a complete, fsynced file of the
  * expected size ever takes the final name; nothing is left under the temp name on failure.
  */
-export async function writeFileDurably(path: string, chunks: readonly Uint8Array[], fs: DurableFs = nodeFs): Promise<number> {
+export async function writeFileDurably(
+  path: string,
+  chunks: readonly Uint8Array[],
+  fs: DurableFs = nodeFs,
+): Promise<number> {
   const total = chunks.reduce((n, c) => n + c.length, 0);
   const tmp = `${path}.${process.pid}.tmp`;
   const progress = { written: 0 };
@@ -68,7 +77,13 @@ export async function writeFileDurably(path: string, chunks: readonly Uint8Array
   } catch (err) {
     await fs.rm(tmp).catch(() => undefined);
     const why = (err as Error)?.message ?? String(err);
-    throw new StorageError(`could not write ${basename(path)} durably in ${dirname(path)} (${progress.written} of ${total} bytes written): ${why}`, path, progress.written, total, { cause: err });
+    throw new StorageError(
+      `could not write ${basename(path)} durably in ${dirname(path)} (${progress.written} of ${total} bytes written): ${why}`,
+      path,
+      progress.written,
+      total,
+      { cause: err },
+    );
   }
   await syncDirectory(dirname(path));
   return total;

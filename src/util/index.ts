@@ -5,7 +5,15 @@ export { abortable } from './abortable.js';
 export { writeFileDurably, syncDirectory, nodeFs, type DurableFs, type DurableHandle } from './durable.js';
 export { makeDirectory } from './directory.js';
 export { AUTH_TOKEN_ENV, authTokenFromEnv, tokensEqual } from './secret.js';
-export { MAX_TIMER_DELAY_MS, isNeverDelay, setTimer, setRepeating, setTimerUntil, systemClock, type Clock } from './timers.js';
+export {
+  MAX_TIMER_DELAY_MS,
+  isNeverDelay,
+  setTimer,
+  setRepeating,
+  setTimerUntil,
+  systemClock,
+  type Clock,
+} from './timers.js';
 export { describeIssues, formatPath } from './validation.js';
 export { booleanText, bounds, keyValue, oneOf, wholeNumber, type ValueParser } from './parse.js';
 export { startThread } from './threads.js';

@@ -7,14 +7,16 @@ export const wholeNumber =
   (min: number): ValueParser<number> =>
   (v) => {
     const n = Number(v);
-    if (v.trim() === '' || !Number.isInteger(n) || n < min) throw new Error(`expected a whole number >= ${min}, got '${v}'`);
+    if (v.trim() === '' || !Number.isInteger(n) || n < min)
+      throw new Error(`expected a whole number >= ${min}, got '${v}'`);
     return n;
   };
 
 export const oneOf =
   <T extends string>(choices: readonly T[]): ValueParser<T> =>
   (v) => {
-    if (!(choices as readonly string[]).includes(v)) throw new Error(`expected one of ${choices.join(', ')}, got '${v}'`);
+    if (!(choices as readonly string[]).includes(v))
+      throw new Error(`expected one of ${choices.join(', ')}, got '${v}'`);
     return v as T;
   };
 

@@ -10,6 +10,9 @@ import type * as Msgpackr from 'msgpackr';
 let packr: Msgpackr.Packr | undefined;
 
 export function recordsCodec(): Msgpackr.Packr {
-  packr ??= new (createRequire(import.meta.url)('msgpackr') as typeof Msgpackr).Packr({ useRecords: true, moreTypes: true });
+  packr ??= new (createRequire(import.meta.url)('msgpackr') as typeof Msgpackr).Packr({
+    useRecords: true,
+    moreTypes: true,
+  });
   return packr;
 }

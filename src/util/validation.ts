@@ -46,7 +46,8 @@ function distance(a: string, b: string): number {
   let row = Array.from({ length: y.length + 1 }, (_, j) => j);
   for (let i = 1; i <= x.length; i++) {
     const next = [i];
-    for (let j = 1; j <= y.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
+    for (let j = 1; j <= y.length; j++)
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
     row = next;
   }
   return row[y.length]!;
@@ -60,7 +61,9 @@ export function closestKey(unknown: string, known: readonly string[]): string | 
     const d = distance(unknown, k);
     if (d < bestDistance) [best, bestDistance] = [k, d];
   }
-  return best !== undefined && bestDistance <= Math.max(2, Math.floor(Math.max(unknown.length, best.length) / 3)) ? best : undefined;
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(Math.max(unknown.length, best.length) / 3))
+    ? best
+    : undefined;
 }
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): { found: boolean; value: unknown } {
@@ -108,12 +111,18 @@ function expected(issue: Issue, value: unknown, schema: Schema | undefined): str
  * at, in the caller's terms ('' for none). With the `schema`, an unknown key names the known one it most likely
  * misspells, and the keys known there.
  */
-export function describeIssues(issues: readonly Issue[], input: unknown, where: (path: readonly PropertyKey[]) => string, schema?: Schema): string {
+export function describeIssues(
+  issues: readonly Issue[],
+  input: unknown,
+  where: (path: readonly PropertyKey[]) => string,
+  schema?: Schema,
+): string {
   return issues
     .map((issue) => {
       const at = valueAt(input, issue.path);
       const got = issue.code === 'unrecognized_keys' ? '' : at.found ? `, got ${show(at.value)}` : ', got nothing';
-      const hint = typeof at.value === 'number' && !Number.isFinite(at.value) ? ' (a --param that is not a number?)' : '';
+      const hint =
+        typeof at.value === 'number' && !Number.isFinite(at.value) ? ' (a --param that is not a number?)' : '';
       const place = where(issue.path);
       return `${place ? `${place}: ` : ''}${expected(issue, at.value, schema)}${got}${hint}`;
     })

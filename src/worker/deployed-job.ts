@@ -8,7 +8,16 @@ import { ClinkError, JobCancelledError, markFatal } from '../errors.js';
 import type { DataPlane } from '../dataplane/index.js';
 import { helloMac, type RemoteChannel } from '../dataplane/index.js';
 import type { TlsClientConfig } from '../net/index.js';
-import { createPhysicalPlan, failoverRegions, inputChannels, subtaskKey, taskOf, type InputChannel, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import {
+  createPhysicalPlan,
+  failoverRegions,
+  inputChannels,
+  subtaskKey,
+  taskOf,
+  type InputChannel,
+  type PhysicalPlan,
+  type TaskSpec,
+} from '../plan/index.js';
 import type { MessageOf, SubtaskProgressReport } from '../protocol/index.js';
 import {
   buildSubtask,
@@ -83,7 +92,10 @@ export class WorkerJob {
     private readonly stdout: (text: string) => void | Promise<void>,
     private readonly report: (r: SubtaskReport) => void,
     private readonly metrics?: ClinkMetrics,
-    private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = { batchSize: DEFAULT_BATCH_SIZE, lingerMs: 0 },
+    private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = {
+      batchSize: DEFAULT_BATCH_SIZE,
+      lingerMs: 0,
+    },
     /** Subtask inputs of the job's other deploys here. */
     private readonly elsewhere: LocalInputLookup = () => undefined,
   ) {
@@ -126,10 +138,21 @@ export class WorkerJob {
     const listenings: Omit<MessageOf<'SubtaskListening'>, 'type'>[] = [];
     for (const t of this.deploy.tasks) {
       const task = this.plan.tasks.find((x) => x.id === t.taskId);
-      if (!task) throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
+      if (!task)
+        throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
       const channels = inputChannels(this.plan, task);
       const queue = channels.length > 0 ? new InputQueue(DEFAULT_QUEUE_CAPACITY_BATCHES) : undefined;
-      const st: DeployedSubtask = { task, index: t.subtaskIndex, queue, collected: {}, cancelled: false, region: this.regionController(task.id, t.subtaskIndex), channels: [], inputs: channels, done: false };
+      const st: DeployedSubtask = {
+        task,
+        index: t.subtaskIndex,
+        queue,
+        collected: {},
+        cancelled: false,
+        region: this.regionController(task.id, t.subtaskIndex),
+        channels: [],
+        inputs: channels,
+        done: false,
+      };
       this.subtasks.push(st);
       if (queue) {
         this.data.register(this.jobId, this.attempt, task.id, t.subtaskIndex, {
@@ -151,7 +174,9 @@ export class WorkerJob {
       });
     }
     this.peerTimer = setTimer(() => {
-      this.failAll(new ClinkError('CLINK_ERR_CANCELLED', `no PeerUpdate within ${peerUpdateTimeoutMs} ms (peer_update_timeout)`));
+      this.failAll(
+        new ClinkError('CLINK_ERR_CANCELLED', `no PeerUpdate within ${peerUpdateTimeoutMs} ms (peer_update_timeout)`),
+      );
     }, peerUpdateTimeoutMs);
     return listenings;
   }
@@ -178,14 +203,28 @@ export class WorkerJob {
    * Where `st` sends edge `edgeIndex`'s records for downstream subtask `d` of `plan` (the deploy's, or
    * a hot rescale's next one): that subtask's queue when it runs in this process, else a connection.
    */
-  sinkTo(st: DeployedSubtask, plan: PhysicalPlan, peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'], edgeIndex: number, d: number): ChannelSink | LocalInput {
+  sinkTo(
+    st: DeployedSubtask,
+    plan: PhysicalPlan,
+    peers: MessageOf<'PeerUpdate'>['subtasks'][number]['peers'],
+    edgeIndex: number,
+    d: number,
+  ): ChannelSink | LocalInput {
     const edge = plan.spec.edges[edgeIndex]!;
     const down = taskOf(plan, edge.target);
     const here = this.inputOf(down.id, d) ?? this.elsewhere(down.id, d);
     if (here) return here; // same process: a pointer pass
     const peer = peers.find((p) => p.downstreamTaskId === down.id && p.downstreamSubtask === d);
     if (!peer) throw new ClinkError('CLINK_ERR_PLAN', `PeerUpdate gives no address for ${down.id}#${d}`);
-    const fields = { jobId: this.jobId, attempt: this.attempt, edgeIndex, upstreamSubtask: st.index, downstreamTaskId: down.id, downstreamSubtask: d, upstreamTaskId: st.task.id };
+    const fields = {
+      jobId: this.jobId,
+      attempt: this.attempt,
+      edgeIndex,
+      upstreamSubtask: st.index,
+      downstreamTaskId: down.id,
+      downstreamSubtask: d,
+      upstreamTaskId: st.task.id,
+    };
     const ch = this.data.open({
       host: peer.host,
       port: peer.port,
@@ -193,7 +232,12 @@ export class WorkerJob {
       hello: { ...fields, mac: this.deploy.dataSecret ? helloMac(this.deploy.dataSecret, fields) : '' },
       onError: (err) => this.fail(st, err),
       ...(this.metrics ? { metrics: this.metrics } : {}),
-      labels: { job: this.jobId, edge: String(edgeIndex), from: subtaskKey(st.task.id, st.index), to: subtaskKey(down.id, d) },
+      labels: {
+        job: this.jobId,
+        edge: String(edgeIndex),
+        from: subtaskKey(st.task.id, st.index),
+        to: subtaskKey(down.id, d),
+      },
       ...(this.batching.tls ? { tls: this.batching.tls } : {}),
     });
     st.channels.push(ch);
@@ -225,7 +269,9 @@ export class WorkerJob {
         lingerMs: this.batching.lingerMs,
         onAsyncError: (err) => this.fail(st, err as Error),
         ...(this.phaseReporter ? { phaseReporter: this.phaseReporter } : {}),
-        ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint ? { finalCheckpoint: (taskId, index) => this.requestFinalCheckpoint(taskId, index) } : {}),
+        ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint
+          ? { finalCheckpoint: (taskId, index) => this.requestFinalCheckpoint(taskId, index) }
+          : {}),
         services: {
           stdout: this.stdout,
           collect: (name, values) => {
@@ -307,7 +353,13 @@ export class WorkerJob {
   readonly savepointDirs = new Map<number, string>();
 
   /** Receives each subtask's snapshot of a checkpoint (the worker writes it and acks). */
-  onSnapshot?: (checkpointId: number, taskId: string, index: number, snapshot: SubtaskSnapshot, stats: { alignmentMs: number; commits: boolean }) => void;
+  onSnapshot?: (
+    checkpointId: number,
+    taskId: string,
+    index: number,
+    snapshot: SubtaskSnapshot,
+    stats: { alignmentMs: number; commits: boolean },
+  ) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
   /** Gives each subtask, once, what it tells what it starts doing (a job thread's stall watchdog reads it). */
@@ -373,7 +425,11 @@ export class WorkerJob {
         await s.runner.notifyCheckpointComplete(checkpointId);
         committed.push(key);
       } catch (err) {
-        const failure = new ClinkError('CLINK_ERR_CONNECTOR', `subtask ${key} could not commit checkpoint ${checkpointId}: ${(err as Error).message}`, { cause: err });
+        const failure = new ClinkError(
+          'CLINK_ERR_CONNECTOR',
+          `subtask ${key} could not commit checkpoint ${checkpointId}: ${(err as Error).message}`,
+          { cause: err },
+        );
         errors.push(failure.message);
         this.fail(s, failure);
       }
@@ -387,7 +443,10 @@ export class WorkerJob {
    */
   cancel(reason: string, only: readonly string[] = []): void {
     const regions = new Set(only.map((k) => this.regionOf.get(k)));
-    const targets = only.length === 0 ? this.subtasks : this.subtasks.filter((s) => regions.has(this.regionOf.get(subtaskKey(s.task.id, s.index))));
+    const targets =
+      only.length === 0
+        ? this.subtasks
+        : this.subtasks.filter((s) => regions.has(this.regionOf.get(subtaskKey(s.task.id, s.index))));
     this.stop(targets, new JobCancelledError(`job ${this.jobId} cancelled: ${reason}`), true);
   }
 
@@ -405,7 +464,18 @@ export class WorkerJob {
       if (s.task.inputs.length === 0) sourceRecords += r?.recordsIn ?? 0;
       if (s.task.outputs.length === 0) sinkRecords += r?.recordsOut ?? 0;
       if (r && !s.done) {
-        subtasks.push({ jobId: this.jobId, taskId: s.task.id, subtaskIndex: s.index, recordsIn: r.recordsIn, recordsOut: r.recordsOut, backpressuredMs: Math.round(r.backpressuredMs), watermark: r.watermark, idleMs: Math.round(r.idleMs), lagRecords: r.lag, ageMs: Math.round(r.ageMs) });
+        subtasks.push({
+          jobId: this.jobId,
+          taskId: s.task.id,
+          subtaskIndex: s.index,
+          recordsIn: r.recordsIn,
+          recordsOut: r.recordsOut,
+          backpressuredMs: Math.round(r.backpressuredMs),
+          watermark: r.watermark,
+          idleMs: Math.round(r.idleMs),
+          lagRecords: r.lag,
+          ageMs: Math.round(r.ageMs),
+        });
       }
     }
     return { sourceRecords, sinkRecords, subtasks };

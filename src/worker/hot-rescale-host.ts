@@ -8,7 +8,13 @@
  * lets every armed subtask go on. Unarmed tasks never stop.
  */
 import { END, channelTarget } from '../runtime/index.js';
-import { createPhysicalPlan, inputChannels, networkEdges, type JobGraphSpec, type PhysicalPlan } from '../plan/index.js';
+import {
+  createPhysicalPlan,
+  inputChannels,
+  networkEdges,
+  type JobGraphSpec,
+  type PhysicalPlan,
+} from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import type { WorkerJob } from './deployed-job.js';
 
@@ -34,7 +40,9 @@ export function cutoverOf(m: MessageOf<'BeginRescale'>): ArmedCutover {
 /** Whether task `taskId` takes part: it is replaced, feeds a replaced task or is fed by one. */
 function involved(c: ArmedCutover, plan: PhysicalPlan, taskId: string): boolean {
   if (c.changed.has(taskId)) return true;
-  return networkEdges(plan).some(({ up, down }) => (up.id === taskId && c.changed.has(down.id)) || (down.id === taskId && c.changed.has(up.id)));
+  return networkEdges(plan).some(
+    ({ up, down }) => (up.id === taskId && c.changed.has(down.id)) || (down.id === taskId && c.changed.has(up.id)),
+  );
 }
 
 /** Arm the subtasks of `job` that take part; returns how many, or why it cannot (a subtask not running). */
@@ -53,7 +61,10 @@ export function armCutover(job: WorkerJob, c: ArmedCutover): number | string {
 export async function rebindCutover(job: WorkerJob, c: ArmedCutover): Promise<number> {
   const waiting = job.subtasks.filter((st) => involved(c, job.plan, st.task.id));
   const away = waiting.find((st) => !st.runner?.cutover.holding);
-  if (away) throw new Error(`subtask ${away.task.id}#${away.index} has not reached the cutover checkpoint ${c.checkpointId}'s gate`);
+  if (away)
+    throw new Error(
+      `subtask ${away.task.id}#${away.index} has not reached the cutover checkpoint ${c.checkpointId}'s gate`,
+    );
   const retiring = waiting.filter((st) => c.changed.has(st.task.id));
   const ended = retiring.map((st) => job.retire(st));
   let rebound = 0;
@@ -86,7 +97,11 @@ function edgeSource(plan: PhysicalPlan, edgeIndex: number): string {
  * end its channels to the old ones, and let every armed subtask go on. With nothing rebound (a rescale
  * given up before its checkpoint completed) it only lets them go on.
  */
-export function releaseCutover(job: WorkerJob, c: ArmedCutover, update: MessageOf<'CutoverPeerUpdate'> | undefined): number {
+export function releaseCutover(
+  job: WorkerJob,
+  c: ArmedCutover,
+  update: MessageOf<'CutoverPeerUpdate'> | undefined,
+): number {
   let released = 0;
   for (const st of job.subtasks) {
     const runner = st.runner;
@@ -94,10 +109,16 @@ export function releaseCutover(job: WorkerJob, c: ArmedCutover, update: MessageO
     if (update && runner.cutover.holding) {
       const peers = update.subtasks.find((p) => p.taskId === st.task.id && p.subtaskIndex === st.index)?.peers ?? [];
       for (const { edgeIndex, down } of networkEdges(c.plan)) {
-        if (!c.changed.has(down.id) || edgeSource(c.plan, edgeIndex) !== st.task.id || c.changed.has(st.task.id)) continue;
-        const channel = inputChannels(c.plan, down).findIndex((ch) => ch.edgeIndex === edgeIndex && ch.upstreamSubtask === st.index);
-        const targets = Array.from({ length: down.parallelism }, (_, d) => channelTarget(job.sinkTo(st, c.plan, peers, edgeIndex, d), channel, edgeIndex, st.index));
-        for (const old of runner.setup.writer.retarget(edgeIndex, targets)) old.queue.push({ kind: END, channel: old.channel });
+        if (!c.changed.has(down.id) || edgeSource(c.plan, edgeIndex) !== st.task.id || c.changed.has(st.task.id))
+          continue;
+        const channel = inputChannels(c.plan, down).findIndex(
+          (ch) => ch.edgeIndex === edgeIndex && ch.upstreamSubtask === st.index,
+        );
+        const targets = Array.from({ length: down.parallelism }, (_, d) =>
+          channelTarget(job.sinkTo(st, c.plan, peers, edgeIndex, d), channel, edgeIndex, st.index),
+        );
+        for (const old of runner.setup.writer.retarget(edgeIndex, targets))
+          old.queue.push({ kind: END, channel: old.channel });
       }
     }
     runner.cutover.release('resume');

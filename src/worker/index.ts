@@ -17,4 +17,12 @@ export {
 } from './worker.js';
 export { MAX_COLLECTED_BYTES } from '../runtime/index.js';
 export { JobHost, type JobHostConfig, type JobHostDeps } from './job-host.js';
-export { WorkerSupervisor, DEFAULT_RECONNECT_POLICY, reconnectDelayMs, type ReconnectPolicy, type SupervisorEnd, type LeaderDiscovery, type WorkerStatus } from './supervisor.js';
+export {
+  WorkerSupervisor,
+  DEFAULT_RECONNECT_POLICY,
+  reconnectDelayMs,
+  type ReconnectPolicy,
+  type SupervisorEnd,
+  type LeaderDiscovery,
+  type WorkerStatus,
+} from './supervisor.js';

@@ -18,7 +18,14 @@ import type { ClinkMetrics } from '../metrics/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
 import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
-import { checkpointStateDir, jobStateDir, removeAbortedState, subtaskStateFile, writeStateFile, type WrittenStateFile } from '../state/index.js';
+import {
+  checkpointStateDir,
+  jobStateDir,
+  removeAbortedState,
+  subtaskStateFile,
+  writeStateFile,
+  type WrittenStateFile,
+} from '../state/index.js';
 import { WorkerJob, type JobProgressReport, type SubtaskReport } from './deployed-job.js';
 import { armCutover, cutoverOf, rebindCutover, releaseCutover, type ArmedCutover } from './hot-rescale-host.js';
 import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
@@ -26,7 +33,16 @@ import { makeDirectory, RecentIds } from '../util/index.js';
 
 /** The frames a JobHost handles: those of one job. */
 export type JobFrame = MessageOf<
-  'Deploy' | 'PeerUpdate' | 'CancelJob' | 'TriggerCheckpoint' | 'CommitCheckpoint' | 'AbortCheckpoint' | 'FinalCheckpointAssigned' | 'BeginRescale' | 'CutoverRebind' | 'CutoverPeerUpdate'
+  | 'Deploy'
+  | 'PeerUpdate'
+  | 'CancelJob'
+  | 'TriggerCheckpoint'
+  | 'CommitCheckpoint'
+  | 'AbortCheckpoint'
+  | 'FinalCheckpointAssigned'
+  | 'BeginRescale'
+  | 'CutoverRebind'
+  | 'CutoverPeerUpdate'
 >;
 
 export const JOB_FRAME_TYPES: ReadonlySet<string> = new Set([
@@ -106,7 +122,9 @@ export class JobHost {
         return;
       case 'PeerUpdate':
         // A coordinator before PeerUpdate.attempt sends 0 for every attempt: then the one not started.
-        (this.parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? this.parts.find((j) => !j.isStarted))?.start(m);
+        (
+          this.parts.find((j) => j.attempt === m.attempt && !j.isStarted) ?? this.parts.find((j) => !j.isStarted)
+        )?.start(m);
         return;
       case 'CancelJob':
         // The whole job stops (a restart, a replan): a hot rescale armed here is over.
@@ -145,7 +163,14 @@ export class JobHost {
     }
     for (const e of errors) this.deps.log.error({ jobId: this.jobId, checkpointId }, e);
     if (committed.length > 0 || errors.length > 0) {
-      this.deps.send(makeMessage('CheckpointCommitted', { jobId: this.jobId, checkpointId, subtasks: committed, error: errors.join('; ') }));
+      this.deps.send(
+        makeMessage('CheckpointCommitted', {
+          jobId: this.jobId,
+          checkpointId,
+          subtasks: committed,
+          error: errors.join('; '),
+        }),
+      );
     }
   }
 
@@ -161,9 +186,19 @@ export class JobHost {
       return;
     }
     // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
-    this.deps.log.info({ jobId: this.jobId, checkpointId: m.checkpointId }, `checkpoint ${m.checkpointId} of job ${this.jobId} declined: not every subtask here is running`);
+    this.deps.log.info(
+      { jobId: this.jobId, checkpointId: m.checkpointId },
+      `checkpoint ${m.checkpointId} of job ${this.jobId} declined: not every subtask here is running`,
+    );
     const first = job.subtasks[0];
-    if (first) this.ackSnapshot(job, m.checkpointId, first.task.id, first.index, new Error(`worker ${this.config.workerId} declined it: not every subtask of the job here is running`));
+    if (first)
+      this.ackSnapshot(
+        job,
+        m.checkpointId,
+        first.task.id,
+        first.index,
+        new Error(`worker ${this.config.workerId} declined it: not every subtask of the job here is running`),
+      );
   }
 
   /** A hot rescale's steps (hot-rescale-host.ts), each answered with a BeginRescaleAck naming it. */
@@ -194,9 +229,21 @@ export class JobHost {
       }
     } catch (err) {
       error = (err as Error).message;
-      this.deps.log.warn({ jobId: this.jobId, rescaleId: m.rescaleId }, `hot rescale ${m.rescaleId} of job ${this.jobId} (${phase}): ${error}`);
+      this.deps.log.warn(
+        { jobId: this.jobId, rescaleId: m.rescaleId },
+        `hot rescale ${m.rescaleId} of job ${this.jobId} (${phase}): ${error}`,
+      );
     }
-    this.deps.send(makeMessage('BeginRescaleAck', { jobId: this.jobId, rescaleId: m.rescaleId, ok: error === undefined, armedSubtasks: count, message: error ?? '', phase }));
+    this.deps.send(
+      makeMessage('BeginRescaleAck', {
+        jobId: this.jobId,
+        rescaleId: m.rescaleId,
+        ok: error === undefined,
+        armedSubtasks: count,
+        message: error ?? '',
+        phase,
+      }),
+    );
     // Its old subtasks retired, none new came: the job is done here once the rescale lets it go.
     if (this.finished) this.deps.onFinished?.();
   }
@@ -206,7 +253,8 @@ export class JobHost {
     let job: WorkerJob;
     try {
       const module = m.modules[0];
-      if (!module || module.bytes.length === 0) throw new ClinkError('CLINK_ERR_MODULE_MISSING', `Deploy of ${m.jobName} reached the job without its module`);
+      if (!module || module.bytes.length === 0)
+        throw new ClinkError('CLINK_ERR_MODULE_MISSING', `Deploy of ${m.jobName} reached the job without its module`);
       const loaded = await loadJobBundle(module.bytes, {
         expectedSha256: module.sha256,
         sourceMap: module.sourceMap,
@@ -217,7 +265,11 @@ export class JobHost {
       const params = JSON.parse(m.params) as Record<string, string>;
       // Each operator at the parallelism the spec gives it: a rescale may have changed it since the submit.
       const parallelismOf = Object.fromEntries(spec.operators.map((o) => [o.id, o.parallelism]));
-      const built = buildJob(loaded.job, { parallelism: m.buildParallelism || spec.defaultParallelism, params, parallelismOf });
+      const built = buildJob(loaded.job, {
+        parallelism: m.buildParallelism || spec.defaultParallelism,
+        params,
+        parallelismOf,
+      });
       // The guarantee asked for is the submit's (--guarantee may override defineJob's), not the plan's.
       const plan = (s: JobGraphSpec): string => {
         const { guarantee: _, ...job } = s.job;
@@ -242,7 +294,11 @@ export class JobHost {
           ...(this.config.tls?.client ? { tls: this.config.tls.client } : {}),
         },
         // After a hot rescale, the job's subtasks here are in several deploys: a local input is a local input.
-        (taskId, index) => this.parts.reduce<ReturnType<WorkerJob['inputOf']>>((found, j) => found ?? (j !== job ? j.inputOf(taskId, index) : undefined), undefined),
+        (taskId, index) =>
+          this.parts.reduce<ReturnType<WorkerJob['inputOf']>>(
+            (found, j) => found ?? (j !== job ? j.inputOf(taskId, index) : undefined),
+            undefined,
+          ),
       );
       if (this.deps.phaseReporter) job.phaseReporter = this.deps.phaseReporter;
       // These subtasks of an earlier deploy are superseded (drained already, normally); the rest of that
@@ -257,15 +313,28 @@ export class JobHost {
       job.onSnapshot = (id, taskId, index, snap, stats) => void this.writeSnapshot(job, id, taskId, index, snap, stats);
       job.onSnapshotFailed = (id, taskId, index, err) => this.ackSnapshot(job, id, taskId, index, err);
       job.onAlignmentCancelled = (id, by, taskId, index) =>
-        this.deps.log.warn({ jobId: m.jobId, checkpointId: id, by }, `subtask ${taskId}#${index} of job ${m.jobId}: barrier ${by} cancelled the alignment of checkpoint ${id}, which was given up upstream`);
-      job.onRequestFinalCheckpoint = (taskId, subtaskIndex) => this.deps.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
+        this.deps.log.warn(
+          { jobId: m.jobId, checkpointId: id, by },
+          `subtask ${taskId}#${index} of job ${m.jobId}: barrier ${by} cancelled the alignment of checkpoint ${id}, which was given up upstream`,
+        );
+      job.onRequestFinalCheckpoint = (taskId, subtaskIndex) =>
+        this.deps.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
       const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
       await job.loadRestoreState();
       for (const l of listenings) this.deps.send(makeMessage('SubtaskListening', l));
     } catch (err) {
       this.deps.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
       for (const t of m.tasks) {
-        this.report(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error: (err as Error).message, fatal: true }));
+        this.report(
+          makeMessage('SubtaskFinished', {
+            jobId: m.jobId,
+            taskId: t.taskId,
+            subtaskIndex: t.subtaskIndex,
+            ok: false,
+            error: (err as Error).message,
+            fatal: true,
+          }),
+        );
       }
     }
   }
@@ -275,7 +344,14 @@ export class JobHost {
    * meanwhile nothing is left behind: the coordinator removed its directory, and a write that ends after
    * that removes what it wrote (a full disk keeps none of it).
    */
-  private async writeSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, snap: SubtaskSnapshot, stats: { alignmentMs: number; commits: boolean }): Promise<void> {
+  private async writeSnapshot(
+    job: WorkerJob,
+    checkpointId: number,
+    taskId: string,
+    index: number,
+    snap: SubtaskSnapshot,
+    stats: { alignmentMs: number; commits: boolean },
+  ): Promise<void> {
     this.pendingWrites++;
     let written: WrittenStateFile | undefined;
     let error: unknown;
@@ -285,7 +361,8 @@ export class JobHost {
       if (this.aborted.has(checkpointId)) throw new Error(`checkpoint ${checkpointId} was aborted`);
       await makeDirectory(dir);
       written = await writeStateFile(subtaskStateFile(dir, subtaskKey(taskId, index)), snap);
-      if (this.aborted.has(checkpointId)) await removeAbortedState(dir, subtaskStateFile(dir, subtaskKey(taskId, index)));
+      if (this.aborted.has(checkpointId))
+        await removeAbortedState(dir, subtaskStateFile(dir, subtaskKey(taskId, index)));
     } catch (err) {
       error = err ?? new Error('state file write failed');
       if (this.aborted.has(checkpointId)) await removeAbortedState(dir);
@@ -296,7 +373,15 @@ export class JobHost {
   }
 
   /** SubtaskCheckpointed: the subtask's state is durable (`error` undefined), or the checkpoint must abort. */
-  private ackSnapshot(job: WorkerJob, checkpointId: number, taskId: string, index: number, error: unknown, written?: WrittenStateFile, stats = { alignmentMs: 0, commits: false }): void {
+  private ackSnapshot(
+    job: WorkerJob,
+    checkpointId: number,
+    taskId: string,
+    index: number,
+    error: unknown,
+    written?: WrittenStateFile,
+    stats = { alignmentMs: 0, commits: false },
+  ): void {
     const ok = error === undefined;
     this.report(
       makeMessage('SubtaskCheckpointed', {
@@ -342,7 +427,9 @@ export class JobHost {
   /** How a report names a subtask: its chain of operators, its index, and its key. */
   describeSubtask(taskId: string, index: number): string {
     const task = this.parts.map((j) => j.plan.tasks.find((t) => t.id === taskId)).find((t) => t !== undefined);
-    return task ? `'${task.name}' (${index + 1}/${task.parallelism}, ${subtaskKey(taskId, index)})` : subtaskKey(taskId, index);
+    return task
+      ? `'${task.name}' (${index + 1}/${task.parallelism}, ${subtaskKey(taskId, index)})`
+      : subtaskKey(taskId, index);
   }
 
   /** Whether any subtask here is still running. */

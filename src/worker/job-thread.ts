@@ -18,7 +18,15 @@ import { setTimer, startThread } from '../util/index.js';
 import type { JobHostConfig } from './job-host.js';
 import type { JobProgressReport } from './deployed-job.js';
 import type { JobThreadData } from './thread-entry.js';
-import { STATUS_PHASE, STATUS_SLOTS, STATUS_SUBTASK, STATUS_TICKS, THREAD_BOOT_TIMEOUT_MS, type FromThread, type ToThread } from './thread-protocol.js';
+import {
+  STATUS_PHASE,
+  STATUS_SLOTS,
+  STATUS_SUBTASK,
+  STATUS_TICKS,
+  THREAD_BOOT_TIMEOUT_MS,
+  type FromThread,
+  type ToThread,
+} from './thread-protocol.js';
 import { subtaskKey } from '../plan/index.js';
 
 /** The entry file beside this one, with this file's extension (.js built, .ts under tsx). */
@@ -56,7 +64,11 @@ export interface JobThreadOptions {
  * still booting (loading the engine, compiling under load): no user code has run, so the stall bound
  * does not apply; a boot gets THREAD_BOOT_TIMEOUT_MS at least.
  */
-export function judgeStall(s: { ticks: number; lastTicks: number; lastTickAt: number }, now: number, stallTimeoutMs: number): 'ticked' | 'waiting' | 'boot-timeout' | 'stalled' {
+export function judgeStall(
+  s: { ticks: number; lastTicks: number; lastTickAt: number },
+  now: number,
+  stallTimeoutMs: number,
+): 'ticked' | 'waiting' | 'boot-timeout' | 'stalled' {
   if (s.ticks !== s.lastTicks) return 'ticked';
   const still = now - s.lastTickAt;
   if (s.ticks === 0) return still < Math.max(THREAD_BOOT_TIMEOUT_MS, stallTimeoutMs) ? 'waiting' : 'boot-timeout';
@@ -96,7 +108,10 @@ export class JobThread {
       status: this.status.buffer as SharedArrayBuffer,
       progress: this.progressView.buffer as SharedArrayBuffer,
     };
-    this.thread = startThread(ENTRY, { workerData, resourceLimits: { maxOldGenerationSizeMb: o.heapMb, maxYoungGenerationSizeMb: o.youngGenerationMb } });
+    this.thread = startThread(ENTRY, {
+      workerData,
+      resourceLimits: { maxOldGenerationSizeMb: o.heapMb, maxYoungGenerationSizeMb: o.youngGenerationMb },
+    });
     this.thread.on('message', (m: FromThread) => this.onMessage(m));
     this.thread.on('error', (err: Error & { code?: string }) => {
       this.failure =
@@ -167,7 +182,11 @@ export class JobThread {
   check(now: number): void {
     if (this.ended) return;
     const ticks = Atomics.load(this.status, STATUS_TICKS);
-    const verdict = judgeStall({ ticks, lastTicks: this.lastTicks, lastTickAt: this.lastTickAt }, now, this.o.stallTimeoutMs);
+    const verdict = judgeStall(
+      { ticks, lastTicks: this.lastTicks, lastTickAt: this.lastTickAt },
+      now,
+      this.o.stallTimeoutMs,
+    );
     if (verdict === 'ticked') {
       this.lastTicks = ticks;
       this.lastTickAt = now;
@@ -203,7 +222,8 @@ export class JobThread {
   private onMessage(m: FromThread): void {
     switch (m.kind) {
       case 'send':
-        if (m.message.type === 'SubtaskFinished') this.open.delete(subtaskKey(m.message.taskId, m.message.subtaskIndex));
+        if (m.message.type === 'SubtaskFinished')
+          this.open.delete(subtaskKey(m.message.taskId, m.message.subtaskIndex));
         this.o.send(m.message);
         return;
       case 'subtask':
@@ -240,10 +260,20 @@ export class JobThread {
     for (const w of this.metricsWaiters.values()) w([]);
     this.metricsWaiters.clear();
     const fatal = this.stalled;
-    const error = this.failure ?? `the job's thread on worker ${this.o.config.workerId} ended before its subtasks reported`;
+    const error =
+      this.failure ?? `the job's thread on worker ${this.o.config.workerId} ended before its subtasks reported`;
     for (const key of this.open) {
       const at = key.lastIndexOf('#');
-      this.o.send(makeMessage('SubtaskFinished', { jobId: this.job, taskId: key.slice(0, at), subtaskIndex: Number(key.slice(at + 1)), ok: false, error, fatal }));
+      this.o.send(
+        makeMessage('SubtaskFinished', {
+          jobId: this.job,
+          taskId: key.slice(0, at),
+          subtaskIndex: Number(key.slice(at + 1)),
+          ok: false,
+          error,
+          fatal,
+        }),
+      );
     }
     this.open.clear();
     this.o.onExit(this);

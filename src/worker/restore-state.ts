@@ -16,7 +16,10 @@ export interface RestoringSubtask {
   restore?: RestoreSnapshot;
 }
 
-export async function loadRestoreState(deploy: MessageOf<'Deploy'>, subtasks: readonly RestoringSubtask[]): Promise<void> {
+export async function loadRestoreState(
+  deploy: MessageOf<'Deploy'>,
+  subtasks: readonly RestoringSubtask[],
+): Promise<void> {
   const dir = deploy.checkpoint.restoreFromDir;
   for (const st of subtasks) {
     const t = deploy.tasks.find((x) => x.taskId === st.task.id && x.subtaskIndex === st.index);

@@ -35,7 +35,10 @@ export function subtaskReport(st: EndedSubtask): SubtaskReport {
   if (Object.keys(st.collected).length > 0) {
     collected = encodeCollected(st.collected);
     if (collected.length > MAX_COLLECTED_BYTES) {
-      st.error ??= new ClinkError('CLINK_ERR_CONNECTOR', `collect() gathered ${collected.length} bytes in one subtask, above the ${MAX_COLLECTED_BYTES}-byte cap; write large results to a sink`);
+      st.error ??= new ClinkError(
+        'CLINK_ERR_CONNECTOR',
+        `collect() gathered ${collected.length} bytes in one subtask, above the ${MAX_COLLECTED_BYTES}-byte cap; write large results to a sink`,
+      );
       collected = new Uint8Array(0);
     }
   }

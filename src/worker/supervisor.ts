@@ -106,7 +106,13 @@ export class WorkerSupervisor {
    * coordinator must still stop on a signal. `ended` settles 'incompatible' when the first attempt
    * meets a peer it can never join (another protocol version, a port that speaks HTTP).
    */
-  static launch(config: WorkerConfig, deps: WorkerDeps, policy: Partial<ReconnectPolicy> = {}, onSession?: (w: Worker) => void | Promise<void>, leader?: LeaderDiscovery): WorkerSupervisor {
+  static launch(
+    config: WorkerConfig,
+    deps: WorkerDeps,
+    policy: Partial<ReconnectPolicy> = {},
+    onSession?: (w: Worker) => void | Promise<void>,
+    leader?: LeaderDiscovery,
+  ): WorkerSupervisor {
     const s = new WorkerSupervisor(config, deps, { ...DEFAULT_RECONNECT_POLICY, ...policy }, leader);
     s.onSession = onSession;
     void s.connect().then(
@@ -158,8 +164,13 @@ export class WorkerSupervisor {
       this.current = undefined;
       this.deps.metrics.workerControlConnected.set(0);
       this.deps.metrics.workerControlDisconnects.inc();
-      this.log.warn(`lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason}); draining this session's tasks, then reconnecting`);
-      this.lastError = { message: `lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason})`, at: this.clock.now() };
+      this.log.warn(
+        `lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason}); draining this session's tasks, then reconnecting`,
+      );
+      this.lastError = {
+        message: `lost the coordinator (${end.reason === 'disconnected' ? end.detail : end.reason})`,
+        at: this.clock.now(),
+      };
       // The next session never starts before the old one has drained.
       await w.close();
       try {
@@ -184,7 +195,9 @@ export class WorkerSupervisor {
         }
         if (w.epoch < this.highestEpoch) {
           await w.close();
-          throw new Error(`the coordinator at ${w.config.coordinatorHost}:${w.config.coordinatorPort} answered with epoch ${w.epoch}, below epoch ${this.highestEpoch} this worker has admitted (a superseded${w.epoch === 0 ? ' or unfenced' : ''} coordinator)`);
+          throw new Error(
+            `the coordinator at ${w.config.coordinatorHost}:${w.config.coordinatorPort} answered with epoch ${w.epoch}, below epoch ${this.highestEpoch} this worker has admitted (a superseded${w.epoch === 0 ? ' or unfenced' : ''} coordinator)`,
+          );
         }
         this.highestEpoch = w.epoch;
         this.current = w;
@@ -192,18 +205,28 @@ export class WorkerSupervisor {
         // Counted with the session, before anything else can observe it connected.
         if (reconnect) this.deps.metrics.workerControlReconnects.inc();
         // A failing callback (the ready file cannot be written) costs a log line, not the session.
-        const told = (): Promise<void> => (async () => this.onSession?.(w))().catch((err: unknown) => this.log.error({ err }, `after registering: ${(err as Error).message}`));
+        const told = (): Promise<void> =>
+          (async () => this.onSession?.(w))().catch((err: unknown) =>
+            this.log.error({ err }, `after registering: ${(err as Error).message}`),
+          );
         // Its job threads' data ports come and go within the session: told again as they do.
         w.onDataPorts = () => void told();
         await told();
         return w;
       } catch (err) {
         // Retrying cannot help: another protocol, a port that speaks HTTP, an address not on this machine.
-        if (err instanceof ProtocolVersionError || err instanceof WrongProtocolError || err instanceof EnvironmentError) throw err;
+        if (err instanceof ProtocolVersionError || err instanceof WrongProtocolError || err instanceof EnvironmentError)
+          throw err;
         if (err instanceof RegistrationRefusedError && !err.retryable) throw err;
         const delay = reconnectDelayMs(this.policy, attempt, (this.deps.random ?? Math.random)());
-        this.lastError = { message: `cannot register with the coordinator (${(err as Error).message})`, at: this.clock.now() };
-        this.log.info({ attempt: attempt + 1, delayMs: Math.round(delay) }, `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`);
+        this.lastError = {
+          message: `cannot register with the coordinator (${(err as Error).message})`,
+          at: this.clock.now(),
+        };
+        this.log.info(
+          { attempt: attempt + 1, delayMs: Math.round(delay) },
+          `cannot register with the coordinator (${(err as Error).message}); retrying in ${Math.round(delay)} ms`,
+        );
         const seen = await this.announced();
         if (this.closing) break;
         await new Promise<void>((r) => {
@@ -247,7 +270,10 @@ export class WorkerSupervisor {
     if (!this.leader) return this.config;
     const l = await this.leader.current();
     if (!l) throw new Error(`no leader is announced in ${this.leader.describe} yet`);
-    if (l.epoch < this.highestEpoch) throw new Error(`the leader announced in ${this.leader.describe} (${l.host}:${l.port}) has epoch ${l.epoch}, below epoch ${this.highestEpoch} this worker has admitted`);
+    if (l.epoch < this.highestEpoch)
+      throw new Error(
+        `the leader announced in ${this.leader.describe} (${l.host}:${l.port}) has epoch ${l.epoch}, below epoch ${this.highestEpoch} this worker has admitted`,
+      );
     return { ...this.config, coordinatorHost: l.host, coordinatorPort: l.port };
   }
 

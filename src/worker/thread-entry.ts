@@ -10,7 +10,15 @@ import { createLogger } from '../log/index.js';
 import { ClinkMetrics } from '../metrics/index.js';
 import type { Message } from '../protocol/index.js';
 import { JobHost, type JobFrame, type JobHostConfig } from './job-host.js';
-import { PROGRESS_EVERY_TICKS, STATUS_PHASE, STATUS_SUBTASK, STATUS_TICKS, THREAD_TICK_MS, type FromThread, type ToThread } from './thread-protocol.js';
+import {
+  PROGRESS_EVERY_TICKS,
+  STATUS_PHASE,
+  STATUS_SUBTASK,
+  STATUS_TICKS,
+  THREAD_TICK_MS,
+  type FromThread,
+  type ToThread,
+} from './thread-protocol.js';
 import { subtaskKey } from '../plan/index.js';
 
 export interface JobThreadData {
@@ -29,7 +37,10 @@ const status = new Int32Array(data.status);
 const progress = new Float64Array(data.progress);
 const post = (m: FromThread): void => port.postMessage(m);
 
-const root = createLogger({ name: 'worker', level: data.logLevel }).child({ component: 'worker.job', workerId: data.config.workerId });
+const root = createLogger({ name: 'worker', level: data.logLevel }).child({
+  component: 'worker.job',
+  workerId: data.config.workerId,
+});
 const metrics = new ClinkMetrics();
 const server = await DataServer.start({
   host: data.dataHost,
@@ -105,7 +116,11 @@ port.on('message', (m: ToThread) => {
       return;
     case 'frame': {
       const h = host!;
-      chain = chain.then(() => h.handle(m.frame as JobFrame)).catch((err: unknown) => root.error({ err }, `job thread: handling ${m.frame.type} failed: ${(err as Error).message}`));
+      chain = chain
+        .then(() => h.handle(m.frame as JobFrame))
+        .catch((err: unknown) =>
+          root.error({ err }, `job thread: handling ${m.frame.type} failed: ${(err as Error).message}`),
+        );
       return;
     }
     case 'cancel':

@@ -8,7 +8,15 @@ import { ClinkError } from '../errors.js';
 import { DataServer, type DataTransport } from '../dataplane/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
-import { connectWithin, FrameConnection, isTlsFailure, noAnswerError, writeFrame, WrongProtocolError, wrongPortMessage } from '../net/index.js';
+import {
+  connectWithin,
+  FrameConnection,
+  isTlsFailure,
+  noAnswerError,
+  writeFrame,
+  WrongProtocolError,
+  wrongPortMessage,
+} from '../net/index.js';
 import {
   checkProtocolCompatibility,
   HEARTBEAT_ACK_PROTOCOL_VERSION,
@@ -122,7 +130,8 @@ export class Worker {
   private spare: JobThread | undefined;
   private stopStallWatch: (() => void) | undefined;
   // The warm thread too: a data connection refused there is counted in its metrics.
-  private readonly metricsSource = (): Promise<object[][]> => Promise.all([...this.runners, ...(this.spare ? [this.spare] : [])].map((j) => j.metrics()));
+  private readonly metricsSource = (): Promise<object[][]> =>
+    Promise.all([...this.runners, ...(this.spare ? [this.spare] : [])].map((j) => j.metrics()));
   /** Job modules this session has received, by hash; the coordinator sends a reference after the first. */
   private readonly modules: Map<string, { bytes: Uint8Array; sourceMap: Uint8Array }>;
   private stopHeartbeat: (() => void) | undefined;
@@ -182,7 +191,9 @@ export class Worker {
 
   /** The data ports its job threads listen on (each thread has a data server of its own), sorted. */
   get jobDataPorts(): number[] {
-    const threads = [...this.runners, ...(this.spare ? [this.spare] : [])].filter((r): r is JobThread => r instanceof JobThread);
+    const threads = [...this.runners, ...(this.spare ? [this.spare] : [])].filter(
+      (r): r is JobThread => r instanceof JobThread,
+    );
     return [...new Set(threads.map((t) => t.dataPort).filter((p) => p > 0))].sort((a, b) => a - b);
   }
 
@@ -191,8 +202,19 @@ export class Worker {
 
   private async register(): Promise<void> {
     const timeoutMs = this.config.connectTimeoutMs;
-    const socket = await connectWithin(this.config.coordinatorHost, this.config.coordinatorPort, 'the coordinator', timeoutMs, this.deps.tls?.client);
-    this.conn = new FrameConnection(socket, { role: 'worker', log: this.log, metrics: this.deps.metrics, readTimeoutMs: timeoutMs });
+    const socket = await connectWithin(
+      this.config.coordinatorHost,
+      this.config.coordinatorPort,
+      'the coordinator',
+      timeoutMs,
+      this.deps.tls?.client,
+    );
+    this.conn = new FrameConnection(socket, {
+      role: 'worker',
+      log: this.log,
+      metrics: this.deps.metrics,
+      readTimeoutMs: timeoutMs,
+    });
     await writeFrame(
       socket,
       makeMessage('Register', {
@@ -211,7 +233,11 @@ export class Worker {
     const overTls = this.deps.tls?.client !== undefined;
     const ack = await this.conn.readOne().catch((err: unknown) => {
       socket.destroy();
-      if (err instanceof WrongProtocolError) throw new WrongProtocolError(err.protocol, wrongPortMessage(host, port, err.protocol, '--coordinator-host/--coordinator-port')); // fatal: retrying cannot help
+      if (err instanceof WrongProtocolError)
+        throw new WrongProtocolError(
+          err.protocol,
+          wrongPortMessage(host, port, err.protocol, '--coordinator-host/--coordinator-port'),
+        ); // fatal: retrying cannot help
       if (isTlsFailure(err)) throw noAnswerError('the coordinator', host, port, overTls, err as Error);
       throw err;
     });
@@ -240,7 +266,10 @@ export class Worker {
     this.conn.reader.configure({ readTimeoutMs: undefined });
     this.epoch = ack.epoch;
     this.session = ack.session;
-    this.log.info({ session: this.session, epoch: this.epoch, dataPort: this.data.port }, `registered with the coordinator at ${this.config.coordinatorHost}:${this.config.coordinatorPort}`);
+    this.log.info(
+      { session: this.session, epoch: this.epoch, dataPort: this.data.port },
+      `registered with the coordinator at ${this.config.coordinatorHost}:${this.config.coordinatorPort}`,
+    );
     const timeout = this.config.coordinatorHeartbeatTimeoutMs;
     // A v1 coordinator may not answer heartbeats: against one, only the connection's end counts.
     this.coordinatorSilenceLimitMs = ack.protocolVersion >= HEARTBEAT_ACK_PROTOCOL_VERSION && timeout > 0 ? timeout : 0;
@@ -283,7 +312,15 @@ export class Worker {
       jobs.push({ jobId: j.jobId, sourceRecords: p.sourceRecords, sinkRecords: p.sinkRecords });
       for (const s of p.subtasks) subtasks.push(s);
     }
-    this.send(makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: this.clock.now(), runningSubtasks: jobs.length, jobs, subtasks }));
+    this.send(
+      makeMessage('Heartbeat', {
+        seq: ++this.seq,
+        sentAtMs: this.clock.now(),
+        runningSubtasks: jobs.length,
+        jobs,
+        subtasks,
+      }),
+    );
   }
 
   private send(m: Message): void {
@@ -299,7 +336,10 @@ export class Worker {
     if (e < this.epoch) {
       this.fencedFrames++;
       this.deps.metrics.fencedFrames.inc();
-      this.log.error({ frameEpoch: e, boundEpoch: this.epoch }, `dropped ${m.type} from a superseded coordinator (epoch ${e} < ${this.epoch})`);
+      this.log.error(
+        { frameEpoch: e, boundEpoch: this.epoch },
+        `dropped ${m.type} from a superseded coordinator (epoch ${e} < ${this.epoch})`,
+      );
       return false;
     }
     this.epoch = e;
@@ -338,7 +378,17 @@ export class Worker {
       error = `Deploy of ${m.jobName} refers to job module ${ref.sha256}, which worker ${this.config.id} does not hold; refusing to run without it`;
     }
     this.log.error({ jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${error}`);
-    for (const t of m.tasks) this.send(makeMessage('SubtaskFinished', { jobId: m.jobId, taskId: t.taskId, subtaskIndex: t.subtaskIndex, ok: false, error, fatal: true }));
+    for (const t of m.tasks)
+      this.send(
+        makeMessage('SubtaskFinished', {
+          jobId: m.jobId,
+          taskId: t.taskId,
+          subtaskIndex: t.subtaskIndex,
+          ok: false,
+          error,
+          fatal: true,
+        }),
+      );
     return undefined;
   }
 
@@ -353,7 +403,19 @@ export class Worker {
       // starts a thread of its own.
       runner = (this.spare ?? this.newThread()).assign(jobId);
       this.spare = undefined;
-    } else runner = new InProcessJob(jobId, this.hostConfig(), { data: this.data, log: this.log, metrics: this.deps.metrics, stdout: this.deps.stdout ?? writeStdout, send: (m: Message) => this.send(m) }, (r) => this.forget(r));
+    } else
+      runner = new InProcessJob(
+        jobId,
+        this.hostConfig(),
+        {
+          data: this.data,
+          log: this.log,
+          metrics: this.deps.metrics,
+          stdout: this.deps.stdout ?? writeStdout,
+          send: (m: Message) => this.send(m),
+        },
+        (r) => this.forget(r),
+      );
     this.jobs.set(jobId, runner);
     this.runners.add(runner);
     return runner;
@@ -420,7 +482,8 @@ export class Worker {
     this.endedWith = e;
     this.stopHeartbeat?.();
     this.stopHeartbeat = undefined;
-    for (const job of this.runners) job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
+    for (const job of this.runners)
+      job.cancel(e.reason === 'closed' ? 'the worker is stopping' : 'the coordinator connection was lost');
     this.resolveEnded(e);
   }
 
@@ -433,7 +496,13 @@ export class Worker {
     if (this.closing) return;
     this.closing = true;
     if (options.leaving && !this.endedWith && !this.conn.socket.destroyed) {
-      const bye = makeMessage('Heartbeat', { seq: ++this.seq, sentAtMs: this.clock.now(), runningSubtasks: 0, jobs: [], leaving: true });
+      const bye = makeMessage('Heartbeat', {
+        seq: ++this.seq,
+        sentAtMs: this.clock.now(),
+        runningSubtasks: 0,
+        jobs: [],
+        leaving: true,
+      });
       await writeFrame(this.conn.socket, bye, LEAVING_SEND_BOUND_MS).catch(() => undefined);
     }
     this.end({ reason: 'closed' });
@@ -442,7 +511,9 @@ export class Worker {
     // Subtasks were told to stop; a thread that has not ended within its grace is terminated.
     const spare = this.spare;
     this.spare = undefined;
-    await Promise.all([...this.runners, ...(spare ? [spare] : [])].map((j) => j.close('the worker is stopping', JOB_CLOSE_GRACE_MS)));
+    await Promise.all(
+      [...this.runners, ...(spare ? [spare] : [])].map((j) => j.close('the worker is stopping', JOB_CLOSE_GRACE_MS)),
+    );
     this.deps.metrics.sources.delete(this.metricsSource);
     await this.data.close();
   }
@@ -463,4 +534,3 @@ export class RegistrationRefusedError extends ClinkError {
 function writeStdout(text: string): void {
   process.stdout.write(text);
 }
-

@@ -10,13 +10,31 @@ describe('the benchmark results files', () => {
     const dir = await mkdtemp(join(tmpdir(), 'clink-bench-results-'));
     try {
       const results: BenchResult[] = [
-        { name: 'q0 local p=1', group: 'nexmark-local', query: 'q0', recordsPerSec: 3e6, cpuSecondsPerMillion: 0.3, baselineRecordsPerSec: 3.5e6, ratioToBaseline: 3 / 3.5 },
+        {
+          name: 'q0 local p=1',
+          group: 'nexmark-local',
+          query: 'q0',
+          recordsPerSec: 3e6,
+          cpuSecondsPerMillion: 0.3,
+          baselineRecordsPerSec: 3.5e6,
+          ratioToBaseline: 3 / 3.5,
+        },
         { name: 'q5 local p=1', group: 'nexmark-local', query: 'q5', recordsPerSec: 8e5, cpuSecondsPerMillion: 1.4 },
-        { name: 'q5 2 workers p=2', group: 'nexmark-cluster', query: 'q5', parallelism: 2, recordsPerSec: 1.1e6, peakRssMb: [210, 220] },
+        {
+          name: 'q5 2 workers p=2',
+          group: 'nexmark-cluster',
+          query: 'q5',
+          parallelism: 2,
+          recordsPerSec: 1.1e6,
+          peakRssMb: [210, 220],
+        },
         { name: 'recovery 24 subtasks', group: 'recovery', recoveredMs: 2683 },
       ];
       const { json, html } = await writeResults(dir, results, { quick: true });
-      const written = JSON.parse(await readFile(json, 'utf8')) as { machine: Record<string, unknown>; results: BenchResult[] };
+      const written = JSON.parse(await readFile(json, 'utf8')) as {
+        machine: Record<string, unknown>;
+        results: BenchResult[];
+      };
       assert.deepEqual(written.results, results);
       assert.equal(written.machine.quick, true);
       assert.equal(typeof written.machine.cpus, 'number');

@@ -60,7 +60,10 @@ async function chaosRun(seed: number, t: { diagnostic(message: string): void }):
       for (let i = 0; i < 600; i++) {
         const v = await view(id);
         if (v.state === 'FINISHED' || v.state === 'FAILED' || v.state === 'CANCELED') return undefined;
-        const newest = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${id}/checkpoints`)).body.checkpoints.at(-1)?.checkpointId ?? 0;
+        const newest =
+          (
+            await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${id}/checkpoints`)
+          ).body.checkpoints.at(-1)?.checkpointId ?? 0;
         if (v.state === 'RUNNING' && newest > after) return newest;
         await sleep(25);
       }
@@ -123,5 +126,9 @@ async function chaosRun(seed: number, t: { diagnostic(message: string): void }):
 }
 
 for (const seed of SEEDS) {
-  test(`exactly once through a seeded mix of kill -9, SIGSTOP, savepoint and restore (seed ${seed})`, { timeout: 110_000 }, (t) => chaosRun(seed, t));
+  test(
+    `exactly once through a seeded mix of kill -9, SIGSTOP, savepoint and restore (seed ${seed})`,
+    { timeout: 110_000 },
+    (t) => chaosRun(seed, t),
+  );
 }

@@ -24,9 +24,17 @@ describe('clink run', () => {
     assert.equal(r.code, 0, r.stdout);
     const frames = progressFrames(r.stdout, 'slowish');
     assert.ok(frames.length >= 2, `progress redrawn ${frames.length} time(s)`);
-    assert.match(frames.at(-1)!, /^\[clink\] slowish {2}FINISHED {2}\d+\.\ds {2}in 300 records {2}out 300 records\r?\n/);
+    assert.match(
+      frames.at(-1)!,
+      /^\[clink\] slowish {2}FINISHED {2}\d+\.\ds {2}in 300 records {2}out 300 records\r?\n/,
+    );
     // While it ran: the state, and rates once there are two samples.
-    assert.ok(frames.some((f) => /^\[clink\] slowish {2}RUNNING {2}\d+\.\ds {2}in \d+ records \(\d+\/s\) {2}out \d+ records \(\d+\/s\)/.test(f)), frames.join(' | '));
+    assert.ok(
+      frames.some((f) =>
+        /^\[clink\] slowish {2}RUNNING {2}\d+\.\ds {2}in \d+ records \(\d+\/s\) {2}out \d+ records \(\d+\/s\)/.test(f),
+      ),
+      frames.join(' | '),
+    );
   });
 
   test('a plain JavaScript job runs too', async () => {
@@ -44,10 +52,26 @@ describe('clink run', () => {
 
   const failures: [string, string[], RegExp][] = [
     ['a bad job path', ['run', 'missing.ts'], /^error: job file not found: missing\.ts/],
-    ['a syntax error', ['run', 'syntax.ts'], /^error: job module syntax\.ts does not compile:\n.*syntax\.ts:3:\d+: Expected "\]" but found "\)"/],
-    ['a missing default export', ['run', 'nodefault.ts'], /^error: job module nodefault\.ts has no default export; end it with: export default defineJob/],
-    ['a default export that is not a job', ['run', 'notajob.js'], /^error: the default export of notajob\.js is an object, not a job/],
-    ['a build function that throws', ['run', 'throws.ts'], /^error: job 'thrower': build function threw: missing --param topic/],
+    [
+      'a syntax error',
+      ['run', 'syntax.ts'],
+      /^error: job module syntax\.ts does not compile:\n.*syntax\.ts:3:\d+: Expected "\]" but found "\)"/,
+    ],
+    [
+      'a missing default export',
+      ['run', 'nodefault.ts'],
+      /^error: job module nodefault\.ts has no default export; end it with: export default defineJob/,
+    ],
+    [
+      'a default export that is not a job',
+      ['run', 'notajob.js'],
+      /^error: the default export of notajob\.js is an object, not a job/,
+    ],
+    [
+      'a build function that throws',
+      ['run', 'throws.ts'],
+      /^error: job 'thrower': build function threw: missing --param topic/,
+    ],
   ];
   for (const [what, args, message] of failures) {
     test(`${what} gets one clear message and exit code 1, no engine stack`, async () => {
@@ -61,10 +85,15 @@ describe('clink run', () => {
   test('an exception in user code names the operator and shows the original stack', async () => {
     const r = await clink(['run', 'fails.ts'], dir());
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/m);
-    assert.match(r.stderr, /caused by: TypeError: amount 7 is cursed\n\s+at (\S+\.)?checkAmount \(.*clink-cli-\w+\/fails\.ts:\d+:\d+\)/);
+    assert.match(
+      r.stderr,
+      /^error: job failed: operator 'check amount' \(map, subtask 1\/1\) failed: TypeError: amount 7 is cursed/m,
+    );
+    assert.match(
+      r.stderr,
+      /caused by: TypeError: amount 7 is cursed\n\s+at (\S+\.)?checkAmount \(.*clink-cli-\w+\/fails\.ts:\d+:\d+\)/,
+    );
   });
-
 });
 
 describe('clink plan', () => {

@@ -18,24 +18,39 @@ after(async () => {
   await rm(cacheDir, { recursive: true, force: true });
 });
 
-const example = (name: string) => loadJobModule(new URL(`../../examples/${name}.ts`, import.meta.url).pathname, { cacheDir });
+const example = (name: string) =>
+  loadJobModule(new URL(`../../examples/${name}.ts`, import.meta.url).pathname, { cacheDir });
 
 describe('examples', () => {
   test('word count counts every word once, at end of input', async () => {
     const { job } = await example('wordcount');
     const r = await runJob(job, { parallelism: 2 });
-    const counts = Object.fromEntries((r.collected['word counts'] as { word: string; count: number }[]).map((w) => [w.word, w.count]));
+    const counts = Object.fromEntries(
+      (r.collected['word counts'] as { word: string; count: number }[]).map((w) => [w.word, w.count]),
+    );
     assert.equal(counts.to, 4);
     assert.equal(counts.the, 3);
     assert.equal(counts.be, 2);
-    assert.equal(Object.values(counts).reduce((a, b) => a + b, 0), 39);
+    assert.equal(
+      Object.values(counts).reduce((a, b) => a + b, 0),
+      39,
+    );
   });
 
   test('the window-aggregation demo accounts for every reading, per sensor and window', async () => {
     const { job } = await example('window-aggregation');
     const r = await runJob(job, { parallelism: 2, params: { count: '20000' } });
-    const rows = r.collected['sensor stats per 5 minutes'] as { window: string; sensor: string; count: number; mean: number; max: number }[];
-    assert.equal(rows.reduce((n, x) => n + x.count, 0), 20_000);
+    const rows = r.collected['sensor stats per 5 minutes'] as {
+      window: string;
+      sensor: string;
+      count: number;
+      mean: number;
+      max: number;
+    }[];
+    assert.equal(
+      rows.reduce((n, x) => n + x.count, 0),
+      20_000,
+    );
     assert.equal(new Set(rows.map((x) => `${x.window}/${x.sensor}`)).size, rows.length);
     for (const x of rows) assert.ok(x.mean >= -10 && x.mean <= 90 && x.max <= 90);
   });
@@ -84,8 +99,11 @@ describe('examples', () => {
       const connectors = spec.operators.map((o) => o.options.connector).filter((c) => typeof c === 'string');
       assert.deepEqual(unknownConnectors(spec.operators), [], name);
       assert.ok(connectors.length >= 2, `${name}: ${connectors.join(', ')}`);
-      validateConnectors(spec.operators, new Map(), builtinConnectors(() => undefined));
+      validateConnectors(
+        spec.operators,
+        new Map(),
+        builtinConnectors(() => undefined),
+      );
     }
   });
 });
-

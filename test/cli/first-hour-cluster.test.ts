@@ -41,8 +41,16 @@ describe('the command line against a cluster', () => {
       s.on('error', reject);
     });
     assert.match(reply, /^HTTP\/1\.1 400 Bad Request\r\n/);
-    assert.ok(reply.endsWith(`\r\n\r\nthis is clink's control port, which speaks its binary protocol, not HTTP; the HTTP API is at http://127.0.0.1:${h.httpPort}\n`), reply);
-    await h.waitForLog(h.coordinator, /^connection from 127\.0\.0\.1:\d+ closed \(wrong_protocol\): it sent an HTTP request to the control port; the HTTP API is at http:\/\/127\.0\.0\.1:\d+$/);
+    assert.ok(
+      reply.endsWith(
+        `\r\n\r\nthis is clink's control port, which speaks its binary protocol, not HTTP; the HTTP API is at http://127.0.0.1:${h.httpPort}\n`,
+      ),
+      reply,
+    );
+    await h.waitForLog(
+      h.coordinator,
+      /^connection from 127\.0\.0\.1:\d+ closed \(wrong_protocol\): it sent an HTTP request to the control port; the HTTP API is at http:\/\/127\.0\.0\.1:\d+$/,
+    );
     const tlsError = await new Promise<Error>((resolve) => {
       const s = tlsConnect({ host: '127.0.0.1', port: h.controlPort, rejectUnauthorized: false });
       s.on('error', resolve);
@@ -50,14 +58,25 @@ describe('the command line against a cluster', () => {
     });
     assert.notEqual(tlsError.message, 'handshake completed');
     // From the same address within the interval: counted, and summed up in the log when the interval ends.
-    await waitFor('the TLS attempt counted', async () => (await h.workerMetric(h.coordinator, 'clink_connections_rejected_total', { role: 'coordinator', reason: 'wrong_protocol' })) === 2);
+    await waitFor(
+      'the TLS attempt counted',
+      async () =>
+        (await h.workerMetric(h.coordinator, 'clink_connections_rejected_total', {
+          role: 'coordinator',
+          reason: 'wrong_protocol',
+        })) === 2,
+    );
   });
 
   test('a worker pointed at the HTTP port exits 1 saying so, instead of retrying forever', async () => {
     const w = h.spawnNode('wrong-port', ['--role=worker', '--id=wrong-port', `--coordinator-port=${h.httpPort}`]);
     assert.equal(await w.exited, 1);
     assert.ok(
-      w.logs.some((l) => String(l.msg).includes(`error: worker wrong-port cannot join the coordinator: 127.0.0.1:${h.httpPort} is an HTTP port`)),
+      w.logs.some((l) =>
+        String(l.msg).includes(
+          `error: worker wrong-port cannot join the coordinator: 127.0.0.1:${h.httpPort} is an HTTP port`,
+        ),
+      ),
       JSON.stringify(w.logs.map((l) => l.msg)),
     );
   });
@@ -66,7 +85,12 @@ describe('the command line against a cluster', () => {
     const held = await heldPort();
     await held.close();
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      const w = h.spawnNode(`lonely-${signal}`, ['--role=worker', `--id=lonely-${signal}`, `--coordinator-port=${held.port}`, '--reconnect-max-backoff-ms=200']);
+      const w = h.spawnNode(`lonely-${signal}`, [
+        '--role=worker',
+        `--id=lonely-${signal}`,
+        `--coordinator-port=${held.port}`,
+        '--reconnect-max-backoff-ms=200',
+      ]);
       await h.waitForLog(w, /cannot register with the coordinator/);
       w.child.kill(signal);
       assert.equal(await w.exited, 0, `${signal}: ${JSON.stringify(w.logs.slice(-3))}`);
@@ -74,23 +98,33 @@ describe('the command line against a cluster', () => {
   });
 
   test('submit --wait --output json prints one JSON document on stdout, nothing else', async () => {
-    const r = await clink(['submit', join(dir(), 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait', '--output', 'json'], h.dir);
+    const r = await clink(
+      ['submit', join(dir(), 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait', '--output', 'json'],
+      h.dir,
+    );
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as { jobId: string; state: string; collected: { rows: unknown[] } };
     assert.match(doc.jobId, /^[0-9a-f]{8}$/);
     assert.equal(doc.state, 'FINISHED');
     assert.equal(doc.collected.rows.length, 5);
-    const detached = await clink(['submit', join(dir(), 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--output', 'json'], h.dir);
+    const detached = await clink(
+      ['submit', join(dir(), 'rate.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--output', 'json'],
+      h.dir,
+    );
     assert.deepEqual(Object.keys(JSON.parse(detached.stdout) as object), ['jobId']);
   });
 
   test("print() on a worker goes to the worker's stdout as whole plain lines; its log lines stay JSON on stderr", async () => {
-    const r = await clink(['submit', join(dir(), 'printer.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait'], h.dir);
+    const r = await clink(
+      ['submit', join(dir(), 'printer.ts'), `--coordinator=127.0.0.1:${h.controlPort}`, '--wait'],
+      h.dir,
+    );
     assert.equal(r.code, 0, r.stderr);
     const printed = [...h.nodes].flatMap((n) => n.stdout.split('\n').filter((l) => l.startsWith('printed-')));
     assert.equal(printed.length, 2000);
     assert.ok(printed.every((l) => /^printed-\d+-x{40}$/.test(l)));
-    for (const n of h.nodes) assert.ok(!n.logs.some((l) => String(l.msg).includes('printed-')), `${n.name}: a printed line in its log`);
+    for (const n of h.nodes)
+      assert.ok(!n.logs.some((l) => String(l.msg).includes('printed-')), `${n.name}: a printed line in its log`);
   });
 
   test('a worker stopped cleanly deregisters: "worker retired: <id> (shutdown)", never "worker lost"', async () => {
@@ -100,7 +134,10 @@ describe('the command line against a cluster', () => {
     assert.equal(await w.exited, 0);
     await h.waitForLog(h.coordinator, /^worker retired: leaver \(shutdown\)$/);
     const { workers } = (await h.http<{ workers: { workerId: string }[] }>('/api/v1/workers')).body;
-    assert.ok(workers.some((x) => x.workerId === 'w1') && !workers.some((x) => x.workerId === 'leaver'), JSON.stringify(workers));
+    assert.ok(
+      workers.some((x) => x.workerId === 'w1') && !workers.some((x) => x.workerId === 'leaver'),
+      JSON.stringify(workers),
+    );
     // The session is gone from the books: no watchdog verdict can follow.
     assert.ok(!h.coordinator.logs.some((l) => /worker lost: leaver/.test(String(l.msg))));
   });

@@ -37,18 +37,33 @@ describe('clink init', () => {
     const init = await runCli(['init', 'clicks'], dir, 180_000);
     assert.equal(init.code, 0, init.stderr);
     assert.equal(init.stdout, 'cd clicks && npm test\ncd clicks && npx clink run src/job.ts --parallelism 4\n');
-    assert.match(init.stderr, /^created clicks: package\.json, tsconfig\.json, \.gitignore, README\.md, src\/job\.ts, test\/job\.test\.ts \(clink file:/);
-    const pkg = JSON.parse(await readFile(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    assert.match(
+      init.stderr,
+      /^created clicks: package\.json, tsconfig\.json, \.gitignore, README\.md, src\/job\.ts, test\/job\.test\.ts \(clink file:/,
+    );
+    const pkg = JSON.parse(await readFile(join(project, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     assert.equal(pkg.dependencies.clink, `file:${ROOT}`);
-    const ours = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const ours = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
     assert.equal(pkg.devDependencies.typescript, ours.devDependencies.typescript);
 
     const tsc = await sh('npx', ['tsc', '--noEmit'], project);
     assert.equal(tsc.code, 0, tsc.stdout + tsc.stderr);
-    const run = await sh('npx', ['clink', 'run', 'src/job.ts', '--workers', '0', '--output', 'json', '--param', 'count=3000'], project);
+    const run = await sh(
+      'npx',
+      ['clink', 'run', 'src/job.ts', '--workers', '0', '--output', 'json', '--param', 'count=3000'],
+      project,
+    );
     assert.equal(run.code, 0, run.stderr);
     const rows = (JSON.parse(run.stdout) as Record<string, { count: number }[]>)['per user and minute']!;
-    assert.equal(rows.reduce((n, r) => n + r.count, 0), 3000);
+    assert.equal(
+      rows.reduce((n, r) => n + r.count, 0),
+      3000,
+    );
     const npmTest = await sh('npm', ['test'], project);
     assert.equal(npmTest.code, 0, npmTest.stdout + npmTest.stderr);
     assert.match(npmTest.stdout, /# pass 1\n# fail 0/);
@@ -56,7 +71,10 @@ describe('clink init', () => {
     await appendFile(join(project, 'src/job.ts'), "export const wrong: number = 'one';\n");
     const mistyped = await sh('npx', ['clink', 'run', 'src/job.ts', '--workers', '0'], project);
     assert.equal(mistyped.code, 1);
-    assert.match(mistyped.stderr, /^error: job module src\/job\.ts does not type-check \(--no-typecheck runs it anyway\):\nsrc\/job\.ts:\d+:14: error TS2322: Type 'string' is not assignable to type 'number'\.$/m);
+    assert.match(
+      mistyped.stderr,
+      /^error: job module src\/job\.ts does not type-check \(--no-typecheck runs it anyway\):\nsrc\/job\.ts:\d+:14: error TS2322: Type 'string' is not assignable to type 'number'\.$/m,
+    );
   });
 
   test('refuses a directory that is not empty, touching nothing', async () => {
@@ -65,7 +83,10 @@ describe('clink init', () => {
     await writeFile(join(taken, 'src/job.ts'), '// mine\n');
     const again = await runCli(['init', 'taken', '--no-install'], dir);
     assert.equal(again.code, 1);
-    assert.equal(again.stderr, 'error: taken is not empty; clink init makes a new project: choose a new or empty directory\n');
+    assert.equal(
+      again.stderr,
+      'error: taken is not empty; clink init makes a new project: choose a new or empty directory\n',
+    );
     assert.equal(await readFile(join(taken, 'src/job.ts'), 'utf8'), '// mine\n');
   });
 });

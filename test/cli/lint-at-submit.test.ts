@@ -21,10 +21,18 @@ describe('the lint at submit and at node start', () => {
   });
 
   test('clink node logs each warning at start; GET /api/v1/config reports them', async () => {
-    await h.waitForLog(h.coordinator, /^configuration: --outbound-stall-timeout-ms 1500 is at or below --heartbeat-timeout-ms 2000: /);
-    const config = await h.http<{ outboundStallTimeoutMs: number; warnings: { check: string; message: string }[] }>('/api/v1/config');
+    await h.waitForLog(
+      h.coordinator,
+      /^configuration: --outbound-stall-timeout-ms 1500 is at or below --heartbeat-timeout-ms 2000: /,
+    );
+    const config = await h.http<{ outboundStallTimeoutMs: number; warnings: { check: string; message: string }[] }>(
+      '/api/v1/config',
+    );
     assert.equal(config.body.outboundStallTimeoutMs, 1500);
-    assert.deepEqual(config.body.warnings.map((w) => w.check), ['stall-within-heartbeat']);
+    assert.deepEqual(
+      config.body.warnings.map((w) => w.check),
+      ['stall-within-heartbeat'],
+    );
   });
 
   test('a lint-clean command line is accepted by submit; a lint error is refused by submit before anything ships, with the same message', async () => {
@@ -33,10 +41,17 @@ describe('the lint at submit and at node start', () => {
     await writeFile(join(h.dir, 'clean.ts'), LINT_JOBS['clean.ts']!);
     const lint = await clink(['lint', 'clean.ts', ...flags, ...target], h.dir);
     assert.equal(lint.code, 0, lint.stdout);
-    const accepted = await clink(['submit', 'clean.ts', ...flags, ...target, '--wait', '--no-progress', '--output', 'json'], h.dir);
+    const accepted = await clink(
+      ['submit', 'clean.ts', ...flags, ...target, '--wait', '--no-progress', '--output', 'json'],
+      h.dir,
+    );
     assert.equal(accepted.code, 0, accepted.stderr);
     assert.equal((JSON.parse(accepted.stdout) as { state: string }).state, 'FINISHED');
-    for (const [job, extra] of [['clean.ts', ['--restore-from-checkpoint-id', '3']], ['unknown.ts', []], ['clocked.ts', []]] as const) {
+    for (const [job, extra] of [
+      ['clean.ts', ['--restore-from-checkpoint-id', '3']],
+      ['unknown.ts', []],
+      ['clocked.ts', []],
+    ] as const) {
       await writeFile(join(h.dir, job), LINT_JOBS[job]!);
       const linted = await clink(['lint', job, ...flags, ...extra, ...target], h.dir);
       assert.equal(linted.code, 1, linted.stdout);

@@ -27,7 +27,8 @@ test('every coordinator and worker setting with a default has a flag that defaul
     const flag = flags.get(key);
     assert.ok(flag, `no flag sets ${key}`);
     if (key === 'slotSharing') assert.equal(flag.defaultValue, value ? 'on' : 'off');
-    else if (key === 'advertiseHost') assert.equal(flag.defaultValue, undefined, 'an empty advertise host means the bind host');
+    else if (key === 'advertiseHost')
+      assert.equal(flag.defaultValue, undefined, 'an empty advertise host means the bind host');
     else assert.equal(flag.defaultValue, value, `${flag.long} defaults to ${String(value)}`);
   }
 });
@@ -44,7 +45,17 @@ test('a node command line without flags means the default configs', () => {
 });
 
 test('a flag given sets its setting in the role that reads it', () => {
-  const w = parse('worker', '--heartbeat-interval-ms', '250', '--reconnect-max-backoff-ms', '900', '--task-isolation', 'none', '--id', 'w9');
+  const w = parse(
+    'worker',
+    '--heartbeat-interval-ms',
+    '250',
+    '--reconnect-max-backoff-ms',
+    '900',
+    '--task-isolation',
+    'none',
+    '--id',
+    'w9',
+  );
   assert.equal(w.worker.heartbeatIntervalMs, 250);
   assert.equal(w.worker.taskIsolation, 'none');
   assert.equal(w.worker.id, 'w9');

@@ -15,9 +15,15 @@ const dir = useJobDir('clink-cli-', CLI_JOBS);
 
 describe('clink run: retries, restarts, checkpoints and their flags', () => {
   test('--max-restarts 1: a subtask that fails once is retried and the run succeeds with every record', async () => {
-    const r = await clink(['run', 'flaky.ts', '-p', '2', '--workers', '0', '--max-restarts', '1', '--output', 'json', '--no-progress'], dir());
+    const r = await clink(
+      ['run', 'flaky.ts', '-p', '2', '--workers', '0', '--max-restarts', '1', '--output', 'json', '--no-progress'],
+      dir(),
+    );
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual((JSON.parse(r.stdout) as { xs: number[] }).xs.sort((a, b) => a - b), Array.from({ length: 50 }, (_, i) => i + 1));
+    assert.deepEqual(
+      (JSON.parse(r.stdout) as { xs: number[] }).xs.sort((a, b) => a - b),
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
     await rm(join(dir(), 'failed-once'));
     const refused = await clink(['run', 'flaky.ts', '--workers', '0', '--max-restarts', '-2'], dir());
     assert.equal(refused.code, 2);
@@ -25,13 +31,37 @@ describe('clink run: retries, restarts, checkpoints and their flags', () => {
   });
 
   test('the retry and restart budgets go by names that say what they count; the old spellings stay as hidden aliases', async () => {
-    const r = await clink(['run', 'flaky.ts', '-p', '2', '--workers', '0', '--max-region-retries', '1', '--output', 'json', '--no-progress'], dir());
+    const r = await clink(
+      [
+        'run',
+        'flaky.ts',
+        '-p',
+        '2',
+        '--workers',
+        '0',
+        '--max-region-retries',
+        '1',
+        '--output',
+        'json',
+        '--no-progress',
+      ],
+      dir(),
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.equal((JSON.parse(r.stdout) as { xs: number[] }).xs.length, 50);
     await rm(join(dir(), 'failed-once'));
     const help = await clink(['run', '--help'], dir());
-    assert.match(help.stdout, helpLine('--max-region-retries <n>', 'without checkpoints: how often each failed subtask is retried'));
-    assert.match(help.stdout, helpLine('--max-restarts-from-checkpoint <n>', 'with checkpoints: how often the whole job restarts from its last checkpoint'));
+    assert.match(
+      help.stdout,
+      helpLine('--max-region-retries <n>', 'without checkpoints: how often each failed subtask is retried'),
+    );
+    assert.match(
+      help.stdout,
+      helpLine(
+        '--max-restarts-from-checkpoint <n>',
+        'with checkpoints: how often the whole job restarts from its last checkpoint',
+      ),
+    );
     assert.doesNotMatch(help.stdout, /--max-restarts <n>|--max-restarts-on-worker-loss/);
     const nodeHelp = await clink(['node', '--help'], dir());
     assert.match(nodeHelp.stdout, /--max-region-retries <n>/);
@@ -42,26 +72,71 @@ describe('clink run: retries, restarts, checkpoints and their flags', () => {
   });
 
   test('--checkpoint-dir: the run ends with a final checkpoint; --state-backend puts its state elsewhere', async () => {
-    const r = await clink(['run', 'ok.ts', '-p', '2', '--workers', '0', '--checkpoint-dir', 'ck', '--state-backend', `file://${join(dir(), 'state')}`], dir());
+    const r = await clink(
+      [
+        'run',
+        'ok.ts',
+        '-p',
+        '2',
+        '--workers',
+        '0',
+        '--checkpoint-dir',
+        'ck',
+        '--state-backend',
+        `file://${join(dir(), 'state')}`,
+      ],
+      dir(),
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /counts \(3 rows\)/);
     const [jobId] = await readdir(join(dir(), 'ck', '_jobs'));
     const markers = (await readdir(join(dir(), 'ck', '_jobs', jobId!))).filter((n) => n.startsWith('COMPLETED-'));
     assert.equal(markers.length, 1);
-    assert.deepEqual(await readdir(join(dir(), 'state', '_jobs', jobId!)), [`chk-${markers[0]!.slice('COMPLETED-'.length)}`]);
+    assert.deepEqual(await readdir(join(dir(), 'state', '_jobs', jobId!)), [
+      `chk-${markers[0]!.slice('COMPLETED-'.length)}`,
+    ]);
   });
 
   test('collect() with checkpoints: a restart from a checkpoint ends with every record exactly once (what was gathered before it is state)', async () => {
-    const r = await clink(['run', 'restart-collect.ts', '-p', '2', '--workers', '0', '--checkpoint-dir', 'ckr', '--checkpoint-interval-ms', '200', '--output', 'json', '--no-progress'], dir());
+    const r = await clink(
+      [
+        'run',
+        'restart-collect.ts',
+        '-p',
+        '2',
+        '--workers',
+        '0',
+        '--checkpoint-dir',
+        'ckr',
+        '--checkpoint-interval-ms',
+        '200',
+        '--output',
+        'json',
+        '--no-progress',
+      ],
+      dir(),
+    );
     assert.equal(r.code, 0, r.stderr);
-    assert.ok(existsSync(join(dir(), 'failed-after-checkpoint')), 'the job failed once after a checkpoint and restarted');
-    assert.deepEqual((JSON.parse(r.stdout) as { ids: number[] }).ids.sort((a, b) => a - b), Array.from({ length: 2000 }, (_, i) => i));
+    assert.ok(
+      existsSync(join(dir(), 'failed-after-checkpoint')),
+      'the job failed once after a checkpoint and restarted',
+    );
+    assert.deepEqual(
+      (JSON.parse(r.stdout) as { ids: number[] }).ids.sort((a, b) => a - b),
+      Array.from({ length: 2000 }, (_, i) => i),
+    );
   });
 
   test('a checkpoint configuration the engine cannot honour is refused, saying what to change', async () => {
     const cases: [string[], RegExp][] = [
-      [['--checkpoint-dir', 'ck2', '--alignment', 'unaligned'], /--alignment unaligned: only aligned checkpoints are supported so far; submit with --alignment aligned/],
-      [['--checkpoint-dir', 'ck2', '--state-backend', 's3://bucket/x'], /--state-backend s3:\/\/bucket\/x: the 's3' scheme is not supported; give a directory path or a file:\/\/ URI/],
+      [
+        ['--checkpoint-dir', 'ck2', '--alignment', 'unaligned'],
+        /--alignment unaligned: only aligned checkpoints are supported so far; submit with --alignment aligned/,
+      ],
+      [
+        ['--checkpoint-dir', 'ck2', '--state-backend', 's3://bucket/x'],
+        /--state-backend s3:\/\/bucket\/x: the 's3' scheme is not supported; give a directory path or a file:\/\/ URI/,
+      ],
       [['--checkpoint-interval-ms', '100'], /--checkpoint-interval-ms 100 needs --checkpoint-dir/],
     ];
     for (const [flags, message] of cases) {

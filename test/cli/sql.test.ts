@@ -36,16 +36,24 @@ CREATE TEMPORARY TABLE clicks (
 });
 after(async () => rm(dir, { recursive: true, force: true }));
 
-const WINDOWED = "SELECT window_start, COUNT(*) AS clicks FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;";
+const WINDOWED =
+  "SELECT window_start, COUNT(*) AS clicks FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;";
 
 describe('clink sql', () => {
   test('-f then -e: the table is made, the windowed query runs on local workers, its rows print as a table', async () => {
-    const r = await runCli(['sql', '-f', 'clicks.sql', '-e', WINDOWED, '-p', '2', '--workers', '1', '--no-progress'], dir, 120_000);
+    const r = await runCli(
+      ['sql', '-f', 'clicks.sql', '-e', WINDOWED, '-p', '2', '--workers', '1', '--no-progress'],
+      dir,
+      120_000,
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^created temporary table clicks$/m);
     assert.match(r.stdout, /result \(6 rows\)/, r.stdout);
     // 600 clicks 100 ms apart: six windows of 100.
-    const counts = r.stdout.split('\n').filter((l) => /^\d{4}-\d\d-\d\dT/.test(l)).map((l) => l.split('|')[1]!.trim());
+    const counts = r.stdout
+      .split('\n')
+      .filter((l) => /^\d{4}-\d\d-\d\dT/.test(l))
+      .map((l) => l.split('|')[1]!.trim());
     assert.deepEqual(counts, ['100', '100', '100', '100', '100', '100']);
     assert.match(r.stderr, /finished in/);
   });
@@ -58,11 +66,17 @@ describe('clink sql', () => {
     assert.doesNotMatch(r.stderr, /finished/);
     const inline = await runCli(['sql', '-f', 'clicks.sql', '-e', `EXPLAIN ${WINDOWED}`], dir);
     assert.equal(inline.code, 0, inline.stderr);
-    assert.match(inline.stdout, /TableSourceScan\(table=\[clicks\], connector=\[datagen\], project=\[ts\], watermark=\[ts - 1000 ms\]\)/);
+    assert.match(
+      inline.stdout,
+      /TableSourceScan\(table=\[clicks\], connector=\[datagen\], project=\[ts\], watermark=\[ts - 1000 ms\]\)/,
+    );
   });
 
   test('--mode compile prints a job module (and nothing else on standard output) that clink run runs', async () => {
-    const c = await runCli(['sql', '-f', 'clicks.sql', '-e', WINDOWED, '--mode', 'compile', '--name', 'clicks-per-window'], dir);
+    const c = await runCli(
+      ['sql', '-f', 'clicks.sql', '-e', WINDOWED, '--mode', 'compile', '--name', 'clicks-per-window'],
+      dir,
+    );
     assert.equal(c.code, 0, c.stderr);
     assert.match(c.stdout, /^\/\/ A clink SQL job[^]*import \{ sqlJob \} from 'clink';/);
     assert.match(c.stderr, /created/, 'the DDL messages go to standard error');
@@ -71,7 +85,10 @@ describe('clink sql', () => {
     const r = await runCli(['run', module, '--workers', '0', '--no-progress', '--output', 'json'], dir, 120_000);
     assert.equal(r.code, 0, r.stderr);
     const rows = (JSON.parse(r.stdout) as { result: { clicks: number }[] }).result;
-    assert.deepEqual(rows.map((x) => x.clicks), [100, 100, 100, 100, 100, 100]);
+    assert.deepEqual(
+      rows.map((x) => x.clicks),
+      [100, 100, 100, 100, 100, 100],
+    );
     assert.match(r.stderr, /job 'clicks-per-window' finished/);
   });
 
@@ -89,24 +106,46 @@ describe('clink sql', () => {
 
   test('--sql-catalog-dir keeps permanent tables for the next session; statements also come on standard input', async () => {
     const catalog = join(dir, 'catalog');
-    const make = await runCli(['sql', '--sql-catalog-dir', catalog, '-e', "CREATE TABLE nums (n BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10', 'fields.n.kind' = 'sequence');"], dir);
+    const make = await runCli(
+      [
+        'sql',
+        '--sql-catalog-dir',
+        catalog,
+        '-e',
+        "CREATE TABLE nums (n BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10', 'fields.n.kind' = 'sequence');",
+      ],
+      dir,
+    );
     assert.equal(make.code, 0, make.stderr);
     assert.match(await readFile(join(catalog, 'catalog.json'), 'utf8'), /CREATE TABLE nums/);
     const show = await runCli(['sql', '--sql-catalog-dir', catalog, '-e', 'SHOW TABLES; DESCRIBE nums;'], dir);
     assert.equal(show.code, 0, show.stderr);
     assert.match(show.stdout, /nums\s+\| table/);
     assert.match(show.stdout, /n\s+\| BIGINT/);
-    const piped = await runCli(['sql', '--sql-catalog-dir', catalog, '--workers', '0', '--no-progress', '--output', 'json'], dir, 60_000, {}, 'SELECT n * n AS square FROM nums WHERE n < 4;');
+    const piped = await runCli(
+      ['sql', '--sql-catalog-dir', catalog, '--workers', '0', '--no-progress', '--output', 'json'],
+      dir,
+      60_000,
+      {},
+      'SELECT n * n AS square FROM nums WHERE n < 4;',
+    );
     assert.equal(piped.code, 0, piped.stderr);
-    assert.deepEqual((JSON.parse(piped.stdout) as { result: { square: number }[] }).result.map((x) => x.square).sort((a, b) => a - b), [0, 1, 4, 9]);
+    assert.deepEqual(
+      (JSON.parse(piped.stdout) as { result: { square: number }[] }).result.map((x) => x.square).sort((a, b) => a - b),
+      [0, 1, 4, 9],
+    );
   });
 
-  test('the shell on a terminal: a statement over two lines, a query\'s table, a fault with its caret, history kept; QUIT; leaves', async () => {
+  test("the shell on a terminal: a statement over two lines, a query's table, a fault with its caret, history kept; QUIT; leaves", async () => {
     const home = join(dir, 'home');
     await mkdir(home, { recursive: true });
-    const typed = "CREATE TEMPORARY TABLE n (x BIGINT) WITH ('connector' = 'datagen',\n'number-of-rows' = '3', 'fields.x.kind' = 'sequence');\nSELECT x * 10 AS y FROM n;\nSELECT nope FROM n;\nQUIT;\n";
+    const typed =
+      "CREATE TEMPORARY TABLE n (x BIGINT) WITH ('connector' = 'datagen',\n'number-of-rows' = '3', 'fields.x.kind' = 'sequence');\nSELECT x * 10 AS y FROM n;\nSELECT nope FROM n;\nQUIT;\n";
     // QUIT; leaves (a Ctrl-D typed through script(1)'s piped input arrives only while the terminal is still in line mode).
-    const r = await runCliOnTerminal(['sql', '--workers', '0', '--no-progress'], dir, 120_000, { text: typed, env: { HOME: home } });
+    const r = await runCliOnTerminal(['sql', '--workers', '0', '--no-progress'], dir, 120_000, {
+      text: typed,
+      env: { HOME: home },
+    });
     const screen = r.stdout.replaceAll('\r', '');
     assert.match(screen, /clink SQL shell: statements end with ';'/);
     assert.match(screen, /-> .*created temporary table n/, 'the first statement took two lines');

@@ -14,10 +14,19 @@ const VALID: Record<string, { source?: Record<string, unknown>; sink?: Record<st
   blackhole: { sink: {} },
   datagen: { source: { count: 10 } },
   file: { source: { path: '/tmp/in' }, sink: { path: '/tmp/out' } },
-  kafka: { source: { bootstrapServers: '127.0.0.1:9092', topic: 't' }, sink: { bootstrapServers: '127.0.0.1:9092', topic: 't' } },
-  nats: { source: { servers: '127.0.0.1:4222', stream: 'S' }, sink: { servers: '127.0.0.1:4222', subject: 'out', messageIdPrefix: 'p', messageIdField: 'id' } },
+  kafka: {
+    source: { bootstrapServers: '127.0.0.1:9092', topic: 't' },
+    sink: { bootstrapServers: '127.0.0.1:9092', topic: 't' },
+  },
+  nats: {
+    source: { servers: '127.0.0.1:4222', stream: 'S' },
+    sink: { servers: '127.0.0.1:4222', subject: 'out', messageIdPrefix: 'p', messageIdField: 'id' },
+  },
   nexmark: { source: { events: 10 } },
-  postgres: { source: { connectionString: 'postgres://h/db', table: 't' }, sink: { connectionString: 'postgres://h/db', table: 't' } },
+  postgres: {
+    source: { connectionString: 'postgres://h/db', table: 't' },
+    sink: { connectionString: 'postgres://h/db', table: 't' },
+  },
   print: { sink: {} },
   sequence: { source: { from: 1, to: 10 } },
 };
@@ -52,23 +61,34 @@ describe('connector capabilities, audited per connector', () => {
         assert.equal(parallelismOf(byName, 'source'), want);
         assert.equal(parallelismOf(byObject, 'source'), want);
         assert.deepEqual(errorsIn(byName), []);
-        assert.equal(createPhysicalPlan(byName).tasks.find((t) => t.operators[0]!.type === 'source')!.parallelism, want);
+        assert.equal(
+          createPhysicalPlan(byName).tasks.find((t) => t.operators[0]!.type === 'source')!.parallelism,
+          want,
+        );
       });
       test(`${cap.name} source: rescalable exactly when its factory divides positions`, () => {
         const op = spec((env) => env.fromSource(cap.name, options).sinkTo('blackhole')).operators[0]!;
         assert.equal(connectorRescaleRefusal(op) === undefined, connector.source!.rescale !== undefined);
       });
       test(`${cap.name} source: an unknown option is refused when the job is built, naming it`, () => {
-        assert.throws(() => spec((env) => env.fromSource(cap.name, { ...options, bogusOption: 1 }).sinkTo('blackhole')), /unknown key "bogusOption"/);
+        assert.throws(
+          () => spec((env) => env.fromSource(cap.name, { ...options, bogusOption: 1 }).sinkTo('blackhole')),
+          /unknown key "bogusOption"/,
+        );
       });
     }
     if (cap.sink) {
       const options = VALID[cap.name]!.sink!;
       test(`${cap.name} sink: an unknown option is refused when the job is built, naming it`, () => {
-        assert.throws(() => spec((env) => env.fromSource('datagen', { count: 1 }).sinkTo(cap.name, { ...options, bogusOption: 1 })), /unknown key "bogusOption"/);
+        assert.throws(
+          () => spec((env) => env.fromSource('datagen', { count: 1 }).sinkTo(cap.name, { ...options, bogusOption: 1 })),
+          /unknown key "bogusOption"/,
+        );
       });
       test(`${cap.name} sink: rescalable exactly when its factory says so`, () => {
-        const op = spec((env) => env.fromSource('datagen', { count: 1 }).sinkTo(cap.name, options)).operators.find((o) => o.type === 'sink')!;
+        const op = spec((env) => env.fromSource('datagen', { count: 1 }).sinkTo(cap.name, options)).operators.find(
+          (o) => o.type === 'sink',
+        )!;
         assert.equal(connectorRescaleRefusal(op) === undefined, connector.sink!.rescalable === true);
       });
     }
@@ -86,30 +106,71 @@ describe('a sink that numbers its messages by position', () => {
   const natsSource = { servers: '127.0.0.1:4222', stream: 'S' };
 
   test('is refused where its input merges channels or is rebalanced, naming messageIdField', () => {
-    const rebalanced = spec((env) => env.fromSource('nats', natsSource).map((x) => x).sinkTo('nats', natsSink));
+    const rebalanced = spec((env) =>
+      env
+        .fromSource('nats', natsSource)
+        .map((x) => x)
+        .sinkTo('nats', natsSink),
+    );
     const f = connectorFindings(rebalanced, createPhysicalPlan(rebalanced));
     assert.equal(f.length, 1);
     assert.equal(f[0]!.check, 'sink-input-order');
-    assert.match(f[0]!.message, /^sink '_inline_nats_0' \(connector nats\) names each record by its position .*\(task '_inline_map_0 -> _inline_nats_0' is fed by a REBALANCE edge from '_inline_source_0'\)/);
+    assert.match(
+      f[0]!.message,
+      /^sink '_inline_nats_0' \(connector nats\) names each record by its position .*\(task '_inline_map_0 -> _inline_nats_0' is fed by a REBALANCE edge from '_inline_source_0'\)/,
+    );
     assert.match(f[0]!.message, /set messageIdField to a field unique per record/);
-    const merged = spec((env) => env.fromSource('datagen', { count: 9 }).keyBy((x) => x).map((x) => x).sinkTo('nats', natsSink));
+    const merged = spec((env) =>
+      env
+        .fromSource('datagen', { count: 9 })
+        .keyBy((x) => x)
+        .map((x) => x)
+        .sinkTo('nats', natsSink),
+    );
     assert.match(connectorFindings(merged, createPhysicalPlan(merged))[0]!.message, /merges 4 input channels/);
   });
 
   test('is accepted with messageIdField, or where one ordered input reaches it', () => {
-    const withIds = spec((env) => env.fromSource('nats', natsSource).map((x) => x).sinkTo('nats', { ...natsSink, messageIdField: 'id' }));
+    const withIds = spec((env) =>
+      env
+        .fromSource('nats', natsSource)
+        .map((x) => x)
+        .sinkTo('nats', { ...natsSink, messageIdField: 'id' }),
+    );
     assert.deepEqual(connectorFindings(withIds, createPhysicalPlan(withIds)), []);
-    const chained = spec((env) => env.fromSource('nats', natsSource).map((x) => x).sinkTo('nats', natsSink), 1);
+    const chained = spec(
+      (env) =>
+        env
+          .fromSource('nats', natsSource)
+          .map((x) => x)
+          .sinkTo('nats', natsSink),
+      1,
+    );
     assert.deepEqual(connectorFindings(chained, createPhysicalPlan(chained)), []);
-    const keyedFromOne = spec((env) => env.fromSource('nats', natsSource).keyBy((x) => String(x)).map((x) => x).sinkTo('nats', natsSink));
-    assert.deepEqual(connectorFindings(keyedFromOne, createPhysicalPlan(keyedFromOne)), [], 'one upstream subtask, hashed: the same order on replay');
+    const keyedFromOne = spec((env) =>
+      env
+        .fromSource('nats', natsSource)
+        .keyBy((x) => String(x))
+        .map((x) => x)
+        .sinkTo('nats', natsSink),
+    );
+    assert.deepEqual(
+      connectorFindings(keyedFromOne, createPhysicalPlan(keyedFromOne)),
+      [],
+      'one upstream subtask, hashed: the same order on replay',
+    );
   });
 });
 
 describe('a graph built without the SDK (--graph-json)', () => {
   test('a non-parallel source planned above 1 is refused, naming it', () => {
     const s = spec((env) => env.fromSource('nats', { servers: 'h:1', stream: 'S' }).sinkTo('blackhole'));
-    const forced: JobGraphSpec = { ...s, operators: s.operators.map((o) => (o.type === 'source' ? { ...o, parallelism: 4, options: { connector: 'nats', servers: 'h:1', stream: 'S' } } : o)) };
+    const forced: JobGraphSpec = {
+      ...s,
+      operators: s.operators.map((o) =>
+        o.type === 'source' ? { ...o, parallelism: 4, options: { connector: 'nats', servers: 'h:1', stream: 'S' } } : o,
+      ),
+    };
     const f = connectorFindings(forced, undefined);
     assert.deepEqual(
       f.map((x) => x.check),
@@ -120,7 +181,12 @@ describe('a graph built without the SDK (--graph-json)', () => {
 
   test('options a connector does not know are refused, naming the closest known one', () => {
     const s = spec((env) => env.fromSource('datagen', { count: 1 }).sinkTo('file', { path: '/tmp/x' }));
-    const bad: JobGraphSpec = { ...s, operators: s.operators.map((o) => (o.type === 'sink' ? { ...o, options: { connector: 'file', pth: '/tmp/x' } } : o)) };
+    const bad: JobGraphSpec = {
+      ...s,
+      operators: s.operators.map((o) =>
+        o.type === 'sink' ? { ...o, options: { connector: 'file', pth: '/tmp/x' } } : o,
+      ),
+    };
     const f = connectorFindings(bad, undefined);
     assert.equal(f[0]!.check, 'connector-options');
     assert.match(f[0]!.message, /unknown key "pth" \(did you mean "path"\?\)/);

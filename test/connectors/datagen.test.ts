@@ -22,8 +22,14 @@ type Row = { id: number; n: number; x: number; s: string; b: boolean; c: string;
 
 describe('datagen', () => {
   test('the same seed gives the same rows at any parallelism', async () => {
-    const one = sortBy(await collect<Row>((env) => env.fromSource('datagen', options).collect(), { parallelism: 1 }), (r) => r.id);
-    const three = sortBy(await collect<Row>((env) => env.fromSource('datagen', options).collect(), { parallelism: 3 }), (r) => r.id);
+    const one = sortBy(
+      await collect<Row>((env) => env.fromSource('datagen', options).collect(), { parallelism: 1 }),
+      (r) => r.id,
+    );
+    const three = sortBy(
+      await collect<Row>((env) => env.fromSource('datagen', options).collect(), { parallelism: 3 }),
+      (r) => r.id,
+    );
     assert.equal(one.length, 5_000);
     assert.deepEqual(three, one);
     assert.deepEqual(one[17], datagenRow(options, 17));
@@ -59,10 +65,18 @@ describe('datagen', () => {
   test('bad options are refused with the option named', async () => {
     await assert.rejects(
       collect((env) => env.fromSource('datagen', { count: -1, fields: { a: { kind: 'int', min: 'x' } } }).collect()),
-      (e: Error) => e.message === "operator '_inline_source_0': datagen: invalid options:\noption count: expected >= 0, got -1\noption fields.a.min: expected a number, got \"x\"",
+      (e: Error) =>
+        e.message ===
+        'operator \'_inline_source_0\': datagen: invalid options:\noption count: expected >= 0, got -1\noption fields.a.min: expected a number, got "x"',
     );
-    await assert.rejects(collect((env) => env.fromSource('datagen', { rows: 3 }).collect()), /^ConnectorError: operator '_inline_source_0': datagen: invalid options: unknown key "rows"; known: count, rowsPerSecond, seed, fields$/);
+    await assert.rejects(
+      collect((env) => env.fromSource('datagen', { rows: 3 }).collect()),
+      /^ConnectorError: operator '_inline_source_0': datagen: invalid options: unknown key "rows"; known: count, rowsPerSecond, seed, fields$/,
+    );
     // A misspelt key names the one it most likely means.
-    await assert.rejects(collect((env) => env.fromSource('datagen', { rowsPerSec: 3 }).collect()), /unknown key "rowsPerSec" \(did you mean "rowsPerSecond"\?\)/);
+    await assert.rejects(
+      collect((env) => env.fromSource('datagen', { rowsPerSec: 3 }).collect()),
+      /unknown key "rowsPerSec" \(did you mean "rowsPerSecond"\?\)/,
+    );
   });
 });

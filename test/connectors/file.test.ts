@@ -21,7 +21,9 @@ describe('file connector', () => {
     await writeFile(join(dir, 'b.jsonl'), '{"n":1}\n{"n":2}\n');
     const lines = await collect<string>((env) => env.fromSource('file', { path: join(dir, 'a.txt') }).collect());
     assert.deepEqual(lines, ['one', 'two', 'three']);
-    const json = await collect<{ n: number }>((env) => env.fromSource('file', { path: join(dir, 'b.jsonl') }).collect());
+    const json = await collect<{ n: number }>((env) =>
+      env.fromSource('file', { path: join(dir, 'b.jsonl') }).collect(),
+    );
     assert.deepEqual(json, [{ n: 1 }, { n: 2 }]);
   });
 
@@ -41,20 +43,41 @@ describe('file connector', () => {
 
   test('a line that is not JSON fails with the file and line number', async () => {
     await writeFile(join(dir, 'bad.jsonl'), '{"ok":1}\n{oops\n');
-    await assert.rejects(collect((env) => env.fromSource('file', { path: join(dir, 'bad.jsonl') }).collect()), /bad\.jsonl:2: not valid JSON/);
+    await assert.rejects(
+      collect((env) => env.fromSource('file', { path: join(dir, 'bad.jsonl') }).collect()),
+      /bad\.jsonl:2: not valid JSON/,
+    );
   });
 
   test('a missing path is refused naming it', async () => {
-    await assert.rejects(collect((env) => env.fromSource('file', { path: join(dir, 'nope') }).collect()), /file source: cannot read '.*nope'/);
+    await assert.rejects(
+      collect((env) => env.fromSource('file', { path: join(dir, 'nope') }).collect()),
+      /file source: cannot read '.*nope'/,
+    );
   });
 
   test('the sink writes part-<subtask>-<n>.jsonl files, one JSON record per line', async () => {
     const out = join(dir, 'out');
-    await collect((env) => env.fromSequence(1, 1_000).map((i) => ({ i })).sinkTo(file, { path: out }), { parallelism: 2 });
+    await collect(
+      (env) =>
+        env
+          .fromSequence(1, 1_000)
+          .map((i) => ({ i }))
+          .sinkTo(file, { path: out }),
+      { parallelism: 2 },
+    );
     const names = (await readdir(out)).sort();
     assert.deepEqual(names, ['part-0-0.jsonl', 'part-1-0.jsonl']);
-    const rows = (await Promise.all(names.map((n) => readFile(join(out, n), 'utf8')))).flatMap((t) => t.trim().split('\n').map((l) => JSON.parse(l) as { i: number }));
-    assert.deepEqual(rows.map((r) => r.i).sort((a, b) => a - b), Array.from({ length: 1_000 }, (_, i) => i + 1));
+    const rows = (await Promise.all(names.map((n) => readFile(join(out, n), 'utf8')))).flatMap((t) =>
+      t
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { i: number }),
+    );
+    assert.deepEqual(
+      rows.map((r) => r.i).sort((a, b) => a - b),
+      Array.from({ length: 1_000 }, (_, i) => i + 1),
+    );
   });
 
   test('parts roll at the first batch boundary past rollBytes, and a second run does not overwrite the first', async () => {
@@ -68,7 +91,10 @@ describe('file connector', () => {
     await collect(job, { batchSize: 10 });
     const both = await readdir(out);
     assert.equal(both.length, first.length * 2);
-    const total = (await Promise.all(both.map((n) => readFile(join(out, n), 'utf8')))).join('').trim().split('\n').length;
+    const total = (await Promise.all(both.map((n) => readFile(join(out, n), 'utf8'))))
+      .join('')
+      .trim()
+      .split('\n').length;
     assert.equal(total, 200);
   });
 
@@ -96,15 +122,18 @@ describe('file connector', () => {
   test('a failed job publishes no unfinished part, and leaves none behind (a full disk left hidden parts before)', async () => {
     const out = join(dir, 'failed');
     await assert.rejects(
-      collect((env) => {
-        env
-          .fromSequence(1, 5_000)
-          .map((i) => {
-            if (i === 4_000) throw new Error('stop');
-            return i;
-          })
-          .sinkTo('file', { path: out });
-      }, { batchSize: 500 }),
+      collect(
+        (env) => {
+          env
+            .fromSequence(1, 5_000)
+            .map((i) => {
+              if (i === 4_000) throw new Error('stop');
+              return i;
+            })
+            .sinkTo('file', { path: out });
+        },
+        { batchSize: 500 },
+      ),
       /stop/,
     );
     assert.deepEqual(await readdir(out), []);

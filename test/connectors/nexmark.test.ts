@@ -8,11 +8,18 @@ import type { SourceOutput, SourceReader } from '../../src/sdk/index.js';
 import { collect, sortBy } from '../helpers.js';
 
 const ctx = (subtaskIndex: number, parallelism: number) =>
-  ({ subtaskIndex, parallelism, signal: new AbortController().signal }) as unknown as Parameters<NonNullable<typeof nexmark.source>['createReader']>[1];
+  ({ subtaskIndex, parallelism, signal: new AbortController().signal }) as unknown as Parameters<
+    NonNullable<typeof nexmark.source>['createReader']
+  >[1];
 
 async function readAll(reader: SourceReader<NexmarkEvent>, limit = Infinity): Promise<NexmarkEvent[]> {
   const out: NexmarkEvent[] = [];
-  const sink: SourceOutput<NexmarkEvent> = { collect: (v) => out.push(v), collectWithTimestamp: (v) => out.push(v), emitWatermark: () => {}, markIdle: () => {} };
+  const sink: SourceOutput<NexmarkEvent> = {
+    collect: (v) => out.push(v),
+    collectWithTimestamp: (v) => out.push(v),
+    emitWatermark: () => {},
+    markIdle: () => {},
+  };
   while (out.length < limit && (await reader.read(sink, Math.min(1000, limit - out.length))) === 'MORE');
   return out;
 }
@@ -61,7 +68,9 @@ describe('the nexmark source', () => {
       assert.equal(priceOf(u), exact(u), `u = ${u}`);
     }
     assert.ok(nearHalf > 0, 'the sweep reached the fallback');
-    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), (n) => priceOf(n / 4294967296) === exact(n / 4294967296)));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), (n) => priceOf(n / 4294967296) === exact(n / 4294967296)),
+    );
   });
 
   test('event time advances with eventsPerSecond from baseTimeMs; events are a pure function of (seed, n)', () => {
@@ -69,7 +78,10 @@ describe('the nexmark source', () => {
     assert.equal(g.event(0).dateTime, 5_000);
     assert.equal(g.event(2_500).dateTime, 7_500);
     assert.deepEqual(nexmarkGenerator({ eventsPerSecond: 1_000, baseTimeMs: 5_000, seed: 9 }).event(777), g.event(777));
-    assert.notDeepEqual(nexmarkGenerator({ eventsPerSecond: 1_000, baseTimeMs: 5_000, seed: 10 }).event(777), g.event(777));
+    assert.notDeepEqual(
+      nexmarkGenerator({ eventsPerSecond: 1_000, baseTimeMs: 5_000, seed: 10 }).event(777),
+      g.event(777),
+    );
     // Half the bids go to the current hot auction (the newest id that is a multiple of 100).
     let bids = 0;
     let hot = 0;
@@ -86,7 +98,9 @@ describe('the nexmark source', () => {
     const options = { events: 20_000, seed: 5 };
     const g = nexmarkGenerator(options);
     const expected = Array.from({ length: 20_000 }, (_, n) => g.event(n));
-    const three = await collect<NexmarkEvent>((env) => env.fromSource('nexmark', options).collect(), { parallelism: 3 });
+    const three = await collect<NexmarkEvent>((env) => env.fromSource('nexmark', options).collect(), {
+      parallelism: 3,
+    });
     assert.equal(three.length, 20_000);
     assert.deepEqual(sortBy(three), sortBy(expected));
   });

@@ -10,18 +10,34 @@ import fc from 'fast-check';
 import { datagen, file, sequence } from '../../src/connectors/index.js';
 import type { Connector, SourceReader } from '../../src/sdk/index.js';
 
-const ctx = (subtaskIndex: number, parallelism: number) => ({ operatorName: 'src', subtaskIndex, parallelism, signal: new AbortController().signal });
+const ctx = (subtaskIndex: number, parallelism: number) => ({
+  operatorName: 'src',
+  subtaskIndex,
+  parallelism,
+  signal: new AbortController().signal,
+});
 
 /** Read up to `limit` records (in reads of at most 7, so positions fall mid-batch and mid-block). */
 async function read<T>(reader: SourceReader<T>, limit = Infinity): Promise<T[]> {
   const out: T[] = [];
-  const sink = { collect: (v: T) => void out.push(v), collectWithTimestamp: (v: T) => void out.push(v), emitWatermark() {}, markIdle() {} };
+  const sink = {
+    collect: (v: T) => void out.push(v),
+    collectWithTimestamp: (v: T) => void out.push(v),
+    emitWatermark() {},
+    markIdle() {},
+  };
   while (out.length < limit) if ((await reader.read(sink, Math.min(7, limit - out.length))) === 'END') break;
   return out;
 }
 
 /** Run `from` subtasks for `progress[i]` records each, rescale their positions to `to`, read the rest; return every record read. */
-async function rescaled<T>(c: Connector<T>, options: unknown, from: number, to: number, progress: number[]): Promise<T[]> {
+async function rescaled<T>(
+  c: Connector<T>,
+  options: unknown,
+  from: number,
+  to: number,
+  progress: number[],
+): Promise<T[]> {
   const src = c.source!;
   const o = src.validate!(options);
   const got: T[] = [];
@@ -54,13 +70,20 @@ describe('sources restored at another parallelism read exactly what was left', (
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  const plan = fc.record({ from: fc.integer({ min: 1, max: 9 }), to: fc.integer({ min: 1, max: 9 }), progress: fc.array(fc.integer({ min: 0, max: 400 }), { minLength: 9, maxLength: 9 }) });
+  const plan = fc.record({
+    from: fc.integer({ min: 1, max: 9 }),
+    to: fc.integer({ min: 1, max: 9 }),
+    progress: fc.array(fc.integer({ min: 0, max: 400 }), { minLength: 9, maxLength: 9 }),
+  });
 
   test('datagen (splits of the row space)', async () => {
     await fc.assert(
       fc.asyncProperty(plan, async ({ from, to, progress }) => {
         const got = await rescaled(datagen, { count: 1_000, fields: { id: { kind: 'sequence' } } }, from, to, progress);
-        assert.deepEqual(numbers(got, (r: { id: number }) => r.id), range(1_000));
+        assert.deepEqual(
+          numbers(got, (r: { id: number }) => r.id),
+          range(1_000),
+        );
       }),
       { numRuns: 40 },
     );
@@ -90,14 +113,20 @@ describe('sources restored at another parallelism read exactly what was left', (
       await r.restore!(p);
       got.push(...(await read(r)));
     }
-    assert.deepEqual(numbers(got, (r: { id: number }) => r.id), range(3_000));
+    assert.deepEqual(
+      numbers(got, (r: { id: number }) => r.id),
+      range(3_000),
+    );
   });
 
   test('sequence (ranges left, dealt out in equal pieces)', async () => {
     await fc.assert(
       fc.asyncProperty(plan, async ({ from, to, progress }) => {
         const got = await rescaled(sequence, { from: 5, to: 1_204 }, from, to, progress);
-        assert.deepEqual(numbers(got, (n: number) => n), range(1_200, 5));
+        assert.deepEqual(
+          numbers(got, (n: number) => n),
+          range(1_200, 5),
+        );
       }),
       { numRuns: 40 },
     );
@@ -106,8 +135,17 @@ describe('sources restored at another parallelism read exactly what was left', (
   test('file (files left and the line reached in each)', async () => {
     await fc.assert(
       fc.asyncProperty(plan, async ({ from, to, progress }) => {
-        const got = await rescaled(file, { path: dir, format: 'lines' }, from, to, progress.map((p) => p % 90));
-        assert.deepEqual(numbers(got, (l: string) => Number(l)), range(200));
+        const got = await rescaled(
+          file,
+          { path: dir, format: 'lines' },
+          from,
+          to,
+          progress.map((p) => p % 90),
+        );
+        assert.deepEqual(
+          numbers(got, (l: string) => Number(l)),
+          range(200),
+        );
       }),
       { numRuns: 25 },
     );

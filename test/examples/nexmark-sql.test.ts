@@ -20,14 +20,17 @@ before(async () => (cacheDir = await mkdtemp(join(tmpdir(), 'clink-nexmark-sql-'
 after(async () => rm(cacheDir, { recursive: true, force: true }));
 
 async function sdk(query: string, params: Record<string, string>): Promise<Record<string, unknown>[]> {
-  const { job } = await loadJobModule(new URL(`../../examples/nexmark/${query}.ts`, import.meta.url).pathname, { cacheDir });
+  const { job } = await loadJobModule(new URL(`../../examples/nexmark/${query}.ts`, import.meta.url).pathname, {
+    cacheDir,
+  });
   const r = await runJob(job, { parallelism: 2, params: { events: EVENTS, ...params } });
   return (r.collected[query] ?? []) as Record<string, unknown>[];
 }
 
 async function sql(query: string, params: Record<string, string>): Promise<Record<string, unknown>[]> {
   const dir = new URL('../../examples/nexmark/sql/', import.meta.url);
-  const text = (await readFile(new URL('ddl.sql', dir), 'utf8')) + (await readFile(new URL(`${query}.sql`, dir), 'utf8'));
+  const text =
+    (await readFile(new URL('ddl.sql', dir), 'utf8')) + (await readFile(new URL(`${query}.sql`, dir), 'utf8'));
   return (await runSql(text, { params: { events: EVENTS, ...params } })).rows;
 }
 
@@ -64,7 +67,12 @@ describe('Nexmark in SQL gives what the SDK versions give', () => {
 
   test('q7: the same highest bids per window (a join on price, checked against the window)', async () => {
     const [a, b] = await Promise.all([sql('q7', { eventsPerSecond: SLOW }), sdk('q7', { eventsPerSecond: SLOW })]);
-    const pick = (r: Record<string, unknown>): object => ({ auction: r.auction, price: r.price, bidder: r.bidder, dateTime: r.dateTime });
+    const pick = (r: Record<string, unknown>): object => ({
+      auction: r.auction,
+      price: r.price,
+      bidder: r.bidder,
+      dateTime: r.dateTime,
+    });
     assert.ok(b.length >= 12, 'one or more per window');
     assert.deepEqual(sorted(a.map(pick)), sorted(b.map(pick)));
   });
@@ -91,6 +99,10 @@ describe('Nexmark in SQL gives what the SDK versions give', () => {
     };
     const sqlTotals = total(a, 'bidder', 'bid_count');
     assert.deepEqual(sqlTotals, total(b, 'key', 'count'));
-    assert.equal([...sqlTotals.values()].reduce((s, n) => s + n, 0), 55_200, 'every bid of 60,000 events');
+    assert.equal(
+      [...sqlTotals.values()].reduce((s, n) => s + n, 0),
+      55_200,
+      'every bid of 60,000 events',
+    );
   });
 });

@@ -24,7 +24,9 @@ after(async () => {
 });
 
 async function run<T>(query: string, params: Record<string, string> = {}): Promise<T[]> {
-  const { job } = await loadJobModule(new URL(`../../examples/nexmark/${query}.ts`, import.meta.url).pathname, { cacheDir });
+  const { job } = await loadJobModule(new URL(`../../examples/nexmark/${query}.ts`, import.meta.url).pathname, {
+    cacheDir,
+  });
   const r = await runJob(job, { parallelism: 2, params: { events: String(EVENTS), ...params } });
   return (r.collected[query] ?? []) as T[];
 }
@@ -38,13 +40,21 @@ const bidsOf = (es: NexmarkEvent[]): Bid[] => es.filter((e): e is Bid => e.kind 
 describe('Nexmark queries (examples/nexmark) against reference computations', () => {
   test('q0 passes every bid through, projected', async () => {
     const got = await run<Record<string, unknown>>('q0');
-    const want = bidsOf(events()).map((b) => ({ auction: b.auction, bidder: b.bidder, price: b.price, dateTime: b.dateTime, extra: b.extra }));
+    const want = bidsOf(events()).map((b) => ({
+      auction: b.auction,
+      bidder: b.bidder,
+      price: b.price,
+      dateTime: b.dateTime,
+      extra: b.extra,
+    }));
     assert.equal(got.length, 55_200);
     assert.deepEqual(sortBy(got), sortBy(want));
   });
 
   test('sink=blackhole: the benchmark sink drops every record, and its operator counts them', async () => {
-    const { job } = await loadJobModule(new URL('../../examples/nexmark/q0.ts', import.meta.url).pathname, { cacheDir });
+    const { job } = await loadJobModule(new URL('../../examples/nexmark/q0.ts', import.meta.url).pathname, {
+      cacheDir,
+    });
     const r = await runJob(job, { parallelism: 2, params: { events: '5000', sink: 'blackhole' } });
     assert.deepEqual(r.collected, {});
     const tail = r.tasks.at(-1)!;
@@ -54,7 +64,13 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
 
   test('q1 converts every price to euros', async () => {
     const got = await run<{ price: number }>('q1');
-    const want = bidsOf(events()).map((b) => ({ auction: b.auction, bidder: b.bidder, price: 0.908 * b.price, dateTime: b.dateTime, extra: b.extra }));
+    const want = bidsOf(events()).map((b) => ({
+      auction: b.auction,
+      bidder: b.bidder,
+      price: 0.908 * b.price,
+      dateTime: b.dateTime,
+      extra: b.extra,
+    }));
     assert.deepEqual(sortBy(got), sortBy(want));
   });
 
@@ -75,7 +91,9 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
       .filter((e): e is Auction => e.kind === 'auction' && e.category === 10)
       .flatMap((a) => {
         const p = people.get(a.seller);
-        return p && ['OR', 'ID', 'CA'].includes(p.state) ? [{ name: p.name, city: p.city, state: p.state, id: a.id }] : [];
+        return p && ['OR', 'ID', 'CA'].includes(p.state)
+          ? [{ name: p.name, city: p.city, state: p.state, id: a.id }]
+          : [];
       });
     assert.ok(want.length > 100, `${want.length} joined`);
     assert.deepEqual(sortBy(got), sortBy(want));
@@ -89,7 +107,8 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
     const byId = new Map(auctions.map((a) => [a.id, a]));
     for (const b of bidsOf(es)) {
       const a = byId.get(b.auction);
-      if (a && b.dateTime >= a.dateTime && b.dateTime <= a.expires) best.set(a.id, Math.max(best.get(a.id) ?? -1, b.price));
+      if (a && b.dateTime >= a.dateTime && b.dateTime <= a.expires)
+        best.set(a.id, Math.max(best.get(a.id) ?? -1, b.price));
     }
     const sums = new Map<number, { n: number; sum: number }>();
     for (const [id, price] of best) {
@@ -102,15 +121,19 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
     const last = new Map<number, number>();
     for (const r of got) last.set(r.category, r.avgPrice);
     assert.deepEqual([...last.keys()].sort(), [...sums.keys()].sort());
-    for (const [category, { n, sum }] of sums) assert.ok(Math.abs(last.get(category)! - sum / n) < 1e-6 * (sum / n), `category ${category}`);
+    for (const [category, { n, sum }] of sums)
+      assert.ok(Math.abs(last.get(category)! - sum / n) < 1e-6 * (sum / n), `category ${category}`);
   });
 
   test('q5 finds the auctions with the most bids in each sliding window', async () => {
-    const got = await run<{ auction: number; count: number; start: number; end: number }>('q5', { eventsPerSecond: String(SLOW) });
+    const got = await run<{ auction: number; count: number; start: number; end: number }>('q5', {
+      eventsPerSecond: String(SLOW),
+    });
     const counts = new Map<string, number>();
     for (const b of bidsOf(events(SLOW))) {
       const last = b.dateTime - (b.dateTime % 2_000);
-      for (let start = last; start > b.dateTime - 10_000; start -= 2_000) counts.set(`${b.auction}/${start}`, (counts.get(`${b.auction}/${start}`) ?? 0) + 1);
+      for (let start = last; start > b.dateTime - 10_000; start -= 2_000)
+        counts.set(`${b.auction}/${start}`, (counts.get(`${b.auction}/${start}`) ?? 0) + 1);
     }
     const max = new Map<number, number>();
     for (const [k, c] of counts) {
@@ -128,7 +151,9 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
   });
 
   test('q7 finds the highest bids of each tumbling window', async () => {
-    const got = await run<{ auction: number; price: number; bidder: number; dateTime: number; end: number }>('q7', { eventsPerSecond: String(SLOW) });
+    const got = await run<{ auction: number; price: number; bidder: number; dateTime: number; end: number }>('q7', {
+      eventsPerSecond: String(SLOW),
+    });
     const best = new Map<number, Bid[]>();
     for (const b of bidsOf(events(SLOW))) {
       const end = b.dateTime - (b.dateTime % 10_000) + 10_000;
@@ -136,7 +161,9 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
       if (!cur || b.price > cur[0]!.price) best.set(end, [b]);
       else if (b.price === cur[0]!.price) cur.push(b);
     }
-    const want = [...best].flatMap(([end, bs]) => bs.map((b) => ({ auction: b.auction, price: b.price, bidder: b.bidder, dateTime: b.dateTime, end })));
+    const want = [...best].flatMap(([end, bs]) =>
+      bs.map((b) => ({ auction: b.auction, price: b.price, bidder: b.bidder, dateTime: b.dateTime, end })),
+    );
     assert.equal(best.size, 12);
     assert.deepEqual(sortBy(got), sortBy(want));
   });
@@ -145,7 +172,9 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
     const got = await run<{ id: number; name: string; start: number }>('q8', { eventsPerSecond: String(SLOW) });
     const es = events(SLOW);
     const windowOf = (t: number): number => t - (t % 10_000);
-    const sellers = new Set(es.filter((e): e is Auction => e.kind === 'auction').map((a) => `${a.seller}/${windowOf(a.dateTime)}`));
+    const sellers = new Set(
+      es.filter((e): e is Auction => e.kind === 'auction').map((a) => `${a.seller}/${windowOf(a.dateTime)}`),
+    );
     const want = es
       .filter((e): e is Person => e.kind === 'person' && sellers.has(`${e.id}/${windowOf(e.dateTime)}`))
       .map((p) => ({ id: p.id, name: p.name, start: windowOf(p.dateTime) }));
@@ -154,9 +183,12 @@ describe('Nexmark queries (examples/nexmark) against reference computations', ()
   });
 
   test('q11 counts each bidder’s bids per session', async () => {
-    const got = await run<{ key: number; start: number; end: number; count: number }>('q11', { eventsPerSecond: String(SLOW) });
+    const got = await run<{ key: number; start: number; end: number; count: number }>('q11', {
+      eventsPerSecond: String(SLOW),
+    });
     const byBidder = new Map<number, number[]>();
-    for (const b of bidsOf(events(SLOW))) (byBidder.get(b.bidder) ?? byBidder.set(b.bidder, []).get(b.bidder)!).push(b.dateTime);
+    for (const b of bidsOf(events(SLOW)))
+      (byBidder.get(b.bidder) ?? byBidder.set(b.bidder, []).get(b.bidder)!).push(b.dateTime);
     const want: { key: number; start: number; end: number; count: number }[] = [];
     for (const [bidder, times] of byBidder) {
       times.sort((a, b) => a - b);

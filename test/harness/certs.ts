@@ -36,15 +36,25 @@ async function makeCa(name: string): Promise<Issuer> {
     notAfter: new Date(Date.now() + 30 * DAY_MS),
     keys,
     signingAlgorithm: ALG,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+    ],
   });
   return { cert, keys };
 }
 
 /** A leaf certificate `cn` signed by `issuer`, naming `dns` and `ips` (a server's), for server and client use. */
-async function makeLeaf(issuer: Issuer, cn: string, o: { dns?: string[]; ips?: string[] } = {}): Promise<{ cert: string; key: string }> {
+async function makeLeaf(
+  issuer: Issuer,
+  cn: string,
+  o: { dns?: string[]; ips?: string[] } = {},
+): Promise<{ cert: string; key: string }> {
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as CryptoKeyPair;
-  const names = [...(o.dns ?? []).map((value) => ({ type: 'dns' as const, value })), ...(o.ips ?? []).map((value) => ({ type: 'ip' as const, value }))];
+  const names = [
+    ...(o.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(o.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: (serial++).toString(16).padStart(2, '0'),
     subject: `CN=${cn}`,
@@ -78,7 +88,9 @@ export interface CertFiles {
  * Make a CA, a rogue CA, and the leaves asked for: `{ name: { dns, ips, rogue } }` (rogue: signed by the
  * rogue CA). Files go in a temp dir (the caller removes it).
  */
-export async function makeCerts(leaves: Record<string, { dns?: string[]; ips?: string[]; rogue?: boolean }>): Promise<CertFiles> {
+export async function makeCerts(
+  leaves: Record<string, { dns?: string[]; ips?: string[]; rogue?: boolean }>,
+): Promise<CertFiles> {
   const dir = await mkdtemp(join(tmpdir(), 'clink-certs-'));
   const [ca, rogue] = await Promise.all([makeCa('clink test CA'), makeCa('rogue CA')]);
   const files: CertFiles = { dir, ca: join(dir, 'ca.pem'), rogueCa: join(dir, 'rogue-ca.pem'), leaf: {} };

@@ -43,9 +43,17 @@ export interface Pipe {
  * Start a cluster of three 2-slot workers and submit `jobFile` at parallelism 2 (or `o.parallelism`),
  * checkpointing every 300 ms (`o.checkpoint`: other settings).
  */
-export async function startPipe(jobFile: string, params: Record<string, string>, o: { parallelism?: number; checkpoint?: Partial<CheckpointSettings> } = {}): Promise<Pipe> {
+export async function startPipe(
+  jobFile: string,
+  params: Record<string, string>,
+  o: { parallelism?: number; checkpoint?: Partial<CheckpointSettings> } = {},
+): Promise<Pipe> {
   // A worker that a busy machine delayed past its heartbeat timeout re-registers: the submit waits for it.
-  const h = await ClusterHarness.start({ workers: 3, slots: 2, coordinatorArgs: ['--restart-backoff-initial-ms=200', `--submit-wait-for-slots-ms=${PATIENCE_MS}`] });
+  const h = await ClusterHarness.start({
+    workers: 3,
+    slots: 2,
+    coordinatorArgs: ['--restart-backoff-initial-ms=200', `--submit-wait-for-slots-ms=${PATIENCE_MS}`],
+  });
   const parallelism = o.parallelism ?? 2;
   let client: ClusterClient;
   let jobId: string;
@@ -70,7 +78,10 @@ export async function startPipe(jobFile: string, params: Record<string, string>,
       const v = await view();
       assert.ok(v.state !== 'FAILED' && v.state !== 'CANCELED', `job ${v.state}: ${v.error ?? ''}`);
       if (v.state === 'FINISHED') return undefined;
-      const newest = (await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints.at(-1)?.checkpointId ?? 0;
+      const newest =
+        (
+          await h.http<{ checkpoints: { checkpointId: number }[] }>(`/api/v1/jobs/${jobId}/checkpoints`)
+        ).body.checkpoints.at(-1)?.checkpointId ?? 0;
       if (v.state === 'RUNNING' && newest > after) return newest;
       await sleep(50);
     }
@@ -103,13 +114,21 @@ export async function rescaleInTurn(pipe: Pipe, parallelisms: number[]): Promise
  * random pause, adding a worker each time to keep the capacity; `before(i)` runs ahead of kill i.
  * Returns what it did, for the failure message.
  */
-export async function killWorkersAtRandom(pipe: Pipe, random: () => number, times: number, before?: (i: number) => Promise<string | undefined>): Promise<string[]> {
+export async function killWorkersAtRandom(
+  pipe: Pipe,
+  random: () => number,
+  times: number,
+  before?: (i: number) => Promise<string | undefined>,
+): Promise<string[]> {
   const log: string[] = [];
   let at = 0;
   for (let kill = 0; kill < times; kill++) {
     const next = await pipe.checkpointAfter(at);
     // A job that ends before every kill was played proves less than asked: say so rather than wait for ever.
-    assert.ok(next !== undefined, `the job finished before kill ${kill + 1} of ${times} (${log.join('; ') || 'none yet'}): give it more records`);
+    assert.ok(
+      next !== undefined,
+      `the job finished before kill ${kill + 1} of ${times} (${log.join('; ') || 'none yet'}): give it more records`,
+    );
     at = next;
     const did = await before?.(kill);
     if (did) log.push(did);
@@ -129,13 +148,20 @@ export async function killWorkersAtRandom(pipe: Pipe, random: () => number, time
  * A checkpoint may complete between the two, and the restart then resumes from it with nothing to fall
  * back past: that attempt is played again, until the restart reads the damaged checkpoint as its newest.
  */
-export async function damageNewestThenKill(h: ClusterHarness, jobId: string, ckpt: string): Promise<{ damaged: number; file: string }> {
+export async function damageNewestThenKill(
+  h: ClusterHarness,
+  jobId: string,
+  ckpt: string,
+): Promise<{ damaged: number; file: string }> {
   const markerDir = join(ckpt, '_jobs', jobId);
   for (let attempt = 0; attempt < 10; attempt++) {
     let newest = 0;
     await waitFor(`job ${jobId} running with two checkpoints`, async () => {
       const v = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
-      const ids = (await readdir(markerDir).catch(() => [] as string[])).map((n) => /^COMPLETED-(\d+)$/.exec(n)?.[1]).filter((x) => x !== undefined).map(Number);
+      const ids = (await readdir(markerDir).catch(() => [] as string[]))
+        .map((n) => /^COMPLETED-(\d+)$/.exec(n)?.[1])
+        .filter((x) => x !== undefined)
+        .map(Number);
       newest = Math.max(0, ...ids);
       return v.state === 'RUNNING' && ids.length >= 2;
     });
@@ -149,10 +175,14 @@ export async function damageNewestThenKill(h: ClusterHarness, jobId: string, ckp
     h.worker(victim).child.kill('SIGKILL');
     await h.addWorker();
     let view!: JobView;
-    await waitFor(`the restart of job ${jobId} after kill -9 of ${victim}`, async () => {
-      view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
-      return view.state === 'FAILED' || (view.state === 'RUNNING' && view.restarts.length > restartsBefore);
-    }, 60_000);
+    await waitFor(
+      `the restart of job ${jobId} after kill -9 of ${victim}`,
+      async () => {
+        view = (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
+        return view.state === 'FAILED' || (view.state === 'RUNNING' && view.restarts.length > restartsBefore);
+      },
+      60_000,
+    );
     if (view.state === 'FAILED' || view.restarts.at(-1)!.restoredFrom < newest) return { damaged: newest, file };
   }
   throw new Error('a newer checkpoint completed before every restart: never fell back');

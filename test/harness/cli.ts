@@ -17,9 +17,18 @@ export interface CliRun {
 }
 
 /** `input`, when given, is the process's standard input (else it is left open and empty). */
-export function runCli(args: string[], cwd: string, timeoutMs = PATIENCE_MS, env: Record<string, string | undefined> = {}, input?: string): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  cwd: string,
+  timeoutMs = PATIENCE_MS,
+  env: Record<string, string | undefined> = {},
+  input?: string,
+): Promise<CliRun> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...env } });
+    const child = spawn(process.execPath, ['--import', TSX, BIN, ...args], {
+      cwd,
+      env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -38,11 +47,19 @@ export function runCli(args: string[], cwd: string, timeoutMs = PATIENCE_MS, env
  * Run the CLI on a pseudo-terminal, as a person would see it (script(1) from util-linux): standard
  * output and error arrive together in `stdout`, with the terminal's \r\n line ends.
  */
-export function runCliOnTerminal(args: string[], cwd: string, timeoutMs = PATIENCE_MS, input?: { text: string; env?: Record<string, string> }): Promise<CliRun> {
+export function runCliOnTerminal(
+  args: string[],
+  cwd: string,
+  timeoutMs = PATIENCE_MS,
+  input?: { text: string; env?: Record<string, string> },
+): Promise<CliRun> {
   const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   return new Promise((res, rej) => {
     // With input: typed at the terminal (script passes its standard input on), then end of input (Ctrl-D).
-    const child = spawn('script', ['-qec', `"${process.execPath}" --import "${TSX}" "${BIN}" ${quoted}`, '/dev/null'], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...input?.env } });
+    const child = spawn('script', ['-qec', `"${process.execPath}" --import "${TSX}" "${BIN}" ${quoted}`, '/dev/null'], {
+      cwd,
+      env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), ...input?.env },
+    });
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

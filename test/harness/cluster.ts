@@ -81,7 +81,13 @@ export class ClusterHarness {
 
   private async startCoordinator(port: number): Promise<void> {
     const ready = join(this.dir, `coordinator-${this.nodes.length}.json`);
-    this.coordinator = this.spawnNode('coordinator', ['--role=coordinator', `--port=${port}`, '--http-port=0', `--ready-file=${ready}`, ...this.coordinatorArgs()]);
+    this.coordinator = this.spawnNode('coordinator', [
+      '--role=coordinator',
+      `--port=${port}`,
+      '--http-port=0',
+      `--ready-file=${ready}`,
+      ...this.coordinatorArgs(),
+    ]);
     const r = JSON.parse(await this.waitForFile(ready)) as { controlPort: number; httpPort: number };
     this.controlPort = r.controlPort;
     this.httpPort = this.coordinator.httpPort = r.httpPort;
@@ -98,14 +104,24 @@ export class ClusterHarness {
   /** The flags that point a node at the HA election (a coordinator stands in it, a worker follows it). */
   haArgs(): string[] {
     const ha = this.options.ha!;
-    return ha.etcd ? [`--etcd-endpoints=${ha.etcd}`, `--etcd-cluster=${basename(this.dir)}`, `--ha-dir=${join(this.dir, 'ha')}`] : [`--ha-dir=${join(this.dir, 'ha')}`];
+    return ha.etcd
+      ? [`--etcd-endpoints=${ha.etcd}`, `--etcd-cluster=${basename(this.dir)}`, `--ha-dir=${join(this.dir, 'ha')}`]
+      : [`--ha-dir=${join(this.dir, 'ha')}`];
   }
 
   /** Start one more HA coordinator (it stands by until elected). */
   standCoordinator(): NodeProcess {
     const ready = join(this.dir, `coordinator-${this.nodes.length}.json`);
     const leaseTtl = this.options.ha?.leaseTtlS ? [`--etcd-lease-ttl-s=${this.options.ha.leaseTtlS}`] : [];
-    const node = this.spawnNode(`coordinator-${this.coordinators.length}`, ['--role=coordinator', '--port=0', '--http-port=0', `--ready-file=${ready}`, ...this.haArgs(), ...leaseTtl, ...this.coordinatorArgs()]);
+    const node = this.spawnNode(`coordinator-${this.coordinators.length}`, [
+      '--role=coordinator',
+      '--port=0',
+      '--http-port=0',
+      `--ready-file=${ready}`,
+      ...this.haArgs(),
+      ...leaseTtl,
+      ...this.coordinatorArgs(),
+    ]);
     node.readyFile = ready;
     this.coordinators.push(node);
     return node;
@@ -119,8 +135,20 @@ export class ClusterHarness {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       for (const c of this.coordinators) {
-        if (c === not || c.child.exitCode !== null || c.child.signalCode !== null || !c.readyFile || !existsSync(c.readyFile)) continue;
-        const r = JSON.parse(await readFile(c.readyFile, 'utf8').catch(() => '{}')) as { state?: string; controlPort?: number; httpPort?: number; epoch?: number };
+        if (
+          c === not ||
+          c.child.exitCode !== null ||
+          c.child.signalCode !== null ||
+          !c.readyFile ||
+          !existsSync(c.readyFile)
+        )
+          continue;
+        const r = JSON.parse(await readFile(c.readyFile, 'utf8').catch(() => '{}')) as {
+          state?: string;
+          controlPort?: number;
+          httpPort?: number;
+          epoch?: number;
+        };
         if (r.state !== 'leader' || !r.controlPort) continue;
         this.coordinator = c;
         this.controlPort = r.controlPort;
@@ -128,7 +156,10 @@ export class ClusterHarness {
         c.httpPort = this.httpPort;
         return { leader: c, epoch: r.epoch ?? 0 };
       }
-      if (Date.now() > deadline) throw new Error(`no coordinator led within ${timeoutMs} ms: ${JSON.stringify(this.coordinators.map((c) => c.logs.slice(-3).map((l) => l.msg)))}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no coordinator led within ${timeoutMs} ms: ${JSON.stringify(this.coordinators.map((c) => c.logs.slice(-3).map((l) => l.msg)))}`,
+        );
       await sleep(20);
     }
   }
@@ -144,11 +175,23 @@ export class ClusterHarness {
   spawnNode(name: string, args: string[], env: Record<string, string> = {}): NodeProcess {
     const child = spawn(process.execPath, ['--import', TSX, BIN, 'node', ...args], {
       cwd: this.dir,
-      env: { ...process.env, CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(this.dir, `cache-${name}-${this.nodes.length}`), ...env },
+      env: {
+        ...process.env,
+        CLINK_LOG_LEVEL: 'info',
+        CLINK_CACHE_DIR: join(this.dir, `cache-${name}-${this.nodes.length}`),
+        ...env,
+      },
       // The IPC channel ends the node when this process dies, even by a test timeout's kill.
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
-    const node: NodeProcess = { name, child, logs: [], stdout: '', exited: new Promise((r) => child.once('exit', (code) => r(code))), httpPort: 0 };
+    const node: NodeProcess = {
+      name,
+      child,
+      logs: [],
+      stdout: '',
+      exited: new Promise((r) => child.once('exit', (code) => r(code))),
+      httpPort: 0,
+    };
     let partial = '';
     child.stderr!.on('data', (d: Buffer) => {
       partial += d.toString();
@@ -170,16 +213,20 @@ export class ClusterHarness {
   /** Start one more worker process; resolves once it has written its ready file. */
   async addWorker(extraArgs: string[] = [], id = `w${++this.workerSeq}`): Promise<NodeProcess> {
     const ready = join(this.dir, `${id}-${this.nodes.length}.json`);
-    const node = this.spawnNode(id, [
-      '--role=worker',
-      `--id=${id}`,
-      ...(this.options.ha ? this.haArgs() : [`--coordinator-port=${this.controlPort}`]),
-      `--slots=${this.options.slots ?? 2}`,
-      `--ready-file=${ready}`,
-      '--http-port=0',
-      ...(this.options.workerArgs ?? []),
-      ...extraArgs,
-    ], this.options.workerEnv);
+    const node = this.spawnNode(
+      id,
+      [
+        '--role=worker',
+        `--id=${id}`,
+        ...(this.options.ha ? this.haArgs() : [`--coordinator-port=${this.controlPort}`]),
+        `--slots=${this.options.slots ?? 2}`,
+        `--ready-file=${ready}`,
+        '--http-port=0',
+        ...(this.options.workerArgs ?? []),
+        ...extraArgs,
+      ],
+      this.options.workerEnv,
+    );
     node.httpPort = (JSON.parse(await this.waitForFile(ready, node)) as { httpPort: number }).httpPort;
     node.readyFile = ready;
     return node;
@@ -190,10 +237,15 @@ export class ClusterHarness {
     return this.nodes.filter((n) => n.name === id).at(-1)!;
   }
 
-  private async waitForFile(path: string, node: NodeProcess = this.coordinator, timeoutMs = PATIENCE_MS): Promise<string> {
+  private async waitForFile(
+    path: string,
+    node: NodeProcess = this.coordinator,
+    timeoutMs = PATIENCE_MS,
+  ): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     while (!existsSync(path)) {
-      if (node.child.exitCode !== null) throw new Error(`${node.name} exited with ${node.child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
+      if (node.child.exitCode !== null)
+        throw new Error(`${node.name} exited with ${node.child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
       if (Date.now() > deadline) throw new Error(`${node.name} did not write ${path} within ${timeoutMs} ms`);
       await sleep(20);
     }
@@ -201,10 +253,15 @@ export class ClusterHarness {
   }
 
   /** A request to the coordinator's HTTP API (or, with `port`, another node's); a JSON `body` is sent as such. */
-  async http<T = unknown>(path: string, init: { method?: string; body?: unknown; port?: number } = {}): Promise<{ status: number; body: T; text: string }> {
+  async http<T = unknown>(
+    path: string,
+    init: { method?: string; body?: unknown; port?: number } = {},
+  ): Promise<{ status: number; body: T; text: string }> {
     const res = await fetch(`http://127.0.0.1:${init.port ?? this.httpPort}${path}`, {
       method: init.method ?? 'GET',
-      ...(init.body !== undefined ? { body: JSON.stringify(init.body), headers: { 'content-type': 'application/json' } } : {}),
+      ...(init.body !== undefined
+        ? { body: JSON.stringify(init.body), headers: { 'content-type': 'application/json' } }
+        : {}),
     });
     const text = await res.text();
     let body: T;
@@ -247,13 +304,24 @@ export class ClusterHarness {
   /** Submit a job file through a client; returns its id, the client (to wait on) and the bytes uploaded. */
   async submit(
     jobFile: string,
-    o: { parallelism?: number; params?: Record<string, string>; client?: ClusterClient; checkpoint?: Partial<CheckpointSettings> } = {},
+    o: {
+      parallelism?: number;
+      params?: Record<string, string>;
+      client?: ClusterClient;
+      checkpoint?: Partial<CheckpointSettings>;
+    } = {},
   ): Promise<{ jobId: string; client: ClusterClient; uploadedBytes: number; moduleBytes: number }> {
     const loaded = await loadJobModule(jobFile, { cacheDir: join(this.dir, 'cache-client') });
     const params = o.params ?? {};
     const built = buildJob(loaded.job, { parallelism: o.parallelism ?? 1, params });
     const client = o.client ?? (await this.client());
-    const { jobId, uploadedBytes } = await client.submit({ module: loaded, spec: built.spec, params, buildParallelism: o.parallelism ?? 1, ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) });
+    const { jobId, uploadedBytes } = await client.submit({
+      module: loaded,
+      spec: built.spec,
+      params,
+      buildParallelism: o.parallelism ?? 1,
+      ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}),
+    });
     return { jobId, client, uploadedBytes, moduleBytes: loaded.code.length + loaded.sourceMap.length };
   }
 
@@ -269,7 +337,10 @@ export class ClusterHarness {
     for (;;) {
       const line = node.logs.find((l) => pattern.test(String(l.msg)));
       if (line) return line;
-      if (Date.now() > deadline) throw new Error(`${node.name} logged nothing matching ${pattern} within ${timeoutMs} ms; last: ${JSON.stringify(node.logs.slice(-5).map((l) => l.msg))}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${node.name} logged nothing matching ${pattern} within ${timeoutMs} ms; last: ${JSON.stringify(node.logs.slice(-5).map((l) => l.msg))}`,
+        );
       await sleep(20);
     }
   }
@@ -279,7 +350,8 @@ export class ClusterHarness {
     for (;;) {
       const { body, status } = await this.http<T>(`/api/v1/jobs/${jobId}`);
       if (status === 200 && states.includes(body.state)) return body;
-      if (Date.now() > deadline) throw new Error(`job ${jobId} not in ${states.join('/')} within ${timeoutMs} ms: ${JSON.stringify(body)}`);
+      if (Date.now() > deadline)
+        throw new Error(`job ${jobId} not in ${states.join('/')} within ${timeoutMs} ms: ${JSON.stringify(body)}`);
       await sleep(25);
     }
   }

@@ -17,7 +17,12 @@ export interface FakeWorker {
 export async function fakeWorker(
   port: number,
   id: string,
-  o: { protocolVersion?: number; minCompatible?: number; slots?: number; onMessage?: (m: Message, w: FakeWorker) => void } = {},
+  o: {
+    protocolVersion?: number;
+    minCompatible?: number;
+    slots?: number;
+    onMessage?: (m: Message, w: FakeWorker) => void;
+  } = {},
 ): Promise<FakeWorker> {
   const socket = connect(port, '127.0.0.1');
   await new Promise((r) => socket.once('connect', r));
@@ -35,14 +40,23 @@ export async function fakeWorker(
   const reader = new FrameReader(socket);
   const ack = decodeMessage((await reader.next())!);
   let seq = 0;
-  const hb = setInterval(() => !socket.destroyed && socket.write(encodeFrame(makeMessage('Heartbeat', { seq: ++seq }))), 200);
+  const hb = setInterval(
+    () => !socket.destroyed && socket.write(encodeFrame(makeMessage('Heartbeat', { seq: ++seq }))),
+    200,
+  );
   socket.on('error', () => undefined);
   socket.on('close', () => clearInterval(hb));
-  const w: FakeWorker = { socket, ack, stopHeartbeats: () => clearInterval(hb), send: (m) => void (!socket.destroyed && socket.write(encodeFrame(m))) };
+  const w: FakeWorker = {
+    socket,
+    ack,
+    stopHeartbeats: () => clearInterval(hb),
+    send: (m) => void (!socket.destroyed && socket.write(encodeFrame(m))),
+  };
   if (o.onMessage) {
     const onMessage = o.onMessage;
     void (async () => {
-      for (let frame = await reader.next().catch(() => null); frame; frame = await reader.next().catch(() => null)) onMessage(decodeMessage(frame), w);
+      for (let frame = await reader.next().catch(() => null); frame; frame = await reader.next().catch(() => null))
+        onMessage(decodeMessage(frame), w);
     })();
   } else reader.close();
   return w;

@@ -24,7 +24,13 @@ export interface SubmittedSinkJob {
 /** Submit the file-sink job at parallelism 2, checkpointing into `<dir>/ckpt` every `intervalMs` (`checkpoint`: other settings). */
 export async function submitSinkJob(
   h: ClusterHarness,
-  o: { intervalMs?: number; rate?: number; maxRestartsOnWorkerLoss?: number; params?: Record<string, string>; checkpoint?: Partial<CheckpointSettings> } = {},
+  o: {
+    intervalMs?: number;
+    rate?: number;
+    maxRestartsOnWorkerLoss?: number;
+    params?: Record<string, string>;
+    checkpoint?: Partial<CheckpointSettings>;
+  } = {},
 ): Promise<SubmittedSinkJob> {
   const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
   const expectedDir = join(h.dir, 'expected');
@@ -37,7 +43,12 @@ export async function submitSinkJob(
     spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
     params,
     buildParallelism: 2,
-    checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: o.intervalMs ?? 500, maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss ?? -1, ...o.checkpoint },
+    checkpoint: {
+      checkpointDir: join(h.dir, 'ckpt'),
+      intervalMs: o.intervalMs ?? 500,
+      maxRestartsOnWorkerLoss: o.maxRestartsOnWorkerLoss ?? -1,
+      ...o.checkpoint,
+    },
   });
   return { jobId, client, out, expected: await visibleLines(expectedDir) };
 }
@@ -54,23 +65,30 @@ export interface HaRun {
 }
 
 /** An HA cluster running the windowed file-sink job at parallelism 2, checkpointing every `intervalMs`. */
-export async function haJob(options: HarnessOptions, o: { intervalMs?: number; waitForCheckpoint?: boolean; rate?: number } = {}): Promise<HaRun> {
+export async function haJob(
+  options: HarnessOptions,
+  o: { intervalMs?: number; waitForCheckpoint?: boolean; rate?: number } = {},
+): Promise<HaRun> {
   const h = await ClusterHarness.start(options);
   try {
-    const { jobId, client, out, expected } = await submitSinkJob(h, { ...(o.intervalMs ? { intervalMs: o.intervalMs } : {}), ...(o.rate ? { rate: o.rate } : {}) });
+    const { jobId, client, out, expected } = await submitSinkJob(h, {
+      ...(o.intervalMs ? { intervalMs: o.intervalMs } : {}),
+      ...(o.rate ? { rate: o.rate } : {}),
+    });
     client.close();
     const view = async (): Promise<JobView> => (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body;
     if (o.waitForCheckpoint !== false) {
       for (let i = 0; i < 400; i++) {
-        if ((await h.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints.length > 0) break;
+        if ((await h.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints.length > 0)
+          break;
         await sleep(25);
       }
     }
-    const ended = async (timeoutMs = PATIENCE_MS): Promise<JobView> => h.waitForJob<JobView>(jobId, ['FINISHED', 'FAILED', 'CANCELED'], timeoutMs);
+    const ended = async (timeoutMs = PATIENCE_MS): Promise<JobView> =>
+      h.waitForJob<JobView>(jobId, ['FINISHED', 'FAILED', 'CANCELED'], timeoutMs);
     return { h, jobId, out, expected, view, ended };
   } catch (err) {
     await h.close();
     throw err;
   }
 }
-

@@ -7,7 +7,10 @@ import type { Pipe } from './chaos-job.js';
 
 export function kafkaBootstrap(): string {
   const b = process.env.CLINK_TEST_KAFKA;
-  assert.ok(b, 'CLINK_TEST_KAFKA names the Kafka broker these tests use: run them with npm run test:services, which starts one');
+  assert.ok(
+    b,
+    'CLINK_TEST_KAFKA names the Kafka broker these tests use: run them with npm run test:services, which starts one',
+  );
   return b;
 }
 
@@ -50,10 +53,23 @@ async function untilPartitions(admin: Admin, topic: string, count: number): Prom
 }
 
 /** Set the offsets consumer group `groupId` has committed, as a group that read that far would. */
-export async function commitGroupOffsets(bootstrap: string, groupId: string, topic: string, offsets: Record<number, number>): Promise<void> {
+export async function commitGroupOffsets(
+  bootstrap: string,
+  groupId: string,
+  topic: string,
+  offsets: Record<number, number>,
+): Promise<void> {
   const admin = new Admin({ clientId: 'test', bootstrapBrokers: [bootstrap] });
   try {
-    await admin.alterConsumerGroupOffsets({ groupId, topics: [{ name: topic, partitionOffsets: Object.entries(offsets).map(([p, o]) => ({ partition: Number(p), offset: BigInt(o) })) }] });
+    await admin.alterConsumerGroupOffsets({
+      groupId,
+      topics: [
+        {
+          name: topic,
+          partitionOffsets: Object.entries(offsets).map(([p, o]) => ({ partition: Number(p), offset: BigInt(o) })),
+        },
+      ],
+    });
   } finally {
     await admin.close();
   }
@@ -87,7 +103,13 @@ export class JsonProducer {
 }
 
 /** Produce JSON values (keyed by `key(v)` when given), in batches of 1000, with a producer of their own. */
-export async function produceJson<T>(bootstrap: string, topic: string, values: T[], key?: (v: T) => string, timestamp?: (v: T) => number): Promise<void> {
+export async function produceJson<T>(
+  bootstrap: string,
+  topic: string,
+  values: T[],
+  key?: (v: T) => string,
+  timestamp?: (v: T) => number,
+): Promise<void> {
   const p = new JsonProducer(bootstrap);
   try {
     await p.send(topic, values, key, timestamp);
@@ -123,7 +145,31 @@ export async function readTopic(bootstrap: string, topic: string): Promise<ReadR
       let at = 0n;
       const aborted = new Set<bigint>();
       while (at < ends[p]!) {
-        const r = await fetchV17.api.async(conn, 100, 1, 4 << 20, 1, 0, -1, [{ topicId: t.id, partitions: [{ partition: p, fetchOffset: at, partitionMaxBytes: 4 << 20, currentLeaderEpoch: -1, lastFetchedEpoch: -1 }] }], [], '');
+        const r = await fetchV17.api.async(
+          conn,
+          100,
+          1,
+          4 << 20,
+          1,
+          0,
+          -1,
+          [
+            {
+              topicId: t.id,
+              partitions: [
+                {
+                  partition: p,
+                  fetchOffset: at,
+                  partitionMaxBytes: 4 << 20,
+                  currentLeaderEpoch: -1,
+                  lastFetchedEpoch: -1,
+                },
+              ],
+            },
+          ],
+          [],
+          '',
+        );
         const part = r.responses[0]!.partitions[0]!;
         for (const a of part.abortedTransactions ?? []) aborted.add(a.producerId);
         for (const b of part.records ?? []) {
@@ -131,7 +177,14 @@ export async function readTopic(bootstrap: string, topic: string): Promise<ReadR
           if (b.attributes & 0x20) continue; // a transaction marker
           // Each exactly-once transaction has a producer id of its own: one aborted is all aborted.
           if (b.attributes & 0x10 && aborted.has(b.producerId)) continue;
-          for (const rec of b.records) out.push({ partition: p, producerId: b.producerId, offset: b.firstOffset + BigInt(rec.offsetDelta), key: rec.key?.toString() ?? null, value: rec.value!.toString() });
+          for (const rec of b.records)
+            out.push({
+              partition: p,
+              producerId: b.producerId,
+              offset: b.firstOffset + BigInt(rec.offsetDelta),
+              key: rec.key?.toString() ?? null,
+              value: rec.value!.toString(),
+            });
         }
       }
     }
@@ -144,10 +197,21 @@ export async function readTopic(bootstrap: string, topic: string): Promise<ReadR
 
 /** Kafka to Kafka, exactly once (test/fixtures/jobs/kafka-pipe.ts), and its parameters. */
 export const KAFKA_PIPE_JOB = resolve(import.meta.dirname, '../fixtures/jobs/kafka-pipe.ts');
-export const kafkaPipeParams = (bootstrap: string, input: string, output: string, rate: number): Record<string, string> => ({ bootstrap, in: input, out: output, prefix: output, rate: String(rate) });
+export const kafkaPipeParams = (
+  bootstrap: string,
+  input: string,
+  output: string,
+  rate: number,
+): Record<string, string> => ({ bootstrap, in: input, out: output, prefix: output, rate: String(rate) });
 
 /** Wait until the output holds `n` records and two more checkpoints completed; then it must stay exact. */
-export async function assertKafkaExactlyOnce(pipe: Pipe, bootstrap: string, output: string, n: number, what: string): Promise<void> {
+export async function assertKafkaExactlyOnce(
+  pipe: Pipe,
+  bootstrap: string,
+  output: string,
+  n: number,
+  what: string,
+): Promise<void> {
   const next = async (after: number): Promise<number> => {
     const id = await pipe.checkpointAfter(after);
     assert.ok(id !== undefined, `${what}: the Kafka pipe job reads without end, yet it finished`);
@@ -164,12 +228,20 @@ export async function assertKafkaExactlyOnce(pipe: Pipe, bootstrap: string, outp
         seen.set(id, r);
         return first !== undefined;
       });
-      assert.fail(`${what}: ${out.length} records written for ${n} inputs; written twice, e.g. ${JSON.stringify(twice.slice(0, 3), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`);
+      assert.fail(
+        `${what}: ${out.length} records written for ${n} inputs; written twice, e.g. ${JSON.stringify(twice.slice(0, 3), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+      );
     }
     if (out.length === n) break;
     at = await next(at);
   }
   at = await next(await next(at));
-  const ids = (await readTopic(bootstrap, output)).map((r) => (JSON.parse(r.value) as { id: number; doubled: number }).id).sort((a, b) => a - b);
-  assert.deepEqual(ids, Array.from({ length: n }, (_, i) => i), `${what}: each input id exactly once`);
+  const ids = (await readTopic(bootstrap, output))
+    .map((r) => (JSON.parse(r.value) as { id: number; doubled: number }).id)
+    .sort((a, b) => a - b);
+  assert.deepEqual(
+    ids,
+    Array.from({ length: n }, (_, i) => i),
+    `${what}: each input id exactly once`,
+  );
 }

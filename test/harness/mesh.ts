@@ -16,7 +16,10 @@ export interface Member {
 
 /** Start `clink run <args>` (a member), with its own job cache under `cwd`; killed at `timeoutMs`. */
 export function startMember(args: string[], cwd: string, timeoutMs = 120_000): Member {
-  const child = spawn(process.execPath, ['--import', TSX, BIN, 'run', ...args], { cwd, env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), CLINK_LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, ['--import', TSX, BIN, 'run', ...args], {
+    cwd,
+    env: { ...process.env, CLINK_CACHE_DIR: join(cwd, '.cache'), CLINK_LOG_LEVEL: 'info' },
+  });
   let stdout = '';
   let stderr = '';
   const watchers = new Set<() => void>();
@@ -43,7 +46,12 @@ export function startMember(args: string[], cwd: string, timeoutMs = 120_000): M
         const check = (): void => {
           const m = re.exec(stderr);
           if (m) done(() => resolve(m));
-          else if (child.exitCode !== null || child.signalCode !== null) done(() => reject(new Error(`member exited (${child.exitCode ?? child.signalCode}) before printing ${re}:\n${stderr}`)));
+          else if (child.exitCode !== null || child.signalCode !== null)
+            done(() =>
+              reject(
+                new Error(`member exited (${child.exitCode ?? child.signalCode}) before printing ${re}:\n${stderr}`),
+              ),
+            );
         };
         const deadline = setTimeout(() => done(() => reject(new Error(`no ${re} within ${ms} ms:\n${stderr}`))), ms);
         const done = (f: () => void): void => {
@@ -66,10 +74,14 @@ export async function controlPort(leader: Member): Promise<number> {
 /** Free TCP ports on 127.0.0.1 (bound and released: a restarted member must come back at the same address). */
 export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve) => {
-      const s = createServer();
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve) => {
+          const s = createServer();
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));

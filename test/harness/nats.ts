@@ -6,7 +6,10 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 
 export function natsServer(): string {
   const s = process.env.CLINK_TEST_NATS;
-  assert.ok(s, 'CLINK_TEST_NATS names the NATS server these tests use: run them with npm run test:services, which starts one');
+  assert.ok(
+    s,
+    'CLINK_TEST_NATS names the NATS server these tests use: run them with npm run test:services, which starts one',
+  );
   return s;
 }
 
@@ -34,7 +37,8 @@ export function createStream(server: string, name: string): Promise<void> {
 export function publishJson(server: string, subject: string, values: unknown[]): Promise<void> {
   return withNats(server, async (nc) => {
     const js = jetstream(nc);
-    for (let i = 0; i < values.length; i += 500) await Promise.all(values.slice(i, i + 500).map((v) => js.publish(subject, JSON.stringify(v))));
+    for (let i = 0; i < values.length; i += 500)
+      await Promise.all(values.slice(i, i + 500).map((v) => js.publish(subject, JSON.stringify(v))));
   });
 }
 

@@ -43,7 +43,10 @@ export function testingSource<T>(name: string, items: readonly TestingItem<T>[])
                 pausedAt.add(ctx.subtaskIndex);
                 if (pausedAt.size === ctx.parallelism) allPaused.resolve();
                 // A turn of the loop, then read again: the task checks for barriers between reads.
-                const released = await Promise.race([gate.promise.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 1))]);
+                const released = await Promise.race([
+                  gate.promise.then(() => true),
+                  new Promise<false>((r) => setTimeout(() => r(false), 1)),
+                ]);
                 if (!released) return 'MORE';
                 next++;
                 continue;
@@ -56,7 +59,7 @@ export function testingSource<T>(name: string, items: readonly TestingItem<T>[])
             }
             return next < items.length ? 'MORE' : 'END';
           },
-          snapshot: () => (next < items.length ? turns.slice(next).find((t) => t >= 0) ?? n : n),
+          snapshot: () => (next < items.length ? (turns.slice(next).find((t) => t >= 0) ?? n) : n),
           restore: (position) => {
             const at = turns.indexOf(position as number);
             next = at >= 0 ? at : items.length;

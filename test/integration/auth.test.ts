@@ -29,7 +29,13 @@ async function cluster() {
   const { log, lines } = memoryLogger();
   const metrics = new ClinkMetrics();
   const coordinator = await Coordinator.start({ port: 0 }, { log, metrics, authToken: TOKEN });
-  const app = buildHttpApp({ role: 'coordinator', metrics, config: coordinator.config as unknown as Record<string, unknown>, coordinator, authToken: TOKEN });
+  const app = buildHttpApp({
+    role: 'coordinator',
+    metrics,
+    config: coordinator.config as unknown as Record<string, unknown>,
+    coordinator,
+    authToken: TOKEN,
+  });
   return { coordinator, app, metrics, lines, close: async () => (await app.close(), await coordinator.stop()) };
 }
 
@@ -48,11 +54,19 @@ describe('token auth', () => {
         assert.equal(res.json().code, 'CLINK_ERR_UNAUTHORIZED');
         assert.equal(res.headers['www-authenticate'], 'Bearer realm="clink"');
       }
-      const ok = await c.app.inject({ method: 'GET', url: '/api/v1/jobs', headers: { authorization: `Bearer ${TOKEN}` } });
+      const ok = await c.app.inject({
+        method: 'GET',
+        url: '/api/v1/jobs',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       assert.equal(ok.statusCode, 200);
       const preflight = await c.app.inject({ method: 'OPTIONS', url: '/api/v1/jobs' });
       assert.notEqual(preflight.statusCode, 401);
-      const config = await c.app.inject({ method: 'GET', url: '/api/v1/config', headers: { authorization: `Bearer ${TOKEN}` } });
+      const config = await c.app.inject({
+        method: 'GET',
+        url: '/api/v1/config',
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       assert.doesNotMatch(config.body, new RegExp(TOKEN));
     } finally {
       await c.close();
@@ -74,7 +88,8 @@ describe('token auth', () => {
           })(),
           (err: Error & { code?: string }) =>
             err.code === 'CLINK_ERR_UNAUTHORIZED' &&
-            err.message === `the coordinator refused this client: authentication failed: this coordinator requires the cluster's token and the client's is ${authToken ? 'wrong' : 'missing'}; set CLINK_AUTH_TOKEN to it`,
+            err.message ===
+              `the coordinator refused this client: authentication failed: this coordinator requires the cluster's token and the client's is ${authToken ? 'wrong' : 'missing'}; set CLINK_AUTH_TOKEN to it`,
         );
       }
       assert.equal(await c.metrics.value('clink_coordinator_auth_refusals_total', { role: 'client' }), 2);
@@ -89,13 +104,23 @@ describe('token auth', () => {
   test('a Register without the token is refused for good, so it cannot displace a registered worker under its id', async () => {
     const c = await cluster();
     const { log } = memoryLogger();
-    const honest = await Worker.start(workerConfig(c.coordinator.port, 'w1'), { log, metrics: new ClinkMetrics(), authToken: TOKEN });
+    const honest = await Worker.start(workerConfig(c.coordinator.port, 'w1'), {
+      log,
+      metrics: new ClinkMetrics(),
+      authToken: TOKEN,
+    });
     try {
-      await assert.rejects(Worker.start(workerConfig(c.coordinator.port, 'w1'), { log, metrics: new ClinkMetrics() }), (err: Error & { retryable?: boolean }) => {
-        assert.equal(err.message, "the coordinator refused the registration: authentication failed: this coordinator requires the cluster's token and the worker's is missing; set CLINK_AUTH_TOKEN to it");
-        assert.equal(err.retryable, false);
-        return true;
-      });
+      await assert.rejects(
+        Worker.start(workerConfig(c.coordinator.port, 'w1'), { log, metrics: new ClinkMetrics() }),
+        (err: Error & { retryable?: boolean }) => {
+          assert.equal(
+            err.message,
+            "the coordinator refused the registration: authentication failed: this coordinator requires the cluster's token and the worker's is missing; set CLINK_AUTH_TOKEN to it",
+          );
+          assert.equal(err.retryable, false);
+          return true;
+        },
+      );
       assert.equal(await c.metrics.value('clink_coordinator_auth_refusals_total', { role: 'worker' }), 1);
       assert.deepEqual(
         c.coordinator.workers().map((w) => [w.workerId, w.session]),

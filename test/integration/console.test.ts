@@ -14,7 +14,10 @@ import { ClinkMetrics } from '../../src/metrics/index.js';
 async function node(o: { staticDir?: string; authToken?: string } = {}) {
   const { log } = memoryLogger();
   const metrics = new ClinkMetrics();
-  const coordinator = await Coordinator.start({ port: 0 }, { log, metrics, ...(o.authToken ? { authToken: o.authToken } : {}) });
+  const coordinator = await Coordinator.start(
+    { port: 0 },
+    { log, metrics, ...(o.authToken ? { authToken: o.authToken } : {}) },
+  );
   const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator, ...o });
   return { app, close: async () => (await app.close(), await coordinator.stop()) };
 }
@@ -38,7 +41,12 @@ describe('the console', () => {
       const missing = await get('/missing.js');
       assert.equal(missing.statusCode, 404);
       assert.equal(missing.json().code, 'CLINK_ERR_NOT_FOUND');
-      for (const escape of ['/../package.json', '/%2e%2e/package.json', '/..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fetc/passwd']) {
+      for (const escape of [
+        '/../package.json',
+        '/%2e%2e/package.json',
+        '/..%2fpackage.json',
+        '/%2e%2e%2f%2e%2e%2fetc/passwd',
+      ]) {
         const r = await get(escape);
         assert.notEqual(r.statusCode, 200, escape);
         assert.doesNotMatch(r.body, /"name": "clink"|root:/, escape);
@@ -72,7 +80,10 @@ describe('the console', () => {
         await close();
       }
       const bad = await node({ staticDir: outside });
-      await assert.rejects(async () => bad.app.ready(), /--http-static-dir .*: it has no index\.html; point it at a built console/);
+      await assert.rejects(
+        async () => bad.app.ready(),
+        /--http-static-dir .*: it has no index\.html; point it at a built console/,
+      );
       await bad.close();
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -88,7 +99,11 @@ describe('the console', () => {
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/jobs' })).statusCode, 401);
       assert.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
       assert.equal((await app.inject({ method: 'POST', url: '/anything' })).statusCode, 401);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/jobs', headers: { authorization: 'Bearer sesame' } })).statusCode, 200);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/jobs', headers: { authorization: 'Bearer sesame' } }))
+          .statusCode,
+        200,
+      );
     } finally {
       await close();
     }

@@ -13,7 +13,10 @@ import { visibleLines, waitFor } from '../helpers.js';
 /** The channels a worker has sent records on to another process (one series each). */
 async function channelsSending(h: ClusterHarness, w: NodeProcess): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${w.httpPort}/metrics`)).text();
-  return text.split('\n').filter((l) => l.startsWith('clink_channel_records_sent_total{') && Number(l.slice(l.lastIndexOf(' ') + 1)) > 0).length;
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('clink_channel_records_sent_total{') && Number(l.slice(l.lastIndexOf(' ') + 1)) > 0)
+    .length;
 }
 
 async function runAndCheck(h: ClusterHarness, whileRunning: (workers: NodeProcess[]) => Promise<void>): Promise<void> {
@@ -37,8 +40,16 @@ describe('data links between worker processes', () => {
       await runAndCheck(h, async (workers) => {
         for (const w of workers) {
           await waitFor(`${w.name} sending on several channels`, async () => (await channelsSending(h, w)) >= 2);
-          assert.equal(await h.workerMetric(w, 'clink_data_links', { direction: 'out' }), 1, `${w.name} dialled one link`);
-          assert.equal(await h.workerMetric(w, 'clink_data_links', { direction: 'in' }), 1, `${w.name} accepted one link`);
+          assert.equal(
+            await h.workerMetric(w, 'clink_data_links', { direction: 'out' }),
+            1,
+            `${w.name} dialled one link`,
+          );
+          assert.equal(
+            await h.workerMetric(w, 'clink_data_links', { direction: 'in' }),
+            1,
+            `${w.name} accepted one link`,
+          );
         }
       });
     } finally {

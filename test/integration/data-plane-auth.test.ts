@@ -22,7 +22,12 @@ describe('the data plane proves the deploy attempt', () => {
     // (a job thread listens on a port of its own, with the same checks). Their work delays the session's
     // heartbeats, so on a busy machine the coordinator is patient with them: the only restart this test
     // could see is one the forged connections caused.
-    const h = await ClusterHarness.start({ workers: 2, slots: 2, workerArgs: ['--task-isolation=none', '--coordinator-heartbeat-timeout-ms=60000'], coordinatorArgs: ['--heartbeat-timeout-ms=60000'] });
+    const h = await ClusterHarness.start({
+      workers: 2,
+      slots: 2,
+      workerArgs: ['--task-isolation=none', '--coordinator-heartbeat-timeout-ms=60000'],
+      coordinatorArgs: ['--heartbeat-timeout-ms=60000'],
+    });
     try {
       const { jobId, client, out, expected } = await submitSinkJob(h, { rate: 2000 });
       const view = await h.waitForJob<JobView>(jobId, ['RUNNING']);
@@ -35,7 +40,15 @@ describe('the data plane proves the deploy attempt', () => {
       const target = view.subtasks.find((t) => t.taskId === down.id && t.index === 0)!;
       const worker = h.worker(target.workerId);
       const dataPort = (JSON.parse(await readFile(worker.readyFile!, 'utf8')) as { dataPort: number }).dataPort;
-      const hello = { jobId, attempt: target.attempt, edgeIndex, upstreamSubtask: 0, downstreamTaskId: down.id, downstreamSubtask: 0, upstreamTaskId: up.id };
+      const hello = {
+        jobId,
+        attempt: target.attempt,
+        edgeIndex,
+        upstreamSubtask: 0,
+        downstreamTaskId: down.id,
+        downstreamSubtask: 0,
+        upstreamTaskId: up.id,
+      };
       const forged = [1, 2, 3, 4, 5].map((i) => ({ user: i, amount: 1_000_000, ts: 1_000 }));
       for (const mac of ['', 'ab'.repeat(32)]) {
         const closed = await new Promise<boolean>((resolve) => {
@@ -43,17 +56,38 @@ describe('the data plane proves the deploy attempt', () => {
           s.on('error', () => undefined);
           s.once('connect', () => {
             s.write(encodeFrame(makeMessage('DataHello', { ...hello, mac })));
-            s.write(encodeFrame(makeMessage('DataBatch', { batch: encodeRecordBatch(forged, forged.map((r) => r.ts)) })));
+            s.write(
+              encodeFrame(
+                makeMessage('DataBatch', {
+                  batch: encodeRecordBatch(
+                    forged,
+                    forged.map((r) => r.ts),
+                  ),
+                }),
+              ),
+            );
           });
           s.once('close', () => resolve(true));
         });
         assert.ok(closed, 'the connection is closed on it');
       }
-      await waitFor('both refusals counted', async () => (await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 2);
+      await waitFor(
+        'both refusals counted',
+        async () =>
+          (await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 2,
+      );
       const done = await client.waitForCompletion(jobId);
       assert.equal(done.ok, true, done.error);
-      assert.deepEqual(await visibleLines(out), expected, 'exactly the uninterrupted output: nothing fabricated got in');
-      assert.equal((await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.restarts.length, 0, 'and nothing restarted the job');
+      assert.deepEqual(
+        await visibleLines(out),
+        expected,
+        'exactly the uninterrupted output: nothing fabricated got in',
+      );
+      assert.equal(
+        (await h.http<JobView>(`/api/v1/jobs/${jobId}`)).body.restarts.length,
+        0,
+        'and nothing restarted the job',
+      );
     } finally {
       await h.close();
     }
@@ -71,9 +105,20 @@ describe('the data plane proves the deploy attempt', () => {
       const down = taskOf(plan, plan.spec.edges[edgeIndex]!.target);
       const target = view.subtasks.find((t) => t.taskId === down.id && t.index === 0)!;
       // Where the job's thread listens: in the ready file and in GET /api/v1/worker.
-      const { jobDataPorts } = (await (await fetch(`http://127.0.0.1:${worker.httpPort}/api/v1/worker`)).json()) as { jobDataPorts: number[] };
+      const { jobDataPorts } = (await (await fetch(`http://127.0.0.1:${worker.httpPort}/api/v1/worker`)).json()) as {
+        jobDataPorts: number[];
+      };
       assert.ok(jobDataPorts.length >= 1, JSON.stringify(jobDataPorts));
-      const hello = { jobId, attempt: target.attempt, edgeIndex, upstreamSubtask: 0, downstreamTaskId: down.id, downstreamSubtask: 0, upstreamTaskId: taskOf(plan, plan.spec.edges[edgeIndex]!.source).id, mac: 'ab'.repeat(32) };
+      const hello = {
+        jobId,
+        attempt: target.attempt,
+        edgeIndex,
+        upstreamSubtask: 0,
+        downstreamTaskId: down.id,
+        downstreamSubtask: 0,
+        upstreamTaskId: taskOf(plan, plan.spec.edges[edgeIndex]!.source).id,
+        mac: 'ab'.repeat(32),
+      };
       for (const port of jobDataPorts) {
         await new Promise<void>((resolve) => {
           const s = connect(port, '127.0.0.1');
@@ -82,8 +127,15 @@ describe('the data plane proves the deploy attempt', () => {
           s.once('close', () => resolve());
         });
       }
-      await waitFor('the refusal counted in the worker\'s /metrics', async () => (await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 1);
-      assert.equal(await h.workerMetric(worker, 'clink_connections_rejected_total', { role: 'worker.data', reason: 'refused' }), jobDataPorts.length);
+      await waitFor(
+        "the refusal counted in the worker's /metrics",
+        async () =>
+          (await h.workerMetric(worker, 'clink_data_connections_refused_total', { reason: 'bad_secret' })) === 1,
+      );
+      assert.equal(
+        await h.workerMetric(worker, 'clink_connections_rejected_total', { role: 'worker.data', reason: 'refused' }),
+        jobDataPorts.length,
+      );
       const done = await client.waitForCompletion(jobId);
       assert.equal(done.ok, true, done.error);
       assert.deepEqual(await visibleLines(out), expected);

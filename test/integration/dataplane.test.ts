@@ -20,12 +20,19 @@ describe('the data plane across processes', () => {
       const { jobId, client } = await h.submit(job('forward-pipeline'), { parallelism: 12 });
       const outcome = await client.waitForCompletion(jobId);
       assert.equal(outcome.ok, true, outcome.error);
-      const view = (await h.http<{ edges: { local: number; socket: number }; subtasks: { workerId: string }[] }>(`/api/v1/jobs/${jobId}`)).body;
+      const view = (
+        await h.http<{ edges: { local: number; socket: number }; subtasks: { workerId: string }[] }>(
+          `/api/v1/jobs/${jobId}`,
+        )
+      ).body;
       assert.deepEqual(view.edges, { local: 12, socket: 0 });
       assert.equal(new Set(view.subtasks.map((s) => s.workerId)).size, 3);
       await h.waitForLog(h.coordinator, new RegExp(`^job ${jobId} placed: edges local=12 socket=0`));
       const expected = Array.from({ length: 120_000 }, (_, i) => (i + 1) * 2).filter((x) => x % 3 === 0);
-      assert.deepEqual((outcome.collected.default as number[]).sort((a, b) => a - b), expected);
+      assert.deepEqual(
+        (outcome.collected.default as number[]).sort((a, b) => a - b),
+        expected,
+      );
     } finally {
       await h.close();
     }
@@ -35,7 +42,11 @@ describe('the data plane across processes', () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 1 });
     try {
       const { jobId, client } = await h.submit(job('slow-sink'));
-      const view = await h.waitForJob<{ state: string; edges: { socket: number }; subtasks: { taskId: string; workerId: string }[] }>(jobId, ['RUNNING']);
+      const view = await h.waitForJob<{
+        state: string;
+        edges: { socket: number };
+        subtasks: { taskId: string; workerId: string }[];
+      }>(jobId, ['RUNNING']);
       assert.equal(view.edges.socket, 1, 'source and sink run on different workers');
       const source = h.worker(view.subtasks.find((s) => s.taskId.includes('source'))!.workerId);
       const sink = h.worker(view.subtasks.find((s) => !s.taskId.includes('source'))!.workerId);
@@ -52,10 +63,16 @@ describe('the data plane across processes', () => {
       const sent = (await h.workerMetric(source, 'clink_channel_records_sent_total')) - sent0;
       const backpressured = await h.workerMetric(source, 'clink_channel_backpressured_seconds_total');
       // The sink takes ~100k records/s; without flow control the source would send millions per second.
-      assert.ok(sent / seconds < 250_000, `the source sent ${Math.round(sent / seconds)} records/s to a sink taking ~100k/s`);
+      assert.ok(
+        sent / seconds < 250_000,
+        `the source sent ${Math.round(sent / seconds)} records/s to a sink taking ~100k/s`,
+      );
       // Unloaded it waits ~95% of the time; on a machine busy with other tests the source itself is
       // starved of CPU too (0.48 seen once on CI), so the bound only asks that waiting is substantial.
-      assert.ok(backpressured > 0.25 * seconds, `the channel waited for credit ${backpressured.toFixed(2)} s of ${seconds.toFixed(2)}`);
+      assert.ok(
+        backpressured > 0.25 * seconds,
+        `the channel waited for credit ${backpressured.toFixed(2)} s of ${seconds.toFixed(2)}`,
+      );
       // Credits bound what is in flight: the receiver has every sent record but at most credits' worth.
       // Sent is read first: records keep flowing between two scrapes (~100k/s), so a count received
       // after a count sent can only be closer to it (read the other way round, a 10 ms scrape on a
@@ -65,7 +82,10 @@ describe('the data plane across processes', () => {
       assert.ok(sentNow - receivedAfter <= 4 * 1_000 + 1_000, `${sentNow - receivedAfter} records in flight`);
       for (const [who, xs] of Object.entries(rss)) {
         const growth = Math.max(...xs) - Math.min(...xs);
-        assert.ok(growth < 48 * 1024 * 1024, `${who} RSS moved by ${(growth / 1048576).toFixed(1)} MiB over ${seconds.toFixed(1)} s`);
+        assert.ok(
+          growth < 48 * 1024 * 1024,
+          `${who} RSS moved by ${(growth / 1048576).toFixed(1)} MiB over ${seconds.toFixed(1)} s`,
+        );
       }
       await client.cancel(jobId);
       assert.equal((await client.waitForCompletion(jobId)).state, 'CANCELED');
@@ -78,7 +98,9 @@ describe('the data plane across processes', () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 1 });
     try {
       const { jobId, client } = await h.submit(job('slow-sink'));
-      const view = await h.waitForJob<{ state: string; subtasks: { taskId: string; workerId: string }[] }>(jobId, ['RUNNING']);
+      const view = await h.waitForJob<{ state: string; subtasks: { taskId: string; workerId: string }[] }>(jobId, [
+        'RUNNING',
+      ]);
       const sinkWorker = view.subtasks.find((s) => !s.taskId.includes('source'))!.workerId;
       await sleep(300);
       h.worker(sinkWorker).child.kill('SIGKILL');
@@ -86,8 +108,12 @@ describe('the data plane across processes', () => {
       assert.equal(outcome.state, 'FAILED');
       assert.equal(outcome.error, `worker lost: ${sinkWorker} (heartbeat timeout)`);
       // The source's worker let go of its subtask: its slot is free again.
-      const workers = (await h.http<{ workers: { workerId: string; slotsFree: number }[] }>('/api/v1/workers')).body.workers;
-      assert.deepEqual(workers.map((w) => w.slotsFree), [1]);
+      const workers = (await h.http<{ workers: { workerId: string; slotsFree: number }[] }>('/api/v1/workers')).body
+        .workers;
+      assert.deepEqual(
+        workers.map((w) => w.slotsFree),
+        [1],
+      );
     } finally {
       await h.close();
     }

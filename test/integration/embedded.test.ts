@@ -32,10 +32,17 @@ test('a local worker process killed -9 is started again under its id, and jobs r
     const after = cluster.coordinator.workers().find((x) => x.workerId === 'local-0');
     assert.ok(after && after.session > before.session, 'local-0 registered again');
     assert.equal(cluster.restarts, 1);
-    assert.ok(lines().some((l) => /^local worker local-0 exited \(SIGKILL\); starting it again in \d+ ms$/.test(String(l.msg))));
+    assert.ok(
+      lines().some((l) => /^local worker local-0 exited \(SIGKILL\); starting it again in \d+ ms$/.test(String(l.msg))),
+    );
     const loaded = await loadJobModule(join(ROOT, 'test/fixtures/jobs/trivial.ts'), { cacheDir: dir });
     const client = await cluster.client();
-    const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2 }).spec, params: {}, buildParallelism: 2 });
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 2 }).spec,
+      params: {},
+      buildParallelism: 2,
+    });
     assert.equal((await client.waitForCompletion(jobId)).ok, true);
   } finally {
     await cluster.stop();
@@ -54,7 +61,12 @@ test('--task-isolation none runs the job on the session loop with the same resul
       const cluster = await EmbeddedCluster.start({ workers: 0, slotsPerWorker: 8, log, taskIsolation });
       try {
         const client = await cluster.client();
-        const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 2, params }).spec, params, buildParallelism: 2 });
+        const { jobId } = await client.submit({
+          module: loaded,
+          spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+          params,
+          buildParallelism: 2,
+        });
         const outcome = await client.waitForCompletion(jobId);
         assert.equal(outcome.ok, true, outcome.error);
         outcomes.push(outcome.collected);

@@ -17,7 +17,13 @@ import { leaderSource } from '../../src/ha/index.js';
 import { Worker, WorkerSupervisor, type WorkerConfig } from '../../src/worker/index.js';
 
 /** A coordinator that registers every worker at `epoch` and hands each session's socket to the test. */
-async function handCoordinator(epoch: number): Promise<{ server: Server; port: number; sessions: Socket[]; registered: Promise<Socket>; close: () => Promise<void> }> {
+async function handCoordinator(epoch: number): Promise<{
+  server: Server;
+  port: number;
+  sessions: Socket[];
+  registered: Promise<Socket>;
+  close: () => Promise<void>;
+}> {
   const sessions: Socket[] = [];
   let onRegistered!: (s: Socket) => void;
   const registered = new Promise<Socket>((r) => (onRegistered = r));
@@ -27,7 +33,18 @@ async function handCoordinator(epoch: number): Promise<{ server: Server; port: n
       const reader = new FrameReader(socket);
       const first = await reader.next();
       if (!first || decodeMessage(first).type !== 'Register') return socket.destroy();
-      socket.write(encodeFrame(makeMessage('RegisterAck', { ok: true, message: '', protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible, session: 1, epoch })));
+      socket.write(
+        encodeFrame(
+          makeMessage('RegisterAck', {
+            ok: true,
+            message: '',
+            protocolVersion: LOCAL_PROTOCOL.version,
+            minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+            session: 1,
+            epoch,
+          }),
+        ),
+      );
       sessions.push(socket);
       onRegistered(socket);
       // Answer heartbeats so the session stays up.
@@ -81,7 +98,12 @@ describe('fencing on the worker side', () => {
       send(socket, makeMessage('CancelJob', { jobId: 'j', reason: 'from the past', subtasks: [], epoch: 1 }));
       while ((await metrics.value('clink_worker_fenced_frames_total')) === 0) await sleep(10);
       assert.equal(w.epoch, 2);
-      assert.ok(lines().some((l) => l.level === 50 && /dropped CancelJob from a superseded coordinator \(epoch 1 < 2\)/.test(String(l.msg))));
+      assert.ok(
+        lines().some(
+          (l) =>
+            l.level === 50 && /dropped CancelJob from a superseded coordinator \(epoch 1 < 2\)/.test(String(l.msg)),
+        ),
+      );
       send(socket, makeMessage('CancelJob', { jobId: 'j', reason: 'from the new leader', subtasks: [], epoch: 3 }));
       const bound = (): number => w.epoch;
       while (bound() !== 3) await sleep(10);
@@ -94,21 +116,36 @@ describe('fencing on the worker side', () => {
 
   test('a supervisor refuses a leader below the highest epoch it has admitted, an unfenced epoch 0 included', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clink-fence-'));
-    const leaderAt = (port: number, epoch: number): Promise<void> => fencedWrite(join(dir, 'active-leader.json'), epoch, { host: '127.0.0.1', port, at: 0, node: 'test' }).catch(() => undefined);
+    const leaderAt = (port: number, epoch: number): Promise<void> =>
+      fencedWrite(join(dir, 'active-leader.json'), epoch, { host: '127.0.0.1', port, at: 0, node: 'test' }).catch(
+        () => undefined,
+      );
     const newer = await handCoordinator(5);
     const unfenced = await handCoordinator(0);
     const { log, lines } = memoryLogger();
     const source = leaderSource({ haDir: dir })!;
     await leaderAt(newer.port, 5);
-    const s = WorkerSupervisor.launch(config(0), { log, metrics: new ClinkMetrics() }, { initialBackoffMs: 10, maxBackoffMs: 50 }, undefined, source);
+    const s = WorkerSupervisor.launch(
+      config(0),
+      { log, metrics: new ClinkMetrics() },
+      { initialBackoffMs: 10, maxBackoffMs: 50 },
+      undefined,
+      source,
+    );
     try {
       await newer.registered;
       while (s.worker?.epoch !== 5) await sleep(10);
       // The leader goes away and the record is rewritten (by hand, past the fence) to name an epoch-0 coordinator.
       await rm(join(dir, 'active-leader.json'));
-      await fencedWrite(join(dir, 'active-leader.json'), 0, { host: '127.0.0.1', port: unfenced.port, at: 0, node: 'test' });
+      await fencedWrite(join(dir, 'active-leader.json'), 0, {
+        host: '127.0.0.1',
+        port: unfenced.port,
+        at: 0,
+        node: 'test',
+      });
       await newer.close();
-      while (!lines().some((l) => /has epoch 0, below epoch 5 this worker has admitted/.test(String(l.msg)))) await sleep(10);
+      while (!lines().some((l) => /has epoch 0, below epoch 5 this worker has admitted/.test(String(l.msg))))
+        await sleep(10);
       assert.equal(unfenced.sessions.length, 0, 'never registered with the lower epoch');
     } finally {
       await s.close();

@@ -43,7 +43,9 @@ describe('the REST API', () => {
       // Rates come from two heartbeats' difference: wait until both tasks report records flowing.
       const job = await until('both tasks reporting a rate', async () => {
         const v = (await h.http<JobDetail>(`/api/v1/jobs/${jobId}`)).body;
-        return v.graph?.tasks.every((t) => t.metrics.reporting === 2 && t.metrics.recordsInPerSecond > 0) ? v : undefined;
+        return v.graph?.tasks.every((t) => t.metrics.reporting === 2 && t.metrics.recordsInPerSecond > 0)
+          ? v
+          : undefined;
       });
       assert.equal(job.state, 'RUNNING');
       const [source, keyed] = job.graph!.tasks;
@@ -53,35 +55,63 @@ describe('the REST API', () => {
       assert.ok(source!.metrics.watermark === null || typeof source!.metrics.watermark === 'number');
       assert.ok(keyed!.metrics.backpressure >= 0 && keyed!.metrics.backpressure <= 1);
       // The keyed edge: every source subtask to every keyed one; the pair on one worker is local.
-      assert.deepEqual(job.graph!.edges, [{ source: source!.id, target: keyed!.id, kind: 'HASH', channels: { local: 2, socket: 2 } }]);
+      assert.deepEqual(job.graph!.edges, [
+        { source: source!.id, target: keyed!.id, kind: 'HASH', channels: { local: 2, socket: 2 } },
+      ]);
       assert.equal(job.checkpointConfig!.enabled, true);
       assert.equal(job.checkpointConfig!.intervalMs, 200);
       assert.equal(job.checkpointConfig!.retained, 2);
       assert.equal(job.guarantee.level, 'exactly-once');
 
       const checkpoints = await until('a completed checkpoint', async () => {
-        const c = (await h.http<{ checkpoints: { checkpointId: number; kind: string; durationMs: number; stateBytes: number; alignmentMs: number }[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).body.checkpoints;
+        const c = (
+          await h.http<{
+            checkpoints: {
+              checkpointId: number;
+              kind: string;
+              durationMs: number;
+              stateBytes: number;
+              alignmentMs: number;
+            }[];
+          }>(`/api/v1/jobs/${jobId}/checkpoints`)
+        ).body.checkpoints;
         return c.length > 0 ? c : undefined;
       });
       assert.equal(checkpoints[0]!.kind, 'periodic');
       assert.equal(typeof checkpoints[0]!.alignmentMs, 'number');
 
-      const workers = (await h.http<{ workers: WorkerView[]; slotsTotal: number; slotsFree: number; departed: unknown[] }>('/api/v1/workers')).body;
-      assert.deepEqual(workers.workers.map((w) => [w.workerId, w.slotsUsed, w.slotsFree]), [['w1', 1, 0], ['w2', 1, 0]]);
+      const workers = (
+        await h.http<{ workers: WorkerView[]; slotsTotal: number; slotsFree: number; departed: unknown[] }>(
+          '/api/v1/workers',
+        )
+      ).body;
+      assert.deepEqual(
+        workers.workers.map((w) => [w.workerId, w.slotsUsed, w.slotsFree]),
+        [
+          ['w1', 1, 0],
+          ['w2', 1, 0],
+        ],
+      );
       assert.equal(workers.slotsTotal, 2);
       assert.match(workers.workers[0]!.address, /^127\.0\.0\.1:\d+$/);
       assert.deepEqual(workers.workers.flatMap((w) => w.subtasks).length, 4, 'two subtasks on each worker');
       assert.deepEqual(workers.departed, []);
 
       // A worker node answers for itself.
-      const self = await h.http<{ workerId: string; state: string; coordinator: string; lastError: unknown }>('/api/v1/worker', { port: h.worker('w1').httpPort });
+      const self = await h.http<{ workerId: string; state: string; coordinator: string; lastError: unknown }>(
+        '/api/v1/worker',
+        { port: h.worker('w1').httpPort },
+      );
       assert.equal(self.status, 200);
       assert.equal(self.body.workerId, 'w1');
       assert.equal(self.body.state, 'connected');
       assert.equal(self.body.coordinator, `127.0.0.1:${h.controlPort}`);
 
       // Bad requests name what is wrong.
-      const noDir = await h.http<{ code: string; message: string }>(`/api/v1/jobs/${jobId}/savepoint`, { method: 'POST', body: {} });
+      const noDir = await h.http<{ code: string; message: string }>(`/api/v1/jobs/${jobId}/savepoint`, {
+        method: 'POST',
+        body: {},
+      });
       assert.equal(noDir.status, 400);
       assert.equal(noDir.body.code, 'CLINK_ERR_INVALID_ARGUMENT');
       assert.match(noDir.body.message, /dir/);
@@ -92,7 +122,10 @@ describe('the REST API', () => {
       assert.equal((await h.http<{ code: string }>('/api/v1/nothing-here')).body.code, 'CLINK_ERR_NOT_FOUND');
 
       const sp = join(h.dir, 'savepoint');
-      const saved = await h.http<{ ok: boolean; path: string }>(`/api/v1/jobs/${jobId}/savepoint`, { method: 'POST', body: { dir: sp } });
+      const saved = await h.http<{ ok: boolean; path: string }>(`/api/v1/jobs/${jobId}/savepoint`, {
+        method: 'POST',
+        body: { dir: sp },
+      });
       assert.equal(saved.status, 200, saved.text);
       assert.equal(saved.body.path, sp);
 
@@ -104,7 +137,11 @@ describe('the REST API', () => {
       });
       assert.equal(ended.state, 'CANCELED');
       assert.equal(ended.error, 'cancelled over HTTP');
-      assert.equal((await h.http(`/api/v1/jobs/${jobId}/cancel`, { method: 'POST' })).status, 404, 'an ended job cannot be cancelled');
+      assert.equal(
+        (await h.http(`/api/v1/jobs/${jobId}/cancel`, { method: 'POST' })).status,
+        404,
+        'an ended job cannot be cancelled',
+      );
     } finally {
       await h.close();
     }
@@ -112,9 +149,18 @@ describe('the REST API', () => {
 
   test('the OpenAPI document lists every route with its schemas; a standby answers job routes 503 naming the leader', async () => {
     const metrics = new ClinkMetrics();
-    const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator: () => undefined, health: () => ({ ok: false, status: 'standby', leader: { host: '127.0.0.1', port: 7000, epoch: 3 } }) });
+    const app = buildHttpApp({
+      role: 'coordinator',
+      metrics,
+      config: {},
+      coordinator: () => undefined,
+      health: () => ({ ok: false, status: 'standby', leader: { host: '127.0.0.1', port: 7000, epoch: 3 } }),
+    });
     try {
-      const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{ openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>();
+      const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
+        openapi: string;
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      }>();
       assert.equal(doc.openapi, '3.0.3');
       for (const [path, method] of [
         ['/metrics', 'get'],
@@ -135,7 +181,12 @@ describe('the REST API', () => {
       }
       const standby = await app.inject({ method: 'GET', url: '/api/v1/jobs' });
       assert.equal(standby.statusCode, 503);
-      assert.deepEqual(standby.json(), { code: 'CLINK_ERR_UNAVAILABLE', message: 'this coordinator is a standby: ask the leader', status: 'standby', leader: { host: '127.0.0.1', port: 7000, epoch: 3 } });
+      assert.deepEqual(standby.json(), {
+        code: 'CLINK_ERR_UNAVAILABLE',
+        message: 'this coordinator is a standby: ask the leader',
+        status: 'standby',
+        leader: { host: '127.0.0.1', port: 7000, epoch: 3 },
+      });
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/health' })).statusCode, 503);
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/config' })).statusCode, 200);
     } finally {
@@ -151,13 +202,25 @@ describe('the REST API', () => {
       const starting = await app.inject({ method: 'GET', url: '/api/v1/worker' });
       assert.equal(starting.statusCode, 503);
       assert.equal(starting.json().code, 'CLINK_ERR_UNAVAILABLE');
-      status = { workerId: 'w9', state: 'reconnecting', session: 0, epoch: 0, coordinator: '', dataPort: 0, jobDataPorts: [], slots: 2, lastError: { message: 'cannot register with the coordinator (connect ECONNREFUSED)', at: 1 } };
+      status = {
+        workerId: 'w9',
+        state: 'reconnecting',
+        session: 0,
+        epoch: 0,
+        coordinator: '',
+        dataPort: 0,
+        jobDataPorts: [],
+        slots: 2,
+        lastError: { message: 'cannot register with the coordinator (connect ECONNREFUSED)', at: 1 },
+      };
       const reconnecting = await app.inject({ method: 'GET', url: '/api/v1/worker' });
       assert.equal(reconnecting.statusCode, 200);
       assert.deepEqual(reconnecting.json(), status);
       assert.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200);
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/jobs' })).statusCode, 404);
-      const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{ paths: Record<string, unknown> }>();
+      const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
+        paths: Record<string, unknown>;
+      }>();
       assert.ok(doc.paths['/api/v1/worker']);
       assert.equal(doc.paths['/api/v1/jobs'], undefined);
     } finally {

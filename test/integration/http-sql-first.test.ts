@@ -23,12 +23,16 @@ test("the first SQL request keeps the coordinator's event loop free: the planner
       method: 'POST',
       url: '/api/v1/jobs/sql?mode=explain',
       headers: { 'content-type': 'application/sql' },
-      payload: "CREATE TABLE t (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '5'); EXPLAIN SELECT a FROM t WHERE a > 1",
+      payload:
+        "CREATE TABLE t (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '5'); EXPLAIN SELECT a FROM t WHERE a > 1",
     });
     const busy = performance.eventLoopUtilization(before);
     assert.equal(res.statusCode, 200, res.body);
     // The planner on this loop kept it busy for over a second; in its thread, for the thread's start and the messages.
-    assert.ok(busy.active < 500, `the event loop was busy for ${Math.round(busy.active)} ms of the ${Math.round(busy.active + busy.idle)} ms the request took`);
+    assert.ok(
+      busy.active < 500,
+      `the event loop was busy for ${Math.round(busy.active)} ms of the ${Math.round(busy.active + busy.idle)} ms the request took`,
+    );
   } finally {
     await app.close();
     await coordinator.stop();

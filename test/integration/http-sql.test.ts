@@ -16,7 +16,8 @@ import { ClusterHarness } from '../harness/cluster.js';
 const CLICKS = `CREATE TABLE clicks (user_id INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
 WITH ('connector' = 'datagen', 'number-of-rows' = '600', 'fields.user_id.min' = '1', 'fields.user_id.max' = '3',
       'fields.ts.kind' = 'timestamp', 'fields.ts.start-ms' = '1767225600000', 'fields.ts.step-ms' = '100');`;
-const PER_USER = "SELECT user_id, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY user_id, window_start, window_end";
+const PER_USER =
+  "SELECT user_id, window_end, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY user_id, window_start, window_end";
 
 interface SqlReply {
   ok: boolean;
@@ -32,13 +33,29 @@ describe('SQL over HTTP', () => {
   test('the first SQL request loads and plans off the event loop: a worker with a 1 s coordinator timeout keeps its session through it', async () => {
     // Before, the SQL planner loaded on the coordinator's loop (3.4 s here): the worker heard nothing for
     // longer than its timeout, ended its session and registered again (with a job running, a restart).
-    const h = await ClusterHarness.start({ workers: 1, slots: 1, workerArgs: ['--coordinator-heartbeat-timeout-ms=1000'] });
+    const h = await ClusterHarness.start({
+      workers: 1,
+      slots: 1,
+      workerArgs: ['--coordinator-heartbeat-timeout-ms=1000'],
+    });
     try {
-      const res = await fetch(`http://127.0.0.1:${h.httpPort}/api/v1/jobs/sql?mode=explain`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: `${CLICKS} ${PER_USER}` });
+      const res = await fetch(`http://127.0.0.1:${h.httpPort}/api/v1/jobs/sql?mode=explain`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: `${CLICKS} ${PER_USER}`,
+      });
       assert.equal(res.status, 200, await res.text());
-      const workers = (await h.http<{ workers: { workerId: string; session: number }[] }>('/api/v1/workers')).body.workers;
-      assert.deepEqual(workers.map((w) => w.session), [1], 'the same session');
-      assert.ok(!h.nodes.some((n) => n.logs.some((l) => /no frame from the coordinator/.test(String(l.msg)))), 'no worker lost its coordinator');
+      const workers = (await h.http<{ workers: { workerId: string; session: number }[] }>('/api/v1/workers')).body
+        .workers;
+      assert.deepEqual(
+        workers.map((w) => w.session),
+        [1],
+        'the same session',
+      );
+      assert.ok(
+        !h.nodes.some((n) => n.logs.some((l) => /no frame from the coordinator/.test(String(l.msg)))),
+        'no worker lost its coordinator',
+      );
     } finally {
       await h.close();
     }
@@ -48,12 +65,19 @@ describe('SQL over HTTP', () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2 });
     try {
       const post = async (sql: string, query = ''): Promise<{ status: number; body: SqlReply }> => {
-        const res = await fetch(`http://127.0.0.1:${h.httpPort}/api/v1/jobs/sql${query}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: sql });
+        const res = await fetch(`http://127.0.0.1:${h.httpPort}/api/v1/jobs/sql${query}`, {
+          method: 'POST',
+          headers: { 'content-type': 'text/plain' },
+          body: sql,
+        });
         return { status: res.status, body: (await res.json()) as SqlReply };
       };
       const made = await post(CLICKS);
       assert.equal(made.status, 200, JSON.stringify(made.body));
-      assert.deepEqual(made.body.results.map((r) => r.message), ['created table clicks']);
+      assert.deepEqual(
+        made.body.results.map((r) => r.message),
+        ['created table clicks'],
+      );
       const submitted = await post(PER_USER, '?parallelism=2&name=clicks-per-user');
       assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
       const job = submitted.body.results[0]!;
@@ -71,7 +95,10 @@ describe('SQL over HTTP', () => {
       // 60 seconds of clicks: 6 windows, each with every one of the 3 users (100 clicks a window).
       assert.equal(detail.sinkRecords, 18);
       const catalog = await h.http<{ objects: { name: string; kind: string }[] }>('/api/v1/catalog');
-      assert.deepEqual(catalog.body.objects.map((o) => [o.name, o.kind]), [['clicks', 'table']]);
+      assert.deepEqual(
+        catalog.body.objects.map((o) => [o.name, o.kind]),
+        [['clicks', 'table']],
+      );
     } finally {
       await h.close();
     }
@@ -80,13 +107,28 @@ describe('SQL over HTTP', () => {
   test('explain and compile run nothing; the catalog outlives the coordinator in --sql-catalog-dir; faults are 400s with a position', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'clink-http-sql-'));
     const { log } = memoryLogger();
-    const start = async (): Promise<{ close: () => Promise<void>; post: (sql: string, query?: string) => Promise<{ status: number; body: SqlReply }>; get: <T>(url: string) => Promise<T> }> => {
+    const start = async (): Promise<{
+      close: () => Promise<void>;
+      post: (sql: string, query?: string) => Promise<{ status: number; body: SqlReply }>;
+      get: <T>(url: string) => Promise<T>;
+    }> => {
       const metrics = new ClinkMetrics();
       const coordinator = await Coordinator.start({ port: 0 }, { log, metrics });
-      const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator, sqlCatalogDir: join(dir, 'catalog') });
+      const app = buildHttpApp({
+        role: 'coordinator',
+        metrics,
+        config: {},
+        coordinator,
+        sqlCatalogDir: join(dir, 'catalog'),
+      });
       return {
         post: async (sql, query = '') => {
-          const res = await app.inject({ method: 'POST', url: `/api/v1/jobs/sql${query}`, headers: { 'content-type': 'application/sql' }, payload: sql });
+          const res = await app.inject({
+            method: 'POST',
+            url: `/api/v1/jobs/sql${query}`,
+            headers: { 'content-type': 'application/sql' },
+            payload: sql,
+          });
           return { status: res.statusCode, body: res.json<SqlReply>() };
         },
         get: async <T>(url: string) => (await app.inject({ method: 'GET', url })).json<T>(),
@@ -102,7 +144,10 @@ describe('SQL over HTTP', () => {
       const explained = await first.post(PER_USER, '?mode=explain&parallelism=2');
       assert.equal(explained.status, 200);
       assert.equal(explained.body.results[0]!.kind, 'explain');
-      assert.match(String(explained.body.results[0]!.plan), /WindowAggregate\(window=\[TUMBLE\(time=\[ts\], size=\[10000 ms\]\)\], groupBy=\[user_id, window_start, window_end\]/);
+      assert.match(
+        String(explained.body.results[0]!.plan),
+        /WindowAggregate\(window=\[TUMBLE\(time=\[ts\], size=\[10000 ms\]\)\], groupBy=\[user_id, window_start, window_end\]/,
+      );
       assert.match(String(explained.body.results[0]!.plan), /\[window, parallelism 2\]/);
       const compiled = await first.post(PER_USER, '?mode=compile');
       assert.equal(compiled.status, 200);
@@ -112,7 +157,10 @@ describe('SQL over HTTP', () => {
 
       const second = await start();
       const catalog = await second.get<{ objects: { name: string; sql: string }[] }>('/api/v1/catalog');
-      assert.deepEqual(catalog.objects.map((o) => o.name), ['clicks']);
+      assert.deepEqual(
+        catalog.objects.map((o) => o.name),
+        ['clicks'],
+      );
       const text = 'SELECT user_id, nope FROM clicks';
       const bad = await second.post(text);
       assert.equal(bad.status, 400);

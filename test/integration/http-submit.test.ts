@@ -15,7 +15,12 @@ import { ClusterHarness } from '../harness/cluster.js';
 
 const fixture = (name: string): string => resolve(import.meta.dirname, '../fixtures/jobs', name);
 
-async function upload(port: number, file: string, query = '', as = 'job.ts'): Promise<{ status: number; body: Record<string, string> }> {
+async function upload(
+  port: number,
+  file: string,
+  query = '',
+  as = 'job.ts',
+): Promise<{ status: number; body: Record<string, string> }> {
   const form = new FormData();
   form.append('module', new Blob([await readFile(file)]), as);
   const res = await fetch(`http://127.0.0.1:${port}/api/v1/jobs${query}`, { method: 'POST', body: form });
@@ -26,7 +31,11 @@ describe('submitting over HTTP', () => {
   test('a job file uploaded runs to its end on the cluster with the query settings; the hash it answers submits it again without the bytes', async () => {
     const h = await ClusterHarness.start({ workers: 2, slots: 2, coordinatorArgs: ['--submit-wait-for-slots-ms=0'] });
     try {
-      const first = await upload(h.httpPort, fixture('counted.ts'), '?parallelism=2&param=count=800&name=counted-over-http&checkpoint_interval_ms=0');
+      const first = await upload(
+        h.httpPort,
+        fixture('counted.ts'),
+        '?parallelism=2&param=count=800&name=counted-over-http&checkpoint_interval_ms=0',
+      );
       assert.equal(first.status, 201, JSON.stringify(first.body));
       assert.equal(first.body.name, 'counted-over-http');
       assert.match(first.body.moduleSha256!, /^[0-9a-f]{64}$/);
@@ -42,16 +51,25 @@ describe('submitting over HTTP', () => {
       assert.equal(done.parallelism, 2);
       assert.equal(done.sourceRecords, 800, 'the param reached the build function');
 
-      const again = await h.http<Record<string, string>>('/api/v1/jobs?param=count=300', { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
+      const again = await h.http<Record<string, string>>('/api/v1/jobs?param=count=300', {
+        method: 'POST',
+        body: { moduleSha256: first.body.moduleSha256 },
+      });
       assert.equal(again.status, 201, again.text);
       assert.equal(again.body.moduleSha256, first.body.moduleSha256);
       assert.deepEqual((first.body as unknown as { warnings: unknown[] }).warnings, [], 'nothing for the lint to say');
       // The lint's warnings come back with an accepted submit.
       const ckpt = await mkdtemp(join(tmpdir(), 'clink-http-ckpt-'));
-      const warned = await h.http<{ jobId: string; warnings: { check: string }[] }>(`/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}`, { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } });
+      const warned = await h.http<{ jobId: string; warnings: { check: string }[] }>(
+        `/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}`,
+        { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } },
+      );
       assert.equal(warned.status, 201, warned.text);
       // (the fixture's stateful operators have no uid: under checkpoints, that is said too)
-      assert.deepEqual(warned.body.warnings.map((w) => w.check), ['dir-without-interval', 'stateful-without-uid', 'stateful-without-uid']);
+      assert.deepEqual(
+        warned.body.warnings.map((w) => w.check),
+        ['dir-without-interval', 'stateful-without-uid', 'stateful-without-uid'],
+      );
       // Removed once the job has ended: a job still running writes into it (CI saw ENOTEMPTY).
       assert.equal((await ended(warned.body.jobId)).state, 'FINISHED');
       await rm(ckpt, { recursive: true, force: true });
@@ -68,13 +86,21 @@ describe('submitting over HTTP', () => {
     const metrics = new ClinkMetrics();
     const coordinator = await Coordinator.start({ port: 0 }, { log, metrics });
     const app = buildHttpApp({ role: 'coordinator', metrics, config: {}, coordinator, planTimeoutMs: 10_000 });
-    const post = async (url: string, payload: { file?: string; as?: string; json?: unknown }): Promise<{ status: number; code: string; message: string }> => {
+    const post = async (
+      url: string,
+      payload: { file?: string; as?: string; json?: unknown },
+    ): Promise<{ status: number; code: string; message: string }> => {
       let res;
       if (payload.file !== undefined) {
         const form = new FormData();
         form.append('module', new Blob([await readFile(payload.file)]), payload.as ?? 'job.ts');
         const req = new Request('http://x', { method: 'POST', body: form });
-        res = await app.inject({ method: 'POST', url, headers: Object.fromEntries(req.headers), payload: Buffer.from(await req.arrayBuffer()) });
+        res = await app.inject({
+          method: 'POST',
+          url,
+          headers: Object.fromEntries(req.headers),
+          payload: Buffer.from(await req.arrayBuffer()),
+        });
       } else res = await app.inject({ method: 'POST', url, payload: payload.json as object });
       const body = res.json<{ code: string; message: string }>();
       return { status: res.statusCode, code: body.code, message: body.message };
@@ -82,17 +108,33 @@ describe('submitting over HTTP', () => {
     let scratch: string | undefined;
     try {
       const badInterval = await post('/api/v1/jobs?checkpoint_interval_ms=soon', { file: fixture('trivial.ts') });
-      assert.deepEqual(badInterval, { status: 400, code: 'CLINK_ERR_INVALID_ARGUMENT', message: "query parameter checkpoint_interval_ms: expected a whole number >= 0, got 'soon'" });
+      assert.deepEqual(badInterval, {
+        status: 400,
+        code: 'CLINK_ERR_INVALID_ARGUMENT',
+        message: "query parameter checkpoint_interval_ms: expected a whole number >= 0, got 'soon'",
+      });
       const badParallelism = await post('/api/v1/jobs?parallelism=0', { file: fixture('trivial.ts') });
       assert.equal(badParallelism.message, "query parameter parallelism: expected a whole number >= 1, got '0'");
       const badAlignment = await post('/api/v1/jobs?alignment=sideways', { file: fixture('trivial.ts') });
-      assert.equal(badAlignment.message, "query parameter alignment: expected one of aligned, unaligned, got 'sideways'");
+      assert.equal(
+        badAlignment.message,
+        "query parameter alignment: expected one of aligned, unaligned, got 'sideways'",
+      );
       const badBounds = await post('/api/v1/jobs?autoscale=8..2', { file: fixture('trivial.ts') });
       assert.equal(badBounds.message, 'query parameter autoscale: expected 1 <= min <= max, got 8..2');
       const noCheckpoints = await post('/api/v1/jobs?autoscale=1..4', { file: fixture('trivial.ts') });
-      assert.deepEqual([noCheckpoints.status, noCheckpoints.message], [400, "submit refused: --autoscale 1..4 without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir"]);
+      assert.deepEqual(
+        [noCheckpoints.status, noCheckpoints.message],
+        [
+          400,
+          "submit refused: --autoscale 1..4 without --checkpoint-dir: a rescale restores from a checkpoint of the job's own; give --checkpoint-dir",
+        ],
+      );
       const unknown = await post('/api/v1/jobs?paralelism=2', { file: fixture('trivial.ts') });
-      assert.match(unknown.message, /^unknown query parameter 'paralelism'; a submit takes parallelism, name, guarantee, autoscale, checkpoint_dir/);
+      assert.match(
+        unknown.message,
+        /^unknown query parameter 'paralelism'; a submit takes parallelism, name, guarantee, autoscale, checkpoint_dir/,
+      );
       const nothing = await post('/api/v1/jobs', { json: {} });
       assert.equal(nothing.status, 400);
       assert.match(nothing.message, /multipart upload \(field "module"\)/);
@@ -102,20 +144,32 @@ describe('submitting over HTTP', () => {
       assert.match(notAJob.message, /notes\.txt is not a job file: upload a \.ts or \.js file/);
       scratch = await mkdtemp(join(tmpdir(), 'clink-broken-'));
       const broken = join(scratch, 'broken.ts');
-      await writeFile(broken, "import { defineJob } from 'clink';\nexport default defineJob({ name: 'b', version: '1' }, (env) => { env.fromElements([1]).map((x) => x * ).collect(); });\n");
+      await writeFile(
+        broken,
+        "import { defineJob } from 'clink';\nexport default defineJob({ name: 'b', version: '1' }, (env) => { env.fromElements([1]).map((x) => x * ).collect(); });\n",
+      );
       const syntax = await post('/api/v1/jobs', { file: broken, as: 'broken.ts' });
       assert.equal(syntax.status, 400);
       assert.equal(syntax.code, 'CLINK_ERR_JOB_LOAD');
       assert.match(syntax.message, /broken\.ts:2:\d+: Unexpected "\)"/);
       const clocked = join(scratch, 'clocked.ts');
-      await writeFile(clocked, "import { defineJob } from 'clink';\nlet builds = 0;\nexport default defineJob({ name: 'c', version: '1' }, (env) => { env.fromSequence(1, 10 + builds++).print(); });\n");
+      await writeFile(
+        clocked,
+        "import { defineJob } from 'clink';\nlet builds = 0;\nexport default defineJob({ name: 'c', version: '1' }, (env) => { env.fromSequence(1, 10 + builds++).print(); });\n",
+      );
       const unsteady = await post('/api/v1/jobs', { file: clocked, as: 'clocked.ts' });
       assert.deepEqual([unsteady.status, unsteady.code], [400, 'CLINK_ERR_JOB_DEFINITION']);
-      assert.match(unsteady.message, /the job's build function is not deterministic: two builds gave different graphs \(at operators\[0\]\.options\.to: 10 vs 11\)/);
+      assert.match(
+        unsteady.message,
+        /the job's build function is not deterministic: two builds gave different graphs \(at operators\[0\]\.options\.to: 10 vs 11\)/,
+      );
       // 10 s: long enough for a real module to plan on a busy machine, the endless one is cut at it.
       const endless = await post('/api/v1/jobs', { file: fixture('endless-build.ts'), as: 'endless.ts' });
       assert.equal(endless.status, 400);
-      assert.equal(endless.message, 'submit refused: job module endless.ts: its build function did not return within 10000 ms (a loop that never ends?)');
+      assert.equal(
+        endless.message,
+        'submit refused: job module endless.ts: its build function did not return within 10000 ms (a loop that never ends?)',
+      );
       // The coordinator's event loop ran all along: it still answers.
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/health' })).statusCode, 200);
       // A job that plans but finds no slots (no workers here) is refused with its reason.

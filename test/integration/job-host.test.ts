@@ -22,16 +22,30 @@ test('a checkpoint trigger the worker cannot take part in (its subtasks not all 
     const spec = buildJob(loaded.job, { parallelism: 1 }).spec;
     const plan = createPhysicalPlan(spec);
     const sent: Message[] = [];
-    const host = new JobHost('j1', { workerId: 'w9', peerUpdateTimeoutMs: 30_000, batchSize: 1_000, batchLingerMs: 0, cacheDir: dir }, {
-      data,
-      log: memoryLogger().log,
-      metrics: new ClinkMetrics(),
-      stdout: () => undefined,
-      send: (m) => sent.push(m),
-    });
+    const host = new JobHost(
+      'j1',
+      { workerId: 'w9', peerUpdateTimeoutMs: 30_000, batchSize: 1_000, batchLingerMs: 0, cacheDir: dir },
+      {
+        data,
+        log: memoryLogger().log,
+        metrics: new ClinkMetrics(),
+        stdout: () => undefined,
+        send: (m) => sent.push(m),
+      },
+    );
     const tasks = plan.subtasks.map((s) => {
       const range = KeyGroupRange.forSubtask(s.index, 1, spec.maxParallelism);
-      return { taskId: s.taskId, subtaskIndex: s.index, parallelism: 1, chainJson: '[]', keyGroupStart: range.start, keyGroupEnd: range.end, restoreCheckpointId: 0, attempt: 0, restoreParallelism: 0 };
+      return {
+        taskId: s.taskId,
+        subtaskIndex: s.index,
+        parallelism: 1,
+        chainJson: '[]',
+        keyGroupStart: range.start,
+        keyGroupEnd: range.end,
+        restoreCheckpointId: 0,
+        attempt: 0,
+        restoreParallelism: 0,
+      };
     });
     await host.handle(
       makeMessage('Deploy', {
@@ -45,14 +59,22 @@ test('a checkpoint trigger the worker cannot take part in (its subtasks not all 
         buildParallelism: 1,
       }),
     );
-    assert.deepEqual(sent.map((m) => m.type), tasks.map(() => 'SubtaskListening'));
+    assert.deepEqual(
+      sent.map((m) => m.type),
+      tasks.map(() => 'SubtaskListening'),
+    );
     // Deployed but not started (no PeerUpdate yet): it cannot take part.
-    await host.handle(makeMessage('TriggerCheckpoint', { jobId: 'j1', checkpointId: 4, timestampMs: 0, savepointDir: '' }));
+    await host.handle(
+      makeMessage('TriggerCheckpoint', { jobId: 'j1', checkpointId: 4, timestampMs: 0, savepointDir: '' }),
+    );
     const ack = sent.at(-1)!;
     assert.equal(ack.type, 'SubtaskCheckpointed');
     assert.equal(ack.type === 'SubtaskCheckpointed' && ack.ok, false);
     assert.equal(ack.type === 'SubtaskCheckpointed' && ack.checkpointId, 4);
-    assert.equal(ack.type === 'SubtaskCheckpointed' && ack.error, 'worker w9 declined it: not every subtask of the job here is running');
+    assert.equal(
+      ack.type === 'SubtaskCheckpointed' && ack.error,
+      'worker w9 declined it: not every subtask of the job here is running',
+    );
     await host.handle(makeMessage('CancelJob', { jobId: 'j1', reason: 'test over' }));
     assert.equal(host.finished, true);
   } finally {

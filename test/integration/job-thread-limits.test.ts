@@ -52,7 +52,10 @@ test('--task-young-generation-mb and --task-heap-mb reach the worker, at their d
   assert.equal(defaults.taskYoungGenerationMb, DEFAULT_WORKER_CONFIG.taskYoungGenerationMb);
   assert.equal(defaults.taskHeapMb, DEFAULT_WORKER_CONFIG.taskHeapMb);
   assert.equal(DEFAULT_WORKER_CONFIG.taskYoungGenerationMb, 192);
-  assert.throws(() => workerFlags('--task-young-generation-mb=0'), /'--task-young-generation-mb <mb>' argument '0' is invalid. expected a whole number >= 1/);
+  assert.throws(
+    () => workerFlags('--task-young-generation-mb=0'),
+    /'--task-young-generation-mb <mb>' argument '0' is invalid. expected a whole number >= 1/,
+  );
 });
 
 test('the HA part imports on one thread after another, this thread holding it too (its file-lock addon loads only when a lock is taken)', async () => {

@@ -22,9 +22,14 @@ function rows(stdout: string): Record<string, string[]> {
 /** Run `job` on a mesh of `n` members (leader first); returns each member's exit. */
 async function mesh(dir: string, job: string, n: number, args: string[]) {
   const common = [job, '--no-typecheck', '--output', 'json', ...args];
-  const leader = startMember([...common, '--lead', String(n), '--control', '127.0.0.1:0', '--exchange', '127.0.0.1:0'], dir);
+  const leader = startMember(
+    [...common, '--lead', String(n), '--control', '127.0.0.1:0', '--exchange', '127.0.0.1:0'],
+    dir,
+  );
   const port = await controlPort(leader);
-  const joiners = Array.from({ length: n - 1 }, () => startMember([...common, '--join', `127.0.0.1:${port}`, '--exchange', '127.0.0.1:0'], dir));
+  const joiners = Array.from({ length: n - 1 }, () =>
+    startMember([...common, '--join', `127.0.0.1:${port}`, '--exchange', '127.0.0.1:0'], dir),
+  );
   return Promise.all([leader, ...joiners].map((m) => m.exited));
 }
 
@@ -52,8 +57,16 @@ describe('mesh runs', () => {
       }
       // Every member ran part of the job: each holds one slot of three.
       assert.match(leader!.stderr, /"members":\["127\.0\.0\.1:\d+","127\.0\.0\.1:\d+","127\.0\.0\.1:\d+"\]/);
-      const cluster = await runCli(['run', job, '--no-typecheck', '--no-progress', '--output', 'json', '--workers', '2', ...args], dir, 120_000);
-      const local = await runCli(['run', job, '--no-typecheck', '--no-progress', '--output', 'json', '--workers', '0', ...args], dir, 120_000);
+      const cluster = await runCli(
+        ['run', job, '--no-typecheck', '--no-progress', '--output', 'json', '--workers', '2', ...args],
+        dir,
+        120_000,
+      );
+      const local = await runCli(
+        ['run', job, '--no-typecheck', '--no-progress', '--output', 'json', '--workers', '0', ...args],
+        dir,
+        120_000,
+      );
       assert.equal(cluster.code, 0, cluster.stderr);
       assert.equal(local.code, 0, local.stderr);
       const meshed = rows(leader!.stdout);
@@ -65,12 +78,27 @@ describe('mesh runs', () => {
 
   test('a member whose job differs is refused with what differs; the run completes with the right one', async () => {
     const common = [WINDOWS, '--no-typecheck', '--output', 'json'];
-    const leader = startMember([...common, '-p', '2', '--lead', '2', '--control', '127.0.0.1:0', '--exchange', '127.0.0.1:0'], dir);
+    const leader = startMember(
+      [...common, '-p', '2', '--lead', '2', '--control', '127.0.0.1:0', '--exchange', '127.0.0.1:0'],
+      dir,
+    );
     const port = await controlPort(leader);
-    const wrong = await startMember([...common, '-p', '4', '--join', `127.0.0.1:${port}`, '--exchange', '127.0.0.1:0'], dir).exited;
+    const wrong = await startMember(
+      [...common, '-p', '4', '--join', `127.0.0.1:${port}`, '--exchange', '127.0.0.1:0'],
+      dir,
+    ).exited;
     assert.equal(wrong.code, 1, wrong.stderr);
-    assert.match(wrong.stderr, new RegExp(`^error: the mesh leader at 127\\.0\\.0\\.1:${port} refused this member: its job differs from the leader's: task '[^']+' runs at parallelism 2 at the leader and 4 here; give every member the same -p and params$`, 'm'));
-    const right = await startMember([...common, '-p', '2', '--join', `127.0.0.1:${port}`, '--exchange', '127.0.0.1:0'], dir).exited;
+    assert.match(
+      wrong.stderr,
+      new RegExp(
+        `^error: the mesh leader at 127\\.0\\.0\\.1:${port} refused this member: its job differs from the leader's: task '[^']+' runs at parallelism 2 at the leader and 4 here; give every member the same -p and params$`,
+        'm',
+      ),
+    );
+    const right = await startMember(
+      [...common, '-p', '2', '--join', `127.0.0.1:${port}`, '--exchange', '127.0.0.1:0'],
+      dir,
+    ).exited;
     const led = await leader.exited;
     assert.equal(right.code, 0, right.stderr);
     assert.equal(led.code, 0, led.stderr);
@@ -80,7 +108,10 @@ describe('mesh runs', () => {
   test('mesh flags without a role, or a role without its flags, are refused naming the flag', async () => {
     const noRole = await runCli(['run', WINDOWS, '--no-typecheck', '--exchange', '127.0.0.1:0'], dir);
     assert.equal(noRole.code, 1);
-    assert.match(noRole.stderr, /^error: --exchange is for a mesh run: add --lead <members> or --join <leader host:port>$/m);
+    assert.match(
+      noRole.stderr,
+      /^error: --exchange is for a mesh run: add --lead <members> or --join <leader host:port>$/m,
+    );
     const noControl = await runCli(['run', WINDOWS, '--no-typecheck', '--lead', '2', '--exchange', '127.0.0.1:0'], dir);
     assert.equal(noControl.code, 1);
     assert.match(noControl.stderr, /^error: --lead needs --control <host:port> \(where the members register\)$/m);

@@ -36,16 +36,25 @@ async function receiver(refuse = false) {
         return;
       }
       if (req.url === '/v1/traces') {
-        for (const rs of (b as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+        for (const rs of (b as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] }).resourceSpans)
+          for (const ss of rs.scopeSpans) spans.push(...ss.spans);
       } else if (req.url === '/v1/metrics') {
-        for (const rm of (b as { resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[] }).resourceMetrics) for (const sm of rm.scopeMetrics) for (const m of sm.metrics) metricNames.add(m.name);
+        for (const rm of (b as { resourceMetrics: { scopeMetrics: { metrics: { name: string }[] }[] }[] })
+          .resourceMetrics)
+          for (const sm of rm.scopeMetrics) for (const m of sm.metrics) metricNames.add(m.name);
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
-  return { port, spans, metricNames, requests: () => requests, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    port,
+    spans,
+    metricNames,
+    requests: () => requests,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 const attr = (s: OtlpSpan, key: string): string | number | boolean | undefined => {
@@ -56,14 +65,30 @@ const attr = (s: OtlpSpan, key: string): string | number | boolean | undefined =
 describe('OTLP export', () => {
   test('a checkpointed job on a cluster: clink.submit and clink.checkpoint spans with their attributes, and the registry as OTLP metrics', async () => {
     const otlp = await receiver();
-    const h = await ClusterHarness.start({ workers: 1, slots: 2, coordinatorArgs: [`--otlp-endpoint=127.0.0.1:${otlp.port}`, '--otlp-interval-ms=500'] });
+    const h = await ClusterHarness.start({
+      workers: 1,
+      slots: 2,
+      coordinatorArgs: [`--otlp-endpoint=127.0.0.1:${otlp.port}`, '--otlp-interval-ms=500'],
+    });
     try {
-      const loaded = await loadJobModule(resolve(import.meta.dirname, '../fixtures/jobs/unbounded.ts'), { cacheDir: join(h.dir, 'c') });
+      const loaded = await loadJobModule(resolve(import.meta.dirname, '../fixtures/jobs/unbounded.ts'), {
+        cacheDir: join(h.dir, 'c'),
+      });
       const client = await h.client();
       const params = { rate: '2000' };
-      const { jobId } = await client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1, params }).spec, params, buildParallelism: 1, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 200 } });
-      await waitFor('a completed clink.checkpoint span', () => otlp.spans.some((s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed'));
-      const checkpoint = otlp.spans.find((s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed')!;
+      const { jobId } = await client.submit({
+        module: loaded,
+        spec: buildJob(loaded.job, { parallelism: 1, params }).spec,
+        params,
+        buildParallelism: 1,
+        checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 200 },
+      });
+      await waitFor('a completed clink.checkpoint span', () =>
+        otlp.spans.some((s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed'),
+      );
+      const checkpoint = otlp.spans.find(
+        (s) => s.name === 'clink.checkpoint' && attr(s, 'clink.checkpoint.outcome') === 'completed',
+      )!;
       assert.equal(attr(checkpoint, 'clink.job.id'), jobId);
       assert.equal(attr(checkpoint, 'clink.checkpoint.kind'), 'periodic');
       assert.ok(Number(attr(checkpoint, 'clink.checkpoint.id')) >= 1);
@@ -74,7 +99,12 @@ describe('OTLP export', () => {
       assert.equal(attr(submit, 'clink.job.id'), jobId);
       assert.equal(attr(submit, 'clink.job.name'), 'unbounded');
       assert.equal(attr(submit, 'clink.tasks'), 2);
-      await waitFor('the registry as OTLP metrics', () => otlp.metricNames.has('clink_checkpoints_completed_total') && otlp.metricNames.has('clink_coordinator_jobs_submitted_total'));
+      await waitFor(
+        'the registry as OTLP metrics',
+        () =>
+          otlp.metricNames.has('clink_checkpoints_completed_total') &&
+          otlp.metricNames.has('clink_coordinator_jobs_submitted_total'),
+      );
       await client.cancel(jobId);
     } finally {
       await h.close();
@@ -84,10 +114,17 @@ describe('OTLP export', () => {
 
   test('a collector that refuses every export: failures are counted and said, the node runs on', async () => {
     const otlp = await receiver(true);
-    const h = await ClusterHarness.start({ workers: 1, slots: 1, coordinatorArgs: [`--otlp-endpoint=127.0.0.1:${otlp.port}`, '--otlp-interval-ms=200'] });
+    const h = await ClusterHarness.start({
+      workers: 1,
+      slots: 1,
+      coordinatorArgs: [`--otlp-endpoint=127.0.0.1:${otlp.port}`, '--otlp-interval-ms=200'],
+    });
     try {
       await waitFor('a refused export', () => otlp.requests() >= 2);
-      await h.waitForLog(h.coordinator, /^OTLP export of (metrics|traces) failed: .*\(counted in clink_otlp_export_failures_total; said at most once a minute\)$/);
+      await h.waitForLog(
+        h.coordinator,
+        /^OTLP export of (metrics|traces) failed: .*\(counted in clink_otlp_export_failures_total; said at most once a minute\)$/,
+      );
       const metrics = await fetch(`http://127.0.0.1:${h.httpPort}/metrics`).then((r) => r.text());
       assert.match(metrics, /clink_otlp_export_failures_total\{signal="metrics"\} [1-9]/);
       assert.equal((await h.http('/api/v1/health')).status, 200);

@@ -31,7 +31,11 @@ describe('job modules travel by reference', () => {
       assert.equal(second.uploadedBytes, 0, 'the second submit uploads nothing');
       assert.equal(await h.metric('clink_coordinator_submit_plugin_bytes_received_total'), first.moduleBytes);
       assert.equal(await h.metric('clink_coordinator_submit_plugin_cache_hits_total'), 1);
-      assert.equal(await h.metric('clink_coordinator_plugin_ships_deduped_total'), 1, 'the second deploy is a reference');
+      assert.equal(
+        await h.metric('clink_coordinator_plugin_ships_deduped_total'),
+        1,
+        'the second deploy is a reference',
+      );
       assert.equal(await h.metric('clink_coordinator_plugin_bytes_shipped_total'), first.moduleBytes);
 
       // A restarted worker (a new session) starts with nothing: it gets the full bytes again.
@@ -63,19 +67,39 @@ describe('job modules travel by reference', () => {
       }
     })();
     const worker = await Worker.start(
-      { id: 'w1', coordinatorHost: '127.0.0.1', coordinatorPort: coordinator.port, slots: 2, dataHost: '127.0.0.1', heartbeatIntervalMs: 500, peerUpdateTimeoutMs: 30_000, batchSize: 1_000, batchLingerMs: 0, taskIsolation: 'none' },
+      {
+        id: 'w1',
+        coordinatorHost: '127.0.0.1',
+        coordinatorPort: coordinator.port,
+        slots: 2,
+        dataHost: '127.0.0.1',
+        heartbeatIntervalMs: 500,
+        peerUpdateTimeoutMs: 30_000,
+        batchSize: 1_000,
+        batchLingerMs: 0,
+        taskIsolation: 'none',
+      },
       { log, metrics: new ClinkMetrics(), moduleStore: forgetful },
     );
     const client = await ClusterClient.connect('127.0.0.1', coordinator.port);
     const cacheDir = await mkdtemp(join(tmpdir(), 'clink-forgetful-'));
     try {
       const loaded = await loadJobModule(job('trivial'), { cacheDir });
-      const submit = () => client.submit({ module: loaded, spec: buildJob(loaded.job, { parallelism: 1 }).spec, params: {}, buildParallelism: 1 });
+      const submit = () =>
+        client.submit({
+          module: loaded,
+          spec: buildJob(loaded.job, { parallelism: 1 }).spec,
+          params: {},
+          buildParallelism: 1,
+        });
       const first = await client.waitForCompletion((await submit()).jobId);
       assert.equal(first.ok, true, first.error);
       const outcome = await client.waitForCompletion((await submit()).jobId);
       assert.equal(outcome.state, 'FAILED');
-      assert.match(outcome.error, /refers to job module [0-9a-f]{64}, which worker w1 does not hold; refusing to run without it/);
+      assert.match(
+        outcome.error,
+        /refers to job module [0-9a-f]{64}, which worker w1 does not hold; refusing to run without it/,
+      );
     } finally {
       client.close();
       await worker.close();
@@ -125,7 +149,12 @@ describe('the SDK gate', () => {
       const client = await h.client();
       const manifest = { ...localSdkManifest(), 'sdk/stream.d.ts': 'f'.repeat(64) };
       await assert.rejects(
-        client.submit({ module: loaded, spec: buildJob(loaded.job).spec, params: {}, sdkAdvert: { fingerprint: 'e'.repeat(64), manifest } }),
+        client.submit({
+          module: loaded,
+          spec: buildJob(loaded.job).spec,
+          params: {},
+          sdkAdvert: { fingerprint: 'e'.repeat(64), manifest },
+        }),
         /submit refused: submit of trivial: the job module was built against an incompatible SDK .*; the SDK declarations differ in sdk\/stream\.d\.ts; rebuild the module/,
       );
       assert.equal(await h.metric('clink_coordinator_submit_plugin_bytes_received_total'), 0);
@@ -141,15 +170,25 @@ describe('the SDK gate', () => {
       const compiled = await compileJobModule(job('trivial'));
       const loaded = await loadJobModule(job('trivial'), { cacheDir: join(h.dir, 'c') });
       // The same code claiming, in its first line, another SDK (and honest about its hash).
-      const text = Buffer.from(compiled.code).toString('utf8').replace(/fingerprint=[0-9a-f]{64}/, `fingerprint=${'d'.repeat(64)}`);
+      const text = Buffer.from(compiled.code)
+        .toString('utf8')
+        .replace(/fingerprint=[0-9a-f]{64}/, `fingerprint=${'d'.repeat(64)}`);
       const code = Buffer.from(text);
       const { createHash } = await import('node:crypto');
       const tampered = { ...compiled, code, sha256: createHash('sha256').update(code).digest('hex') };
       const client = await h.client();
-      const { jobId } = await client.submit({ module: tampered, spec: buildJob(loaded.job).spec, params: {}, sdkAdvert: { fingerprint: localSdk().fingerprint, manifest: localSdkManifest() } });
+      const { jobId } = await client.submit({
+        module: tampered,
+        spec: buildJob(loaded.job).spec,
+        params: {},
+        sdkAdvert: { fingerprint: localSdk().fingerprint, manifest: localSdkManifest() },
+      });
       const outcome = await client.waitForCompletion(jobId);
       assert.equal(outcome.state, 'FAILED');
-      assert.match(outcome.error, /job module of trivial: the job module was built against an incompatible SDK \(fingerprint dddddddddddd/);
+      assert.match(
+        outcome.error,
+        /job module of trivial: the job module was built against an incompatible SDK \(fingerprint dddddddddddd/,
+      );
     } finally {
       await h.close();
     }

@@ -32,7 +32,10 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     const { jobId, client } = await h.submit(FLAKY, { parallelism: 4, params, checkpoint: { maxRestarts: 1 } });
     const done = await client.waitForCompletion(jobId);
     assert.equal(done.ok, true, done.error);
-    assert.deepEqual(sortBy(done.collected.default!, (x) => x as number), Array.from({ length: 40_000 }, (_, i) => i + 1));
+    assert.deepEqual(
+      sortBy(done.collected.default!, (x) => x as number),
+      Array.from({ length: 40_000 }, (_, i) => i + 1),
+    );
     const v = await view(jobId);
     assert.equal(v.retries.length, 1);
     const r = v.retries[0]!;
@@ -41,7 +44,10 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.equal(r.subtasks, 1, 'its failover region is the one pipeline instance');
     assert.ok(r.deployedAt >= r.at);
     const retried = v.subtasks.filter((t) => t.attempt > 0);
-    assert.deepEqual(retried.map((t) => `${t.taskId}#${t.index}`), [r.subtask]);
+    assert.deepEqual(
+      retried.map((t) => `${t.taskId}#${t.index}`),
+      [r.subtask],
+    );
     assert.equal(v.subtasks.filter((t) => t.attempt === 0).length, 3, 'the other three subtasks ran on untouched');
     assert.equal(await h.metric('clink_job_subtask_retries_total'), 1);
   });
@@ -53,7 +59,10 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     const { jobId, client } = await h.submit(FLAKY, { parallelism: 4, params, checkpoint: { maxRestarts: 1 } });
     const done = await client.waitForCompletion(jobId);
     assert.equal(done.ok, true, done.error);
-    assert.deepEqual(sortBy(done.collected.default!, (x) => x as number), Array.from({ length: 6_000 }, (_, i) => i + 1));
+    assert.deepEqual(
+      sortBy(done.collected.default!, (x) => x as number),
+      Array.from({ length: 6_000 }, (_, i) => i + 1),
+    );
     const v = await view(jobId);
     assert.equal(v.retries.length, 1, JSON.stringify(v.retries));
     assert.equal(v.subtasks.filter((t) => t.attempt === 0).length, 3, 'the other three ran on, never cancelled');
@@ -69,15 +78,24 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     const { jobId, client } = await h.submit(FLAKY, { parallelism: 2, params });
     const done = await client.waitForCompletion(jobId);
     assert.equal(done.ok, true, done.error);
-    const local = await runJob((await loadJobModule(FLAKY, { cacheDir: join(h.dir, 'local') })).job, { parallelism: 2, params: { count: '30000', shuffle: '1' } });
+    const local = await runJob((await loadJobModule(FLAKY, { cacheDir: join(h.dir, 'local') })).job, {
+      parallelism: 2,
+      params: { count: '30000', shuffle: '1' },
+    });
     assert.equal(local.collected.default!.length, 30_000);
     assert.deepEqual(sortBy(done.collected.default!), sortBy(local.collected.default!));
     const v = await view(jobId);
     // Each failing record failed once; when the second fails while the first's retry drains the region
     // (both subtasks are in it), one retry covers both.
-    assert.ok(v.retries.length >= 1 && v.retries.length <= 2, `one retry per failure, or one for both: ${JSON.stringify(v.retries)}`);
+    assert.ok(
+      v.retries.length >= 1 && v.retries.length <= 2,
+      `one retry per failure, or one for both: ${JSON.stringify(v.retries)}`,
+    );
     for (const r of v.retries) assert.equal(r.subtasks, 4);
-    assert.ok(v.subtasks.every((t) => t.attempt === v.retries.length), JSON.stringify(v.subtasks));
+    assert.ok(
+      v.subtasks.every((t) => t.attempt === v.retries.length),
+      JSON.stringify(v.subtasks),
+    );
   });
 
   test('a sink that publishes as it goes (file parts that roll) gets what the failed attempt wrote again: at-least-once', async () => {
@@ -90,7 +108,10 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     const seen = new Map<number, number>();
     for (const x of lines) seen.set(x, (seen.get(x) ?? 0) + 1);
     for (let x = 1; x <= 20_000; x++) assert.ok((seen.get(x) ?? 0) >= 1, `record ${x} is in the output`);
-    assert.ok(lines.length > 20_000, `the failed attempt's published parts stay: ${lines.length} lines for 20000 records`);
+    assert.ok(
+      lines.length > 20_000,
+      `the failed attempt's published parts stay: ${lines.length} lines for 20000 records`,
+    );
     assert.equal((await view(jobId)).retries.length, 1);
   });
 
@@ -102,7 +123,10 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.match(done.error, /record 3000 fails/);
     assert.match(done.error, /failed 3 times and the 2 retries allowed \(--max-region-retries 2\) are spent/);
     const v = await view(jobId);
-    assert.deepEqual(v.retries.map((r: JobRetry) => r.retry), [1, 2]);
+    assert.deepEqual(
+      v.retries.map((r: JobRetry) => r.retry),
+      [1, 2],
+    );
     assert.equal(v.state, 'FAILED');
   });
 
@@ -118,10 +142,18 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
 
   test('a job with checkpoints is not retried in part: a subtask error restarts the whole job from its checkpoint, within --max-restarts-from-checkpoint', async () => {
     const params = { count: '10000', failAt: '3000', markers: await markers() };
-    const { jobId, client } = await h.submit(FLAKY, { parallelism: 2, params, checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 0, maxRestarts: 3 } });
+    const { jobId, client } = await h.submit(FLAKY, {
+      parallelism: 2,
+      params,
+      checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 0, maxRestarts: 3 },
+    });
     const done = await client.waitForCompletion(jobId);
     assert.equal(done.ok, true, done.error);
-    assert.deepEqual(sortBy(done.collected.default!, (x) => x as number), Array.from({ length: 10_000 }, (_, i) => i + 1), 'every record once');
+    assert.deepEqual(
+      sortBy(done.collected.default!, (x) => x as number),
+      Array.from({ length: 10_000 }, (_, i) => i + 1),
+      'every record once',
+    );
     const v = await view(jobId);
     assert.deepEqual(v.retries, []);
     assert.equal(v.restarts.length, 1);
@@ -129,7 +161,11 @@ describe('per-subtask retries of jobs without checkpoints (max_restarts)', () =>
     assert.equal(v.restarts[0]!.restoredFrom, 0, 'no checkpoint had completed: from the beginning');
 
     const again = { count: '10000', failAt: '3000', always: '1', markers: await markers() };
-    const off = await h.submit(FLAKY, { parallelism: 2, params: again, checkpoint: { checkpointDir: join(h.dir, 'ckpt2'), maxRestartsOnWorkerLoss: 0 } });
+    const off = await h.submit(FLAKY, {
+      parallelism: 2,
+      params: again,
+      checkpoint: { checkpointDir: join(h.dir, 'ckpt2'), maxRestartsOnWorkerLoss: 0 },
+    });
     const failed = await off.client.waitForCompletion(off.jobId);
     assert.equal(failed.ok, false);
     assert.match(failed.error, /record 3000 fails.*restarts are off \(--max-restarts-from-checkpoint 0\)/s);

@@ -15,7 +15,11 @@ import { FakeClock } from '../harness/fake-clock.js';
 import { waitFor } from '../helpers.js';
 
 /** A coordinator that registers each worker and then says nothing: it only records the heartbeats it reads. */
-async function silentCoordinator(): Promise<{ port: number; heartbeats: MessageOf<'Heartbeat'>[]; close: () => Promise<void> }> {
+async function silentCoordinator(): Promise<{
+  port: number;
+  heartbeats: MessageOf<'Heartbeat'>[];
+  close: () => Promise<void>;
+}> {
   const heartbeats: MessageOf<'Heartbeat'>[] = [];
   const sockets: Socket[] = [];
   const server: Server = createServer((socket) => {
@@ -25,7 +29,14 @@ async function silentCoordinator(): Promise<{ port: number; heartbeats: MessageO
       const reader = new FrameReader(socket);
       const first = await reader.next().catch(() => null);
       if (!first || decodeMessage(first).type !== 'Register') return socket.destroy();
-      const ack = { ok: true, message: '', protocolVersion: LOCAL_PROTOCOL.version, minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible, session: 1, epoch: 0 };
+      const ack = {
+        ok: true,
+        message: '',
+        protocolVersion: LOCAL_PROTOCOL.version,
+        minCompatibleProtocolVersion: LOCAL_PROTOCOL.minCompatible,
+        session: 1,
+        epoch: 0,
+      };
       socket.write(encodeFrame(makeMessage('RegisterAck', ack)));
       for (;;) {
         const f = await reader.next().catch(() => null);
@@ -91,11 +102,23 @@ describe('the worker on an injected clock', () => {
     const clock = new FakeClock();
     const metrics = new ClinkMetrics();
     const attempts = async (): Promise<number> => (await metrics.workerControlAttempts.get()).values[0]?.value ?? 0;
-    const s = WorkerSupervisor.launch(config(c.port), { log: memoryLogger().log, metrics, clock, random: () => 0.5 }, { initialBackoffMs: 100, maxBackoffMs: 400 });
+    const s = WorkerSupervisor.launch(
+      config(c.port),
+      { log: memoryLogger().log, metrics, clock, random: () => 0.5 },
+      { initialBackoffMs: 100, maxBackoffMs: 400 },
+    );
     try {
-      await waitFor('the first attempt refused, its backoff set', async () => (await attempts()) === 1 && clock.pending > 0);
+      await waitFor(
+        'the first attempt refused, its backoff set',
+        async () => (await attempts()) === 1 && clock.pending > 0,
+      );
       // Backoffs at random 0.5: 50, 100, 200, 200 (the cap of 400 halved).
-      for (const [n, wait] of [[2, 50], [3, 100], [4, 200], [5, 200]] as const) {
+      for (const [n, wait] of [
+        [2, 50],
+        [3, 100],
+        [4, 200],
+        [5, 200],
+      ] as const) {
         clock.advance(wait - 1);
         assert.equal(await attempts(), n - 1, `attempt ${n} waits ${wait} ms`);
         clock.advance(1);
@@ -110,7 +133,10 @@ describe('the worker on an injected clock', () => {
 describe('worker timing decisions', () => {
   test('the reconnect backoff doubles from the initial wait to the cap, times the jitter', () => {
     const policy = { initialBackoffMs: 100, maxBackoffMs: 5_000 };
-    assert.deepEqual([0, 1, 2, 3, 5, 6, 40].map((a) => reconnectDelayMs(policy, a, 1)), [100, 200, 400, 800, 3_200, 5_000, 5_000]);
+    assert.deepEqual(
+      [0, 1, 2, 3, 5, 6, 40].map((a) => reconnectDelayMs(policy, a, 1)),
+      [100, 200, 400, 800, 3_200, 5_000, 5_000],
+    );
     assert.equal(reconnectDelayMs(policy, 3, 0), 0);
     assert.equal(reconnectDelayMs(policy, 3, 0.25), 200);
   });
@@ -122,6 +148,10 @@ describe('worker timing decisions', () => {
     assert.equal(judgeStall({ ticks: 5, lastTicks: 5, lastTickAt: 0 }, stall, stall), 'stalled');
     assert.equal(judgeStall({ ticks: 0, lastTicks: 0, lastTickAt: 0 }, THREAD_BOOT_TIMEOUT_MS - 1, stall), 'waiting');
     assert.equal(judgeStall({ ticks: 0, lastTicks: 0, lastTickAt: 0 }, THREAD_BOOT_TIMEOUT_MS, stall), 'boot-timeout');
-    assert.equal(judgeStall({ ticks: 0, lastTicks: 0, lastTickAt: 0 }, 60_000, 90_000), 'waiting', 'a stall bound above the boot timeout applies to the boot too');
+    assert.equal(
+      judgeStall({ ticks: 0, lastTicks: 0, lastTickAt: 0 }, 60_000, 90_000),
+      'waiting',
+      'a stall bound above the boot timeout applies to the boot too',
+    );
   });
 });

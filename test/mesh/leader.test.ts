@@ -32,22 +32,72 @@ function harness(o: { intervalMs?: number } = {}) {
     removeState: async () => undefined,
     recordCommits: async () => undefined,
   };
-  const job = defineJob({ name: 'm', version: '1' }, (env) => void env.fromSequence(1, 10).keyBy((x) => x % 3).map((x) => x).uid('work').collect());
+  const job = defineJob(
+    { name: 'm', version: '1' },
+    (env) =>
+      void env
+        .fromSequence(1, 10)
+        .keyBy((x) => x % 3)
+        .map((x) => x)
+        .uid('work')
+        .collect(),
+  );
   const plan = createPhysicalPlan(buildJob(job, { parallelism: 3 }).spec);
   const placement = meshPlacement(plan, MEMBERS);
   const run = new LeaderRun(
-    { jobId: 'mesh-m', jobName: 'm', plan, checkpoint: { ...NO_CHECKPOINTS, checkpointDir: '/ckpt', intervalMs: o.intervalMs ?? 0 }, placement, members: MEMBERS, restoredFrom: 4 },
-    { clock, post: (member, m) => void posts.push({ member, m }), storage, log: memoryLogger().log, metrics: new ClinkMetrics(), ended: (r) => void outcomes.push(r) },
+    {
+      jobId: 'mesh-m',
+      jobName: 'm',
+      plan,
+      checkpoint: { ...NO_CHECKPOINTS, checkpointDir: '/ckpt', intervalMs: o.intervalMs ?? 0 },
+      placement,
+      members: MEMBERS,
+      restoredFrom: 4,
+    },
+    {
+      clock,
+      post: (member, m) => void posts.push({ member, m }),
+      storage,
+      log: memoryLogger().log,
+      metrics: new ClinkMetrics(),
+      ended: (r) => void outcomes.push(r),
+    },
   );
   const ready = (): void => MEMBERS.forEach((_, i) => run.onFrame(i, makeMessage('MeshReady', {})));
   const sent = (type: Message['type']): number[] => posts.filter((p) => p.m.type === type).map((p) => p.member);
-  const finish = (member: number, taskId: string, index: number, extra: { ok?: boolean; error?: string; collected?: Uint8Array; peerLost?: boolean } = {}): void =>
+  const finish = (
+    member: number,
+    taskId: string,
+    index: number,
+    extra: { ok?: boolean; error?: string; collected?: Uint8Array; peerLost?: boolean } = {},
+  ): void =>
     run.onFrame(
       member,
-      makeMessage('SubtaskFinished', { jobId: 'mesh-m', taskId, subtaskIndex: index, ok: extra.ok ?? true, error: extra.error ?? '', collected: extra.collected ?? new Uint8Array(0), peerLost: extra.peerLost ?? false }),
+      makeMessage('SubtaskFinished', {
+        jobId: 'mesh-m',
+        taskId,
+        subtaskIndex: index,
+        ok: extra.ok ?? true,
+        error: extra.error ?? '',
+        collected: extra.collected ?? new Uint8Array(0),
+        peerLost: extra.peerLost ?? false,
+      }),
     );
   const ack = (checkpointId: number, taskId: string, index: number): void =>
-    run.onFrame(0, makeMessage('SubtaskCheckpointed', { jobId: 'mesh-m', checkpointId, taskId, subtaskIndex: index, ok: true, error: '', stateBytes: 10, alignmentMs: 0, stateSha256: 'ab' }));
+    run.onFrame(
+      0,
+      makeMessage('SubtaskCheckpointed', {
+        jobId: 'mesh-m',
+        checkpointId,
+        taskId,
+        subtaskIndex: index,
+        ok: true,
+        error: '',
+        stateBytes: 10,
+        alignmentMs: 0,
+        stateSha256: 'ab',
+      }),
+    );
   return { clock, posts, markers, outcomes, run, ready, sent, finish, ack, placement, plan };
 }
 
@@ -68,7 +118,10 @@ test('an epoch: triggered at every member running a subtask, one marker once eve
   h.run.tick();
   await settle();
   const trigger = h.posts.filter((p) => p.m.type === 'TriggerCheckpoint');
-  assert.deepEqual(trigger.map((p) => p.member), [0, 1, 2]);
+  assert.deepEqual(
+    trigger.map((p) => p.member),
+    [0, 1, 2],
+  );
   // Ids number above the checkpoint the attempt resumed from.
   assert.equal((trigger[0]!.m as { checkpointId: number }).checkpointId, 5);
   const all = h.placement.flat();
@@ -97,7 +150,10 @@ test("a subtask's failure ends the run everywhere, naming the subtask and its me
 test("a member's report of a lost link waits a moment for the loss behind it, which is the cause given", () => {
   const h = harness();
   h.ready();
-  h.run.onFrame(2, makeMessage('MeshStop', { ok: false, reason: 'the mesh link between member 2 and member 0 was lost' }));
+  h.run.onFrame(
+    2,
+    makeMessage('MeshStop', { ok: false, reason: 'the mesh link between member 2 and member 0 was lost' }),
+  );
   assert.equal(h.outcomes.length, 0);
   h.clock.advance(PEER_VERDICT_MS / 2);
   h.run.memberLost(0, 'its control connection closed');
@@ -128,7 +184,9 @@ test('the run finishes when every subtask has, with the final checkpoint complet
   const h = harness();
   h.ready();
   const sources = h.plan.tasks.filter((t) => t.inputs.length === 0);
-  for (const t of sources) for (let i = 0; i < t.parallelism; i++) h.run.onFrame(0, makeMessage('RequestFinalCheckpoint', { jobId: 'mesh-m', taskId: t.id, subtaskIndex: i }));
+  for (const t of sources)
+    for (let i = 0; i < t.parallelism; i++)
+      h.run.onFrame(0, makeMessage('RequestFinalCheckpoint', { jobId: 'mesh-m', taskId: t.id, subtaskIndex: i }));
   await settle();
   assert.deepEqual(h.sent('FinalCheckpointAssigned'), [0, 1, 2]);
   const all = h.placement.flatMap((sts, member) => sts.map((st) => ({ ...st, member })));
@@ -139,6 +197,9 @@ test('the run finishes when every subtask has, with the final checkpoint complet
   assert.equal(h.outcomes.length, 1);
   assert.equal(h.outcomes[0]!.ok, true);
   assert.equal(h.outcomes[0]!.lastCheckpointId, 5);
-  assert.deepEqual([...h.outcomes[0]!.collected.default!].sort(), all.map((_, i) => i));
+  assert.deepEqual(
+    [...h.outcomes[0]!.collected.default!].sort(),
+    all.map((_, i) => i),
+  );
   assert.deepEqual(h.sent('MeshStop'), [0, 1, 2]);
 });

@@ -19,12 +19,29 @@ async function pair(credits = 2): Promise<{ a: LinkPlane; b: LinkPlane; close: (
   await new Promise((r) => dialled.once('connect', r));
   const socket = await accepted;
   server.close();
-  const a = new LinkPlane({ links: new Map([['h:2', new FrameConnection(dialled, { role: 'test' })]]), port: 1, credits });
-  const b = new LinkPlane({ links: new Map([['h:1', new FrameConnection(socket, { role: 'test' })]]), port: 2, credits });
+  const a = new LinkPlane({
+    links: new Map([['h:2', new FrameConnection(dialled, { role: 'test' })]]),
+    port: 1,
+    credits,
+  });
+  const b = new LinkPlane({
+    links: new Map([['h:1', new FrameConnection(socket, { role: 'test' })]]),
+    port: 2,
+    credits,
+  });
   return { a, b, close: () => (a.close(), b.close()) };
 }
 
-const hello = (task: string, upstreamSubtask = 0) => ({ jobId: 'j', attempt: 0, edgeIndex: 0, upstreamSubtask, downstreamTaskId: task, downstreamSubtask: 0, upstreamTaskId: 'up', mac: '' });
+const hello = (task: string, upstreamSubtask = 0) => ({
+  jobId: 'j',
+  attempt: 0,
+  edgeIndex: 0,
+  upstreamSubtask,
+  downstreamTaskId: task,
+  downstreamSubtask: 0,
+  upstreamTaskId: 'up',
+  mac: '',
+});
 const batch = (n: number): StreamElement => ({ kind: BATCH, channel: 0, values: [n], timestamps: [0] });
 
 /** Register `task`#0 at `plane` with one input channel per upstream subtask; returns its queue. */
@@ -58,13 +75,21 @@ test('channels share one link, each with its own credits; elements arrive in ord
     c1.push({ kind: END, channel: 0 });
     const held: StreamElement[] = [];
     await waitFor("c0's first two batches and c1's batch and end", () => drain(q, held, false).length >= 4);
-    assert.deepEqual(held.map((e) => `${e.channel}:${e.kind === BATCH ? 'batch' : 'end'}`).sort(), ['0:batch', '0:batch', '1:batch', '1:end']);
+    assert.deepEqual(held.map((e) => `${e.channel}:${e.kind === BATCH ? 'batch' : 'end'}`).sort(), [
+      '0:batch',
+      '0:batch',
+      '1:batch',
+      '1:end',
+    ]);
     assert.equal(c0.isFull, true, 'its third batch waits for credit');
     // The task processes c0's batches: their credits go back and the third follows.
     for (const e of held) if (e.kind === BATCH) e.onTaken?.();
     const all = [...held];
     await waitFor("c0's third batch", () => drain(q, all).length >= 5);
-    assert.deepEqual(all.filter((e) => e.channel === 0 && e.kind === BATCH).map((e) => (e as { values: number[] }).values[0]), [0, 1, 2]);
+    assert.deepEqual(
+      all.filter((e) => e.channel === 0 && e.kind === BATCH).map((e) => (e as { values: number[] }).values[0]),
+      [0, 1, 2],
+    );
     assert.deepEqual(errors, []);
   } finally {
     close();
@@ -88,8 +113,18 @@ test("the link's loss fails the channels over it; one opened after fails at once
   try {
     input(b, 'down');
     const errors: string[] = [];
-    const ended = a.open({ host: 'h', port: 2, hello: hello('down', 0), onError: (e) => errors.push(`ended: ${e.message}`) });
-    const live = a.open({ host: 'h', port: 2, hello: hello('down', 1), onError: (e) => errors.push(`live: ${e.message}`) });
+    const ended = a.open({
+      host: 'h',
+      port: 2,
+      hello: hello('down', 0),
+      onError: (e) => errors.push(`ended: ${e.message}`),
+    });
+    const live = a.open({
+      host: 'h',
+      port: 2,
+      hello: hello('down', 1),
+      onError: (e) => errors.push(`live: ${e.message}`),
+    });
     await waitFor('both channels granted credit', () => !ended.isFull && !live.isFull);
     ended.push({ kind: END, channel: 0 });
     b.close();

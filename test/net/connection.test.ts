@@ -34,7 +34,11 @@ describe('frame connection', () => {
     const closed = await conn.closed;
     assert.equal(closed.reason, 'malformed');
     assert.match(closed.error!.message, /unknown message kind 250/);
-    assert.deepEqual(got.map((m) => m.type), ['Heartbeat'], 'frames after the bad one are not handled');
+    assert.deepEqual(
+      got.map((m) => m.type),
+      ['Heartbeat'],
+      'frames after the bad one are not handled',
+    );
     assert.equal(await metrics.value('clink_malformed_frames_total', { role: 'coordinator' }), 1);
     assert.equal(lines().filter((l) => /malformed frame from 127\.0\.0\.1:\d+/.test(String(l.msg))).length, 1);
     await new Promise((r) => p.client.once('close', r));
@@ -94,7 +98,13 @@ describe('frame connection', () => {
     await sleep(30);
     p.client.write(encodeFrame(makeMessage('Heartbeat', { seq: 1 })));
     await sleep(200);
-    assert.deepEqual(order, ['start StartJob', 'read hb1', 'end StartJob', 'start CommitCheckpoint', 'end CommitCheckpoint']);
+    assert.deepEqual(order, [
+      'start StartJob',
+      'read hb1',
+      'end StartJob',
+      'start CommitCheckpoint',
+      'end CommitCheckpoint',
+    ]);
     conn.close();
     await p.close();
   });

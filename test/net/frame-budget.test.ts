@@ -32,7 +32,11 @@ describe('the frame budget', () => {
     await until(() => ra.bufferedBytes === 600 * 1024);
     assert.equal(budget.usedBytes, 600 * 1024);
     b.client.write(Buffer.concat([header(2 * 1024 * 1024), Buffer.alloc(1536 * 1024, 2)]));
-    await assert.rejects(nextB, (e: unknown) => e instanceof FrameMemoryError && /over 2097152 \(--max-inflight-frame-bytes\); cutting it$/.test(e.message));
+    await assert.rejects(
+      nextB,
+      (e: unknown) =>
+        e instanceof FrameMemoryError && /over 2097152 \(--max-inflight-frame-bytes\); cutting it$/.test(e.message),
+    );
     assert.equal(budget.usedBytes, 600 * 1024, 'what the cut peer held is given back');
     a.client.write(Buffer.alloc(600 * 1024, 1));
     const frame = (await nextA)!;
@@ -45,22 +49,26 @@ describe('the frame budget', () => {
 
   test('frames of any size around the one-buffer threshold, split anywhere, come out whole and in order', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.integer({ min: 1, max: 2_600 * 1024 }), { minLength: 1, maxLength: 4 }), fc.array(fc.integer({ min: 1, max: 300 * 1024 }), { minLength: 1, maxLength: 12 }), async (sizes, cuts) => {
-        const p = await socketPair();
-        const budget = new FrameBudget(64 * 1024 * 1024);
-        const reader = new FrameReader(p.server, { budget });
-        const frames = sizes.map((n, i) => Buffer.alloc(n, i + 1));
-        const bytes = Buffer.concat(frames.flatMap((f) => [header(f.length), f]));
-        let at = 0;
-        for (let i = 0; at < bytes.length; i++) {
-          const n = cuts[i % cuts.length]!;
-          p.client.write(bytes.subarray(at, at + n));
-          at += n;
-        }
-        for (const f of frames) assert.ok(f.equals((await reader.next())!));
-        assert.equal(budget.usedBytes, 0);
-        await p.close();
-      }),
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 1, max: 2_600 * 1024 }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.integer({ min: 1, max: 300 * 1024 }), { minLength: 1, maxLength: 12 }),
+        async (sizes, cuts) => {
+          const p = await socketPair();
+          const budget = new FrameBudget(64 * 1024 * 1024);
+          const reader = new FrameReader(p.server, { budget });
+          const frames = sizes.map((n, i) => Buffer.alloc(n, i + 1));
+          const bytes = Buffer.concat(frames.flatMap((f) => [header(f.length), f]));
+          let at = 0;
+          for (let i = 0; at < bytes.length; i++) {
+            const n = cuts[i % cuts.length]!;
+            p.client.write(bytes.subarray(at, at + n));
+            at += n;
+          }
+          for (const f of frames) assert.ok(f.equals((await reader.next())!));
+          assert.equal(budget.usedBytes, 0);
+          await p.close();
+        },
+      ),
       { numRuns: 25 },
     );
   });

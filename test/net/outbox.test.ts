@@ -24,14 +24,19 @@ const discarded = (m: ClinkMetrics, cls: string, reason: string): Promise<number
 
 describe('outbox', () => {
   test('the defaults are the reference’s: 10,000 control frames, 64 MiB of them, 1 GiB of bulk', () => {
-    assert.deepEqual(DEFAULT_OUTBOX_LIMITS, { maxControlFrames: 10_000, maxControlBytes: 64 * 1024 * 1024, maxBulkBytes: 1024 * 1024 * 1024 });
+    assert.deepEqual(DEFAULT_OUTBOX_LIMITS, {
+      maxControlFrames: 10_000,
+      maxControlBytes: 64 * 1024 * 1024,
+      maxBulkBytes: 1024 * 1024 * 1024,
+    });
   });
 
   test('frames reach the peer in the order posted', async () => {
     const { p, outbox } = await setup();
     for (let seq = 1; seq <= 50; seq++) assert.equal(outbox.post(frame(seq)), 'queued');
     const reader = new FrameReader(p.client);
-    for (let seq = 1; seq <= 50; seq++) assert.equal((decodeMessage((await reader.next())!) as { seq: number }).seq, seq);
+    for (let seq = 1; seq <= 50; seq++)
+      assert.equal((decodeMessage((await reader.next())!) as { seq: number }).seq, seq);
     outbox.abort();
     await p.close();
   });
@@ -39,12 +44,27 @@ describe('outbox', () => {
   test('a post past the control frame count stops the outbox (overflow) naming the bound, and counts what it discarded', async () => {
     const { p, outbox, metrics, stops, lines } = await setup({ maxControlFrames: 3 });
     // Posts return at once; the writer first runs after this synchronous burst.
-    assert.deepEqual([1, 2, 3, 4].map((s) => outbox.post(frame(s))), ['queued', 'queued', 'queued', 'refused']);
+    assert.deepEqual(
+      [1, 2, 3, 4].map((s) => outbox.post(frame(s))),
+      ['queued', 'queued', 'queued', 'refused'],
+    );
     assert.equal(outbox.state, 'stopped');
-    assert.deepEqual(stops, [{ reason: 'overflow', detail: 'control queue at its bound of 3 frames (max_outbound_control_frames)', byItself: true }]);
+    assert.deepEqual(stops, [
+      {
+        reason: 'overflow',
+        detail: 'control queue at its bound of 3 frames (max_outbound_control_frames)',
+        byItself: true,
+      },
+    ]);
     assert.equal(await discarded(metrics, 'control', 'overflow'), 3);
     assert.equal(outbox.post(frame(5)), 'refused', 'a stopped outbox refuses everything');
-    assert.ok(lines().some((l) => l.msg === 'outbound queue stopped (overflow): control queue at its bound of 3 frames (max_outbound_control_frames)'));
+    assert.ok(
+      lines().some(
+        (l) =>
+          l.msg ===
+          'outbound queue stopped (overflow): control queue at its bound of 3 frames (max_outbound_control_frames)',
+      ),
+    );
     await new Promise((r) => p.client.once('close', r));
     await p.close();
   });
@@ -62,7 +82,8 @@ describe('outbox', () => {
     const { p, outbox, metrics, stops } = await setup({ maxControlFrames: 2, maxBulkBytes: 1_000 });
     assert.equal(outbox.post(frame(1)), 'queued');
     assert.equal(outbox.post(frame(2)), 'queued');
-    for (let i = 0; i < 4; i++) assert.equal(outbox.post(blob(200), 'bulk'), 'queued', 'bulk does not count against the control bound');
+    for (let i = 0; i < 4; i++)
+      assert.equal(outbox.post(blob(200), 'bulk'), 'queued', 'bulk does not count against the control bound');
     assert.equal(outbox.state, 'open');
     assert.equal(outbox.post(blob(300), 'bulk'), 'refused');
     assert.match(stops[0]!.detail, /bulk queue at its bound of 1000 bytes \(max_outbound_bulk_bytes\)/);
@@ -184,7 +205,11 @@ describe('outbox', () => {
       throw new RangeError('Array buffer allocation failed');
     });
     assert.equal(r, 'refused');
-    assert.deepEqual(stops[0], { reason: 'allocation', detail: 'could not allocate a frame: Array buffer allocation failed', byItself: true });
+    assert.deepEqual(stops[0], {
+      reason: 'allocation',
+      detail: 'could not allocate a frame: Array buffer allocation failed',
+      byItself: true,
+    });
     await p.close();
   });
 });

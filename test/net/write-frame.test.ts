@@ -18,7 +18,10 @@ test('a peer that does not read cannot hold writeFrame past its deadline', async
   p.client.pause();
   const big = makeMessage('SubmitJobAck', { ok: false, jobId: '', message: 'x'.repeat(32 * 1024 * 1024) });
   const t0 = Date.now();
-  await assert.rejects(writeFrame(p.server, big, 200), (e: unknown) => e instanceof FrameTimeoutError && /within 200 ms/.test(e.message));
+  await assert.rejects(
+    writeFrame(p.server, big, 200),
+    (e: unknown) => e instanceof FrameTimeoutError && /within 200 ms/.test(e.message),
+  );
   assert.ok(Date.now() - t0 < 1_500);
   assert.equal(p.server.destroyed, true);
   await p.close();

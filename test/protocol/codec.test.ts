@@ -26,11 +26,35 @@ const VECTORS = new URL('../vectors/', import.meta.url);
 describe('message kinds', () => {
   test('every kind the reference names exists, with the reference’s fixed numbers', () => {
     const named = [
-      'Register', 'RegisterAck', 'HelloClient', 'SubmitJob', 'SubmitJobAck', 'ListJobs', 'ListJobsReply', 'CancelJob',
-      'RescaleJob', 'RescaleOperator', 'Savepoint', 'Deploy', 'SubtaskListening', 'PeerUpdate', 'StartJob', 'SubtaskFinished',
-      'JobCompleted', 'Heartbeat', 'HeartbeatAck', 'TriggerCheckpoint', 'SubtaskCheckpointed', 'CommitCheckpoint',
-      'AbortCheckpoint', 'RequestFinalCheckpoint', 'FinalCheckpointAssigned', 'BeginRescale', 'BeginRescaleAck',
-      'CutoverRebind', 'CutoverPeerUpdate',
+      'Register',
+      'RegisterAck',
+      'HelloClient',
+      'SubmitJob',
+      'SubmitJobAck',
+      'ListJobs',
+      'ListJobsReply',
+      'CancelJob',
+      'RescaleJob',
+      'RescaleOperator',
+      'Savepoint',
+      'Deploy',
+      'SubtaskListening',
+      'PeerUpdate',
+      'StartJob',
+      'SubtaskFinished',
+      'JobCompleted',
+      'Heartbeat',
+      'HeartbeatAck',
+      'TriggerCheckpoint',
+      'SubtaskCheckpointed',
+      'CommitCheckpoint',
+      'AbortCheckpoint',
+      'RequestFinalCheckpoint',
+      'FinalCheckpointAssigned',
+      'BeginRescale',
+      'BeginRescaleAck',
+      'CutoverRebind',
+      'CutoverPeerUpdate',
     ];
     for (const n of named) assert.ok(n in MESSAGES, `${n} is missing`);
     assert.equal(MessageKind.RescaleOperator, 12);
@@ -43,7 +67,10 @@ describe('message kinds', () => {
     const kinds = Object.values(MESSAGES).map((d) => d.kind);
     assert.equal(new Set(kinds).size, kinds.length);
     assert.equal(new Set(CLIENT_REQUEST_KINDS).size, CLIENT_REQUEST_KINDS.length);
-    assert.deepEqual([...CLIENT_REQUEST_KINDS].sort((a, b) => a - b), [10, 11, 12, 13, 14, 15, 103]);
+    assert.deepEqual(
+      [...CLIENT_REQUEST_KINDS].sort((a, b) => a - b),
+      [10, 11, 12, 13, 14, 15, 103],
+    );
   });
 
   test('every coordinator-to-worker message carries the epoch as a tail defaulting to 0 (unfenced)', () => {
@@ -64,7 +91,11 @@ describe('golden vectors', () => {
       const file = new URL(`${name}.hex`, VECTORS);
       if (process.env.UPDATE_VECTORS === '1') await writeFile(file, frame.toString('hex') + '\n');
       const pinned = (await readFile(file, 'utf8')).trim();
-      assert.equal(frame.toString('hex'), pinned, `${name}: encoding changed; an encoding change must only append (see docs/protocol.md)`);
+      assert.equal(
+        frame.toString('hex'),
+        pinned,
+        `${name}: encoding changed; an encoding change must only append (see docs/protocol.md)`,
+      );
       assert.deepEqual(decodeFrame(Buffer.from(pinned, 'hex')), sampleMessage(name));
     });
   }
@@ -88,7 +119,15 @@ describe('round trips', () => {
 
   test('makeMessage fills tail fields with their defaults and refuses a missing required field', () => {
     const hb = makeMessage('Heartbeat', { seq: 9 });
-    assert.deepEqual(hb, { type: 'Heartbeat', seq: 9, sentAtMs: 0, runningSubtasks: 0, jobs: [], leaving: false, subtasks: [] });
+    assert.deepEqual(hb, {
+      type: 'Heartbeat',
+      seq: 9,
+      sentAtMs: 0,
+      runningSubtasks: 0,
+      jobs: [],
+      leaving: false,
+      subtasks: [],
+    });
     assert.throws(() => makeMessage('Heartbeat', {} as { seq: number }), /Heartbeat\.seq is required/);
   });
 });
@@ -114,7 +153,10 @@ describe('the additive-tail idiom', () => {
     test(`${name}: every older layout (a prefix ending at a field boundary) decodes with defaults for what it lacks`, () => {
       const full = sampleMessage(name) as unknown as Record<string, unknown>;
       for (let k = 0; k <= tails.length; k++) {
-        const decoded = decodeMessage(encodePrefix(full as unknown as Message, k)) as unknown as Record<string, unknown>;
+        const decoded = decodeMessage(encodePrefix(full as unknown as Message, k)) as unknown as Record<
+          string,
+          unknown
+        >;
         const expected = { ...full };
         tails.slice(k).forEach(([key, f]) => (expected[key] = f.default));
         assert.deepEqual(decoded, expected, `${name} with ${k} of ${tails.length} tail fields`);
@@ -126,49 +168,108 @@ describe('the additive-tail idiom', () => {
   // What a Deploy has gained since those vectors were pinned: the data secret, and each task's restore parallelism.
   // What SubmitJob and Deploy have gained since those vectors were pinned (decoded with their defaults).
   const addedSince = (name: 'SubmitJob' | 'Deploy'): object =>
-    name === 'Deploy' ? { dataSecret: '', tasks: (sampleMessage('Deploy') as MessageOf<'Deploy'>).tasks.map((t) => ({ ...t, restoreParallelism: 0 })) } : { autoscaleMin: 0, autoscaleMax: 0 };
+    name === 'Deploy'
+      ? {
+          dataSecret: '',
+          tasks: (sampleMessage('Deploy') as MessageOf<'Deploy'>).tasks.map((t) => ({ ...t, restoreParallelism: 0 })),
+        }
+      : { autoscaleMin: 0, autoscaleMax: 0 };
 
   test('a SubmitJob pinned before CheckpointConfig.checkpointsRetained existed decodes, keeping 1 checkpoint', async () => {
-    const old = Buffer.from((await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/SubmitJob-before-checkpointsRetained.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
     const sample = sampleMessage('SubmitJob') as MessageOf<'SubmitJob'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince('SubmitJob'), checkpoint: { ...sample.checkpoint, checkpointsRetained: 1, maxRestarts: -1, allowNonRestoredState: false, allowDuplicatesOnFallback: false } });
+    assert.deepEqual(decodeFrame(old), {
+      ...sample,
+      ...addedSince('SubmitJob'),
+      checkpoint: {
+        ...sample.checkpoint,
+        checkpointsRetained: 1,
+        maxRestarts: -1,
+        allowNonRestoredState: false,
+        allowDuplicatesOnFallback: false,
+      },
+    });
   });
 
   for (const name of ['SubmitJob', 'Deploy'] as const) {
     test(`a ${name} pinned before CheckpointConfig.maxRestarts existed decodes, taking the coordinator's default retries`, async () => {
-      const old = Buffer.from((await readFile(new URL(`legacy/${name}-before-maxRestarts.hex`, VECTORS), 'utf8')).trim(), 'hex');
+      const old = Buffer.from(
+        (await readFile(new URL(`legacy/${name}-before-maxRestarts.hex`, VECTORS), 'utf8')).trim(),
+        'hex',
+      );
       const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
-      assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince(name), checkpoint: { ...sample.checkpoint, maxRestarts: -1, allowNonRestoredState: false, allowDuplicatesOnFallback: false } });
+      assert.deepEqual(decodeFrame(old), {
+        ...sample,
+        ...addedSince(name),
+        checkpoint: {
+          ...sample.checkpoint,
+          maxRestarts: -1,
+          allowNonRestoredState: false,
+          allowDuplicatesOnFallback: false,
+        },
+      });
     });
   }
 
   for (const name of ['SubmitJob', 'Deploy'] as const) {
     test(`a ${name} pinned before CheckpointConfig.allowNonRestoredState existed decodes, refusing to drop state`, async () => {
-      const old = Buffer.from((await readFile(new URL(`legacy/${name}-before-allowNonRestoredState.hex`, VECTORS), 'utf8')).trim(), 'hex');
+      const old = Buffer.from(
+        (await readFile(new URL(`legacy/${name}-before-allowNonRestoredState.hex`, VECTORS), 'utf8')).trim(),
+        'hex',
+      );
       const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
-      assert.deepEqual(decodeFrame(old), { ...sample, ...addedSince(name), checkpoint: { ...sample.checkpoint, allowNonRestoredState: false, allowDuplicatesOnFallback: false } });
+      assert.deepEqual(decodeFrame(old), {
+        ...sample,
+        ...addedSince(name),
+        checkpoint: { ...sample.checkpoint, allowNonRestoredState: false, allowDuplicatesOnFallback: false },
+      });
     });
   }
 
   test('a DataCredit pinned before DataCredit.columns existed decodes as a receiver that reads no columns', async () => {
-    const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-columns.hex', VECTORS), 'utf8')).trim(), 'hex');
-    assert.deepEqual(decodeFrame(old), { ...sampleMessage('DataCredit'), columns: false, constants: false, tuples: false });
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/DataCredit-before-columns.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
+    assert.deepEqual(decodeFrame(old), {
+      ...sampleMessage('DataCredit'),
+      columns: false,
+      constants: false,
+      tuples: false,
+    });
   });
 
   test('a DataCredit pinned before DataCredit.constants existed decodes as a receiver that reads columns but no constants', async () => {
-    const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-constants.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/DataCredit-before-constants.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
     const sample = sampleMessage('DataCredit') as MessageOf<'DataCredit'>;
     assert.deepEqual(decodeFrame(old), { ...sample, columns: sample.columns, constants: false, tuples: false });
   });
 
   test('a DataCredit pinned before DataCredit.tuples existed decodes as a receiver that reads columns and constants but no tuples', async () => {
-    const old = Buffer.from((await readFile(new URL('legacy/DataCredit-before-tuples.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/DataCredit-before-tuples.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
     const sample = sampleMessage('DataCredit') as MessageOf<'DataCredit'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, columns: sample.columns, constants: sample.constants, tuples: false });
+    assert.deepEqual(decodeFrame(old), {
+      ...sample,
+      columns: sample.columns,
+      constants: sample.constants,
+      tuples: false,
+    });
   });
 
   test('a Heartbeat pinned before SubtaskProgress.ageMs existed decodes with age 0 (measured over its arrival)', async () => {
-    const old = Buffer.from((await readFile(new URL('legacy/Heartbeat-before-ageMs.hex', VECTORS), 'utf8')).trim(), 'hex');
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/Heartbeat-before-ageMs.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
     const sample = sampleMessage('Heartbeat') as MessageOf<'Heartbeat'>;
     assert.deepEqual(decodeFrame(old), { ...sample, subtasks: sample.subtasks.map((s) => ({ ...s, ageMs: 0 })) });
   });
@@ -197,7 +298,11 @@ describe('malformed input', () => {
     // ListJobsReply (21): a jobs count of 2^31 in a payload of 10 bytes
     const payload = Buffer.from([21, 0x80, 0, 0, 0, 1, 2, 3, 4, 5]);
     const t0 = performance.now();
-    assert.throws(() => decodeMessage(payload), (e: unknown) => e instanceof FrameDecodeError && /count 2147483648 cannot fit in the 5 bytes left/.test(e.message));
+    assert.throws(
+      () => decodeMessage(payload),
+      (e: unknown) =>
+        e instanceof FrameDecodeError && /count 2147483648 cannot fit in the 5 bytes left/.test(e.message),
+    );
     assert.ok(performance.now() - t0 < 50);
   });
 
@@ -206,12 +311,25 @@ describe('malformed input', () => {
       [Buffer.from([250]), /unknown message kind 250/],
       [Buffer.alloc(0), /empty frame/],
       [Buffer.from([MessageKind.StartJob, 0, 0, 0, 1]), /truncated frame: StartJob\.jobId needs 1 bytes/],
-      [Buffer.concat([encodeMessage(makeMessage('RegisterAck', { ok: true, message: '' })).subarray(0, 1), Buffer.from([2])]), /RegisterAck\.ok must be 0 or 1, got 2/],
+      [
+        Buffer.concat([
+          encodeMessage(makeMessage('RegisterAck', { ok: true, message: '' })).subarray(0, 1),
+          Buffer.from([2]),
+        ]),
+        /RegisterAck\.ok must be 0 or 1, got 2/,
+      ],
       [Buffer.from([MessageKind.HelloClient, 0, 0, 0, 2, 0xc3, 0x28]), /HelloClient\.clientName is not valid UTF-8/],
-      [Buffer.concat([Buffer.from([MessageKind.Register]), encodeLenString('w'.repeat(256))]), /Register\.workerId is 256 bytes, above the 255-byte cap/],
+      [
+        Buffer.concat([Buffer.from([MessageKind.Register]), encodeLenString('w'.repeat(256))]),
+        /Register\.workerId is 256 bytes, above the 255-byte cap/,
+      ],
     ];
     for (const [payload, message] of cases) {
-      assert.throws(() => decodeMessage(payload), (e: unknown) => e instanceof FrameDecodeError && message.test(e.message), message.source);
+      assert.throws(
+        () => decodeMessage(payload),
+        (e: unknown) => e instanceof FrameDecodeError && message.test(e.message),
+        message.source,
+      );
     }
   });
 

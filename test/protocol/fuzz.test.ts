@@ -44,7 +44,8 @@ function decodeOrTypedError(payload: Uint8Array): void {
   try {
     m = decodeMessage(payload);
   } catch (err) {
-    if (!(err instanceof FrameDecodeError)) throw new Error(`escaped as ${(err as Error)?.constructor?.name}: ${(err as Error)?.message}`);
+    if (!(err instanceof FrameDecodeError))
+      throw new Error(`escaped as ${(err as Error)?.constructor?.name}: ${(err as Error)?.message}`);
     // The decoder must have caught the problem itself, not the last-resort wrapper in decodeMessage.
     if (err.cause !== undefined) throw new Error(`unchecked decoder failure: ${err.message}`);
     return;
@@ -108,7 +109,10 @@ describe('fuzzing the decoders', () => {
   });
 
   test('record batches: round trip, and mutated batches fail only with the typed error', () => {
-    const record = fc.record({ id: fc.integer(), name: fc.string(), tags: fc.array(fc.string(), { maxLength: 3 }) }, { noNullPrototype: true });
+    const record = fc.record(
+      { id: fc.integer(), name: fc.string(), tags: fc.array(fc.string(), { maxLength: 3 }) },
+      { noNullPrototype: true },
+    );
     fc.assert(
       fc.property(fc.array(record, { maxLength: 20 }), fc.boolean(), (values, stamped) => {
         const ts = values.map((_, i) => (stamped ? 1_000 + i : Number.NEGATIVE_INFINITY));
@@ -120,11 +124,20 @@ describe('fuzzing the decoders', () => {
     );
     fc.assert(
       fc.property(fc.array(record, { minLength: 1, maxLength: 5 }), mutation, (values, m) => {
-        const body = mutate(encodeRecordBatch(values, values.map(() => 5)), m);
+        const body = mutate(
+          encodeRecordBatch(
+            values,
+            values.map(() => 5),
+          ),
+          m,
+        );
         try {
           decodeRecordBatch(body);
         } catch (err) {
-          assert.ok(err instanceof FrameDecodeError, `escaped as ${(err as Error).constructor.name}: ${(err as Error).message}`);
+          assert.ok(
+            err instanceof FrameDecodeError,
+            `escaped as ${(err as Error).constructor.name}: ${(err as Error).message}`,
+          );
         }
       }),
       { numRuns: 5_000 },
@@ -133,6 +146,9 @@ describe('fuzzing the decoders', () => {
 
   test('a batch claiming 2^31 records in a few bytes is refused at once', () => {
     const body = Buffer.from([0x80, 0, 0, 0, 0, 0x90]);
-    assert.throws(() => decodeRecordBatch(body), (e: unknown) => e instanceof FrameDecodeError && /cannot fit/.test(e.message));
+    assert.throws(
+      () => decodeRecordBatch(body),
+      (e: unknown) => e instanceof FrameDecodeError && /cannot fit/.test(e.message),
+    );
   });
 });

@@ -1,6 +1,13 @@
 /** Values and generators derived from the message schema: samples for golden vectors, arbitraries for properties. */
 import fc from 'fast-check';
-import { MESSAGES, type Codec, type Descriptor, type Fields, type Message, type MessageName } from '../../src/protocol/index.js';
+import {
+  MESSAGES,
+  type Codec,
+  type Descriptor,
+  type Fields,
+  type Message,
+  type MessageName,
+} from '../../src/protocol/index.js';
 
 const desc = (c: Codec<unknown>): Descriptor => c.desc;
 
@@ -76,11 +83,15 @@ export function arbitraryOf(c: Codec<unknown>): fc.Arbitrary<unknown> {
 }
 
 function arbitraryFields(fields: Fields): fc.Arbitrary<Record<string, unknown>> {
-  return fc.record(Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, arbitraryOf(f.codec)])), { noNullPrototype: true });
+  return fc.record(Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, arbitraryOf(f.codec)])), {
+    noNullPrototype: true,
+  });
 }
 
 export const MESSAGE_NAMES = Object.keys(MESSAGES) as MessageName[];
 
 export const arbitraryMessage: fc.Arbitrary<Message> = fc
   .constantFrom(...MESSAGE_NAMES)
-  .chain((name) => arbitraryFields(MESSAGES[name].fields as Fields).map((body) => ({ type: name, ...body }) as Message));
+  .chain((name) =>
+    arbitraryFields(MESSAGES[name].fields as Fields).map((body) => ({ type: name, ...body }) as Message),
+  );

@@ -26,7 +26,11 @@ describe('chained output', () => {
     out.collect('a', 5);
     out.emitWatermark(7);
     out.emitStatus(true);
-    assert.deepEqual(next.seen, [['record', 'a', 5], ['watermark', 7], ['status', true]]);
+    assert.deepEqual(next.seen, [
+      ['record', 'a', 5],
+      ['watermark', 7],
+      ['status', true],
+    ]);
     assert.ok(out instanceof ChainedOutput);
   });
 

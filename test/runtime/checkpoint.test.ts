@@ -4,7 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { defineJob, runJob, startJob, Windows, type Bid, type JobDefinition, type JobSnapshot, type NexmarkEvent, type TaskMetrics } from '../../src/index.js';
+import {
+  defineJob,
+  runJob,
+  startJob,
+  Windows,
+  type Bid,
+  type JobDefinition,
+  type JobSnapshot,
+  type NexmarkEvent,
+  type TaskMetrics,
+} from '../../src/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { rowsRead, sortBy, waitFor } from '../helpers.js';
 import { PAUSE, testingSource, type TestingSource } from '../harness/testing-source.js';
@@ -23,13 +33,20 @@ async function fixture(name: string): Promise<JobDefinition> {
 }
 
 /** The most records any task of a running job has taken in or put out. */
-const recordsThrough = (exec: { metrics(): TaskMetrics[] }): number => Math.max(0, ...exec.metrics().map((t) => Math.max(t.recordsIn, t.recordsOut)));
+const recordsThrough = (exec: { metrics(): TaskMetrics[] }): number =>
+  Math.max(0, ...exec.metrics().map((t) => Math.max(t.recordsIn, t.recordsOut)));
 
 /** Wait until `n` records have gone through a task of `exec` (mid-stream, where its sources are rate-limited). */
-const afterRecords = (exec: { metrics(): TaskMetrics[] }, n: number): Promise<void> => waitFor(`${n} records through a task`, () => recordsThrough(exec) >= n);
+const afterRecords = (exec: { metrics(): TaskMetrics[] }, n: number): Promise<void> =>
+  waitFor(`${n} records through a task`, () => recordsThrough(exec) >= n);
 
 /** Start `job`, checkpoint it once `records` have gone through a task, and stop it. */
-async function checkpointThenStop(job: JobDefinition, parallelism: number, records: number, params: Record<string, string>): Promise<JobSnapshot> {
+async function checkpointThenStop(
+  job: JobDefinition,
+  parallelism: number,
+  records: number,
+  params: Record<string, string>,
+): Promise<JobSnapshot> {
   const exec = startJob(job, { parallelism, params });
   await afterRecords(exec, records);
   const snapshot = await exec.triggerCheckpoint();
@@ -42,7 +59,11 @@ async function checkpointThenStop(job: JobDefinition, parallelism: number, recor
 function nexmarkCounts(name: string): JobDefinition {
   return defineJob({ name, version: '1' }, (env) => {
     env
-      .fromSource<NexmarkEvent>('nexmark', { events: 20_000, eventsPerSecond: Number(env.params.rate ?? 1e9), rateLimited: env.params.rate !== undefined })
+      .fromSource<NexmarkEvent>('nexmark', {
+        events: 20_000,
+        eventsPerSecond: Number(env.params.rate ?? 1e9),
+        rateLimited: env.params.rate !== undefined,
+      })
       .filter((e): e is Bid => e.kind === 'bid')
       .assignTimestamps((b) => b.dateTime)
       .keyBy((b) => b.auction)
@@ -60,7 +81,10 @@ describe('checkpoints and restore (local runtime)', () => {
     const sourceRows = Object.entries(snapshot.subtasks)
       .filter(([k]) => k.startsWith('_inline_source'))
       .reduce((n, [, s]) => n + rowsRead(s.source), 0);
-    assert.ok(sourceRows > 0 && sourceRows < 30_000 + 2, `the checkpoint is mid-stream (source positions sum to ${sourceRows})`);
+    assert.ok(
+      sourceRows > 0 && sourceRows < 30_000 + 2,
+      `the checkpoint is mid-stream (source positions sum to ${sourceRows})`,
+    );
     const restored = await runJob(job, { parallelism: 2, restore: snapshot });
     for (const name of ['windows', 'totals']) {
       assert.ok(expected.collected[name]!.length > 0);
@@ -76,36 +100,52 @@ describe('checkpoints and restore (local runtime)', () => {
     const next = Object.entries(snapshot.subtasks)
       .filter(([k]) => k.startsWith('_inline_source'))
       .map(([, s]) => rowsRead(s.source));
-    assert.ok(next.every((n) => n > 0 && n < 10_000), `the checkpoint is mid-stream (events read ${next.join(', ')})`);
+    assert.ok(
+      next.every((n) => n > 0 && n < 10_000),
+      `the checkpoint is mid-stream (events read ${next.join(', ')})`,
+    );
     const restored = await runJob(job, { parallelism: 2, restore: snapshot, params: { rate: '60000' } });
-    assert.equal((expected.collected.counts as { count: number }[]).reduce((n, c) => n + c.count, 0), 18_400);
+    assert.equal(
+      (expected.collected.counts as { count: number }[]).reduce((n, c) => n + c.count, 0),
+      18_400,
+    );
     assert.deepEqual(sortBy(restored.collected.counts!), sortBy(expected.collected.counts!));
   });
 
   for (const kind of ['tumbling', 'session'] as const)
-  test(`${kind} windows kept for their allowed lateness do not fire again after a restore`, async () => {
-    // In-order timestamps: each window fires once, at the watermark, and is kept an hour for late records.
-    // Sessions: one a second per key (the key is the second), closed by a 1 ms gap.
-    const job = defineJob({ name: 'ckpt-lateness', version: '1' }, (env) => {
-      env
-        .fromSource<{ ts: number }>('datagen', { count: 20_000, ...(env.params.rate ? { rowsPerSecond: Number(env.params.rate) } : {}), fields: { ts: { kind: 'timestamp', startMs: 0, stepMs: 1 } } })
-        .assignTimestamps((r) => r.ts)
-        .keyBy((r) => (kind === 'session' ? Math.floor(r.ts / 1_000) : 0))
-        .window(kind === 'session' ? Windows.session(1) : Windows.tumbling(1_000), { allowedLatenessMs: 3_600_000 })
-        .count()
-        .map((c) => c.start)
-        .collect('fired');
+    test(`${kind} windows kept for their allowed lateness do not fire again after a restore`, async () => {
+      // In-order timestamps: each window fires once, at the watermark, and is kept an hour for late records.
+      // Sessions: one a second per key (the key is the second), closed by a 1 ms gap.
+      const job = defineJob({ name: 'ckpt-lateness', version: '1' }, (env) => {
+        env
+          .fromSource<{ ts: number }>('datagen', {
+            count: 20_000,
+            ...(env.params.rate ? { rowsPerSecond: Number(env.params.rate) } : {}),
+            fields: { ts: { kind: 'timestamp', startMs: 0, stepMs: 1 } },
+          })
+          .assignTimestamps((r) => r.ts)
+          .keyBy((r) => (kind === 'session' ? Math.floor(r.ts / 1_000) : 0))
+          .window(kind === 'session' ? Windows.session(1) : Windows.tumbling(1_000), { allowedLatenessMs: 3_600_000 })
+          .count()
+          .map((c) => c.start)
+          .collect('fired');
+      });
+      const expected = (await runJob(job)).collected.fired as number[];
+      assert.deepEqual(
+        expected,
+        Array.from({ length: 20 }, (_, i) => i * 1_000),
+      );
+      const snapshot = await checkpointThenStop(job, 1, 3_000, { rate: '40000' });
+      const row = rowsRead(Object.entries(snapshot.subtasks).find(([k]) => k.startsWith('_inline_source'))![1].source);
+      assert.ok(
+        row > 2_000 && row < 20_000,
+        `the checkpoint is mid-stream, after a window fired (source at row ${row})`,
+      );
+      const restored = (await runJob(job, { restore: snapshot })).collected.fired as number[];
+      // The collected results are checkpointed too: each window must be there once. Had the restore not
+      // known which kept windows had fired, they would all fire again at its first watermark.
+      assert.deepEqual(restored, expected, 'each window fired once');
     });
-    const expected = (await runJob(job)).collected.fired as number[];
-    assert.deepEqual(expected, Array.from({ length: 20 }, (_, i) => i * 1_000));
-    const snapshot = await checkpointThenStop(job, 1, 3_000, { rate: '40000' });
-    const row = rowsRead(Object.entries(snapshot.subtasks).find(([k]) => k.startsWith('_inline_source'))![1].source);
-    assert.ok(row > 2_000 && row < 20_000, `the checkpoint is mid-stream, after a window fired (source at row ${row})`);
-    const restored = (await runJob(job, { restore: snapshot })).collected.fired as number[];
-    // The collected results are checkpointed too: each window must be there once. Had the restore not
-    // known which kept windows had fired, they would all fire again at its first watermark.
-    assert.deepEqual(restored, expected, 'each window fired once');
-  });
 
   test('barriers align across a union and a connect', async () => {
     const ids = Array.from({ length: 3_000 }, (_, i) => i);
@@ -114,7 +154,10 @@ describe('checkpoints and restore (local runtime)', () => {
     const job = (slowInput: TestingSource<number>) =>
       defineJob({ name: 'ckpt-two-inputs', version: '1' }, (env) => {
         const fast = env.fromSequence(1, 6_000);
-        const slow = env.fromSource(slowInput.connector).map((id) => id + 100_000).setParallelism(2);
+        const slow = env
+          .fromSource(slowInput.connector)
+          .map((id) => id + 100_000)
+          .setParallelism(2);
         fast
           .union(slow)
           .keyBy((x) => x % 5)
@@ -131,7 +174,10 @@ describe('checkpoints and restore (local runtime)', () => {
           .collect('union');
         fast
           .connect(slow)
-          .keyBy((x) => x % 3, (y) => y % 3)
+          .keyBy(
+            (x) => x % 3,
+            (y) => y % 3,
+          )
           .process<string>({
             processElement1(x, ctx) {
               const s = ctx.state.value<number>('a');
@@ -144,7 +190,9 @@ describe('checkpoints and restore (local runtime)', () => {
               ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
             },
             onTimer(_t, ctx, out) {
-              out.collect(`c${ctx.key}:${ctx.state.value<number>('a').value()}/${ctx.state.value<number>('b').value()}`);
+              out.collect(
+                `c${ctx.key}:${ctx.state.value<number>('a').value()}/${ctx.state.value<number>('b').value()}`,
+              );
             },
           })
           .collect('connect');
@@ -156,7 +204,11 @@ describe('checkpoints and restore (local runtime)', () => {
     exec.cancel();
     paused.release();
     await exec.done.catch(() => undefined);
-    assert.equal(Object.keys(snapshot.subtasks).length, exec.metrics().reduce((n, t) => n + t.parallelism, 0), 'every subtask took part');
+    assert.equal(
+      Object.keys(snapshot.subtasks).length,
+      exec.metrics().reduce((n, t) => n + t.parallelism, 0),
+      'every subtask took part',
+    );
     const atPause = Object.values(snapshot.subtasks).filter((sub) => sub.source === 1_500);
     assert.equal(atPause.length, 2, 'both subtasks of the slow input were checkpointed where it paused');
     const restored = await runJob(job(testingSource('slow', ids)), { parallelism: 2, restore: snapshot });
@@ -184,7 +236,12 @@ describe('checkpoints and restore (local runtime)', () => {
     assert.ok(read > 0 && read < 30_000, `the checkpoint is mid-stream (${read} rows read)`);
     for (const parallelism of [1, 3, 8]) {
       const restored = await runJob(job, { parallelism, restore: snapshot });
-      for (const name of ['windows', 'totals']) assert.deepEqual(sortBy(restored.collected[name]!), sortBy(expected.collected[name]!), `${name} at ${parallelism}`);
+      for (const name of ['windows', 'totals'])
+        assert.deepEqual(
+          sortBy(restored.collected[name]!),
+          sortBy(expected.collected[name]!),
+          `${name} at ${parallelism}`,
+        );
     }
   });
 
@@ -209,7 +266,11 @@ test('a file source resumes at the line its checkpoint recorded', async () => {
   const { join } = await import('node:path');
   const dir = await mkdtemp(join(tmpdir(), 'clink-ckpt-file-'));
   try {
-    for (let f = 0; f < 3; f++) await writeFile(join(dir, `in${f}.txt`), Array.from({ length: 4_000 }, (_, i) => `w${(i * 7 + f) % 23}`).join('\n') + '\n');
+    for (let f = 0; f < 3; f++)
+      await writeFile(
+        join(dir, `in${f}.txt`),
+        Array.from({ length: 4_000 }, (_, i) => `w${(i * 7 + f) % 23}`).join('\n') + '\n',
+      );
     const job = defineJob({ name: 'ckpt-file', version: '1' }, (env) => {
       env
         .fromSource<string>('file', { path: dir })
@@ -244,7 +305,9 @@ describe('the transactional file sink', () => {
     const { readdir, readFile } = await import('node:fs/promises');
     const { join } = await import('node:path');
     const names = (await readdir(dir)).filter((n) => /^part-\d+-\d+\.jsonl$/.test(n));
-    return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')))).flatMap((t) => t.split('\n').filter(Boolean)).sort();
+    return (await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8'))))
+      .flatMap((t) => t.split('\n').filter(Boolean))
+      .sort();
   }
 
   test('a crash between pre-commit and commit is finished by the restore; nothing is written twice or lost', async () => {
@@ -272,7 +335,11 @@ describe('the transactional file sink', () => {
       assert.ok(visibleBefore.length < expected.length);
       await runJob(sinkJob, { parallelism: 2, restore: snapshot, params: { out } });
       assert.deepEqual(await partsText(out), expected, 'every window result exactly once');
-      assert.deepEqual((await readdir(out)).filter((n) => n.startsWith('.')), [], 'no leftovers');
+      assert.deepEqual(
+        (await readdir(out)).filter((n) => n.startsWith('.')),
+        [],
+        'no leftovers',
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }

@@ -79,10 +79,16 @@ describe('a busy task gives way', () => {
     }
     assert.equal(arrivedIn.length, READS);
     // Without giving way the loop turned once per 10 ms of reading: ~6 times in 60 ms.
-    assert.ok(turns.count >= READS * 0.9, `the event loop turned ${turns.count} times over ${READS} reads of 1.5 ms each`);
+    assert.ok(
+      turns.count >= READS * 0.9,
+      `the event loop turned ${turns.count} times over ${READS} reads of 1.5 ms each`,
+    );
     // Sent at every turn, each record would arrive in a turn of its own.
     const batches = new Set(arrivedIn).size;
-    assert.ok(batches <= READS / 3, `${READS} records arrived in ${batches} turns: partly filled batches left at every turn`);
+    assert.ok(
+      batches <= READS / 3,
+      `${READS} records arrived in ${batches} turns: partly filled batches left at every turn`,
+    );
   });
 
   test('a busy task with inputs does not: it turns the loop at its ten-millisecond yields', async () => {
@@ -124,6 +130,9 @@ describe('a busy task gives way', () => {
     }
     assert.equal(seen, READS);
     // 60 ms of work in 40 batches: giving way after each would turn the loop ~40 times; yields, ~6.
-    assert.ok(turns.count <= READS / 3, `the event loop turned ${turns.count} times over ${READS} records of 1.5 ms each`);
+    assert.ok(
+      turns.count <= READS / 3,
+      `the event loop turned ${turns.count} times over ${READS} records of 1.5 ms each`,
+    );
   });
 });

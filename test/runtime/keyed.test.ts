@@ -6,13 +6,23 @@ import { collect, sortBy } from '../helpers.js';
 describe('keyed streams', () => {
   test('reduce emits the running value per key for every record, as Flink does', async () => {
     const out = await collect<number>((env) => {
-      env.fromElements([1, 2, 3, 4, 5]).keyBy((x) => x % 2).reduce((a, b) => a + b).collect();
+      env
+        .fromElements([1, 2, 3, 4, 5])
+        .keyBy((x) => x % 2)
+        .reduce((a, b) => a + b)
+        .collect();
     });
     assert.deepEqual(out, [1, 2, 4, 6, 9]);
   });
 
   test('sum() of values and sum(field) keep the first record’s other fields', async () => {
-    const plain = await collect<number>((env) => env.fromElements([1, 2, 3]).keyBy(() => 'k').sum().collect());
+    const plain = await collect<number>((env) =>
+      env
+        .fromElements([1, 2, 3])
+        .keyBy(() => 'k')
+        .sum()
+        .collect(),
+    );
     assert.deepEqual(plain, [1, 3, 6]);
     const byField = await collect<{ k: string; n: number; tag: string }>((env) => {
       env
@@ -33,7 +43,13 @@ describe('keyed streams', () => {
   });
 
   test('count() emits { key, count } per record', async () => {
-    const out = await collect<KeyedCount<string>>((env) => env.fromElements(['x', 'y', 'x']).keyBy((w) => w).count().collect());
+    const out = await collect<KeyedCount<string>>((env) =>
+      env
+        .fromElements(['x', 'y', 'x'])
+        .keyBy((w) => w)
+        .count()
+        .collect(),
+    );
     assert.deepEqual(out, [
       { key: 'x', count: 1 },
       { key: 'y', count: 1 },
@@ -59,7 +75,9 @@ describe('keyed streams', () => {
             colors.put(color, (colors.get(color) ?? 0) + 1);
             const seen = ctx.state.list<string>('seen');
             seen.add(color);
-            out.collect(`${k} n=${n.value()} ${color}x${colors.get(color)} distinct=${colors.size()} seen=${seen.get().join('+')}`);
+            out.collect(
+              `${k} n=${n.value()} ${color}x${colors.get(color)} distinct=${colors.size()} seen=${seen.get().join('+')}`,
+            );
           },
         })
         .collect();
@@ -159,34 +177,56 @@ describe('keyed streams', () => {
   });
 
   test('keyed co-process shares keyed state between both inputs', async () => {
-    const out = await collect<string>((env) => {
-      const orders = env.fromElements([{ user: 'u1', item: 'book' }, { user: 'u2', item: 'pen' }]);
-      const users = env.fromElements([{ id: 'u1', name: 'Ada' }]);
-      orders
-        .connect(users)
-        .keyBy((o) => o.user, (u) => u.id)
-        .process<string>({
-          processElement1(o, ctx) {
-            ctx.state.list<string>('items').add(o.item);
-            ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
-          },
-          processElement2(u, ctx) {
-            ctx.state.value<string>('name').update(u.name);
-          },
-          onTimer(_t, ctx, out) {
-            out.collect(`${ctx.state.value<string>('name').value() ?? ctx.key}: ${ctx.state.list<string>('items').get().join(',')}`);
-          },
-        })
-        .collect();
-    }, { parallelism: 2 });
+    const out = await collect<string>(
+      (env) => {
+        const orders = env.fromElements([
+          { user: 'u1', item: 'book' },
+          { user: 'u2', item: 'pen' },
+        ]);
+        const users = env.fromElements([{ id: 'u1', name: 'Ada' }]);
+        orders
+          .connect(users)
+          .keyBy(
+            (o) => o.user,
+            (u) => u.id,
+          )
+          .process<string>({
+            processElement1(o, ctx) {
+              ctx.state.list<string>('items').add(o.item);
+              ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
+            },
+            processElement2(u, ctx) {
+              ctx.state.value<string>('name').update(u.name);
+            },
+            onTimer(_t, ctx, out) {
+              out.collect(
+                `${ctx.state.value<string>('name').value() ?? ctx.key}: ${ctx.state.list<string>('items').get().join(',')}`,
+              );
+            },
+          })
+          .collect();
+      },
+      { parallelism: 2 },
+    );
     assert.deepEqual(sortBy(out), ['Ada: book', 'u2: pen']);
   });
 
   test('composite keys group by value', async () => {
     const out = await collect<{ key: [string, number]; count: number }>((env) => {
-      env.fromElements([['a', 1], ['a', 1], ['a', 2]] as [string, number][]).keyBy((r) => [r[0], r[1]]).count().collect();
+      env
+        .fromElements([
+          ['a', 1],
+          ['a', 1],
+          ['a', 2],
+        ] as [string, number][])
+        .keyBy((r) => [r[0], r[1]])
+        .count()
+        .collect();
     });
-    assert.deepEqual(out.map((r) => r.count), [1, 2, 1]);
+    assert.deepEqual(
+      out.map((r) => r.count),
+      [1, 2, 1],
+    );
   });
 });
 
@@ -200,28 +240,55 @@ describe('keyed aggregations and partitioned transforms', () => {
 
   test('min/max keep the first record’s other fields; minBy/maxBy emit the extreme record', async () => {
     const run = (op: 'min' | 'max' | 'minBy' | 'maxBy') =>
-      collect<{ n: number; tag: string }>((env) => env.fromElements(rows).keyBy((r) => r.k)[op]('n').collect());
-    assert.deepEqual((await run('min')).map((r) => `${r.n}/${r.tag}`), ['3/first', '1/first', '1/first', '1/first']);
-    assert.deepEqual((await run('max')).map((r) => `${r.n}/${r.tag}`), ['3/first', '3/first', '5/first', '5/first']);
-    assert.deepEqual((await run('minBy')).map((r) => `${r.n}/${r.tag}`), ['3/first', '1/second', '1/second', '1/second']);
-    assert.deepEqual((await run('maxBy')).map((r) => `${r.n}/${r.tag}`), ['3/first', '3/first', '5/third', '5/third']);
-    const plain = await collect<number>((env) => env.fromElements([4, 2, 9]).keyBy(() => 0).max().collect());
+      collect<{ n: number; tag: string }>((env) =>
+        env
+          .fromElements(rows)
+          .keyBy((r) => r.k)
+          [op]('n')
+          .collect(),
+      );
+    assert.deepEqual(
+      (await run('min')).map((r) => `${r.n}/${r.tag}`),
+      ['3/first', '1/first', '1/first', '1/first'],
+    );
+    assert.deepEqual(
+      (await run('max')).map((r) => `${r.n}/${r.tag}`),
+      ['3/first', '3/first', '5/first', '5/first'],
+    );
+    assert.deepEqual(
+      (await run('minBy')).map((r) => `${r.n}/${r.tag}`),
+      ['3/first', '1/second', '1/second', '1/second'],
+    );
+    assert.deepEqual(
+      (await run('maxBy')).map((r) => `${r.n}/${r.tag}`),
+      ['3/first', '3/first', '5/third', '5/third'],
+    );
+    const plain = await collect<number>((env) =>
+      env
+        .fromElements([4, 2, 9])
+        .keyBy(() => 0)
+        .max()
+        .collect(),
+    );
     assert.deepEqual(plain, [4, 4, 9]);
   });
 
   test('keyBy().map/filter/flatMap run on the subtask that owns the key', async () => {
-    const out = await collect<string>((env) => {
-      env
-        .fromSequence(1, 600)
-        .keyBy((x) => x % 6)
-        .filter((x) => x % 2 === 0)
-        .keyBy((x) => x % 6)
-        .flatMap<number>((x) => [x])
-        .keyBy((x) => x % 6)
-        .map((x) => x % 6)
-        .process<string>({ processElement: (k, ctx, o) => o.collect(`${k}@${ctx.subtaskIndex}`) })
-        .collect();
-    }, { parallelism: 3 });
+    const out = await collect<string>(
+      (env) => {
+        env
+          .fromSequence(1, 600)
+          .keyBy((x) => x % 6)
+          .filter((x) => x % 2 === 0)
+          .keyBy((x) => x % 6)
+          .flatMap<number>((x) => [x])
+          .keyBy((x) => x % 6)
+          .map((x) => x % 6)
+          .process<string>({ processElement: (k, ctx, o) => o.collect(`${k}@${ctx.subtaskIndex}`) })
+          .collect();
+      },
+      { parallelism: 3 },
+    );
     assert.equal(out.length, 300);
     // every key is seen on exactly one subtask
     const owners = new Map<string, Set<string>>();
@@ -239,7 +306,10 @@ describe('keyed aggregations and partitioned transforms', () => {
       if (split) s = s.startNewChain();
       let f = s.filter((x) => x % 2 === 1);
       if (split) f = f.disableChaining();
-      f.map((x) => ({ key: x % 10, total: x })).keyBy((r) => r.key).sum('total').collect();
+      f.map((x) => ({ key: x % 10, total: x }))
+        .keyBy((r) => r.key)
+        .sum('total')
+        .collect();
     };
     // A key's records come from both source subtasks: the running totals in between depend on how
     // their channels interleave, which no setting fixes; each key's updates and its total do not.
@@ -253,6 +323,9 @@ describe('keyed aggregations and partitioned transforms', () => {
     };
     const split = outcome(await collect(build(true), { parallelism: 2 }));
     assert.deepEqual(split, outcome(await collect(build(false), { parallelism: 2 })));
-    assert.deepEqual(split.map(([key]) => key), [1, 3, 5, 7, 9]);
+    assert.deepEqual(
+      split.map(([key]) => key),
+      [1, 3, 5, 7, 9],
+    );
   });
 });

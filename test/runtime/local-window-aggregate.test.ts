@@ -14,9 +14,19 @@ import { TSX } from '../harness/cli.js';
 type Seen = { partial: [number, number]; ts: number } | { watermark: number } | { idle: boolean };
 
 /** A pre-aggregation counting numbers by value over sliding windows (size 10, slide 2) or tumbling ones (size 10). */
-function preAggregation(kind: 'sliding' | 'tumbling' = 'sliding', time: 'event' | 'processing' = 'event', keyOf: (v: unknown) => unknown = (v) => v) {
-  const assigner = kind === 'sliding' ? { kind, sizeMs: 10, slideMs: 2, offsetMs: 0 } : { kind, sizeMs: 10, offsetMs: 0 };
-  const spec = { id: 'pre', name: 'pre', type: 'localWindowAggregate', options: { assigner, time, function: 'count' } } as unknown as OperatorSpec;
+function preAggregation(
+  kind: 'sliding' | 'tumbling' = 'sliding',
+  time: 'event' | 'processing' = 'event',
+  keyOf: (v: unknown) => unknown = (v) => v,
+) {
+  const assigner =
+    kind === 'sliding' ? { kind, sizeMs: 10, slideMs: 2, offsetMs: 0 } : { kind, sizeMs: 10, offsetMs: 0 };
+  const spec = {
+    id: 'pre',
+    name: 'pre',
+    type: 'localWindowAggregate',
+    options: { assigner, time, function: 'count' },
+  } as unknown as OperatorSpec;
   const seen: Seen[] = [];
   const out: Output = {
     collect: (v, ts) => seen.push({ partial: v as [number, number], ts }),
@@ -60,7 +70,11 @@ describe('window pre-aggregation', () => {
     assert.deepEqual(take(), [{ partial: [2, 1], ts: 9 }, { idle: true }], 'an idle input holds back nothing');
     op.processElement(3, 20);
     op.prepareSnapshot();
-    assert.deepEqual(take(), [{ partial: [3, 1], ts: 20 }], 'nothing is held across a barrier (no state to checkpoint)');
+    assert.deepEqual(
+      take(),
+      [{ partial: [3, 1], ts: 20 }],
+      'nothing is held across a barrier (no state to checkpoint)',
+    );
     op.processElement(4, 30);
     op.finish();
     assert.deepEqual(take(), [{ partial: [4, 1], ts: 30 }]);
@@ -97,7 +111,11 @@ describe('window pre-aggregation', () => {
   });
 
   test('property: whatever the records, batches and watermarks, a watermark leaves only after every record so far of the panes it completes, and the partials sum to the records', () => {
-    const step = fc.oneof(fc.record({ key: fc.integer({ min: 0, max: 4 }), ts: fc.integer({ min: 0, max: 40 }) }), fc.record({ watermark: fc.integer({ min: 0, max: 40 }) }), fc.constant('batch' as const));
+    const step = fc.oneof(
+      fc.record({ key: fc.integer({ min: 0, max: 4 }), ts: fc.integer({ min: 0, max: 40 }) }),
+      fc.record({ watermark: fc.integer({ min: 0, max: 40 }) }),
+      fc.constant('batch' as const),
+    );
     fc.assert(
       fc.property(fc.array(step, { maxLength: 80 }), (steps) => {
         const { op, take } = preAggregation();
@@ -118,7 +136,9 @@ describe('window pre-aggregation', () => {
             op.processWatermark((watermark = s.watermark));
             const out = drain();
             assert.deepEqual(out.at(-1), { watermark }, 'the watermark leaves last');
-            for (const [k, n] of arrived) if (Number(k.split('@')[1]) + 1 <= watermark) assert.equal(sent.get(k), n, `pane ${k} complete before watermark ${watermark}`);
+            for (const [k, n] of arrived)
+              if (Number(k.split('@')[1]) + 1 <= watermark)
+                assert.equal(sent.get(k), n, `pane ${k} complete before watermark ${watermark}`);
           } else {
             op.processElement(s.key, s.ts);
             add(arrived, `${s.key}@${pane(s.ts)}`, 1);
@@ -143,7 +163,8 @@ describe('window pre-aggregation', () => {
         // The same records, keyed by the number itself (the typed-array path) and by its string (a Map's).
         const numbers = preAggregation();
         const strings = preAggregation('sliding', 'event', (v) => String(v));
-        const asStrings = (seen: Seen[]): unknown[] => seen.map((e) => ('partial' in e ? { partial: [String(e.partial[0]), e.partial[1]], ts: e.ts } : e));
+        const asStrings = (seen: Seen[]): unknown[] =>
+          seen.map((e) => ('partial' in e ? { partial: [String(e.partial[0]), e.partial[1]], ts: e.ts } : e));
         let watermark = -Infinity;
         for (const s of steps) {
           for (const { op } of [numbers, strings]) {
@@ -168,7 +189,18 @@ describe('window pre-aggregation', () => {
     const { op, take } = preAggregation('tumbling', 'event', (v) => (v as { k: unknown }).k);
     for (const k of [1, -0, 0.5, 'a', 1, -0, 2]) op.processElement({ k }, 3);
     op.processWatermark(9);
-    assert.deepEqual(take(), [{ partial: [1, 2], ts: 3 }, { partial: [2, 1], ts: 3 }, { partial: [-0, 2], ts: 3 }, { partial: [0.5, 1], ts: 3 }, { partial: ['a', 1], ts: 3 }, { watermark: 9 }], 'integers first, then the others, each in the order they came; -0 kept as it came');
+    assert.deepEqual(
+      take(),
+      [
+        { partial: [1, 2], ts: 3 },
+        { partial: [2, 1], ts: 3 },
+        { partial: [-0, 2], ts: 3 },
+        { partial: [0.5, 1], ts: 3 },
+        { partial: ['a', 1], ts: 3 },
+        { watermark: 9 },
+      ],
+      'integers first, then the others, each in the order they came; -0 kept as it came',
+    );
     assert.deepEqual(take(), []);
     op.processElement({ k: 1 }, 4); // late: its pane [0, 10) has left
     op.endBatch();
@@ -184,7 +216,12 @@ describe('window pre-aggregation', () => {
     // V8's own view (a child with --allow-natives-syntax): read from a Float64Array a count was a heap
     // number and its tuple a double array, while a decoded one (an integer column) is a small-integer array.
     const script = resolve(import.meta.dirname, '../fixtures/scripts/partial-elements-kind.ts');
-    const result = JSON.parse(execFileSync(process.execPath, ['--allow-natives-syntax', '--import', TSX, script], { encoding: 'utf8', timeout: 60_000 }));
+    const result = JSON.parse(
+      execFileSync(process.execPath, ['--allow-natives-syntax', '--import', TSX, script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      }),
+    );
     assert.deepEqual(result, { fresh: true, optimized: true, partials: 20 });
   });
 });

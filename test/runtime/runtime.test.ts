@@ -99,7 +99,12 @@ describe('local runtime', () => {
     await assertNoLeaks(async () => {
       const exec = startJob(
         defineJob({ name: 'forever', version: '1' }, (env) => {
-          env.fromSource('datagen', { rowsPerSecond: 500 }).keyBy(() => 1).window(Windows.tumbling(10), { time: 'processing' }).count().collect();
+          env
+            .fromSource('datagen', { rowsPerSecond: 500 })
+            .keyBy(() => 1)
+            .window(Windows.tumbling(10), { time: 'processing' })
+            .count()
+            .collect();
         }),
         { parallelism: 2 },
       );
@@ -112,26 +117,43 @@ describe('local runtime', () => {
 
   test('an abort signal from the caller cancels the job', async () => {
     const ac = new AbortController();
-    const p = runJob(defineJob({ name: 'abort', version: '1' }, (env) => env.fromSource('datagen', {}).collect()), { signal: ac.signal });
+    const p = runJob(
+      defineJob({ name: 'abort', version: '1' }, (env) => env.fromSource('datagen', {}).collect()),
+      { signal: ac.signal },
+    );
     setTimeout(() => ac.abort(new Error('caller gave up')), 20);
     await assert.rejects(p, /caller gave up/);
   });
 
   const jobs: Record<string, (env: JobEnvironment) => void> = {
     'keyed running count': (env) => {
-      env.fromSequence(1, 5_000).map((x) => `w${x % 37}`).keyBy((w) => w).count().collect();
+      env
+        .fromSequence(1, 5_000)
+        .map((x) => `w${x % 37}`)
+        .keyBy((w) => w)
+        .count()
+        .collect();
     },
     'union, rebalance and filter': (env) => {
       const a = env.fromSequence(1, 3_000);
-      const b = env.fromSequence(10_000, 12_000).rebalance().map((x) => x * 2);
-      a.union(b).filter((x) => x % 3 !== 0).collect();
+      const b = env
+        .fromSequence(10_000, 12_000)
+        .rebalance()
+        .map((x) => x * 2);
+      a.union(b)
+        .filter((x) => x % 3 !== 0)
+        .collect();
     },
     'sliding window over datagen': (env) => {
       env
         .fromSource<{ k: number; v: number; ts: number }>('datagen', {
           count: 20_000,
           seed: 3,
-          fields: { k: { kind: 'int', min: 1, max: 20 }, v: { kind: 'int', min: 0, max: 9 }, ts: { kind: 'timestamp', stepMs: 3, jitterMs: 40 } },
+          fields: {
+            k: { kind: 'int', min: 1, max: 20 },
+            v: { kind: 'int', min: 0, max: 9 },
+            ts: { kind: 'timestamp', stepMs: 3, jitterMs: 40 },
+          },
         })
         .assignTimestamps((r) => r.ts, { maxOutOfOrdernessMs: 40 })
         .keyBy((r) => r.k)
@@ -164,7 +186,8 @@ describe('local runtime', () => {
     test(`parallelism > 1 gives the same results as parallelism 1: ${name}`, async () => {
       const one = sortBy(await collect(build, { parallelism: 1 }));
       assert.ok(one.length > 0);
-      for (const p of [2, 5]) assert.deepEqual(sortBy(await collect(build, { parallelism: p })), one, `parallelism ${p}`);
+      for (const p of [2, 5])
+        assert.deepEqual(sortBy(await collect(build, { parallelism: p })), one, `parallelism ${p}`);
     });
   }
 
@@ -192,7 +215,11 @@ describe('local runtime', () => {
     const exec = startJob(
       defineJob({ name: 'idle', version: '1' }, (env) => {
         const silent = env.fromSource(quiet).assignTimestamps((r) => r.ts, { idleTimeoutMs: 30 });
-        const busy = env.fromSource<{ ts: number }>('datagen', { count: 200, rowsPerSecond: 2_000, fields: { ts: { kind: 'timestamp', stepMs: 10 } } });
+        const busy = env.fromSource<{ ts: number }>('datagen', {
+          count: 200,
+          rowsPerSecond: 2_000,
+          fields: { ts: { kind: 'timestamp', stepMs: 10 } },
+        });
         silent
           .union(busy.assignTimestamps((r) => r.ts))
           .keyBy(() => 'all')
@@ -214,7 +241,15 @@ describe('local runtime', () => {
 
   test('a job that only reads and writes leaves no timers, files or sockets open', async () => {
     await assertNoLeaks(async () => {
-      const out = await collect((env) => env.fromSequence(1, 10_000).keyBy((x) => x % 5).sum().collect(), { parallelism: 3 });
+      const out = await collect(
+        (env) =>
+          env
+            .fromSequence(1, 10_000)
+            .keyBy((x) => x % 5)
+            .sum()
+            .collect(),
+        { parallelism: 3 },
+      );
       assert.equal(out.length, 10_000);
     });
   });
@@ -245,13 +280,17 @@ describe('cancellation is bounded', () => {
       name: 'stuck-sink',
       sink: { createWriter: () => ({ write() {}, flush: () => new Promise<void>(() => undefined) }) },
     });
-    const exec = startJob(defineJob({ name: 'stuck-sink', version: '1' }, (env) => env.fromSequence(1, 10).sinkTo(stuckSink)));
+    const exec = startJob(
+      defineJob({ name: 'stuck-sink', version: '1' }, (env) => env.fromSequence(1, 10).sinkTo(stuckSink)),
+    );
     setTimeout(() => exec.cancel(), 20);
     await assert.rejects(exec.done, /cancelled/);
   });
 
   test('runJob rejects (not throws) when options are invalid', async () => {
-    const p = runJob(defineJob({ name: 'bad-opts', version: '1' }, (env) => env.fromSource('datagen', { nope: 1 }).collect()));
+    const p = runJob(
+      defineJob({ name: 'bad-opts', version: '1' }, (env) => env.fromSource('datagen', { nope: 1 }).collect()),
+    );
     assert.ok(p instanceof Promise);
     await assert.rejects(p, /datagen: invalid options/);
   });

@@ -8,7 +8,11 @@ const num = (a: number, b: number): number => a - b;
 describe('stateless transforms', () => {
   test('fromElements keeps order; map and filter apply per record', async () => {
     const out = await collect<number>((env) => {
-      env.fromElements([1, 2, 3, 4, 5, 6]).map((x) => x * 10).filter((x) => x % 20 === 0).collect();
+      env
+        .fromElements([1, 2, 3, 4, 5, 6])
+        .map((x) => x * 10)
+        .filter((x) => x % 20 === 0)
+        .collect();
     });
     assert.deepEqual(out, [20, 40, 60]);
   });
@@ -28,17 +32,23 @@ describe('stateless transforms', () => {
     for (const p of [1, 3, 7]) {
       const out = await collect<number>((env) => env.fromSequence(5, 1_004).collect(), { parallelism: p });
       assert.equal(out.length, 1_000);
-      assert.deepEqual([...out].sort(num), Array.from({ length: 1_000 }, (_, i) => i + 5));
+      assert.deepEqual(
+        [...out].sort(num),
+        Array.from({ length: 1_000 }, (_, i) => i + 5),
+      );
     }
   });
 
   test('union merges streams of one type', async () => {
-    const out = await collect<number>((env) => {
-      const a = env.fromElements([1, 2]);
-      const b = env.fromElements([3]);
-      const c = env.fromSequence(4, 5);
-      a.union(b, c).collect();
-    }, { parallelism: 2 });
+    const out = await collect<number>(
+      (env) => {
+        const a = env.fromElements([1, 2]);
+        const b = env.fromElements([3]);
+        const c = env.fromSequence(4, 5);
+        a.union(b, c).collect();
+      },
+      { parallelism: 2 },
+    );
     assert.deepEqual([...out].sort(num), [1, 2, 3, 4, 5]);
   });
 

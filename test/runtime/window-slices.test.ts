@@ -11,7 +11,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { runJob, startJob, Windows, type JobDefinition, type JobResult, type JobSnapshot, type WindowCount } from '../../src/index.js';
+import {
+  runJob,
+  startJob,
+  Windows,
+  type JobDefinition,
+  type JobResult,
+  type JobSnapshot,
+  type WindowCount,
+} from '../../src/index.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { decodeStateFile } from '../../src/state/index.js';
 import { collect, sortBy, waitFor } from '../helpers.js';
@@ -38,24 +46,33 @@ function expectedCounts(input: Ev[], size: number, slide: number): WindowCount<n
 
 describe('sliding windows of counts in slices', () => {
   test('the counts are those of each window counted apart, for integer and string keys, at parallelism 1 and 2, with and without pre-aggregation', async () => {
-    const record = fc.record({ k: fc.oneof(fc.integer({ min: -3, max: 40 }), fc.constantFrom('x', 'y', 'z')), ts: fc.integer({ min: -50, max: 400 }) });
+    const record = fc.record({
+      k: fc.oneof(fc.integer({ min: -3, max: 40 }), fc.constantFrom('x', 'y', 'z')),
+      ts: fc.integer({ min: -50, max: 400 }),
+    });
     await fc.assert(
-      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 120 }), fc.constantFrom<[number, number]>([20, 5], [30, 10], [12, 4]), fc.constantFrom(1, 2), fc.boolean(), async (input, [size, slide], parallelism, batched) => {
-        // Out-of-orderness covering the input's whole span: no record is late.
-        const out = await collect<WindowCount<number | string>>(
-          (env) => {
-            env
-              .fromElements(input)
-              .assignTimestamps((e) => e.ts, { maxOutOfOrdernessMs: 1_000 })
-              .keyBy((e) => e.k)
-              .window(Windows.sliding(size, slide))
-              .count()
-              .collect();
-          },
-          { parallelism, batchSize: batched ? 7 : 1 },
-        );
-        assert.deepEqual(sortBy(out), expectedCounts(input, size, slide));
-      }),
+      fc.asyncProperty(
+        fc.array(record, { minLength: 1, maxLength: 120 }),
+        fc.constantFrom<[number, number]>([20, 5], [30, 10], [12, 4]),
+        fc.constantFrom(1, 2),
+        fc.boolean(),
+        async (input, [size, slide], parallelism, batched) => {
+          // Out-of-orderness covering the input's whole span: no record is late.
+          const out = await collect<WindowCount<number | string>>(
+            (env) => {
+              env
+                .fromElements(input)
+                .assignTimestamps((e) => e.ts, { maxOutOfOrdernessMs: 1_000 })
+                .keyBy((e) => e.k)
+                .window(Windows.sliding(size, slide))
+                .count()
+                .collect();
+            },
+            { parallelism, batchSize: batched ? 7 : 1 },
+          );
+          assert.deepEqual(sortBy(out), expectedCounts(input, size, slide));
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -73,7 +90,10 @@ describe('sliding windows of counts in slices', () => {
       },
       { batchSize: 10 },
     );
-    assert.equal(out.reduce((n, c) => n + c.count, 0), 3 * input.length);
+    assert.equal(
+      out.reduce((n, c) => n + c.count, 0),
+      3 * input.length,
+    );
     assert.ok(out.every((c) => c.end - c.start === 6 && c.start % 2 === 0));
     // No window fires twice for a key.
     assert.equal(new Set(out.map((c) => `${c.key}@${c.start}`)).size, out.length);
@@ -83,7 +103,15 @@ describe('sliding windows of counts in slices', () => {
     const out = await collect<WindowCount<string>>(
       (env) => {
         env
-          .fromElements<Ev>([{ k: 'a', ts: 1 }, { k: 'b', ts: 3 }, { k: 'a', ts: 7 }, { k: 'a', ts: 14 }, { k: 'a', ts: 4 }, { k: 'a', ts: 40 }, { k: 'a', ts: 2 }])
+          .fromElements<Ev>([
+            { k: 'a', ts: 1 },
+            { k: 'b', ts: 3 },
+            { k: 'a', ts: 7 },
+            { k: 'a', ts: 14 },
+            { k: 'a', ts: 4 },
+            { k: 'a', ts: 40 },
+            { k: 'a', ts: 2 },
+          ])
           .assignTimestamps((e) => e.ts)
           .keyBy((e) => e.k as string)
           .window(Windows.sliding(10, 5), { allowedLatenessMs: 6 })
@@ -142,7 +170,9 @@ function assertUninterrupted(result: JobResult, what: string): void {
 
 describe('checkpoints of sliding windows in slices', () => {
   before(async () => {
-    job = (await loadJobModule(fileURLToPath(new URL('../fixtures/jobs/sliding-windows.ts', import.meta.url)), { cacheDir })).job;
+    job = (
+      await loadJobModule(fileURLToPath(new URL('../fixtures/jobs/sliding-windows.ts', import.meta.url)), { cacheDir })
+    ).job;
     expected = await runJob(job, { parallelism: 2 });
   });
   after(() => rm(cacheDir, { recursive: true, force: true }));
@@ -152,7 +182,9 @@ describe('checkpoints of sliding windows in slices', () => {
     let snapshot: JobSnapshot | undefined;
     await waitFor('slices to checkpoint', async () => {
       snapshot = await exec.triggerCheckpoint();
-      return tableNames(snapshot, '__window-slice-numbers:').length > 0 && tableNames(snapshot, '__window-slice:').length > 0;
+      return (
+        tableNames(snapshot, '__window-slice-numbers:').length > 0 && tableNames(snapshot, '__window-slice:').length > 0
+      );
     });
     exec.cancel('stopped by the test after its checkpoint');
     await exec.done.catch(() => undefined);
@@ -163,7 +195,10 @@ describe('checkpoints of sliding windows in slices', () => {
 
   test('a checkpoint taken when each window had a pane of its own (2026-12-04) restores to the uninterrupted output, at its parallelism and rescaled', async () => {
     const old = decodeStateFile(await readFile(VECTOR_2026_12_04), VECTOR_2026_12_04) as JobSnapshot;
-    assert.ok(tableNames(old, '__window-numbers:').length > 0 && tableNames(old, '__window-pane:').length > 0, 'the golden file holds a pane per window');
+    assert.ok(
+      tableNames(old, '__window-numbers:').length > 0 && tableNames(old, '__window-pane:').length > 0,
+      'the golden file holds a pane per window',
+    );
     assert.deepEqual(tableNames(old, '__window-slice'), []);
     assertUninterrupted(await runJob(job, { parallelism: 2, restore: old }), '2026-12-04');
     assertUninterrupted(await runJob(job, { parallelism: 1, restore: old }), '2026-12-04 rescaled to 1');

@@ -24,7 +24,8 @@ let job: JobDefinition;
 let expected: JobResult;
 
 before(async () => {
-  job = (await loadJobModule(fileURLToPath(new URL('../fixtures/jobs/window-panes.ts', import.meta.url)), { cacheDir })).job;
+  job = (await loadJobModule(fileURLToPath(new URL('../fixtures/jobs/window-panes.ts', import.meta.url)), { cacheDir }))
+    .job;
   expected = await runJob(job, { parallelism: 2 });
 });
 after(() => rm(cacheDir, { recursive: true, force: true }));
@@ -43,7 +44,8 @@ function tables(snapshot: unknown, prefix: string): { name: string; groups: Enco
     if (Array.isArray(v)) v.forEach(walk);
     else if (v !== null && typeof v === 'object' && !ArrayBuffer.isView(v)) {
       const t = v as { name?: unknown; groups?: unknown };
-      if (typeof t.name === 'string' && t.name.startsWith(prefix) && Array.isArray(t.groups)) found.push(t as { name: string; groups: EncodedGroup[] });
+      if (typeof t.name === 'string' && t.name.startsWith(prefix) && Array.isArray(t.groups))
+        found.push(t as { name: string; groups: EncodedGroup[] });
       else Object.values(v).forEach(walk);
     }
   };
@@ -57,17 +59,35 @@ test('a checkpoint mid-stream holds counts as numbers and object keys with their
   // Taken once some panes hold keys, long before the 20 000 events are read.
   await waitFor('pane state to checkpoint', async () => {
     snapshot = await exec.triggerCheckpoint();
-    return tables(snapshot, '__window-pane:').some((t) => t.groups.length > 0) && tables(snapshot, '__window-numbers:').some((t) => t.groups.length > 0);
+    return (
+      tables(snapshot, '__window-pane:').some((t) => t.groups.length > 0) &&
+      tables(snapshot, '__window-numbers:').some((t) => t.groups.length > 0)
+    );
   });
   exec.cancel('stopped by the test after its checkpoint');
   await exec.done.catch(() => undefined);
-  const values = tables(snapshot, '__window-pane:').flatMap((t) => t.groups.flatMap(([, entries]) => [...(statePackr.unpack(entries) as Map<unknown, unknown>)]));
+  const values = tables(snapshot, '__window-pane:').flatMap((t) =>
+    t.groups.flatMap(([, entries]) => [...(statePackr.unpack(entries) as Map<unknown, unknown>)]),
+  );
   const counts: [unknown, number][] = [];
-  for (const t of tables(snapshot, '__window-numbers:')) for (const [, entries] of t.groups) decodeNumberGroup(entries, (k, v) => counts.push([k, v]));
-  assert.ok(counts.length > 0 && counts.every(([k, v]) => typeof k === 'number' && Number.isInteger(v) && v > 0), 'counts of number keys are numbers in a table of numbers');
-  assert.ok(values.some(([k, v]) => typeof k === 'number' && typeof (v as { n?: unknown }).n === 'number'), 'an object accumulator of a number key is stored alone');
-  assert.ok(values.every(([k]) => typeof k === 'string' || typeof k === 'number'), 'keys are normalized');
-  assert.ok(values.some(([k, v]) => typeof k === 'string' && Array.isArray((v as { key?: unknown }).key)), 'an array key is kept with its accumulator');
+  for (const t of tables(snapshot, '__window-numbers:'))
+    for (const [, entries] of t.groups) decodeNumberGroup(entries, (k, v) => counts.push([k, v]));
+  assert.ok(
+    counts.length > 0 && counts.every(([k, v]) => typeof k === 'number' && Number.isInteger(v) && v > 0),
+    'counts of number keys are numbers in a table of numbers',
+  );
+  assert.ok(
+    values.some(([k, v]) => typeof k === 'number' && typeof (v as { n?: unknown }).n === 'number'),
+    'an object accumulator of a number key is stored alone',
+  );
+  assert.ok(
+    values.every(([k]) => typeof k === 'string' || typeof k === 'number'),
+    'keys are normalized',
+  );
+  assert.ok(
+    values.some(([k, v]) => typeof k === 'string' && Array.isArray((v as { key?: unknown }).key)),
+    'an array key is kept with its accumulator',
+  );
   assert.equal(tables(snapshot, '__pane:').length, 0, 'nothing in the layout before');
   assertUninterrupted(await runJob(job, { parallelism: 2, restore: snapshot }), 'restored');
   assertUninterrupted(await runJob(job, { parallelism: 3, restore: snapshot }), 'rescaled to 3');
@@ -75,15 +95,23 @@ test('a checkpoint mid-stream holds counts as numbers and object keys with their
 
 test('a checkpoint taken before this layout (panes of { key, keyGroup, acc }) restores to the uninterrupted output, at its parallelism and rescaled', async () => {
   const legacy = decodeStateFile(await readFile(VECTOR), VECTOR) as JobSnapshot;
-  assert.ok(tables(legacy, '__pane:').some((t) => t.groups.length > 0), 'the golden file holds panes in the old layout');
+  assert.ok(
+    tables(legacy, '__pane:').some((t) => t.groups.length > 0),
+    'the golden file holds panes in the old layout',
+  );
   assertUninterrupted(await runJob(job, { parallelism: 2, restore: legacy }), 'legacy');
   assertUninterrupted(await runJob(job, { parallelism: 1, restore: legacy }), 'legacy rescaled to 1');
 });
 
-test('a checkpoint taken when counts were numbers in the pane\'s StateTable (2026-12-02) restores to the uninterrupted output, at its parallelism and rescaled', async () => {
+test("a checkpoint taken when counts were numbers in the pane's StateTable (2026-12-02) restores to the uninterrupted output, at its parallelism and rescaled", async () => {
   const old = decodeStateFile(await readFile(VECTOR_2026_12_02), VECTOR_2026_12_02) as JobSnapshot;
-  const counted = tables(old, '__window-pane:').flatMap((t) => t.groups.flatMap(([, entries]) => [...(statePackr.unpack(entries) as Map<unknown, unknown>)]));
-  assert.ok(counted.some(([k, v]) => typeof k === 'number' && typeof v === 'number'), 'the golden file holds counts in a StateTable');
+  const counted = tables(old, '__window-pane:').flatMap((t) =>
+    t.groups.flatMap(([, entries]) => [...(statePackr.unpack(entries) as Map<unknown, unknown>)]),
+  );
+  assert.ok(
+    counted.some(([k, v]) => typeof k === 'number' && typeof v === 'number'),
+    'the golden file holds counts in a StateTable',
+  );
   assert.equal(tables(old, '__window-numbers:').length, 0);
   assertUninterrupted(await runJob(job, { parallelism: 2, restore: old }), '2026-12-02');
   assertUninterrupted(await runJob(job, { parallelism: 3, restore: old }), '2026-12-02 rescaled to 3');

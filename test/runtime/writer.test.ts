@@ -11,11 +11,18 @@ const target = { id: 'w', name: 'w', type: 'map', keyed: false } as unknown as O
 /** A writer over a REBALANCE edge to two in-process queues, and what each queue has received. */
 function rebalanced(batchSize: number, lingerMs = 0, schedule?: (at: number, cb: () => void) => void) {
   const queues = [new InputQueue(1_000), new InputQueue(1_000)];
-  const writer = new RecordWriter([{ kind: 'REBALANCE', targets: queues.map((q) => ({ queue: q, channel: 0 })), target, maxParallelism: 128 }], batchSize, 0, 1, lingerMs, schedule);
+  const writer = new RecordWriter(
+    [{ kind: 'REBALANCE', targets: queues.map((q) => ({ queue: q, channel: 0 })), target, maxParallelism: 128 }],
+    batchSize,
+    0,
+    1,
+    lingerMs,
+    schedule,
+  );
   const received = (): StreamElement[][] =>
     queues.map((q) => {
       const out: StreamElement[] = [];
-      for (let e: StreamElement | undefined; (e = q.poll()); ) out.push(e);
+      for (let e: StreamElement | undefined; (e = q.poll());) out.push(e);
       return out;
     });
   const sizes = (els: StreamElement[]): number[] => els.map((e) => (e.kind === BATCH ? e.values.length : -1));
@@ -47,14 +54,29 @@ describe('record writer', () => {
     writer.batchEnded();
     writer.emitWatermark(3);
     let [a, b] = received();
-    assert.deepEqual(a!.map((e) => e.kind), [BATCH], 'records before the watermark leave at once');
-    assert.deepEqual(b!.map((e) => e.kind), [BATCH]);
+    assert.deepEqual(
+      a!.map((e) => e.kind),
+      [BATCH],
+      'records before the watermark leave at once',
+    );
+    assert.deepEqual(
+      b!.map((e) => e.kind),
+      [BATCH],
+    );
     assert.deepEqual(a![0]!.kind === BATCH && a![0]!.values, [0, 2]);
     writer.collect(4, 4);
     writer.flushPartial();
     [a, b] = received();
-    assert.deepEqual(a!.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind === BATCH ? e.values : e.kind)), ['wm 3', [4]], 'the owed watermark goes ahead of the next batch');
-    assert.deepEqual(b!.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind)), ['wm 3'], 'and to a target with no batch when the task waits');
+    assert.deepEqual(
+      a!.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind === BATCH ? e.values : e.kind)),
+      ['wm 3', [4]],
+      'the owed watermark goes ahead of the next batch',
+    );
+    assert.deepEqual(
+      b!.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind)),
+      ['wm 3'],
+      'and to a target with no batch when the task waits',
+    );
   });
 
   test('watermarks with nothing sent between them leave as the latest one; records after a watermark never pass it', () => {
@@ -67,7 +89,8 @@ describe('record writer', () => {
     writer.collect('z', 7); // to target 0
     writer.collect('u', 8); // target 1: [y, u] is full and leaves, behind watermark 5
     writer.flush();
-    const show = (els: StreamElement[]) => els.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind === BATCH ? e.values.join('') : e.kind));
+    const show = (els: StreamElement[]) =>
+      els.map((e) => (e.kind === WATERMARK ? `wm ${e.timestamp}` : e.kind === BATCH ? e.values.join('') : e.kind));
     assert.deepEqual(received().map(show), [
       ['wm 2', 'x', 'wm 5', 'z'],
       ['wm 5', 'yu'],
@@ -99,31 +122,53 @@ test('a HASH edge sends each record to the subtask of its key group, in runs of 
   type Key = { plain: unknown } | { boxed: number };
   const keyOf = (k: Key): unknown => ('boxed' in k ? ((box.id = k.boxed), box) : k.plain);
   const key = fc.oneof(
-    fc.constantFrom<unknown>(0, -0, NaN, 1, 2 ** 40, 2 ** 40 + 2_000, 'a', '0', null, undefined).map((plain): Key => ({ plain })),
+    fc
+      .constantFrom<unknown>(0, -0, NaN, 1, 2 ** 40, 2 ** 40 + 2_000, 'a', '0', null, undefined)
+      .map((plain): Key => ({ plain })),
     fc.integer().map((plain): Key => ({ plain })),
     fc.string({ maxLength: 3 }).map((plain): Key => ({ plain })),
     fc.integer({ min: 0, max: 1_000 }).map((boxed): Key => ({ boxed })),
   );
   fc.assert(
-    fc.property(fc.array(fc.tuple(key, fc.integer({ min: 1, max: 4 })), { maxLength: 40 }), fc.integer({ min: 1, max: 5 }), (runs, parallelism) => {
-      const queues = Array.from({ length: parallelism }, () => new InputQueue(10_000));
-      const writer = new RecordWriter([{ kind: 'HASH', targets: queues.map((q) => ({ queue: q, channel: 0 })), keySelector: (v) => keyOf(v as Key), target, maxParallelism: 128 }], 1_000, 0, 1);
-      const expected = queues.map(() => [] as Key[]);
-      for (const [k, n] of runs) {
-        for (let i = 0; i < n; i++) {
-          const at = operatorIndexForKeyGroup(keyGroupOf(normalizeKey('boxed' in k ? { id: k.boxed } : k.plain)), parallelism);
-          expected[at]!.push(k);
-          writer.collect(k, 0);
+    fc.property(
+      fc.array(fc.tuple(key, fc.integer({ min: 1, max: 4 })), { maxLength: 40 }),
+      fc.integer({ min: 1, max: 5 }),
+      (runs, parallelism) => {
+        const queues = Array.from({ length: parallelism }, () => new InputQueue(10_000));
+        const writer = new RecordWriter(
+          [
+            {
+              kind: 'HASH',
+              targets: queues.map((q) => ({ queue: q, channel: 0 })),
+              keySelector: (v) => keyOf(v as Key),
+              target,
+              maxParallelism: 128,
+            },
+          ],
+          1_000,
+          0,
+          1,
+        );
+        const expected = queues.map(() => [] as Key[]);
+        for (const [k, n] of runs) {
+          for (let i = 0; i < n; i++) {
+            const at = operatorIndexForKeyGroup(
+              keyGroupOf(normalizeKey('boxed' in k ? { id: k.boxed } : k.plain)),
+              parallelism,
+            );
+            expected[at]!.push(k);
+            writer.collect(k, 0);
+          }
         }
-      }
-      writer.flush();
-      const got = queues.map((q) => {
-        const out: unknown[] = [];
-        for (let e = q.poll(); e; e = q.poll()) if (e.kind === BATCH) out.push(...e.values);
-        return out;
-      });
-      assert.deepEqual(got, expected);
-    }),
+        writer.flush();
+        const got = queues.map((q) => {
+          const out: unknown[] = [];
+          for (let e = q.poll(); e; e = q.poll()) if (e.kind === BATCH) out.push(...e.values);
+          return out;
+        });
+        assert.deepEqual(got, expected);
+      },
+    ),
     { numRuns: 2_000 },
   );
 });

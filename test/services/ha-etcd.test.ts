@@ -11,7 +11,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const ETCD = process.env.CLINK_TEST_ETCD;
 const endpoint = (): string => {
-  assert.ok(ETCD, 'CLINK_TEST_ETCD names the etcd these tests use: run them with npm run test:services, which starts one');
+  assert.ok(
+    ETCD,
+    'CLINK_TEST_ETCD names the etcd these tests use: run them with npm run test:services, which starts one',
+  );
   return ETCD;
 };
 const LEASE_TTL_S = 3;
@@ -41,7 +44,10 @@ describe('high availability with etcd', () => {
       while (elected.length < 2) await sleep(10);
       assert.equal(elected[1]![1], elected[0]![1] + 1);
       await standby.announce({ host: '127.0.0.1', port: 7000 });
-      assert.deepEqual([(await standby.currentLeader())?.port, (await standby.currentLeader())?.epoch], [7000, elected[1]![1]]);
+      assert.deepEqual(
+        [(await standby.currentLeader())?.port, (await standby.currentLeader())?.epoch],
+        [7000, elected[1]![1]],
+      );
     } finally {
       await a.close();
       await b.close();

@@ -4,7 +4,15 @@
 // topic must hold every input id exactly once.
 import { test } from 'node:test';
 import { rescaleInTurn, startPipe } from '../harness/chaos-job.js';
-import { assertKafkaExactlyOnce, createTopic, KAFKA_PIPE_JOB, kafkaBootstrap, kafkaPipeParams, produceJson, topicName } from '../harness/kafka.js';
+import {
+  assertKafkaExactlyOnce,
+  createTopic,
+  KAFKA_PIPE_JOB,
+  kafkaBootstrap,
+  kafkaPipeParams,
+  produceJson,
+  topicName,
+} from '../harness/kafka.js';
 
 test('kafka exactly once across rescales 2 -> 3 -> 1 mid-stream', { timeout: 180_000 }, async () => {
   const bootstrap = kafkaBootstrap();
@@ -12,7 +20,12 @@ test('kafka exactly once across rescales 2 -> 3 -> 1 mid-stream', { timeout: 180
   const output = topicName('rs-out');
   await createTopic(bootstrap, input, 4);
   await createTopic(bootstrap, output, 3);
-  await produceJson(bootstrap, input, Array.from({ length: 9_000 }, (_, id) => ({ id })), (r) => String(r.id));
+  await produceJson(
+    bootstrap,
+    input,
+    Array.from({ length: 9_000 }, (_, id) => ({ id })),
+    (r) => String(r.id),
+  );
   const pipe = await startPipe(KAFKA_PIPE_JOB, kafkaPipeParams(bootstrap, input, output, 500));
   try {
     await rescaleInTurn(pipe, [3, 1]);

@@ -6,21 +6,35 @@ import { describe, test } from 'node:test';
 import { Producer } from '@platformatic/kafka';
 import { ownerOf, runJob, startJob, defineJob, Windows, type KafkaRecord } from '../../src/index.js';
 import { collect, sortBy } from '../helpers.js';
-import { commitGroupOffsets, createTopic, kafkaBootstrap, produceJson, readTopic, topicName } from '../harness/kafka.js';
+import {
+  commitGroupOffsets,
+  createTopic,
+  kafkaBootstrap,
+  produceJson,
+  readTopic,
+  topicName,
+} from '../harness/kafka.js';
 
 interface Row {
   id: number;
   ts: number;
 }
 
-const rows = (n: number, from = 0): Row[] => Array.from({ length: n }, (_, i) => ({ id: from + i, ts: 1_000 + (from + i) * 10 }));
+const rows = (n: number, from = 0): Row[] =>
+  Array.from({ length: n }, (_, i) => ({ id: from + i, ts: 1_000 + (from + i) * 10 }));
 
 describe('kafka connector', () => {
   test('a bounded read takes each partition on the subtask ownerOf names, every record once, with key, offset and timestamp', async () => {
     const bootstrap = kafkaBootstrap();
     const topic = topicName('spread');
     await createTopic(bootstrap, topic, 5);
-    await produceJson(bootstrap, topic, rows(3_000), (r) => `k${r.id}`, (r) => r.ts);
+    await produceJson(
+      bootstrap,
+      topic,
+      rows(3_000),
+      (r) => `k${r.id}`,
+      (r) => r.ts,
+    );
     const got = await collect<{ sub: number; r: KafkaRecord<string, Row> }>(
       (env) =>
         env
@@ -30,7 +44,13 @@ describe('kafka connector', () => {
       { parallelism: 3 },
     );
     assert.equal(got.length, 3_000);
-    assert.deepEqual(sortBy(got.map((g) => g.r.value.id), (x) => x), rows(3_000).map((r) => r.id));
+    assert.deepEqual(
+      sortBy(
+        got.map((g) => g.r.value.id),
+        (x) => x,
+      ),
+      rows(3_000).map((r) => r.id),
+    );
     for (const { sub, r } of got) {
       assert.equal(sub, ownerOf(topic, r.partition, 3), `partition ${r.partition} read on its owner`);
       assert.equal(r.key, `k${r.value.id}`);
@@ -38,7 +58,11 @@ describe('kafka connector', () => {
     }
     assert.equal(new Set(got.map((g) => g.sub)).size, 3, 'five partitions spread over three subtasks');
     const offsets = got.filter((g) => g.r.partition === 0).map((g) => g.r.offset);
-    assert.deepEqual(offsets, [...offsets].sort((a, b) => a - b), 'a partition is read in offset order');
+    assert.deepEqual(
+      offsets,
+      [...offsets].sort((a, b) => a - b),
+      'a partition is read in offset order',
+    );
   });
 
   test('start positions: latest skips what is there, timestamp starts at the first record at or after it, group-offsets where a group left off', async () => {
@@ -47,18 +71,46 @@ describe('kafka connector', () => {
     await createTopic(bootstrap, topic, 2);
     await produceJson(bootstrap, topic, rows(100), undefined, (r) => r.ts);
     const fromTs = await collect<KafkaRecord<string, Row>>((env) =>
-      env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'timestamp', startTimestampMs: 1_000 + 60 * 10 }).collect(),
+      env
+        .fromSource('kafka', {
+          bootstrapServers: bootstrap,
+          topic,
+          bounded: true,
+          startFrom: 'timestamp',
+          startTimestampMs: 1_000 + 60 * 10,
+        })
+        .collect(),
     );
-    assert.deepEqual(sortBy(fromTs.map((r) => r.value.id), (x) => x), rows(40, 60).map((r) => r.id));
-    const latest = await collect<KafkaRecord>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'latest' }).collect());
+    assert.deepEqual(
+      sortBy(
+        fromTs.map((r) => r.value.id),
+        (x) => x,
+      ),
+      rows(40, 60).map((r) => r.id),
+    );
+    const latest = await collect<KafkaRecord>((env) =>
+      env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'latest' }).collect(),
+    );
     assert.deepEqual(latest, []);
     // The group committed partition 0 up to offset 30 and nothing on partition 1: that one starts at its beginning.
     const groupId = `${topic}-group`;
     await commitGroupOffsets(bootstrap, groupId, topic, { 0: 30 });
-    const fromGroup = await collect<KafkaRecord<string, Row>>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'group-offsets', groupId }).collect());
-    const all = await collect<KafkaRecord<string, Row>>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true }).collect());
+    const fromGroup = await collect<KafkaRecord<string, Row>>((env) =>
+      env
+        .fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, startFrom: 'group-offsets', groupId })
+        .collect(),
+    );
+    const all = await collect<KafkaRecord<string, Row>>((env) =>
+      env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true }).collect(),
+    );
     const expected = all.filter((r) => r.partition === 1 || r.offset >= 30).map((r) => r.value.id);
-    assert.deepEqual(sortBy(fromGroup.map((r) => r.value.id), (x) => x), sortBy(expected, (x) => x));
+    assert.deepEqual(
+      sortBy(
+        fromGroup.map((r) => r.value.id),
+        (x) => x,
+      ),
+      sortBy(expected, (x) => x),
+    );
     assert.ok(expected.length < 100 && expected.length > 0);
   });
 
@@ -67,7 +119,10 @@ describe('kafka connector', () => {
     const topic = topicName('formats');
     await createTopic(bootstrap, topic, 1);
     await produceJson(bootstrap, topic, [{ id: 1 }], () => 'k1');
-    const read = (o: Record<string, unknown>) => collect<KafkaRecord>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, ...o }).collect());
+    const read = (o: Record<string, unknown>) =>
+      collect<KafkaRecord>((env) =>
+        env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, ...o }).collect(),
+      );
     const [json] = await read({});
     assert.deepEqual([json!.key, json!.value], ['k1', { id: 1 }]);
     const [text] = await read({ keyFormat: 'bytes', valueFormat: 'string' });
@@ -89,7 +144,13 @@ describe('kafka connector', () => {
     const bootstrap = kafkaBootstrap();
     const topic = topicName('aborted');
     await createTopic(bootstrap, topic, 1);
-    const p = new Producer({ clientId: 't', bootstrapBrokers: [bootstrap], idempotent: true, acks: -1, transactionalId: `${topic}-tx` });
+    const p = new Producer({
+      clientId: 't',
+      bootstrapBrokers: [bootstrap],
+      idempotent: true,
+      acks: -1,
+      transactionalId: `${topic}-tx`,
+    });
     const send = async (ids: number[], commit: boolean): Promise<void> => {
       const tx = await p.beginTransaction();
       await tx.send({ messages: ids.map((id) => ({ topic, value: Buffer.from(JSON.stringify({ id })) })) });
@@ -100,7 +161,9 @@ describe('kafka connector', () => {
     await send([5], true);
     await p.close();
     const read = (isolation: string): Promise<number[]> =>
-      collect<KafkaRecord<string, { id: number }>>((env) => env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, isolation }).collect()).then((r) => r.map((x) => x.value.id));
+      collect<KafkaRecord<string, { id: number }>>((env) =>
+        env.fromSource('kafka', { bootstrapServers: bootstrap, topic, bounded: true, isolation }).collect(),
+      ).then((r) => r.map((x) => x.value.id));
     assert.deepEqual(await read('read_committed'), [1, 2, 5]);
     assert.deepEqual(await read('read_uncommitted'), [1, 2, 3, 4, 5]);
   });
@@ -110,13 +173,24 @@ describe('kafka connector', () => {
     const topic = topicName('wm');
     await createTopic(bootstrap, topic, 2);
     // Everything on partition 0 (one key); partition 1 stays empty and goes idle.
-    await produceJson(bootstrap, topic, rows(50), () => 'same', (r) => r.ts);
+    await produceJson(
+      bootstrap,
+      topic,
+      rows(50),
+      () => 'same',
+      (r) => r.ts,
+    );
     const fired: { start: number; n: number; seen: number }[] = [];
     let seen = 0;
     const job = defineJob({ name: 'wm', version: '1' }, (env) => {
       env
         // Paced, so partition 0 goes idle while partition 1 is still being read.
-        .fromSource<KafkaRecord<string, Row>>('kafka', { bootstrapServers: bootstrap, topic, maxRecordsPerSecond: 40, watermarks: { maxOutOfOrdernessMs: 0, idleTimeoutMs: 200 } })
+        .fromSource<KafkaRecord<string, Row>>('kafka', {
+          bootstrapServers: bootstrap,
+          topic,
+          maxRecordsPerSecond: 40,
+          watermarks: { maxOutOfOrdernessMs: 0, idleTimeoutMs: 200 },
+        })
         .map((r) => (seen++, r))
         .keyBy(() => 0)
         .window(Windows.tumbling(100))
@@ -130,8 +204,14 @@ describe('kafka connector', () => {
       // Windows [1000,1100) .. [1400,1500) close as the watermark passes them, with the source unbounded.
       for (let i = 0; i < 200 && fired.length < 4; i++) await new Promise((r) => setTimeout(r, 50));
       assert.ok(fired.length >= 4, `windows fired on the partition's watermark: ${JSON.stringify(fired)}`);
-      assert.deepEqual(fired.slice(0, 4).map(({ start, n }) => ({ start, n })), [1000, 1100, 1200, 1300].map((start) => ({ start, n: 10 })));
-      assert.ok(fired[0]!.seen < 50, `the first window fired while the partition was still being read (after ${fired[0]!.seen} of 50 records)`);
+      assert.deepEqual(
+        fired.slice(0, 4).map(({ start, n }) => ({ start, n })),
+        [1000, 1100, 1200, 1300].map((start) => ({ start, n: 10 })),
+      );
+      assert.ok(
+        fired[0]!.seen < 50,
+        `the first window fired while the partition was still being read (after ${fired[0]!.seen} of 50 records)`,
+      );
     } finally {
       handle.cancel();
       await handle.done.catch(() => undefined);
@@ -144,12 +224,27 @@ describe('kafka connector', () => {
       const topic = topicName(`sink-${delivery}`);
       await createTopic(bootstrap, topic, 3);
       const job = defineJob({ name: `sink-${delivery}`, version: '1' }, (env) => {
-        env.fromSequence(0, 4_999).map((id) => ({ id })).sinkTo('kafka', { bootstrapServers: bootstrap, topic, delivery, transactionalIdPrefix: topic, keyField: 'id' });
+        env
+          .fromSequence(0, 4_999)
+          .map((id) => ({ id }))
+          .sinkTo('kafka', {
+            bootstrapServers: bootstrap,
+            topic,
+            delivery,
+            transactionalIdPrefix: topic,
+            keyField: 'id',
+          });
       });
       await runJob(job, { parallelism: 2 });
       const out = await readTopic(bootstrap, topic);
       assert.equal(out.length, 5_000, delivery);
-      assert.deepEqual(sortBy(out.map((r) => JSON.parse(r.value).id), (x) => x), Array.from({ length: 5_000 }, (_, i) => i));
+      assert.deepEqual(
+        sortBy(
+          out.map((r) => JSON.parse(r.value).id),
+          (x) => x,
+        ),
+        Array.from({ length: 5_000 }, (_, i) => i),
+      );
       assert.equal(new Set(out.map((r) => r.partition)).size, 3, 'keys spread over the partitions');
       for (const r of out) assert.equal(r.key, String(JSON.parse(r.value).id));
     }

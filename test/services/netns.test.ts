@@ -42,7 +42,8 @@ const must = (args: string[]): void => {
  * HOST_IP's subnet and would make this run's routes ambiguous). Only this test's names are touched.
  */
 function removeStale(): void {
-  const list = (args: string[]): string[] => (spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' }).stdout ?? '').split('\n');
+  const list = (args: string[]): string[] =>
+    (spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' }).stdout ?? '').split('\n');
   for (const line of list(['ip', 'netns', 'list'])) {
     const name = /^(clink-(?:c|w1|w2)-\d+)\b/.exec(line)?.[1];
     if (name) run(['ip', 'netns', 'del', name]);
@@ -89,11 +90,20 @@ interface NsNode {
 /** `clink node` in namespace `n`. */
 function startNode(n: NodeName, dir: string, args: string[]): NsNode {
   const readyFile = join(dir, `ready-${n}-${Math.random().toString(16).slice(2)}.json`);
-  const child = spawn('ip', ['netns', 'exec', ns(n), process.execPath, '--import', TSX, BIN, 'node', ...args, `--ready-file=${readyFile}`], {
-    cwd: dir,
-    env: { ...process.env, CLINK_LOG_FORMAT: 'json', CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(dir, `cache-${n}`) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    'ip',
+    ['netns', 'exec', ns(n), process.execPath, '--import', TSX, BIN, 'node', ...args, `--ready-file=${readyFile}`],
+    {
+      cwd: dir,
+      env: {
+        ...process.env,
+        CLINK_LOG_FORMAT: 'json',
+        CLINK_LOG_LEVEL: 'info',
+        CLINK_CACHE_DIR: join(dir, `cache-${n}`),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let log = '';
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -141,7 +151,15 @@ after(async () => {
 /** A coordinator in its namespace and two workers in theirs, all over mTLS; returns what a test needs. */
 async function cluster(coordinatorCert: 'c' | 'elsewhere' = 'c') {
   const leaf = certs.leaf;
-  const c = startNode('c', dir, ['--role=coordinator', `--bind-host=${NODES.c}`, '--port=0', '--http-port=0', `--tls-cert=${leaf[coordinatorCert]!.cert}`, `--tls-key=${leaf[coordinatorCert]!.key}`, `--tls-client-ca=${certs.ca}`]);
+  const c = startNode('c', dir, [
+    '--role=coordinator',
+    `--bind-host=${NODES.c}`,
+    '--port=0',
+    '--http-port=0',
+    `--tls-cert=${leaf[coordinatorCert]!.cert}`,
+    `--tls-key=${leaf[coordinatorCert]!.key}`,
+    `--tls-client-ca=${certs.ca}`,
+  ]);
   const { controlPort, httpPort } = await c.ready();
   const worker = (n: 'w1' | 'w2'): NsNode =>
     startNode(n, dir, [
@@ -159,7 +177,8 @@ async function cluster(coordinatorCert: 'c' | 'elsewhere' = 'c') {
     ]);
   const workers = { w1: worker('w1'), w2: worker('w2') };
   const tls = await loadTlsClient({ ca: certs.ca, clientCert: leaf.client!.cert, clientKey: leaf.client!.key });
-  const http = async <T>(path: string): Promise<T> => (await (await fetch(`http://${NODES.c}:${httpPort}${path}`)).json()) as T;
+  const http = async <T>(path: string): Promise<T> =>
+    (await (await fetch(`http://${NODES.c}:${httpPort}${path}`)).json()) as T;
   const clients: ClusterClient[] = [];
   // What submitSinkJob needs of a harness: a directory and a client.
   const harness = {
@@ -187,13 +206,24 @@ async function exactOutputDespite(undo: () => void): Promise<void> {
   const k = await cluster();
   try {
     // What each node said last, for a failure here (a degraded network fails in ways seen only on some machines).
-    const logs = () => (['c', 'w1', 'w2'] as const).map((n) => `--- ${n}:\n${(n === 'c' ? k.c : k.workers[n]).log().split('\n').slice(-15).join('\n')}`).join('\n');
-    await waitFor('two workers registered', async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2, 60_000).catch((err: Error) => {
+    const logs = () =>
+      (['c', 'w1', 'w2'] as const)
+        .map((n) => `--- ${n}:\n${(n === 'c' ? k.c : k.workers[n]).log().split('\n').slice(-15).join('\n')}`)
+        .join('\n');
+    await waitFor(
+      'two workers registered',
+      async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2,
+      60_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n${logs()}`);
     });
     const { jobId, client, out, expected } = await submitSinkJob(k.harness, { rate: 20_000 });
     const done = await client.waitForCompletion(jobId);
-    const restarts = () => k.http<{ restarts: unknown[] }>(`/api/v1/jobs/${jobId}`).then((v) => JSON.stringify(v.restarts), (err: Error) => err.message);
+    const restarts = () =>
+      k.http<{ restarts: unknown[] }>(`/api/v1/jobs/${jobId}`).then(
+        (v) => JSON.stringify(v.restarts),
+        (err: Error) => err.message,
+      );
     assert.equal(done.ok, true, `${done.error}; restarts ${await restarts()}\n${logs()}`);
     assert.deepEqual(await visibleLines(out), expected, `restarts ${await restarts()}\n${logs()}`);
   } finally {
@@ -206,7 +236,12 @@ async function exactOutputDespite(undo: () => void): Promise<void> {
 function meshMember(n: NodeName, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn('ip', ['netns', 'exec', ns(n), process.execPath, '--import', TSX, BIN, 'run', ...args], {
     cwd: dir,
-    env: { ...process.env, CLINK_LOG_FORMAT: 'json', CLINK_LOG_LEVEL: 'info', CLINK_CACHE_DIR: join(dir, `cache-${n}`) },
+    env: {
+      ...process.env,
+      CLINK_LOG_FORMAT: 'json',
+      CLINK_LOG_LEVEL: 'info',
+      CLINK_CACHE_DIR: join(dir, `cache-${n}`),
+    },
   });
   let stdout = '';
   let stderr = '';
@@ -235,9 +270,23 @@ describe('a mesh run between hosts (network namespaces)', () => {
     const [w2, w1, leader] = await Promise.all(members);
     for (const r of [w2!, w1!, leader!]) assert.equal(r.code, 0, r.stderr);
     assert.match(leader!.stderr, new RegExp(`"members":\\["${NODES.c}:7100","${NODES.w1}:7100","${NODES.w2}:7100"\\]`));
-    const local = await meshMember('c', [job, '--no-typecheck', '-p', '3', '--output', 'json', '--workers', '0', '--no-progress']);
+    const local = await meshMember('c', [
+      job,
+      '--no-typecheck',
+      '-p',
+      '3',
+      '--output',
+      'json',
+      '--workers',
+      '0',
+      '--no-progress',
+    ]);
     assert.equal(local.code, 0, local.stderr);
-    const rows = (out: string) => Object.entries(JSON.parse(out) as Record<string, unknown[]>).map(([k, v]) => [k, v.map((r) => JSON.stringify(r)).sort()]);
+    const rows = (out: string) =>
+      Object.entries(JSON.parse(out) as Record<string, unknown[]>).map(([k, v]) => [
+        k,
+        v.map((r) => JSON.stringify(r)).sort(),
+      ]);
     assert.deepEqual(rows(leader!.stdout), rows(local.stdout));
   });
 });
@@ -247,9 +296,16 @@ describe('between hosts (network namespaces, mTLS)', () => {
     if (refused) return t.skip(refused);
     const k = await cluster();
     try {
-      await waitFor('two workers registered', async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2);
+      await waitFor(
+        'two workers registered',
+        async () => (await k.http<{ workers: unknown[] }>('/api/v1/workers')).workers.length === 2,
+      );
       const { jobId, client, out, expected } = await submitSinkJob(k.harness, { rate: 3000 });
-      await waitFor('a first checkpoint', async () => (await k.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).checkpoints.length > 0);
+      await waitFor(
+        'a first checkpoint',
+        async () =>
+          (await k.http<{ checkpoints: unknown[] }>(`/api/v1/jobs/${jobId}/checkpoints`)).checkpoints.length > 0,
+      );
       const view = await k.http<{ subtasks: { workerId: string }[] }>(`/api/v1/jobs/${jobId}`);
       assert.equal(new Set(view.subtasks.map((s) => s.workerId)).size, 2, 'the job spans both hosts');
       // w1's packets to the coordinator vanish; the coordinator's still reach it.
@@ -283,17 +339,51 @@ describe('between hosts (network namespaces, mTLS)', () => {
 
   test('30% packet loss on a worker (both ways) slows the job and loses nothing', async (t) => {
     if (refused) return t.skip(refused);
-    const rules = ['OUTPUT', 'INPUT'].map((chain) => ['ip', 'netns', 'exec', ns('w1'), 'iptables', '-A', chain, '-m', 'statistic', '--mode', 'random', '--probability', '0.3', '-j', 'DROP']);
+    const rules = ['OUTPUT', 'INPUT'].map((chain) => [
+      'ip',
+      'netns',
+      'exec',
+      ns('w1'),
+      'iptables',
+      '-A',
+      chain,
+      '-m',
+      'statistic',
+      '--mode',
+      'random',
+      '--probability',
+      '0.3',
+      '-j',
+      'DROP',
+    ]);
     const first = run(rules[0]!);
-    if (!first.ok) return t.skip(`iptables with the statistic match is not available here (${first.err}): loss cannot be made`);
+    if (!first.ok)
+      return t.skip(`iptables with the statistic match is not available here (${first.err}): loss cannot be made`);
     must(rules[1]!);
     await exactOutputDespite(() => run(['ip', 'netns', 'exec', ns('w1'), 'iptables', '-F']));
   });
 
   test('200 ms of delay on a worker slows the job and loses nothing', async (t) => {
     if (refused) return t.skip(refused);
-    const netem = run(['ip', 'netns', 'exec', ns('w1'), 'tc', 'qdisc', 'add', 'dev', `ckn1${tag}`, 'root', 'netem', 'delay', '200ms']);
-    if (!netem.ok) return t.skip(`the kernel has no netem queueing discipline here (${netem.err}): delay cannot be made`);
-    await exactOutputDespite(() => run(['ip', 'netns', 'exec', ns('w1'), 'tc', 'qdisc', 'del', 'dev', `ckn1${tag}`, 'root']));
+    const netem = run([
+      'ip',
+      'netns',
+      'exec',
+      ns('w1'),
+      'tc',
+      'qdisc',
+      'add',
+      'dev',
+      `ckn1${tag}`,
+      'root',
+      'netem',
+      'delay',
+      '200ms',
+    ]);
+    if (!netem.ok)
+      return t.skip(`the kernel has no netem queueing discipline here (${netem.err}): delay cannot be made`);
+    await exactOutputDespite(() =>
+      run(['ip', 'netns', 'exec', ns('w1'), 'tc', 'qdisc', 'del', 'dev', `ckn1${tag}`, 'root']),
+    );
   });
 });

@@ -7,17 +7,21 @@ import { assertPgExactlyOnce, PG_SINK_JOB, pgUrl, sql, tableName } from '../harn
 
 const SEED = chaosSeed();
 
-test(`postgres exactly once: kill -9 of a worker three times at random moments (seed ${SEED})`, { timeout: 180_000 }, async (t) => {
-  const url = pgUrl();
-  const random = prng(SEED);
-  const table = tableName('eo');
-  await sql(url, `CREATE TABLE ${table} (id int, v int)`);
-  const pipe = await startPipe(PG_SINK_JOB, { url, table, prefix: table, count: '40000', rate: '2000' });
-  try {
-    const log = await killWorkersAtRandom(pipe, random, 3);
-    await assertPgExactlyOnce(pipe, url, table, 40_000, `seed ${SEED} (${log.join('; ')})`);
-    t.diagnostic(log.join('; '));
-  } finally {
-    await pipe.h.close();
-  }
-});
+test(
+  `postgres exactly once: kill -9 of a worker three times at random moments (seed ${SEED})`,
+  { timeout: 180_000 },
+  async (t) => {
+    const url = pgUrl();
+    const random = prng(SEED);
+    const table = tableName('eo');
+    await sql(url, `CREATE TABLE ${table} (id int, v int)`);
+    const pipe = await startPipe(PG_SINK_JOB, { url, table, prefix: table, count: '40000', rate: '2000' });
+    try {
+      const log = await killWorkersAtRandom(pipe, random, 3);
+      await assertPgExactlyOnce(pipe, url, table, 40_000, `seed ${SEED} (${log.join('; ')})`);
+      t.diagnostic(log.join('; '));
+    } finally {
+      await pipe.h.close();
+    }
+  },
+);

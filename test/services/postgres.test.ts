@@ -17,22 +17,34 @@ describe('postgres connector', () => {
       await sql(url, `CREATE TABLE ${table} (id int, label text)`);
       await runJob(
         defineJob({ name: 'pg-insert', version: '1' }, (env) => {
-          env.fromSequence(0, 2_999).map((id) => ({ id, label: `n${id}` })).sinkTo('postgres', { connectionString: url, table, delivery, transactionIdPrefix: table });
+          env
+            .fromSequence(0, 2_999)
+            .map((id) => ({ id, label: `n${id}` }))
+            .sinkTo('postgres', { connectionString: url, table, delivery, transactionIdPrefix: table });
         }),
         { parallelism: 2 },
       );
-      const rows = await sql<{ n: string; d: string }>(url, `SELECT count(*) AS n, count(DISTINCT id) AS d FROM ${table}`);
+      const rows = await sql<{ n: string; d: string }>(
+        url,
+        `SELECT count(*) AS n, count(DISTINCT id) AS d FROM ${table}`,
+      );
       assert.deepEqual(rows[0], { n: '3000', d: '3000' }, delivery);
     }
     const table = tableName('ups');
     await sql(url, `CREATE TABLE ${table} (k int PRIMARY KEY, v int)`);
     await runJob(
       defineJob({ name: 'pg-upsert', version: '1' }, (env) => {
-        env.fromSequence(0, 999).map((i) => ({ k: i % 10, v: i })).sinkTo('postgres', { connectionString: url, table, mode: 'upsert', primaryKey: ['k'], batchRows: 64 });
+        env
+          .fromSequence(0, 999)
+          .map((i) => ({ k: i % 10, v: i }))
+          .sinkTo('postgres', { connectionString: url, table, mode: 'upsert', primaryKey: ['k'], batchRows: 64 });
       }),
     );
     const got = await sql<{ k: number; v: number }>(url, `SELECT k, v FROM ${table} ORDER BY k`);
-    assert.deepEqual(got, Array.from({ length: 10 }, (_, k) => ({ k, v: 990 + k })));
+    assert.deepEqual(
+      got,
+      Array.from({ length: 10 }, (_, k) => ({ k, v: 990 + k })),
+    );
   });
 
   test('exactly-once: a checkpoint prepares the transaction, rows stay invisible until it completes; a crashed run’s prepared transactions are rolled back', async () => {
@@ -43,19 +55,39 @@ describe('postgres connector', () => {
     await sql(url, `BEGIN; INSERT INTO ${table} VALUES (-1); PREPARE TRANSACTION '${table}-0-77'`);
     const job = startJob(
       defineJob({ name: 'pg-2pc', version: '1' }, (env) => {
-        env.fromSource('datagen', { count: 1_000_000, rowsPerSecond: 2_000 }).sinkTo('postgres', { connectionString: url, table, delivery: 'exactly-once', transactionIdPrefix: table });
+        env
+          .fromSource('datagen', { count: 1_000_000, rowsPerSecond: 2_000 })
+          .sinkTo('postgres', { connectionString: url, table, delivery: 'exactly-once', transactionIdPrefix: table });
       }),
     );
     job.done.catch(() => undefined);
     try {
-      while ((await sql(url, `SELECT 1 FROM pg_prepared_xacts WHERE gid = $1`, [`${table}-0-77`])).length > 0) await sleep(20);
+      while ((await sql(url, `SELECT 1 FROM pg_prepared_xacts WHERE gid = $1`, [`${table}-0-77`])).length > 0)
+        await sleep(20);
       const snap = await job.triggerCheckpoint({ commit: false });
       const gid = `${table}-0-${snap.checkpointId}`;
-      assert.equal((await sql(url, `SELECT gid FROM pg_prepared_xacts WHERE gid = $1`, [gid])).length, 1, 'prepared at the barrier');
-      assert.equal((await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${table}`))[0]!.n, '0', 'nothing visible before the checkpoint completes');
+      assert.equal(
+        (await sql(url, `SELECT gid FROM pg_prepared_xacts WHERE gid = $1`, [gid])).length,
+        1,
+        'prepared at the barrier',
+      );
+      assert.equal(
+        (await sql<{ n: string }>(url, `SELECT count(*) AS n FROM ${table}`))[0]!.n,
+        '0',
+        'nothing visible before the checkpoint completes',
+      );
       await job.triggerCheckpoint();
-      assert.equal((await sql(url, `SELECT gid FROM pg_prepared_xacts WHERE gid = $1`, [gid])).length, 0, 'committed when the checkpoint completed');
-      const { n, neg } = (await sql<{ n: string; neg: string }>(url, `SELECT count(*) AS n, count(*) FILTER (WHERE id < 0) AS neg FROM ${table}`))[0]!;
+      assert.equal(
+        (await sql(url, `SELECT gid FROM pg_prepared_xacts WHERE gid = $1`, [gid])).length,
+        0,
+        'committed when the checkpoint completed',
+      );
+      const { n, neg } = (
+        await sql<{ n: string; neg: string }>(
+          url,
+          `SELECT count(*) AS n, count(*) FILTER (WHERE id < 0) AS neg FROM ${table}`,
+        )
+      )[0]!;
       assert.ok(Number(n) > 0, 'the first checkpoint’s rows are visible');
       assert.equal(neg, '0', 'the crashed run’s row was rolled back');
     } finally {
@@ -69,9 +101,24 @@ describe('postgres connector', () => {
     const table = tableName('scan');
     await sql(url, `CREATE TABLE ${table} (id bigint PRIMARY KEY, name text)`);
     await sql(url, `INSERT INTO ${table} SELECT g, 'row' || g FROM generate_series(1, 5000) g`);
-    const rows = await collect<{ id: string; name: string }>((env) => env.fromSource('postgres', { connectionString: url, table, fetchRows: 300 }).collect(), { parallelism: 3 });
-    assert.deepEqual(sortBy(rows.map((r) => Number(r.id)), (x) => x), Array.from({ length: 5000 }, (_, i) => i + 1));
-    const odd = await collect<{ id: string }>((env) => env.fromSource('postgres', { connectionString: url, query: `SELECT id FROM ${table} WHERE id % 2 = 1` }).collect(), { parallelism: 2 });
+    const rows = await collect<{ id: string; name: string }>(
+      (env) => env.fromSource('postgres', { connectionString: url, table, fetchRows: 300 }).collect(),
+      { parallelism: 3 },
+    );
+    assert.deepEqual(
+      sortBy(
+        rows.map((r) => Number(r.id)),
+        (x) => x,
+      ),
+      Array.from({ length: 5000 }, (_, i) => i + 1),
+    );
+    const odd = await collect<{ id: string }>(
+      (env) =>
+        env
+          .fromSource('postgres', { connectionString: url, query: `SELECT id FROM ${table} WHERE id % 2 = 1` })
+          .collect(),
+      { parallelism: 2 },
+    );
     assert.equal(odd.length, 2500);
   });
 
@@ -80,10 +127,16 @@ describe('postgres connector', () => {
     const run = (options: Record<string, unknown>): Promise<unknown> =>
       runJob(
         defineJob({ name: 'pg-bad', version: '1' }, (env) => {
-          env.fromSequence(0, 9).map((id) => ({ id })).sinkTo('postgres', options);
+          env
+            .fromSequence(0, 9)
+            .map((id) => ({ id }))
+            .sinkTo('postgres', options);
         }),
       );
-    await assert.rejects(run({ connectionString: url, table: 'no_such_table_here' }), /relation "no_such_table_here" does not exist.*create the table first/);
+    await assert.rejects(
+      run({ connectionString: url, table: 'no_such_table_here' }),
+      /relation "no_such_table_here" does not exist.*create the table first/,
+    );
     await assert.rejects(run({ connectionString: url, table: 't', delivery: 'exactly-once' }), /transactionIdPrefix/);
     await assert.rejects(run({ connectionString: 'postgres://u:secret@127.0.0.1:1/db', table: 't' }), (err: Error) => {
       assert.match(err.message, /cannot connect to PostgreSQL at 127\.0\.0\.1:1\/db/);

@@ -23,7 +23,12 @@ describe('SQL over Kafka', () => {
     await createTopic(bootstrap, input, 3);
     await createTopic(bootstrap, big, 2);
     await createTopic(bootstrap, counts, 1);
-    const orders: Order[] = Array.from({ length: 1_200 }, (_, i) => ({ id: i, customer: i % 4, amount: (i * 37) % 100, ts: 1_767_225_600_000 + i * 50 }));
+    const orders: Order[] = Array.from({ length: 1_200 }, (_, i) => ({
+      id: i,
+      customer: i % 4,
+      amount: (i * 37) % 100,
+      ts: 1_767_225_600_000 + i * 50,
+    }));
     await produceJson(bootstrap, input, orders);
     const common = `'connector' = 'kafka', 'properties.bootstrap.servers' = '${bootstrap}', 'format' = 'json'`;
     const text = `
@@ -45,9 +50,14 @@ describe('SQL over Kafka', () => {
       bigRows.sort((a, b) => a.id - b.id),
       orders.filter((o) => o.amount >= 90).map((o) => ({ id: o.id, amount: o.amount })),
     );
-    const countRows = (await readTopic(bootstrap, counts)).map((r) => JSON.parse(r.value) as { customer: number; wend: number; n: number });
+    const countRows = (await readTopic(bootstrap, counts)).map(
+      (r) => JSON.parse(r.value) as { customer: number; wend: number; n: number },
+    );
     // 1,200 orders 50 ms apart: 6 windows of 200, 50 per customer.
     assert.equal(countRows.length, 24);
-    assert.ok(countRows.every((r) => r.n === 50), JSON.stringify(countRows.slice(0, 3)));
+    assert.ok(
+      countRows.every((r) => r.n === 50),
+      JSON.stringify(countRows.slice(0, 3)),
+    );
   });
 });

@@ -21,7 +21,9 @@ describe('SQL over NATS JetStream', () => {
     const job = (await session.execute(text)).at(-1)!;
     if (job.kind !== 'job') return assert.fail('not a job');
     const r = await runJob(sqlJobDefinition({ name: job.job.name, version: '1' }, job.job.script));
-    const rows = (r.collected.result as { sensor: string; n: number; top: number }[]).sort((a, b) => a.sensor.localeCompare(b.sensor));
+    const rows = (r.collected.result as { sensor: string; n: number; top: number }[]).sort((a, b) =>
+      a.sensor.localeCompare(b.sensor),
+    );
     const want = ['s0', 's1', 's2', 's3'].map((sensor) => {
       const mine = readings.filter((x) => x.sensor === sensor && x.value >= 10);
       return { sensor, n: mine.length, top: Math.max(...mine.map((x) => x.value)) };

@@ -25,21 +25,45 @@ describe('SQL updates into PostgreSQL', () => {
     if (job.kind !== 'job') return assert.fail('not a job');
     assert.match(job.job.explain, /Sink\(table=\[totals\], connector=\[postgres\]/);
     await runJob(sqlJobDefinition({ name: job.job.name, version: '1' }, job.job.script), { parallelism: 2 });
-    const rows = await sql<{ customer: number; orders: string; total: string }>(url, `SELECT customer, orders, total FROM ${table} ORDER BY customer`);
-    assert.deepEqual(rows.map((r) => r.customer), [1, 2, 3, 4, 5, 6, 7]);
-    assert.equal(rows.reduce((n, r) => n + Number(r.orders), 0), 3000, 'every order counted once, in its key\'s last row');
-    const expected = await runSelect(session, 'SELECT customer, COUNT(*) AS orders, SUM(amount) AS total FROM orders GROUP BY customer;');
-    assert.deepEqual(rows.map((r) => ({ customer: r.customer, orders: Number(r.orders), total: Number(r.total) })), expected.sort((a, b) => (a.customer as number) - (b.customer as number)));
+    const rows = await sql<{ customer: number; orders: string; total: string }>(
+      url,
+      `SELECT customer, orders, total FROM ${table} ORDER BY customer`,
+    );
+    assert.deepEqual(
+      rows.map((r) => r.customer),
+      [1, 2, 3, 4, 5, 6, 7],
+    );
+    assert.equal(
+      rows.reduce((n, r) => n + Number(r.orders), 0),
+      3000,
+      "every order counted once, in its key's last row",
+    );
+    const expected = await runSelect(
+      session,
+      'SELECT customer, COUNT(*) AS orders, SUM(amount) AS total FROM orders GROUP BY customer;',
+    );
+    assert.deepEqual(
+      rows.map((r) => ({ customer: r.customer, orders: Number(r.orders), total: Number(r.total) })),
+      expected.sort((a, b) => (a.customer as number) - (b.customer as number)),
+    );
 
     // Read back through SQL: a postgres table as a source, its BIGINTs numbers again.
-    const back = await runSelect(session, `CREATE TEMPORARY TABLE totals_in (customer INT, orders BIGINT, total BIGINT) WITH ('connector' = 'postgres', 'connection-string' = '${url}', 'table' = '${table}', 'key-column' = 'customer');
-      SELECT customer, orders * 2 AS twice FROM totals_in WHERE total > 0;`);
-    assert.deepEqual(back.sort((a, b) => (a.customer as number) - (b.customer as number)), expected.map((r) => ({ customer: r.customer, twice: (r.orders as number) * 2 })));
+    const back = await runSelect(
+      session,
+      `CREATE TEMPORARY TABLE totals_in (customer INT, orders BIGINT, total BIGINT) WITH ('connector' = 'postgres', 'connection-string' = '${url}', 'table' = '${table}', 'key-column' = 'customer');
+      SELECT customer, orders * 2 AS twice FROM totals_in WHERE total > 0;`,
+    );
+    assert.deepEqual(
+      back.sort((a, b) => (a.customer as number) - (b.customer as number)),
+      expected.map((r) => ({ customer: r.customer, twice: (r.orders as number) * 2 })),
+    );
 
     await assert.rejects(
       session.execute(`CREATE TEMPORARY TABLE wrong_key (customer INT, orders BIGINT, PRIMARY KEY (orders) NOT ENFORCED) WITH ('connector' = 'postgres', 'connection-string' = '${url}', 'table' = '${table}');
         INSERT INTO wrong_key SELECT customer, COUNT(*) FROM orders GROUP BY customer;`),
-      (err: unknown) => err instanceof SqlError && /PRIMARY KEY \(orders\) must be the columns the results are grouped by \(customer\)/.test(err.detail),
+      (err: unknown) =>
+        err instanceof SqlError &&
+        /PRIMARY KEY \(orders\) must be the columns the results are grouped by \(customer\)/.test(err.detail),
     );
   });
 });

@@ -23,7 +23,9 @@ function expect(file: string, actual: string): void {
 
 describe('golden SQL: plans and results', () => {
   const tables = readFileSync(join(DIR, '_tables.sql'), 'utf8');
-  for (const file of readdirSync(DIR).filter((f) => f.endsWith('.sql') && !f.startsWith('_')).sort()) {
+  for (const file of readdirSync(DIR)
+    .filter((f) => f.endsWith('.sql') && !f.startsWith('_'))
+    .sort()) {
     const name = file.slice(0, -4);
     test(name, async () => {
       const { plan, rows } = await runSql(tables + readFileSync(join(DIR, file), 'utf8'));

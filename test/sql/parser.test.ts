@@ -3,12 +3,25 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { parseExpression, parseSql, printExpr, printStatement, SqlError, type Expr, type Statement } from '../../src/sql/index.js';
+import {
+  parseExpression,
+  parseSql,
+  printExpr,
+  printStatement,
+  SqlError,
+  type Expr,
+  type Statement,
+} from '../../src/sql/index.js';
 
 /** A tree without its offsets, to compare a reparsed tree with the original. */
 function shape(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(shape);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'at').map(([k, v]) => [k, shape(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => k !== 'at')
+        .map(([k, v]) => [k, shape(v)]),
+    );
   return value;
 }
 
@@ -26,11 +39,22 @@ describe('SQL parser', () => {
     ) WITH ('connector' = 'nexmark', 'events' = '1000')`);
     assert.equal(s.kind, 'createTable');
     if (s.kind !== 'createTable') return;
-    assert.deepEqual(s.columns.map((c) => [c.name, c.type?.name ?? 'computed', c.notNull]), [['auction', 'BIGINT', false], ['price', 'BIGINT', true], ['ts', 'TIMESTAMP', false], ['doubled', 'computed', false]]);
+    assert.deepEqual(
+      s.columns.map((c) => [c.name, c.type?.name ?? 'computed', c.notNull]),
+      [
+        ['auction', 'BIGINT', false],
+        ['price', 'BIGINT', true],
+        ['ts', 'TIMESTAMP', false],
+        ['doubled', 'computed', false],
+      ],
+    );
     assert.equal(s.watermark?.column, 'ts');
     assert.equal(printExpr(s.watermark!.expr), "(ts - INTERVAL '5' SECOND)");
     assert.deepEqual(s.primaryKey, ['auction']);
-    assert.deepEqual(s.options, [{ key: 'connector', value: 'nexmark' }, { key: 'events', value: '1000' }]);
+    assert.deepEqual(s.options, [
+      { key: 'connector', value: 'nexmark' },
+      { key: 'events', value: '1000' },
+    ]);
   });
 
   test('windowing table functions, OVER, joins and the statement kinds print back as written', () => {
@@ -57,9 +81,18 @@ describe('SQL parser', () => {
   });
 
   test('precedence: OR below AND below NOT below comparison below + below *, unary minus tightest', () => {
-    assert.equal(printExpr(parseExpression('NOT a OR b AND c = 1 + 2 * -3')), '((NOT a) OR (b AND (c = (1 + (2 * (-3))))))');
-    assert.equal(printExpr(parseExpression("x NOT BETWEEN 1 AND 2 AND y IN (1, 2) AND z IS NOT NULL AND w NOT LIKE 'a%'")), "((((x NOT BETWEEN 1 AND 2) AND (y IN (1, 2))) AND (z IS NOT NULL)) AND (w NOT LIKE 'a%'))");
-    assert.equal(printExpr(parseExpression("CASE WHEN a > 1 THEN 'x' ELSE CAST(b AS DECIMAL(10, 2)) END")), "CASE WHEN (a > 1) THEN 'x' ELSE CAST(b AS DECIMAL(10, 2)) END");
+    assert.equal(
+      printExpr(parseExpression('NOT a OR b AND c = 1 + 2 * -3')),
+      '((NOT a) OR (b AND (c = (1 + (2 * (-3))))))',
+    );
+    assert.equal(
+      printExpr(parseExpression("x NOT BETWEEN 1 AND 2 AND y IN (1, 2) AND z IS NOT NULL AND w NOT LIKE 'a%'")),
+      "((((x NOT BETWEEN 1 AND 2) AND (y IN (1, 2))) AND (z IS NOT NULL)) AND (w NOT LIKE 'a%'))",
+    );
+    assert.equal(
+      printExpr(parseExpression("CASE WHEN a > 1 THEN 'x' ELSE CAST(b AS DECIMAL(10, 2)) END")),
+      "CASE WHEN (a > 1) THEN 'x' ELSE CAST(b AS DECIMAL(10, 2)) END",
+    );
   });
 
   test('an error names what was expected and its 1-based byte offset, with a caret excerpt', () => {
@@ -93,19 +126,60 @@ describe('SQL parser', () => {
       fc.string({ maxLength: 6 }).map((v): Expr => ({ kind: 'string', value: v, at: 0 })),
       fc.boolean().map((v): Expr => ({ kind: 'boolean', value: v, at: 0 })),
       fc.constant<Expr>({ kind: 'null', at: 0 }),
-      fc.tuple(fc.nat(100), fc.constantFrom('SECOND', 'MINUTE', 'HOUR', 'DAY') as fc.Arbitrary<'SECOND'>).map(([n, unit]): Expr => ({ kind: 'interval', value: String(n), unit, at: 0 })),
+      fc
+        .tuple(fc.nat(100), fc.constantFrom('SECOND', 'MINUTE', 'HOUR', 'DAY') as fc.Arbitrary<'SECOND'>)
+        .map(([n, unit]): Expr => ({ kind: 'interval', value: String(n), unit, at: 0 })),
     );
     const { expr } = fc.letrec<{ expr: Expr }>((tie) => ({
       expr: fc.oneof(
         { depthSize: 'small', withCrossShrink: true },
         leaf,
-        fc.record({ kind: fc.constant('binary' as const), op: fc.constantFrom('OR', 'AND', '=', '<>', '<', '<=', '+', '-', '*', '/', '%', '||') as fc.Arbitrary<'OR'>, left: tie('expr'), right: tie('expr'), at: fc.constant(0) }),
-        fc.record({ kind: fc.constant('unary' as const), op: fc.constantFrom('-', 'NOT') as fc.Arbitrary<'-'>, operand: tie('expr'), at: fc.constant(0) }),
-        fc.record({ kind: fc.constant('isNull' as const), operand: tie('expr'), negated: fc.boolean(), at: fc.constant(0) }),
-        fc.record({ kind: fc.constant('between' as const), operand: tie('expr'), low: tie('expr'), high: tie('expr'), negated: fc.boolean(), at: fc.constant(0) }),
-        fc.record({ kind: fc.constant('in' as const), operand: tie('expr'), list: fc.array(tie('expr'), { minLength: 1, maxLength: 3 }), negated: fc.boolean(), at: fc.constant(0) }),
-        fc.record({ kind: fc.constant('call' as const), name: fc.constantFrom('COUNT', 'UPPER', 'COALESCE'), args: fc.array(tie('expr'), { maxLength: 3 }), distinct: fc.boolean(), at: fc.constant(0) }),
-        fc.record({ kind: fc.constant('case' as const), whens: fc.array(fc.record({ when: tie('expr'), then: tie('expr') }), { minLength: 1, maxLength: 2 }), at: fc.constant(0) }),
+        fc.record({
+          kind: fc.constant('binary' as const),
+          op: fc.constantFrom('OR', 'AND', '=', '<>', '<', '<=', '+', '-', '*', '/', '%', '||') as fc.Arbitrary<'OR'>,
+          left: tie('expr'),
+          right: tie('expr'),
+          at: fc.constant(0),
+        }),
+        fc.record({
+          kind: fc.constant('unary' as const),
+          op: fc.constantFrom('-', 'NOT') as fc.Arbitrary<'-'>,
+          operand: tie('expr'),
+          at: fc.constant(0),
+        }),
+        fc.record({
+          kind: fc.constant('isNull' as const),
+          operand: tie('expr'),
+          negated: fc.boolean(),
+          at: fc.constant(0),
+        }),
+        fc.record({
+          kind: fc.constant('between' as const),
+          operand: tie('expr'),
+          low: tie('expr'),
+          high: tie('expr'),
+          negated: fc.boolean(),
+          at: fc.constant(0),
+        }),
+        fc.record({
+          kind: fc.constant('in' as const),
+          operand: tie('expr'),
+          list: fc.array(tie('expr'), { minLength: 1, maxLength: 3 }),
+          negated: fc.boolean(),
+          at: fc.constant(0),
+        }),
+        fc.record({
+          kind: fc.constant('call' as const),
+          name: fc.constantFrom('COUNT', 'UPPER', 'COALESCE'),
+          args: fc.array(tie('expr'), { maxLength: 3 }),
+          distinct: fc.boolean(),
+          at: fc.constant(0),
+        }),
+        fc.record({
+          kind: fc.constant('case' as const),
+          whens: fc.array(fc.record({ when: tie('expr'), then: tie('expr') }), { minLength: 1, maxLength: 2 }),
+          at: fc.constant(0),
+        }),
       ),
     }));
     fc.assert(

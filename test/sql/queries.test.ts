@@ -11,7 +11,8 @@ import { SqlCatalog, SqlError, SqlSession } from '../../src/sql/index.js';
 import { runSql } from './run-sql.js';
 
 const TABLES = readFileSync(new URL('./golden/_tables.sql', import.meta.url), 'utf8');
-const golden = (name: string): string => TABLES + readFileSync(new URL(`./golden/${name}.sql`, import.meta.url), 'utf8');
+const golden = (name: string): string =>
+  TABLES + readFileSync(new URL(`./golden/${name}.sql`, import.meta.url), 'utf8');
 
 interface Order {
   order_id: number;
@@ -21,21 +22,23 @@ interface Order {
   ts: number;
 }
 const START = 1767225600000;
-const ORDERS: Order[] = Array.from({ length: 2000 }, (_, i) =>
-  datagenRow(
-    {
-      count: 2000,
-      seed: 7,
-      fields: {
-        order_id: { kind: 'sequence', start: 1 },
-        customer: { kind: 'int', min: 1, max: 20 },
-        amount: { kind: 'double', min: 1, max: 100 },
-        product: { kind: 'oneOf', values: ['apple', 'banana', 'cherry', 'durian'] },
-        ts: { kind: 'timestamp', startMs: START, stepMs: 50 },
+const ORDERS: Order[] = Array.from(
+  { length: 2000 },
+  (_, i) =>
+    datagenRow(
+      {
+        count: 2000,
+        seed: 7,
+        fields: {
+          order_id: { kind: 'sequence', start: 1 },
+          customer: { kind: 'int', min: 1, max: 20 },
+          amount: { kind: 'double', min: 1, max: 100 },
+          product: { kind: 'oneOf', values: ['apple', 'banana', 'cherry', 'durian'] },
+          ts: { kind: 'timestamp', startMs: START, stepMs: 50 },
+        },
       },
-    },
-    i,
-  ) as unknown as Order,
+      i,
+    ) as unknown as Order,
 );
 const BIG = ORDERS.filter((o) => o.amount > 90);
 const cents = (o: Order): number => Math.trunc(o.amount * 100);
@@ -59,7 +62,9 @@ function groupBy<T>(rows: readonly T[], key: (r: T) => string): Map<string, T[]>
 
 describe('SQL queries against reference computations', () => {
   test('projection and filter: expressions, CASE, CAST, LIKE, BETWEEN, IN, integer division', async () => {
-    const want = ORDERS.filter((o) => o.customer >= 3 && o.customer <= 5 && o.product.includes('an') && ![10, 20, 30].includes(o.order_id)).map((o) => ({
+    const want = ORDERS.filter(
+      (o) => o.customer >= 3 && o.customer <= 5 && o.product.includes('an') && ![10, 20, 30].includes(o.order_id),
+    ).map((o) => ({
       order_id: o.order_id,
       product: o.product.toUpperCase(),
       amount_cents: cents(o),
@@ -115,11 +120,18 @@ describe('SQL queries against reference computations', () => {
         want.push({ bucket: g[0]!.customer % 3, window_end: end, tens: rows.length * 10, total });
       }
     }
-    const got = (await runSql(golden('hop'))).rows as { bucket: number; window_end: number; tens: number; total: number }[];
-    const key = (r: { bucket: number; window_end: number; tens: number }): string => `${r.bucket}/${r.window_end}/${r.tens}`;
+    const got = (await runSql(golden('hop'))).rows as {
+      bucket: number;
+      window_end: number;
+      tens: number;
+      total: number;
+    }[];
+    const key = (r: { bucket: number; window_end: number; tens: number }): string =>
+      `${r.bucket}/${r.window_end}/${r.tens}`;
     assert.deepEqual(got.map(key).sort(), (want as typeof got).map(key).sort());
     const totals = new Map((want as typeof got).map((r) => [key(r), r.total]));
-    for (const r of got) assert.ok(Math.abs(r.total - totals.get(key(r))!) <= 0.011, `${key(r)}: ${r.total} vs ${totals.get(key(r))}`);
+    for (const r of got)
+      assert.ok(Math.abs(r.total - totals.get(key(r))!) <= 0.011, `${key(r)}: ${r.total} vs ${totals.get(key(r))}`);
   });
 
   test('SESSION: sessions per customer close after a 3-second gap', async () => {
@@ -127,7 +139,13 @@ describe('SQL queries against reference computations', () => {
     for (const g of groupBy(BIG, (o) => String(o.customer)).values()) {
       let session: Order[] = [];
       const close = (): void => {
-        if (session.length > 0) want.push({ customer: g[0]!.customer, n: session.length, window_start: session[0]!.ts, window_end: session.at(-1)!.ts + 3_000 });
+        if (session.length > 0)
+          want.push({
+            customer: g[0]!.customer,
+            n: session.length,
+            window_start: session[0]!.ts,
+            window_end: session.at(-1)!.ts + 3_000,
+          });
       };
       for (const o of [...g].sort((a, b) => a.ts - b.ts)) {
         if (session.length > 0 && o.ts >= session.at(-1)!.ts + 3_000) {
@@ -144,7 +162,11 @@ describe('SQL queries against reference computations', () => {
   test('window Top-N: the first rows of each window by ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY ...)', async () => {
     const want = [...groupBy(ORDERS, (o) => String(Math.floor((o.ts - START) / 30_000))).values()].flatMap((w) => {
       const wend = START + (Math.floor((w[0]!.ts - START) / 30_000) + 1) * 30_000;
-      const totals = [...groupBy(w, (o) => String(o.customer)).values()].map((g) => ({ customer: g[0]!.customer, window_end: wend, total: g.reduce((s, o) => s + cents(o), 0) }));
+      const totals = [...groupBy(w, (o) => String(o.customer)).values()].map((g) => ({
+        customer: g[0]!.customer,
+        window_end: wend,
+        total: g.reduce((s, o) => s + cents(o), 0),
+      }));
       totals.sort((a, b) => b.total - a.total || a.customer - b.customer);
       return totals.slice(0, 2).map((t, i) => ({ ...t, rn: i + 1 }));
     });
@@ -156,33 +178,64 @@ describe('SQL queries against reference computations', () => {
     for (let start = START; start < START + 100_000; start += 30_000) {
       for (let end = start + 10_000; end <= start + 30_000; end += 10_000) {
         const rows = ORDERS.filter((o) => o.ts >= start && o.ts < end);
-        if (rows.length > 0) want.push({ window_start: start, window_end: end, n: rows.length, cents: rows.reduce((s, o) => s + cents(o), 0) });
+        if (rows.length > 0)
+          want.push({
+            window_start: start,
+            window_end: end,
+            n: rows.length,
+            cents: rows.reduce((s, o) => s + cents(o), 0),
+          });
       }
     }
     sameRows((await runSql(golden('cumulate'))).rows, want);
   });
 
   test('OVER aggregations in event time: running (RANGE UNBOUNDED), the last rows (ROWS n PRECEDING), the last seconds (RANGE INTERVAL)', async () => {
-    const byCustomer = (rows: readonly Order[]): Order[][] => [...groupBy(rows, (o) => String(o.customer)).values()].map((g) => [...g].sort((a, b) => a.ts - b.ts));
-    const running = byCustomer(ORDERS).flatMap((g) => g.map((o, i) => ({ order_id: o.order_id, customer: o.customer, orders_so_far: i + 1, spent_so_far: g.slice(0, i + 1).reduce((s, x) => s + cents(x), 0) })));
+    const byCustomer = (rows: readonly Order[]): Order[][] =>
+      [...groupBy(rows, (o) => String(o.customer)).values()].map((g) => [...g].sort((a, b) => a.ts - b.ts));
+    const running = byCustomer(ORDERS).flatMap((g) =>
+      g.map((o, i) => ({
+        order_id: o.order_id,
+        customer: o.customer,
+        orders_so_far: i + 1,
+        spent_so_far: g.slice(0, i + 1).reduce((s, x) => s + cents(x), 0),
+      })),
+    );
     sameRows((await runSql(golden('over-running'))).rows, running);
     const rows = byCustomer(ORDERS).flatMap((g) =>
       g.map((o, i) => {
         const last = g.slice(Math.max(0, i - 2), i + 1).map((x) => x.amount);
-        return { order_id: o.order_id, customer: o.customer, largest_of_3: Math.max(...last), mean_of_3: last.reduce((s, a) => s + a, 0) / last.length };
+        return {
+          order_id: o.order_id,
+          customer: o.customer,
+          largest_of_3: Math.max(...last),
+          mean_of_3: last.reduce((s, a) => s + a, 0) / last.length,
+        };
       }),
     );
     sameRows((await runSql(golden('over-rows'))).rows, rows);
-    const range = byCustomer(BIG).flatMap((g) => g.map((o) => ({ order_id: o.order_id, customer: o.customer, recent: g.filter((x) => x.ts <= o.ts && x.ts >= o.ts - 20_000).length })));
+    const range = byCustomer(BIG).flatMap((g) =>
+      g.map((o) => ({
+        order_id: o.order_id,
+        customer: o.customer,
+        recent: g.filter((x) => x.ts <= o.ts && x.ts >= o.ts - 20_000).length,
+      })),
+    );
     sameRows((await runSql(golden('over-range'))).rows, range);
   });
 
   test('CURRENT_WATERMARK(ts): NULL before the first watermark, then behind every row that is not late', async () => {
-    const { rows } = await runSql(TABLES + 'SELECT order_id, ts, CURRENT_WATERMARK(ts) AS wm FROM orders;', { parallelism: 1 });
+    const { rows } = await runSql(TABLES + 'SELECT order_id, ts, CURRENT_WATERMARK(ts) AS wm FROM orders;', {
+      parallelism: 1,
+    });
     assert.equal(rows.length, 2000);
     const seen = rows.filter((r) => r.wm !== null);
     assert.ok(seen.length > 0 && seen.length < rows.length, `${seen.length} rows saw a watermark`);
-    for (const r of seen) assert.ok((r.wm as number) < (r.ts as number) && (r.wm as number) >= START - 1000, `row ${String(r.order_id)}: watermark ${String(r.wm)}, ts ${String(r.ts)}`);
+    for (const r of seen)
+      assert.ok(
+        (r.wm as number) < (r.ts as number) && (r.wm as number) >= START - 1000,
+        `row ${String(r.order_id)}: watermark ${String(r.wm)}, ts ${String(r.ts)}`,
+      );
   });
 
   test('functions on dates, numbers and strings, computed per row', async () => {
@@ -196,11 +249,27 @@ describe('SQL queries against reference computations', () => {
       const d = new Date(o.ts);
       const m = /(b|c)(\w+)/.exec(o.product);
       return {
-        order_id: o.order_id, y: 2026, q: 1, mo: 1, dom: 1, doy: 1, dow: 5, h: 0, mi: 0, s: d.getUTCSeconds(),
-        sg: Math.sign(o.amount - 50), lg: Math.round(Math.log10(o.amount) * 1e6) / 1e6,
-        loc: o.product.indexOf('an') + 1, ic: o.product[0]!.toUpperCase() + o.product.slice(1) + ' Pie', rev: [...o.product].reverse().join(''),
-        rr: o.product.replaceAll('a', 'A'), rx: m ? m[2]! : null, part: ['a', 'b', 'c'][o.customer % 4] ?? null,
-        lp: o.product.padStart(8, '*').slice(0, 8), rp: o.product.slice(0, 3), rep: 'ab'.repeat(o.customer % 3),
+        order_id: o.order_id,
+        y: 2026,
+        q: 1,
+        mo: 1,
+        dom: 1,
+        doy: 1,
+        dow: 5,
+        h: 0,
+        mi: 0,
+        s: d.getUTCSeconds(),
+        sg: Math.sign(o.amount - 50),
+        lg: Math.round(Math.log10(o.amount) * 1e6) / 1e6,
+        loc: o.product.indexOf('an') + 1,
+        ic: o.product[0]!.toUpperCase() + o.product.slice(1) + ' Pie',
+        rev: [...o.product].reverse().join(''),
+        rr: o.product.replaceAll('a', 'A'),
+        rx: m ? m[2]! : null,
+        part: ['a', 'b', 'c'][o.customer % 4] ?? null,
+        lp: o.product.padStart(8, '*').slice(0, 8),
+        rp: o.product.slice(0, 3),
+        rep: 'ab'.repeat(o.customer % 3),
         fu: new Date(o.order_id * 3600 * 1000).toISOString().slice(0, 19).replace('T', ' '),
       };
     });
@@ -208,8 +277,14 @@ describe('SQL queries against reference computations', () => {
   });
 
   test('SELECT DISTINCT and UNION: each distinct row once', async () => {
-    const rows = new Set([...ORDERS.map((o) => JSON.stringify({ product: o.product, high_customer: o.customer > 10 })), ...ORDERS.filter((o) => o.amount > 99).map((o) => JSON.stringify({ product: o.product, high_customer: true }))]);
-    sameRows((await runSql(golden('distinct'))).rows, [...rows].map((r) => JSON.parse(r) as object));
+    const rows = new Set([
+      ...ORDERS.map((o) => JSON.stringify({ product: o.product, high_customer: o.customer > 10 })),
+      ...ORDERS.filter((o) => o.amount > 99).map((o) => JSON.stringify({ product: o.product, high_customer: true })),
+    ]);
+    sameRows(
+      (await runSql(golden('distinct'))).rows,
+      [...rows].map((r) => JSON.parse(r) as object),
+    );
   });
 
   test('GROUP BY without a window: updates materialized; a GROUP BY over updates retracts', async () => {
@@ -222,34 +297,75 @@ describe('SQL queries against reference computations', () => {
       customers: new Set(g.map((o) => o.customer)).size,
     }));
     sameRows((await runSql(golden('group'))).rows, byProduct);
-    const perCustomer = [...groupBy(ORDERS, (o) => String(o.customer)).values()].map((g) => ({ placed: g.length, spent: g.reduce((s, o) => s + cents(o), 0) }));
-    const nested = [...groupBy(perCustomer, (c) => String(c.placed)).values()].map((g) => ({ orders_placed: g[0]!.placed, customers: g.length, top: Math.max(...g.map((c) => c.spent)) }));
+    const perCustomer = [...groupBy(ORDERS, (o) => String(o.customer)).values()].map((g) => ({
+      placed: g.length,
+      spent: g.reduce((s, o) => s + cents(o), 0),
+    }));
+    const nested = [...groupBy(perCustomer, (c) => String(c.placed)).values()].map((g) => ({
+      orders_placed: g[0]!.placed,
+      customers: g.length,
+      top: Math.max(...g.map((c) => c.spent)),
+    }));
     sameRows((await runSql(golden('group-nested'))).rows, nested);
   });
 
   test('joins: ON with pushed filters and a residual condition; FROM a, b WHERE', async () => {
-    const customers = Array.from({ length: 20 }, (_, i) => datagenRow({ count: 20, seed: 3, fields: { customer_id: { kind: 'sequence', start: 1 }, region: { kind: 'oneOf', values: ['north', 'south', 'east'] } } }, i) as { customer_id: number; region: string });
+    const customers = Array.from(
+      { length: 20 },
+      (_, i) =>
+        datagenRow(
+          {
+            count: 20,
+            seed: 3,
+            fields: {
+              customer_id: { kind: 'sequence', start: 1 },
+              region: { kind: 'oneOf', values: ['north', 'south', 'east'] },
+            },
+          },
+          i,
+        ) as { customer_id: number; region: string },
+    );
     const region = new Map(customers.map((c) => [c.customer_id, c.region]));
-    const joined = ORDERS.filter((o) => region.get(o.customer) === 'north' && o.amount > 95 && o.order_id % 2 === o.customer % 2).map((o) => ({ order_id: o.order_id, region: 'north', amount: o.amount }));
+    const joined = ORDERS.filter(
+      (o) => region.get(o.customer) === 'north' && o.amount > 95 && o.order_id % 2 === o.customer % 2,
+    ).map((o) => ({ order_id: o.order_id, region: 'north', amount: o.amount }));
     sameRows((await runSql(golden('join'))).rows, joined);
-    const comma = ORDERS.filter((o) => o.amount < 2).map((o) => ({ region: region.get(o.customer)!, order_id: o.order_id }));
+    const comma = ORDERS.filter((o) => o.amount < 2).map((o) => ({
+      region: region.get(o.customer)!,
+      order_id: o.order_id,
+    }));
     sameRows((await runSql(golden('join-comma'))).rows, comma);
   });
 
   test('a window keyed only by the window, UNION ALL, window rows without aggregation, folded constants', async () => {
     const windows = [...groupBy(ORDERS, (o) => String(Math.floor((o.ts - START) / 30_000))).values()].map((g) => {
       const start = START + Math.floor((g[0]!.ts - START) / 30_000) * 30_000;
-      return { window_start: start, window_end: start + 30_000, n: g.length, last_order: Math.max(...g.map((o) => o.order_id)) };
+      return {
+        window_start: start,
+        window_end: start + 30_000,
+        n: g.length,
+        last_order: Math.max(...g.map((o) => o.order_id)),
+      };
     });
     sameRows((await runSql(golden('window-all'))).rows, windows);
-    const union = [...BIG.map((o) => ({ id: o.order_id, kind: 'big' })), ...ORDERS.filter((o) => o.product === 'apple' && o.customer === 1).map((o) => ({ id: o.order_id, kind: 'apple' }))];
+    const union = [
+      ...BIG.map((o) => ({ id: o.order_id, kind: 'big' })),
+      ...ORDERS.filter((o) => o.product === 'apple' && o.customer === 1).map((o) => ({
+        id: o.order_id,
+        kind: 'apple',
+      })),
+    ];
     sameRows((await runSql(golden('union'))).rows, union);
     const rows = BIG.filter((o) => o.customer === 7).flatMap((o) => {
       const last = START + Math.floor((o.ts - START) / 10_000) * 10_000;
       return [last, last - 10_000].map((s) => ({ order_id: o.order_id, window_start: s, window_end: s + 20_000 }));
     });
     sameRows((await runSql(golden('window-rows'))).rows, rows);
-    const constants = ORDERS.filter((o) => o.order_id <= 5).map((o) => ({ order_id: o.order_id, per_hour: cents(o) * 3600, xy: 'xy' }));
+    const constants = ORDERS.filter((o) => o.order_id <= 5).map((o) => ({
+      order_id: o.order_id,
+      per_hour: cents(o) * 3600,
+      xy: 'xy',
+    }));
     sameRows((await runSql(golden('constants'))).rows, constants);
   });
 });
@@ -266,32 +382,101 @@ async function refusal(sql: string): Promise<SqlError> {
 }
 
 /** The 1-based byte offset of `needle` in the statement `sql` as a refusal names it (after the tables). */
-const at = (sql: string, needle: string): number => Buffer.byteLength(TABLES) + Buffer.byteLength(sql.slice(0, sql.indexOf(needle))) + 1;
+const at = (sql: string, needle: string): number =>
+  Buffer.byteLength(TABLES) + Buffer.byteLength(sql.slice(0, sql.indexOf(needle))) + 1;
 
 describe('SQL binder refusals: a message naming the fault, at its byte offset', () => {
   const cases: [string, string, RegExp][] = [
     ['SELECT amout FROM orders;', 'amout', /^no column amout; the columns are order_id, customer, amount/],
     ['SELECT Amount FROM orders;', 'Amount', /names are case-sensitive: did you mean orders\.amount\?/],
-    ['SELECT customer, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL \'1\' MINUTE)) GROUP BY window_start, window_end;', 'customer', /column customer must be in GROUP BY or inside an aggregate/],
+    [
+      "SELECT customer, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
+      'customer',
+      /column customer must be in GROUP BY or inside an aggregate/,
+    ],
     ['SELECT order_id FROM orders WHERE COUNT(*) > 1;', 'COUNT', /an aggregate cannot stand in WHERE; use HAVING/],
-    ['SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(amount), INTERVAL \'1\' MINUTE)) GROUP BY window_start, window_end;', 'DESCRIPTOR', /DESCRIPTOR\(amount\): the column is DOUBLE, not a time attribute; declare WATERMARK FOR amount/],
-    ['SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE nope, DESCRIPTOR(ts), INTERVAL \'1\' MINUTE)) GROUP BY window_start, window_end;', 'nope', /no table or view named nope/],
-    ["CREATE TEMPORARY TABLE out2 (c INT, n BIGINT) WITH ('connector' = 'file', 'path' = '/tmp/x'); INSERT INTO out2 SELECT customer, COUNT(*) FROM orders GROUP BY customer;", 'out2 SELECT', /INSERT INTO out2: the query's results are updates \(a GROUP BY without a window\); connector 'file' takes only appended rows/],
-    ['SELECT c.n FROM (SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer) c JOIN customers d ON c.customer = d.customer_id;', 'JOIN customers', /a join over the results of a GROUP BY without a window \(updates\) is not supported yet/],
-    ['SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL \'1\' MINUTE)) GROUP BY window_start;', 'window_start;', /must include window_start and window_end/],
-    ['SELECT order_id, ROW_NUMBER() OVER (ORDER BY amount) AS rn FROM orders;', 'ROW_NUMBER', /ROW_NUMBER\(\) OVER \(\.\.\.\) needs an outer WHERE rownum <= N/],
-    ['SELECT * FROM (SELECT order_id, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount) AS rn FROM orders) WHERE rn <= 3;', 'ROW_NUMBER', /a Top-N is supported per window/],
-    ['SELECT order_id, SUM(amount) OVER (PARTITION BY customer ORDER BY amount) FROM orders;', 'SUM(amount) OVER', /an OVER aggregation is ordered by the event-time column/],
-    ['SELECT SUM(amount) OVER (ORDER BY ts), COUNT(*) OVER (PARTITION BY customer ORDER BY ts) FROM orders;', 'COUNT(*) OVER', /share one window/],
-    ['SELECT SUM(amount) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING) FROM orders;', 'SUM(amount) OVER', /an OVER frame/],
+    [
+      "SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(amount), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
+      'DESCRIPTOR',
+      /DESCRIPTOR\(amount\): the column is DOUBLE, not a time attribute; declare WATERMARK FOR amount/,
+    ],
+    [
+      "SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE nope, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;",
+      'nope',
+      /no table or view named nope/,
+    ],
+    [
+      "CREATE TEMPORARY TABLE out2 (c INT, n BIGINT) WITH ('connector' = 'file', 'path' = '/tmp/x'); INSERT INTO out2 SELECT customer, COUNT(*) FROM orders GROUP BY customer;",
+      'out2 SELECT',
+      /INSERT INTO out2: the query's results are updates \(a GROUP BY without a window\); connector 'file' takes only appended rows/,
+    ],
+    [
+      'SELECT c.n FROM (SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer) c JOIN customers d ON c.customer = d.customer_id;',
+      'JOIN customers',
+      /a join over the results of a GROUP BY without a window \(updates\) is not supported yet/,
+    ],
+    [
+      "SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start;",
+      'window_start;',
+      /must include window_start and window_end/,
+    ],
+    [
+      'SELECT order_id, ROW_NUMBER() OVER (ORDER BY amount) AS rn FROM orders;',
+      'ROW_NUMBER',
+      /ROW_NUMBER\(\) OVER \(\.\.\.\) needs an outer WHERE rownum <= N/,
+    ],
+    [
+      'SELECT * FROM (SELECT order_id, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY amount) AS rn FROM orders) WHERE rn <= 3;',
+      'ROW_NUMBER',
+      /a Top-N is supported per window/,
+    ],
+    [
+      'SELECT order_id, SUM(amount) OVER (PARTITION BY customer ORDER BY amount) FROM orders;',
+      'SUM(amount) OVER',
+      /an OVER aggregation is ordered by the event-time column/,
+    ],
+    [
+      'SELECT SUM(amount) OVER (ORDER BY ts), COUNT(*) OVER (PARTITION BY customer ORDER BY ts) FROM orders;',
+      'COUNT(*) OVER',
+      /share one window/,
+    ],
+    [
+      'SELECT SUM(amount) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING) FROM orders;',
+      'SUM(amount) OVER',
+      /an OVER frame/,
+    ],
     ['SELECT order_id AS __proto__ FROM orders;', 'order_id AS', /the column name __proto__ is reserved/],
-    ['SELECT DISTINCT customer FROM orders UNION SELECT 1 FROM orders WHERE product = 1;', '= 1;', /the two sides do not compare/],
+    [
+      'SELECT DISTINCT customer FROM orders UNION SELECT 1 FROM orders WHERE product = 1;',
+      '= 1;',
+      /the two sides do not compare/,
+    ],
     ['SELECT order_id FROM orders ORDER BY order_id;', 'order_id;', /ORDER BY on a streaming query is not supported/],
-    ['SELECT a.order_id FROM orders a LEFT JOIN customers b ON a.customer = b.customer_id;', 'LEFT', /LEFT OUTER JOIN is not supported yet/],
-    ['SELECT a.order_id FROM orders a JOIN customers b ON a.customer > b.customer_id;', 'JOIN customers', /a join needs an equality between the two sides/],
-    ['SELECT ts FROM orders a JOIN orders b ON a.order_id = b.order_id;', 'ts FROM', /^column ts is ambiguous: a\.ts or b\.ts; qualify it$/],
-    ['SELECT order_id FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL \'1\' SECOND));', 'TABLE(SESSION', /SESSION\(\.\.\.\) rows are known only when a session closes/],
-    ['SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL \'3\' SECOND, INTERVAL \'4\' SECOND)) GROUP BY window_start, window_end;', 'TABLE(CUMULATE', /CUMULATE: the size \(4000 ms\) must be a whole number of steps \(3000 ms\)/],
+    [
+      'SELECT a.order_id FROM orders a LEFT JOIN customers b ON a.customer = b.customer_id;',
+      'LEFT',
+      /LEFT OUTER JOIN is not supported yet/,
+    ],
+    [
+      'SELECT a.order_id FROM orders a JOIN customers b ON a.customer > b.customer_id;',
+      'JOIN customers',
+      /a join needs an equality between the two sides/,
+    ],
+    [
+      'SELECT ts FROM orders a JOIN orders b ON a.order_id = b.order_id;',
+      'ts FROM',
+      /^column ts is ambiguous: a\.ts or b\.ts; qualify it$/,
+    ],
+    [
+      "SELECT order_id FROM TABLE(SESSION(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' SECOND));",
+      'TABLE(SESSION',
+      /SESSION\(\.\.\.\) rows are known only when a session closes/,
+    ],
+    [
+      "SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '4' SECOND)) GROUP BY window_start, window_end;",
+      'TABLE(CUMULATE',
+      /CUMULATE: the size \(4000 ms\) must be a whole number of steps \(3000 ms\)/,
+    ],
     ['SELECT order_id + product FROM orders;', '+ product', /addition needs two numbers/],
   ];
   for (const [sql, where, message] of cases) {
@@ -303,18 +488,24 @@ describe('SQL binder refusals: a message naming the fault, at its byte offset', 
   }
 
   test('INSERT INTO checks the column count against the table', async () => {
-    const sql = "CREATE TEMPORARY TABLE out1 (a BIGINT, b STRING) WITH ('connector' = 'blackhole'); INSERT INTO out1 SELECT order_id FROM orders;";
+    const sql =
+      "CREATE TEMPORARY TABLE out1 (a BIGINT, b STRING) WITH ('connector' = 'blackhole'); INSERT INTO out1 SELECT order_id FROM orders;";
     const err = await refusal(sql);
     assert.match(err.detail, /INSERT INTO out1: the query gives 1 columns \(order_id\); the table has 2 \(a, b\)/);
   });
 
   test('an option placeholder without a --param or default is refused, naming the parameter', async () => {
     const session = new SqlSession(await SqlCatalog.open(['datagen']));
-    await assert.rejects(session.execute("CREATE TEMPORARY TABLE t (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '${rows}'); SELECT a FROM t;"), (err: unknown) => {
-      assert.ok(err instanceof SqlError);
-      assert.match(err.detail, /option 'number-of-rows' = '\$\{rows\}' needs --param rows=/);
-      return true;
-    });
+    await assert.rejects(
+      session.execute(
+        "CREATE TEMPORARY TABLE t (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '${rows}'); SELECT a FROM t;",
+      ),
+      (err: unknown) => {
+        assert.ok(err instanceof SqlError);
+        assert.match(err.detail, /option 'number-of-rows' = '\$\{rows\}' needs --param rows=/);
+        return true;
+      },
+    );
   });
 });
 
@@ -330,14 +521,36 @@ describe('SQL connector options', () => {
       'sink.delivery-guarantee': 'exactly-once',
       'sink.transactional-id-prefix': 'p',
     };
-    assert.deepEqual(connectorOptions('kafka', kafka, [], 0, 'source'), { bootstrapServers: 'b:9092', topic: 't', valueFormat: 'json', startFrom: 'earliest', bounded: true });
-    assert.deepEqual(connectorOptions('kafka', kafka, [], 0, 'sink'), { bootstrapServers: 'b:9092', topic: 't', valueFormat: 'json', delivery: 'exactly-once', transactionalIdPrefix: 'p' });
-    const datagen = connectorOptions('datagen', { 'number-of-rows': '10', 'rows-per-second': '5', 'fields.a.kind': 'sequence', 'fields.b.values': 'x,y' }, [
-      { name: 'a', type: { kind: 'BIGINT', nullable: true } },
-      { name: 'b', type: { kind: 'STRING', nullable: true } },
-      { name: 'c', type: { kind: 'DOUBLE', nullable: true } },
-    ], 0, 'source');
-    assert.deepEqual(datagen, { count: 10, rowsPerSecond: 5, fields: { a: { kind: 'sequence' }, b: { kind: 'oneOf', values: ['x', 'y'] }, c: { kind: 'double' } } });
+    assert.deepEqual(connectorOptions('kafka', kafka, [], 0, 'source'), {
+      bootstrapServers: 'b:9092',
+      topic: 't',
+      valueFormat: 'json',
+      startFrom: 'earliest',
+      bounded: true,
+    });
+    assert.deepEqual(connectorOptions('kafka', kafka, [], 0, 'sink'), {
+      bootstrapServers: 'b:9092',
+      topic: 't',
+      valueFormat: 'json',
+      delivery: 'exactly-once',
+      transactionalIdPrefix: 'p',
+    });
+    const datagen = connectorOptions(
+      'datagen',
+      { 'number-of-rows': '10', 'rows-per-second': '5', 'fields.a.kind': 'sequence', 'fields.b.values': 'x,y' },
+      [
+        { name: 'a', type: { kind: 'BIGINT', nullable: true } },
+        { name: 'b', type: { kind: 'STRING', nullable: true } },
+        { name: 'c', type: { kind: 'DOUBLE', nullable: true } },
+      ],
+      0,
+      'source',
+    );
+    assert.deepEqual(datagen, {
+      count: 10,
+      rowsPerSecond: 5,
+      fields: { a: { kind: 'sequence' }, b: { kind: 'oneOf', values: ['x', 'y'] }, c: { kind: 'double' } },
+    });
   });
 });
 
@@ -349,7 +562,12 @@ describe('SQL into sinks', () => {
     const dir = await mkdtemp(join(tmpdir(), 'clink-sql-csv-'));
     try {
       await mkdir(join(dir, 'in'));
-      const input = ['1,Ada,"London, UK",36.5,2026-01-01 10:00:00', '2,"Grace ""Amazing""",,41,2026-01-02 11:30:00.250', '3,Linus,Helsinki,,1767225600000', ''];
+      const input = [
+        '1,Ada,"London, UK",36.5,2026-01-01 10:00:00',
+        '2,"Grace ""Amazing""",,41,2026-01-02 11:30:00.250',
+        '3,Linus,Helsinki,,1767225600000',
+        '',
+      ];
       await writeFile(join(dir, 'in', 'people.csv'), input.join('\n'));
       const text = `
         CREATE TEMPORARY TABLE people (id INT, name STRING, city STRING, score DOUBLE, seen TIMESTAMP(3)) WITH ('connector' = 'file', 'path' = '${join(dir, 'in')}', 'format' = 'csv');
@@ -362,8 +580,16 @@ describe('SQL into sinks', () => {
       const { sqlJobDefinition } = await import('../../src/sql/index.js');
       await runJob(sqlJobDefinition({ name: job.job.name, version: '1' }, job.job.script), { parallelism: 1 });
       const files = (await readdir(join(dir, 'out'))).filter((f) => !f.startsWith('.'));
-      const lines = (await Promise.all(files.map((f) => readFile(join(dir, 'out', f), 'utf8')))).join('').split('\n').filter(Boolean).sort();
-      assert.deepEqual(lines, ['1,ADA,"London, UK",73,2026-01-01 10:00:00.000', '2,"GRACE ""AMAZING""",nowhere,82,2026-01-02 11:30:00.250', '3,LINUS,Helsinki,,2026-01-01 00:00:00.000']);
+      const lines = (await Promise.all(files.map((f) => readFile(join(dir, 'out', f), 'utf8'))))
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .sort();
+      assert.deepEqual(lines, [
+        '1,ADA,"London, UK",73,2026-01-01 10:00:00.000',
+        '2,"GRACE ""AMAZING""",nowhere,82,2026-01-02 11:30:00.250',
+        '3,LINUS,Helsinki,,2026-01-01 00:00:00.000',
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -422,14 +648,22 @@ describe('SQL into sinks', () => {
       const lines = async (sub: string): Promise<object[]> => {
         const files = (await readdir(join(dir, sub))).filter((f) => f.endsWith('.jsonl'));
         const text = (await Promise.all(files.map((f) => readFile(join(dir, sub, f), 'utf8')))).join('');
-        return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as object);
+        return text
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as object);
       };
-      sameRows(await lines('big'), BIG.map((o) => ({ order_id: o.order_id, amount: o.amount })));
-      const windows = [...groupBy(ORDERS, (o) => `${o.customer}/${Math.floor((o.ts - START) / 30_000)}`).values()].map((g) => ({
-        customer: g[0]!.customer,
-        wend: START + (Math.floor((g[0]!.ts - START) / 30_000) + 1) * 30_000,
-        n: g.length,
-      }));
+      sameRows(
+        await lines('big'),
+        BIG.map((o) => ({ order_id: o.order_id, amount: o.amount })),
+      );
+      const windows = [...groupBy(ORDERS, (o) => `${o.customer}/${Math.floor((o.ts - START) / 30_000)}`).values()].map(
+        (g) => ({
+          customer: g[0]!.customer,
+          wend: START + (Math.floor((g[0]!.ts - START) / 30_000) + 1) * 30_000,
+          n: g.length,
+        }),
+      );
       sameRows(await lines('windows'), windows);
     } finally {
       await rm(dir, { recursive: true, force: true });

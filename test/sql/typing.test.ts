@@ -39,7 +39,7 @@ describe('SQL expression types', () => {
     assert.equal(type('auction > 10 AND price IS NOT NULL'), 'BOOLEAN NOT NULL');
     assert.equal(type('price BETWEEN 1 AND 10'), 'BOOLEAN');
     assert.equal(type("extra LIKE 'a%' OR extra || 'x' = 'y'"), 'BOOLEAN');
-    assert.equal(type("CASE WHEN price > 1 THEN auction ELSE 0 END"), 'BIGINT NOT NULL');
+    assert.equal(type('CASE WHEN price > 1 THEN auction ELSE 0 END'), 'BIGINT NOT NULL');
     assert.equal(type('CASE WHEN price > 1 THEN auction END'), 'BIGINT');
     assert.equal(type('CAST(price AS DOUBLE)'), 'DOUBLE');
   });
@@ -55,7 +55,10 @@ describe('SQL expression types', () => {
     assert.equal(refusal('SUM(extra)').detail, 'SUM: argument 1 (extra) is STRING; it must be numeric');
     assert.equal(refusal('UPPER(extra, 1)').detail, 'UPPER takes 1 argument, not 2');
     assert.match(refusal('SHOUT(extra)').detail, /^no function SHOUT; the functions are ABS, AVG, /);
-    assert.match(refusal('CURRENT_WATERMARK(auction)').detail, /must be an event-time attribute \(a column with WATERMARK FOR\)$/);
+    assert.match(
+      refusal('CURRENT_WATERMARK(auction)').detail,
+      /must be an event-time attribute \(a column with WATERMARK FOR\)$/,
+    );
   });
 
   test('refusals name the node, the types, and for a missing column what was meant', () => {
@@ -64,9 +67,18 @@ describe('SQL expression types', () => {
     const missing = refusal('auction + bidder');
     assert.equal(missing.detail, 'no column bidder; the columns are auction, price, ts, extra, id, id, reserve');
     assert.equal(missing.offset, 10);
-    assert.equal(refusal("extra + 1").detail, "(extra + 1): addition needs two numbers, or a time and an interval (STRING + INT NOT NULL)");
-    assert.equal(refusal("auction = 'x'").detail, "(auction = 'x'): the two sides do not compare (BIGINT NOT NULL = STRING NOT NULL)");
+    assert.equal(
+      refusal('extra + 1').detail,
+      '(extra + 1): addition needs two numbers, or a time and an interval (STRING + INT NOT NULL)',
+    );
+    assert.equal(
+      refusal("auction = 'x'").detail,
+      "(auction = 'x'): the two sides do not compare (BIGINT NOT NULL = STRING NOT NULL)",
+    );
     assert.equal(refusal('price AND TRUE').detail, 'AND needs a condition; price is INT');
-    assert.equal(refusal("CASE WHEN price > 1 THEN 'x' ELSE 1 END").detail, 'CASE: its results have no common type (STRING NOT NULL, INT NOT NULL)');
+    assert.equal(
+      refusal("CASE WHEN price > 1 THEN 'x' ELSE 1 END").detail,
+      'CASE: its results have no common type (STRING NOT NULL, INT NOT NULL)',
+    );
   });
 });

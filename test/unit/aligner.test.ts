@@ -35,20 +35,36 @@ function run(channels: number, input: StreamElement[], aborts: Map<number, numbe
 
 describe('barrier alignment', () => {
   test('a channel that delivered the barrier is held until the other does; then the checkpoint, then what was held, in order', () => {
-    const { log, aligner } = run(2, [batch(0, 1), barrier(0, 1), batch(0, 2), batch(0, 3), batch(1, 10), barrier(1, 1), batch(1, 11)]);
+    const { log, aligner } = run(2, [
+      batch(0, 1),
+      barrier(0, 1),
+      batch(0, 2),
+      batch(0, 3),
+      batch(1, 10),
+      barrier(1, 1),
+      batch(1, 11),
+    ]);
     assert.deepEqual(log, ['0:1', '1:10', 'checkpoint 1 (40 ms)', '0:2', '0:3', '1:11']);
     assert.equal(aligner.heldCount, 0);
   });
 
   test('a declined checkpoint: barrier 2 on a channel that never got barrier 1 cancels alignment 1 (not completes it), and 2 then aligns', () => {
     // Channel 1's source declined checkpoint 1: its first barrier is 2.
-    const { log, aligner } = run(2, [barrier(0, 1), batch(0, 1), barrier(0, 2), batch(0, 2), batch(1, 10), barrier(1, 2), batch(1, 11)]);
+    const { log, aligner } = run(2, [
+      barrier(0, 1),
+      batch(0, 1),
+      barrier(0, 2),
+      batch(0, 2),
+      batch(1, 10),
+      barrier(1, 2),
+      batch(1, 11),
+    ]);
     assert.deepEqual(log, ['1:10', 'cancelled 1 by 2', '0:1', 'checkpoint 2 (20 ms)', '0:2', '1:11']);
     assert.equal(aligner.cancelled, 1);
     assert.equal(aligner.heldCount, 0, 'nothing left held: the next alignment is not stalled');
   });
 
-  test('an abort resets the alignment and releases what it held; that checkpoint\'s late barriers are dropped', () => {
+  test("an abort resets the alignment and releases what it held; that checkpoint's late barriers are dropped", () => {
     const { log } = run(2, [barrier(0, 1), batch(0, 1), batch(0, 2), barrier(1, 1), batch(1, 10)], new Map([[3, 1]]));
     assert.deepEqual(log, ['abort 1: reset', '0:1', '0:2', 'dropped stale 1', '1:10']);
   });
@@ -86,7 +102,11 @@ describe('a held local channel is bounded', () => {
 
   test('the aligner tells the queue what it holds and what it lets go', () => {
     const events: string[] = [];
-    const a = new BarrierAligner(2, () => 0, (e, held) => events.push(`${held ? 'hold' : 'release'} ${e.channel}`));
+    const a = new BarrierAligner(
+      2,
+      () => 0,
+      (e, held) => events.push(`${held ? 'hold' : 'release'} ${e.channel}`),
+    );
     a.onBarrier(0, 1);
     assert.equal(a.hold(batch(0, 1)), true);
     assert.equal(a.hold(batch(1, 2)), false);

@@ -8,7 +8,9 @@ const labels = (to: string) => ({ job: 'j1', edge: '0', from: 'src#0', to });
 
 async function value(m: ClinkMetrics, name: string, to: string): Promise<number | undefined> {
   const metric = (await m.registry.getMetricsAsJSON()).find((x) => x.name === name);
-  return (metric?.values as { labels: Record<string, string>; value: number }[] | undefined)?.find((v) => v.labels.to === to)?.value;
+  return (metric?.values as { labels: Record<string, string>; value: number }[] | undefined)?.find(
+    (v) => v.labels.to === to,
+  )?.value;
 }
 
 test('counts reach the counters when read, each increase once; channels under the same labels share a count', async () => {
@@ -29,5 +31,9 @@ test('counts reach the counters when read, each increase once; channels under th
   assert.match(text, /clink_channel_bytes_sent_total\{job="j1",edge="0",from="src#0",to="sink#1"\} 70\n/);
   m.channelReceived.of(labels('sink#0')).add(3, 30);
   assert.equal(await value(m, 'clink_channel_records_received_total', 'sink#0'), 3);
-  assert.equal(await value(m, 'clink_channel_records_sent_total', 'sink#0'), 1_015, 'received counts are apart from sent ones');
+  assert.equal(
+    await value(m, 'clink_channel_records_sent_total', 'sink#0'),
+    1_015,
+    'received counts are apart from sent ones',
+  );
 });

@@ -17,7 +17,9 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 10; i++) await Promise.resolve();
 };
 
-function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean; markerWritten?: Promise<void> } = {}) {
+function harness(
+  options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean; markerWritten?: Promise<void> } = {},
+) {
   const clock = new FakeClock();
   const posted: Message[] = [];
   const markers: CompletedMarker[] = [];
@@ -43,15 +45,41 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
     recordCommits: async (_dir, record) => void commitRecords.push(record),
   };
   const { log, lines } = memoryLogger();
-  const plan = createPhysicalPlan(buildJob(defineJob({ name: 'ck', version: '1' }, (env) => void env.fromSequence(1, 10).map((x) => x).collect()), { parallelism: 2 }).spec);
+  const plan = createPhysicalPlan(
+    buildJob(
+      defineJob(
+        { name: 'ck', version: '1' },
+        (env) =>
+          void env
+            .fromSequence(1, 10)
+            .map((x) => x)
+            .collect(),
+      ),
+      { parallelism: 2 },
+    ).spec,
+  );
   const session = { id: 'w1', state: 'active' } as WorkerSession;
   const job = {
     id: 'job1',
     name: 'ck',
     plan,
     state: 'RUNNING',
-    checkpoint: { checkpointDir: '/ckpt', intervalMs: options.intervalMs ?? 1_000, checkpointsRetained: 1, stateBackendUri: '' },
-    subtasks: plan.subtasks.map((s) => ({ taskId: s.taskId, index: s.index, session, slot: '', attempt: 0, finished: false, recordsIn: 0, recordsOut: 0 })),
+    checkpoint: {
+      checkpointDir: '/ckpt',
+      intervalMs: options.intervalMs ?? 1_000,
+      checkpointsRetained: 1,
+      stateBackendUri: '',
+    },
+    subtasks: plan.subtasks.map((s) => ({
+      taskId: s.taskId,
+      index: s.index,
+      session,
+      slot: '',
+      attempt: 0,
+      finished: false,
+      recordsIn: 0,
+      recordsOut: 0,
+    })),
   } as unknown as JobState;
   const metrics = new ClinkMetrics();
   const cc = new CheckpointCoordinator(
@@ -67,7 +95,19 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
   const advance = (ms: number): void => clock.advance(ms);
   const ack = (id: number, ok = true, which = job.subtasks, commits = false): void => {
     for (const t of which) {
-      const m = { type: 'SubtaskCheckpointed', jobId: job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok, error: ok ? '' : 'disk full', stateBytes: 10, alignmentMs: 3, stateSha256: 'ab', commits } as MessageOf<'SubtaskCheckpointed'>;
+      const m = {
+        type: 'SubtaskCheckpointed',
+        jobId: job.id,
+        checkpointId: id,
+        taskId: t.taskId,
+        subtaskIndex: t.index,
+        ok,
+        error: ok ? '' : 'disk full',
+        stateBytes: 10,
+        alignmentMs: 3,
+        stateSha256: 'ab',
+        commits,
+      } as MessageOf<'SubtaskCheckpointed'>;
       cc.onAck(m);
     }
   };
@@ -81,7 +121,23 @@ function harness(options: { intervalMs?: number; failMarker?: boolean; failClaim
   /** clink_checkpoints_aborted_total by reason. */
   const aborted = async (): Promise<Record<string, number>> =>
     Object.fromEntries((await metrics.checkpointsAborted.get()).values.map((v) => [String(v.labels.reason), v.value]));
-  return { cc, job, posted, types, markers, removed, commitRecords, failed, cancelled, advance, tickAfter, ack, lines, aborted, completeChecks: () => completeChecks };
+  return {
+    cc,
+    job,
+    posted,
+    types,
+    markers,
+    removed,
+    commitRecords,
+    failed,
+    cancelled,
+    advance,
+    tickAfter,
+    ack,
+    lines,
+    aborted,
+    completeChecks: () => completeChecks,
+  };
 }
 
 describe('the checkpoint coordinator', () => {
@@ -99,14 +155,20 @@ describe('the checkpoint coordinator', () => {
     h.ack(1, true, h.job.subtasks.slice(1));
     await settle();
     assert.equal(h.markers.length, 1);
-    assert.deepEqual(h.markers[0]!.subtasks, h.job.subtasks.map((t) => `${t.taskId}#${t.index}`));
+    assert.deepEqual(
+      h.markers[0]!.subtasks,
+      h.job.subtasks.map((t) => `${t.taskId}#${t.index}`),
+    );
     assert.equal(h.markers[0]!.stateBytes, 10 * h.job.subtasks.length);
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint']);
     assert.equal(h.cc.inFlight, undefined);
-    assert.deepEqual(h.cc.history.recent.map((c) => [c.checkpointId, c.kind]), [[1, 'periodic']]);
+    assert.deepEqual(
+      h.cc.history.recent.map((c) => [c.checkpointId, c.kind]),
+      [[1, 'periodic']],
+    );
   });
 
-  test('while a completed checkpoint\'s marker is written, a restart forgetting it still finds it in markerWrite and waits for it', async () => {
+  test("while a completed checkpoint's marker is written, a restart forgetting it still finds it in markerWrite and waits for it", async () => {
     let written!: () => void;
     const h = harness({ markerWritten: new Promise<void>((r) => (written = r)) });
     await h.tickAfter(1_000);
@@ -121,7 +183,11 @@ describe('the checkpoint coordinator', () => {
     written();
     await restart;
     assert.equal(h.markers.length, 1, 'the marker is there when the restart reads its restore point');
-    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'CommitCheckpoint'], 'its commit still goes out: the restore starts from it');
+    assert.deepEqual(
+      h.types(),
+      ['TriggerCheckpoint', 'CommitCheckpoint'],
+      'its commit still goes out: the restore starts from it',
+    );
     assert.equal(h.cc.markerWritten(), undefined);
   });
 
@@ -133,20 +199,28 @@ describe('the checkpoint coordinator', () => {
     await settle();
     assert.deepEqual(h.markers[0]!.committers, [a, b].sort());
     assert.deepEqual(h.cc.commits.owedCheckpoints, [1], 'owed until confirmed');
-    const confirm = (id: number, subtasks: string[]): void => h.cc.onCommitted({ type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
+    const confirm = (id: number, subtasks: string[]): void =>
+      h.cc.onCommitted({ type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
     confirm(1, [a]);
     await settle();
     assert.equal(h.commitRecords.length, 0, 'one of two: nothing recorded');
     confirm(1, [b]);
     await settle();
-    assert.deepEqual(h.commitRecords.map((r) => r.checkpointId), [1]);
+    assert.deepEqual(
+      h.commitRecords.map((r) => r.checkpointId),
+      [1],
+    );
     await h.tickAfter(1_000);
     h.ack(2, true, h.job.subtasks, true);
     await settle();
     h.cc.onSubtaskEnded(a);
     h.cc.onSubtaskEnded(b);
     await settle();
-    assert.deepEqual(h.commitRecords.map((r) => r.checkpointId), [1, 2], 'subtasks that ended cleanly committed all they prepared');
+    assert.deepEqual(
+      h.commitRecords.map((r) => r.checkpointId),
+      [1, 2],
+      'subtasks that ended cleanly committed all they prepared',
+    );
     // A checkpoint without sinks that prepared anything is confirmed at once.
     await h.tickAfter(1_000);
     h.ack(3);
@@ -163,7 +237,11 @@ describe('the checkpoint coordinator', () => {
     await settle();
     assert.deepEqual(h.removed, [1], 'its state is removed');
     const { at: _at, ...failure } = h.cc.history.lastAborted!;
-    assert.deepEqual(failure, { checkpointId: 1, reason: 'declined', detail: `subtask ${h.job.subtasks[0]!.taskId}#0 could not snapshot: disk full` });
+    assert.deepEqual(failure, {
+      checkpointId: 1,
+      reason: 'declined',
+      detail: `subtask ${h.job.subtasks[0]!.taskId}#0 could not snapshot: disk full`,
+    });
     assert.deepEqual(await h.aborted(), { expired: 0, declined: 1, finalize_failed: 0 });
     h.ack(1, true);
     await settle();
@@ -182,7 +260,14 @@ describe('the checkpoint coordinator', () => {
     h.cc.tick();
     assert.equal(h.cc.inFlight, undefined);
     // It names the subtasks it waited for.
-    assert.ok(h.lines().some((l) => /^checkpoint 1 of job job1 aborted: not complete within 20000 ms \(no ack from \S+#\d/.test(String(l.msg))), JSON.stringify(h.lines().map((l) => l.msg)));
+    assert.ok(
+      h
+        .lines()
+        .some((l) =>
+          /^checkpoint 1 of job job1 aborted: not complete within 20000 ms \(no ack from \S+#\d/.test(String(l.msg)),
+        ),
+      JSON.stringify(h.lines().map((l) => l.msg)),
+    );
     assert.equal(h.cc.history.lastAborted?.reason, 'expired');
     assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0 });
   });
@@ -231,7 +316,11 @@ describe('the checkpoint coordinator', () => {
     await settle();
     h.cc.forget('worker lost: w1 (heartbeat timeout)');
     await settle();
-    assert.deepEqual(lost, { ok: false, message: 'savepoint 2 of job job1 failed: worker lost: w1 (heartbeat timeout)', path: '' });
+    assert.deepEqual(lost, {
+      ok: false,
+      message: 'savepoint 2 of job job1 failed: worker lost: w1 (heartbeat timeout)',
+      path: '',
+    });
   });
 
   test('the final checkpoint starts once every source asked for it; its failure fails the job', async () => {
@@ -248,7 +337,9 @@ describe('the checkpoint coordinator', () => {
     h.cc.tick();
     assert.deepEqual(h.types(), ['FinalCheckpointAssigned'], 'no periodic checkpoint once the sources have ended');
     h.ack(1, false, h.job.subtasks.slice(0, 1));
-    assert.deepEqual(h.failed, ['its final checkpoint failed: subtask ' + `${h.job.subtasks[0]!.taskId}#0` + ' could not snapshot: disk full']);
+    assert.deepEqual(h.failed, [
+      'its final checkpoint failed: subtask ' + `${h.job.subtasks[0]!.taskId}#0` + ' could not snapshot: disk full',
+    ]);
   });
 
   test('an id that cannot be claimed: a periodic checkpoint is skipped until the next interval; a final one fails the job', async () => {

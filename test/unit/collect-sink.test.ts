@@ -7,13 +7,25 @@ import { CollectSinkOperator } from '../../src/runtime/operators/collect.js';
 
 function collectSink(maxBytes?: number): { op: CollectSinkOperator; collected: unknown[] } {
   const collected: unknown[] = [];
-  const services: RuntimeServices = { collect: (_name, values) => void collected.push(...values), stdout: () => undefined };
+  const services: RuntimeServices = {
+    collect: (_name, values) => void collected.push(...values),
+    stdout: () => undefined,
+  };
   const op = new CollectSinkOperator('xs', maxBytes);
-  op.setup({ spec: { name: 'collect xs' }, subtaskIndex: 0, parallelism: 1, services, signal: new AbortController().signal } as unknown as OperatorContext, {
-    collect: () => undefined,
-    emitWatermark: () => undefined,
-    emitStatus: () => undefined,
-  });
+  op.setup(
+    {
+      spec: { name: 'collect xs' },
+      subtaskIndex: 0,
+      parallelism: 1,
+      services,
+      signal: new AbortController().signal,
+    } as unknown as OperatorContext,
+    {
+      collect: () => undefined,
+      emitWatermark: () => undefined,
+      emitStatus: () => undefined,
+    },
+  );
   return { op, collected };
 }
 
@@ -32,7 +44,10 @@ test('collect(): a restore brings back what was gathered up to the checkpoint, a
   second.op.restoreState(state);
   second.op.processElement({ i: 6, at: new Date(6) }, 0);
   await second.op.finish();
-  assert.deepEqual(second.collected, [0, 1, 2, 3, 4, 5, 6].map((i) => ({ i, at: new Date(i) })));
+  assert.deepEqual(
+    second.collected,
+    [0, 1, 2, 3, 4, 5, 6].map((i) => ({ i, at: new Date(i) })),
+  );
   assert.equal(first.collected.length, 0, 'nothing is handed over before the end of input');
 });
 
@@ -49,6 +64,9 @@ test('collect(): past the cap the subtask fails as records come in, deterministi
     }
   }
   assert.ok(failure instanceof Error, 'the cap was hit');
-  assert.match(failure.message, /^collect\('xs'\) gathered more than 1000 bytes in one subtask .*write large results to a sink/);
+  assert.match(
+    failure.message,
+    /^collect\('xs'\) gathered more than 1000 bytes in one subtask .*write large results to a sink/,
+  );
   assert.equal(isFatal(failure), true);
 });

@@ -24,20 +24,50 @@ test('a retargeted edge partitions over the new subtasks, and hands back the old
   const target = { id: 'w', name: 'w', type: 'window', keyed: true } as unknown as OperatorSpec;
   const queues = (n: number) => Array.from({ length: n }, () => new InputQueue(100));
   const old = queues(2);
-  const writer = new RecordWriter([{ kind: 'HASH', targets: old.map((q) => ({ queue: q, channel: 0 })), keySelector: (v) => v, target, maxParallelism: 128, edgeIndex: 0 }], 1000, 0, 1);
+  const writer = new RecordWriter(
+    [
+      {
+        kind: 'HASH',
+        targets: old.map((q) => ({ queue: q, channel: 0 })),
+        keySelector: (v) => v,
+        target,
+        maxParallelism: 128,
+        edgeIndex: 0,
+      },
+    ],
+    1000,
+    0,
+    1,
+  );
   const fresh = queues(3);
-  const returned = writer.retarget(0, fresh.map((q) => ({ queue: q, channel: 5 })));
-  assert.deepEqual(returned.map((t) => t.queue), old);
+  const returned = writer.retarget(
+    0,
+    fresh.map((q) => ({ queue: q, channel: 5 })),
+  );
+  assert.deepEqual(
+    returned.map((t) => t.queue),
+    old,
+  );
   for (let k = 0; k < 300; k++) writer.collect(k, 0);
   writer.end();
   const got = fresh.map((q) => {
     const values: unknown[] = [];
-    for (let e: StreamElement | undefined; (e = q.poll()); ) if (e.kind === BATCH) values.push(...e.values);
+    for (let e: StreamElement | undefined; (e = q.poll());) if (e.kind === BATCH) values.push(...e.values);
     return values;
   });
-  for (let i = 0; i < 3; i++) for (const k of got[i]!) assert.equal(operatorIndexForKeyGroup(keyGroupOf(normalizeKey(k), 128), 3, 128), i, `key ${String(k)} at subtask ${i}`);
+  for (let i = 0; i < 3; i++)
+    for (const k of got[i]!)
+      assert.equal(
+        operatorIndexForKeyGroup(keyGroupOf(normalizeKey(k), 128), 3, 128),
+        i,
+        `key ${String(k)} at subtask ${i}`,
+      );
   assert.equal(got.flat().length, 300);
-  assert.equal(old.every((q) => q.poll() === undefined), true, 'nothing more for the old ones');
+  assert.equal(
+    old.every((q) => q.poll() === undefined),
+    true,
+    'nothing more for the old ones',
+  );
   assert.throws(() => writer.retarget(9, []), /no output edge 9/);
 });
 

@@ -15,9 +15,17 @@ import { FakeClock } from '../harness/fake-clock.js';
 
 // source -> keyed map 'm' -> (rebalance) sink 's': three tasks, 'm' in the middle.
 const job = defineJob({ name: 'j', version: '1' }, (env: JobEnvironment) => {
-  env.fromSequence(1, 100).keyBy((x) => x % 7).map((x) => x).uid('m').rebalance().sinkTo('print').uid('s');
+  env
+    .fromSequence(1, 100)
+    .keyBy((x) => x % 7)
+    .map((x) => x)
+    .uid('m')
+    .rebalance()
+    .sinkTo('print')
+    .uid('s');
 });
-const plan = (p: number, parallelismOf: Record<string, number> = {}): PhysicalPlan => createPhysicalPlan(buildJob(job, { parallelism: p, parallelismOf }).spec);
+const plan = (p: number, parallelismOf: Record<string, number> = {}): PhysicalPlan =>
+  createPhysicalPlan(buildJob(job, { parallelism: p, parallelismOf }).spec);
 
 describe('which rescales can be done in place', () => {
   test('the tasks that change, and the running ones beside them', () => {
@@ -28,8 +36,20 @@ describe('which rescales can be done in place', () => {
 
   test('not when every task changes, nor when the chains or edges would', () => {
     assert.equal(cutoverTasks(plan(2), plan(3)), 'every task changes parallelism, so none would keep running');
-    const forward = defineJob({ name: 'f', version: '1' }, (env: JobEnvironment) => void env.fromSequence(1, 9).map((x) => x).uid('a').filter(() => true).uid('b').disableChaining().print());
-    const f = (o: Record<string, number>): PhysicalPlan => createPhysicalPlan(buildJob(forward, { parallelism: 2, parallelismOf: o }).spec);
+    const forward = defineJob(
+      { name: 'f', version: '1' },
+      (env: JobEnvironment) =>
+        void env
+          .fromSequence(1, 9)
+          .map((x) => x)
+          .uid('a')
+          .filter(() => true)
+          .uid('b')
+          .disableChaining()
+          .print(),
+    );
+    const f = (o: Record<string, number>): PhysicalPlan =>
+      createPhysicalPlan(buildJob(forward, { parallelism: 2, parallelismOf: o }).spec);
     // a -> b is a forward edge at equal parallelism and a rebalance at another: the graph changes.
     assert.equal(cutoverTasks(f({}), f({ b: 3 })), 'the new parallelism changes how its operators chain or connect');
   });
@@ -70,8 +90,17 @@ function harness(o: { armRefusedBy?: string; rebindRefused?: boolean; checkpoint
   let cutover!: HotCutover;
   const answer = (s: WorkerSession, m: Message): void => {
     const ack = (phase: string, ok = true, message = ''): void =>
-      cutover.onAck(j, s, { type: 'BeginRescaleAck', jobId: j.id, rescaleId: (m as MessageOf<'BeginRescale'>).rescaleId, ok, armedSubtasks: 1, message, phase } as MessageOf<'BeginRescaleAck'>);
-    if (m.type === 'BeginRescale') ack('armed', o.armRefusedBy !== s.id, o.armRefusedBy === s.id ? 'subtask m#1 is not running' : '');
+      cutover.onAck(j, s, {
+        type: 'BeginRescaleAck',
+        jobId: j.id,
+        rescaleId: (m as MessageOf<'BeginRescale'>).rescaleId,
+        ok,
+        armedSubtasks: 1,
+        message,
+        phase,
+      } as MessageOf<'BeginRescaleAck'>);
+    if (m.type === 'BeginRescale')
+      ack('armed', o.armRefusedBy !== s.id, o.armRefusedBy === s.id ? 'subtask m#1 is not running' : '');
     if (m.type === 'CutoverRebind') {
       // The old subtasks of the changed task retire (their SubtaskFinished precedes the ack).
       for (const t of j.subtasks) if (t.retiring && t.session === s) t.finished = true;
@@ -107,7 +136,24 @@ function harness(o: { armRefusedBy?: string; rebindRefused?: boolean; checkpoint
     deploy: (placement, restore) => {
       const placed = [...placement.values()].flat();
       deployed.push({ tasks: placed.map((p) => `${p.taskId}#${p.index}`), restore: restore!.checkpointId });
-      for (const p of placed) job.subtasks.push({ taskId: p.taskId, index: p.index, session: w1, slot: '', attempt: job.attempt, finished: false, recordsIn: 0, recordsOut: 0, started: true, listening: [0, 1].map((u) => ({ inputIndex: 0, upstreamTaskId: now.tasks[0]!.id, upstreamSubtask: u, port: 7100 + p.index })) });
+      for (const p of placed)
+        job.subtasks.push({
+          taskId: p.taskId,
+          index: p.index,
+          session: w1,
+          slot: '',
+          attempt: job.attempt,
+          finished: false,
+          recordsIn: 0,
+          recordsOut: 0,
+          started: true,
+          listening: [0, 1].map((u) => ({
+            inputIndex: 0,
+            upstreamTaskId: now.tasks[0]!.id,
+            upstreamSubtask: u,
+            port: 7100 + p.index,
+          })),
+        });
       // The new subtasks report their ports and are told their peers.
       clock.after(3, () => job.cutover?.connected?.());
     },
@@ -125,7 +171,16 @@ function harness(o: { armRefusedBy?: string; rebindRefused?: boolean; checkpoint
     slotSharing: true,
     stepTimeoutMs: 1_000,
   });
-  const staged = { spec: next.spec, plan: next, specJson: JSON.stringify(next.spec), buildParallelism: 2, parallelismOf: { m: 3 }, changes: ['m 2 -> 3'], requestedAt: clock.now(), cause: 'test' };
+  const staged = {
+    spec: next.spec,
+    plan: next,
+    specJson: JSON.stringify(next.spec),
+    buildParallelism: 2,
+    parallelismOf: { m: 3 },
+    changes: ['m 2 -> 3'],
+    requestedAt: clock.now(),
+    cause: 'test',
+  };
   /** Run the cutover, moving the clock until it answers. */
   const run = async () => {
     const p = cutover.run(target, staged, cutoverTasks(now, next) as Exclude<ReturnType<typeof cutoverTasks>, string>);
@@ -146,16 +201,30 @@ describe('a hot cutover, step by step', () => {
     const h = harness();
     const r = await h.run();
     assert.equal(r.ok, true, JSON.stringify(r));
-    assert.deepEqual(h.types(), ['BeginRescale>w1', 'BeginRescale>w2', 'CutoverRebind>w1', 'CutoverRebind>w2', 'CutoverPeerUpdate>w1', 'CutoverPeerUpdate>w2']);
+    assert.deepEqual(h.types(), [
+      'BeginRescale>w1',
+      'BeginRescale>w2',
+      'CutoverRebind>w1',
+      'CutoverRebind>w2',
+      'CutoverPeerUpdate>w1',
+      'CutoverPeerUpdate>w2',
+    ]);
     assert.equal((h.posted[0]!.m as MessageOf<'BeginRescale'>).cutoverCheckpointId, 7);
     assert.deepEqual(h.deployed, [{ tasks: ['m#0', 'm#1', 'm#2'], restore: 7 }]);
     // The sources are told where the three new subtasks listen; the sinks need no peers.
-    const update = h.posted.find((p) => p.m.type === 'CutoverPeerUpdate' && p.to === 'w1')!.m as MessageOf<'CutoverPeerUpdate'>;
+    const update = h.posted.find((p) => p.m.type === 'CutoverPeerUpdate' && p.to === 'w1')!
+      .m as MessageOf<'CutoverPeerUpdate'>;
     const source = update.subtasks.find((s) => s.peers.length > 0)!;
-    assert.deepEqual(source.peers.map((p) => `${p.downstreamTaskId}#${p.downstreamSubtask}:${p.port}`), ['m#0:7100', 'm#1:7101', 'm#2:7102']);
+    assert.deepEqual(
+      source.peers.map((p) => `${p.downstreamTaskId}#${p.downstreamSubtask}:${p.port}`),
+      ['m#0:7100', 'm#1:7101', 'm#2:7102'],
+    );
     assert.equal(h.j.plan.tasks.find((t) => t.id === 'm')!.parallelism, 3);
     assert.equal(h.j.subtasks.filter((t) => t.taskId === 'm').length, 3, 'the old subtasks left the job');
-    assert.deepEqual(h.j.rescales.map((x) => [x.mode, x.restoredFrom]), [['hot-cutover', 7]]);
+    assert.deepEqual(
+      h.j.rescales.map((x) => [x.mode, x.restoredFrom]),
+      [['hot-cutover', 7]],
+    );
     assert.equal(h.j.cutover, undefined);
     assert.deepEqual(h.replanned, []);
   });
@@ -163,9 +232,16 @@ describe('a hot cutover, step by step', () => {
   test('a worker that cannot arm gives the rescale up before its checkpoint: the others are let go, nothing replaced', async () => {
     const h = harness({ armRefusedBy: 'w2' });
     const r = await h.run();
-    assert.deepEqual(r, { ok: false, checkpointId: 0, message: 'the rescale of job job1: worker w2: subtask m#1 is not running' });
+    assert.deepEqual(r, {
+      ok: false,
+      checkpointId: 0,
+      message: 'the rescale of job job1: worker w2: subtask m#1 is not running',
+    });
     assert.deepEqual(h.types(), ['BeginRescale>w1', 'BeginRescale>w2', 'CutoverPeerUpdate>w1', 'CutoverPeerUpdate>w2']);
-    assert.ok(h.posted.slice(2).every((p) => (p.m as MessageOf<'CutoverPeerUpdate'>).subtasks.length === 0), 'an empty update only lets them go on');
+    assert.ok(
+      h.posted.slice(2).every((p) => (p.m as MessageOf<'CutoverPeerUpdate'>).subtasks.length === 0),
+      'an empty update only lets them go on',
+    );
     assert.equal(h.j.plan.tasks.find((t) => t.id === 'm')!.parallelism, 2);
     assert.deepEqual([h.replanned.length, h.deployed.length, h.j.cutover], [0, 0, undefined]);
   });
@@ -174,7 +250,10 @@ describe('a hot cutover, step by step', () => {
     const h = harness({ rebindRefused: true });
     const r = await h.run();
     assert.deepEqual(r, { ok: false, checkpointId: 7, message: 'worker w1: subtask s#0 has not reached the gate' });
-    assert.deepEqual(h.replanned.map((s) => [s.checkpointId, s.changes]), [[7, ['m 2 -> 3']]]);
+    assert.deepEqual(
+      h.replanned.map((s) => [s.checkpointId, s.changes]),
+      [[7, ['m 2 -> 3']]],
+    );
     assert.deepEqual(h.deployed, []);
   });
 

@@ -13,13 +13,26 @@ import { BATCH, END, InputQueue, type StreamElement } from '../../src/runtime/in
 import { waitFor } from '../helpers.js';
 
 const SECRET = 'attempt-secret';
-const fields = (task: string, upstreamSubtask: number) => ({ jobId: 'j', attempt: 1, edgeIndex: 0, upstreamSubtask, downstreamTaskId: task, downstreamSubtask: 0, upstreamTaskId: 'up' });
-const hello = (task: string, upstreamSubtask = 0, secret = SECRET) => ({ ...fields(task, upstreamSubtask), mac: helloMac(secret, fields(task, upstreamSubtask)) });
+const fields = (task: string, upstreamSubtask: number) => ({
+  jobId: 'j',
+  attempt: 1,
+  edgeIndex: 0,
+  upstreamSubtask,
+  downstreamTaskId: task,
+  downstreamSubtask: 0,
+  upstreamTaskId: 'up',
+});
+const hello = (task: string, upstreamSubtask = 0, secret = SECRET) => ({
+  ...fields(task, upstreamSubtask),
+  mac: helloMac(secret, fields(task, upstreamSubtask)),
+});
 const batch = (n: number): StreamElement => ({ kind: BATCH, channel: 0, values: [n], timestamps: [0] });
 
 async function gauge(m: ClinkMetrics, name: string, labels: Record<string, string>): Promise<number> {
   const metric = (await m.registry.getMetricsAsJSON()).find((x) => x.name === name);
-  const v = (metric?.values ?? []).find((x) => Object.entries(labels).every(([k, val]) => (x.labels as Record<string, string>)[k] === val));
+  const v = (metric?.values ?? []).find((x) =>
+    Object.entries(labels).every(([k, val]) => (x.labels as Record<string, string>)[k] === val),
+  );
   return v ? Number(v.value) : 0;
 }
 
@@ -47,7 +60,8 @@ describe('data links between two data servers', () => {
     await a.close();
     await b.close();
   });
-  const open = (o: Partial<ChannelOpen> & Pick<ChannelOpen, 'hello' | 'onError'>) => a.open({ host: '127.0.0.1', port: b.port, link: true, ...o });
+  const open = (o: Partial<ChannelOpen> & Pick<ChannelOpen, 'hello' | 'onError'>) =>
+    a.open({ host: '127.0.0.1', port: b.port, link: true, ...o });
 
   test('channels to one peer share one link, each with its own credits, in order', async () => {
     const errors: Error[] = [];
@@ -60,9 +74,18 @@ describe('data links between two data servers', () => {
     channels[1]!.push(batch(100));
     channels[1]!.push({ kind: END, channel: 0 });
     const got: StreamElement[] = [];
-    await waitFor('every batch, in order per channel', () => drain(queue, got).filter((e) => e.kind === BATCH).length === 4);
-    assert.deepEqual(got.filter((e) => e.channel === 0).map((e) => (e as { values: number[] }).values[0]), [0, 1, 2]);
-    assert.deepEqual(got.filter((e) => e.channel === 1).map((e) => e.kind), [BATCH, END]);
+    await waitFor(
+      'every batch, in order per channel',
+      () => drain(queue, got).filter((e) => e.kind === BATCH).length === 4,
+    );
+    assert.deepEqual(
+      got.filter((e) => e.channel === 0).map((e) => (e as { values: number[] }).values[0]),
+      [0, 1, 2],
+    );
+    assert.deepEqual(
+      got.filter((e) => e.channel === 1).map((e) => e.kind),
+      [BATCH, END],
+    );
     channels[2]!.destroy();
     channels[0]!.push({ kind: END, channel: 0 });
     await waitFor("channel 0's end", () => drain(queue, got).some((e) => e.channel === 0 && e.kind === END));
@@ -75,7 +98,8 @@ describe('data links between two data servers', () => {
     drain(queue, got);
     const s = connect(b.port, '127.0.0.1');
     s.on('error', () => undefined);
-    const on = (channel: number, m: Parameters<typeof encodeMessage>[0]) => s.write(encodeFrame(makeMessage('LinkFrame', { channel, fromOpener: true, frame: encodeMessage(m) })));
+    const on = (channel: number, m: Parameters<typeof encodeMessage>[0]) =>
+      s.write(encodeFrame(makeMessage('LinkFrame', { channel, fromOpener: true, frame: encodeMessage(m) })));
     const records = (n: number) => makeMessage('DataBatch', { batch: encodeRecordBatch([n], [0]) });
     try {
       on(1, makeMessage('DataHello', hello('down', 3)));
@@ -84,7 +108,10 @@ describe('data links between two data servers', () => {
       on(2, makeMessage('DataHello', hello('down', 4)));
       on(2, records(2));
       await waitFor("channel 4's batch", () => drain(queue, got).length === 1);
-      assert.deepEqual(got.map((e) => [e.channel, (e as { values: number[] }).values[0]]), [[4, 2]]);
+      assert.deepEqual(
+        got.map((e) => [e.channel, (e as { values: number[] }).values[0]]),
+        [[4, 2]],
+      );
     } finally {
       s.destroy();
     }
@@ -111,7 +138,13 @@ describe('data links between two data servers', () => {
       const q = new InputQueue(8);
       c.register('j', 1, 'down', 0, { queue: q, secret: SECRET, channelOf: (edge, u) => (edge === 0 ? u : undefined) });
       assert.equal(c.takesLinks, false);
-      const ch = a.open({ host: '127.0.0.1', port: c.port, link: false, hello: hello('down', 0), onError: (e) => assert.fail(e) });
+      const ch = a.open({
+        host: '127.0.0.1',
+        port: c.port,
+        link: false,
+        hello: hello('down', 0),
+        onError: (e) => assert.fail(e),
+      });
       ch.push(batch(7));
       ch.push({ kind: END, channel: 0 });
       const got: StreamElement[] = [];
@@ -131,7 +164,13 @@ describe('data links between two data servers', () => {
     const q = new InputQueue(8);
     d.register('j', 1, 'down', 0, { queue: q, secret: SECRET, channelOf: (edge, u) => (edge === 0 ? u : undefined) });
     const errors: Error[] = [];
-    const live = a.open({ host: '127.0.0.1', port: d.port, link: true, hello: hello('down', 0), onError: (e) => errors.push(e) });
+    const live = a.open({
+      host: '127.0.0.1',
+      port: d.port,
+      link: true,
+      hello: hello('down', 0),
+      onError: (e) => errors.push(e),
+    });
     await waitFor('credit', () => !live.isFull);
     const port = d.port;
     await d.close();

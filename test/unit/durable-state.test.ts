@@ -5,7 +5,12 @@ import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { resolveRestore, retainCheckpoints, writeCompletedMarker, type CompletedMarker } from '../../src/coordinator/index.js';
+import {
+  resolveRestore,
+  retainCheckpoints,
+  writeCompletedMarker,
+  type CompletedMarker,
+} from '../../src/coordinator/index.js';
 import { decodeStateFile, writeStateFile } from '../../src/state/index.js';
 import { nodeFs, writeFileDurably, type DurableFs } from '../../src/util/index.js';
 
@@ -17,7 +22,10 @@ async function tempDir(): Promise<string> {
   return d;
 }
 
-const sample = { operators: [{ state: [{ name: 'n', groups: [[1, new Uint8Array(50_000).fill(3)]] }] }], source: { offset: 42 } };
+const sample = {
+  operators: [{ state: [{ name: 'n', groups: [[1, new Uint8Array(50_000).fill(3)]] }] }],
+  source: { offset: 42 },
+};
 
 /** A file system that takes at most `perCall` bytes per write, and fails with ENOSPC past `capacity`. */
 function shortWrites(perCall: number, capacity = Infinity): DurableFs {
@@ -59,7 +67,10 @@ describe('durable writes', () => {
     const path = join(dir, 'a#0.state');
     await assert.rejects(writeStateFile(path, sample, shortWrites(4_096, 36_864)), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'CLINK_ERR_STORAGE');
-      assert.match(err.message, /^could not write a#0\.state durably in .* \(36864 of \d+ bytes written\): ENOSPC: no space left on device/);
+      assert.match(
+        err.message,
+        /^could not write a#0\.state durably in .* \(36864 of \d+ bytes written\): ENOSPC: no space left on device/,
+      );
       return true;
     });
     assert.deepEqual(await readdir(dir), [], 'neither the file nor its temp');
@@ -67,7 +78,10 @@ describe('durable writes', () => {
 
   test('a file system that takes nothing is a failure, not a loop', async () => {
     const dir = await tempDir();
-    const none: DurableFs = { ...nodeFs, open: async (p, f) => ({ ...(await nodeFs.open(p, f)), writev: async () => ({ bytesWritten: 0 }) }) };
+    const none: DurableFs = {
+      ...nodeFs,
+      open: async (p, f) => ({ ...(await nodeFs.open(p, f)), writev: async () => ({ bytesWritten: 0 }) }),
+    };
     await assert.rejects(writeFileDurably(join(dir, 'x'), [Buffer.from('hello')], none), /took 0 of 5 bytes left/);
   });
 });
@@ -81,7 +95,12 @@ describe('verified state files', () => {
     for (const at of [40, 41, file.length - 1, Math.floor(file.length / 2)]) {
       const damaged = Buffer.from(file);
       damaged[at]! ^= 0x01;
-      assert.throws(() => decodeStateFile(damaged, path), { code: 'CLINK_ERR_STATE', message: new RegExp(`^${path.replace(/[.#]/g, '\\$&')} is damaged: its SHA-256 is [0-9a-f]{64}, the file records [0-9a-f]{64}`) });
+      assert.throws(() => decodeStateFile(damaged, path), {
+        code: 'CLINK_ERR_STATE',
+        message: new RegExp(
+          `^${path.replace(/[.#]/g, '\\$&')} is damaged: its SHA-256 is [0-9a-f]{64}, the file records [0-9a-f]{64}`,
+        ),
+      });
     }
     assert.throws(() => decodeStateFile(file.subarray(0, file.length - 10), path), /is damaged/);
   });
@@ -99,7 +118,16 @@ async function checkpoints(n: number): Promise<{ dir: string; stateDir: string }
       const w = await writeStateFile(join(chk, `${key}.state`), { id, key });
       files[key] = { bytes: w.bytes, sha256: w.sha256 };
     }
-    await writeCompletedMarker(dir, { checkpointId: id, jobId: 'j', jobName: 'job', subtasks: ['src#0', 'src#1'], stateDir: chk, completedAtMs: id, stateBytes: 0, files });
+    await writeCompletedMarker(dir, {
+      checkpointId: id,
+      jobId: 'j',
+      jobName: 'job',
+      subtasks: ['src#0', 'src#1'],
+      stateDir: chk,
+      completedAtMs: id,
+      stateBytes: 0,
+      files,
+    });
   }
   return { dir, stateDir };
 }
@@ -113,11 +141,15 @@ describe('restore verification', () => {
   });
 
   for (const [what, damage, reason] of [
-    ['a flipped byte', async (f: string) => {
-      const b = await readFile(f);
-      b[b.length - 1]! ^= 0x10;
-      await writeFile(f, b);
-    }, /is damaged: its SHA-256 is [0-9a-f]{64}, the marker records [0-9a-f]{64}/],
+    [
+      'a flipped byte',
+      async (f: string) => {
+        const b = await readFile(f);
+        b[b.length - 1]! ^= 0x10;
+        await writeFile(f, b);
+      },
+      /is damaged: its SHA-256 is [0-9a-f]{64}, the marker records [0-9a-f]{64}/,
+    ],
     ['a truncated file', (f: string) => truncate(f, 20), /holds 20 bytes, the marker records \d+/],
     ['a missing file', (f: string) => rm(f), /is missing \(ENOENT\)/],
   ] as const) {
@@ -133,7 +165,10 @@ describe('restore verification', () => {
       assert.match(p.skipped[0]!.reason, reason);
       await assert.rejects(resolveRestore(dir, 3), (err: Error & { code?: string }) => {
         assert.equal(err.code, 'CLINK_ERR_STATE');
-        assert.ok(err.message.startsWith(`restore: checkpoint 3 in ${dir} is unusable: checkpoint 3: state file ${bad}`), err.message);
+        assert.ok(
+          err.message.startsWith(`restore: checkpoint 3 in ${dir} is unusable: checkpoint 3: state file ${bad}`),
+          err.message,
+        );
         return true;
       });
     });
@@ -143,7 +178,10 @@ describe('restore verification', () => {
     const { dir, stateDir } = await checkpoints(2);
     await rm(join(stateDir, 'chk-1', 'src#0.state'));
     await truncate(join(stateDir, 'chk-2', 'src#0.state'), 3);
-    await assert.rejects(resolveRestore(dir, 0), /^UnusableCheckpointsError: restore: no usable checkpoint in .*: checkpoint 2: state file .*chk-2\/src#0\.state holds 3 bytes.*; checkpoint 1: state file .*chk-1\/src#0\.state is missing/);
+    await assert.rejects(
+      resolveRestore(dir, 0),
+      /^UnusableCheckpointsError: restore: no usable checkpoint in .*: checkpoint 2: state file .*chk-2\/src#0\.state holds 3 bytes.*; checkpoint 1: state file .*chk-1\/src#0\.state is missing/,
+    );
   });
 
   test('retention sweeps the state of checkpoints that never completed and temp files of failed marker writes', async () => {

@@ -23,7 +23,16 @@ describe('error catalogue', () => {
   test('a failure while a subtask starts is fatal, unless a connector says its system was only unreachable', () => {
     assert.equal(isFatal(markFatal(new ConnectorError("kafka source: topic 'x' does not exist"))), true);
     assert.equal(isFatal(markFatal(new Error('open() threw'))), true);
-    assert.equal(isFatal(markFatal(new ConnectorError('postgres sink: cannot connect to PostgreSQL at h:5432/db: connect ECONNREFUSED', { transient: true }))), false);
+    assert.equal(
+      isFatal(
+        markFatal(
+          new ConnectorError('postgres sink: cannot connect to PostgreSQL at h:5432/db: connect ECONNREFUSED', {
+            transient: true,
+          }),
+        ),
+      ),
+      false,
+    );
   });
 });
 
@@ -33,7 +42,14 @@ test('an HTTP submit that finds the disk full is a 507 naming where uploads and 
   const f = submitFailure(full);
   assert.equal(f.status, 507);
   assert.equal(f.code, 'CLINK_ERR_STORAGE');
-  assert.match(f.message, /^submit refused: the coordinator could not store the job module \(ENOSPC\): uploads go under .+ \(TMPDIR\) and compiled modules under .+ \(CLINK_CACHE_DIR\); free space there/);
-  assert.deepEqual(submitFailure(new ClinkError('CLINK_ERR_NOT_ENOUGH_SLOTS', 'not enough free slots')), { status: 409, code: 'CLINK_ERR_NOT_ENOUGH_SLOTS', message: 'submit refused: not enough free slots' });
+  assert.match(
+    f.message,
+    /^submit refused: the coordinator could not store the job module \(ENOSPC\): uploads go under .+ \(TMPDIR\) and compiled modules under .+ \(CLINK_CACHE_DIR\); free space there/,
+  );
+  assert.deepEqual(submitFailure(new ClinkError('CLINK_ERR_NOT_ENOUGH_SLOTS', 'not enough free slots')), {
+    status: 409,
+    code: 'CLINK_ERR_NOT_ENOUGH_SLOTS',
+    message: 'submit refused: not enough free slots',
+  });
   assert.equal(submitFailure(new TypeError('x is undefined')).status, 500);
 });

@@ -5,7 +5,16 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { FencedError, FileElection, fencedRemove, fencedWrite, LockHolder, probeLocks, readLeader, readRecord } from '../../src/ha/index.js';
+import {
+  FencedError,
+  FileElection,
+  fencedRemove,
+  fencedWrite,
+  LockHolder,
+  probeLocks,
+  readLeader,
+  readRecord,
+} from '../../src/ha/index.js';
 import { memoryLogger } from '../../src/log/index.js';
 import { EnvironmentError } from '../../src/errors.js';
 import { deferred } from '../../src/util/index.js';
@@ -25,7 +34,13 @@ describe('fenced metadata', () => {
     const path = join(await tempDir(), 'manifest.json');
     await fencedWrite(path, 3, { job: 'a' });
     assert.deepEqual(await readRecord(path), { job: 'a', epoch: 3 });
-    await assert.rejects(fencedWrite(path, 2, { job: 'stale' }), (err: unknown) => err instanceof FencedError && err.code === 'CLINK_ERR_FENCED' && /at epoch 2: it holds epoch 3/.test(err.message));
+    await assert.rejects(
+      fencedWrite(path, 2, { job: 'stale' }),
+      (err: unknown) =>
+        err instanceof FencedError &&
+        err.code === 'CLINK_ERR_FENCED' &&
+        /at epoch 2: it holds epoch 3/.test(err.message),
+    );
     await fencedWrite(path, 3, { job: 'b' });
     await fencedWrite(path, 4, { job: 'c' });
     assert.deepEqual(await readRecord(path), { job: 'c', epoch: 4 });
@@ -42,7 +57,12 @@ describe('fenced metadata', () => {
     const inSection = deferred<void>();
     const release = deferred<void>();
     // The newer leader is inside the critical section (checked, not yet written), held there.
-    const newer = fencedWrite(path, 2, { who: 'new' }, { inSection: async () => (inSection.resolve(), release.promise) });
+    const newer = fencedWrite(
+      path,
+      2,
+      { who: 'new' },
+      { inSection: async () => (inSection.resolve(), release.promise) },
+    );
     await inSection.promise;
     // The superseded one read epoch 1 before: had it not waited, it would pass the check now.
     let staleSettled = false;
@@ -65,16 +85,30 @@ describe('file locks and the file election', () => {
   test('a directory whose locks a second process is granted too is refused, naming the cause and the override; the override stands with a warning', async () => {
     const dir = await tempDir();
     const { log, lines } = memoryLogger();
-    const probe = async (d: string): Promise<string> => `the HA directory ${d} granted one lock to two processes: its filesystem does not honour POSIX locks`;
+    const probe = async (d: string): Promise<string> =>
+      `the HA directory ${d} granted one lock to two processes: its filesystem does not honour POSIX locks`;
     const refused = new FileElection({ dir, host: '127.0.0.1', log, probe });
-    await assert.rejects(refused.start(), (err: unknown) => err instanceof EnvironmentError && /granted one lock to two processes.*; put --ha-dir on a filesystem that honours locks, or pass --ha-allow-unsafe-locks to stand anyway$/.test(err.message));
+    await assert.rejects(
+      refused.start(),
+      (err: unknown) =>
+        err instanceof EnvironmentError &&
+        /granted one lock to two processes.*; put --ha-dir on a filesystem that honours locks, or pass --ha-allow-unsafe-locks to stand anyway$/.test(
+          err.message,
+        ),
+    );
     await refused.close();
     const unsafe = new FileElection({ dir, host: '127.0.0.1', log, probe, allowUnsafeLocks: true, pollMs: 20 });
     let epoch = 0;
     unsafe.onBecomeLeader((e) => void (epoch = e));
     await unsafe.start();
     while (epoch === 0) await new Promise((r) => setTimeout(r, 10));
-    assert.ok(lines().some((l) => l.level === 40 && /granted one lock to two processes.*; standing anyway \(--ha-allow-unsafe-locks\)$/.test(String(l.msg))));
+    assert.ok(
+      lines().some(
+        (l) =>
+          l.level === 40 &&
+          /granted one lock to two processes.*; standing anyway \(--ha-allow-unsafe-locks\)$/.test(String(l.msg)),
+      ),
+    );
     await unsafe.close();
   });
 
@@ -122,7 +156,10 @@ describe('file locks and the file election', () => {
     assert.equal(elected[1]![1], 2);
     assert.equal(standby.isLeader, true);
     await standby.announce({ host: '127.0.0.1', port: 7000 });
-    assert.deepEqual({ ...(await readLeader(dir)), at: 0, node: '' }, { host: '127.0.0.1', port: 7000, epoch: 2, at: 0, node: '' });
+    assert.deepEqual(
+      { ...(await readLeader(dir)), at: 0, node: '' },
+      { host: '127.0.0.1', port: 7000, epoch: 2, at: 0, node: '' },
+    );
     assert.equal(JSON.parse(await readFile(join(dir, 'epoch.json'), 'utf8')).epoch, 2);
     await standby.close();
     assert.deepEqual(lost, []);

@@ -31,7 +31,9 @@ const manifest = (jobId: string, checkpoint: Partial<JobManifest['checkpoint']> 
   submittedAt: 1,
 });
 
-async function harness(o: { slotsFor?: Set<string>; failing?: Set<string>; damaged?: Set<string>; running?: Set<string> } = {}) {
+async function harness(
+  o: { slotsFor?: Set<string>; failing?: Set<string>; damaged?: Set<string>; running?: Set<string> } = {},
+) {
   const dir = await mkdtemp(join(tmpdir(), 'clink-hajobs-'));
   dirs.push(dir);
   const old = new HaJobStore(dir, 1);
@@ -72,8 +74,17 @@ test('each persisted job is taken over from its own newest checkpoint, else from
   await h.old.persist(manifest('a', { checkpointDir: '/ck' }), MODULE);
   await h.old.persist(manifest('b'), MODULE);
   await h.ha.run();
-  assert.deepEqual(h.started, [['a', 7], ['b', 0]]);
-  assert.deepEqual((await h.old.manifests()).map((m) => [m.jobId, (m as JobManifest & { epoch: number }).epoch]), [['a', 2], ['b', 2]]);
+  assert.deepEqual(h.started, [
+    ['a', 7],
+    ['b', 0],
+  ]);
+  assert.deepEqual(
+    (await h.old.manifests()).map((m) => [m.jobId, (m as JobManifest & { epoch: number }).epoch]),
+    [
+      ['a', 2],
+      ['b', 2],
+    ],
+  );
   assert.equal(await h.metrics.value('clink_ha_jobs_recovered_total'), 2);
 });
 
@@ -84,7 +95,11 @@ test('a job without slots is parked and taken over when capacity comes; one alre
   await h.old.persist(manifest('c'), MODULE);
   await h.ha.run();
   assert.deepEqual(h.started, []);
-  assert.ok(h.lines().some((l) => /^job a \(job-a\) waits for slots to be taken over: not enough free slots/.test(String(l.msg))));
+  assert.ok(
+    h
+      .lines()
+      .some((l) => /^job a \(job-a\) waits for slots to be taken over: not enough free slots/.test(String(l.msg))),
+  );
   slotsFor.add('a');
   await h.ha.capacityChanged();
   assert.deepEqual(h.started, [['a', 7]], 'with the restore point the takeover decided');
@@ -99,7 +114,10 @@ test('any other failure drops the job loudly; damaged checkpoints fall back to t
   await h.old.persist(manifest('e', { checkpointDir: '/ck' }), MODULE);
   await h.ha.run();
   assert.deepEqual(h.started, [['d', 0]]);
-  const errors = h.lines().filter((l) => l.level === 50).map((l) => String(l.msg));
+  const errors = h
+    .lines()
+    .filter((l) => l.level === 50)
+    .map((l) => String(l.msg));
   assert.deepEqual(errors, [
     'job e (job-e) could not be taken over and is not running: restore: no usable checkpoint in e; submit it again',
     'job x (job-x) could not be taken over and is not running: invalid job graph; submit it again',

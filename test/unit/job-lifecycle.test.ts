@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { IllegalTransitionError, isTerminal, JOB_TRANSITIONS, transition, type JobStateName } from '../../src/coordinator/index.js';
+import {
+  IllegalTransitionError,
+  isTerminal,
+  JOB_TRANSITIONS,
+  transition,
+  type JobStateName,
+} from '../../src/coordinator/index.js';
 
 const STATES = Object.keys(JOB_TRANSITIONS) as JobStateName[];
 const LEGAL = new Set([
@@ -27,10 +33,19 @@ test('every legal job state transition is allowed and every other one throws, na
   for (const from of STATES) {
     for (const to of STATES) {
       if (LEGAL.has(`${from}>${to}`)) assert.equal(transition(from, to, 'job x'), to);
-      else assert.throws(() => transition(from, to, 'job x'), (e: unknown) => e instanceof IllegalTransitionError && e.message.startsWith(`illegal job state transition ${from} -> ${to} (job x)`));
+      else
+        assert.throws(
+          () => transition(from, to, 'job x'),
+          (e: unknown) =>
+            e instanceof IllegalTransitionError &&
+            e.message.startsWith(`illegal job state transition ${from} -> ${to} (job x)`),
+        );
     }
   }
-  assert.throws(() => transition('RESTARTING', 'RUNNING', 'job 7'), /^IllegalTransitionError: illegal job state transition RESTARTING -> RUNNING \(job 7\); legal from RESTARTING: DEPLOYING, FAILED, CANCELED$/);
+  assert.throws(
+    () => transition('RESTARTING', 'RUNNING', 'job 7'),
+    /^IllegalTransitionError: illegal job state transition RESTARTING -> RUNNING \(job 7\); legal from RESTARTING: DEPLOYING, FAILED, CANCELED$/,
+  );
   assert.throws(() => transition('FINISHED', 'RUNNING', 'job 7'), /legal from FINISHED: none \(terminal\)$/);
 });
 

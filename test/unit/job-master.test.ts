@@ -3,7 +3,12 @@
 // The job lifecycle end to end (deploy, run, fail, drain, restart, retry, complete) in milliseconds.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_COORDINATOR_CONFIG, type CheckpointStorage, type CompletedMarker, type CoordinatorConfig } from '../../src/coordinator/index.js';
+import {
+  DEFAULT_COORDINATOR_CONFIG,
+  type CheckpointStorage,
+  type CompletedMarker,
+  type CoordinatorConfig,
+} from '../../src/coordinator/index.js';
 import { Deployer } from '../../src/coordinator/deployer.js';
 import { JobMaster, type JobServices } from '../../src/coordinator/job-master.js';
 import type { JobState, SubtaskState, WorkerSession } from '../../src/coordinator/job-state.js';
@@ -26,25 +31,56 @@ const settle = async (): Promise<void> => {
 const LOST = (id: string): string => `worker lost: ${id} (heartbeat timeout)`;
 
 /** A chained job (source -> map -> collect) of parallelism 2: two failover regions, one per instance. */
-const SPEC = buildJob(defineJob({ name: 'jm', version: '1' }, (env) => void env.fromSequence(1, 10).map((x) => x).collect('out')), { parallelism: 2 }).spec;
+const SPEC = buildJob(
+  defineJob(
+    { name: 'jm', version: '1' },
+    (env) =>
+      void env
+        .fromSequence(1, 10)
+        .map((x) => x)
+        .collect('out'),
+  ),
+  { parallelism: 2 },
+).spec;
 
 async function harness(
-  options: { checkpoint?: Partial<CheckpointSettings>; workers?: number; config?: Partial<CoordinatorConfig>; storage?: Partial<CheckpointStorage>; recordRestore?: () => Promise<void> } = {},
+  options: {
+    checkpoint?: Partial<CheckpointSettings>;
+    workers?: number;
+    config?: Partial<CoordinatorConfig>;
+    storage?: Partial<CheckpointStorage>;
+    recordRestore?: () => Promise<void>;
+  } = {},
 ) {
   const clock = new FakeClock();
-  const config: CoordinatorConfig = { ...DEFAULT_COORDINATOR_CONFIG, restartBackoffInitialMs: 1_000, ...options.config };
+  const config: CoordinatorConfig = {
+    ...DEFAULT_COORDINATOR_CONFIG,
+    restartBackoffInitialMs: 1_000,
+    ...options.config,
+  };
   const { log, lines } = memoryLogger();
   const metrics = new ClinkMetrics();
   const sessions = new Map<string, WorkerSession>();
   const posted: { to: string; m: Message }[] = [];
   const addWorker = (id: string, slots = 1): WorkerSession => {
-    const s = { id, state: 'active', slots, slotShares: new Map(), shippedModules: new Set(), dataHost: '127.0.0.1' } as unknown as WorkerSession;
+    const s = {
+      id,
+      state: 'active',
+      slots,
+      slotShares: new Map(),
+      shippedModules: new Set(),
+      dataHost: '127.0.0.1',
+    } as unknown as WorkerSession;
     sessions.set(id, s);
     slotWaiter.capacityChanged();
     return s;
   };
   const post = (s: WorkerSession, m: Message): void => void posted.push({ to: s.id, m });
-  const slotWaiter = new SlotWaiter({ clock, active: () => [...sessions.values()].filter((s) => s.state === 'active'), lastRegistrationAt: () => 0 });
+  const slotWaiter = new SlotWaiter({
+    clock,
+    active: () => [...sessions.values()].filter((s) => s.state === 'active'),
+    lastRegistrationAt: () => 0,
+  });
   const deployer = new Deployer({ log, sessions, modules: new ModuleCache(metrics), post });
   const markers: CompletedMarker[] = [];
   let nextId = 0;
@@ -66,7 +102,13 @@ async function harness(
     checkpoints: { clock, storage, log, metrics },
     slots: slotWaiter,
     deployer,
-    restores: { newest: async () => (markers.length > 0 ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 } : undefined), recordRestore: options.recordRestore ?? (async () => undefined) },
+    restores: {
+      newest: async () =>
+        markers.length > 0
+          ? { marker: markers.at(-1)!, markerDir: '/ckpt/_jobs/job', skipped: [], committedThrough: 0 }
+          : undefined,
+      recordRestore: options.recordRestore ?? (async () => undefined),
+    },
     post,
     stopping: () => false,
     capacityChanged: () => slotWaiter.capacityChanged(),
@@ -93,9 +135,26 @@ async function harness(
   const checkpoints = job.checkpointing;
   m.deploy(placed.placement, undefined);
 
-
-  const frame = (st: SubtaskState, type: 'SubtaskListening' | 'SubtaskFinished', extra: Record<string, unknown> = {}): void =>
-    m.onFrame(st.session, { type, jobId: job.id, taskId: st.taskId, subtaskIndex: st.index, edgePorts: [], ok: true, error: '', fatal: false, recordsIn: 0, recordsOut: 0, collected: new Uint8Array(0), peerLost: false, ...extra } as never);
+  const frame = (
+    st: SubtaskState,
+    type: 'SubtaskListening' | 'SubtaskFinished',
+    extra: Record<string, unknown> = {},
+  ): void =>
+    m.onFrame(st.session, {
+      type,
+      jobId: job.id,
+      taskId: st.taskId,
+      subtaskIndex: st.index,
+      edgePorts: [],
+      ok: true,
+      error: '',
+      fatal: false,
+      recordsIn: 0,
+      recordsOut: 0,
+      collected: new Uint8Array(0),
+      peerLost: false,
+      ...extra,
+    } as never);
   /** Every subtask not yet started reports its ports: the attempt runs. */
   const listenAll = (): void => {
     for (const st of job.subtasks.filter((t) => !t.started && !t.finished)) frame(st, 'SubtaskListening');
@@ -115,8 +174,27 @@ async function harness(
     m.tick(clock.now());
     await settle();
   };
-  const sentTo = (id: string, type: string): Message[] => posted.filter((p) => p.to === id && p.m.type === type).map((p) => p.m);
-  return { clock, config, job, master: m, listenAll, on, finish, lose, addWorker, sweepAfter, sentTo, posted, ended, lines, markers, checkpoints, settle };
+  const sentTo = (id: string, type: string): Message[] =>
+    posted.filter((p) => p.to === id && p.m.type === type).map((p) => p.m);
+  return {
+    clock,
+    config,
+    job,
+    master: m,
+    listenAll,
+    on,
+    finish,
+    lose,
+    addWorker,
+    sweepAfter,
+    sentTo,
+    posted,
+    ended,
+    lines,
+    markers,
+    checkpoints,
+    settle,
+  };
 }
 
 describe('the JobMaster', () => {
@@ -166,13 +244,16 @@ describe('the JobMaster', () => {
     assert.equal(h.job.state, 'DEPLOYING');
     assert.equal(h.job.attempt, 1);
     assert.equal(h.job.restartsSpent, 1);
-    assert.deepEqual(h.job.restarts.map((r) => [r.cause, r.attempt, r.restoredFrom]), [[LOST('w1'), 1, 0]]);
+    assert.deepEqual(
+      h.job.restarts.map((r) => [r.cause, r.attempt, r.restoredFrom]),
+      [[LOST('w1'), 1, 0]],
+    );
     assert.deepEqual(new Set(h.job.subtasks.map((t) => t.session.id)), new Set(['w3']));
     h.listenAll();
     assert.equal(h.job.state, 'RUNNING');
   });
 
-  test('a worker lost during a hot rescale: the restart is the job\'s, its subtasks run it again (not taken for the new ones)', async () => {
+  test("a worker lost during a hot rescale: the restart is the job's, its subtasks run it again (not taken for the new ones)", async () => {
     const h = await harness({ checkpoint: { checkpointDir: '/ckpt' } });
     h.listenAll();
     let connected = 0;
@@ -199,13 +280,19 @@ describe('the JobMaster', () => {
     assert.equal(h.job.state, 'RESTARTING');
     await h.sweepAfter(1);
     assert.equal(h.job.state, 'FAILED');
-    const stuck = h.job.subtasks.filter((t) => t.session.id === 'w2').map((t) => `${subtaskKey(t.taskId, t.index)} on worker w2`);
+    const stuck = h.job.subtasks
+      .filter((t) => t.session.id === 'w2')
+      .map((t) => `${subtaskKey(t.taskId, t.index)} on worker w2`);
     assert.equal(h.job.error, `restart after ${LOST('w1')}: not drained within 5000 ms: ${stuck.join(', ')}`);
     assert.deepEqual(h.ended, [h.job]);
   });
 
   test('the restart budget: spent, the next failure fails the job saying so; a checkpoint long enough after the last restart forgives it', async () => {
-    const h = await harness({ checkpoint: { checkpointDir: '/ckpt', maxRestartsOnWorkerLoss: 1 }, workers: 3, config: { restartBudgetResetAfterMs: 60_000 } });
+    const h = await harness({
+      checkpoint: { checkpointDir: '/ckpt', maxRestartsOnWorkerLoss: 1 },
+      workers: 3,
+      config: { restartBudgetResetAfterMs: 60_000 },
+    });
     h.listenAll();
     h.lose('w1');
     h.finish(h.on('w2'), { ok: false, error: 'cancelled' });
@@ -263,17 +350,39 @@ describe('the JobMaster', () => {
     for (const fatal of [false, true]) {
       const h = await harness({ checkpoint: { checkpointDir: '/ckpt' } });
       h.listenAll();
-      const sources = h.job.subtasks.filter((t) => h.job.plan.tasks.find((x) => x.id === t.taskId)!.inputs.length === 0);
-      for (const t of sources) h.master.onFrame(t.session, { type: 'RequestFinalCheckpoint', jobId: h.job.id, taskId: t.taskId, subtaskIndex: t.index });
+      const sources = h.job.subtasks.filter(
+        (t) => h.job.plan.tasks.find((x) => x.id === t.taskId)!.inputs.length === 0,
+      );
+      for (const t of sources)
+        h.master.onFrame(t.session, {
+          type: 'RequestFinalCheckpoint',
+          jobId: h.job.id,
+          taskId: t.taskId,
+          subtaskIndex: t.index,
+        });
       await h.settle();
       const id = h.checkpoints.inFlight!.id;
       assert.ok(id > 0, 'the final checkpoint was assigned');
       const t = h.job.subtasks[0]!;
-      h.master.onFrame(t.session, { type: 'SubtaskCheckpointed', jobId: h.job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok: false, error: 'ENOSPC: no space left on device', fatal } as never);
+      h.master.onFrame(t.session, {
+        type: 'SubtaskCheckpointed',
+        jobId: h.job.id,
+        checkpointId: id,
+        taskId: t.taskId,
+        subtaskIndex: t.index,
+        ok: false,
+        error: 'ENOSPC: no space left on device',
+        fatal,
+      } as never);
       await h.settle();
       if (fatal) {
         assert.equal(h.job.state, 'FAILED');
-        assert.equal(h.job.error, 'its final checkpoint failed: subtask ' + `${t.taskId}#${t.index}` + ' could not snapshot: ENOSPC: no space left on device');
+        assert.equal(
+          h.job.error,
+          'its final checkpoint failed: subtask ' +
+            `${t.taskId}#${t.index}` +
+            ' could not snapshot: ENOSPC: no space left on device',
+        );
       } else {
         assert.equal(h.job.state, 'RESTARTING');
         assert.equal(h.job.restartsSpent, 1);
@@ -287,7 +396,13 @@ describe('the JobMaster', () => {
     const h = await harness({
       checkpoint: { checkpointDir: '/ckpt', maxRestartsOnWorkerLoss: 3 },
       recordRestore: async () => {
-        if (refusals-- > 0) throw new StorageError('could not write RESTORED durably in /ckpt/_jobs/j (0 of 90 bytes written): ENOSPC', '/ckpt/_jobs/j/RESTORED', 0, 90);
+        if (refusals-- > 0)
+          throw new StorageError(
+            'could not write RESTORED durably in /ckpt/_jobs/j (0 of 90 bytes written): ENOSPC',
+            '/ckpt/_jobs/j/RESTORED',
+            0,
+            90,
+          );
       },
     });
     h.listenAll();
@@ -298,7 +413,16 @@ describe('the JobMaster', () => {
     await h.settle();
     assert.equal(h.job.state, 'RESTARTING', 'the first try failed');
     assert.equal(h.job.restartsSpent, 2);
-    assert.ok(h.lines().some((l) => /redeploy after worker lost: w1 \(heartbeat timeout\) failed: could not write RESTORED .*ENOSPC; trying again in 1000 ms \(restart 2 of 3\)$/.test(String(l.msg))), JSON.stringify(h.lines().map((l) => l.msg)));
+    assert.ok(
+      h
+        .lines()
+        .some((l) =>
+          /redeploy after worker lost: w1 \(heartbeat timeout\) failed: could not write RESTORED .*ENOSPC; trying again in 1000 ms \(restart 2 of 3\)$/.test(
+            String(l.msg),
+          ),
+        ),
+      JSON.stringify(h.lines().map((l) => l.msg)),
+    );
     await h.sweepAfter(1_000);
     assert.equal(h.job.state, 'RESTARTING', 'the second try failed too');
     await h.sweepAfter(2_000);
@@ -331,12 +455,18 @@ describe('the JobMaster', () => {
     await h.sweepAfter(0); // the first retry does not back off
 
     assert.equal(h.job.attempt, 1);
-    assert.deepEqual(h.job.retries.map((r) => [r.subtask, r.retry, r.attempt]), [[subtaskKey(failing!.taskId, failing!.index), 1, 1]]);
+    assert.deepEqual(
+      h.job.retries.map((r) => [r.subtask, r.retry, r.attempt]),
+      [[subtaskKey(failing!.taskId, failing!.index), 1, 1]],
+    );
     h.listenAll();
     const again = h.on('w1').find((t) => t.taskId === failing!.taskId)!;
     h.finish([again], { ok: false, error: 'boom' });
     assert.equal(h.job.state, 'FAILED');
-    assert.match(h.job.error!, /^boom; subtask \S+ failed 2 times and the 1 retries allowed \(--max-region-retries 1\) are spent$/);
+    assert.match(
+      h.job.error!,
+      /^boom; subtask \S+ failed 2 times and the 1 retries allowed \(--max-region-retries 1\) are spent$/,
+    );
   });
 
   test('a worker lost while a savepoint is pending fails the savepoint with the cause, and the job restarts', async () => {
@@ -390,7 +520,18 @@ async function triggerCheckpoint(h: Awaited<ReturnType<typeof harness>>): Promis
   await h.sweepAfter(1);
   const id = h.checkpoints.inFlight!.id;
   for (const t of h.job.subtasks) {
-    h.master.onFrame(t.session, { type: 'SubtaskCheckpointed', jobId: h.job.id, checkpointId: id, taskId: t.taskId, subtaskIndex: t.index, ok: true, error: '', stateBytes: 1, alignmentMs: 0, stateSha256: '' } as never);
+    h.master.onFrame(t.session, {
+      type: 'SubtaskCheckpointed',
+      jobId: h.job.id,
+      checkpointId: id,
+      taskId: t.taskId,
+      subtaskIndex: t.index,
+      ok: true,
+      error: '',
+      stateBytes: 1,
+      alignmentMs: 0,
+      stateSha256: '',
+    } as never);
   }
   await h.settle();
   h.job.checkpoint = { ...h.job.checkpoint, intervalMs: 0 };

@@ -54,6 +54,9 @@ describe('key groups', () => {
   test('keys spread over all key groups', () => {
     const counts = new Array<number>(MAX_PARALLELISM).fill(0);
     for (let i = 0; i < 12_800; i++) counts[keyGroupOf(normalizeKey(`key-${i}`))]!++;
-    assert.ok(Math.min(...counts) > 50 && Math.max(...counts) < 160, `uneven: ${Math.min(...counts)}..${Math.max(...counts)}`);
+    assert.ok(
+      Math.min(...counts) > 50 && Math.max(...counts) < 160,
+      `uneven: ${Math.min(...counts)}..${Math.max(...counts)}`,
+    );
   });
 });

@@ -5,7 +5,10 @@ import fc from 'fast-check';
 import { NumberPartials } from '../../src/runtime/operators/number-partials.js';
 
 test('property: NumberPartials finds, appends and resets as a Map of key -> entry in insertion order would', () => {
-  const op = fc.oneof(fc.record({ key: fc.oneof(fc.integer({ min: -50, max: 50 }), fc.integer()), ts: fc.integer({ min: 0, max: 1e6 }) }), fc.constant('reset' as const));
+  const op = fc.oneof(
+    fc.record({ key: fc.oneof(fc.integer({ min: -50, max: 50 }), fc.integer()), ts: fc.integer({ min: 0, max: 1e6 }) }),
+    fc.constant('reset' as const),
+  );
   fc.assert(
     fc.property(fc.array(op, { maxLength: 600 }), (ops) => {
       const t = new NumberPartials();

@@ -30,28 +30,38 @@ describe('NumberTable', () => {
   test('a group holds what a Map would through inserts, updates and growth', () => {
     const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.oneof(int32, fc.integer({ min: -50, max: 50 })), fc.double()), { maxLength: 400 }), (ops) => {
-        const g = new NumberTable(1).group(0);
-        const model = new Map<number, number>();
-        for (const [k, v] of ops) {
-          const at = g.indexOf(k);
-          assert.equal(at >= 0, model.has(k), `key ${k} held`);
-          if (at >= 0) g.pairs[at] = v;
-          else g.insert(k, v);
-          model.set(k, v);
-        }
-        const held = new Map<number, number>();
-        g.forEach((v, k) => held.set(k, v));
-        assert.equal(g.size, model.size);
-        assert.deepEqual(held, model);
-        for (const [k, v] of model) assert.ok(Object.is(g.pairs[g.indexOf(k)], v));
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.oneof(int32, fc.integer({ min: -50, max: 50 })), fc.double()), { maxLength: 400 }),
+        (ops) => {
+          const g = new NumberTable(1).group(0);
+          const model = new Map<number, number>();
+          for (const [k, v] of ops) {
+            const at = g.indexOf(k);
+            assert.equal(at >= 0, model.has(k), `key ${k} held`);
+            if (at >= 0) g.pairs[at] = v;
+            else g.insert(k, v);
+            model.set(k, v);
+          }
+          const held = new Map<number, number>();
+          g.forEach((v, k) => held.set(k, v));
+          assert.equal(g.size, model.size);
+          assert.deepEqual(held, model);
+          for (const [k, v] of model) assert.ok(Object.is(g.pairs[g.indexOf(k)], v));
+        },
+      ),
     );
   });
 
   test('holds 32-bit integer keys only (-0 as 0, as a Map does)', () => {
     assert.deepEqual([0, -0, 7, -(2 ** 31), 2 ** 31 - 1].map(isNumberTableKey), [true, true, true, true, true]);
-    assert.deepEqual([0.5, 2 ** 31, NaN, '1', null, 1n].map(isNumberTableKey), [false, false, false, false, false, false]);
+    assert.deepEqual([0.5, 2 ** 31, NaN, '1', null, 1n].map(isNumberTableKey), [
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
     const g = new NumberTable(1).group(0);
     g.insert(-0, 1);
     assert.ok(g.indexOf(0) >= 0);
@@ -111,7 +121,11 @@ describe('NumberTable', () => {
     const refill = b.internalNumberTable('__pane:4');
     refill.group(9).insert(1, 1);
     b.dropInternalTable('__pane:4');
-    assert.notEqual(b.internalNumberTable('__pane:5').group(9).pairs, big, 'kept while it was full enough; not once nearly empty');
+    assert.notEqual(
+      b.internalNumberTable('__pane:5').group(9).pairs,
+      big,
+      'kept while it was full enough; not once nearly empty',
+    );
     // At most two spare groups per key group.
     const tables = [6, 7, 8].map((i) => b.internalNumberTable(`__many:${i}`));
     for (const t of tables) t.group(11).insert(1, 1);
@@ -167,7 +181,12 @@ describe('flat group encoding', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(int32, value), { maxLength: 200 }), (entries) => {
         const values = Float64Array.from(entries.map(([, v]) => v));
-        const out = decoded(encodeNumberGroup(entries.map(([k]) => k), values));
+        const out = decoded(
+          encodeNumberGroup(
+            entries.map(([k]) => k),
+            values,
+          ),
+        );
         assert.equal(out.length, entries.length);
         out.forEach(([k, v], i) => {
           assert.equal(k, entries[i]![0], `key ${i}`);

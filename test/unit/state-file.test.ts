@@ -10,8 +10,24 @@ const concat = (chunks: Uint8Array[]): Buffer => Buffer.concat(chunks);
 
 const sample = {
   operators: [
-    { state: [{ name: 'reduce', kind: 'value', groups: [[3, new Uint8Array(5_000).fill(7)], [9, new Uint8Array(10).fill(1), new Uint8Array(2_000).fill(2)]] }], own: undefined },
-    { committables: [{ path: '/tmp/x/.part-1.pending', bytes: new Uint8Array([1, 2, 3]), at: new Map([['k', -Infinity]]) }] },
+    {
+      state: [
+        {
+          name: 'reduce',
+          kind: 'value',
+          groups: [
+            [3, new Uint8Array(5_000).fill(7)],
+            [9, new Uint8Array(10).fill(1), new Uint8Array(2_000).fill(2)],
+          ],
+        },
+      ],
+      own: undefined,
+    },
+    {
+      committables: [
+        { path: '/tmp/x/.part-1.pending', bytes: new Uint8Array([1, 2, 3]), at: new Map([['k', -Infinity]]) },
+      ],
+    },
   ],
   source: { offset: 123_456, done: new Set([1, 2]) },
 };
@@ -23,7 +39,8 @@ describe('state files', () => {
     const file = concat(chunks);
     const back = decodeStateFile(file, 'sample') as typeof sample;
     assert.deepEqual(back, sample);
-    const big = (back.operators[0] as unknown as { state: { groups: [number, Uint8Array][] }[] }).state[0]!.groups[0]![1];
+    const big = (back.operators[0] as unknown as { state: { groups: [number, Uint8Array][] }[] }).state[0]!
+      .groups[0]![1];
     assert.equal(big.buffer, file.buffer, 'not copied out of the file');
   });
 
@@ -42,9 +59,18 @@ describe('state files', () => {
 
   test('a file that is not a state file, or is truncated or damaged, is refused with a StateError naming it', () => {
     const file = concat(encodeStateFile(sample));
-    assert.throws(() => decodeStateFile(Buffer.from('{"json": true}'), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is not a clink state file/ });
-    assert.throws(() => decodeStateFile(file.subarray(0, file.length - 1), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is damaged: its SHA-256 is/ });
-    assert.throws(() => decodeStateFile(file.subarray(0, 20), 'x.state'), { code: 'CLINK_ERR_STATE', message: /x\.state is truncated: 20 bytes, not even its 40-byte prefix/ });
+    assert.throws(() => decodeStateFile(Buffer.from('{"json": true}'), 'x.state'), {
+      code: 'CLINK_ERR_STATE',
+      message: /x\.state is not a clink state file/,
+    });
+    assert.throws(() => decodeStateFile(file.subarray(0, file.length - 1), 'x.state'), {
+      code: 'CLINK_ERR_STATE',
+      message: /x\.state is damaged: its SHA-256 is/,
+    });
+    assert.throws(() => decodeStateFile(file.subarray(0, 20), 'x.state'), {
+      code: 'CLINK_ERR_STATE',
+      message: /x\.state is truncated: 20 bytes, not even its 40-byte prefix/,
+    });
     fc.assert(
       fc.property(fc.nat(file.length - 1), fc.integer({ min: 1, max: 255 }), (at, flip) => {
         const damaged = Buffer.from(file);

@@ -49,9 +49,17 @@ describe('copy-on-write snapshots', () => {
     assert.notDeepEqual(afterBarrier, atBarrier);
 
     const snapshot = await pending;
-    assert.deepEqual(contents(restored(snapshot), [...keys, 'new']), atBarrier, 'the snapshot is the state at the barrier');
+    assert.deepEqual(
+      contents(restored(snapshot), [...keys, 'new']),
+      atBarrier,
+      'the snapshot is the state at the barrier',
+    );
     assert.deepEqual(contents(b, [...keys, 'new']), afterBarrier, 'the live state kept every change');
-    assert.deepEqual(contents(restored(await b.snapshot()), [...keys, 'new']), afterBarrier, 'the next snapshot has the changes');
+    assert.deepEqual(
+      contents(restored(await b.snapshot()), [...keys, 'new']),
+      afterBarrier,
+      'the next snapshot has the changes',
+    );
   });
 
   test('the encoding yields to the event loop once a slice of time is spent: other work runs while 200,000 keys are snapshotted', async () => {
@@ -74,7 +82,10 @@ describe('copy-on-write snapshots', () => {
     const snapshot = await b.snapshot();
     ticking = false;
     // One turn of the loop per slice: 128 key groups, one clock read each, a slice every 8 reads.
-    assert.ok(turns >= Math.floor(128 / SNAPSHOT_SLICE_MS) - 1, `the event loop got ${turns} turns during the snapshot`);
+    assert.ok(
+      turns >= Math.floor(128 / SNAPSHOT_SLICE_MS) - 1,
+      `the event loop got ${turns} turns during the snapshot`,
+    );
     const r = restored(snapshot);
     r.setCurrentKey(123_456);
     assert.equal(r.value<number>('v').value(), 123_456);
@@ -116,7 +127,10 @@ describe('copy-on-write snapshots', () => {
 
   test("state names starting with '__' are the engine's (window panes, timers) and refused to user code", () => {
     const b = new KeyedStateBackend(all, 'op');
-    assert.throws(() => b.value('__pane:0'), /state '__pane:0' of operator 'op': names starting with '__' are the engine's; choose another name/);
+    assert.throws(
+      () => b.value('__pane:0'),
+      /state '__pane:0' of operator 'op': names starting with '__' are the engine's; choose another name/,
+    );
     b.internalTable('__timers:event');
     assert.deepEqual(b.describe(), [], 'engine tables are not listed as user state');
   });

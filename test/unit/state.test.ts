@@ -11,7 +11,9 @@ describe('keyed state backend', () => {
       b.setCurrentKey(k);
       v.update(String(k).length);
     }
-    const table = (b as unknown as { tables: Map<string, { table: { groups: (Map<unknown, unknown> | undefined)[] } }> }).tables.get('count')!.table;
+    const table = (
+      b as unknown as { tables: Map<string, { table: { groups: (Map<unknown, unknown> | undefined)[] } }> }
+    ).tables.get('count')!.table;
     for (const k of ['a', 'b', 'c', 42]) assert.ok(table.groups[keyGroupOf(normalizeKey(k))]!.has(k));
     assert.deepEqual(b.describe(), [{ name: 'count', kind: 'value', keys: 4 }]);
   });
@@ -21,7 +23,10 @@ describe('keyed state backend', () => {
     const owner = operatorIndexForKeyGroup(kg, 4);
     const other = (owner + 1) % 4;
     const b = new KeyedStateBackend(KeyGroupRange.forSubtask(other, 4), 'counter');
-    assert.throws(() => b.setCurrentKey('x'), new RegExp(`operator 'counter' got key "x" of key group ${kg}, outside its KeyGroupRange`));
+    assert.throws(
+      () => b.setCurrentKey('x'),
+      new RegExp(`operator 'counter' got key "x" of key group ${kg}, outside its KeyGroupRange`),
+    );
   });
 
   test('map and list state are per key and empty for a new key', () => {
@@ -45,7 +50,11 @@ describe('keyed state backend', () => {
 test('setCurrentKey gives the key group of every key, in runs of one key and across them (the current key is remembered)', async () => {
   const fc = (await import('fast-check')).default;
   const b = new KeyedStateBackend(KeyGroupRange.forSubtask(0, 1), 'op');
-  const key = fc.oneof(fc.constantFrom<unknown>(0, -0, NaN, 2 ** 40, '0', 'a', null, undefined, true), fc.integer(), fc.string({ maxLength: 3 }));
+  const key = fc.oneof(
+    fc.constantFrom<unknown>(0, -0, NaN, 2 ** 40, '0', 'a', null, undefined, true),
+    fc.integer(),
+    fc.string({ maxLength: 3 }),
+  );
   fc.assert(
     fc.property(fc.array(fc.tuple(key, fc.integer({ min: 1, max: 3 }), fc.boolean())), (runs) => {
       for (const [k, n, viaTimer] of runs) {
@@ -53,7 +62,11 @@ test('setCurrentKey gives the key group of every key, in runs of one key and acr
         if (viaTimer) b.setCurrentKeyUnchecked(k, normalizeKey(k), keyGroupOf(normalizeKey(k)));
         for (let i = 0; i < n; i++) {
           assert.equal(b.setCurrentKey(k), keyGroupOf(normalizeKey(k)));
-          assert.ok(Object.is(b.currentKey, k) && Object.is(b.currentNormalizedKey, normalizeKey(k)) && b.currentKeyGroup === keyGroupOf(normalizeKey(k)));
+          assert.ok(
+            Object.is(b.currentKey, k) &&
+              Object.is(b.currentNormalizedKey, normalizeKey(k)) &&
+              b.currentKeyGroup === keyGroupOf(normalizeKey(k)),
+          );
         }
       }
     }),

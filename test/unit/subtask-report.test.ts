@@ -7,16 +7,39 @@ import { decodeCollected } from '../../src/protocol/index.js';
 import { MAX_COLLECTED_BYTES } from '../../src/runtime/index.js';
 import { subtaskReport, type EndedSubtask } from '../../src/worker/subtask-report.js';
 
-const ended = (over: Partial<EndedSubtask> = {}): EndedSubtask => ({ task: { id: 't' }, index: 1, collected: {}, cancelled: false, runner: { recordsIn: 5, recordsOut: 3 }, ...over });
+const ended = (over: Partial<EndedSubtask> = {}): EndedSubtask => ({
+  task: { id: 't' },
+  index: 1,
+  collected: {},
+  cancelled: false,
+  runner: { recordsIn: 5, recordsOut: 3 },
+  ...over,
+});
 
 describe('subtask report', () => {
   test('a clean end: ok, its counts and what it collected', () => {
     const r = subtaskReport(ended({ collected: { out: [1, 2] } }));
-    assert.deepEqual({ ...r, collected: decodeCollected(r.collected) }, { taskId: 't', subtaskIndex: 1, ok: true, error: '', recordsIn: 5, recordsOut: 3, collected: { out: [1, 2] }, peerLost: false, fatal: false });
+    assert.deepEqual(
+      { ...r, collected: decodeCollected(r.collected) },
+      {
+        taskId: 't',
+        subtaskIndex: 1,
+        ok: true,
+        error: '',
+        recordsIn: 5,
+        recordsOut: 3,
+        collected: { out: [1, 2] },
+        peerLost: false,
+        fatal: false,
+      },
+    );
   });
 
   test('cancelled says so; a lost peer and a fatal error are told apart', () => {
-    assert.deepEqual([subtaskReport(ended({ cancelled: true })).ok, subtaskReport(ended({ cancelled: true })).error], [false, 'cancelled']);
+    assert.deepEqual(
+      [subtaskReport(ended({ cancelled: true })).ok, subtaskReport(ended({ cancelled: true })).error],
+      [false, 'cancelled'],
+    );
     const lost = subtaskReport(ended({ error: new PeerLostError('data link to w2 closed') }));
     assert.deepEqual([lost.ok, lost.error, lost.peerLost, lost.fatal], [false, 'data link to w2 closed', true, false]);
     const fatal = subtaskReport(ended({ error: markFatal(new Error('no such connector')) }));

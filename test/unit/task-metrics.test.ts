@@ -13,7 +13,19 @@ function recordSubtaskProgress(j: JobState, r: SubtaskProgressReport, now: numbe
   const next = nextSample(j.subtaskProgress.get(key), r, now);
   if (next) j.subtaskProgress.set(key, next);
 }
-const report = (o: Partial<SubtaskProgressReport>): SubtaskProgressReport => ({ jobId: 'j', taskId: 't', subtaskIndex: 0, recordsIn: 0, recordsOut: 0, backpressuredMs: 0, watermark: -Infinity, idleMs: 0, lagRecords: 0, ageMs: 0, ...o });
+const report = (o: Partial<SubtaskProgressReport>): SubtaskProgressReport => ({
+  jobId: 'j',
+  taskId: 't',
+  subtaskIndex: 0,
+  recordsIn: 0,
+  recordsOut: 0,
+  backpressuredMs: 0,
+  watermark: -Infinity,
+  idleMs: 0,
+  lagRecords: 0,
+  ageMs: 0,
+  ...o,
+});
 
 describe('task metrics', () => {
   test('rates and shares are taken over the reports’ ages, not over when they arrived', () => {
@@ -74,7 +86,11 @@ describe('task metrics', () => {
           for (let i = 0; i < delays.length; i++) {
             const sentAt = 1_000 + phase + i * beat;
             const age = Math.floor(sentAt / post) * post; // the last reading posted before the heartbeat left
-            recordSubtaskProgress(j, report({ ageMs: age, recordsOut: 100, backpressuredMs: age - 500 }), sentAt + delays[i]!);
+            recordSubtaskProgress(
+              j,
+              report({ ageMs: age, recordsOut: 100, backpressuredMs: age - 500 }),
+              sentAt + delays[i]!,
+            );
             const m = taskMetrics(j, 't', 1);
             if (m.measured === 1) assert.equal(m.backpressure, 1, `heartbeat ${i}`);
           }

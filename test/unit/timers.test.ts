@@ -6,8 +6,14 @@ import { isNeverDelay, MAX_TIMER_DELAY_MS, setRepeating, setTimer, setTimerUntil
 test('a delay above the timer limit, Infinity or NaN means never: nothing is armed (Node would fire it after 1 ms)', async () => {
   for (const ms of [MAX_TIMER_DELAY_MS + 1, 3_000_000_000, Infinity, NaN]) {
     assert.equal(isNeverDelay(ms), true, String(ms));
-    assert.equal(setTimer(() => assert.fail(`fired for ${ms}`), ms), undefined);
-    assert.equal(setRepeating(() => assert.fail(`fired for ${ms}`), ms), undefined);
+    assert.equal(
+      setTimer(() => assert.fail(`fired for ${ms}`), ms),
+      undefined,
+    );
+    assert.equal(
+      setRepeating(() => assert.fail(`fired for ${ms}`), ms),
+      undefined,
+    );
   }
   assert.equal(isNeverDelay(MAX_TIMER_DELAY_MS), false);
   let fired = 0;

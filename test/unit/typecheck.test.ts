@@ -18,11 +18,15 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const job = (body: string, imports = '') => `import { defineJob } from 'clink';\n${imports}\nexport default defineJob({ name: 't', version: '1' }, (env) => {\n${body}\n});\n`;
+const job = (body: string, imports = '') =>
+  `import { defineJob } from 'clink';\n${imports}\nexport default defineJob({ name: 't', version: '1' }, (env) => {\n${body}\n});\n`;
 
 test('a type error in a helper the job imports is reported with its file and line; a fixed helper passes', async () => {
   await writeFile(join(dir, 'helper.ts'), 'export function twice(x: number): number {\n  return x.length;\n}\n');
-  await writeFile(join(dir, 'uses-helper.ts'), job('  env.fromSequence(1, 3).map(twice).print();', "import { twice } from './helper.ts';"));
+  await writeFile(
+    join(dir, 'uses-helper.ts'),
+    job('  env.fromSequence(1, 3).map(twice).print();', "import { twice } from './helper.ts';"),
+  );
   await assert.rejects(typecheckJob(join(dir, 'uses-helper.ts'), { cacheDir: join(dir, 'cache') }), (e: Error) => {
     assert.match(e.message, /helper\.ts:2:12: error TS2339: Property 'length' does not exist on type 'number'\./);
     return true;

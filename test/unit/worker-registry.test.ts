@@ -21,9 +21,17 @@ function registry() {
     log,
     watchdogLog: log,
     metrics,
-    events: { registered: () => undefined, progress: () => undefined, frame: () => undefined, gone: (_s, error) => void gone.push(error) },
+    events: {
+      registered: () => undefined,
+      progress: () => undefined,
+      frame: () => undefined,
+      gone: (_s, error) => void gone.push(error),
+    },
   });
-  const add = (id: string, outbox: Partial<{ stopped: { byItself: boolean; reason: string; detail: string }; stalledMs: number }> = {}): WorkerSession => {
+  const add = (
+    id: string,
+    outbox: Partial<{ stopped: { byItself: boolean; reason: string; detail: string }; stalledMs: number }> = {},
+  ): WorkerSession => {
     const s = {
       id,
       session: r.sessions.size + 1,

@@ -10,7 +10,9 @@ import { parseOptions, RatePacer } from '../options.js';
 
 const Field = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('sequence'), start: z.number().int().default(0) }).strict(),
-  z.object({ kind: z.literal('int'), min: z.number().int().default(0), max: z.number().int().default(1_000_000) }).strict(),
+  z
+    .object({ kind: z.literal('int'), min: z.number().int().default(0), max: z.number().int().default(1_000_000) })
+    .strict(),
   z.object({ kind: z.literal('double'), min: z.number().default(0), max: z.number().default(1) }).strict(),
   z.object({ kind: z.literal('string'), length: z.number().int().min(1).max(1024).default(8) }).strict(),
   z.object({ kind: z.literal('boolean') }).strict(),
@@ -39,7 +41,12 @@ export type DatagenOptions = z.input<typeof DatagenOptions>;
 
 /** A 32-bit hash of (seed, row, draw): splitmix-style mixing, identical in every process. */
 function rand32(seed: number, row: number, draw: number): number {
-  let h = (seed ^ Math.imul(row | 0, 0x9e3779b1) ^ Math.imul((row / 4294967296) | 0, 0x85ebca77) ^ Math.imul(draw + 1, 0xc2b2ae3d)) | 0;
+  let h =
+    (seed ^
+      Math.imul(row | 0, 0x9e3779b1) ^
+      Math.imul((row / 4294967296) | 0, 0x85ebca77) ^
+      Math.imul(draw + 1, 0xc2b2ae3d)) |
+    0;
   h = Math.imul(h ^ (h >>> 16), 0x7feb352d);
   h = Math.imul(h ^ (h >>> 15), 0x846ca68b);
   return (h ^ (h >>> 16)) >>> 0;
@@ -77,7 +84,8 @@ function compile(seed: number, fields: Record<string, z.infer<typeof Field>>): R
       case 'timestamp':
         return [
           name,
-          (row) => f.startMs + Math.floor(row * f.stepMs) - (f.jitterMs > 0 ? rand32(seed, row, d) % (f.jitterMs + 1) : 0),
+          (row) =>
+            f.startMs + Math.floor(row * f.stepMs) - (f.jitterMs > 0 ? rand32(seed, row, d) % (f.jitterMs + 1) : 0),
         ];
     }
   });
@@ -102,8 +110,14 @@ export const datagen: Connector<Record<string, unknown>> = {
       const rowOf = compile(o.seed, o.fields);
       const count = o.count ?? Number.POSITIVE_INFINITY;
       const cursor = new IndexSpaceCursor(ctx.subtaskIndex, ctx.parallelism);
-      const pacer = new RatePacer(o.rowsPerSecond === undefined ? undefined : o.rowsPerSecond * cursor.share, ctx.signal);
-      const emit = (out: SourceOutput<Record<string, unknown>>): ((row: number) => void) => (row) => out.collect(rowOf(row));
+      const pacer = new RatePacer(
+        o.rowsPerSecond === undefined ? undefined : o.rowsPerSecond * cursor.share,
+        ctx.signal,
+      );
+      const emit =
+        (out: SourceOutput<Record<string, unknown>>): ((row: number) => void) =>
+        (row) =>
+          out.collect(rowOf(row));
       return {
         async read(out: SourceOutput<Record<string, unknown>>, max: number) {
           const n = await pacer.allowance(max);

@@ -38,7 +38,9 @@ async function listInputFiles(path: string): Promise<string[]> {
   try {
     st = await stat(path);
   } catch (err) {
-    throw new ConnectorError(`file source: cannot read '${path}': ${(err as Error).message}; check the path option`, { cause: err });
+    throw new ConnectorError(`file source: cannot read '${path}': ${(err as Error).message}; check the path option`, {
+      cause: err,
+    });
   }
   if (st.isFile()) return [path];
   const names = (await readdir(path, { withFileTypes: true }))
@@ -141,7 +143,9 @@ export const file: Connector<unknown, unknown> = {
         try {
           return JSON.parse(line) as unknown;
         } catch (err) {
-          throw new ConnectorError(`file source: ${r.path}:${r.lineNo}: not valid JSON (${(err as Error).message})`, { cause: err });
+          throw new ConnectorError(`file source: ${r.path}:${r.lineNo}: not valid JSON (${(err as Error).message})`, {
+            cause: err,
+          });
         }
       };
       return {
@@ -173,7 +177,9 @@ export const file: Connector<unknown, unknown> = {
           await reader?.close();
         },
         // The files left and the lines of the current one read: a rescale deals them out again.
-        snapshot: () => ({ files: files.slice(fi).map(([path, lines], k) => [path, k === 0 && reader ? reader.lineNo : lines]) }),
+        snapshot: () => ({
+          files: files.slice(fi).map(([path, lines], k) => [path, k === 0 && reader ? reader.lineNo : lines]),
+        }),
         async restore(position) {
           files = filesOf(position, await listInputFiles(o.path), ctx.subtaskIndex, ctx.parallelism);
           fi = 0;
@@ -193,7 +199,9 @@ export const file: Connector<unknown, unknown> = {
       try {
         await makeDirectory(o.path);
       } catch (err) {
-        throw new ConnectorError(`file sink: cannot create directory '${o.path}': ${(err as Error).message}`, { cause: err });
+        throw new ConnectorError(`file sink: cannot create directory '${o.path}': ${(err as Error).message}`, {
+          cause: err,
+        });
       }
       const prefix = partPrefix(ctx.subtaskIndex);
       // Continue numbering after part files an earlier run left, never overwriting them.
@@ -281,7 +289,8 @@ export const file: Connector<unknown, unknown> = {
           // under those prefixes: one taken over by s has an index i = s mod p', past the new parallelism.)
           const prefixes = [...new Set([ctx.subtaskIndex, ...scope.subtasks])].map((i) => `.${partPrefix(i)}`);
           for (const name of await readdir(o.path)) {
-            if (prefixes.some((p) => name.startsWith(p)) && (name.endsWith('.inprogress') || name.endsWith('.pending'))) await rm(join(o.path, name), { force: true });
+            if (prefixes.some((p) => name.startsWith(p)) && (name.endsWith('.inprogress') || name.endsWith('.pending')))
+              await rm(join(o.path, name), { force: true });
           }
         },
       };

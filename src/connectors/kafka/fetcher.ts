@@ -18,7 +18,13 @@ export type FetchRequestTopic = fetchV17.FetchRequestTopic;
 type FetchApi = typeof fetchV17.api;
 
 const FETCH_KEY = 1;
-const VERSIONS: Record<number, FetchApi> = { 13: fetchV13.api as FetchApi, 14: fetchV14.api as FetchApi, 15: fetchV15.api as FetchApi, 16: fetchV16.api as FetchApi, 17: fetchV17.api };
+const VERSIONS: Record<number, FetchApi> = {
+  13: fetchV13.api as FetchApi,
+  14: fetchV14.api as FetchApi,
+  15: fetchV15.api as FetchApi,
+  16: fetchV16.api as FetchApi,
+  17: fetchV17.api,
+};
 
 export interface FetchArgs {
   maxWaitMs: number;
@@ -54,7 +60,10 @@ export class Fetcher {
   private connect(key: string, broker: { host: string; port: number }): Promise<Connection> {
     let c = this.connections.get(key);
     if (!c) {
-      const conn = new Connection(this.clientId, { requestTimeout: this.requestTimeoutMs, connectTimeout: Math.min(this.requestTimeoutMs, 10_000) });
+      const conn = new Connection(this.clientId, {
+        requestTimeout: this.requestTimeoutMs,
+        connectTimeout: Math.min(this.requestTimeoutMs, 10_000),
+      });
       c = (conn.connect(broker.host, broker.port) as Promise<void>).then(() => conn);
       c.catch(() => undefined);
       this.connections.set(key, c);
@@ -67,7 +76,10 @@ export class Fetcher {
     const fetch = r.apiKeys.find((a) => a.apiKey === FETCH_KEY);
     const version = Math.min(17, fetch?.maxVersion ?? 0);
     const api = VERSIONS[version];
-    if (!api) throw new ConnectorError(`kafka source: the broker speaks Fetch up to version ${fetch?.maxVersion ?? 'none'}; this connector needs 13 or newer (Kafka 3.1+)`);
+    if (!api)
+      throw new ConnectorError(
+        `kafka source: the broker speaks Fetch up to version ${fetch?.maxVersion ?? 'none'}; this connector needs 13 or newer (Kafka 3.1+)`,
+      );
     return api;
   }
 

@@ -31,7 +31,9 @@ export const kafka: Connector<KafkaRecord, unknown> = {
         topic = p.topic;
         Object.assign(offsets, p.offsets);
       }
-      return Array.from({ length: parallelism }, () => (topic === undefined ? undefined : { topic, offsets: { ...offsets } }));
+      return Array.from({ length: parallelism }, () =>
+        topic === undefined ? undefined : { topic, offsets: { ...offsets } },
+      );
     },
   },
   sink: {

@@ -4,9 +4,14 @@ import { Format } from '../formats.js';
 import { ReconnectTimeout } from '../options.js';
 import { MAX_TIMER_DELAY_MS } from '../../util/index.js';
 
-const Brokers = z
-  .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
-  .transform((b) => (Array.isArray(b) ? b : b.split(',').map((s) => s.trim()).filter(Boolean)));
+const Brokers = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).transform((b) =>
+  Array.isArray(b)
+    ? b
+    : b
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+);
 
 const Common = {
   /** host:port of one or more brokers, as an array or comma-separated. */
@@ -40,23 +45,38 @@ export const KafkaSourceOptions = z
      * partitions, less `maxOutOfOrdernessMs`; a partition silent for `idleTimeoutMs` holds none back.
      */
     watermarks: z
-      .object({ maxOutOfOrdernessMs: z.number().int().min(0).default(0), idleTimeoutMs: z.number().int().positive().optional() })
+      .object({
+        maxOutOfOrdernessMs: z.number().int().min(0).default(0),
+        idleTimeoutMs: z.number().int().positive().optional(),
+      })
       .strict()
       .optional(),
     /** How often to look for partitions added to the topic (0: never). */
     partitionDiscoveryIntervalMs: z.number().int().min(0).default(30_000),
     /** Pace each subtask to this many records per second (tests, demos); default: flat out. */
     maxRecordsPerSecond: z.number().positive().optional(),
-    fetchMaxBytes: z.number().int().positive().default(8 << 20),
+    fetchMaxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(8 << 20),
     fetchMaxWaitMs: z.number().int().min(0).max(MAX_TIMER_DELAY_MS).default(100),
   })
   .strict()
   .superRefine((o, ctx) => {
     if (o.startFrom === 'timestamp' && o.startTimestampMs === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['startTimestampMs'], message: "startFrom 'timestamp' needs startTimestampMs (epoch milliseconds)" });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['startTimestampMs'],
+        message: "startFrom 'timestamp' needs startTimestampMs (epoch milliseconds)",
+      });
     }
     if (o.startFrom === 'group-offsets' && o.groupId === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['groupId'], message: "startFrom 'group-offsets' needs groupId, the consumer group whose committed offsets to start from" });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['groupId'],
+        message: "startFrom 'group-offsets' needs groupId, the consumer group whose committed offsets to start from",
+      });
     }
   });
 export type KafkaSourceOptions = z.input<typeof KafkaSourceOptions>;
@@ -78,7 +98,11 @@ export const KafkaSinkOptions = z
     keyFormat: Format.default('string'),
     valueFormat: Format.default('json'),
     /** The most a produce request carries (a partition's batch must fit the broker's message.max.bytes, 1 MiB by default). */
-    maxRequestBytes: z.number().int().positive().default(512 << 10),
+    maxRequestBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(512 << 10),
     /** Records waiting for the request in flight before writes wait (backpressure). */
     maxBufferedRecords: z.number().int().positive().default(50_000),
     compression: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),
@@ -89,7 +113,8 @@ export const KafkaSinkOptions = z
       ctx.addIssue({
         code: 'custom',
         path: ['transactionalIdPrefix'],
-        message: "delivery 'exactly-once' needs transactionalIdPrefix, stable across restarts and unique per job and sink (e.g. 'orders-enricher')",
+        message:
+          "delivery 'exactly-once' needs transactionalIdPrefix, stable across restarts and unique per job and sink (e.g. 'orders-enricher')",
       });
     }
   });

@@ -81,7 +81,8 @@ abstract class BatchingWriter implements SinkWriter<unknown> {
 
   write(value: unknown): void {
     let key: Buffer | undefined;
-    if (this.o.keyField !== undefined) key = encode(this.o.keyFormat, (value as Record<string, unknown> | null)?.[this.o.keyField]);
+    if (this.o.keyField !== undefined)
+      key = encode(this.o.keyFormat, (value as Record<string, unknown> | null)?.[this.o.keyField]);
     const bytes = encode(this.o.valueFormat, value);
     this.buffer.push({ topic: this.o.topic, key, value: bytes });
   }
@@ -138,8 +139,13 @@ abstract class BatchingWriter implements SinkWriter<unknown> {
 function describeSendFailure(o: Options, err: unknown): Error {
   if (err instanceof ConnectorError) return err;
   const name = kafkaErrorName(err);
-  const why = name === 'UNKNOWN_TOPIC_OR_PARTITION' ? `topic '${o.topic}' does not exist; create it first` : (name ?? (err as Error).message);
-  return new ConnectorError(`kafka sink: writing to '${o.topic}' at ${o.bootstrapServers.join(',')} failed: ${why}`, { cause: err });
+  const why =
+    name === 'UNKNOWN_TOPIC_OR_PARTITION'
+      ? `topic '${o.topic}' does not exist; create it first`
+      : (name ?? (err as Error).message);
+  return new ConnectorError(`kafka sink: writing to '${o.topic}' at ${o.bootstrapServers.join(',')} failed: ${why}`, {
+    cause: err,
+  });
 }
 
 class IdempotentWriter extends BatchingWriter {
@@ -171,7 +177,13 @@ class TransactionalWriter extends BatchingWriter {
 
   constructor(o: Options, ctx: SinkContext) {
     super(o, ctx);
-    this.txns = new TransactionsClient({ brokers: o.bootstrapServers, clientId: o.clientId, requestTimeoutMs: o.requestTimeoutMs, reconnectTimeoutMs: o.reconnectTimeoutMs, signal: this.stopping.signal });
+    this.txns = new TransactionsClient({
+      brokers: o.bootstrapServers,
+      clientId: o.clientId,
+      requestTimeoutMs: o.requestTimeoutMs,
+      reconnectTimeoutMs: o.reconnectTimeoutMs,
+      signal: this.stopping.signal,
+    });
   }
 
   /** Transactional id `seq` of subtask `subtask` (this one's by default). */
@@ -195,7 +207,9 @@ class TransactionalWriter extends BatchingWriter {
       await forceClose(producer);
       const name = kafkaErrorName(err);
       if (name === 'INVALID_TRANSACTION_TIMEOUT') {
-        throw new ConnectorError(`kafka sink: the broker refuses transactionTimeoutMs ${this.o.transactionTimeoutMs}: it must not exceed the broker's transaction.max.timeout.ms`);
+        throw new ConnectorError(
+          `kafka sink: the broker refuses transactionTimeoutMs ${this.o.transactionTimeoutMs}: it must not exceed the broker's transaction.max.timeout.ms`,
+        );
       }
       throw err;
     }
@@ -210,7 +224,12 @@ class TransactionalWriter extends BatchingWriter {
     return {
       next: txn.seq + 1,
       subtask: this.ctx.subtaskIndex,
-      txn: { seq: txn.seq, transactionalId: this.idOf(txn.seq), producerId: String(txn.producer.producerId), producerEpoch: txn.producer.producerEpoch! },
+      txn: {
+        seq: txn.seq,
+        transactionalId: this.idOf(txn.seq),
+        producerId: String(txn.producer.producerId),
+        producerEpoch: txn.producer.producerEpoch!,
+      },
     };
   }
 
@@ -234,7 +253,14 @@ class TransactionalWriter extends BatchingWriter {
    */
   async recover(committed: readonly unknown[], scope: RecoverScope): Promise<void> {
     const own = this.ctx.subtaskIndex;
-    const nextOf = (i: number): number => Math.max(0, ...committed.map((c) => c as KafkaCommittable).filter((c) => (c.subtask ?? own) === i).map((c) => c.next));
+    const nextOf = (i: number): number =>
+      Math.max(
+        0,
+        ...committed
+          .map((c) => c as KafkaCommittable)
+          .filter((c) => (c.subtask ?? own) === i)
+          .map((c) => c.next),
+      );
     for (const i of scope.subtasks) if (i !== own) await this.fenceFrom(nextOf(i), i);
     this.next = this.fenceFrom(nextOf(own));
     await this.next;
@@ -262,7 +288,9 @@ class TransactionalWriter extends BatchingWriter {
     // An open or prepared transaction stays open on the broker: the restore that follows a failure
     // commits or aborts it, with what the checkpoint says.
     this.stopping.abort();
-    const producers = [this.current, ...this.prepared.values()].filter((t): t is OpenTxn => t !== undefined).map((t) => t.producer);
+    const producers = [this.current, ...this.prepared.values()]
+      .filter((t): t is OpenTxn => t !== undefined)
+      .map((t) => t.producer);
     await Promise.all(producers.map(forceClose));
     await this.txns.close();
   }

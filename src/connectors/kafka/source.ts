@@ -99,7 +99,8 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     // later restore back to the earliest offsets, writing again what was committed.
     // Only the partitions it owns: after a rescale it was given every subtask's offsets.
     const offsets: Record<string, string> = {};
-    for (const [p, o] of Object.entries(this.restored ?? {})) if (ownerOf(this.o.topic, Number(p), this.ctx.parallelism) === this.ctx.subtaskIndex) offsets[p] = o;
+    for (const [p, o] of Object.entries(this.restored ?? {}))
+      if (ownerOf(this.o.topic, Number(p), this.ctx.parallelism) === this.ctx.subtaskIndex) offsets[p] = o;
     for (const s of this.splits.values()) offsets[s.partition] = String(s.next);
     return { topic: this.o.topic, offsets };
   }
@@ -144,7 +145,11 @@ class KafkaReader implements SourceReader<KafkaRecord> {
   async read(out: SourceOutput<KafkaRecord>, limit: number): Promise<'MORE' | 'END'> {
     const max = this.pacer ? await this.pacer.allowance(limit) : limit;
     if (!this.started) await this.start();
-    else if (this.o.partitionDiscoveryIntervalMs > 0 && Date.now() - this.lastDiscovery >= this.o.partitionDiscoveryIntervalMs) await this.discover();
+    else if (
+      this.o.partitionDiscoveryIntervalMs > 0 &&
+      Date.now() - this.lastDiscovery >= this.o.partitionDiscoveryIntervalMs
+    )
+      await this.discover();
     if (this.queueAt >= this.queue.length) {
       if (this.finished()) return 'END';
       const response = await (this.pending ?? this.fetch());
@@ -200,7 +205,8 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     const count = await this.partitionCount();
     if (count <= this.knownPartitions) return;
     const fresh: number[] = [];
-    for (let p = this.knownPartitions; p < count; p++) if (ownerOf(this.o.topic, p, this.ctx.parallelism) === this.ctx.subtaskIndex) fresh.push(p);
+    for (let p = this.knownPartitions; p < count; p++)
+      if (ownerOf(this.o.topic, p, this.ctx.parallelism) === this.ctx.subtaskIndex) fresh.push(p);
     // Partitions added while the job runs start at their beginning; those there at the start from startFrom.
     const initial = this.knownPartitions === 0;
     this.knownPartitions = count;
@@ -208,7 +214,15 @@ class KafkaReader implements SourceReader<KafkaRecord> {
     const starts = await this.startOffsets(fresh, initial);
     for (const p of fresh) {
       const at = starts[p]!;
-      this.splits.set(p, { partition: p, next: at, fetchAt: at, maxTimestamp: NO_TIMESTAMP, lastRecordAt: Date.now(), idle: false, aborted: new Set() });
+      this.splits.set(p, {
+        partition: p,
+        next: at,
+        fetchAt: at,
+        maxTimestamp: NO_TIMESTAMP,
+        lastRecordAt: Date.now(),
+        idle: false,
+        aborted: new Set(),
+      });
     }
   }
 
@@ -217,8 +231,14 @@ class KafkaReader implements SourceReader<KafkaRecord> {
       const md = await this.consumer.metadata({ topics: [this.o.topic], forceUpdate: true });
       return md.topics.get(this.o.topic)?.partitionsCount ?? 0;
     } catch (err) {
-      if (kafkaErrorName(err) === 'UNKNOWN_TOPIC_OR_PARTITION' || /unknown topic/i.test((err as Error).message)) throw new ConnectorError(`kafka source: topic '${this.o.topic}' does not exist at ${this.o.bootstrapServers.join(',')}; create it first`);
-      throw new ConnectorError(`kafka source: cannot read the metadata of '${this.o.topic}' from ${this.o.bootstrapServers.join(',')}: ${(err as Error).message}`, { cause: err });
+      if (kafkaErrorName(err) === 'UNKNOWN_TOPIC_OR_PARTITION' || /unknown topic/i.test((err as Error).message))
+        throw new ConnectorError(
+          `kafka source: topic '${this.o.topic}' does not exist at ${this.o.bootstrapServers.join(',')}; create it first`,
+        );
+      throw new ConnectorError(
+        `kafka source: cannot read the metadata of '${this.o.topic}' from ${this.o.bootstrapServers.join(',')}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 
@@ -242,7 +262,12 @@ class KafkaReader implements SourceReader<KafkaRecord> {
   }
 
   private async offsets(partitions: number[], at: bigint): Promise<Record<number, bigint>> {
-    const m = await this.consumer.listOffsets({ topics: [this.o.topic], partitions: { [this.o.topic]: partitions }, timestamp: at, isolationLevel: this.isolation });
+    const m = await this.consumer.listOffsets({
+      topics: [this.o.topic],
+      partitions: { [this.o.topic]: partitions },
+      timestamp: at,
+      isolationLevel: this.isolation,
+    });
     const list = m.get(this.o.topic) ?? [];
     const out: Record<number, bigint> = {};
     for (const p of partitions) {
@@ -281,7 +306,10 @@ class KafkaReader implements SourceReader<KafkaRecord> {
         if (this.ctx.signal.aborted) return undefined;
         if (err instanceof ConnectorError || Date.now() + delay > deadline) {
           if (err instanceof ConnectorError) throw err;
-          throw new ConnectorError(`kafka source: fetching '${this.o.topic}' from ${this.o.bootstrapServers.join(',')} failed: ${kafkaErrorName(err) ?? (err as Error).message}`, { cause: err, transient: true });
+          throw new ConnectorError(
+            `kafka source: fetching '${this.o.topic}' from ${this.o.bootstrapServers.join(',')} failed: ${kafkaErrorName(err) ?? (err as Error).message}`,
+            { cause: err, transient: true },
+          );
         }
         await new Promise((r) => setTimeout(r, delay));
       }
@@ -306,7 +334,18 @@ class KafkaReader implements SourceReader<KafkaRecord> {
       maxWaitMs: this.o.fetchMaxWaitMs,
       maxBytes: this.o.fetchMaxBytes,
       isolationLevel: this.isolation,
-      topics: [{ topicId: topic.id, partitions: splits.map((s) => ({ partition: s.partition, fetchOffset: s.fetchAt, partitionMaxBytes, currentLeaderEpoch: -1, lastFetchedEpoch: -1 })) }],
+      topics: [
+        {
+          topicId: topic.id,
+          partitions: splits.map((s) => ({
+            partition: s.partition,
+            fetchOffset: s.fetchAt,
+            partitionMaxBytes,
+            currentLeaderEpoch: -1,
+            lastFetchedEpoch: -1,
+          })),
+        },
+      ],
     });
     // Errors of single partitions come as a thrown response: enqueue() reads each partition's code.
     return request.catch((err: { response?: FetchResponse }) => {
@@ -327,7 +366,9 @@ class KafkaReader implements SourceReader<KafkaRecord> {
         if (!split) continue;
         if (p.errorCode !== 0) {
           if (p.errorCode === 1) {
-            throw new ConnectorError(`kafka source: offset ${split.fetchAt} of '${this.o.topic}' partition ${split.partition} is no longer in the log (retention removed it); restore from a newer checkpoint or start again`);
+            throw new ConnectorError(
+              `kafka source: offset ${split.fetchAt} of '${this.o.topic}' partition ${split.partition} is no longer in the log (retention removed it); restore from a newer checkpoint or start again`,
+            );
           }
           this.staleMetadata = true; // leadership moved: ask for it again
           continue;
@@ -379,9 +420,23 @@ class KafkaReader implements SourceReader<KafkaRecord> {
         return n;
       }
       const timestamp = base + Number(r.timestampDelta);
-      const value = decode(o.valueFormat, r.value, () => `kafka source: the value at '${o.topic}' partition ${split.partition} offset ${offset}`);
-      const key = r.key === null ? null : decode(o.keyFormat, r.key, () => `kafka source: the key at '${o.topic}' partition ${split.partition} offset ${offset}`);
-      out.collectWithTimestamp({ topic: o.topic, partition: split.partition, offset, timestamp, key, value }, timestamp);
+      const value = decode(
+        o.valueFormat,
+        r.value,
+        () => `kafka source: the value at '${o.topic}' partition ${split.partition} offset ${offset}`,
+      );
+      const key =
+        r.key === null
+          ? null
+          : decode(
+              o.keyFormat,
+              r.key,
+              () => `kafka source: the key at '${o.topic}' partition ${split.partition} offset ${offset}`,
+            );
+      out.collectWithTimestamp(
+        { topic: o.topic, partition: split.partition, offset, timestamp, key, value },
+        timestamp,
+      );
       if (timestamp > split.maxTimestamp) split.maxTimestamp = timestamp;
       n++;
     }

@@ -11,7 +11,12 @@ import { ConnectorError } from '../../errors.js';
 
 const TRANSACTION_KEY = 1;
 /** Retriable answers while the coordinator finishes a previous step or loads its state. */
-const RETRIABLE = new Set(['CONCURRENT_TRANSACTIONS', 'COORDINATOR_LOAD_IN_PROGRESS', 'NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE']);
+const RETRIABLE = new Set([
+  'CONCURRENT_TRANSACTIONS',
+  'COORDINATOR_LOAD_IN_PROGRESS',
+  'NOT_COORDINATOR',
+  'COORDINATOR_NOT_AVAILABLE',
+]);
 
 export interface TxnRef {
   transactionalId: string;
@@ -98,7 +103,10 @@ export class TransactionsClient {
         if (!retriable || Date.now() + delay > deadline || this.o.signal.aborted) {
           if (!retriable) throw err;
           // The broker may be restarting: a restart of the job may find it back.
-          throw new ConnectorError(`kafka: the transaction coordinator for '${transactionalId}' at ${this.o.brokers.join(',')} did not answer: ${name ?? (err as Error).message}`, { cause: err, transient: true });
+          throw new ConnectorError(
+            `kafka: the transaction coordinator for '${transactionalId}' at ${this.o.brokers.join(',')} did not answer: ${name ?? (err as Error).message}`,
+            { cause: err, transient: true },
+          );
         }
         if (name === 'NOT_COORDINATOR' || network) await this.close();
         await new Promise((r) => setTimeout(r, delay));
@@ -111,7 +119,10 @@ export class TransactionsClient {
     const bootstrap = await this.connect(this.o.brokers[0]!);
     const r = await findCoordinatorV6.api.async(bootstrap, TRANSACTION_KEY, [transactionalId]);
     const c = r.coordinators.find((x) => x.key === transactionalId);
-    if (!c || c.errorCode !== 0) throw Object.assign(new Error(`no transaction coordinator for '${transactionalId}'`), { apiId: 'COORDINATOR_NOT_AVAILABLE' });
+    if (!c || c.errorCode !== 0)
+      throw Object.assign(new Error(`no transaction coordinator for '${transactionalId}'`), {
+        apiId: 'COORDINATOR_NOT_AVAILABLE',
+      });
     return this.connect(`${c.host}:${c.port}`);
   }
 
@@ -119,7 +130,10 @@ export class TransactionsClient {
     const known = this.connections.get(hostPort);
     if (known) return known;
     const i = hostPort.lastIndexOf(':');
-    const conn = new Connection(this.o.clientId, { requestTimeout: this.o.requestTimeoutMs, connectTimeout: Math.min(this.o.requestTimeoutMs, 10_000) });
+    const conn = new Connection(this.o.clientId, {
+      requestTimeout: this.o.requestTimeoutMs,
+      connectTimeout: Math.min(this.o.requestTimeoutMs, 10_000),
+    });
     await conn.connect(hostPort.slice(0, i), Number(hostPort.slice(i + 1)));
     this.connections.set(hostPort, conn);
     return conn;

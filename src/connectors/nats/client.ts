@@ -11,7 +11,10 @@ const RECONNECT_WAIT_MS = 500;
  * for that long before it closes for good. A server that does not answer is an error at once (a check
  * says so); connectNatsRiding waits for it.
  */
-export async function connectNats(o: { servers: string[]; token?: string | undefined; connectTimeoutMs: number; reconnectTimeoutMs?: number }, who: string): Promise<NatsConnection> {
+export async function connectNats(
+  o: { servers: string[]; token?: string | undefined; connectTimeoutMs: number; reconnectTimeoutMs?: number },
+  who: string,
+): Promise<NatsConnection> {
   try {
     return await connect({
       servers: o.servers,
@@ -21,11 +24,22 @@ export async function connectNats(o: { servers: string[]; token?: string | undef
       reconnectTimeWait: RECONNECT_WAIT_MS,
     });
   } catch (err) {
-    throw new ConnectorError(`${who}: cannot connect to NATS at ${o.servers.join(',')}: ${(err as Error).message}`, { cause: err, transient: true });
+    throw new ConnectorError(`${who}: cannot connect to NATS at ${o.servers.join(',')}: ${(err as Error).message}`, {
+      cause: err,
+      transient: true,
+    });
   }
 }
 
 /** Connect, riding out servers that do not answer yet (restarting, a short outage) for up to `reconnectTimeoutMs`. */
-export function connectNatsRiding(o: { servers: string[]; token?: string | undefined; connectTimeoutMs: number; reconnectTimeoutMs: number }, who: string, signal: AbortSignal): Promise<NatsConnection> {
-  return retrying(() => connectNats(o, who), { timeoutMs: o.reconnectTimeoutMs, signal, retriable: (err) => err instanceof ConnectorError && err.transient });
+export function connectNatsRiding(
+  o: { servers: string[]; token?: string | undefined; connectTimeoutMs: number; reconnectTimeoutMs: number },
+  who: string,
+  signal: AbortSignal,
+): Promise<NatsConnection> {
+  return retrying(() => connectNats(o, who), {
+    timeoutMs: o.reconnectTimeoutMs,
+    signal,
+    retriable: (err) => err instanceof ConnectorError && err.transient,
+  });
 }

@@ -3,9 +3,14 @@ import { z } from 'zod';
 import { Format } from '../formats.js';
 import { ReconnectTimeout } from '../options.js';
 
-const Servers = z
-  .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
-  .transform((s) => (Array.isArray(s) ? s : s.split(',').map((x) => x.trim()).filter(Boolean)));
+const Servers = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).transform((s) =>
+  Array.isArray(s)
+    ? s
+    : s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+);
 
 const Common = {
   /** host:port of one or more NATS servers, as an array or comma-separated. */
@@ -34,7 +39,8 @@ export const NatsSourceOptions = z
   })
   .strict()
   .superRefine((o, ctx) => {
-    if (o.startFrom === 'sequence' && o.startSequence === undefined) ctx.addIssue({ code: 'custom', path: ['startSequence'], message: "startFrom 'sequence' needs startSequence" });
+    if (o.startFrom === 'sequence' && o.startSequence === undefined)
+      ctx.addIssue({ code: 'custom', path: ['startSequence'], message: "startFrom 'sequence' needs startSequence" });
   });
 export type NatsSourceOptions = z.input<typeof NatsSourceOptions>;
 

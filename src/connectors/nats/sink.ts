@@ -31,7 +31,9 @@ export async function createNatsWriter(o: Options, ctx: SinkContext): Promise<Si
 
 /** A publish that may succeed again (the server restarting, or not answering yet): its message id makes a repeat harmless. */
 function mayPassAgain(err: unknown): boolean {
-  return /timeout|503|no responders|disconnect|reconnect|connection closed|CONNECTION_/i.test((err as Error | undefined)?.message ?? '');
+  return /timeout|503|no responders|disconnect|reconnect|connection closed|CONNECTION_/i.test(
+    (err as Error | undefined)?.message ?? '',
+  );
 }
 
 class NatsWriter implements SinkWriter<unknown> {
@@ -52,11 +54,18 @@ class NatsWriter implements SinkWriter<unknown> {
   }
 
   write(value: unknown): void {
-    const id = this.o.messageIdField !== undefined ? `${this.o.messageIdPrefix}-${String((value as Record<string, unknown>)[this.o.messageIdField])}` : `${this.o.messageIdPrefix}-${this.ctx.subtaskIndex}-${this.epoch}-${this.n}`;
+    const id =
+      this.o.messageIdField !== undefined
+        ? `${this.o.messageIdPrefix}-${String((value as Record<string, unknown>)[this.o.messageIdField])}`
+        : `${this.o.messageIdPrefix}-${this.ctx.subtaskIndex}-${this.epoch}-${this.n}`;
     this.n++;
     const data = encode(this.o.valueFormat, value) ?? new Uint8Array(0);
     // Published again under the same id while the server is away (up to reconnectTimeoutMs): the stream drops a repeat.
-    const p: Promise<unknown> = retrying(() => this.js.publish(this.o.subject, data, { msgID: id }), { timeoutMs: this.o.reconnectTimeoutMs, signal: this.stopping.signal, retriable: mayPassAgain }).then(
+    const p: Promise<unknown> = retrying(() => this.js.publish(this.o.subject, data, { msgID: id }), {
+      timeoutMs: this.o.reconnectTimeoutMs,
+      signal: this.stopping.signal,
+      retriable: mayPassAgain,
+    }).then(
       () => void this.inFlight.delete(p),
       (err) => {
         this.inFlight.delete(p);
@@ -107,6 +116,9 @@ class NatsWriter implements SinkWriter<unknown> {
     if (this.failure === undefined) return;
     const err = this.failure as Error;
     this.failure = undefined;
-    throw new ConnectorError(`${WHO}: publishing to '${this.o.subject}' at ${this.o.servers.join(',')} failed: ${err.message}${/no responders/i.test(err.message) ? '; no stream captures the subject: create one' : ''}`, { cause: err });
+    throw new ConnectorError(
+      `${WHO}: publishing to '${this.o.subject}' at ${this.o.servers.join(',')} failed: ${err.message}${/no responders/i.test(err.message) ? '; no stream captures the subject: create one' : ''}`,
+      { cause: err },
+    );
   }
 }

@@ -55,7 +55,10 @@ class NatsReader implements SourceReader<NatsRecord> {
     try {
       info = await jsm.streams.info(this.o.stream);
     } catch (err) {
-      throw new ConnectorError(`${WHO}: stream '${this.o.stream}' not found at ${this.o.servers.join(',')} (${(err as Error).message}); create it first`, { cause: err });
+      throw new ConnectorError(
+        `${WHO}: stream '${this.o.stream}' not found at ${this.o.servers.join(',')} (${(err as Error).message}); create it first`,
+        { cause: err },
+      );
     }
     this.lastAtStart = info.state.last_seq;
     if (this.next === undefined) {
@@ -82,18 +85,27 @@ class NatsReader implements SourceReader<NatsRecord> {
     while (n < max && !this.ended) {
       // Wait for the first message of a read (up to 100 ms: barriers must not wait long); take the rest as they are there.
       const next = (this.pending ??= this.iterator!.next());
-      const r = n === 0 ? await Promise.race([next, new Promise<undefined>((res) => setTimeout(() => res(undefined), 100))]) : await Promise.race([next, Promise.resolve(undefined)]);
+      const r =
+        n === 0
+          ? await Promise.race([next, new Promise<undefined>((res) => setTimeout(() => res(undefined), 100))])
+          : await Promise.race([next, Promise.resolve(undefined)]);
       if (r === undefined) break;
       this.pending = undefined;
       if (r.done) {
         // The consumer ends only when its connection closed for good (reconnectTimeoutMs spent): that is
         // a failure, never the end of the stream, which would finish the job without the rest of it.
-        throw new ConnectorError(`${WHO}: the connection to ${this.o.servers.join(',')} closed while reading stream '${this.o.stream}' (no server came back within ${this.o.reconnectTimeoutMs} ms)`, { transient: true });
+        throw new ConnectorError(
+          `${WHO}: the connection to ${this.o.servers.join(',')} closed while reading stream '${this.o.stream}' (no server came back within ${this.o.reconnectTimeoutMs} ms)`,
+          { transient: true },
+        );
       }
       const m = r.value;
       const where = (): string => `${WHO}: message ${m.seq} of stream '${this.o.stream}'`;
       const timestamp = Math.floor(Number(m.info.timestampNanos) / 1e6);
-      out.collectWithTimestamp({ subject: m.subject, sequence: m.seq, timestamp, value: decode(this.o.valueFormat, m.data, where) }, timestamp);
+      out.collectWithTimestamp(
+        { subject: m.subject, sequence: m.seq, timestamp, value: decode(this.o.valueFormat, m.data, where) },
+        timestamp,
+      );
       this.next = m.seq + 1;
       n++;
       if (this.o.bounded && (m.seq >= this.lastAtStart || m.info.pending === 0)) this.ended = true;

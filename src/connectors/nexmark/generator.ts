@@ -84,7 +84,18 @@ const HOT_CHANNELS = ['Google', 'Facebook', 'Baidu', 'Apple'];
 const HOT_URLS = HOT_CHANNELS.map((c) => `https://www.nexmark.com/${c.toLowerCase()}/item.htm?query=1`);
 const CHANNELS = 10_000;
 const US_STATES = ['AZ', 'CA', 'ID', 'OR', 'WA', 'WY'];
-const US_CITIES = ['Phoenix', 'Los Angeles', 'San Francisco', 'Boise', 'Portland', 'Bend', 'Redmond', 'Seattle', 'Kent', 'Cheyenne'];
+const US_CITIES = [
+  'Phoenix',
+  'Los Angeles',
+  'San Francisco',
+  'Boise',
+  'Portland',
+  'Bend',
+  'Redmond',
+  'Seattle',
+  'Kent',
+  'Cheyenne',
+];
 const FIRST_NAMES = ['Peter', 'Paul', 'Luke', 'John', 'Saul', 'Vicky', 'Kate', 'Julie', 'Sarah', 'Deiter', 'Walter'];
 const LAST_NAMES = ['Shultz', 'Abrams', 'Spencer', 'White', 'Bartels', 'Walton', 'Smith', 'Jones', 'Noris'];
 /** Average sizes the `extra` field pads each event towards, as the suite sets them. */
@@ -144,7 +155,9 @@ function extra(r: EventRandom, currentSize: number, averageSize: number): string
 }
 
 const CHANNEL_NAMES = Array.from({ length: CHANNELS }, (_, i) => `channel-${i}`);
-const CHANNEL_URLS = CHANNEL_NAMES.map((_, i) => `https://www.nexmark.com/${TEXT.slice(i % 60_000, (i % 60_000) + 5)}/item.htm?query=1&channel_id=${i}`);
+const CHANNEL_URLS = CHANNEL_NAMES.map(
+  (_, i) => `https://www.nexmark.com/${TEXT.slice(i % 60_000, (i % 60_000) + 5)}/item.htm?query=1&channel_id=${i}`,
+);
 
 /** The kind of event `n`: 0 person, 1 auction, 2 bid. */
 export function eventKind(n: number): 0 | 1 | 2 {
@@ -248,14 +261,19 @@ export class NexmarkGenerator {
   private auction(n: number): Auction {
     const r = this.r;
     const dateTime = this.timestampOf(n);
-    const seller = r.int(HOT_SELLER_RATIO) > 0 ? Math.floor(lastBase0PersonId(n) / HOT_STRIDE) * HOT_STRIDE : nextBase0PersonId(r, n);
+    const seller =
+      r.int(HOT_SELLER_RATIO) > 0
+        ? Math.floor(lastBase0PersonId(n) / HOT_STRIDE) * HOT_STRIDE
+        : nextBase0PersonId(r, n);
     const category = FIRST_CATEGORY_ID + r.int(NUM_CATEGORIES);
     const initialBid = price(r);
     const itemName = text(r, 20);
     const description = text(r, 100);
     const reserve = initialBid + price(r);
     // An auction runs until about the time NUM_IN_FLIGHT_AUCTIONS more auctions have been created.
-    const horizonMs = this.timestampOf(n + Math.floor((NUM_IN_FLIGHT_AUCTIONS * PROPORTION_DENOMINATOR) / AUCTION_PROPORTION)) - dateTime;
+    const horizonMs =
+      this.timestampOf(n + Math.floor((NUM_IN_FLIGHT_AUCTIONS * PROPORTION_DENOMINATOR) / AUCTION_PROPORTION)) -
+      dateTime;
     const expires = dateTime + 1 + r.int(Math.max(horizonMs * 2, 1));
     return {
       kind: 'auction',
@@ -274,8 +292,14 @@ export class NexmarkGenerator {
 
   private bid(n: number): Bid {
     const r = this.r;
-    const auction = r.int(HOT_AUCTION_RATIO) > 0 ? Math.floor(lastBase0AuctionId(n) / HOT_STRIDE) * HOT_STRIDE : nextBase0AuctionId(r, n);
-    const bidder = r.int(HOT_BIDDER_RATIO) > 0 ? Math.floor(lastBase0PersonId(n) / HOT_STRIDE) * HOT_STRIDE + 1 : nextBase0PersonId(r, n);
+    const auction =
+      r.int(HOT_AUCTION_RATIO) > 0
+        ? Math.floor(lastBase0AuctionId(n) / HOT_STRIDE) * HOT_STRIDE
+        : nextBase0AuctionId(r, n);
+    const bidder =
+      r.int(HOT_BIDDER_RATIO) > 0
+        ? Math.floor(lastBase0PersonId(n) / HOT_STRIDE) * HOT_STRIDE + 1
+        : nextBase0PersonId(r, n);
     const p = price(r);
     let channel: string;
     let url: string;

@@ -17,17 +17,23 @@ export async function checkPostgres(
   try {
     client = await connect({ connectionString: o.connectionString, statementTimeoutMs: ctx.timeoutMs }, who);
   } catch (err) {
-    throw new ConnectorError(`${(err as Error).message}; check the option connectionString and that the server runs`, { cause: err });
+    throw new ConnectorError(`${(err as Error).message}; check the option connectionString and that the server runs`, {
+      cause: err,
+    });
   }
   try {
     const what = o.table !== undefined ? `table ${o.table}` : 'the query';
-    await client.query(o.table !== undefined ? `SELECT * FROM ${o.table} LIMIT 0` : `SELECT * FROM (${o.query!}) AS q LIMIT 0`).catch((err: unknown) => {
-      throw describeError(who, `reading ${what} at ${serverOf(o.connectionString)}`, err);
-    });
+    await client
+      .query(o.table !== undefined ? `SELECT * FROM ${o.table} LIMIT 0` : `SELECT * FROM (${o.query!}) AS q LIMIT 0`)
+      .catch((err: unknown) => {
+        throw describeError(who, `reading ${what} at ${serverOf(o.connectionString)}`, err);
+      });
     if (o.delivery === 'exactly-once') {
       const r = await client.query<{ max_prepared_transactions: string }>('SHOW max_prepared_transactions');
       if (Number(r.rows[0]?.max_prepared_transactions ?? 0) <= 0) {
-        throw new ConnectorError(`${who}: prepared transactions are disabled at ${serverOf(o.connectionString)} (max_prepared_transactions = 0), which delivery 'exactly-once' needs; set max_prepared_transactions > 0 on the server (postgresql.conf, then restart it) or use delivery 'at-least-once'`);
+        throw new ConnectorError(
+          `${who}: prepared transactions are disabled at ${serverOf(o.connectionString)} (max_prepared_transactions = 0), which delivery 'exactly-once' needs; set max_prepared_transactions > 0 on the server (postgresql.conf, then restart it) or use delivery 'at-least-once'`,
+        );
       }
     }
   } finally {

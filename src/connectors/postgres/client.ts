@@ -16,15 +16,25 @@ export function connectionLost(err: unknown): boolean {
   if (err instanceof ConnectorError) return err.transient || connectionLost(err.cause);
   const code = (err as { code?: unknown } | undefined)?.code;
   if (typeof code === 'string' && (code.startsWith('57P') || code.startsWith('08'))) return true;
-  return /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|not queryable|connection error|Client was closed/i.test((err as Error | undefined)?.message ?? '');
+  return /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|not queryable|connection error|Client was closed/i.test(
+    (err as Error | undefined)?.message ?? '',
+  );
 }
 
 /**
  * Connect, riding out a server that does not answer yet (restarting, a short outage) for up to
  * `reconnectTimeoutMs`; a refusal that will not pass (a bad password or database) fails at once.
  */
-export async function connectRetrying(o: ConnectionOptions & { reconnectTimeoutMs: number }, who: string, signal: AbortSignal): Promise<pg.Client> {
-  return retrying(() => connect(o, who), { timeoutMs: o.reconnectTimeoutMs, signal, retriable: (err) => err instanceof ConnectorError && err.transient });
+export async function connectRetrying(
+  o: ConnectionOptions & { reconnectTimeoutMs: number },
+  who: string,
+  signal: AbortSignal,
+): Promise<pg.Client> {
+  return retrying(() => connect(o, who), {
+    timeoutMs: o.reconnectTimeoutMs,
+    signal,
+    retriable: (err) => err instanceof ConnectorError && err.transient,
+  });
 }
 
 /** host:port/database of a connection string, for messages (never the password). */
@@ -38,7 +48,11 @@ export function serverOf(connectionString: string): string {
 }
 
 export async function connect(o: ConnectionOptions, who: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: o.connectionString, statement_timeout: o.statementTimeoutMs, connectionTimeoutMillis: o.statementTimeoutMs });
+  const client = new pg.Client({
+    connectionString: o.connectionString,
+    statement_timeout: o.statementTimeoutMs,
+    connectionTimeoutMillis: o.statementTimeoutMs,
+  });
   // A server that goes away surfaces on the next query; without a listener the error would crash the process.
   client.on('error', () => undefined);
   try {
@@ -49,8 +63,14 @@ export async function connect(o: ConnectionOptions, who: string): Promise<pg.Cli
     // connections", "starting up", "shutting down"): it may be restarting. A bad password or database is not transient.
     const sqlState = (err as { code?: unknown }).code;
     const transient =
-      (typeof sqlState === 'string' && sqlState.startsWith('57P')) || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|timeout|starting up|shutting down|recovery|not yet accepting connections/i.test((err as Error).message);
-    throw new ConnectorError(`${who}: cannot connect to PostgreSQL at ${serverOf(o.connectionString)}: ${(err as Error).message}`, { cause: err, transient });
+      (typeof sqlState === 'string' && sqlState.startsWith('57P')) ||
+      /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|timeout|starting up|shutting down|recovery|not yet accepting connections/i.test(
+        (err as Error).message,
+      );
+    throw new ConnectorError(
+      `${who}: cannot connect to PostgreSQL at ${serverOf(o.connectionString)}: ${(err as Error).message}`,
+      { cause: err, transient },
+    );
   }
   return client;
 }
@@ -60,11 +80,17 @@ export function describeError(who: string, doing: string, err: unknown): Connect
   if (err instanceof ConnectorError) return err;
   const e = err as { code?: string; message?: string };
   let fix = '';
-  if (e.code === '55000' && /prepared transactions are disabled/.test(e.message ?? '')) fix = "; set max_prepared_transactions > 0 on the server (postgresql.conf, then restart it) or use delivery 'at-least-once'";
+  if (e.code === '55000' && /prepared transactions are disabled/.test(e.message ?? ''))
+    fix =
+      "; set max_prepared_transactions > 0 on the server (postgresql.conf, then restart it) or use delivery 'at-least-once'";
   else if (e.code === '42P01') fix = '; create the table first';
-  else if (e.code === '42703') fix = '; the record has a field the table has no column for (name the columns with option columns)';
+  else if (e.code === '42703')
+    fix = '; the record has a field the table has no column for (name the columns with option columns)';
   else if (e.code === '42P10') fix = '; primaryKey must name the columns of a primary key or unique constraint';
-  return new ConnectorError(`${who}: ${doing} failed: ${e.message ?? String(err)}${e.code ? ` (SQLSTATE ${e.code})` : ''}${fix}`, { cause: err });
+  return new ConnectorError(
+    `${who}: ${doing} failed: ${e.message ?? String(err)}${e.code ? ` (SQLSTATE ${e.code})` : ''}${fix}`,
+    { cause: err },
+  );
 }
 
 /**
@@ -98,7 +124,9 @@ export class ReconnectingClient {
       }
     };
     try {
-      return ride ? await retrying(once, { timeoutMs: this.o.reconnectTimeoutMs, signal: this.signal, retriable: connectionLost }) : await once();
+      return ride
+        ? await retrying(once, { timeoutMs: this.o.reconnectTimeoutMs, signal: this.signal, retriable: connectionLost })
+        : await once();
     } catch (err) {
       throw describeError(this.who, doing, err);
     }

@@ -2,7 +2,12 @@
 import { z } from 'zod';
 import { ReconnectTimeout } from '../options.js';
 
-const Identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/, 'a table or column name: letters, digits, _ and $, optionally schema-qualified');
+const Identifier = z
+  .string()
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$/,
+    'a table or column name: letters, digits, _ and $, optionally schema-qualified',
+  );
 
 const Connection = {
   /** postgres://user:password@host:port/database (a password may come from env://VAR). */
@@ -29,15 +34,28 @@ export const PostgresSinkOptions = z
      */
     delivery: z.enum(['at-least-once', 'exactly-once']).default('at-least-once'),
     /** exactly-once: the prefix of the prepared transactions' ids; stable across restarts, unique per job and sink. */
-    transactionIdPrefix: z.string().regex(/^[A-Za-z0-9_.:-]+$/, "letters, digits and _ . : -").optional(),
+    transactionIdPrefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : -')
+      .optional(),
     /** Rows per INSERT statement. */
     batchRows: z.number().int().positive().max(10_000).default(500),
   })
   .strict()
   .superRefine((o, ctx) => {
-    if (o.mode === 'upsert' && !o.primaryKey) ctx.addIssue({ code: 'custom', path: ['primaryKey'], message: "mode 'upsert' needs primaryKey, the columns of the table's primary key (or a unique constraint)" });
+    if (o.mode === 'upsert' && !o.primaryKey)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['primaryKey'],
+        message: "mode 'upsert' needs primaryKey, the columns of the table's primary key (or a unique constraint)",
+      });
     if (o.delivery === 'exactly-once' && !o.transactionIdPrefix) {
-      ctx.addIssue({ code: 'custom', path: ['transactionIdPrefix'], message: "delivery 'exactly-once' needs transactionIdPrefix, stable across restarts and unique per job and sink (e.g. 'orders-to-pg')" });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['transactionIdPrefix'],
+        message:
+          "delivery 'exactly-once' needs transactionIdPrefix, stable across restarts and unique per job and sink (e.g. 'orders-to-pg')",
+      });
     }
   });
 export type PostgresSinkOptions = z.input<typeof PostgresSinkOptions>;
@@ -55,6 +73,7 @@ export const PostgresSourceOptions = z
   })
   .strict()
   .superRefine((o, ctx) => {
-    if ((o.table === undefined) === (o.query === undefined)) ctx.addIssue({ code: 'custom', path: ['table'], message: 'give either table or query (not both)' });
+    if ((o.table === undefined) === (o.query === undefined))
+      ctx.addIssue({ code: 'custom', path: ['table'], message: 'give either table or query (not both)' });
   });
 export type PostgresSourceOptions = z.input<typeof PostgresSourceOptions>;

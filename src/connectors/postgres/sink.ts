@@ -133,7 +133,12 @@ class PostgresWriter implements SinkWriter<unknown> {
   private statementFor(rows: number): string {
     let sql = this.statements.get(rows);
     if (!sql) {
-      sql = insertStatement(this.o.table, this.columns!, rows, this.o.mode === 'upsert' ? this.o.primaryKey : undefined);
+      sql = insertStatement(
+        this.o.table,
+        this.columns!,
+        rows,
+        this.o.mode === 'upsert' ? this.o.primaryKey : undefined,
+      );
       this.statements.set(rows, sql);
     }
     return sql;
@@ -143,7 +148,11 @@ class PostgresWriter implements SinkWriter<unknown> {
     await this.flush();
     if (!this.exactlyOnce || !this.inTransaction) return this.exactlyOnce ? {} : undefined;
     const gid = `${this.prefix}${checkpointId}`;
-    await this.db.run(`PREPARE TRANSACTION '${gid}'`, (c) => c.query(`PREPARE TRANSACTION ${c.escapeLiteral(gid)}`), false);
+    await this.db.run(
+      `PREPARE TRANSACTION '${gid}'`,
+      (c) => c.query(`PREPARE TRANSACTION ${c.escapeLiteral(gid)}`),
+      false,
+    );
     this.inTransaction = false;
     return { gid };
   }
@@ -173,7 +182,10 @@ class PostgresWriter implements SinkWriter<unknown> {
 
   private async rollBackPrepared(prefix: string): Promise<void> {
     const r = await this.control.run('listing prepared transactions', (c) =>
-      c.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1', [prefix]),
+      c.query<{ gid: string }>(
+        'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1',
+        [prefix],
+      ),
     );
     for (const { gid } of r.rows) {
       if (!/^\d+$/.test(gid.slice(prefix.length))) continue; // another sink's prefix that starts like ours

@@ -21,7 +21,10 @@ interface Position {
   last: string | null;
 }
 
-export async function createPostgresReader(o: Options, ctx: SourceContext): Promise<SourceReader<Record<string, unknown>>> {
+export async function createPostgresReader(
+  o: Options,
+  ctx: SourceContext,
+): Promise<SourceReader<Record<string, unknown>>> {
   const db = new ReconnectingClient(o, WHO, ctx.signal);
   await db.connection();
   return new PostgresReader(o, ctx, db);
@@ -59,7 +62,10 @@ class PostgresReader implements SourceReader<Record<string, unknown>> {
     if (p.last !== null) params.push(p.last);
     const sql = `SELECT * FROM ${this.relation} WHERE ${this.key} >= $1 AND ${this.key} < $2${after} ORDER BY ${this.key} LIMIT $3`;
     // A page is a query on its own: after a lost connection, a new one reads it again from the same key.
-    const rows = await this.db.run(`scanning ${this.o.table ?? 'the query'}`, async (c) => (await c.query(sql, params)).rows as Record<string, unknown>[]);
+    const rows = await this.db.run(
+      `scanning ${this.o.table ?? 'the query'}`,
+      async (c) => (await c.query(sql, params)).rows as Record<string, unknown>[],
+    );
     for (const row of rows) out.collect(row);
     if (rows.length > 0) p.last = String(rows[rows.length - 1]![this.o.keyColumn]);
     if (rows.length < limit) this.done = true;
@@ -69,11 +75,16 @@ class PostgresReader implements SourceReader<Record<string, unknown>> {
   /** Split [min, max] of the key evenly over the subtasks; this subtask's share. */
   private async range(): Promise<Position> {
     const r = await this.db.run(`reading the key range of ${this.o.table ?? 'the query'}`, (c) =>
-      c.query<{ lo: string | null; hi: string | null }>(`SELECT min(${this.key})::text AS lo, max(${this.key})::text AS hi FROM ${this.relation}`),
+      c.query<{ lo: string | null; hi: string | null }>(
+        `SELECT min(${this.key})::text AS lo, max(${this.key})::text AS hi FROM ${this.relation}`,
+      ),
     );
     const { lo, hi } = r.rows[0]!;
     if (lo === null || hi === null) return { from: '0', to: '0', last: null };
-    if (!/^-?\d+$/.test(lo) || !/^-?\d+$/.test(hi)) throw new ConnectorError(`${WHO}: keyColumn '${this.o.keyColumn}' must be an integer column (got '${lo}'); name another with option keyColumn`);
+    if (!/^-?\d+$/.test(lo) || !/^-?\d+$/.test(hi))
+      throw new ConnectorError(
+        `${WHO}: keyColumn '${this.o.keyColumn}' must be an integer column (got '${lo}'); name another with option keyColumn`,
+      );
     const [min, max] = [BigInt(lo), BigInt(hi) + 1n];
     const n = BigInt(this.ctx.parallelism);
     const i = BigInt(this.ctx.subtaskIndex);

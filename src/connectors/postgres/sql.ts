@@ -9,7 +9,12 @@ export function quoteIdent(name: string): string {
 }
 
 /** One INSERT of `rows` rows over `columns`, upserting by `primaryKey` when given; parameters $1.. */
-export function insertStatement(table: string, columns: readonly string[], rows: number, primaryKey?: readonly string[]): string {
+export function insertStatement(
+  table: string,
+  columns: readonly string[],
+  rows: number,
+  primaryKey?: readonly string[],
+): string {
   const values: string[] = [];
   for (let r = 0, p = 1; r < rows; r++) {
     const row: string[] = [];
@@ -19,7 +24,11 @@ export function insertStatement(table: string, columns: readonly string[], rows:
   let sql = `INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(',')}) VALUES ${values.join(',')}`;
   if (primaryKey) {
     const rest = columns.filter((c) => !primaryKey.includes(c));
-    sql += ` ON CONFLICT (${primaryKey.map(quoteIdent).join(',')}) ` + (rest.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${rest.map((c) => `${quoteIdent(c)} = EXCLUDED.${quoteIdent(c)}`).join(', ')}`);
+    sql +=
+      ` ON CONFLICT (${primaryKey.map(quoteIdent).join(',')}) ` +
+      (rest.length === 0
+        ? 'DO NOTHING'
+        : `DO UPDATE SET ${rest.map((c) => `${quoteIdent(c)} = EXCLUDED.${quoteIdent(c)}`).join(', ')}`);
   }
   return sql;
 }

@@ -7,7 +7,9 @@ import { z } from 'zod';
 import type { Connector, SourceOutput } from '../../sdk/index.js';
 import { parseOptions } from '../options.js';
 
-const Options = z.object({ from: z.number().int(), to: z.number().int(), nonParallel: z.boolean().optional() }).strict();
+const Options = z
+  .object({ from: z.number().int(), to: z.number().int(), nonParallel: z.boolean().optional() })
+  .strict();
 type Options = z.infer<typeof Options>;
 
 /** [start, end) pairs, in order. */

@@ -23,14 +23,19 @@ export function enterFailed(ops: JobOps, error: string, state: 'FAILED' | 'CANCE
   const marker = job.checkpointing.markerWritten();
   if (state === 'CANCELED' && marker) void marker.finally(cancel);
   else cancel();
-  services.log.warn({ jobId: job.id, state }, `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`);
+  services.log.warn(
+    { jobId: job.id, state },
+    `job ${job.id} (${job.name}) ${state === 'CANCELED' ? 'cancelled' : 'failed'}: ${error}`,
+  );
   // A restart or retry of this job waiting for slots gives up now.
   services.capacityChanged();
 }
 
 /** Fail the job naming each subtask that did not drain and its worker; those count as finished. */
 export function failUndrained(ops: JobOps, what: string, stuck: SubtaskState[]): void {
-  ops.fail(`${what}: not drained within ${ops.services.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t.taskId, t.index)} on worker ${t.session.id}`).join(', ')}`);
+  ops.fail(
+    `${what}: not drained within ${ops.services.config.restartDrainTimeoutMs} ms: ${stuck.map((t) => `${subtaskKey(t.taskId, t.index)} on worker ${t.session.id}`).join(', ')}`,
+  );
   for (const t of stuck) ops.finishSubtask(t, 'did not drain');
   ops.maybeComplete();
 }
@@ -38,7 +43,13 @@ export function failUndrained(ops: JobOps, what: string, stuck: SubtaskState[]):
 /** The job ends once every subtask has finished and nothing (a restart, a retry, a final checkpoint) is still to come. */
 export function maybeEnd(ops: JobOps, onEnded: () => void): void {
   const { job, services } = ops;
-  if (job.finishedAt !== undefined || isRedeploying(job.state) || job.retrying.size > 0 || !job.subtasks.every((t) => t.finished)) return;
+  if (
+    job.finishedAt !== undefined ||
+    isRedeploying(job.state) ||
+    job.retrying.size > 0 ||
+    !job.subtasks.every((t) => t.finished)
+  )
+    return;
   // A subtask may finish before its ack of the final checkpoint arrives: the job ends with its marker.
   if (job.state === 'RUNNING' && job.checkpointing.holdsCompletion()) return;
   // A checkpoint whose acks were all in is still writing its marker (and pruning older ones): a client
@@ -51,7 +62,10 @@ export function maybeEnd(ops: JobOps, onEnded: () => void): void {
   if (job.state === 'DEPLOYING' || job.state === 'RUNNING') ops.moveTo('FINISHED');
   job.finishedAt = services.clock.now();
   services.metrics.jobsEnded.inc({ state: job.state });
-  services.log.info({ jobId: job.id, state: job.state }, `job ${job.id} (${job.name}) ${job.state.toLowerCase()} in ${job.finishedAt - job.startedAt} ms`);
+  services.log.info(
+    { jobId: job.id, state: job.state },
+    `job ${job.id} (${job.name}) ${job.state.toLowerCase()} in ${job.finishedAt - job.startedAt} ms`,
+  );
   const owed = job.checkpointing.commits.owedCheckpoints;
   if (owed.length > 0 && job.checkpoint.checkpointDir) {
     // Prepared, durable, perhaps not visible: only a restore of this job's checkpoints commits it.

@@ -49,9 +49,17 @@ function enterRedeploy(ops: JobOps, to: 'RESTARTING' | 'RESCALING', cause: strin
 }
 
 /** A failure with restarts left: cancel the survivors and, once they have drained, deploy the whole job again. */
-export function beginRestart(ops: JobOps, { cause, backoffMs, restartsSpent }: Extract<FailureDecision, { action: 'restart' }>): void {
+export function beginRestart(
+  ops: JobOps,
+  { cause, backoffMs, restartsSpent }: Extract<FailureDecision, { action: 'restart' }>,
+): void {
   const { job, services } = ops;
-  const span = services.tracer.start('clink.restart', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.restart.cause': cause, 'clink.restart.number': restartsSpent + 1 });
+  const span = services.tracer.start('clink.restart', {
+    'clink.job.id': job.id,
+    'clink.job.name': job.name,
+    'clink.restart.cause': cause,
+    'clink.restart.number': restartsSpent + 1,
+  });
   enterRedeploy(ops, 'RESTARTING', cause, span);
   job.restartsSpent = restartsSpent;
   job.restarting!.backoffMs = backoffMs;
@@ -69,10 +77,17 @@ export function beginRestart(ops: JobOps, { cause, backoffMs, restartsSpent }: E
 export function beginRescale(ops: JobOps, staged: StagedRescale): void {
   const { job, services } = ops;
   const changes = staged.changes.join(', ');
-  const span = services.tracer.start('clink.rescale', { 'clink.job.id': job.id, 'clink.job.name': job.name, 'clink.rescale.mode': 'drain_and_replan' });
+  const span = services.tracer.start('clink.rescale', {
+    'clink.job.id': job.id,
+    'clink.job.name': job.name,
+    'clink.rescale.mode': 'drain_and_replan',
+  });
   enterRedeploy(ops, 'RESCALING', `rescale (${changes})`, span);
   job.rescaling = staged;
-  services.log.info({ jobId: job.id, checkpointId: staged.checkpointId }, `job ${job.id} (${job.name}) rescaling (${changes}) from checkpoint ${staged.checkpointId}: draining`);
+  services.log.info(
+    { jobId: job.id, checkpointId: staged.checkpointId },
+    `job ${job.id} (${job.name}) rescaling (${changes}) from checkpoint ${staged.checkpointId}: draining`,
+  );
   ops.post(makeMessage('CancelJob', { jobId: job.id, reason: `rescaling (${changes})` }));
   maybeRedeploy(ops);
 }
@@ -83,7 +98,11 @@ export function checkDrain(ops: JobOps, now: number): void {
   const r = job.restarting;
   // Once every subtask has drained, the restart waits on its backoff and on slots, not on a drain.
   if (!r || now - r.since < ops.services.config.restartDrainTimeoutMs || job.subtasks.every((t) => t.finished)) return;
-  failUndrained(ops, `restart after ${r.cause}`, job.subtasks.filter((t) => !t.finished));
+  failUndrained(
+    ops,
+    `restart after ${r.cause}`,
+    job.subtasks.filter((t) => !t.finished),
+  );
 }
 
 /** Once every subtask has drained: deploy the next attempt (a storage failure is tried again within the budget). */
@@ -93,7 +112,9 @@ export function maybeRedeploy(ops: JobOps): void {
   redeploy(ops).catch((err: unknown) => {
     if (redeployAgain(ops, err)) return;
     job.restarting?.span?.end({ 'clink.restart.outcome': 'failed' }, (err as Error).message);
-    const what = job.rescaling ? job.restarting?.cause ?? 'rescale' : `restart after ${job.restarting?.cause ?? 'a worker loss'}`;
+    const what = job.rescaling
+      ? (job.restarting?.cause ?? 'rescale')
+      : `restart after ${job.restarting?.cause ?? 'a worker loss'}`;
     ops.fail(`${what} failed: ${(err as Error).message}`);
     ops.maybeComplete();
   });
@@ -109,7 +130,15 @@ function redeployAgain(ops: JobOps, err: unknown): boolean {
   const r = job.restarting;
   if (!r || !isRedeploying(job.state) || !isStorageFailure(err)) return false;
   const tries = (r.tries ?? 0) + 1;
-  const again = decideRedeployRetry({ restartsSpent: job.restartsSpent, maxRestarts: maxRestarts(job), restartsSinceCheckpoint: restartsSinceLastCheckpoint(job), backoff: restartBackoff(ops) }, tries);
+  const again = decideRedeployRetry(
+    {
+      restartsSpent: job.restartsSpent,
+      maxRestarts: maxRestarts(job),
+      restartsSinceCheckpoint: restartsSinceLastCheckpoint(job),
+      backoff: restartBackoff(ops),
+    },
+    tries,
+  );
   if (!again) return false;
   job.restartsSpent = again.restartsSpent;
   job.restarting = { ...r, tries, backoffMs: again.backoffMs };
@@ -132,7 +161,8 @@ async function redeploy(ops: JobOps): Promise<void> {
   // A checkpoint completing as the failure came: survivors may commit it, so the restore starts from it.
   await job.checkpointing.markerWritten()?.catch(() => undefined);
   const restore = await restorePoint(services.restores, services.log, job);
-  if (restore && job.checkpoint.checkpointDir) await services.restores.recordRestore(job.checkpoint.checkpointDir, job.id, restore, config.epoch);
+  if (restore && job.checkpoint.checkpointDir)
+    await services.restores.recordRestore(job.checkpoint.checkpointDir, job.id, restore, config.epoch);
   const staged = job.rescaling;
   const plan = staged?.plan ?? job.plan;
   const subtasks = placementSubtasks(plan, config.slotSharing);
@@ -148,8 +178,15 @@ async function redeploy(ops: JobOps): Promise<void> {
   if (staged) applyRescale(ops, staged, since, restoredFrom);
   else job.restarts.push({ at: since, deployedAt: services.clock.now(), cause, restoredFrom, attempt: job.attempt });
   ops.deploy(placement, restore);
-  span?.end({ 'clink.restart.outcome': 'redeployed', 'clink.restart.restored_from': restoredFrom, 'clink.job.attempt': job.attempt });
-  services.log.info({ jobId: job.id, attempt: job.attempt, restoredFrom }, `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`);
+  span?.end({
+    'clink.restart.outcome': 'redeployed',
+    'clink.restart.restored_from': restoredFrom,
+    'clink.job.attempt': job.attempt,
+  });
+  services.log.info(
+    { jobId: job.id, attempt: job.attempt, restoredFrom },
+    `job ${job.id} (${job.name}) redeployed as attempt ${job.attempt} from ${describeRestorePoint(job, restore)}`,
+  );
 }
 
 /** Leaving for DEPLOYING: a new attempt, its checkpoints numbered above the restore point. */
@@ -171,5 +208,14 @@ function applyRescale(ops: JobOps, staged: StagedRescale, since: number, restore
   for (const t of job.subtasks) job.collectedBytes -= t.collected?.length ?? 0;
   job.subtasks = [];
   job.rescaling = undefined;
-  job.rescales.push({ requestedAt: staged.requestedAt, at: since, deployedAt: services.clock.now(), changes: staged.changes, restoredFrom, attempt: job.attempt, cause: staged.cause, mode: 'drain-and-replan' });
+  job.rescales.push({
+    requestedAt: staged.requestedAt,
+    at: since,
+    deployedAt: services.clock.now(),
+    changes: staged.changes,
+    restoredFrom,
+    attempt: job.attempt,
+    cause: staged.cause,
+    mode: 'drain-and-replan',
+  });
 }

@@ -20,13 +20,26 @@ export function maxRetries(job: JobState, maxRegionRetries: number): number {
 }
 
 /** Subtask `st` failed with retries left: stop its region, and deploy it again once drained. */
-export function beginRetry(ops: JobOps, st: SubtaskState, cause: string, { retry, backoffMs }: Extract<FailureDecision, { action: 'retry' }>): void {
+export function beginRetry(
+  ops: JobOps,
+  st: SubtaskState,
+  cause: string,
+  { retry, backoffMs }: Extract<FailureDecision, { action: 'retry' }>,
+): void {
   const { job, services } = ops;
   const key = subtaskKey(st.taskId, st.index);
   const region = job.regionOf.get(key)!;
   const size = job.regions[region]!.length;
   job.retriesBySubtask.set(key, retry);
-  job.retrying.set(region, { at: services.clock.now(), subtask: key, workerId: st.session.id, cause, retry, subtasks: size, backoffMs });
+  job.retrying.set(region, {
+    at: services.clock.now(),
+    subtask: key,
+    workerId: st.session.id,
+    cause,
+    retry,
+    subtasks: size,
+    backoffMs,
+  });
   if (job.peerFailure && job.regionOf.get(job.peerFailure.subtask) === region) delete job.peerFailure;
   services.metrics.subtaskRetries.inc();
   const max = maxRetries(job, services.config.maxRegionRetries);
@@ -40,7 +53,11 @@ export function beginRetry(ops: JobOps, st: SubtaskState, cause: string, { retry
     if (t.finished || job.regionOf.get(k) !== region) continue;
     (bySession.get(t.session) ?? bySession.set(t.session, []).get(t.session)!).push(k);
   }
-  for (const [s, subtasks] of bySession) services.post(s, makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }));
+  for (const [s, subtasks] of bySession)
+    services.post(
+      s,
+      makeMessage('CancelJob', { jobId: job.id, reason: `retrying after subtask ${key} failed`, subtasks }),
+    );
   maybeRetryRegion(ops, region);
 }
 
@@ -49,7 +66,8 @@ export function maybeRetryRegion(ops: JobOps, region: number): void {
   const { job, services } = ops;
   const { config } = services;
   const r = job.retrying.get(region);
-  const inRegion = (t: { taskId: string; index: number }): boolean => job.regionOf.get(subtaskKey(t.taskId, t.index)) === region;
+  const inRegion = (t: { taskId: string; index: number }): boolean =>
+    job.regionOf.get(subtaskKey(t.taskId, t.index)) === region;
   if (!r || r.deploying || job.subtasks.some((t) => !t.finished && inRegion(t))) return;
   job.retrying.set(region, { ...r, deploying: true });
   const current = job.retrying.get(region);
@@ -57,7 +75,12 @@ export function maybeRetryRegion(ops: JobOps, region: number): void {
   const subtasks = placementSubtasks(job.plan, config.slotSharing, inRegion);
   services.slots
     .wait(r.backoffMs)
-    .then(() => services.slots.place(job.id, subtasks, config.restartCapacityTimeoutMs, { giveUp: () => !stillCurrent(), registrationRestartsClock: true }))
+    .then(() =>
+      services.slots.place(job.id, subtasks, config.restartCapacityTimeoutMs, {
+        giveUp: () => !stillCurrent(),
+        registrationRestartsClock: true,
+      }),
+    )
     .then((placement) => {
       if (!stillCurrent()) return;
       job.attempt++;
@@ -82,7 +105,11 @@ export function checkRetryDrain(ops: JobOps, now: number): void {
   const { job } = ops;
   for (const [region, r] of job.retrying) {
     if (r.deploying || now - r.at < ops.services.config.restartDrainTimeoutMs) continue;
-    failUndrained(ops, `retry of subtask ${r.subtask}`, job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t.taskId, t.index)) === region));
+    failUndrained(
+      ops,
+      `retry of subtask ${r.subtask}`,
+      job.subtasks.filter((t) => !t.finished && job.regionOf.get(subtaskKey(t.taskId, t.index)) === region),
+    );
     return;
   }
 }

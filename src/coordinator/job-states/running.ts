@@ -15,11 +15,17 @@ export function groupListening(ops: JobOps, group: SubtaskState[], attempt: numb
     return;
   }
   if (job.state === 'RUNNING') {
-    services.log.info({ jobId: job.id, attempt }, `job ${job.id} (${job.name}): ${group.length} retried subtasks running again as attempt ${attempt}`);
+    services.log.info(
+      { jobId: job.id, attempt },
+      `job ${job.id} (${job.name}): ${group.length} retried subtasks running again as attempt ${attempt}`,
+    );
     return;
   }
   enterRunning(ops);
-  services.log.info({ jobId: job.id }, `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${workers} workers`);
+  services.log.info(
+    { jobId: job.id },
+    `job ${job.id} (${job.name}) running: ${job.subtasks.length} subtasks on ${workers} workers`,
+  );
 }
 
 /** Entering RUNNING: when it ran, and (after a rescale) when the rescaled job ran again. */

@@ -51,7 +51,10 @@ export class FilterOperator extends StreamOperator {
 }
 
 /** A collector that emits with the timestamp of the record being processed. */
-export function timestampedCollector(op: { out: { collect(v: unknown, ts: number): void } }, ts: () => number): Collector<unknown> {
+export function timestampedCollector(
+  op: { out: { collect(v: unknown, ts: number): void } },
+  ts: () => number,
+): Collector<unknown> {
   return { collect: (v: unknown) => op.out.collect(v, ts()) };
 }
 
@@ -69,7 +72,9 @@ export class FlatMapOperator extends StreamOperator {
       r = this.fn(value, this.collector);
       if (r !== undefined && r !== null) {
         if (typeof (r as Iterable<unknown>)[Symbol.iterator] !== 'function') {
-          throw new TypeError(`flatMap function returned ${typeof r}; emit through out.collect() or return an iterable`);
+          throw new TypeError(
+            `flatMap function returned ${typeof r}; emit through out.collect() or return an iterable`,
+          );
         }
         for (const x of r as Iterable<unknown>) this.out.collect(x, timestamp);
       }
@@ -154,7 +159,11 @@ export class AssignTimestampsOperator extends StreamOperator {
       throw this.userError(err);
     }
     if (typeof ts !== 'number' || !Number.isFinite(ts)) {
-      throw this.userError(new TypeError(`timestamp function returned ${String(ts)}; it must return epoch milliseconds as a finite number`));
+      throw this.userError(
+        new TypeError(
+          `timestamp function returned ${String(ts)}; it must return epoch milliseconds as a finite number`,
+        ),
+      );
     }
     if (ts > this.maxTimestamp) this.maxTimestamp = ts;
     if (this.idle) {
@@ -194,7 +203,10 @@ export class AssignTimestampsOperator extends StreamOperator {
   override restoreRescaled(parts: RescaledParts): void {
     const taken = parts.assigned.filter((p): p is { maxTimestamp: number; lastEmitted: number } => p !== undefined);
     if (taken.length === 0) return;
-    this.restoreState({ maxTimestamp: Math.min(...taken.map((t) => t.maxTimestamp)), lastEmitted: Math.min(...taken.map((t) => t.lastEmitted)) });
+    this.restoreState({
+      maxTimestamp: Math.min(...taken.map((t) => t.maxTimestamp)),
+      lastEmitted: Math.min(...taken.map((t) => t.lastEmitted)),
+    });
   }
 }
 
@@ -238,10 +250,7 @@ export class SinkOperator extends StreamOperator {
   override async finish(): Promise<void> {
     await this.writer.flush?.();
     if (this.commitThroughFinalCheckpoint && this.prepared.size > 0) {
-      await abortable(
-        new Promise<void>((resolve, reject) => (this.finalWait = { resolve, reject })),
-        this.ctx.signal,
-      );
+      await abortable(new Promise<void>((resolve, reject) => (this.finalWait = { resolve, reject })), this.ctx.signal);
     }
     // Without a final checkpoint the run's completion is the commit: what it prepared goes with its tail.
     for (const [id, c] of [...this.prepared]) {
@@ -298,7 +307,11 @@ export class SinkOperator extends StreamOperator {
   override notifyCheckpointAborted(checkpointId: number, reason: string): void {
     // Waiting at the end means this was the final checkpoint: the tail cannot be committed exactly once.
     if (this.finalWait && this.prepared.has(checkpointId)) {
-      this.finalWait.reject(new ConnectorError(`sink '${this.ctx.spec.name}': the final checkpoint ${checkpointId} was aborted (${reason}); the job restarts from its last completed checkpoint and writes the tail again, once (or fails, when it cannot restart)`));
+      this.finalWait.reject(
+        new ConnectorError(
+          `sink '${this.ctx.spec.name}': the final checkpoint ${checkpointId} was aborted (${reason}); the job restarts from its last completed checkpoint and writes the tail again, once (or fails, when it cannot restart)`,
+        ),
+      );
     }
   }
 
@@ -306,7 +319,10 @@ export class SinkOperator extends StreamOperator {
   override async afterRestore(): Promise<void> {
     if (!this.recovered) return;
     for (const c of this.recovered) await this.writer.commit?.(c);
-    await this.writer.recover?.(this.recovered, this.recoverScope ?? { subtasks: [this.ctx.subtaskIndex], parallelism: this.ctx.parallelism });
+    await this.writer.recover?.(
+      this.recovered,
+      this.recoverScope ?? { subtasks: [this.ctx.subtaskIndex], parallelism: this.ctx.parallelism },
+    );
     this.recovered = undefined;
   }
 }

@@ -41,7 +41,9 @@ export class CollectSinkOperator extends SinkOperator {
 
   /** Rescaled: the chunks of the subtasks taken over (each earlier subtask's go to exactly one). */
   override restoreRescaled(parts: RescaledParts): void {
-    this.restoreState({ chunks: parts.assigned.flatMap((s) => (s as { chunks?: Uint8Array[] } | undefined)?.chunks ?? []) });
+    this.restoreState({
+      chunks: parts.assigned.flatMap((s) => (s as { chunks?: Uint8Array[] } | undefined)?.chunks ?? []),
+    });
   }
 
   /** Encode the records written since the last seal into a chunk of their own. */
@@ -52,7 +54,11 @@ export class CollectSinkOperator extends SinkOperator {
     this.bytes += chunk.length;
     // Deterministic: a restart would gather the same records again, so the job fails rather than restarts.
     if (this.bytes > this.maxBytes) {
-      throw markFatal(new ConnectorError(`collect('${this.collectName}') gathered more than ${this.maxBytes} bytes in one subtask (the cap on results returned to the client); write large results to a sink, e.g. .sinkTo('file', { path })`));
+      throw markFatal(
+        new ConnectorError(
+          `collect('${this.collectName}') gathered more than ${this.maxBytes} bytes in one subtask (the cap on results returned to the client); write large results to a sink, e.g. .sinkTo('file', { path })`,
+        ),
+      );
     }
     this.chunks.push(chunk);
   }

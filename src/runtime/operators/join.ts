@@ -43,7 +43,9 @@ export class IntervalJoinOperator extends KeyedOperator {
 
   private onRecord(value: unknown, ts: number, input: 0 | 1): void {
     if (ts === NO_TIMESTAMP) {
-      throw this.userError(new Error('an interval join needs event timestamps: call assignTimestamps(...) on both inputs'));
+      throw this.userError(
+        new Error('an interval join needs event timestamps: call assignTimestamps(...) on both inputs'),
+      );
     }
     this.setKeyOf(value, input);
     // As in Flink, a record behind the watermark is late and dropped.

@@ -87,7 +87,12 @@ export abstract class KeyedOperator extends StreamOperator {
     }
     for (const p of parts.overlapping as Part[]) if (p) this.backend.restore(p.state);
     this.timers.rebuild();
-    this.restoreOwn(this.mergeOwn((parts.overlapping as Part[]).map((p) => p?.own), (parts.assigned as Part[]).map((p) => p?.own)));
+    this.restoreOwn(
+      this.mergeOwn(
+        (parts.overlapping as Part[]).map((p) => p?.own),
+        (parts.assigned as Part[]).map((p) => p?.own),
+      ),
+    );
   }
 
   /**
@@ -95,7 +100,10 @@ export abstract class KeyedOperator extends StreamOperator {
    * are those whose key groups overlap this subtask's, `assigned` those it takes over. Default: none is kept.
    */
   protected mergeOwn(overlapping: unknown[], assigned: unknown[]): unknown {
-    if ([...overlapping, ...assigned].some((o) => o !== undefined)) throw new StateError(`operator '${this.ctx.spec.name}' keeps state of its own that cannot be restored at another parallelism`);
+    if ([...overlapping, ...assigned].some((o) => o !== undefined))
+      throw new StateError(
+        `operator '${this.ctx.spec.name}' keeps state of its own that cannot be restored at another parallelism`,
+      );
     return undefined;
   }
 
@@ -166,13 +174,15 @@ export class KeyedReduceOperator extends KeyedOperator {
       this.step = extremum(mode, field);
     } else if (field === undefined) {
       this.step = (cur, v) => {
-        if (typeof v !== 'number') throw new TypeError(`sum() without a field needs numbers, got ${typeof v}; use sum('field')`);
+        if (typeof v !== 'number')
+          throw new TypeError(`sum() without a field needs numbers, got ${typeof v}; use sum('field')`);
         return ((cur as number | undefined) ?? 0) + v;
       };
     } else {
       this.step = (cur, v) => {
         const x = (v as Record<string, unknown>)?.[field];
-        if (typeof x !== 'number') throw new TypeError(`sum('${field}') needs a number in field '${field}', got ${typeof x}`);
+        if (typeof x !== 'number')
+          throw new TypeError(`sum('${field}') needs a number in field '${field}', got ${typeof x}`);
         if (cur === undefined) return { ...(v as object) };
         const c = cur as Record<string, number>;
         return { ...c, [field]: c[field]! + x };
@@ -194,16 +204,24 @@ export class KeyedReduceOperator extends KeyedOperator {
 }
 
 /** The step of min/max (the extreme value; other fields from the first record) and minBy/maxBy (the extreme record). */
-function extremum(mode: 'min' | 'max' | 'minBy' | 'maxBy', field: string | undefined): (cur: unknown, v: unknown) => unknown {
+function extremum(
+  mode: 'min' | 'max' | 'minBy' | 'maxBy',
+  field: string | undefined,
+): (cur: unknown, v: unknown) => unknown {
   const better = mode === 'min' || mode === 'minBy' ? (a: number, b: number) => a < b : (a: number, b: number) => a > b;
   const read = (v: unknown): number => {
     const x = field === undefined ? v : (v as Record<string, unknown>)?.[field];
     if (typeof x !== 'number') {
-      throw new TypeError(field === undefined ? `${mode}() without a field needs numbers, got ${typeof x}` : `${mode}('${field}') needs a number in field '${field}', got ${typeof x}`);
+      throw new TypeError(
+        field === undefined
+          ? `${mode}() without a field needs numbers, got ${typeof x}`
+          : `${mode}('${field}') needs a number in field '${field}', got ${typeof x}`,
+      );
     }
     return x;
   };
-  if (mode === 'minBy' || mode === 'maxBy') return (cur, v) => (cur === undefined || better(read(v), read(cur)) ? v : cur);
+  if (mode === 'minBy' || mode === 'maxBy')
+    return (cur, v) => (cur === undefined || better(read(v), read(cur)) ? v : cur);
   if (field === undefined) return (cur, v) => (cur === undefined || better(read(v), read(cur)) ? v : cur);
   return (cur, v) => {
     const x = read(v);
@@ -235,7 +253,12 @@ abstract class UserFunctionOperator<U extends TimerUdf> extends KeyedOperator {
   }
 
   /** Call a method of the user function for one record (no allocation), attributing a throw to this operator. */
-  protected invoke<C>(method: (value: unknown, ctx: C, out: Collector<unknown>) => void, context: C, value: unknown, timestamp: number): void {
+  protected invoke<C>(
+    method: (value: unknown, ctx: C, out: Collector<unknown>) => void,
+    context: C,
+    value: unknown,
+    timestamp: number,
+  ): void {
     this.cur.timestamp = timestamp;
     this.cur.domain = undefined;
     try {
@@ -264,7 +287,9 @@ abstract class UserFunctionOperator<U extends TimerUdf> extends KeyedOperator {
 }
 
 /** keyBy().process(): user logic with keyed state and timers. */
-export class KeyedProcessOperator extends UserFunctionOperator<KeyedProcessFunction<unknown, unknown, unknown> & TimerUdf> {
+export class KeyedProcessOperator extends UserFunctionOperator<
+  KeyedProcessFunction<unknown, unknown, unknown> & TimerUdf
+> {
   private context!: KeyedContext<unknown>;
 
   override async open(): Promise<void> {

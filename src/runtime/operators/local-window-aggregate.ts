@@ -63,7 +63,10 @@ export class LocalWindowAggregateOperator extends StreamOperator {
   private held = 0;
 
   override open(): void {
-    const o = this.ctx.spec.options as { assigner: Exclude<WindowAssigner, { kind: 'session' }>; time: 'event' | 'processing' };
+    const o = this.ctx.spec.options as {
+      assigner: Exclude<WindowAssigner, { kind: 'session' }>;
+      time: 'event' | 'processing';
+    };
     this.slide = o.assigner.kind === 'sliding' ? o.assigner.slideMs : o.assigner.sizeMs;
     this.offset = o.assigner.offsetMs;
     this.processingTime = o.time === 'processing';

@@ -10,7 +10,13 @@
  * back from the normalized form); where an entry is follows from its normalized key alone.
  */
 import { isObjectKey } from '../../plan/index.js';
-import { isNumberTableKey, type KeyedStateBackend, type NumberGroup, type NumberTable, type StateTable } from '../../state/index.js';
+import {
+  isNumberTableKey,
+  type KeyedStateBackend,
+  type NumberGroup,
+  type NumberTable,
+  type StateTable,
+} from '../../state/index.js';
 import type { WindowAccumulator } from './window-accumulators.js';
 
 /** A pane's tables: its window start follows the prefix. */

@@ -57,7 +57,8 @@ export function windowFunctionAccumulator(op: { ctx: OperatorContext }): WindowA
         create: () => 0,
         add: (acc) => (acc as number) + 1,
         merge: (x, y) => (x as number) + (y as number),
-        emit: (acc, key, w, out) => out.collect({ key, start: w.start, end: w.end, count: int32IfIntegral(acc as number) }),
+        emit: (acc, key, w, out) =>
+          out.collect({ key, start: w.start, end: w.end, count: int32IfIntegral(acc as number) }),
         immutable: true,
         numeric: true,
       };
@@ -88,7 +89,10 @@ export function windowJoinAccumulator(op: { ctx: OperatorContext }): WindowAccum
       (input === 0 ? (acc as Sides).left : (acc as Sides).right).push(v);
       return acc;
     },
-    merge: (x, y) => ({ left: (x as Sides).left.concat((y as Sides).left), right: (x as Sides).right.concat((y as Sides).right) }),
+    merge: (x, y) => ({
+      left: (x as Sides).left.concat((y as Sides).left),
+      right: (x as Sides).right.concat((y as Sides).right),
+    }),
     emit: (acc, _key, w, out) => {
       const { left, right } = acc as Sides;
       for (const l of left) for (const r of right) out.collect(fn(l, r, w));

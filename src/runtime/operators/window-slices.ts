@@ -20,7 +20,8 @@ const sliceName = (start: number): string => `${SLICE_PREFIX}${start}`;
 const numberSliceName = (start: number): string => `${NUMBER_SLICE_PREFIX}${start}`;
 
 /** Whether a window of `size` sliding by `slide` with this accumulator is kept in slices. */
-export const sliceable = (agg: WindowAccumulator, size: number, slide: number): boolean => agg.numeric === true && slide < size && size % slide === 0;
+export const sliceable = (agg: WindowAccumulator, size: number, slide: number): boolean =>
+  agg.numeric === true && slide < size && size % slide === 0;
 
 /** Emits one key's accumulator of a window. */
 export type WindowEntry = (acc: unknown, key: unknown, normalizedKey: unknown, keyGroup: number) => void;
@@ -46,7 +47,15 @@ export class WindowSlices {
   /** The slice starting at `start`, made when absent. */
   at(start: number): Pane {
     let s = this.slices.get(start);
-    if (!s) this.slices.set(start, (s = new Pane(this.backend.internalTable(sliceName(start)), this.backend.internalNumberTable(numberSliceName(start)), this.agg)));
+    if (!s)
+      this.slices.set(
+        start,
+        (s = new Pane(
+          this.backend.internalTable(sliceName(start)),
+          this.backend.internalNumberTable(numberSliceName(start)),
+          this.agg,
+        )),
+      );
     return s;
   }
 
@@ -130,7 +139,8 @@ export class WindowSlices {
 
   /** After a restore: index the slices the backend holds (only this subtask's key groups); empty ones are dropped. */
   restore(): void {
-    for (const start of paneStarts(this.backend, SLICE_PREFIX, NUMBER_SLICE_PREFIX)) if (this.at(start).size === 0) this.drop(start);
+    for (const start of paneStarts(this.backend, SLICE_PREFIX, NUMBER_SLICE_PREFIX))
+      if (this.at(start).size === 0) this.drop(start);
   }
 
   /** Keys with an accumulator, over all slices. */

@@ -9,7 +9,17 @@ import type { StateTable } from '../../state/index.js';
 import { BinaryHeap } from '../../util/index.js';
 import { NO_TIMESTAMP } from '../elements.js';
 import { KeyedOperator } from './keyed.js';
-import { convertLegacyPane, LEGACY_PANE_PREFIX, NUMBER_PANE_PREFIX, numberPaneName, Pane, PANE_PREFIX, paneName, paneStart, paneStarts } from './pane.js';
+import {
+  convertLegacyPane,
+  LEGACY_PANE_PREFIX,
+  NUMBER_PANE_PREFIX,
+  numberPaneName,
+  Pane,
+  PANE_PREFIX,
+  paneName,
+  paneStart,
+  paneStarts,
+} from './pane.js';
 import type { WindowAccumulator } from './window-accumulators.js';
 import { sliceable, WindowSlices, type WindowEntry } from './window-slices.js';
 
@@ -72,7 +82,12 @@ export class WindowOperator extends KeyedOperator {
   override async open(): Promise<void> {
     this.initKeyedState();
     this.sessions = this.backend.internalTable<KeySessions>(SESSIONS);
-    const o = this.ctx.spec.options as { assigner: WindowAssigner; time: 'event' | 'processing'; allowedLatenessMs?: number; lateDataOutput?: boolean };
+    const o = this.ctx.spec.options as {
+      assigner: WindowAssigner;
+      time: 'event' | 'processing';
+      allowedLatenessMs?: number;
+      lateDataOutput?: boolean;
+    };
     this.assigner = ownAssigner(o.assigner);
     this.processingTime = o.time === 'processing';
     this.lateness = o.allowedLatenessMs ?? 0;
@@ -83,11 +98,19 @@ export class WindowOperator extends KeyedOperator {
     // every job, and each job's deoptimized the window code compiled for the last one (issue 24).
     this.agg =
       this.ctx.spec.options.preAggregated === true
-        ? { create: agg.create, add: (acc, p) => agg.merge(acc, (p as [unknown, unknown])[1]), merge: agg.merge, emit: agg.emit, immutable: agg.immutable, numeric: agg.numeric }
+        ? {
+            create: agg.create,
+            add: (acc, p) => agg.merge(acc, (p as [unknown, unknown])[1]),
+            merge: agg.merge,
+            emit: agg.emit,
+            immutable: agg.immutable,
+            numeric: agg.numeric,
+          }
         : agg;
     this.collector = { collect: (v) => this.out.collect(v, this.emitTimestamp) };
     const a = this.assigner;
-    if (a.kind === 'sliding' && sliceable(agg, a.sizeMs, a.slideMs)) this.slices = new WindowSlices(this.backend, this.agg, a.sizeMs, a.slideMs);
+    if (a.kind === 'sliding' && sliceable(agg, a.sizeMs, a.slideMs))
+      this.slices = new WindowSlices(this.backend, this.agg, a.sizeMs, a.slideMs);
     await this.openUdf(this.ctx.fns.udf as { open?: () => void } | undefined);
   }
 
@@ -113,7 +136,12 @@ export class WindowOperator extends KeyedOperator {
     }
     let added: boolean;
     try {
-      added = this.assigner.kind === 'session' ? this.addToSession(value, ts, input) : this.slices ? this.addToSlice(this.slices, value, ts, input) : this.addToPanes(value, ts, input);
+      added =
+        this.assigner.kind === 'session'
+          ? this.addToSession(value, ts, input)
+          : this.slices
+            ? this.addToSlice(this.slices, value, ts, input)
+            : this.addToPanes(value, ts, input);
     } catch (err) {
       throw this.userError(err);
     }
@@ -235,7 +263,9 @@ export class WindowOperator extends KeyedOperator {
 
   /** What a session waits for next: its firing, or once fired its cleanup after the allowed lateness. */
   private dueOf(s: Session, nk: unknown, kg: number): SessionDue {
-    return s.fired === true ? { at: s.end - 1 + this.lateness, end: s.end, nk, kg, cleanup: true } : { at: s.end - 1, end: s.end, nk, kg };
+    return s.fired === true
+      ? { at: s.end - 1 + this.lateness, end: s.end, nk, kg, cleanup: true }
+      : { at: s.end - 1, end: s.end, nk, kg };
   }
 
   private scheduleFire(end: number): void {
@@ -301,7 +331,11 @@ export class WindowOperator extends KeyedOperator {
   protected override snapshotOwn(): unknown {
     // Panes and sessions are backend tables: the backend's snapshot holds them.
     // With slices, which windows are not dropped yet cannot be told from the tables: a slice is in windows that are.
-    return { lateRecordsDropped: this.lateRecordsDropped, ...(this.fired.size > 0 ? { fired: [...this.fired] } : {}), ...(this.slices ? { windows: [...this.starts] } : {}) };
+    return {
+      lateRecordsDropped: this.lateRecordsDropped,
+      ...(this.fired.size > 0 ? { fired: [...this.fired] } : {}),
+      ...(this.slices ? { windows: [...this.starts] } : {}),
+    };
   }
 
   /**
@@ -351,12 +385,14 @@ export class WindowOperator extends KeyedOperator {
     if (this.slices) {
       this.slices.restore();
       for (const start of o.windows ?? []) {
-        if (this.insertStart(start) && this.processingTime) this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
+        if (this.insertStart(start) && this.processingTime)
+          this.scheduleFire(start + (this.assigner as { sizeMs: number }).sizeMs);
       }
     }
     this.lateRecordsDropped = o.lateRecordsDropped;
     // Windows that fired before the checkpoint do not fire again: a late record updates its key alone.
-    for (const start of o.fired ?? []) if (this.panes.has(start) || (this.slices && this.starts.includes(start))) this.fired.add(start);
+    for (const start of o.fired ?? [])
+      if (this.panes.has(start) || (this.slices && this.starts.includes(start))) this.fired.add(start);
   }
 
   override finish(): void {
