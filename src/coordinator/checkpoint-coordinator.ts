@@ -13,10 +13,10 @@ import { NO_TRACING, type CheckpointFailureReason } from '../metrics/index.js';
 import { subtaskKey } from '../plan/index.js';
 import { makeMessage, type MessageOf } from '../protocol/index.js';
 import { jobStateDir } from '../state/index.js';
-import { Waiters, WriteChain } from '../util/index.js';
+import { Waiters } from '../util/index.js';
 import { completedMarker, jobDir } from './checkpoint-storage.js';
-import { CommitLedger } from './commit-ledger.js';
-import { CheckpointHistory } from './checkpoint-history.js';
+import { ConfirmedCommits } from './confirmed-commits.js';
+import { CheckpointHistory, reportCompleted } from './checkpoint-history.js';
 import type {
   CheckpointedJob,
   CheckpointPort,
@@ -47,10 +47,8 @@ export class CheckpointCoordinator {
   private floor: number;
   /** The completed checkpoints, and the latest aborted. */
   readonly history = new CheckpointHistory();
-  /** Which completed checkpoints' commits the job's sinks have confirmed. */
-  readonly commits = new CommitLedger();
-  /** The COMMITTED record's writes, one at a time. */
-  private readonly commitWrites = new WriteChain();
+  /** Which completed checkpoints' commits the job's sinks have confirmed, and the COMMITTED record. */
+  readonly commits: ConfirmedCommits;
   /** Who waits for the checkpoint in flight to end (a savepoint). */
   private readonly idle = new Waiters();
 
@@ -62,6 +60,7 @@ export class CheckpointCoordinator {
     restoredFrom = 0,
   ) {
     this.floor = restoredFrom;
+    this.commits = new ConfirmedCommits(job, services);
     this.lastCheckpointAt = services.clock.now();
   }
 
@@ -143,13 +142,9 @@ export class CheckpointCoordinator {
     const refused = await this.readyFor('a savepoint');
     if (refused) return { ok: false, message: refused, path: '' };
     const target = resolvePath(dir);
-    let id: number;
-    try {
-      id = await this.claim(job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target);
-    } catch (err) {
-      this.claimed();
-      throw err;
-    }
+    const id = await this.claimNow(
+      job.checkpoint.checkpointDir ? jobDir(job.checkpoint.checkpointDir, job.id) : target,
+    );
     const result = await new Promise<SavepointResult>((done) => this.begin(id, { dir: target, done }));
     if (result.ok && cancelAfter) this.port.cancel(`cancelled after savepoint ${id}`);
     return result;
@@ -173,9 +168,8 @@ export class CheckpointCoordinator {
     if (refused) return { ok: false, message: refused };
     let id: number;
     try {
-      id = await this.claim(jobDir(job.checkpoint.checkpointDir, job.id));
+      id = await this.claimNow(jobDir(job.checkpoint.checkpointDir, job.id));
     } catch (err) {
-      this.claimed();
       return { ok: false, message: `${what}: could not claim a checkpoint id: ${(err as Error).message}` };
     }
     if (job.state !== 'RUNNING') {
@@ -241,41 +235,6 @@ export class CheckpointCoordinator {
         if (this.writingMarker === written) this.writingMarker = undefined;
       });
     this.writingMarker = written;
-  }
-
-  /** A worker's subtasks have made visible what they prepared up to checkpoint `m.checkpointId`. */
-  onCommitted(m: MessageOf<'CheckpointCommitted'>): void {
-    if (m.error)
-      this.services.log.warn(
-        { jobId: this.job.id, checkpointId: m.checkpointId },
-        `job ${this.job.id}: a commit of checkpoint ${m.checkpointId} failed: ${m.error}`,
-      );
-    if (this.commits.confirm(m.checkpointId, m.subtasks)) this.recordCommits();
-  }
-
-  /** A subtask ended cleanly: it committed all it had prepared. */
-  onSubtaskEnded(key: string): void {
-    if (this.commits.ended(key)) this.recordCommits();
-  }
-
-  /**
-   * Write the job's COMMITTED record (under its checkpoint directory; none without one), one write at a
-   * time: a write asked for while one is out follows it with the ledger as it then is.
-   */
-  private recordCommits(): void {
-    const { id, checkpoint } = this.job;
-    const dir = checkpoint.checkpointDir;
-    if (!dir) return;
-    this.commitWrites.then(
-      async () => {
-        await this.services.storage.recordCommits(jobDir(dir, id), this.commits.record(this.services.clock.now()));
-      },
-      (err) =>
-        this.services.log.warn(
-          { err, jobId: id },
-          `could not record the confirmed commits of job ${id}: ${(err as Error).message}`,
-        ),
-    );
   }
 
   /**
@@ -344,6 +303,16 @@ export class CheckpointCoordinator {
     return this.services.storage.claimId(dir, Math.max(this.floor, this.history.lastId));
   }
 
+  /** Claim an id for a checkpoint asked for now; a failed claim leaves the job idle again. */
+  private async claimNow(dir: string): Promise<number> {
+    try {
+      return await this.claim(dir);
+    } catch (err) {
+      this.claimed();
+      throw err;
+    }
+  }
+
   /** A claim that begins nothing (it failed, or the job stopped running meanwhile). */
   private claimed(): void {
     this.starting = false;
@@ -403,37 +372,13 @@ export class CheckpointCoordinator {
       this.abort('finalize_failed', `its COMPLETED marker could not be written: ${(err as Error).message}`);
       return;
     }
-    const { metrics, log } = services;
-    const durationMs = marker.completedAtMs - p.startedAt;
-    const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
-    this.history.add({
-      checkpointId: p.id,
-      kind,
-      durationMs,
-      stateBytes: p.bytes,
-      alignmentMs: p.alignmentMs,
-      completedAtMs: marker.completedAtMs,
-    });
+    this.history.add(reportCompleted(services, job.id, p, marker.completedAtMs));
     this.pending = undefined;
     this.lastCheckpointAt = services.clock.now();
     this.idle.wake();
-    metrics.checkpointsCompleted.inc();
-    p.span?.end({
-      'clink.checkpoint.outcome': 'completed',
-      'clink.checkpoint.bytes': p.bytes,
-      'clink.checkpoint.duration_ms': durationMs,
-      'clink.checkpoint.alignment_ms': p.alignmentMs,
-    });
-    metrics.lastCheckpointDurationMs.set(durationMs);
-    metrics.lastCheckpointBytes.set(p.bytes);
-    metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
     this.port.completed?.(marker.completedAtMs);
-    log.info(
-      { jobId: job.id, checkpointId: p.id, durationMs, stateBytes: p.bytes },
-      `${p.savepoint ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${job.id} in ${durationMs} ms (${p.bytes} bytes)`,
-    );
     // Each subtask that prepared something owes a confirmation once it has made it visible.
-    if (this.commits.owe(p.id, p.committers)) this.recordCommits();
+    this.commits.owe(p.id, p.committers);
     this.port.post(makeMessage('CommitCheckpoint', { jobId: job.id, checkpointId: p.id }));
     p.requested?.({ ok: true, message: `checkpoint ${p.id} of job ${job.id} completed` });
     if (p.savepoint)
@@ -443,7 +388,7 @@ export class CheckpointCoordinator {
       await services.storage
         .retain(dir, jobStateDir(job.checkpoint, job.id), retained)
         .catch((err: unknown) =>
-          log.warn(
+          services.log.warn(
             { err, jobId: job.id },
             `could not delete checkpoints of job ${job.id} beyond the ${retained} retained: ${(err as Error).message}`,
           ),

@@ -1,5 +1,13 @@
-/** What a job's checkpoints came to: the latest completed (the API's history), how many in all, the latest aborted. */
-import type { CheckpointFailure, CompletedCheckpoint } from './checkpoint-ports.js';
+/**
+ * What a job's checkpoints came to: the latest completed (the API's history), how many in all, the latest
+ * aborted; and what completing one reports (metrics, its span, the log line).
+ */
+import type {
+  CheckpointFailure,
+  CheckpointServices,
+  CompletedCheckpoint,
+  PendingCheckpoint,
+} from './checkpoint-ports.js';
 
 /** Completed checkpoints listed per job. */
 const CHECKPOINTS_LISTED = 100;
@@ -42,4 +50,30 @@ export class CheckpointHistory {
   aborted(f: CheckpointFailure): void {
     this.failure = f;
   }
+}
+
+/** Checkpoint `p` of job `jobId` completed at `completedAtMs`: counted, its span ended, logged; returns its record. */
+export function reportCompleted(
+  { metrics, log }: Pick<CheckpointServices, 'metrics' | 'log'>,
+  jobId: string,
+  p: PendingCheckpoint,
+  completedAtMs: number,
+): CompletedCheckpoint {
+  const durationMs = completedAtMs - p.startedAt;
+  const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
+  metrics.checkpointsCompleted.inc();
+  p.span?.end({
+    'clink.checkpoint.outcome': 'completed',
+    'clink.checkpoint.bytes': p.bytes,
+    'clink.checkpoint.duration_ms': durationMs,
+    'clink.checkpoint.alignment_ms': p.alignmentMs,
+  });
+  metrics.lastCheckpointDurationMs.set(durationMs);
+  metrics.lastCheckpointBytes.set(p.bytes);
+  metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
+  log.info(
+    { jobId, checkpointId: p.id, durationMs, stateBytes: p.bytes },
+    `${kind === 'savepoint' ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${jobId} in ${durationMs} ms (${p.bytes} bytes)`,
+  );
+  return { checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs };
 }

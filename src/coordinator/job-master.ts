@@ -111,7 +111,7 @@ export class JobMaster implements JobOps {
       case 'SubtaskCheckpointed':
         return checkpointing.onAck(m);
       case 'CheckpointCommitted':
-        return checkpointing.onCommitted(m);
+        return checkpointing.commits.confirmed(m);
       case 'RequestFinalCheckpoint':
         if (this.subtaskOf(m.taskId, m.subtaskIndex, s)) checkpointing.onFinalRequested(m.taskId, m.subtaskIndex);
     }
@@ -154,7 +154,7 @@ export class JobMaster implements JobOps {
     this.finishSubtask(st, m.ok ? undefined : m.error || 'failed');
     const key = subtaskKey(st.taskId, st.index);
     // Ended cleanly: it committed everything it prepared.
-    if (m.ok) job.checkpointing.onSubtaskEnded(key);
+    if (m.ok) job.checkpointing.commits.ended(key);
     // A survivor drained: what it did belongs to the abandoned attempt.
     if (isRedeploying(job.state)) return maybeRedeploy(this);
     // Replaced by a hot rescale, as asked: its state is in the cutover checkpoint.

@@ -145,7 +145,7 @@ export class LeaderRun {
         this.checkpoints.onAck(m);
         return;
       case 'CheckpointCommitted':
-        this.checkpoints.onCommitted(m);
+        this.checkpoints.commits.confirmed(m);
         return;
       case 'RequestFinalCheckpoint':
         this.checkpoints.onFinalRequested(m.taskId, m.subtaskIndex);
@@ -156,7 +156,7 @@ export class LeaderRun {
         );
         if (!st || st.finished) return;
         st.finished = true;
-        if (m.ok) this.checkpoints.onSubtaskEnded(subtaskKey(m.taskId, m.subtaskIndex));
+        if (m.ok) this.checkpoints.commits.ended(subtaskKey(m.taskId, m.subtaskIndex));
         if (m.collected.length > 0) st.collected = m.collected;
         const failed = `subtask ${subtaskKey(m.taskId, m.subtaskIndex)} failed on member ${member} (${this.o.members[member]}): ${m.error}`;
         // A peer gone is the likely cause of a subtask's failure that says so: wait for that verdict.

@@ -200,7 +200,7 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.markers[0]!.committers, [a, b].sort());
     assert.deepEqual(h.cc.commits.owedCheckpoints, [1], 'owed until confirmed');
     const confirm = (id: number, subtasks: string[]): void =>
-      h.cc.onCommitted({ type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
+      h.cc.commits.confirmed({ type: 'CheckpointCommitted', jobId: h.job.id, checkpointId: id, subtasks, error: '' });
     confirm(1, [a]);
     await settle();
     assert.equal(h.commitRecords.length, 0, 'one of two: nothing recorded');
@@ -213,8 +213,8 @@ describe('the checkpoint coordinator', () => {
     await h.tickAfter(1_000);
     h.ack(2, true, h.job.subtasks, true);
     await settle();
-    h.cc.onSubtaskEnded(a);
-    h.cc.onSubtaskEnded(b);
+    h.cc.commits.ended(a);
+    h.cc.commits.ended(b);
     await settle();
     assert.deepEqual(
       h.commitRecords.map((r) => r.checkpointId),
