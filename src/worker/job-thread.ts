@@ -210,7 +210,13 @@ export class JobThread {
       if (this.open.size > 0) this.cancel(reason);
       else this.postToThread({ kind: 'close' });
       // Whatever holds it (subtasks that do not stop, a boot that never finishes), it ends by then.
-      this.closeTimer = setTimer(() => void this.thread.terminate(), graceMs);
+      this.closeTimer = setTimer(() => {
+        this.o.log.warn(
+          { jobId: this.job },
+          `job ${this.job}: its thread did not end within ${graceMs} ms of being told to stop (${reason}); terminated`,
+        );
+        void this.thread.terminate();
+      }, graceMs);
     }
     await this.exited;
   }

@@ -1,6 +1,6 @@
 // The worker's timing decisions on an injected clock: heartbeats, the coordinator's silence, the stall
 // watchdog and the reconnect backoff move only when the test moves the clock. The coordinator is driven
-// by hand over a real socket; nothing here waits on wall-clock time.
+// by hand over a real socket in this process; nothing here waits on wall-clock time.
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
