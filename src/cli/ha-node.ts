@@ -12,7 +12,7 @@ import { EtcdElection, FileElection, HaJobStore, type LeaderElection, type Leade
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import type { TlsServerConfig } from '../net/index.js';
-import { startHttp, writeReadyFile, type NodeFlags } from './node-support.js';
+import { startHttp, writeReadyFile, type NodeFlags } from './node-process.js';
 
 /** How long a node that lost leadership waits before it stands again. */
 const RESTAND_DELAY_MS = 1_000;

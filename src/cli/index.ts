@@ -32,7 +32,7 @@ import {
   type TargetFlags,
 } from './options.js';
 import { addNodeCommand } from './node-command.js';
-import { nodeOptions } from './node-options.js';
+import { nodeOptions } from './node-flag-table.js';
 
 // Each command imports what it needs when it runs, so `clink submit` does not load the coordinator,
 // the HTTP server or the log prettifier: CLI start-up is part of every command's latency.

@@ -10,8 +10,8 @@ import { loadJobModule, typecheckJob } from '../loader/index.js';
 import type { JobGraphSpec } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import type { Command } from 'commander';
-import { nodeFindings } from './node-checks.js';
-import { givenNodeFlags } from './node-options.js';
+import { nodeFindings } from './node-lint.js';
+import { givenNodeFlags } from './node-flag-table.js';
 import { tlsFlagProblems, type TlsFlags } from './tls-flags.js';
 import { meshFlags, type MeshFlags } from './options.js';
 

@@ -1,7 +1,7 @@
 /**
  * The defaults of every setting a node (`clink node`) takes, made here once: the coordinator's and the
  * worker's configs are these tables filled in, and each flag's default is read from them by its name
- * (cli/node-options.ts), so help text, lint, the HTTP API's config and a node started from code agree.
+ * (cli/node-flag-table.ts), so help text, lint, the HTTP API's config and a node started from code agree.
  * Plain values with no imports: the CLI reads them at start without loading the coordinator.
  */
 

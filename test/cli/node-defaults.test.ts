@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command } from 'commander';
-import { nodeFlagsOf, nodeOptions } from '../../src/cli/node-options.js';
+import { nodeFlagsOf, nodeOptions } from '../../src/cli/node-flag-table.js';
 import { COORDINATOR_DEFAULTS, HA_DEFAULTS, RECONNECT_DEFAULTS, WORKER_DEFAULTS } from '../../src/config/index.js';
 import { DEFAULT_COORDINATOR_CONFIG } from '../../src/coordinator/index.js';
 import { DEFAULT_RECONNECT_POLICY, DEFAULT_WORKER_CONFIG } from '../../src/worker/index.js';

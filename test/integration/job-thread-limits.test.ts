@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command } from 'commander';
-import { nodeFlagsOf, nodeOptions } from '../../src/cli/node-options.js';
+import { nodeFlagsOf, nodeOptions } from '../../src/cli/node-flag-table.js';
 import { memoryLogger } from '../../src/log/index.js';
 import '../../src/ha/index.js';
 import { startThread } from '../../src/util/index.js';

@@ -1,7 +1,7 @@
 /**
  * The flags of `clink node`, each marked with the role that reads it, and the NodeFlags they mean: one
  * table that `clink node` and `clink lint` both parse with, so the lint's verdict on a node's command
- * line (node-checks.ts) is the node's own. Loaded by every command: it imports no checks.
+ * line (node-lint.ts) is the node's own. Loaded by every command: it imports no checks.
  */
 import { type Command, Option } from 'commander';
 import {
@@ -12,7 +12,7 @@ import {
   WORKER_DEFAULTS,
 } from '../config/index.js';
 import { nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
-import type { NodeFlags } from './node-support.js';
+import type { NodeFlags } from './node-process.js';
 import type { TlsFlags } from './tls-flags.js';
 
 export type NodeRole = 'coordinator' | 'worker';

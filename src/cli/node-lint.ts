@@ -11,7 +11,7 @@ import {
 } from '../lint/index.js';
 import { authTokenFromEnv } from '../util/index.js';
 import { exposureVerdict } from './exposure.js';
-import { nodeFlagsOf, type NodeRole } from './node-options.js';
+import { nodeFlagsOf, type NodeRole } from './node-flag-table.js';
 import { tlsFlagProblems, type TlsFlags, type TlsRole } from './tls-flags.js';
 
 /**
