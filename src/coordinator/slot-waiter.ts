@@ -3,7 +3,7 @@
  * a slot comes free), for its give-up condition, or for its deadline, on events rather than a poll; a
  * backoff wait is cut short when the coordinator stops.
  */
-import type { Clock } from '../util/index.js';
+import { Waiters, type Clock } from '../util/index.js';
 import { freeSlots, type WorkerSession } from './job-state.js';
 import { assignTaskPlacement, NotEnoughSlotsError, type PlacementPlan, type PlacementSubtask } from './placement.js';
 
@@ -26,16 +26,16 @@ export interface PlaceOptions {
 
 export class SlotWaiter {
   /** Backoff waits that stop() cuts short. */
-  private readonly stopWaiters = new Set<() => void>();
+  private readonly stopWaiters = new Waiters();
   /** Placements waiting for slots. */
-  private readonly capacityWaiters = new Set<() => void>();
+  private readonly capacityWaiters = new Waiters();
   private stopped = false;
 
   constructor(private readonly deps: SlotWaiterDeps) {}
 
   /** Wait `ms`, cut short by stop(). */
   wait(ms: number): Promise<void> {
-    return this.waitUnlessWoken(this.stopWaiters, ms);
+    return this.stopWaiters.wait(this.deps.clock, ms);
   }
 
   /**
@@ -43,7 +43,7 @@ export class SlotWaiter {
    * every waiting placement looks again.
    */
   capacityChanged(): void {
-    for (const w of [...this.capacityWaiters]) w();
+    this.capacityWaiters.wake();
   }
 
   /** Place `subtasks` of job `jobId`, waiting up to `waitMs` for slots; throws NotEnoughSlotsError after. */
@@ -74,7 +74,7 @@ export class SlotWaiter {
       } catch (err) {
         if (!(err instanceof NotEnoughSlotsError) || clock.now() >= deadline || this.stopped || options.giveUp?.())
           throw err;
-        await this.waitUnlessWoken(this.capacityWaiters, Math.max(1, deadline - clock.now()));
+        await this.capacityWaiters.wait(clock, Math.max(1, deadline - clock.now()));
       }
     }
   }
@@ -91,27 +91,14 @@ export class SlotWaiter {
       const quietAt = Math.max(started, this.deps.lastRegistrationAt()) + stableMs;
       const now = clock.now();
       if (now >= quietAt || now >= deadline || this.stopped) return;
-      await this.waitUnlessWoken(this.capacityWaiters, Math.min(quietAt, deadline) - now);
+      await this.capacityWaiters.wait(clock, Math.min(quietAt, deadline) - now);
     }
   }
 
   /** Every wait ends now, and placements give up. */
   stop(): void {
     this.stopped = true;
-    for (const w of [...this.stopWaiters]) w();
+    this.stopWaiters.wake();
     this.capacityChanged();
-  }
-
-  /** Resolves after `ms`, or sooner when a waker in `wakers` is called. */
-  private waitUnlessWoken(wakers: Set<() => void>, ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        cancel();
-        wakers.delete(done);
-        resolve();
-      };
-      const cancel = this.deps.clock.after(ms, done);
-      wakers.add(done);
-    });
   }
 }

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "cd724fcbb1707a2517d5303ccd382d213f2f1e6458b1f29defc880c1737fc6fb",
+  "fingerprint": "e3dad25dab104d299808044050e472ec106cd884bc132dd8ab41f6107252c7b5",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -84,7 +84,7 @@ export const SDK_MANIFEST = {
     "util/threads.d.ts": "4457c28341420b09a1de04e187a93e9dcd77620d4db10cf14390e061fb761694",
     "util/timers.d.ts": "a4cebba2d6f2ae644b048ecc89a873193af122a9441bd432d6f99220eabefbf0",
     "util/validation.d.ts": "c473297030bb0de81853199adb57c93518b496dfe99682b802a2da37d4b80e9b",
-    "util/waiters.d.ts": "5a39db9c3577041c4c9f0ef06ff6864602afff6664c61faad52688223d316687",
+    "util/waiters.d.ts": "97df8fe6603840cb86f5f4ef430934623c981d8993a64b498edac72a7f5f4792",
     "util/write-chain.d.ts": "3a11e3eb7cb124629aab3da21590d69786c9d3e13584bd9eea397db915025c59"
   }
 } as const;

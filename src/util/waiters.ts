@@ -1,8 +1,8 @@
 import type { Clock } from './timers.js';
 
-/** Callers waiting for something to happen (wake), each for at most its own time. */
+/** Callers waiting for something to happen (wake), each for at most its own time: a checkpoint's idle waiters, the slot waiter's placements and backoffs. */
 export class Waiters {
-  private waiting: (() => void)[] = [];
+  private readonly waiting = new Set<() => void>();
 
   /** Resolves at the next wake(), or after `ms` on `clock`. */
   wait(clock: Clock, ms: number): Promise<void> {
@@ -10,10 +10,10 @@ export class Waiters {
       const cancel = clock.after(ms, () => done());
       const done = (): void => {
         cancel();
-        this.waiting = this.waiting.filter((w) => w !== done);
+        this.waiting.delete(done);
         resolve();
       };
-      this.waiting.push(done);
+      this.waiting.add(done);
     });
   }
 
