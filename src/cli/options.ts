@@ -54,6 +54,9 @@ export type CheckpointFlags = {
   checkpointsRetained: number;
   stateBackend?: string;
   alignment: 'aligned' | 'unaligned';
+  checkpointTimeoutMs: number;
+  checkpointMinPauseMs: number;
+  tolerableFailedCheckpoints: number;
   maxRestartsFromCheckpoint: number;
   maxRestartsOnWorkerLoss?: number;
   maxRegionRetries: number;
@@ -82,6 +85,24 @@ export const checkpointOptions = (): Option[] => [
   new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)')
     .choices(['aligned', 'unaligned'])
     .default('aligned'),
+  new Option(
+    '--checkpoint-timeout-ms <ms>',
+    "abort a checkpoint not complete within this (Flink's execution.checkpointing.timeout) (0: max(10 s, 10 intervals))",
+  )
+    .argParser(nonNegativeInt)
+    .default(0),
+  new Option(
+    '--checkpoint-min-pause-ms <ms>',
+    "the least time from the end of a checkpoint to the start of the next (Flink's execution.checkpointing.min-pause)",
+  )
+    .argParser(nonNegativeInt)
+    .default(0),
+  new Option(
+    '--tolerable-failed-checkpoints <n>',
+    "consecutive failed checkpoints tolerated before the job restarts from its last (Flink's execution.checkpointing.tolerable-failed-checkpoints) (-1: any number)",
+  )
+    .argParser(intArg(-1))
+    .default(-1),
   new Option(
     '--max-restarts-from-checkpoint <n>',
     'with checkpoints: how often the whole job restarts from its last checkpoint after a worker is lost or a subtask fails (-1: automatic, 10)',
@@ -132,6 +153,9 @@ export function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     checkpointsRetained: o.checkpointsRetained,
     stateBackendUri: o.stateBackend ?? '',
     alignment: o.alignment,
+    timeoutMs: o.checkpointTimeoutMs,
+    minPauseMs: o.checkpointMinPauseMs,
+    tolerableFailures: o.tolerableFailedCheckpoints,
     maxRestartsOnWorkerLoss: renamed(o, 'maxRestartsFromCheckpoint', 'maxRestartsOnWorkerLoss'),
     maxRestarts: renamed(o, 'maxRegionRetries', 'maxRestarts'),
     restoreFromDir: o.restoreFromDir ?? '',

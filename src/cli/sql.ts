@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { BUILTIN_CAPABILITIES } from '../connectors/index.js';
 import { ClinkError } from '../errors.js';
 import { SqlCatalog, SqlError, SqlSession, type CompiledSqlJob, type SqlMode, type SqlResult } from '../sql/index.js';
-import type { CheckpointSettings } from '../client/index.js';
+import { checkpointSettingsOfSets, type CheckpointSettings } from '../client/index.js';
 import type { CoordinatorTarget } from './endpoint.js';
 import { formatTable } from './table.js';
 
@@ -30,13 +30,20 @@ export interface SqlCommandOptions {
   progress: boolean;
   workers?: number;
   checkpoint?: Partial<CheckpointSettings>;
+  /** What the session's SET statements set (the command keeps one for its session). */
+  settings?: Map<string, string>;
 }
 
 const HISTORY_FILE = '.clink_sql_history';
 const HISTORY_LINES = 1000;
 
+/** A SET's key and value are checked as the job's submit will read them. */
+const checkSetting = (key: string, value: string): void => void checkpointSettingsOfSets({ [key]: value });
+
 export async function sqlCommand(o: SqlCommandOptions): Promise<void> {
   const session = new SqlSession(await SqlCatalog.open(connectorNames(), o.catalogDir));
+  // SET lasts for the session, as in Flink's SQL client.
+  o = { ...o, settings: new Map() };
   if (o.sources.length > 0) {
     for (const src of o.sources) {
       const text = src.kind === 'file' ? await readSqlFile(src.value) : src.value;
@@ -77,6 +84,8 @@ async function runText(session: SqlSession, text: string, o: SqlCommandOptions):
       ...(o.parallelism ? { parallelism: o.parallelism } : {}),
       params: o.params,
       ...(o.name ? { name: o.name } : {}),
+      ...(o.settings ? { settings: o.settings } : {}),
+      checkSetting,
     });
   } catch (err) {
     if (err instanceof SqlError && err.text !== undefined)
@@ -103,7 +112,7 @@ async function show(r: SqlResult, o: SqlCommandOptions): Promise<void> {
     process.stdout.write(r.job.moduleSource);
     return;
   }
-  await runJob(r.job, o);
+  await runJob(r.job, { ...o, checkpoint: { ...o.checkpoint, ...checkpointSettingsOfSets(r.settings) } });
 }
 
 /** A compiled job run as a module file: on this machine (clink run's path) or submitted (clink submit's). */
@@ -221,5 +230,6 @@ const SHELL_HELP = `Statements (end each with ';'):
   SHOW TABLES     DESCRIBE t     EXPLAIN SELECT ...
   SELECT ... FROM t | TABLE(TUMBLE|HOP|SESSION(TABLE t, DESCRIPTOR(ts), INTERVAL ...)) [WHERE ...] [GROUP BY ...]
   INSERT INTO t SELECT ...     EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END
+  SET 'execution.checkpointing.timeout' = '30 s'     SET     RESET ['key']   (checkpoint settings of later jobs)
 The README's SQL section has the supported-syntax table.
 `;

@@ -74,6 +74,9 @@ export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   maxRestarts: -1,
   allowNonRestoredState: false,
   allowDuplicatesOnFallback: false,
+  timeoutMs: 0,
+  minPauseMs: 0,
+  tolerableFailures: -1,
 };
 
 /** The SubmitJob a submit sends: with the module's bytes, or its hash alone (the receiver may hold it). */
@@ -97,7 +100,16 @@ export function submitJobMessage(o: SubmitOptions, withBytes: boolean): MessageO
   });
 }
 
-export { SUBMIT_PARAMETERS, submitSettingsFromQuery, type SubmitSettings } from './submit-settings.js';
+export {
+  checkpointSettingsOfSets,
+  FLINK_SETTING_KEYS,
+  parseSetting,
+  settingsOf,
+  SUBMIT_PARAMETERS,
+  submitSettingsFromQuery,
+  type SubmitParameter,
+  type SubmitSettings,
+} from './submit-settings.js';
 
 export class ClusterClient {
   private readonly waiting: { type: Message['type']; resolve: (m: Message) => void; reject: (e: Error) => void }[] = [];

@@ -5,7 +5,7 @@
  * the parameter.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { booleanText, bounds, keyValue, oneOf, wholeNumber, type ValueParser } from '../util/index.js';
+import { booleanText, bounds, flinkDuration, keyValue, oneOf, wholeNumber, type ValueParser } from '../util/index.js';
 import type { CheckpointSettings } from './index.js';
 
 const text: ValueParser<string> = (v) => v;
@@ -40,6 +40,21 @@ export const SUBMIT_PARAMETERS = {
     doc: 'where checkpoint state goes [default: the checkpoint dir]',
   },
   alignment: { flag: '--alignment', parse: oneOf(['aligned', 'unaligned'] as const), doc: 'barrier alignment' },
+  checkpoint_timeout_ms: {
+    flag: '--checkpoint-timeout-ms',
+    parse: wholeNumber(0),
+    doc: 'abort a checkpoint not complete within this (0: max(10 s, 10 intervals))',
+  },
+  checkpoint_min_pause_ms: {
+    flag: '--checkpoint-min-pause-ms',
+    parse: wholeNumber(0),
+    doc: 'the least time from the end of a checkpoint to the start of the next',
+  },
+  tolerable_failed_checkpoints: {
+    flag: '--tolerable-failed-checkpoints',
+    parse: wholeNumber(-1),
+    doc: 'consecutive failed checkpoints tolerated before the job restarts from its last (-1: any number)',
+  },
   max_restarts_from_checkpoint: {
     flag: '--max-restarts-from-checkpoint',
     parse: wholeNumber(-1),
@@ -73,6 +88,65 @@ export const SUBMIT_PARAMETERS = {
   param: { flag: '--param', parse: keyValue, doc: 'a job parameter key=value (repeatable)' },
 } as const;
 
+export type SubmitParameter = keyof typeof SUBMIT_PARAMETERS;
+
+/**
+ * Flink's configuration keys for the same settings, accepted wherever a setting is named by key (a
+ * submit's query, SQL's SET): each names its parameter and parses Flink's way of writing the value.
+ */
+export const FLINK_SETTING_KEYS: Readonly<Record<string, { parameter: SubmitParameter; parse: ValueParser<unknown> }>> =
+  {
+    'execution.checkpointing.interval': { parameter: 'checkpoint_interval_ms', parse: flinkDuration },
+    'execution.checkpointing.timeout': { parameter: 'checkpoint_timeout_ms', parse: flinkDuration },
+    'execution.checkpointing.min-pause': { parameter: 'checkpoint_min_pause_ms', parse: flinkDuration },
+    'execution.checkpointing.tolerable-failed-checkpoints': {
+      parameter: 'tolerable_failed_checkpoints',
+      parse: wholeNumber(0),
+    },
+    'execution.checkpointing.num-retained': { parameter: 'checkpoints_retained', parse: wholeNumber(1) },
+    'state.checkpoints.num-retained': { parameter: 'checkpoints_retained', parse: wholeNumber(1) },
+    'execution.checkpointing.dir': { parameter: 'checkpoint_dir', parse: text },
+    'state.checkpoints.dir': { parameter: 'checkpoint_dir', parse: text },
+  };
+
+/**
+ * One setting named by its parameter (`checkpoint_timeout_ms`) or Flink's key
+ * (`execution.checkpointing.timeout`): which parameter it is and its value. Throws an
+ * InvalidArgumentError naming `what` (the query parameter, the SET key) when unknown or malformed.
+ */
+export function parseSetting(name: string, raw: string, what: string): { parameter: SubmitParameter; value: unknown } {
+  const flink = FLINK_SETTING_KEYS[name];
+  const own = (SUBMIT_PARAMETERS as Record<string, { parse: ValueParser<unknown> }>)[name];
+  const parameter = flink?.parameter ?? (own ? (name as SubmitParameter) : undefined);
+  if (!parameter)
+    throw new InvalidArgumentError(
+      `unknown ${what} '${name}'; a submit takes ${Object.keys(SUBMIT_PARAMETERS).join(', ')}, or Flink's ${Object.keys(FLINK_SETTING_KEYS).join(', ')}`,
+    );
+  try {
+    return { parameter, value: (flink ?? own)!.parse(raw) };
+  } catch (err) {
+    throw new InvalidArgumentError(`${what} ${name}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The checkpoint settings a SQL session's SETs make (`SET 'execution.checkpointing.timeout' = '30 s'`),
+ * by Flink's key or the query parameter's name. A key that is no checkpoint setting is refused: the
+ * rest of a submit (parallelism, name, parameters) is given where the job is submitted.
+ */
+export function checkpointSettingsOfSets(sets: Readonly<Record<string, string>>): Partial<CheckpointSettings> {
+  const values: Partial<Record<SubmitParameter, unknown>> = {};
+  for (const [key, raw] of Object.entries(sets)) {
+    const { parameter, value } = parseSetting(key, raw, 'setting');
+    values[parameter] = value;
+    if (Object.keys(settingsOf({ [parameter]: value }).checkpoint).length === 0)
+      throw new InvalidArgumentError(
+        `setting '${key}' is not a checkpoint setting; SET takes execution.checkpointing.* keys (or their query parameter names), and the job's other settings are given where it is submitted`,
+      );
+  }
+  return settingsOf(values).checkpoint;
+}
+
 export interface SubmitSettings {
   parallelism?: number;
   name?: string;
@@ -89,34 +163,31 @@ export interface SubmitSettings {
 export function submitSettingsFromQuery(
   query: Readonly<Record<string, string | string[] | undefined>>,
 ): SubmitSettings {
-  const known = SUBMIT_PARAMETERS as Record<string, { parse: ValueParser<unknown> }>;
-  const values: Record<string, unknown> = {};
+  const values: Partial<Record<SubmitParameter, unknown>> = {};
   const params: Record<string, string> = {};
   for (const [name, raw] of Object.entries(query)) {
     if (raw === undefined) continue;
-    const def = known[name];
-    if (!def)
-      throw new InvalidArgumentError(
-        `unknown query parameter '${name}'; a submit takes ${Object.keys(SUBMIT_PARAMETERS).join(', ')}`,
-      );
     const all = Array.isArray(raw) ? raw : [raw];
     if (name !== 'param' && all.length > 1)
       throw new InvalidArgumentError(`query parameter ${name} is given ${all.length} times; give it once`);
     for (const v of all) {
-      let parsed: unknown;
-      try {
-        parsed = def.parse(v);
-      } catch (err) {
-        throw new InvalidArgumentError(`query parameter ${name}: ${(err as Error).message}`);
-      }
-      if (name === 'param') {
-        const [k, value] = parsed as [string, string];
-        params[k] = value;
-      } else values[name] = parsed;
+      const { parameter, value } = parseSetting(name, v, 'query parameter');
+      if (parameter === 'param') {
+        const [k, pv] = value as [string, string];
+        params[k] = pv;
+      } else values[parameter] = value;
     }
   }
+  return settingsOf(values, params);
+}
+
+/** Submit settings from parsed parameter values (a query's, a SQL session's SETs). */
+export function settingsOf(
+  values: Readonly<Partial<Record<SubmitParameter, unknown>>>,
+  params: Record<string, string> = {},
+): SubmitSettings {
   const checkpoint: Partial<CheckpointSettings> = {};
-  const set = <K extends keyof CheckpointSettings>(key: K, from: string): void => {
+  const set = <K extends keyof CheckpointSettings>(key: K, from: SubmitParameter): void => {
     if (values[from] !== undefined) checkpoint[key] = values[from] as CheckpointSettings[K];
   };
   set('checkpointDir', 'checkpoint_dir');
@@ -124,6 +195,9 @@ export function submitSettingsFromQuery(
   set('checkpointsRetained', 'checkpoints_retained');
   set('stateBackendUri', 'state_backend');
   set('alignment', 'alignment');
+  set('timeoutMs', 'checkpoint_timeout_ms');
+  set('minPauseMs', 'checkpoint_min_pause_ms');
+  set('tolerableFailures', 'tolerable_failed_checkpoints');
   set('maxRestartsOnWorkerLoss', 'max_restarts_from_checkpoint');
   set('maxRestarts', 'max_region_retries');
   set('restoreFromDir', 'restore_from_dir');

@@ -2,7 +2,10 @@
  * A job's checkpoint coordinator (one per job, owning its checkpoints' bookkeeping): for a job with a
  * checkpoint directory it triggers periodic checkpoints, collects each subtask's ack, writes the
  * COMPLETED marker once all are in, tells the workers to commit (or abort), takes savepoints on request
- * and the final checkpoint once every source has ended. A checkpoint not complete within max(10 s, 10 intervals) is aborted.
+ * and the final checkpoint once every source has ended. As Flink's, a periodic checkpoint is triggered an
+ * interval after the last was, but no sooner than the minimum pause after the last ended; one not
+ * complete within its timeout is aborted; more consecutive failed periodic checkpoints than the job
+ * tolerates restart it.
  *
  * It reads its job and writes none of it; what it asks of the job (posts to its workers, a failure of
  * its final checkpoint) goes through a CheckpointPort, and the clock and storage are shared services,
@@ -27,6 +30,14 @@ import type {
 
 /** How long a savepoint waits for a checkpoint already in flight before it is refused as busy. */
 export const SAVEPOINT_WAIT_FOR_IDLE_MS = 10_000;
+/** Flink's checkpoint timeout, for a job without periodic checkpoints (its savepoints). */
+const TIMEOUT_WITHOUT_INTERVAL_MS = 600_000;
+
+/** How long a checkpoint of a job with these settings may take before it is aborted. */
+export function checkpointTimeoutMs(c: { timeoutMs: number; intervalMs: number }): number {
+  if (c.timeoutMs > 0) return c.timeoutMs;
+  return c.intervalMs > 0 ? Math.max(10_000, 10 * c.intervalMs) : TIMEOUT_WITHOUT_INTERVAL_MS;
+}
 
 export class CheckpointCoordinator {
   private pending: PendingCheckpoint | undefined;
@@ -42,7 +53,11 @@ export class CheckpointCoordinator {
   private finalRequests = new Set<string>();
   /** The final checkpoint's id, once claimed. */
   private finalCheckpointId: number | undefined;
-  private lastCheckpointAt: number;
+  /** When the last periodic checkpoint was triggered (or the attempt began), and when the last checkpoint ended. */
+  private lastTriggeredAt: number;
+  private lastEndedAt = -Infinity;
+  /** Periodic checkpoints failed since the last completed (Flink's tolerable-failed-checkpoints counts these). */
+  private consecutiveFailures = 0;
   /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
   private floor: number;
   /** The completed checkpoints, and the latest aborted. */
@@ -61,7 +76,7 @@ export class CheckpointCoordinator {
   ) {
     this.floor = restoredFrom;
     this.commits = new ConfirmedCommits(job, services);
-    this.lastCheckpointAt = services.clock.now();
+    this.lastTriggeredAt = services.clock.now();
   }
 
   /** The checkpoint in flight (read-only to others). */
@@ -87,7 +102,8 @@ export class CheckpointCoordinator {
   /** A new attempt of the job runs from checkpoint `restoredFrom` (0: the beginning): ids stay above it, the interval starts now. */
   resume(restoredFrom: number): void {
     this.floor = Math.max(this.floor, restoredFrom);
-    this.lastCheckpointAt = this.services.clock.now();
+    this.lastTriggeredAt = this.services.clock.now();
+    this.consecutiveFailures = 0;
   }
 
   /** On the watchdog's tick: time out an overdue checkpoint, start one whose interval has passed. */
@@ -95,12 +111,10 @@ export class CheckpointCoordinator {
     const job = this.job;
     const now = this.services.clock.now();
     const c = job.checkpoint;
-    if (job.state !== 'RUNNING' || !c.checkpointDir || c.intervalMs <= 0 || this.starting) return;
-    // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
-    if (job.cutover && !this.pending) return;
+    if (job.state !== 'RUNNING' || this.starting) return;
     const p = this.pending;
     if (p) {
-      const timeout = Math.max(10_000, 10 * c.intervalMs);
+      const timeout = checkpointTimeoutMs(c);
       if (now - p.startedAt > timeout) {
         const waiting = [...p.pending];
         this.abort(
@@ -110,7 +124,10 @@ export class CheckpointCoordinator {
       }
       return;
     }
-    if (now - this.lastCheckpointAt < c.intervalMs) return;
+    if (!c.checkpointDir || c.intervalMs <= 0) return;
+    // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
+    if (job.cutover) return;
+    if (now - this.lastTriggeredAt < c.intervalMs || now - this.lastEndedAt < c.minPauseMs) return;
     // Periodic checkpoints run while every subtask runs and the sources have not all ended.
     if (job.subtasks.some((t) => t.finished) || this.finalWanted()) return;
     this.claim(jobDir(c.checkpointDir, job.id)).then(
@@ -120,7 +137,7 @@ export class CheckpointCoordinator {
       },
       (err: unknown) => {
         this.claimed();
-        this.lastCheckpointAt = this.services.clock.now();
+        this.lastTriggeredAt = this.services.clock.now();
         this.services.log.error(
           { err, jobId: job.id },
           `could not claim a checkpoint id for job ${job.id}: ${(err as Error).message}`,
@@ -248,7 +265,7 @@ export class CheckpointCoordinator {
     const now = services.clock.now();
     this.pending = undefined;
     this.history.aborted({ checkpointId: p.id, reason: why, detail, at: now });
-    this.lastCheckpointAt = now;
+    this.lastEndedAt = now;
     this.idle.wake();
     p.savepoint?.done({ ok: false, message: `savepoint ${p.id} of job ${job.id} failed: ${detail}`, path: '' });
     p.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${job.id} failed: ${detail}` });
@@ -273,8 +290,28 @@ export class CheckpointCoordinator {
         );
     }
     if (p.final) this.failOnFinal(detail, fatal);
+    else if (this.periodic(p) && this.tooManyFailures(detail)) return;
     else this.maybeBeginFinal();
     this.port.maybeComplete();
+  }
+
+  /** A checkpoint the timer triggered (not a savepoint, the final one, or one asked for now). */
+  private periodic(p: PendingCheckpoint): boolean {
+    return !p.savepoint && !p.final && !p.requested;
+  }
+
+  /** One more periodic checkpoint failed: past the job's tolerance, it restarts from its last checkpoint. */
+  private tooManyFailures(detail: string): boolean {
+    const tolerable = this.job.checkpoint.tolerableFailures;
+    this.consecutiveFailures++;
+    if (tolerable < 0 || this.consecutiveFailures <= tolerable) return false;
+    const failed = this.consecutiveFailures;
+    this.consecutiveFailures = 0;
+    this.port.failed(
+      `${failed} consecutive checkpoints failed, more than the ${tolerable} it tolerates (--tolerable-failed-checkpoints); the last: ${detail}`,
+      false,
+    );
+    return true;
   }
 
   /**
@@ -330,6 +367,7 @@ export class CheckpointCoordinator {
     this.starting = false;
     const now = this.services.clock.now();
     const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
+    if (!savepoint && !final && !requested) this.lastTriggeredAt = now;
     this.pending = {
       span: (this.services.tracer ?? NO_TRACING).start('clink.checkpoint', {
         'clink.job.id': job.id,
@@ -374,7 +412,8 @@ export class CheckpointCoordinator {
     }
     this.history.add(reportCompleted(services, job.id, p, marker.completedAtMs));
     this.pending = undefined;
-    this.lastCheckpointAt = services.clock.now();
+    this.lastEndedAt = services.clock.now();
+    if (this.periodic(p)) this.consecutiveFailures = 0;
     this.idle.wake();
     this.port.completed?.(marker.completedAtMs);
     // Each subtask that prepared something owes a confirmation once it has made it visible.
@@ -422,7 +461,7 @@ export class CheckpointCoordinator {
   /** Without its final checkpoint a job's tail cannot be committed exactly once: the attempt fails. */
   private failOnFinal(reason: string, fatal: boolean): void {
     this.services.log.error({ jobId: this.job.id }, `the final checkpoint of job ${this.job.id} failed: ${reason}`);
-    this.port.finalFailed(`its final checkpoint failed: ${reason}`, fatal);
+    this.port.failed(`its final checkpoint failed: ${reason}`, fatal);
     this.port.maybeComplete();
   }
 }

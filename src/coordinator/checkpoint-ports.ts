@@ -82,11 +82,12 @@ export interface CheckpointPort {
   /** Send `m` to every live worker running an unfinished subtask of the job. */
   post(m: Message): void;
   /**
-   * The final checkpoint failed (`reason`): the job's tail cannot be committed without one. The job heals
-   * as from any failure (a restart from its last checkpoint writes the tail again, once), or fails when
-   * it cannot or the failure is `fatal` (state that cannot be encoded: a restart would repeat it).
+   * Checkpointing cannot go on (`reason`): the final checkpoint failed (the job's tail cannot be
+   * committed without one), or more periodic checkpoints failed in a row than the job tolerates. The job
+   * heals as from any failure (a restart from its last checkpoint writes what came after it again, once),
+   * or fails when it cannot or the failure is `fatal` (state that cannot be encoded: a restart would repeat it).
    */
-  finalFailed(reason: string, fatal: boolean): void;
+  failed(reason: string, fatal: boolean): void;
   /** The job may be complete now (a checkpoint it waited for ended). */
   maybeComplete(): void;
   /** A savepoint with --cancel completed: the job is cancelled. */

@@ -7,6 +7,7 @@
 import { networkEdges, subtaskKey } from '../plan/index.js';
 import type { JobState } from './job-state.js';
 import { taskMetrics, type TaskMetrics } from './task-metrics.js';
+import { checkpointTimeoutMs } from './checkpoint-coordinator.js';
 import { edgeChannels } from './job-views.js';
 
 export interface JobGraphView {
@@ -30,6 +31,11 @@ export interface CheckpointSettingsView {
   retained: number;
   stateBackend: string;
   alignment: string;
+  /** Effective: the default's value when none was given. */
+  timeoutMs: number;
+  minPauseMs: number;
+  /** -1: any number. */
+  tolerableFailedCheckpoints: number;
   maxRestartsFromCheckpoint: number;
   maxRegionRetries: number;
   restoredFrom: string;
@@ -78,6 +84,9 @@ export function jobDetailParts(j: JobState): JobDetailParts {
       retained: c.checkpointsRetained,
       stateBackend: c.stateBackendUri,
       alignment: c.alignment,
+      timeoutMs: checkpointTimeoutMs(c),
+      minPauseMs: c.minPauseMs,
+      tolerableFailedCheckpoints: c.tolerableFailures,
       maxRestartsFromCheckpoint: c.maxRestartsOnWorkerLoss,
       maxRegionRetries: c.maxRestarts,
       restoredFrom: c.restoreFromDir,

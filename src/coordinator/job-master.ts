@@ -85,7 +85,7 @@ export class JobMaster implements JobOps {
       job,
       {
         post: (m) => this.post(m),
-        finalFailed: (error, fatal) => this.heal({ error, fatal }),
+        failed: (error, fatal) => this.heal({ error, fatal }),
         maybeComplete: () => this.maybeComplete(),
         cancel: (reason) => this.cancel(reason),
         completed: (at) => this.checkpointCompleted(at),

@@ -11,7 +11,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { submitJobMessage, submitSettingsFromQuery, type SubmitSettings } from '../client/index.js';
+import {
+  checkpointSettingsOfSets,
+  submitJobMessage,
+  submitSettingsFromQuery,
+  type SubmitSettings,
+} from '../client/index.js';
 import { BUILTIN_CAPABILITIES } from '../connectors/index.js';
 import type { Coordinator } from '../coordinator/index.js';
 import { defaultCacheDir, planInThread } from '../loader/index.js';
@@ -160,7 +165,13 @@ export function sqlRoutes(
               out.push({
                 kind: 'job',
                 statement: r.statement,
-                ...(await submit(coordinator(), r.job.moduleSource, r.job.name, settings, planTimeoutMs)),
+                ...(await submit(
+                  coordinator(),
+                  r.job.moduleSource,
+                  r.job.name,
+                  { ...settings, checkpoint: { ...settings.checkpoint, ...checkpointSettingsOfSets(r.settings) } },
+                  planTimeoutMs,
+                )),
               });
               submitted = true;
             } catch (err) {

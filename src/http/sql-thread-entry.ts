@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ClinkError } from '../errors.js';
 import { SqlCatalog, SqlError, SqlSession } from '../sql/index.js';
+import { checkpointSettingsOfSets } from '../client/index.js';
 import type { SqlThreadReply, SqlThreadRequest } from './sql-thread.js';
 
 const { catalogDir, connectors } = workerData as { catalogDir: string | undefined; connectors: string[] };
@@ -32,6 +33,7 @@ async function answer(r: SqlThreadRequest): Promise<Omit<Extract<SqlThreadReply,
       parallelism: r.parallelism,
       params: r.params,
       ...(r.name ? { name: r.name } : {}),
+      checkSetting: (key, value) => void checkpointSettingsOfSets({ [key]: value }),
     }),
   };
 }

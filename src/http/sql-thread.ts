@@ -20,6 +20,7 @@ const SQL_THREAD_HEAP_MB = 512;
 
 export type SqlThreadRequest =
   | {
+      /** SET lasts for one request: the session is the coordinator's, shared by every client. */
       op: 'execute';
       text: string;
       mode: 'explain' | 'compile';

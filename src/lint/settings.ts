@@ -118,6 +118,24 @@ export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
       );
     }
   }
+  out.push(...periodicOnlyFindings(c));
   out.push(...timerFinding('--checkpoint-interval-ms', c.intervalMs));
+  out.push(...timerFinding('--checkpoint-timeout-ms', c.timeoutMs));
+  out.push(...timerFinding('--checkpoint-min-pause-ms', c.minPauseMs));
   return out;
+}
+
+/** Settings that shape periodic checkpoints only: said to be ignored in a job that takes none. */
+function periodicOnlyFindings(c: CheckpointSettings): Finding[] {
+  if (c.checkpointDir !== '' && c.intervalMs > 0) return [];
+  const set = [
+    c.minPauseMs > 0 ? `--checkpoint-min-pause-ms ${c.minPauseMs}` : '',
+    c.tolerableFailures >= 0 ? `--tolerable-failed-checkpoints ${c.tolerableFailures}` : '',
+  ].filter((s) => s !== '');
+  return set.map((flag) =>
+    lintWarning(
+      'periodic-setting-without-interval',
+      `${flag} is ignored without --checkpoint-dir and --checkpoint-interval-ms: the job takes no periodic checkpoints`,
+    ),
+  );
 }

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "e3dad25dab104d299808044050e472ec106cd884bc132dd8ab41f6107252c7b5",
+  "fingerprint": "0f27e9f1ae80597ab016c1575797ea7fce75c545e6d727d4071e601cfbce0837",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -74,9 +74,9 @@ export const SDK_MANIFEST = {
     "util/directory.d.ts": "7a2d32c2628501c57177fd9872f601e0bc9a695cd8794cf4a127f9e2563051a5",
     "util/durable.d.ts": "ec942ff3c860c6cb4390aa89214ed6e8b7bef2ff8520c743a49e41ad35d57202",
     "util/heap.d.ts": "884855591bfadbfc97921a96d6f8fb820c72307de1f664535b3ee233225a1de7",
-    "util/index.d.ts": "279aaae9a19af94ec2ea76828260d1b5eeca95cdd663b0799bb8fd8c73eed8d6",
+    "util/index.d.ts": "de812f40106536f03febbae87ad4ba4217ed45f197f01d6dccf6f0061bfb51a4",
     "util/numbers.d.ts": "b47d116d1a9921db48d4e78fd8e27c67be203945b3411678f203343ef6e9ef0d",
-    "util/parse.d.ts": "982b4c3310ff2444e08a729ec7b57e23ea386957603a15d521bd7d1171695f31",
+    "util/parse.d.ts": "791ed50fb2c1314069d6e26692ff723aef312b02ba6f14904fa88be510216e4b",
     "util/recent.d.ts": "a1bf3a9f4bfb99947d626112b9db093013f563a1b9b8de5bd0be8941aba0ca0d",
     "util/reclaim.d.ts": "1905f7a31d0840b8732bc9ee1db7a0cc460cae1e4a21a06f3fc5ab2274a79ef3",
     "util/records-codec.d.ts": "bf7ad3f3141839a8444f1ed6d49d8a310197474c2b13bc2c352c5d7020460207",

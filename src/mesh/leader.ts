@@ -109,7 +109,7 @@ export class LeaderRun {
             deps.post(member, m);
         },
         // A mesh run heals by running again (--restart), which the run's failure starts.
-        finalFailed: (reason) => this.fail(reason),
+        failed: (reason) => this.fail(reason),
         maybeComplete: () => this.maybeComplete(),
         cancel: (reason) => this.fail(reason),
       },

@@ -75,6 +75,13 @@ export const CheckpointConfig = struct('CheckpointConfig', {
     false,
     'a restore may fall back past a damaged checkpoint whose commits transactional sinks may have made visible (they are written again); the job is then at-least-once',
   ),
+  timeoutMs: tail(u64, 0, 'a checkpoint not complete within this is aborted; 0 = max(10 s, 10 intervals)'),
+  minPauseMs: tail(u64, 0, 'the least time from the end of one checkpoint to the start of the next'),
+  tolerableFailures: tail(
+    i32,
+    -1,
+    'consecutive failed checkpoints (expired, declined, not finalized) tolerated; one more restarts the job; -1 = any number',
+  ),
 });
 
 export const JobModule = struct('JobModule', {

@@ -132,4 +132,7 @@ export type Statement =
   | { kind: 'explain'; statement: Statement; at: number }
   | { kind: 'insert'; table: Name; query: Query; at: number }
   | { kind: 'statementSet'; inserts: Extract<Statement, { kind: 'insert' }>[]; at: number }
+  /** SET 'key' = 'value' (key absent: list what is set); RESET 'key' (absent: all). */
+  | { kind: 'set'; key?: string; value?: string; at: number }
+  | { kind: 'reset'; key?: string; at: number }
   | Query;

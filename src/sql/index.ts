@@ -9,7 +9,7 @@
 export type * from './ast.js';
 export { parseSql, parseExpression } from './parser.js';
 export { printExpr, printQuery, printStatement, printType, printIdent } from './printer.js';
-export { SqlError } from './errors.js';
+export { MAX_NESTING, SqlError } from './errors.js';
 export {
   SqlCatalog,
   isCatalogStatement,

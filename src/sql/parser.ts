@@ -6,7 +6,7 @@
  */
 import type { IToken } from 'chevrotain';
 import type { ColumnDef, Expr, Query, Select, SelectItem, Statement, TableRef, TvfArg } from './ast.js';
-import { SqlError } from './errors.js';
+import { MAX_NESTING, SqlError } from './errors.js';
 import { SqlExpressionParser, stringValue } from './expression-parser.js';
 import { K, NumberLiteral, P, sqlLexer, StringLiteral } from './lexer.js';
 
@@ -36,6 +36,8 @@ class SqlParser extends SqlExpressionParser {
       { ALT: () => this.SUBRULE(this.explain) },
       { ALT: () => this.SUBRULE(this.insert) },
       { ALT: () => this.SUBRULE(this.statementSet) },
+      { ALT: () => this.SUBRULE(this.setStatement) },
+      { ALT: () => this.SUBRULE(this.resetStatement) },
       { ALT: () => this.SUBRULE(this.query) },
     ]),
   );
@@ -206,6 +208,24 @@ class SqlParser extends SqlExpressionParser {
     this.CONSUME(K.INTO);
     const table = this.SUBRULE(this.name);
     return { kind: 'insert', table, query: this.SUBRULE(this.query), at };
+  });
+
+  private setStatement = this.RULE('setStatement', (): Statement => {
+    const at = this.CONSUME(K.SET).startOffset;
+    let key: string | undefined;
+    let value: string | undefined;
+    this.OPTION(() => {
+      key = stringValue(this.CONSUME(StringLiteral));
+      this.CONSUME(P.Eq);
+      value = stringValue(this.CONSUME2(StringLiteral));
+    });
+    return key === undefined ? { kind: 'set', at } : { kind: 'set', key, value: value!, at };
+  });
+
+  private resetStatement = this.RULE('resetStatement', (): Statement => {
+    const at = this.CONSUME(K.RESET).startOffset;
+    const key = this.OPTION(() => stringValue(this.CONSUME(StringLiteral)));
+    return key === undefined ? { kind: 'reset', at } : { kind: 'reset', key, at };
   });
 
   private statementSet = this.RULE('statementSet', (): Statement => {
@@ -399,6 +419,12 @@ export function parseSql(text: string): Statement[] {
   const lexed = sqlLexer.tokenize(text);
   const bad = lexed.errors[0];
   if (bad) throw new SqlError(`unexpected character '${text.slice(bad.offset, bad.offset + 1)}'`, bad.offset, text);
+  // Refused before parsing: a stack overflow inside the parser can leave it failing with another error.
+  let depth = 0;
+  for (const t of lexed.tokens) {
+    if (t.tokenType === P.LParen && ++depth > MAX_NESTING) throw SqlError.tooDeep(t.startOffset, text);
+    if (t.tokenType === P.RParen) depth--;
+  }
   parser.input = lexed.tokens;
   let statements: Statement[];
   try {

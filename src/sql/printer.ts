@@ -197,5 +197,9 @@ export function printStatement(s: Statement): string {
       return `INSERT INTO ${printName(s.table)} ${printQuery(s.query)}`;
     case 'statementSet':
       return `EXECUTE STATEMENT SET BEGIN ${s.inserts.map((i) => `${printStatement(i)}; `).join('')}END`;
+    case 'set':
+      return s.key === undefined ? 'SET' : `SET ${str(s.key)} = ${str(s.value!)}`;
+    case 'reset':
+      return s.key === undefined ? 'RESET' : `RESET ${str(s.key)}`;
   }
 }

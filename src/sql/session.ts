@@ -2,7 +2,9 @@
  * A SQL session: statements run against a session catalog, one after another, as `clink sql` and the
  * coordinator's POST /api/v1/jobs/sql run them. Catalog statements answer at once; EXPLAIN answers with
  * the plan; INSERT INTO, SELECT and EXECUTE STATEMENT SET compile to a job module (module.ts) that the
- * caller runs locally or submits. Errors are SqlErrors placed in the text they came from.
+ * caller runs locally or submits. SET and RESET change the caller's settings (Flink's keys, as
+ * 'execution.checkpointing.timeout'), which every job compiled after them carries. Errors are SqlErrors
+ * placed in the text they came from.
  */
 import { createHash } from 'node:crypto';
 import type { Statement } from './ast.js';
@@ -32,7 +34,7 @@ export interface CompiledSqlJob {
 export type SqlResult =
   | { kind: 'message'; statement: string; message: string; rows?: Record<string, unknown>[] }
   | { kind: 'explain'; statement: string; plan: string }
-  | { kind: 'job'; statement: string; job: CompiledSqlJob };
+  | { kind: 'job'; statement: string; job: CompiledSqlJob; settings: Record<string, string> };
 
 export interface SqlRunOptions {
   /** The job's name [default: from the statement]. */
@@ -41,6 +43,10 @@ export interface SqlRunOptions {
   params?: Record<string, string>;
   /** explain: jobs are explained, not compiled. @default 'compile' */
   mode?: SqlMode;
+  /** What SET and RESET change: the caller's (a shell keeps one for its session). @default a new one per call */
+  settings?: Map<string, string>;
+  /** Checks a SET's key and value, throwing an Error that says what is wrong. @default every key is taken */
+  checkSetting?: (key: string, value: string) => void;
 }
 
 type Dml = Extract<Statement, { kind: 'insert' | 'query' | 'statementSet' }>;
@@ -60,11 +66,14 @@ export class SqlSession {
     }
     if (statements.length === 0) throw new SqlError('no statement: the text is empty', 0, text);
     const results: SqlResult[] = [];
+    const settings = o.settings ?? new Map<string, string>();
     for (const s of statements) {
       const shown = printStatement(s);
       try {
         if (isCatalogStatement(s))
           results.push({ kind: 'message', statement: shown, ...(await this.catalog.execute(s)) });
+        else if (s.kind === 'set' || s.kind === 'reset')
+          results.push({ kind: 'message', statement: shown, ...this.set(s, settings, o.checkSetting) });
         else if (s.kind === 'explain') {
           if (!isDml(s.statement))
             throw new SqlError('EXPLAIN takes a SELECT, INSERT INTO or EXECUTE STATEMENT SET', s.at);
@@ -74,7 +83,7 @@ export class SqlSession {
           results.push(
             o.mode === 'explain'
               ? { kind: 'explain', statement: shown, plan: job.explain }
-              : { kind: 'job', statement: shown, job },
+              : { kind: 'job', statement: shown, job, settings: Object.fromEntries(settings) },
           );
         }
       } catch (err) {
@@ -82,6 +91,30 @@ export class SqlSession {
       }
     }
     return results;
+  }
+
+  private set(
+    s: Extract<Statement, { kind: 'set' | 'reset' }>,
+    settings: Map<string, string>,
+    check: SqlRunOptions['checkSetting'],
+  ): { message: string; rows?: Record<string, unknown>[] } {
+    if (s.kind === 'reset') {
+      if (s.key === undefined) settings.clear();
+      else settings.delete(s.key);
+      return { message: s.key === undefined ? 'every setting is reset' : `'${s.key}' is reset` };
+    }
+    if (s.key === undefined)
+      return {
+        message: `${settings.size} setting${settings.size === 1 ? '' : 's'}`,
+        rows: [...settings].map(([key, value]) => ({ key, value })),
+      };
+    try {
+      check?.(s.key, s.value!);
+    } catch (err) {
+      throw new SqlError((err as Error).message, s.at);
+    }
+    settings.set(s.key, s.value!);
+    return { message: `'${s.key}' is set to '${s.value!}'` };
   }
 
   /** A query (or statement set) checked against the catalog, then made into a job. */
@@ -116,11 +149,7 @@ export class SqlSession {
 /** A statement nested past what the planner's recursion can hold is refused as such, not as a crash. */
 export function tooDeep(err: unknown, at: number, text: string): unknown {
   if (!(err instanceof RangeError) || !/call stack/.test(err.message)) return err;
-  return new SqlError(
-    'the statement nests too deeply for the planner (hundreds of levels of parentheses, or thousands of ANDs in one condition); split it, or use IN (...)',
-    at,
-    text,
-  );
+  return SqlError.tooDeep(at, text);
 }
 
 function defaultName(s: Dml, script: string): string {

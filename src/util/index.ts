@@ -15,7 +15,7 @@ export {
   type Clock,
 } from './timers.js';
 export { describeIssues, formatPath } from './validation.js';
-export { booleanText, bounds, keyValue, oneOf, wholeNumber, type ValueParser } from './parse.js';
+export { booleanText, bounds, flinkDuration, keyValue, oneOf, wholeNumber, type ValueParser } from './parse.js';
 export { startThread } from './threads.js';
 export { recordsCodec } from './records-codec.js';
 export { isInt32, sameNumber } from './numbers.js';

@@ -41,3 +41,35 @@ export const bounds: ValueParser<{ min: number; max: number }> = (v) => {
   if (min < 1 || min > max) throw new Error(`expected 1 <= min <= max, got ${min}..${max}`);
   return { min, max };
 };
+
+const DURATION_UNITS: Record<string, number> = {
+  ms: 1,
+  milli: 1,
+  millis: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  second: 1000,
+  seconds: 1000,
+  min: 60_000,
+  m: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000,
+};
+
+/** A duration as Flink's configuration writes one (`10 s`, `500ms`, `1 min`; a bare number is milliseconds), in ms. */
+export const flinkDuration: ValueParser<number> = (v) => {
+  const m = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(v);
+  const unit = DURATION_UNITS[(m?.[2] ?? '').toLowerCase() || 'ms'];
+  if (!m || unit === undefined)
+    throw new Error(`expected a duration such as 500 ms, 10 s or 1 min (a bare number is milliseconds), got '${v}'`);
+  return Number(m[1]) * unit;
+};

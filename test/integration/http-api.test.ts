@@ -37,7 +37,13 @@ describe('the REST API', () => {
         spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
         params,
         buildParallelism: 2,
-        checkpoint: { checkpointDir: join(h.dir, 'ckpt'), intervalMs: 200, checkpointsRetained: 2 },
+        checkpoint: {
+          checkpointDir: join(h.dir, 'ckpt'),
+          intervalMs: 200,
+          checkpointsRetained: 2,
+          minPauseMs: 50,
+          tolerableFailures: 5,
+        },
       });
 
       // Rates come from two heartbeats' difference: wait until both tasks report records flowing.
@@ -61,6 +67,10 @@ describe('the REST API', () => {
       assert.equal(job.checkpointConfig!.enabled, true);
       assert.equal(job.checkpointConfig!.intervalMs, 200);
       assert.equal(job.checkpointConfig!.retained, 2);
+      // The pacing settings travel in the SubmitJob frame; the timeout shown is the effective one.
+      assert.equal(job.checkpointConfig!.timeoutMs, 10_000);
+      assert.equal(job.checkpointConfig!.minPauseMs, 50);
+      assert.equal(job.checkpointConfig!.tolerableFailedCheckpoints, 5);
       assert.equal(job.guarantee.level, 'exactly-once');
 
       const checkpoints = await until('a completed checkpoint', async () => {

@@ -78,9 +78,14 @@ describe('SQL over HTTP', () => {
         made.body.results.map((r) => r.message),
         ['created table clicks'],
       );
-      const submitted = await post(PER_USER, '?parallelism=2&name=clicks-per-user');
+      // A SET in the request gives its job checkpoint settings, by Flink's key.
+      const submitted = await post(
+        `SET 'execution.checkpointing.timeout' = '45 s';\n${PER_USER}`,
+        '?parallelism=2&name=clicks-per-user',
+      );
       assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
-      const job = submitted.body.results[0]!;
+      assert.equal(submitted.body.results[0]!.message, "'execution.checkpointing.timeout' is set to '45 s'");
+      const job = submitted.body.results[1]!;
       assert.equal(job.kind, 'job');
       assert.equal(job.name, 'clicks-per-user');
       let detail: JobDetail;
@@ -91,6 +96,7 @@ describe('SQL over HTTP', () => {
       }
       assert.equal(detail.state, 'FINISHED', detail.error);
       assert.equal(detail.parallelism, 2);
+      assert.equal(detail.checkpointConfig!.timeoutMs, 45_000);
       assert.equal(detail.sourceRecords, 600);
       // 60 seconds of clicks: 6 windows, each with every one of the 3 users (100 clicks a window).
       assert.equal(detail.sinkRecords, 18);
@@ -169,6 +175,10 @@ describe('SQL over HTTP', () => {
       assert.match(bad.body.error!, /^no column nope; the columns are user_id, ts$/);
       assert.equal(bad.body.position, text.indexOf('nope') + 1);
       assert.equal(bad.body.excerpt, `${text}\n${' '.repeat(text.indexOf('nope'))}^`);
+      const badSet = await second.post(`SHOW TABLES; SET 'execution.checkpointing.timeout' = 'soon'`);
+      assert.equal(badSet.status, 400);
+      assert.match(badSet.body.error!, /^setting execution.checkpointing.timeout: expected a duration/);
+      assert.equal(badSet.body.position, 'SHOW TABLES; '.length + 1);
       const syntax = await second.post('SELEC 1');
       assert.equal(syntax.status, 400);
       assert.equal(syntax.body.position, 1);

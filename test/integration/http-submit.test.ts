@@ -61,14 +61,15 @@ describe('submitting over HTTP', () => {
       // The lint's warnings come back with an accepted submit.
       const ckpt = await mkdtemp(join(tmpdir(), 'clink-http-ckpt-'));
       const warned = await h.http<{ jobId: string; warnings: { check: string }[] }>(
-        `/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}`,
+        // Flink's key for a setting is read as its own name is (and, without an interval, warned of).
+        `/api/v1/jobs?param=count=10&checkpoint_dir=${encodeURIComponent(ckpt)}&execution.checkpointing.min-pause=500ms`,
         { method: 'POST', body: { moduleSha256: first.body.moduleSha256 } },
       );
       assert.equal(warned.status, 201, warned.text);
       // (the fixture's stateful operators have no uid: under checkpoints, that is said too)
       assert.deepEqual(
         warned.body.warnings.map((w) => w.check),
-        ['dir-without-interval', 'stateful-without-uid', 'stateful-without-uid'],
+        ['dir-without-interval', 'periodic-setting-without-interval', 'stateful-without-uid', 'stateful-without-uid'],
       );
       // Removed once the job has ended: a job still running writes into it (CI saw ENOTEMPTY).
       assert.equal((await ended(warned.body.jobId)).state, 'FINISHED');

@@ -167,6 +167,8 @@ describe('the additive-tail idiom', () => {
   /** Tail fields a message gained after those pinned frames were made: they decode to their defaults. */
   // What a Deploy has gained since those vectors were pinned: the data secret, and each task's restore parallelism.
   // What SubmitJob and Deploy have gained since those vectors were pinned (decoded with their defaults).
+  /** What CheckpointConfig gained after all of them: how checkpoints are paced (timeout, pause, tolerance). */
+  const PACING_DEFAULTS = { timeoutMs: 0, minPauseMs: 0, tolerableFailures: -1 };
   const addedSince = (name: 'SubmitJob' | 'Deploy'): object =>
     name === 'Deploy'
       ? {
@@ -190,6 +192,7 @@ describe('the additive-tail idiom', () => {
         maxRestarts: -1,
         allowNonRestoredState: false,
         allowDuplicatesOnFallback: false,
+        ...PACING_DEFAULTS,
       },
     });
   });
@@ -209,6 +212,7 @@ describe('the additive-tail idiom', () => {
           maxRestarts: -1,
           allowNonRestoredState: false,
           allowDuplicatesOnFallback: false,
+          ...PACING_DEFAULTS,
         },
       });
     });
@@ -224,8 +228,22 @@ describe('the additive-tail idiom', () => {
       assert.deepEqual(decodeFrame(old), {
         ...sample,
         ...addedSince(name),
-        checkpoint: { ...sample.checkpoint, allowNonRestoredState: false, allowDuplicatesOnFallback: false },
+        checkpoint: {
+          ...sample.checkpoint,
+          allowNonRestoredState: false,
+          allowDuplicatesOnFallback: false,
+          ...PACING_DEFAULTS,
+        },
       });
+    });
+
+    test(`a ${name} pinned before CheckpointConfig.timeoutMs existed decodes with the default pacing: timeout max(10 s, 10 intervals), no pause, any failures tolerated`, async () => {
+      const old = Buffer.from(
+        (await readFile(new URL(`legacy/${name}-before-timeoutMs.hex`, VECTORS), 'utf8')).trim(),
+        'hex',
+      );
+      const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
+      assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, ...PACING_DEFAULTS } });
     });
   }
 

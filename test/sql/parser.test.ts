@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import {
+  MAX_NESTING,
   parseExpression,
   parseSql,
   printExpr,
@@ -76,8 +77,27 @@ describe('SQL parser', () => {
       'SELECT a FROM t UNION ALL SELECT b FROM u ORDER BY a LIMIT 3',
       "SELECT key, timestamp FROM t WHERE (ts > TIMESTAMP '2020-01-01 00:00:00')",
       'SELECT `select`, `my col` FROM `order`',
+      "SET 'execution.checkpointing.timeout' = '30 s'",
+      'SET',
+      "RESET 'execution.checkpointing.timeout'",
+      'RESET',
     ];
     for (const sql of cases) assert.equal(printStatement(one(sql)), sql);
+    // SET and RESET stay names where a name is expected.
+    assert.equal(printStatement(one('SELECT set, reset FROM t')), 'SELECT set, reset FROM t');
+  });
+
+  test('parentheses nested past MAX_NESTING are refused before parsing, at the first one too deep', () => {
+    const nested = (n: number): string => `SELECT ${'('.repeat(n)}a${')'.repeat(n)} FROM t`;
+    assert.doesNotThrow(() => parseSql(nested(MAX_NESTING)));
+    const text = nested(MAX_NESTING + 1);
+    assert.throws(
+      () => parseSql(text),
+      (err: unknown) =>
+        err instanceof SqlError &&
+        /nests too deeply/.test(err.message) &&
+        err.position === 'SELECT '.length + MAX_NESTING + 1,
+    );
   });
 
   test('precedence: OR below AND below NOT below comparison below + below *, unary minus tightest', () => {

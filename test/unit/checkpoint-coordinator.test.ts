@@ -18,7 +18,15 @@ const settle = async (): Promise<void> => {
 };
 
 function harness(
-  options: { intervalMs?: number; failMarker?: boolean; failClaim?: boolean; markerWritten?: Promise<void> } = {},
+  options: {
+    intervalMs?: number;
+    timeoutMs?: number;
+    minPauseMs?: number;
+    tolerableFailures?: number;
+    failMarker?: boolean;
+    failClaim?: boolean;
+    markerWritten?: Promise<void>;
+  } = {},
 ) {
   const clock = new FakeClock();
   const posted: Message[] = [];
@@ -67,6 +75,9 @@ function harness(
     checkpoint: {
       checkpointDir: '/ckpt',
       intervalMs: options.intervalMs ?? 1_000,
+      timeoutMs: options.timeoutMs ?? 0,
+      minPauseMs: options.minPauseMs ?? 0,
+      tolerableFailures: options.tolerableFailures ?? -1,
       checkpointsRetained: 1,
       stateBackendUri: '',
     },
@@ -86,7 +97,7 @@ function harness(
     job,
     {
       post: (m) => void posted.push(m),
-      finalFailed: (reason, fatal) => void failed.push(`${reason}${fatal ? ' (fatal)' : ''}`),
+      failed: (reason, fatal) => void failed.push(`${reason}${fatal ? ' (fatal)' : ''}`),
       maybeComplete: () => void completeChecks++,
       cancel: (reason) => void cancelled.push(reason),
     },
@@ -137,6 +148,8 @@ function harness(
     lines,
     aborted,
     completeChecks: () => completeChecks,
+    /** The checkpoint in flight (a call: a read would narrow across the awaits between). */
+    inFlightId: (): number | undefined => cc.inFlight?.id,
   };
 }
 
@@ -270,6 +283,83 @@ describe('the checkpoint coordinator', () => {
     );
     assert.equal(h.cc.history.lastAborted?.reason, 'expired');
     assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0 });
+  });
+
+  test('periodic checkpoints are an interval apart, trigger to trigger, as in Flink: a slow one is followed at once', async () => {
+    const h = harness({ intervalMs: 1_000 });
+    await h.tickAfter(1_000);
+    assert.equal(h.inFlightId(), 1);
+    await h.tickAfter(600);
+    h.ack(1);
+    await settle();
+    await h.tickAfter(399);
+    assert.equal(h.inFlightId(), undefined, '999 ms after the last trigger, none yet');
+    await h.tickAfter(1);
+    assert.equal(h.inFlightId(), 2, 'an interval after the last trigger, not after its end');
+    await h.tickAfter(1_500);
+    h.ack(2);
+    await settle();
+    await h.tickAfter(0);
+    assert.equal(h.inFlightId(), 3, 'one that took longer than the interval is followed at once');
+  });
+
+  test('the minimum pause spaces a checkpoint from the end of the last, whatever the interval', async () => {
+    const h = harness({ intervalMs: 1_000, minPauseMs: 800 });
+    await h.tickAfter(1_000);
+    await h.tickAfter(600);
+    h.ack(1);
+    await settle();
+    await h.tickAfter(400);
+    assert.equal(h.inFlightId(), undefined, 'the interval has passed, the pause has not');
+    await h.tickAfter(399);
+    assert.equal(h.inFlightId(), undefined);
+    await h.tickAfter(1);
+    assert.equal(h.inFlightId(), 2, '800 ms after the last ended');
+  });
+
+  test('the checkpoint timeout a job sets replaces the default', async () => {
+    const h = harness({ intervalMs: 2_000, timeoutMs: 3_000 });
+    await h.tickAfter(2_000);
+    await h.tickAfter(3_000);
+    assert.equal(h.inFlightId(), 1);
+    await h.tickAfter(1);
+    assert.equal(h.inFlightId(), undefined);
+    assert.ok(h.lines().some((l) => String(l.msg).includes('not complete within 3000 ms')));
+  });
+
+  test('a savepoint of a job without periodic checkpoints times out at the timeout it sets (Flink: 10 min without one)', async () => {
+    const h = harness({ intervalMs: 0, timeoutMs: 5_000 });
+    let result: { ok: boolean; message: string } | undefined;
+    void h.cc.savepoint('/sp', false).then((r) => (result = r));
+    await settle();
+    assert.equal(h.inFlightId(), 1);
+    await h.tickAfter(5_001);
+    assert.equal(result?.ok, false);
+    assert.match(result!.message, /not complete within 5000 ms/);
+    assert.deepEqual(h.failed, [], 'a savepoint that failed does not count against the job');
+  });
+
+  test('more consecutive failed checkpoints than the job tolerates restart it; a completed one resets the count', async () => {
+    const h = harness({ intervalMs: 1_000, timeoutMs: 2_000, tolerableFailures: 1 });
+    await h.tickAfter(1_000);
+    await h.tickAfter(2_001); // 1 expires: tolerated
+    assert.deepEqual(h.failed, []);
+    await h.tickAfter(0);
+    assert.equal(h.inFlightId(), 2);
+    h.ack(2);
+    await settle();
+    await h.tickAfter(1_000);
+    assert.equal(h.inFlightId(), 3);
+    await h.tickAfter(2_001); // 3 expires: the count began again at 2's completion
+    assert.deepEqual(h.failed, []);
+    await h.tickAfter(0);
+    h.ack(4, false);
+    await settle();
+    assert.equal(h.failed.length, 1, 'the second in a row is one more than tolerated');
+    assert.match(
+      h.failed[0]!,
+      /^2 consecutive checkpoints failed, more than the 1 it tolerates \(--tolerable-failed-checkpoints\); the last: subtask \S+ could not snapshot: disk full$/,
+    );
   });
 
   test('a marker that cannot be written aborts the checkpoint instead of committing it', async () => {

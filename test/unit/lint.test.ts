@@ -106,6 +106,20 @@ describe('lint: checkpoint settings', () => {
       /^--checkpoint-dir without --checkpoint-interval-ms: checkpoints are taken only for savepoints and at the end of input/,
     );
     assert.ok([...none, ...dir].every((x) => x.severity === 'warning'));
+    const noInterval = checkpointSettingsFindings(
+      settings({ checkpointDir: '/tmp/c', minPauseMs: 500, tolerableFailures: 3, timeoutMs: 2 ** 32 }),
+    );
+    assert.deepEqual(
+      noInterval.filter((x) => x.check === 'periodic-setting-without-interval').map((x) => x.message),
+      [
+        '--checkpoint-min-pause-ms 500 is ignored without --checkpoint-dir and --checkpoint-interval-ms: the job takes no periodic checkpoints',
+        '--tolerable-failed-checkpoints 3 is ignored without --checkpoint-dir and --checkpoint-interval-ms: the job takes no periodic checkpoints',
+      ],
+    );
+    assert.match(
+      only(noInterval, 'timer-too-long').message,
+      /^--checkpoint-timeout-ms 4294967296 is longer than a timer/,
+    );
   });
 
   test('the coordinator refuses a submit with the same message (refuseOnErrors), one line per error', () => {
