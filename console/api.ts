@@ -11,9 +11,15 @@ export type Departed = DepartedSession;
 export interface Checkpoint {
   checkpointId: number;
   kind: string;
+  /** Whether its barriers overtook the records ahead of them. */
+  alignment: 'aligned' | 'unaligned';
   durationMs: number;
   stateBytes: number;
   alignmentMs: number;
+  /** The longest wait of any subtask from the trigger to its first barrier. */
+  startDelayMs: number;
+  /** Records in flight written with it (unaligned). */
+  inflightBytes: number;
   completedAtMs: number;
 }
 

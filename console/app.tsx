@@ -243,16 +243,19 @@ function JobPage({ id }: { id: string }) {
       </h3>
       <Table
         testId="checkpoints"
-        head={['id', 'kind', 'duration', 'size', 'alignment', 'completed']}
+        head={['id', 'kind', 'barriers', 'duration', 'start delay', 'alignment', 'size', 'in flight', 'completed']}
         rows={[...ckpts]
           .reverse()
           .slice(0, 20)
           .map((c) => [
             c.checkpointId,
             c.kind,
+            c.alignment,
             `${c.durationMs} ms`,
-            `${fmt(c.stateBytes)} B`,
+            `${c.startDelayMs} ms`,
             `${c.alignmentMs} ms`,
+            `${fmt(c.stateBytes)} B`,
+            `${fmt(c.inflightBytes)} B`,
             when(c.completedAtMs),
           ])}
       />

@@ -82,7 +82,10 @@ export const checkpointOptions = (): Option[] => [
     '--state-backend <uri>',
     'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]',
   ),
-  new Option('--alignment <mode>', 'barrier alignment (unaligned is not supported yet)')
+  new Option(
+    '--alignment <mode>',
+    'barrier alignment: aligned, or unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned)',
+  )
     .choices(['aligned', 'unaligned'])
     .default('aligned'),
   new Option(

@@ -106,6 +106,14 @@ export const FLINK_SETTING_KEYS: Readonly<Record<string, { parameter: SubmitPara
     'execution.checkpointing.num-retained': { parameter: 'checkpoints_retained', parse: wholeNumber(1) },
     'state.checkpoints.num-retained': { parameter: 'checkpoints_retained', parse: wholeNumber(1) },
     'execution.checkpointing.dir': { parameter: 'checkpoint_dir', parse: text },
+    'execution.checkpointing.unaligned.enabled': {
+      parameter: 'alignment',
+      parse: (v) => (booleanText(v) ? 'unaligned' : 'aligned'),
+    },
+    'execution.checkpointing.unaligned': {
+      parameter: 'alignment',
+      parse: (v) => (booleanText(v) ? 'unaligned' : 'aligned'),
+    },
     'state.checkpoints.dir': { parameter: 'checkpoint_dir', parse: text },
   };
 

@@ -240,6 +240,14 @@ export class CheckpointCoordinator {
     p.files[key] = { bytes: m.stateBytes, sha256: m.stateSha256 };
     p.bytes += m.stateBytes;
     p.alignmentMs = Math.max(p.alignmentMs, m.alignmentMs);
+    p.acks[key] = {
+      ackMs: this.services.clock.now() - p.startedAt,
+      startDelayMs: m.startDelayMs,
+      alignmentMs: m.alignmentMs,
+      stateBytes: m.stateBytes,
+      inflightBytes: m.inflightBytes,
+      unaligned: m.unaligned,
+    };
     if (p.pending.size > 0) return;
     const written = this.complete(p)
       .catch((err: unknown) =>
@@ -367,7 +375,10 @@ export class CheckpointCoordinator {
     this.starting = false;
     const now = this.services.clock.now();
     const kind = savepoint ? 'savepoint' : final ? 'final' : 'periodic';
-    if (!savepoint && !final && !requested) this.lastTriggeredAt = now;
+    const periodic = !savepoint && !final && !requested;
+    if (periodic) this.lastTriggeredAt = now;
+    // A savepoint is always aligned (as in Flink), and so are a rescale's own and the final checkpoint.
+    const unaligned = periodic && job.checkpoint.alignment === 'unaligned';
     this.pending = {
       span: (this.services.tracer ?? NO_TRACING).start('clink.checkpoint', {
         'clink.job.id': job.id,
@@ -383,6 +394,8 @@ export class CheckpointCoordinator {
       files: {},
       committers: new Set(),
       alignmentMs: 0,
+      unaligned,
+      acks: {},
       ...(savepoint ? { savepoint } : {}),
       ...(requested ? { requested } : {}),
       ...(final ? { final } : {}),
@@ -395,6 +408,7 @@ export class CheckpointCoordinator {
             checkpointId: id,
             timestampMs: now,
             savepointDir: savepoint?.dir ?? '',
+            unaligned,
           }),
     );
   }

@@ -61,19 +61,39 @@ export function reportCompleted(
 ): CompletedCheckpoint {
   const durationMs = completedAtMs - p.startedAt;
   const kind = p.savepoint ? 'savepoint' : p.final ? 'final' : 'periodic';
+  const acks = Object.values(p.acks);
+  const inflightBytes = acks.reduce((n, a) => n + a.inflightBytes, 0);
+  const startDelayMs = Math.max(0, ...acks.map((a) => a.startDelayMs));
+  const alignment = p.unaligned || acks.some((a) => a.unaligned) ? 'unaligned' : 'aligned';
   metrics.checkpointsCompleted.inc();
   p.span?.end({
     'clink.checkpoint.outcome': 'completed',
     'clink.checkpoint.bytes': p.bytes,
     'clink.checkpoint.duration_ms': durationMs,
     'clink.checkpoint.alignment_ms': p.alignmentMs,
+    'clink.checkpoint.alignment': alignment,
+    'clink.checkpoint.inflight_bytes': inflightBytes,
   });
   metrics.lastCheckpointDurationMs.set(durationMs);
   metrics.lastCheckpointBytes.set(p.bytes);
   metrics.lastCheckpointAlignmentMs.set(p.alignmentMs);
+  metrics.lastCheckpointInflightBytes.set(inflightBytes);
+  metrics.lastCheckpointStartDelayMs.set(startDelayMs);
+  if (alignment === 'unaligned') metrics.checkpointsUnaligned.inc();
   log.info(
-    { jobId, checkpointId: p.id, durationMs, stateBytes: p.bytes },
-    `${kind === 'savepoint' ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${jobId} in ${durationMs} ms (${p.bytes} bytes)`,
+    { jobId, checkpointId: p.id, durationMs, stateBytes: p.bytes, alignment, inflightBytes },
+    `${kind === 'savepoint' ? 'savepoint' : 'checkpoint'} ${p.id} completed for job ${jobId} in ${durationMs} ms (${p.bytes} bytes${alignment === 'unaligned' ? `, unaligned, ${inflightBytes} bytes in flight` : ''})`,
   );
-  return { checkpointId: p.id, kind, durationMs, stateBytes: p.bytes, alignmentMs: p.alignmentMs, completedAtMs };
+  return {
+    checkpointId: p.id,
+    kind,
+    alignment,
+    durationMs,
+    stateBytes: p.bytes,
+    alignmentMs: p.alignmentMs,
+    startDelayMs,
+    inflightBytes,
+    completedAtMs,
+    subtasks: p.acks,
+  };
 }

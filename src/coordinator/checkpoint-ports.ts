@@ -33,6 +33,10 @@ export interface PendingCheckpoint {
   committers: Set<string>;
   /** The longest barrier alignment any subtask reported. */
   alignmentMs: number;
+  /** Its barriers overtake the records ahead of them (which are written with it). */
+  unaligned: boolean;
+  /** Each acked subtask: when its ack came (ms after the trigger) and what it reported. */
+  acks: Record<string, SubtaskCheckpointStats>;
   /** For a savepoint: where it goes, and who waits for it. */
   savepoint?: { dir: string; done: (r: SavepointResult) => void };
   /** A checkpoint of the job's own asked for (a rescale's): who waits for it. */
@@ -42,14 +46,35 @@ export interface PendingCheckpoint {
   span?: Span;
 }
 
+/** One subtask's part in a checkpoint, as its ack reported it. */
+export interface SubtaskCheckpointStats {
+  /** From the trigger to its ack (the coordinator's clock). */
+  ackMs: number;
+  /** From its worker receiving the trigger to the subtask taking its first barrier. */
+  startDelayMs: number;
+  alignmentMs: number;
+  stateBytes: number;
+  /** In-flight records written with it (unaligned). */
+  inflightBytes: number;
+  unaligned: boolean;
+}
+
 /** A completed checkpoint as the API lists it. */
 export interface CompletedCheckpoint {
   checkpointId: number;
   kind: 'periodic' | 'savepoint' | 'final';
+  /** Whether its barriers overtook the records ahead of them: unaligned if any subtask's did. */
+  alignment: 'aligned' | 'unaligned';
   durationMs: number;
   stateBytes: number;
   alignmentMs: number;
+  /** The longest start delay of any subtask. */
+  startDelayMs: number;
+  /** In-flight records written with it, over every subtask. */
+  inflightBytes: number;
   completedAtMs: number;
+  /** Each subtask's part, by `<task>#<index>`. */
+  subtasks: Record<string, SubtaskCheckpointStats>;
 }
 
 /**

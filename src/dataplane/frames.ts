@@ -52,7 +52,13 @@ export function elementFrame(e: StreamElement, reads: BatchReads = MSGPACK_ONLY)
     case END:
       return encodeFrame(makeMessage('DataEnd', {}));
     case BARRIER:
-      return encodeFrame(makeMessage('DataBarrier', { checkpointId: e.checkpointId }));
+      return encodeFrame(
+        makeMessage('DataBarrier', {
+          checkpointId: e.checkpointId,
+          unaligned: e.unaligned === true,
+          overtaken: e.overtaken ?? 0,
+        }),
+      );
   }
 }
 
@@ -71,7 +77,9 @@ export function frameElement(m: Message, channel: number): StreamElement | undef
     case 'DataEnd':
       return { kind: END, channel };
     case 'DataBarrier':
-      return { kind: BARRIER, channel, checkpointId: m.checkpointId };
+      return m.unaligned
+        ? { kind: BARRIER, channel, checkpointId: m.checkpointId, unaligned: true, overtaken: m.overtaken }
+        : { kind: BARRIER, channel, checkpointId: m.checkpointId };
     default:
       return undefined;
   }

@@ -14,7 +14,7 @@ import { PeerLostError } from '../errors.js';
 import type { ChannelCount, ClinkMetrics } from '../metrics/index.js';
 import { dial, FrameReader, gatheredWrites, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
-import { BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
+import { BARRIER, BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame, MSGPACK_ONLY, type BatchReads } from './frames.js';
 import type { ChannelLabels } from './inbound.js';
 
@@ -72,6 +72,11 @@ export class RemoteChannel implements ChannelSink {
 
   push(element: StreamElement): void {
     if (this.failure || this.ended) return;
+    if (element.kind === BARRIER && element.unaligned) {
+      // It overtakes what waits for credit: the receiver counts that in as in flight (runtime/inflight.ts).
+      this.transport.write(elementFrame({ ...element, overtaken: this.pending.length }, this.reads));
+      return;
+    }
     if (element.kind === END) this.ended = true;
     this.pending.push(element);
     this.transmit();

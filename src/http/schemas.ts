@@ -254,10 +254,25 @@ export const CheckpointList = open({
     open({
       checkpointId: int(),
       kind: { type: 'string', enum: ['periodic', 'savepoint', 'final'] },
+      alignment: { type: 'string', enum: ['aligned', 'unaligned'] },
       durationMs: int(),
       stateBytes: int(),
       alignmentMs: int(),
+      startDelayMs: int(),
+      inflightBytes: int(),
       completedAtMs: int(),
+      subtasks: {
+        type: 'object',
+        description: "each subtask's part, by '<task>#<index>'",
+        additionalProperties: open({
+          ackMs: int(),
+          startDelayMs: int(),
+          alignmentMs: int(),
+          stateBytes: int(),
+          inflightBytes: int(),
+          unaligned: bool(),
+        }),
+      },
     }),
   ),
 });

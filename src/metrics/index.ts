@@ -316,6 +316,24 @@ export class ClinkMetrics {
     registers: [this.registry],
   });
 
+  readonly lastCheckpointStartDelayMs = new Gauge({
+    name: 'clink_checkpoint_last_start_delay_ms',
+    help: 'The longest start delay (trigger to first barrier) of any subtask in the newest completed checkpoint',
+    registers: [this.registry],
+  });
+
+  readonly lastCheckpointInflightBytes = new Gauge({
+    name: 'clink_checkpoint_last_persisted_inflight_bytes',
+    help: 'Bytes of in-flight records the newest completed checkpoint wrote (unaligned; 0 when aligned)',
+    registers: [this.registry],
+  });
+
+  readonly checkpointsUnaligned = new Counter({
+    name: 'clink_checkpoints_unaligned_total',
+    help: 'Completed checkpoints whose barriers overtook the records ahead of them (a subset of clink_checkpoints_completed_total)',
+    registers: [this.registry],
+  });
+
   /** More registries' metrics (prom-client JSON) to merge into the exposition: a worker's job threads. */
   readonly sources = new Set<() => Promise<object[][]>>();
 

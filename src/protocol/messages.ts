@@ -266,6 +266,13 @@ export const MESSAGES = {
       false,
       'a failed snapshot that would fail again (state that cannot be encoded), not a storage error: a final checkpoint failing so fails the job instead of restarting it',
     ),
+    unaligned: tail(bool, false, 'its barriers overtook the records ahead of them'),
+    inflightBytes: tail(u64, 0, 'bytes of in-flight records written with its state (an unaligned checkpoint)'),
+    startDelayMs: tail(
+      u64,
+      0,
+      'from the worker receiving the TriggerCheckpoint to the subtask taking its first barrier (a source: injecting it)',
+    ),
   }),
   RequestFinalCheckpoint: message(
     6,
@@ -461,6 +468,11 @@ export const MESSAGES = {
     timestampMs: field(u64),
     savepointDir: tail(string, '', 'non-empty for a savepoint'),
     epoch,
+    unaligned: tail(
+      bool,
+      false,
+      'the barriers overtake the records ahead of them, which are written with the checkpoint (never a savepoint)',
+    ),
   }),
   CommitCheckpoint: message(107, 'coordinator->worker', 'a checkpoint completed: two-phase-commit sinks commit it', {
     jobId: field(string),
@@ -627,6 +639,16 @@ export const MESSAGES = {
   DataEnd: message(204, 'worker->worker', 'the channel has no more records', {}),
   DataBarrier: message(206, 'worker->worker', 'a checkpoint barrier, in band after the records it follows', {
     checkpointId: field(u64),
+    unaligned: tail(
+      bool,
+      false,
+      "an unaligned checkpoint's: sent ahead of the elements waiting for credit, and taken by the receiver ahead of what it has queued",
+    ),
+    overtaken: tail(
+      u32,
+      0,
+      'elements of the channel sent before the barrier that it overtook: the receiver writes them with the checkpoint as in flight',
+    ),
   }),
   DataRefused: message(
     207,

@@ -57,6 +57,11 @@ export class BarrierAligner {
     return this.held.length;
   }
 
+  /** Elements taken from the queue and not yet processed: released, then held. */
+  unprocessed(): StreamElement[] {
+    return [...this.replay, ...this.held];
+  }
+
   /** The next released element, if any: it goes before anything new from the queue. */
   nextReplayed(): StreamElement | undefined {
     return this.replay.shift();

@@ -43,6 +43,10 @@ export interface BarrierElement {
   kind: typeof BARRIER;
   channel: number;
   checkpointId: number;
+  /** An unaligned checkpoint's: it overtakes what is queued ahead of it (runtime/inflight.ts). */
+  unaligned?: boolean;
+  /** Elements of this channel sent before the barrier that it overtook on the way, arriving after it. */
+  overtaken?: number;
 }
 
 export type StreamElement = RecordBatch | WatermarkElement | StatusElement | EndElement | BarrierElement;

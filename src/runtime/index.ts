@@ -37,6 +37,7 @@ export {
   type SubtaskPhaseCode,
   type SubtaskState,
   type SubtaskSnapshot,
+  type SnapshotStats,
 } from './subtask-runner.js';
 export { WaitClock } from './wait-clock.js';
 export { validateConnectors, type ConnectorRegistry } from './factory.js';

@@ -172,7 +172,7 @@ export class LocalExecution {
    * snapshots when they reach it. Resolves with the whole job's snapshot once every subtask has taken
    * its part.
    */
-  triggerCheckpoint(options: { commit?: boolean } = {}): Promise<JobSnapshot> {
+  triggerCheckpoint(options: { commit?: boolean; unaligned?: boolean } = {}): Promise<JobSnapshot> {
     const checkpointId = Math.max(++this.checkpointSeq, (this.restoredFrom ?? 0) + 1);
     this.checkpointSeq = checkpointId;
     const p = new Promise<JobSnapshot>((resolve, reject) =>
@@ -183,7 +183,7 @@ export class LocalExecution {
         commit: options.commit ?? true,
       }),
     );
-    for (const { runner } of this.runners) runner.triggerCheckpoint(checkpointId);
+    for (const { runner } of this.runners) runner.triggerCheckpoint(checkpointId, options.unaligned === true);
     return p;
   }
 

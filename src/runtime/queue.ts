@@ -4,9 +4,13 @@
  * elements (watermarks, status, end) do not count against the bound. A batch's `onTaken` (a remote
  * channel's credit) is the consumer's to call when it processes the batch, not when it takes it: a
  * batch held back by barrier alignment keeps its credit until it is processed.
+ *
+ * An unaligned checkpoint's barrier overtakes what is queued: it goes to a lane of its own, taken before
+ * anything else. Elements are numbered as they are queued, so what came before a barrier on its channel
+ * is known (InflightCapture); a tap sees every element queued while a capture runs.
  */
 import { deferred, type Deferred } from '../util/index.js';
-import { BATCH, type StreamElement } from './elements.js';
+import { BARRIER, BATCH, type BarrierElement, type StreamElement } from './elements.js';
 import type { ChannelSink } from './subtask.js';
 
 export class InputQueue {
@@ -20,6 +24,15 @@ export class InputQueue {
   private failure: unknown = undefined;
   /** The most batches ever held at once. */
   highWaterBatches = 0;
+  /** Unaligned barriers, taken before anything queued. */
+  private priority: BarrierElement[] = [];
+  /** Elements ever queued in the ordinary lane, and ever taken from it: element n of the queue is number taken + n. */
+  private queued = 0;
+  private taken = 0;
+  /** Told of each unaligned barrier as it is queued, with the number the next queued element gets. */
+  onUnalignedBarrier: ((b: BarrierElement, seq: number) => void) | undefined;
+  /** Told of each element queued in the ordinary lane, with its number (an unaligned checkpoint's capture). */
+  tap: ((e: StreamElement, seq: number) => void) | undefined;
 
   constructor(readonly capacity: number) {}
 
@@ -29,7 +42,14 @@ export class InputQueue {
 
   push(e: StreamElement): void {
     if (this.failure !== undefined) return;
-    this.buf.push(e);
+    if (e.kind === BARRIER && e.unaligned) {
+      this.priority.push(e);
+      this.onUnalignedBarrier?.(e, this.queued);
+    } else {
+      this.tap?.(e, this.queued);
+      this.queued++;
+      this.buf.push(e);
+    }
     if (e.kind === BATCH && ++this.batches > this.highWaterBatches) this.highWaterBatches = this.batches;
     const c = this.consumer;
     if (c) {
@@ -38,10 +58,17 @@ export class InputQueue {
     }
   }
 
+  /** The next unaligned barrier, if one is queued. */
+  pollPriority(): BarrierElement | undefined {
+    return this.priority.length > 0 ? this.priority.shift() : undefined;
+  }
+
   poll(): StreamElement | undefined {
+    if (this.priority.length > 0) return this.priority.shift();
     if (this.head >= this.buf.length) return undefined;
     const e = this.buf[this.head]!;
     this.buf[this.head++] = undefined;
+    this.taken++;
     if (this.head === this.buf.length) {
       this.buf = [];
       this.head = 0;
@@ -51,6 +78,11 @@ export class InputQueue {
     }
     if (e.kind === BATCH && --this.batches < this.capacity) this.wakeProducers();
     return e;
+  }
+
+  /** Each element queued and not yet taken, in order, with its number. */
+  forEachQueued(fn: (e: StreamElement, seq: number) => void): void {
+    for (let i = this.head; i < this.buf.length; i++) fn(this.buf[i]!, this.taken + i - this.head);
   }
 
   /** The next element, waiting if there is none. Rejects once the queue has failed. */
@@ -123,6 +155,8 @@ export class InputQueue {
     this.buf = [];
     this.head = 0;
     this.batches = 0;
+    this.priority = [];
+    this.tap = undefined;
     this.consumer?.reject(err);
     this.consumer = null;
     for (const p of this.producers) p.reject(err);

@@ -5,9 +5,12 @@
  * - keyed state: every earlier subtask whose key-group range overlaps s's (the backend keeps only s's groups);
  * - operator state (a sink's pending commits, collected chunks, a watermark assigner's progress): the
  *   earlier subtasks i with i mod p' = s, round-robin as Flink's ListState, so each part lands once;
- * - a source's positions: all of them, for the connector's rescale() to divide.
+ * - a source's positions: all of them, for the connector's rescale() to divide;
+ * - records in flight at an unaligned checkpoint: those of a keyed input by key group, as keyed state;
+ *   the rest as operator state, whole per earlier subtask.
  */
-import { KeyGroupRange, MAX_PARALLELISM, type TaskSpec } from '../plan/index.js';
+import { keyGroupOf, KeyGroupRange, MAX_PARALLELISM, normalizeKey, type TaskSpec } from '../plan/index.js';
+import { decodeRecordBatch } from '../protocol/index.js';
 import type { StreamOperator } from './operator.js';
 import type { SubtaskSnapshot } from './subtask-runner.js';
 
@@ -93,4 +96,49 @@ export function restoreRescaled(
 /** Every earlier subtask's source position, by index (undefined where a snapshot had none). */
 export function sourcePositions(restore: RescaledSnapshot): unknown[] {
   return Array.from({ length: restore.rescaledFrom }, (_, i) => restore.parts.get(i)?.source);
+}
+
+/** Records to replay before anything new, for the operator input they feed. */
+export interface ReplayedBatch {
+  input: number;
+  values: unknown[];
+  timestamps: number[];
+}
+
+/**
+ * The records that were in flight to this subtask at the unaligned checkpoint it restores: its own, or
+ * at another parallelism those that would have come to it (a keyed input's by key group, per `inputKeys`).
+ */
+export function replayInflight(
+  restore: RestoreSnapshot,
+  o: {
+    task: TaskSpec;
+    index: number;
+    inputKeys?: readonly (((value: unknown) => unknown) | undefined)[];
+  },
+): ReplayedBatch[] {
+  const decode = (input: number, batch: Uint8Array): ReplayedBatch => ({ input, ...decodeRecordBatch(batch) });
+  if (!isRescaled(restore)) return (restore.inflight ?? []).map((b) => decode(b.input, b.batch));
+  const out: ReplayedBatch[] = [];
+  const { parallelism } = o.task;
+  const mine = KeyGroupRange.forSubtask(o.index, parallelism, MAX_PARALLELISM);
+  const from = restore.rescaledFrom;
+  for (const i of overlappingSubtasks(from, parallelism, o.index))
+    for (const b of restore.parts.get(i)?.inflight ?? []) {
+      const key = o.inputKeys?.[b.input];
+      if (!key) continue;
+      const all = decode(b.input, b.batch);
+      const kept: ReplayedBatch = { input: b.input, values: [], timestamps: [] };
+      all.values.forEach((v, r) => {
+        const group = keyGroupOf(normalizeKey(key(v)), MAX_PARALLELISM);
+        if (!mine.contains(group)) return;
+        kept.values.push(v);
+        kept.timestamps.push(all.timestamps[r]!);
+      });
+      if (kept.values.length > 0) out.push(kept);
+    }
+  for (const i of assignedSubtasks(from, parallelism, o.index))
+    for (const b of restore.parts.get(i)?.inflight ?? [])
+      if (!o.inputKeys?.[b.input]) out.push(decode(b.input, b.batch));
+  return out;
 }

@@ -21,6 +21,9 @@ import type { RecordWriter } from './writer.js';
 import { WaitClock } from './wait-clock.js';
 import { abortFlag } from './abort-flag.js';
 import { InputWatermarks } from './input-watermarks.js';
+import type { InflightBatch, InflightCapture } from './inflight.js';
+import { UnalignedInput } from './unaligned-input.js';
+import { replayInflight } from './rescale.js';
 import { SubtaskPhase, type SubtaskPhaseCode } from './phase.js';
 
 export { SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode } from './phase.js';
@@ -61,11 +64,9 @@ export interface SubtaskSetup {
   rescaledPosition?: () => Promise<unknown>;
   /** Receives this subtask's snapshot for each checkpoint, once it is encoded, and how long its barriers took to align. */
   /** `commits`: an operator holds what this checkpoint's completion makes visible (it confirms the commit). */
-  onSnapshot?: (
-    checkpointId: number,
-    snapshot: SubtaskSnapshot,
-    stats: { alignmentMs: number; commits: boolean },
-  ) => void;
+  onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: SnapshotStats) => void;
+  /** Per operator input of the head operator, its key (a keyed head): a rescaled restore divides in-flight records by it. */
+  inputKeys?: readonly (((value: unknown) => unknown) | undefined)[];
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
   onSnapshotFailed?: (checkpointId: number, error: unknown) => void;
   /** A newer barrier cancelled the alignment of `checkpointId` (that checkpoint was given up upstream). */
@@ -84,6 +85,31 @@ export interface SubtaskSetup {
 export interface SubtaskSnapshot {
   operators: unknown[];
   source?: unknown;
+  /** An unaligned checkpoint's: the records in flight to this subtask, replayed on restore before anything new. */
+  inflight?: InflightBatch[];
+}
+
+/** How a subtask's part of a checkpoint was taken. */
+export interface SnapshotStats {
+  /** From the first barrier of the checkpoint at the subtask to the last (0 for a source, or unaligned). */
+  alignmentMs: number;
+  /** An operator holds what this checkpoint's completion makes visible (it confirms the commit). */
+  commits: boolean;
+  /** Its barrier overtook the records ahead of it. */
+  unaligned: boolean;
+  /** Bytes of in-flight records written with it. */
+  inflightBytes: number;
+  /** When (the subtask's clock) it took its first barrier of the checkpoint, or injected it. */
+  barrierAt: number;
+}
+
+/** How a checkpoint is taken here: its alignment's length, or unaligned (with the records in flight, at a task with inputs). */
+interface BarrierOptions {
+  alignmentMs?: number;
+  /** When the first barrier was taken (the subtask's clock). @default now */
+  barrierAt?: number;
+  unaligned?: boolean;
+  capture?: InflightCapture;
 }
 
 /** Thrown out of a retiring subtask's loop: it ends quietly, its outputs closed, its operators not finished. */
@@ -111,7 +137,9 @@ export class SubtaskRunner {
   }
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
-  private readonly pendingBarriers: number[] = [];
+  private readonly pendingBarriers: { id: number; unaligned: boolean }[] = [];
+  /** A task with inputs: its unaligned checkpoints. */
+  private unalignedInput: UnalignedInput | undefined;
   /** Checkpoints asked of this subtask, and those it has taken its part in. */
   private readonly requested = new Set<number>();
   private readonly taken = new Set<number>();
@@ -121,7 +149,7 @@ export class SubtaskRunner {
   /** A task with inputs: its barrier alignment. */
   private aligner: BarrierAligner | undefined;
   /** A task with inputs: per channel, which operator input it feeds; the channels not ended; event time. */
-  private channels: { inputs: number[]; open: number; time: InputWatermarks } | undefined;
+  private channels: { inputs: number[]; ended: boolean[]; open: number; time: InputWatermarks } | undefined;
   /** A hot rescale's gate: armed, the subtask waits at it after that checkpoint's barrier. */
   readonly cutover = new CutoverGate();
 
@@ -198,11 +226,11 @@ export class SubtaskRunner {
    * reports its final state at once (its output is complete). Tasks with inputs checkpoint when their
    * barriers have aligned.
    */
-  triggerCheckpoint(checkpointId: number): void {
+  triggerCheckpoint(checkpointId: number, unaligned = false): void {
     this.requested.add(checkpointId);
     if (this.state === 'FINISHED') this.reportFinal();
     else if (this.setup.createReader) {
-      this.pendingBarriers.push(checkpointId);
+      this.pendingBarriers.push({ id: checkpointId, unaligned });
       this.wakeSource?.();
     }
   }
@@ -228,6 +256,7 @@ export class SubtaskRunner {
   /** The checkpoint failed somewhere: an alignment of it stops (releasing what it held), and operators waiting on it learn why. */
   notifyCheckpointAborted(checkpointId: number, reason: string): void {
     this.aligner?.abort(checkpointId);
+    this.unalignedInput?.abort(checkpointId);
     for (const op of this.setup.operators) op.notifyCheckpointAborted(checkpointId, reason);
   }
 
@@ -235,33 +264,50 @@ export class SubtaskRunner {
    * Capture every operator's state and the source position now; report the snapshot once the parts
    * that encode asynchronously (keyed state) are done, while records flow on.
    */
-  private snapshot(checkpointId: number, alignmentMs = 0): void {
+  private snapshot(checkpointId: number, o: BarrierOptions = {}): void {
     this.setup.onPhase?.(SubtaskPhase.SNAPSHOTTING);
     const parts = this.setup.operators.map((op) => op.snapshotState());
     const source = this.reader?.snapshot?.();
     const commits = this.setup.operators.some((op) => op.holdsCommits);
-    const report = (operators: unknown[]): void =>
-      this.setup.onSnapshot?.(checkpointId, source === undefined ? { operators } : { operators, source }, {
-        alignmentMs,
+    const capture = o.capture;
+    const barrierAt = o.barrierAt ?? this.setup.now();
+    const report = (operators: unknown[]): void => {
+      if (capture?.cancelled) return;
+      const snap: SubtaskSnapshot = { operators };
+      if (source !== undefined) snap.source = source;
+      if (capture && capture.batches.length > 0) snap.inflight = capture.batches;
+      this.setup.onSnapshot?.(checkpointId, snap, {
+        alignmentMs: o.alignmentMs ?? 0,
         commits,
+        unaligned: o.unaligned === true || capture !== undefined,
+        inflightBytes: capture?.bytes ?? 0,
+        barrierAt,
       });
-    if (!parts.some((p) => p instanceof Promise)) {
+    };
+    if (!capture && !parts.some((p) => p instanceof Promise)) {
       report(parts);
       return;
     }
-    Promise.all(parts).then(report, (err: unknown) => this.setup.onSnapshotFailed?.(checkpointId, err));
+    Promise.all([Promise.all(parts), capture?.whenComplete()]).then(
+      ([operators]) => report(operators),
+      (err: unknown) => this.setup.onSnapshotFailed?.(checkpointId, err),
+    );
   }
 
-  /** Pre-commit, snapshot, then send the barrier on, behind every record this subtask has emitted. */
-  private async checkpoint(checkpointId: number, alignmentMs = 0): Promise<void> {
+  /**
+   * Pre-commit, snapshot, then send the barrier on, behind every record this subtask has emitted (an
+   * unaligned one overtakes them on the way).
+   */
+  private async checkpoint(checkpointId: number, o: BarrierOptions = {}): Promise<void> {
     this.taken.add(checkpointId);
+    const barrierAt = this.setup.now() - (o.alignmentMs ?? 0);
     this.setup.writer.flush();
     for (const op of this.setup.operators) {
       const p = op.prepareSnapshot(checkpointId);
       if (p) await this.bounded(p);
     }
-    this.snapshot(checkpointId, alignmentMs);
-    this.setup.writer.emitBarrier(checkpointId);
+    this.snapshot(checkpointId, { ...o, barrierAt });
+    this.setup.writer.emitBarrier(checkpointId, o.unaligned === true || o.capture !== undefined);
     // A hot rescale's cutover checkpoint: wait here, between batches, while the rescale rewires.
     const gate = this.cutover.passed(checkpointId);
     if (gate && (await this.bounded(gate)) === 'retire') throw new Retired();
@@ -273,6 +319,7 @@ export class SubtaskRunner {
     if (!ch || !this.cutover.holding)
       throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
     ch.inputs.push(...inputs);
+    for (let i = 0; i < inputs.length; i++) ch.ended.push(false);
     ch.time.addChannels(inputs.length);
     ch.open += inputs.length;
     this.aligner!.addChannels(inputs.length);
@@ -389,7 +436,10 @@ export class SubtaskRunner {
 
   /** A source's barriers for the checkpoints asked of it since its last batch, in order. */
   private async injectPendingBarriers(): Promise<void> {
-    while (this.pendingBarriers.length > 0) await this.checkpoint(this.pendingBarriers.shift()!);
+    while (this.pendingBarriers.length > 0) {
+      const { id, unaligned } = this.pendingBarriers.shift()!;
+      await this.checkpoint(id, { unaligned });
+    }
   }
 
   /** Ask for the final checkpoint; until its id comes, keep sending the barriers of periodic ones. */
@@ -413,10 +463,11 @@ export class SubtaskRunner {
     // Growable: a hot rescale adds channels while the subtask waits at its gate.
     const ch = (this.channels = {
       inputs: [...channelInputs],
+      ended: channelInputs.map(() => false),
       open: channelInputs.length,
       time: new InputWatermarks(channelInputs.length, head),
     });
-    const { inputs, time } = ch;
+    const { inputs, ended, time } = ch;
 
     // Aligned checkpoints (aligner.ts): a channel that has delivered the barrier is held back until
     // every channel still open has. A held batch's credit goes back only when it is processed, so a
@@ -428,11 +479,32 @@ export class SubtaskRunner {
       else queue.release(e.channel);
     }));
     const onAlignment = async (ev: AlignerEvent): Promise<void> => {
-      if (ev.kind === 'complete') await this.checkpoint(ev.checkpointId, ev.alignmentMs);
+      if (ev.kind === 'complete') await this.checkpoint(ev.checkpointId, { alignmentMs: ev.alignmentMs });
       else if (ev.kind === 'cancelled') this.setup.onAlignmentCancelled?.(ev.checkpointId, ev.by);
     };
+    // Unaligned checkpoints (unaligned-input.ts): the barrier is taken ahead of what is queued.
+    const unaligned = (this.unalignedInput = new UnalignedInput(queue, { inputs, ended }, (id, by) =>
+      this.setup.onAlignmentCancelled?.(id, by),
+    ));
+
+    // What was in flight at the checkpoint restored goes through first, as it would have.
+    const restore = this.setup.restore;
+    if (restore) {
+      for (const { input, values, timestamps } of replayInflight(restore, this.setup)) {
+        this.recordsIn += values.length;
+        if (input === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
+        else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
+        await this.afterBatch();
+      }
+    }
 
     while (ch.open > 0) {
+      const b = queue.pollPriority();
+      if (b) {
+        const capture = unaligned.begin(b, aligner.unprocessed());
+        if (capture) await this.checkpoint(b.checkpointId, { capture });
+        continue;
+      }
       let e = aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
         this.beforeWait();
@@ -467,12 +539,16 @@ export class SubtaskRunner {
           break;
         case END:
           ch.open--;
+          ended[e.channel] = true;
           time.end(e.channel);
           await onAlignment(aligner.onEnd(e.channel));
           await this.afterBatch();
           break;
         case BARRIER:
-          await onAlignment(aligner.onBarrier(e.channel, e.checkpointId));
+          if (e.unaligned) {
+            const capture = unaligned.begin(e, aligner.unprocessed());
+            if (capture) await this.checkpoint(e.checkpointId, { capture });
+          } else await onAlignment(aligner.onBarrier(e.channel, e.checkpointId));
           break;
       }
     }

@@ -187,7 +187,10 @@ export function buildSubtask(
       ctx: sourceCtx,
     };
     setup.createReader = readerOf;
-  } else setup.input = { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) };
+  } else {
+    setup.input = { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) };
+    setup.inputKeys = functions.get(head.id)?.keySelectors;
+  }
   registerAbortFlag(setup);
   return new SubtaskRunner(setup);
 }
@@ -213,6 +216,7 @@ class Setup implements SubtaskSetup {
     | undefined = undefined;
   rescaledPosition: SubtaskSetup['rescaledPosition'] = undefined;
   finalCheckpoint: SubtaskSetup['finalCheckpoint'] = undefined;
+  inputKeys: SubtaskSetup['inputKeys'] = undefined;
   readonly restore: SubtaskSetup['restore'];
   readonly onSnapshot: SubtaskSetup['onSnapshot'];
   readonly onSnapshotFailed: SubtaskSetup['onSnapshotFailed'];

@@ -281,11 +281,19 @@ export class RecordWriter implements Output {
     }
   }
 
-  /** A checkpoint barrier goes to every target, after every record sent before it. */
-  emitBarrier(checkpointId: number): void {
+  /**
+   * A checkpoint barrier goes to every target, after every record sent before it; an unaligned one
+   * overtakes them on the way (a queue takes it first, a remote channel sends it ahead of what waits).
+   */
+  emitBarrier(checkpointId: number, unaligned = false): void {
     this.flush();
     for (const e of this.edges)
-      for (const t of e.e.targets) t.queue.push({ kind: BARRIER, channel: t.channel, checkpointId });
+      for (const t of e.e.targets)
+        t.queue.push(
+          unaligned
+            ? { kind: BARRIER, channel: t.channel, checkpointId, unaligned }
+            : { kind: BARRIER, channel: t.channel, checkpointId },
+        );
   }
 
   end(): void {

@@ -32,6 +32,7 @@ import {
   type SubtaskRunner,
   type RestoreSnapshot,
   type SubtaskSnapshot,
+  type SnapshotStats,
 } from '../runtime/index.js';
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
@@ -358,7 +359,7 @@ export class WorkerJob {
     taskId: string,
     index: number,
     snapshot: SubtaskSnapshot,
-    stats: { alignmentMs: number; commits: boolean },
+    stats: SnapshotStats,
   ) => void;
   /** A subtask could not snapshot its state: the worker acks the checkpoint as failed. */
   onSnapshotFailed?: (checkpointId: number, taskId: string, index: number, error: unknown) => void;
@@ -407,8 +408,8 @@ export class WorkerJob {
   }
 
   /** TriggerCheckpoint: every subtask here takes part (sources inject barriers, the rest align). */
-  triggerCheckpoint(checkpointId: number): void {
-    for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId);
+  triggerCheckpoint(checkpointId: number, unaligned: boolean): void {
+    for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId, unaligned);
   }
 
   /**

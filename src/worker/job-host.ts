@@ -16,7 +16,7 @@ import { loadJobBundle } from '../loader/index.js';
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { makeMessage, type Message, type MessageOf } from '../protocol/index.js';
-import type { SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
+import type { SnapshotStats, SubtaskPhaseCode, SubtaskSnapshot } from '../runtime/index.js';
 import { buildJob } from '../sdk/index.js';
 import {
   checkpointStateDir,
@@ -103,6 +103,8 @@ export class JobHost {
   private cutover: (ArmedCutover & { rebound?: boolean }) | undefined;
   /** Checkpoints aborted (AbortCheckpoint): a state write that ends after it removes what it wrote. */
   private readonly aborted = new RecentIds(64);
+  /** When each recent TriggerCheckpoint came (performance.now): a subtask's start delay counts from it. */
+  private readonly triggeredAt = new Map<number, number>();
 
   constructor(
     readonly jobId: string,
@@ -182,7 +184,10 @@ export class JobHost {
     if (!job) return;
     for (const j of live) if (m.savepointDir) j.savepointDirs.set(m.checkpointId, m.savepointDir);
     if (live.every((j) => j.checkpointable)) {
-      for (const j of live) j.triggerCheckpoint(m.checkpointId);
+      this.triggeredAt.set(m.checkpointId, performance.now());
+      // Kept for the few checkpoints a slow subtask may still be acking.
+      for (const id of this.triggeredAt.keys()) if (this.triggeredAt.size > 16) this.triggeredAt.delete(id);
+      for (const j of live) j.triggerCheckpoint(m.checkpointId, m.unaligned);
       return;
     }
     // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
@@ -350,7 +355,7 @@ export class JobHost {
     taskId: string,
     index: number,
     snap: SubtaskSnapshot,
-    stats: { alignmentMs: number; commits: boolean },
+    stats: SnapshotStats,
   ): Promise<void> {
     this.pendingWrites++;
     let written: WrittenStateFile | undefined;
@@ -380,7 +385,7 @@ export class JobHost {
     index: number,
     error: unknown,
     written?: WrittenStateFile,
-    stats = { alignmentMs: 0, commits: false },
+    stats?: SnapshotStats,
   ): void {
     const ok = error === undefined;
     this.report(
@@ -392,13 +397,22 @@ export class JobHost {
         ok,
         error: ok ? '' : ((error as Error)?.message ?? String(error)),
         stateBytes: written?.bytes ?? 0,
-        alignmentMs: Math.round(stats.alignmentMs),
+        alignmentMs: Math.round(stats?.alignmentMs ?? 0),
         stateSha256: written?.sha256 ?? '',
-        commits: stats.commits,
+        commits: stats?.commits ?? false,
+        unaligned: stats?.unaligned ?? false,
+        inflightBytes: stats?.inflightBytes ?? 0,
+        startDelayMs: this.startDelay(checkpointId, stats),
         // State that cannot be encoded fails the same way every time; storage may recover.
         fatal: !ok && error instanceof ClinkError && error.code === 'CLINK_ERR_STATE',
       }),
     );
+  }
+
+  /** From the TriggerCheckpoint's arrival here to the subtask's first barrier (both on performance.now). */
+  private startDelay(checkpointId: number, stats: SnapshotStats | undefined): number {
+    const at = this.triggeredAt.get(checkpointId);
+    return at === undefined || stats === undefined ? 0 : Math.max(0, Math.round(stats.barrierAt - at));
   }
 
   private reportFinished(job: WorkerJob, r: SubtaskReport): void {

@@ -118,6 +118,9 @@ function harness(
         alignmentMs: 3,
         stateSha256: 'ab',
         commits,
+        unaligned: false,
+        inflightBytes: 0,
+        startDelayMs: 1,
       } as MessageOf<'SubtaskCheckpointed'>;
       cc.onAck(m);
     }

@@ -1,0 +1,76 @@
+/**
+ * UnalignedInput: a task's side of unaligned checkpoints. Each unaligned barrier is seen twice: as it
+ * is queued (its place among its channel's elements is fixed then, see InflightCapture) and when the
+ * task takes it, ahead of everything queued; the first of a checkpoint's barriers taken starts the
+ * capture, and the task snapshots at once. A barrier of a newer checkpoint gives up the capture of an
+ * older one (it was given up upstream), as an abort does; barriers of a settled checkpoint are dropped.
+ */
+import type { BarrierElement, StreamElement } from './elements.js';
+import { InflightCapture } from './inflight.js';
+import type { InputQueue } from './queue.js';
+
+export class UnalignedInput {
+  private capture: InflightCapture | undefined;
+  /** The newest checkpoint completed, cancelled or aborted here. */
+  private settled = 0;
+
+  constructor(
+    private readonly queue: InputQueue,
+    /** Which operator input each channel feeds, and which channels have ended (the task's, read live). */
+    private readonly channels: { readonly inputs: readonly number[]; readonly ended: readonly boolean[] },
+    private readonly onCancelled: (checkpointId: number, by: number) => void,
+  ) {
+    queue.onUnalignedBarrier = (b, seq) => this.queued(b, seq);
+  }
+
+  private queued(b: BarrierElement, seq: number): void {
+    const id = b.checkpointId;
+    if (id <= this.settled) return;
+    const c = this.capture;
+    if (c && id < c.checkpointId) return;
+    if (c && id > c.checkpointId) {
+      this.cancel();
+      this.onCancelled(c.checkpointId, id);
+    }
+    this.capture ??= new InflightCapture(id, this.channels.ended, this.channels.inputs);
+    this.capture.barrier(b.channel, seq, b.overtaken ?? 0);
+  }
+
+  /**
+   * Barrier `b` is taken: the capture to snapshot with when it is the first of its checkpoint, else
+   * undefined. `unprocessed`: elements taken from the queue but not processed yet (an alignment's).
+   */
+  begin(b: BarrierElement, unprocessed: readonly StreamElement[]): InflightCapture | undefined {
+    const c = this.capture;
+    if (!c || c.checkpointId !== b.checkpointId || c.started) return undefined;
+    // What was taken from the queue earlier precedes everything in it, on every channel.
+    for (const e of unprocessed) c.take(e, -1);
+    this.queue.forEachQueued((e, seq) => c.take(e, seq));
+    c.scanned();
+    if (!c.complete) this.queue.tap = (e, seq) => c.take(e, seq);
+    void c.whenComplete().then(() => {
+      if (this.capture !== c) return;
+      this.queue.tap = undefined;
+      this.settle(c.checkpointId);
+    });
+    return c;
+  }
+
+  /** Checkpoint `checkpointId` was aborted: a capture of it (or an older one) stops. */
+  abort(checkpointId: number): void {
+    if (this.capture && this.capture.checkpointId <= checkpointId) this.cancel();
+    this.settle(checkpointId);
+  }
+
+  private cancel(): void {
+    const c = this.capture!;
+    c.cancelled = true;
+    this.queue.tap = undefined;
+    this.settle(c.checkpointId);
+  }
+
+  private settle(checkpointId: number): void {
+    this.settled = Math.max(this.settled, checkpointId);
+    if (this.capture && this.capture.checkpointId <= this.settled) this.capture = undefined;
+  }
+}

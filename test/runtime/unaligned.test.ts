@@ -1,0 +1,153 @@
+// Unaligned checkpoints in one process: a barrier overtakes the records queued ahead of it, those records
+// are written with the checkpoint, and a restore (at the same parallelism or another) replays them before
+// anything new, so the output is exactly an uninterrupted run's.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { defineJob, runJob, startJob, type JobDefinition, type JobSnapshot } from '../../src/index.js';
+import { BATCH, END, WATERMARK, type StreamElement } from '../../src/runtime/index.js';
+import { InflightCapture } from '../../src/runtime/inflight.js';
+import { decodeRecordBatch } from '../../src/protocol/index.js';
+import { sortBy, waitFor } from '../helpers.js';
+
+const RECORDS = 20_000;
+
+/** Spin for `us` microseconds: a stage slower than its input, so records queue ahead of it. */
+function spin(us: number): void {
+  const until = performance.now() + us / 1000;
+  while (performance.now() < until);
+}
+
+/** Sequence -> rebalance -> a slow map -> keyBy -> a sum per key emitted at the end of input. */
+function slowJob(slowUs: number): JobDefinition {
+  return defineJob({ name: 'unaligned', version: '1' }, (env) => {
+    env
+      .fromSequence(1, RECORDS)
+      .rebalance()
+      .map((n) => {
+        spin(slowUs);
+        return { key: n % 37, n };
+      })
+      .keyBy((r) => r.key)
+      .process<{ key: number; sum: number; count: number }>({
+        processElement(r, ctx) {
+          const sum = ctx.state.value<number>('sum');
+          const count = ctx.state.value<number>('count');
+          sum.update((sum.value() ?? 0) + r.n);
+          count.update((count.value() ?? 0) + 1);
+          ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
+        },
+        onTimer(_t, ctx, out) {
+          out.collect({
+            key: ctx.key as number,
+            sum: ctx.state.value<number>('sum').value() ?? 0,
+            count: ctx.state.value<number>('count').value() ?? 0,
+          });
+        },
+      })
+      .collect('sums');
+  });
+}
+
+const inflightOf = (s: JobSnapshot): { records: number; subtasks: string[] } => {
+  let records = 0;
+  const subtasks: string[] = [];
+  for (const [key, sub] of Object.entries(s.subtasks)) {
+    if (!sub.inflight?.length) continue;
+    subtasks.push(key);
+    for (const b of sub.inflight) records += decodeRecordBatch(b.batch).values.length;
+  }
+  return { records, subtasks };
+};
+
+describe('unaligned checkpoints (local runtime)', () => {
+  test('taken under backpressure, the records in flight are written with it; a restore at 2, 1 and 3 gives exactly the uninterrupted output', async () => {
+    const job = slowJob(40);
+    const expected = await runJob(job, { parallelism: 2 });
+    const exec = startJob(job, { parallelism: 2 });
+    await waitFor('records through the slow stage', () =>
+      exec.metrics().some((t) => t.task.includes('map') && t.recordsIn >= 2_000),
+    );
+    const snapshot = await exec.triggerCheckpoint({ unaligned: true });
+    exec.cancel('stopped by the test after its checkpoint');
+    await exec.done.catch(() => undefined);
+    const inflight = inflightOf(snapshot);
+    assert.ok(inflight.records > 0, 'records were queued ahead of the barrier, and kept');
+    assert.ok(
+      inflight.subtasks.every((k) => /map|keyedProcess/.test(k)),
+      `only tasks with inputs hold records in flight: ${inflight.subtasks.join(', ')}`,
+    );
+    for (const parallelism of [2, 1, 3]) {
+      const restored = await runJob(job, { parallelism, restore: snapshot });
+      assert.deepEqual(
+        sortBy(restored.collected.sums!),
+        sortBy(expected.collected.sums!),
+        `at parallelism ${parallelism}`,
+      );
+    }
+  });
+});
+
+describe('the in-flight records of one unaligned checkpoint at a task (InflightCapture)', () => {
+  const batch = (channel: number, ...values: number[]): StreamElement => ({
+    kind: BATCH,
+    channel,
+    values,
+    timestamps: values.map(() => 0),
+  });
+  const kept = (c: InflightCapture): number[][] =>
+    c.batches.map((b) => [b.input, ...(decodeRecordBatch(b.batch).values as number[])]);
+
+  test('a channel whose barrier is still to come: everything it delivers until the barrier', () => {
+    const c = new InflightCapture(1, [false, false], [0, 1]);
+    c.barrier(0, 2, 0); // channel 0's barrier, queued after elements 0 and 1
+    c.take(batch(0, 1), 0);
+    c.take(batch(1, 2), 1);
+    c.take(batch(0, 3), 2); // after channel 0's barrier: not in flight
+    c.scanned();
+    assert.equal(c.complete, false, 'channel 1 owes its barrier');
+    c.take(batch(1, 4), 3);
+    c.take({ kind: WATERMARK, channel: 1, timestamp: 5 }, 4);
+    c.barrier(1, 5, 0);
+    c.take(batch(1, 6), 5);
+    assert.equal(c.complete, true);
+    assert.deepEqual(kept(c), [
+      [0, 1],
+      [1, 2],
+      [1, 4],
+    ]);
+  });
+
+  test('what a barrier overtook in its sender comes after it and is kept; an ended channel owes nothing', () => {
+    const c = new InflightCapture(1, [false, false, true], [0, 0, 0]);
+    c.barrier(0, 1, 2); // it overtook two elements still on their way
+    c.take(batch(0, 1), 0);
+    c.scanned();
+    c.take(batch(0, 2), 1);
+    c.take({ kind: WATERMARK, channel: 0, timestamp: 1 }, 2); // the second overtaken element
+    c.take(batch(0, 3), 3); // after them: not in flight
+    c.take(batch(1, 9), 4);
+    assert.equal(c.complete, false);
+    c.take({ kind: END, channel: 1 }, 5);
+    assert.equal(c.complete, true);
+    assert.deepEqual(kept(c), [
+      [0, 1],
+      [0, 2],
+      [0, 9],
+    ]);
+    assert.ok(c.bytes > 0);
+  });
+
+  test('a barrier queued before the scan with elements overtaken behind it in the queue', () => {
+    const c = new InflightCapture(1, [false], [0]);
+    c.barrier(0, 1, 1);
+    c.take(batch(0, 1), 0);
+    c.take(batch(0, 2), 1); // the overtaken one, already queued when the task scans
+    c.take(batch(0, 3), 2);
+    c.scanned();
+    assert.equal(c.complete, true);
+    assert.deepEqual(kept(c), [
+      [0, 1],
+      [0, 2],
+    ]);
+  });
+});
