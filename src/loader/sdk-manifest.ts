@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "fe339767d50499f15b52eb54a7c6de132a4174be28e1f2747ac809169e69a568",
+  "fingerprint": "c60c71d471b08c480abdf0055d5a22344d907bed59ed38e292c7bb1c0a0c85f1",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -49,7 +49,7 @@ export const SDK_MANIFEST = {
     "runtime/phase.d.ts": "0d23e6d727cf9563c28ed63b1c3104e6808037e2d88e6105bc8fb018b5b7b32a",
     "runtime/queue.d.ts": "9db20240b9c7cb4e11f212e6513e6a74f72523710dd17f0b937770074788e2c9",
     "runtime/rescale.d.ts": "551921e3845997a8b9de9d21054e32889fc2ca421f8e0e6d971e5d2d77fa6398",
-    "runtime/subtask-runner.d.ts": "b87e4670e4ace098ef2cdc6048007aa278b49d70e2d2879542d0a51d2edd087c",
+    "runtime/subtask-runner.d.ts": "1f694c51b7d367d934883645cd8d92fce85eb1f458185ac9e2910dfa9d82955f",
     "runtime/subtask.d.ts": "7f39636032aa930470fc58bb75b69ec4e75839210645acf4cc1cf8856dc9bb5f",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",

@@ -457,6 +457,14 @@ export class SubtaskRunner {
     }
   }
 
+  /** Records for the head operator's input `input` (0: its first, else its second). */
+  private processRecords(input: number, values: readonly unknown[], timestamps: readonly number[]): void {
+    const head = this.setup.operators[0]!;
+    this.recordsIn += values.length;
+    if (input === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
+    else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
+  }
+
   private async runInput(): Promise<void> {
     const { queue, channelInputs } = this.setup.input!;
     const head = this.setup.operators[0]!;
@@ -491,21 +499,14 @@ export class SubtaskRunner {
     const restore = this.setup.restore;
     if (restore) {
       for (const { input, values, timestamps } of replayInflight(restore, this.setup)) {
-        this.recordsIn += values.length;
-        if (input === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
-        else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
+        this.processRecords(input, values, timestamps);
         await this.afterBatch();
       }
     }
 
     while (ch.open > 0) {
-      const b = queue.pollPriority();
-      if (b) {
-        const capture = unaligned.begin(b, aligner.unprocessed());
-        if (capture) await this.checkpoint(b.checkpointId, { capture });
-        continue;
-      }
-      let e = aligner.nextReplayed() ?? queue.poll();
+      // An unaligned barrier goes before what an alignment released, as before what is queued.
+      let e = queue.pollPriority() ?? aligner.nextReplayed() ?? queue.poll();
       if (e === undefined) {
         this.beforeWait();
         this.setup.onPhase?.(SubtaskPhase.IDLE);
@@ -516,16 +517,18 @@ export class SubtaskRunner {
           this.idle.end();
         }
       }
+      // Never held by an alignment: it overtakes, whatever channel it came on.
+      if (e.kind === BARRIER && e.unaligned) {
+        const capture = unaligned.begin(e, aligner.unprocessed());
+        if (capture) await this.checkpoint(e.checkpointId, { capture });
+        continue;
+      }
       if (aligner.hold(e)) continue;
       switch (e.kind) {
         case BATCH: {
-          const { values, timestamps } = e;
           e.onTaken?.();
           this.setup.onPhase?.(SubtaskPhase.PROCESSING);
-          this.recordsIn += values.length;
-          if (inputs[e.channel] === 0)
-            for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
-          else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
+          this.processRecords(inputs[e.channel]!, e.values, e.timestamps);
           await this.afterBatch();
           break;
         }
@@ -545,10 +548,7 @@ export class SubtaskRunner {
           await this.afterBatch();
           break;
         case BARRIER:
-          if (e.unaligned) {
-            const capture = unaligned.begin(e, aligner.unprocessed());
-            if (capture) await this.checkpoint(e.checkpointId, { capture });
-          } else await onAlignment(aligner.onBarrier(e.channel, e.checkpointId));
+          await onAlignment(aligner.onBarrier(e.channel, e.checkpointId));
           break;
       }
     }
