@@ -272,8 +272,9 @@ test('a file source resumes at the line its checkpoint recorded', async () => {
         Array.from({ length: 4_000 }, (_, i) => `w${(i * 7 + f) % 23}`).join('\n') + '\n',
       );
     const job = defineJob({ name: 'ckpt-file', version: '1' }, (env) => {
-      env
-        .fromSource<string>('file', { path: dir })
+      const words = env.fromSource<string>('file', { path: dir });
+      words.print();
+      words
         .keyBy((w) => w)
         .process<string>({
           processElement(_w, ctx) {
@@ -287,13 +288,28 @@ test('a file source resumes at the line its checkpoint recorded', async () => {
         })
         .collect();
     });
-    const expected = await runJob(job, { parallelism: 2 });
-    const exec = startJob(job, { parallelism: 2, batchSize: 50 });
+    const stdout = (): void => undefined;
+    const expected = await runJob(job, { parallelism: 2, stdout });
+    // The printing branch is held until the checkpoint is asked for: the sources stop on backpressure
+    // mid-file (a queue holds 400 of 12 000 lines), so the barrier goes in mid-stream however fast the
+    // machine reads, and a line position is what the restore resumes from.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const exec = startJob(job, { parallelism: 2, batchSize: 50, stdout: () => held });
     await afterRecords(exec, 1);
-    const snapshot = await exec.triggerCheckpoint();
+    const checkpointed = exec.triggerCheckpoint();
+    release();
+    const snapshot = await checkpointed;
+    const positions = Object.values(snapshot.subtasks)
+      .map((s) => s.source as { files: [string, number][] } | undefined)
+      .filter((p) => p !== undefined);
+    assert.ok(
+      positions.some((p) => p.files.length > 0 && p.files[0]![1] > 0),
+      `a source checkpointed mid-file: ${JSON.stringify(positions)}`,
+    );
     exec.cancel();
     await exec.done.catch(() => undefined);
-    const restored = await runJob(job, { parallelism: 2, restore: snapshot });
+    const restored = await runJob(job, { parallelism: 2, restore: snapshot, stdout });
     assert.deepEqual(sortBy(restored.collected.default!), sortBy(expected.collected.default!));
   } finally {
     await rm(dir, { recursive: true, force: true });
