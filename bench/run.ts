@@ -11,6 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { BackpressureBench } from './backpressure.js';
 import type { CheckpointBench } from './checkpoint.js';
 import type { LatencyResult } from './cluster.js';
 import { CLUSTER_QUERIES, QUERIES, SQL_QUERIES } from './nexmark.js';
@@ -195,6 +196,13 @@ if (wantsGroup('checkpoint')) {
       },
       `every 1 s: ${(100 * cost).toFixed(0)}% cost (${fmt.format(c.withoutRecordsPerSec)}/s without); checkpoint p50 ${c.checkpointMsMedian.toFixed(0)} ms, max ${c.checkpointMsMax.toFixed(0)} ms, ` +
         `${(c.checkpointBytes / 1e6).toFixed(1)} MB; loop stall ${c.worstLoopStallMsWith.toFixed(0)} ms (${c.worstLoopStallMsWithout.toFixed(0)} without)`,
+    );
+  }
+  for (const b of runScript<BackpressureBench[]>('backpressure bench', script('backpressure.ts'))) {
+    report(
+      { name: `checkpoints under backpressure, ${b.mode}`, group: 'checkpoint', ...b },
+      `${b.completed} in ${b.seconds} s (${b.failed} failed), p50 ${b.checkpointMsMedian.toFixed(0)} ms, max ${b.checkpointMsMax.toFixed(0)} ms, ` +
+        `longest without one ${(b.longestGapMs / 1000).toFixed(1)} s; in flight up to ${fmt.format(b.inflightBytesMax)} B`,
     );
   }
 }

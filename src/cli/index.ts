@@ -144,6 +144,7 @@ export async function main(argv: string[]): Promise<number> {
           workers?: number;
           batchSize: number;
           batchLingerMs: number;
+          debloatTargetMs: number;
           slotSharing: 'on' | 'off';
           typecheck: boolean;
         },
@@ -161,6 +162,7 @@ export async function main(argv: string[]): Promise<number> {
         ...(o.workers !== undefined ? { workers: o.workers } : {}),
         batchSize: o.batchSize,
         batchLingerMs: o.batchLingerMs,
+        debloatTargetMs: o.debloatTargetMs,
         slotSharing: o.slotSharing === 'on',
         typecheck: o.typecheck,
       });

@@ -40,6 +40,7 @@ export async function runMeshMember(
     heartbeatTimeoutMs: mesh.heartbeatTimeoutMs,
     batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE,
     batchLingerMs: o.batchLingerMs ?? 0,
+    debloatTargetMs: o.debloatTargetMs ?? 0,
     log,
     metrics: new ClinkMetrics(),
     onListening: (port) => log.info({ port }, `mesh leader: members register at port ${port}`),

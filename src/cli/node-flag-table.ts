@@ -262,6 +262,11 @@ export const nodeOptions = (): NodeOption[] => [
   ),
   w('--batch-size <n>', 'worker: records per batch between tasks', positiveInt),
   w('--batch-linger-ms <ms>', 'worker: how long a partly filled batch may wait to fill', nonNegativeInt),
+  w(
+    '--debloat-target-ms <ms>',
+    'worker: buffer debloating, size batches so a task has about this much work queued (0: off)',
+    nonNegativeInt,
+  ),
   worker(
     new Option(
       '--task-isolation <mode>',

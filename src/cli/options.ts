@@ -240,6 +240,12 @@ export const localRunOptions = (): Option[] => [
   new Option('--batch-linger-ms <ms>', 'how long a partly filled batch may wait to fill')
     .argParser(nonNegativeInt)
     .default(0),
+  new Option(
+    '--debloat-target-ms <ms>',
+    'buffer debloating: size batches so a task has about this much work queued (0: off)',
+  )
+    .argParser(nonNegativeInt)
+    .default(0),
   slotSharingOption(),
 ];
 

@@ -31,6 +31,7 @@ export interface RunCommandOptions {
   workers?: number;
   batchSize?: number;
   batchLingerMs?: number;
+  debloatTargetMs?: number;
   /** Checkpointing and restore (none by default). */
   checkpoint?: Partial<CheckpointSettings>;
   /** @default true */
@@ -77,6 +78,7 @@ export async function runCommand(jobPath: string, o: RunCommandOptions): Promise
     log,
     batchSize: o.batchSize ?? DEFAULT_BATCH_SIZE,
     batchLingerMs: o.batchLingerMs ?? 0,
+    debloatTargetMs: o.debloatTargetMs ?? 0,
   });
   let stopProgress: (() => void) | undefined;
   let interrupted = false;

@@ -62,6 +62,8 @@ export const WORKER_DEFAULTS = Object.freeze({
   connectTimeoutMs: DEFAULT_HANDSHAKE_TIMEOUT_MS,
   batchSize: 1_000,
   batchLingerMs: 0,
+  /** Buffer debloating's target, Flink's taskmanager.network.memory.buffer-debloat.target when enabled (1 s); 0: off, as Flink's default. */
+  debloatTargetMs: 0,
   coordinatorHeartbeatTimeoutMs: 3_000,
   taskIsolation: 'thread' as 'thread' | 'none',
   taskStallTimeoutMs: 30_000,

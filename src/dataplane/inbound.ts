@@ -12,20 +12,24 @@
  */
 import type { ChannelCount, ClinkMetrics } from '../metrics/index.js';
 import { COLUMNS_SUPPORTED, encodeFrame, makeMessage, type MessageOf, type Message } from '../protocol/index.js';
-import { BATCH, END, type InputQueue } from '../runtime/index.js';
+import { BARRIER, BATCH, END, type InputQueue } from '../runtime/index.js';
 import { frameElement } from './frames.js';
 import { helloMacValid } from './hello-mac.js';
 
 /** Record batches a channel may have in flight or queued at its receiver. @default 4 */
 export const DEFAULT_CHANNEL_CREDITS = 4;
 
-/** A credit grant, saying too whether this process reads columnar batches, and one timestamp, constant columns and tuples (any host does). */
-export const creditMessage = (credits: number): Message =>
-  makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true, tuples: true });
-/** Grants of up to this many credits, the common sizes, are encoded once. */
+/**
+ * A credit grant, saying too whether this process reads columnar batches, and one timestamp, constant
+ * columns and tuples (any host does), and how many records a batch should hold (0: any).
+ */
+export const creditMessage = (credits: number, batchLimit = 0): Message =>
+  makeMessage('DataCredit', { credits, columns: COLUMNS_SUPPORTED, constants: true, tuples: true, batchLimit });
+/** Grants of up to this many credits, the common sizes, are encoded once (without a batch limit). */
 const COMMON_GRANTS = Array.from({ length: 9 }, (_, n) => encodeFrame(creditMessage(n)));
 /** A credit grant as a whole frame. */
-export const creditFrame = (credits: number): Buffer => COMMON_GRANTS[credits] ?? encodeFrame(creditMessage(credits));
+export const creditFrame = (credits: number, batchLimit = 0): Buffer =>
+  (batchLimit === 0 ? COMMON_GRANTS[credits] : undefined) ?? encodeFrame(creditMessage(credits, batchLimit));
 
 /** A subtask's input, as the data plane sees it. */
 export interface InboundTarget {
@@ -114,25 +118,33 @@ export class InboundChannel {
   private owed = 0;
   private readonly grantSize: number;
   private readonly received: ChannelCount | undefined;
+  /**
+   * Batches the sender may send beyond its credits: what an unaligned barrier overtook follows it at
+   * once, credit or not (RemoteChannel.push), so the checkpoint's capture of it does not wait for this
+   * task to work through its queue. Each is counted against the credits all the same, which the sender
+   * owes until this task takes enough to give them back.
+   */
+  private allowance = 0;
 
   constructor(
     private readonly queue: InputQueue,
     private readonly channel: number,
     labels: ChannelLabels,
-    private readonly grant: (credits: number) => void,
+    /** Sends a grant of credits, with the batch limit the queue's task asks for (buffer debloating). */
+    private readonly grant: (credits: number, batchLimit: number) => void,
     private readonly credits = DEFAULT_CHANNEL_CREDITS,
     metrics?: ClinkMetrics,
   ) {
     this.outstanding = credits;
     this.received = metrics?.channelReceived.of(labels);
     this.grantSize = Math.max(1, Math.floor(credits / 2));
-    grant(credits);
+    grant(credits, queue.batchLimit);
   }
 
   private readonly returnCredit = (): void => {
     this.outstanding++;
     if (++this.owed < this.grantSize) return;
-    this.grant(this.owed);
+    this.grant(this.owed, this.queue.batchLimit);
     this.owed = 0;
   };
 
@@ -141,11 +153,14 @@ export class InboundChannel {
     const e = frameElement(m, this.channel);
     if (!e) throw new Error(`unexpected ${m.type} on a data channel`);
     if (e.kind === BATCH) {
-      if (this.outstanding <= 0) throw new Error(`the sender exceeded its ${this.credits} credits`);
+      if (this.outstanding <= 0) {
+        if (this.allowance <= 0) throw new Error(`the sender exceeded its ${this.credits} credits`);
+        this.allowance--;
+      }
       this.outstanding--;
       e.onTaken = this.returnCredit;
       this.received?.add(e.values.length, bytes + 4);
-    }
+    } else if (e.kind === BARRIER && e.unaligned) this.allowance += e.overtaken ?? 0;
     this.queue.push(e);
     return e.kind === END;
   }

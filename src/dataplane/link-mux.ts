@@ -167,7 +167,8 @@ export class LinkMux {
       try {
         const { queue, channel: number, labels } = this.options.targets.resolve(m);
         // A credit of one, the common case, is one frame encoded once: only the link header is new.
-        const grant = (credits: number): void => link.send(channel, false, creditFrame(credits));
+        const grant = (credits: number, batchLimit: number): void =>
+          link.send(channel, false, creditFrame(credits, batchLimit));
         link.inbound.set(
           channel,
           new InboundChannel(

@@ -20,8 +20,8 @@ import type { ChannelLabels } from './inbound.js';
 
 /** What the transport tells its channel. */
 export interface ChannelEvents {
-  /** The receiver has room for this many more batches, and reads these batch encodings. */
-  credit(credits: number, reads: BatchReads): void;
+  /** The receiver has room for this many more batches, reads these batch encodings, and asks for batches of at most `batchLimit` records (0: any). */
+  credit(credits: number, reads: BatchReads & { batchLimit: number }): void;
   /** The transport failed or the receiver turned the channel away; ignored once the stream is whole. */
   lost(err: Error): void;
 }
@@ -43,6 +43,8 @@ export class RemoteChannel implements ChannelSink {
   private credits = 0;
   /** What the receiver reads (it says so with every credit). */
   private reads: BatchReads = MSGPACK_ONLY;
+  /** The most records a batch should hold, as the receiver last asked (buffer debloating); 0: any. */
+  batchLimit = 0;
   private readonly pending: StreamElement[] = [];
   private readonly waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private ended = false;
@@ -62,6 +64,7 @@ export class RemoteChannel implements ChannelSink {
       credit: (n, reads) => {
         this.credits += n;
         this.reads = reads;
+        this.batchLimit = reads.batchLimit;
         this.transmit();
       },
       lost: (err) => {
@@ -73,8 +76,12 @@ export class RemoteChannel implements ChannelSink {
   push(element: StreamElement): void {
     if (this.failure || this.ended) return;
     if (element.kind === BARRIER && element.unaligned) {
-      // It overtakes what waits for credit: the receiver counts that in as in flight (runtime/inflight.ts).
+      // It overtakes what waits for credit: the receiver counts that in as in flight (runtime/inflight.ts),
+      // and takes it at once beyond the credits (InboundChannel.allowance), so the capture is whole without
+      // waiting for the receiving task to work through its queue. The credits go negative: this channel
+      // sends nothing more until the receiver has given them back.
       this.transport.write(elementFrame({ ...element, overtaken: this.pending.length }, this.reads));
+      this.transmit(true);
       return;
     }
     if (element.kind === END) this.ended = true;
@@ -82,12 +89,12 @@ export class RemoteChannel implements ChannelSink {
     this.transmit();
   }
 
-  /** Send what waits, in order, while batches have credit. */
-  private transmit(): void {
+  /** Send what waits, in order, while batches have credit (`overtaken`: every one, behind an unaligned barrier). */
+  private transmit(overtaken = false): void {
     while (this.pending.length > 0 && !this.failure) {
       const e = this.pending[0]!;
       if (e.kind === BATCH) {
-        if (this.credits <= 0) break;
+        if (this.credits <= 0 && !overtaken) break;
         this.credits--;
       }
       this.pending.shift();

@@ -208,8 +208,8 @@ export class DataServer implements DataPlane {
       queue,
       channel,
       labels,
-      (credits) => {
-        if (!socket.destroyed) write(creditFrame(credits));
+      (credits, batchLimit) => {
+        if (!socket.destroyed) write(creditFrame(credits, batchLimit));
       },
       this.options.credits ?? DEFAULT_CHANNEL_CREDITS,
       this.options.metrics,

@@ -31,6 +31,8 @@ export interface EmbeddedClusterOptions {
   batchSize?: number;
   /** @default 0 */
   batchLingerMs?: number;
+  /** Buffer debloating's target (see WorkerConfig.debloatTargetMs). @default 0, off */
+  debloatTargetMs?: number;
   /** Where the workers run user code (see WorkerConfig.taskIsolation). @default 'thread' */
   taskIsolation?: TaskIsolation;
   /** How the workers' channels to each other travel (see WorkerConfig.dataTransport). @default 'link' */
@@ -61,6 +63,8 @@ export class EmbeddedCluster {
   private constructor(
     readonly coordinator: Coordinator,
     private readonly options: EmbeddedClusterOptions,
+    /** The coordinator's metrics. */
+    readonly metrics: ClinkMetrics,
   ) {}
 
   static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
@@ -71,7 +75,7 @@ export class EmbeddedCluster {
       { port: 0, slotSharing: options.slotSharing ?? true },
       { log: options.log, metrics, ...(tls ? { tls } : {}) },
     );
-    const cluster = new EmbeddedCluster(coordinator, options);
+    const cluster = new EmbeddedCluster(coordinator, options, metrics);
     try {
       await cluster.startWorkers();
     } catch (err) {
@@ -91,6 +95,7 @@ export class EmbeddedCluster {
           slots: slotsPerWorker,
           batchSize: this.options.batchSize,
           batchLingerMs: this.options.batchLingerMs,
+          debloatTargetMs: this.options.debloatTargetMs,
           taskIsolation: this.options.taskIsolation,
           dataTransport: this.options.dataTransport,
         },
@@ -137,6 +142,7 @@ export class EmbeddedCluster {
         `--slots=${slotsPerWorker}`,
         ...(this.options.batchSize !== undefined ? [`--batch-size=${this.options.batchSize}`] : []),
         ...(this.options.batchLingerMs !== undefined ? [`--batch-linger-ms=${this.options.batchLingerMs}`] : []),
+        ...(this.options.debloatTargetMs !== undefined ? [`--debloat-target-ms=${this.options.debloatTargetMs}`] : []),
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
         ...(this.options.dataTransport ? [`--data-transport=${this.options.dataTransport}`] : []),
         ...(this.options.tls

@@ -46,6 +46,8 @@ export interface MeshRunOptions {
   heartbeatTimeoutMs?: number;
   batchSize: number;
   batchLingerMs: number;
+  /** @default 0 */
+  debloatTargetMs?: number;
   log: Logger;
   metrics: ClinkMetrics;
   stdout?: (text: string) => void | Promise<void>;
@@ -214,6 +216,7 @@ async function runAttempt(
       peerUpdateTimeoutMs: o.timeoutMs,
       batchSize: o.batchSize,
       batchLingerMs: o.batchLingerMs,
+      debloatTargetMs: o.debloatTargetMs ?? 0,
     },
     {
       data: plane,

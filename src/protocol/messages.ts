@@ -679,6 +679,11 @@ export const MESSAGES = {
         false,
         'the receiver reads columnar batches of arrays (batch flags bit 3: one column per position, no field names); a sender writes them only then',
       ),
+      batchLimit: tail(
+        u32,
+        0,
+        'the most records a batch sent from now on should hold, so what waits at the receiver is a bounded time of its work (buffer debloating); 0: no limit',
+      ),
     },
   ),
 } as const;

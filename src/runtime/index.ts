@@ -28,6 +28,7 @@ export {
   type RecordBatch,
 } from './elements.js';
 export { InputQueue } from './queue.js';
+export { initialBatchLimit } from './debloat.js';
 export { BarrierAligner, type AlignerEvent } from './aligner.js';
 export { buildSubtask, channelTarget, type ChannelSink, type LocalInput, type SubtaskEnvironment } from './subtask.js';
 export {

@@ -12,6 +12,7 @@ import { validateConnectors } from './factory.js';
 import type { RuntimeServices } from './operator.js';
 import { rescaleInputs, type RestoreSnapshot } from './rescale.js';
 import { InputQueue } from './queue.js';
+import { initialBatchLimit } from './debloat.js';
 import { buildSubtask, type SubtaskEnvironment } from './subtask.js';
 import type { SubtaskRunner, SubtaskSnapshot } from './subtask-runner.js';
 
@@ -27,6 +28,8 @@ export interface LocalRunOptions extends BuildOptions {
   queueCapacity?: number;
   /** How long a partly filled batch between tasks may wait to fill. @default 0 */
   lingerMs?: number;
+  /** Buffer debloating: each task asks for batches of about this many ms of its work queued. @default 0, off */
+  debloatTargetMs?: number;
   signal?: AbortSignal;
   /** Where print() writes; a returned promise holds the printing task back. @default process.stdout */
   stdout?: (text: string) => void | Promise<void>;
@@ -126,6 +129,7 @@ export class LocalExecution {
       signal,
       batchSize,
       lingerMs: options.lingerMs ?? 0,
+      debloatTargetMs: options.debloatTargetMs ?? 0,
       onAsyncError: (err) => this.fail(err),
       ...(options.taskClock ? { taskClock: options.taskClock } : {}),
     };
@@ -133,7 +137,10 @@ export class LocalExecution {
     const queues = new Map(
       this.plan.tasks.map((t) => [
         t.id,
-        Array.from({ length: t.parallelism }, () => new InputQueue(this.queueCapacity)),
+        Array.from(
+          { length: t.parallelism },
+          () => new InputQueue(this.queueCapacity, initialBatchLimit(options.debloatTargetMs ?? 0, batchSize)),
+        ),
       ]),
     );
     for (const task of this.plan.tasks) {

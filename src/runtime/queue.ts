@@ -33,8 +33,21 @@ export class InputQueue {
   onUnalignedBarrier: ((b: BarrierElement, seq: number) => void) | undefined;
   /** Told of each element queued in the ordinary lane, with its number (an unaligned checkpoint's capture). */
   tap: ((e: StreamElement, seq: number) => void) | undefined;
+  /** Told when an unaligned barrier is queued (a task waiting for room downstream takes it meanwhile). */
+  onPriority: (() => void) | undefined;
+  /**
+   * The most records a batch sent here should hold, set by the consumer (buffer debloating, debloat.ts)
+   * and read by senders as they start a batch; 0: no limit.
+   */
+  batchLimit: number;
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    /** The batch limit to start with (runtime/debloat.ts initialBatchLimit); 0: none. */
+    batchLimit = 0,
+  ) {
+    this.batchLimit = batchLimit;
+  }
 
   get isFull(): boolean {
     return this.batches >= this.capacity;
@@ -45,6 +58,7 @@ export class InputQueue {
     if (e.kind === BARRIER && e.unaligned) {
       this.priority.push(e);
       this.onUnalignedBarrier?.(e, this.queued);
+      this.onPriority?.();
     } else {
       this.tap?.(e, this.queued);
       this.queued++;
@@ -56,6 +70,10 @@ export class InputQueue {
       this.consumer = null;
       c.resolve();
     }
+  }
+
+  get hasPriority(): boolean {
+    return this.priority.length > 0;
   }
 
   /** The next unaligned barrier, if one is queued. */
@@ -119,6 +137,9 @@ export class InputQueue {
         return q.isFull || (q.held[channel] ?? 0) >= q.capacity;
       },
       waitNotFull: () => q.waitNotFullFor(channel),
+      get batchLimit() {
+        return q.batchLimit;
+      },
     };
   }
 
@@ -157,6 +178,7 @@ export class InputQueue {
     this.batches = 0;
     this.priority = [];
     this.tap = undefined;
+    this.onPriority = undefined;
     this.consumer?.reject(err);
     this.consumer = null;
     for (const p of this.producers) p.reject(err);

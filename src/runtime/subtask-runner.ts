@@ -10,7 +10,17 @@ import type { SourceOutput, SourceReader } from '../sdk/index.js';
 import { abortable } from '../util/index.js';
 import { CutoverGate } from './cutover-gate.js';
 import { markFatal } from '../errors.js';
-import { BARRIER, BATCH, END, MAX_WATERMARK, NO_TIMESTAMP, STATUS, WATERMARK } from './elements.js';
+import {
+  BARRIER,
+  BATCH,
+  END,
+  MAX_WATERMARK,
+  NO_TIMESTAMP,
+  STATUS,
+  WATERMARK,
+  type BarrierElement,
+  type RecordBatch,
+} from './elements.js';
 import type { StreamOperator } from './operator.js';
 import { isRescaled, restoreRescaled, type RestoreSnapshot } from './rescale.js';
 import { SinkOperator } from './operators/basic.js';
@@ -25,6 +35,7 @@ import type { InflightBatch, InflightCapture } from './inflight.js';
 import { UnalignedInput } from './unaligned-input.js';
 import { replayInflight } from './rescale.js';
 import { SubtaskPhase, type SubtaskPhaseCode } from './phase.js';
+import { Debloater, nextReadSize } from './debloat.js';
 
 export { SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode } from './phase.js';
 
@@ -65,6 +76,8 @@ export interface SubtaskSetup {
   /** Receives this subtask's snapshot for each checkpoint, once it is encoded, and how long its barriers took to align. */
   /** `commits`: an operator holds what this checkpoint's completion makes visible (it confirms the commit). */
   onSnapshot?: (checkpointId: number, snapshot: SubtaskSnapshot, stats: SnapshotStats) => void;
+  /** Buffer debloating: a task with inputs asks for batches of about this much of its work queued (debloat.ts); 0: off. */
+  debloatTargetMs?: number;
   /** Per operator input of the head operator, its key (a keyed head): a rescaled restore divides in-flight records by it. */
   inputKeys?: readonly (((value: unknown) => unknown) | undefined)[];
   /** A snapshot that could not be taken (its state would not encode): the checkpoint must abort. */
@@ -118,10 +131,10 @@ class Retired extends Error {}
 export class SubtaskRunner {
   state: SubtaskState = 'CREATED';
   recordsIn = 0;
-  /** Waits for room downstream (backpressure). */
-  private readonly backpressure = new WaitClock();
+  /** Waits for room downstream (backpressure), on the task's clock as everything it times. */
+  private readonly backpressure: WaitClock;
   /** Waits for input (a source: for a read that had nothing yet, or was paced). */
-  private readonly idle = new WaitClock();
+  private readonly idle: WaitClock;
   /** Time spent waiting for room downstream, the wait under way included. */
   get backpressuredMs(): number {
     return this.backpressure.totalMs;
@@ -130,10 +143,10 @@ export class SubtaskRunner {
   get idleMs(): number {
     return this.idle.totalMs;
   }
-  private readonly createdAt = performance.now();
+  private readonly createdAt: number;
   /** Time since this subtask was created: the clock its wait times are read on. */
   get ageMs(): number {
-    return performance.now() - this.createdAt;
+    return this.setup.now() - this.createdAt;
   }
   private lastYield = 0;
   /** Checkpoints a source must inject barriers for, after its current batch. */
@@ -144,8 +157,15 @@ export class SubtaskRunner {
   private readonly requested = new Set<number>();
   private readonly taken = new Set<number>();
   private reader: SourceReader<unknown> | undefined;
-  /** Wakes a source that waits for its final checkpoint id when a periodic barrier is asked of it. */
-  private wakeSource: (() => void) | undefined;
+  /**
+   * Wakes a wait that barriers may interrupt: a source's for its final checkpoint id or for room
+   * downstream when a barrier is asked of it, an input task's for room when an unaligned barrier comes.
+   */
+  private wakeWaiting: (() => void) | undefined;
+  /** Records a slice of a batch may hold (processBatch): as many as take about SOURCE_BATCH_TARGET_MS. */
+  private sliceSize = Number.MAX_SAFE_INTEGER;
+  /** The batch being processed in slices, and where its unprocessed rest begins. */
+  private unprocessedRest: { batch: RecordBatch; from: number } | undefined;
   /** A task with inputs: its barrier alignment. */
   private aligner: BarrierAligner | undefined;
   /** A task with inputs: per channel, which operator input it feeds; the channels not ended; event time. */
@@ -153,7 +173,11 @@ export class SubtaskRunner {
   /** A hot rescale's gate: armed, the subtask waits at it after that checkpoint's barrier. */
   readonly cutover = new CutoverGate();
 
-  constructor(readonly setup: SubtaskSetup) {}
+  constructor(readonly setup: SubtaskSetup) {
+    this.backpressure = new WaitClock(setup.now);
+    this.idle = new WaitClock(setup.now);
+    this.createdAt = setup.now();
+  }
 
   /** Records handed downstream, or for a task that ends in a sink, records the sink wrote. */
   get recordsOut(): number {
@@ -231,7 +255,7 @@ export class SubtaskRunner {
     if (this.state === 'FINISHED') this.reportFinal();
     else if (this.setup.createReader) {
       this.pendingBarriers.push({ id: checkpointId, unaligned });
-      this.wakeSource?.();
+      this.wakeWaiting?.();
     }
   }
 
@@ -358,7 +382,7 @@ export class SubtaskRunner {
     if (writer.mustWait) {
       this.backpressure.begin();
       try {
-        await this.bounded(writer.awaitCapacity());
+        await this.awaitRoom();
       } finally {
         this.backpressure.end();
       }
@@ -375,6 +399,54 @@ export class SubtaskRunner {
       await yieldToEventLoop();
       if (cancelled.aborted) throw signal.reason;
     }
+  }
+
+  /**
+   * Wait for room downstream. Barriers that need none go on meanwhile, behind what this task sent: a
+   * source's (its position is where it stopped) and an unaligned one at a task with inputs (it overtakes
+   * the queue anyway). Otherwise a backpressured task would hold them until its consumer took a batch,
+   * at a slow stage seconds of work.
+   */
+  private async awaitRoom(): Promise<void> {
+    const { writer, input } = this.setup;
+    for (;;) {
+      if (input === undefined) await this.injectPendingBarriers();
+      else await this.takeUnalignedBarriers(input.queue);
+      if (!writer.mustWait) return;
+      // Asked afresh after each barrier: a hot rescale's barrier may have retargeted the writer.
+      const room = writer.awaitCapacity().then(() => true);
+      room.catch(() => undefined);
+      const woken = new Promise<boolean>((resolve) => (this.wakeWaiting = () => resolve(false)));
+      try {
+        if (this.pendingBarriers.length > 0 || input?.queue.hasPriority) continue;
+        if (await this.bounded(Promise.race([room, woken]))) return;
+      } finally {
+        this.wakeWaiting = undefined;
+      }
+    }
+  }
+
+  /** Take the unaligned barriers queued. */
+  private async takeUnalignedBarriers(queue: InputQueue): Promise<void> {
+    for (let e = queue.pollPriority(); e !== undefined; e = queue.pollPriority()) await this.takeUnaligned(e);
+  }
+
+  /** An unaligned barrier, never held by an alignment: the first of its checkpoint starts the capture and snapshot. */
+  private async takeUnaligned(e: BarrierElement): Promise<void> {
+    const rest = this.unprocessedRest;
+    // The rest of a batch under way came before anything the queue or an alignment holds.
+    const unprocessed = rest
+      ? [
+          {
+            ...rest.batch,
+            values: rest.batch.values.slice(rest.from),
+            timestamps: rest.batch.timestamps.slice(rest.from),
+          },
+          ...this.aligner!.unprocessed(),
+        ]
+      : this.aligner!.unprocessed();
+    const capture = this.unalignedInput!.begin(e, unprocessed);
+    if (capture) await this.checkpoint(e.checkpointId, { capture });
   }
 
   private async runSource(): Promise<void> {
@@ -404,11 +476,14 @@ export class SubtaskRunner {
         if (idle !== sourceIdle) head.processStatus((sourceIdle = idle));
       },
     };
+    const { batchSize, now } = this.setup;
+    let readSize = batchSize;
     try {
       for (;;) {
         if (this.pendingBarriers.length > 0) await this.injectPendingBarriers();
         this.setup.onPhase?.(SubtaskPhase.READING);
-        let status = reader.read(out, this.setup.batchSize);
+        const [readAt, idleAt, recordsAt] = [now(), this.idle.totalMs, this.recordsIn];
+        let status = reader.read(out, Math.min(readSize, this.setup.writer.debloatedRead));
         if (typeof status !== 'string') {
           this.idle.begin();
           try {
@@ -417,6 +492,8 @@ export class SubtaskRunner {
             this.idle.end();
           }
         }
+        const busyMs = now() - readAt - (this.idle.totalMs - idleAt);
+        readSize = nextReadSize(readSize, batchSize, this.recordsIn - recordsAt, busyMs);
         await this.afterBatch();
         if (status === 'END') break;
       }
@@ -448,21 +525,53 @@ export class SubtaskRunner {
     try {
       for (;;) {
         await this.injectPendingBarriers();
-        const woken = new Promise<undefined>((resolve) => (this.wakeSource = () => resolve(undefined)));
+        const woken = new Promise<undefined>((resolve) => (this.wakeWaiting = () => resolve(undefined)));
         const id = await this.bounded(Promise.race([assigned, woken]));
         if (id !== undefined) return id;
       }
     } finally {
-      this.wakeSource = undefined;
+      this.wakeWaiting = undefined;
     }
   }
 
-  /** Records for the head operator's input `input` (0: its first, else its second). */
-  private processRecords(input: number, values: readonly unknown[], timestamps: readonly number[]): void {
+  /** Records `from` to `to` for the head operator's input `input` (0: its first, else its second). */
+  private processRecords(
+    input: number,
+    values: readonly unknown[],
+    timestamps: readonly number[],
+    from = 0,
+    to = values.length,
+  ): void {
     const head = this.setup.operators[0]!;
-    this.recordsIn += values.length;
-    if (input === 0) for (let i = 0; i < values.length; i++) head.processElement(values[i], timestamps[i]!);
-    else for (let i = 0; i < values.length; i++) head.processElement2(values[i], timestamps[i]!);
+    this.recordsIn += to - from;
+    if (input === 0) for (let i = from; i < to; i++) head.processElement(values[i], timestamps[i]!);
+    else for (let i = from; i < to; i++) head.processElement2(values[i], timestamps[i]!);
+  }
+
+  /**
+   * A batch from a channel, in slices of what the task gets through in about SOURCE_BATCH_TARGET_MS
+   * when its records are slow; between slices it gives way (afterBatch), so an unaligned barrier that
+   * comes meanwhile overtakes the rest of the batch (written with the checkpoint as in flight), and the
+   * thread's other tasks run. A fast task's batch is one slice: two clock reads a batch.
+   */
+  private async processBatch(input: number, e: RecordBatch): Promise<void> {
+    const { values, timestamps } = e;
+    const n = values.length;
+    for (let from = 0; from < n;) {
+      const to = Math.min(n, from + this.sliceSize);
+      const startedAt = this.setup.now();
+      this.processRecords(input, values, timestamps, from, to);
+      this.sliceSize = nextReadSize(this.sliceSize, Number.MAX_SAFE_INTEGER, to - from, this.setup.now() - startedAt);
+      from = to;
+      if (from === n) return;
+      this.unprocessedRest = { batch: e, from };
+      try {
+        await this.afterBatch();
+        await this.takeUnalignedBarriers(this.setup.input!.queue);
+      } finally {
+        this.unprocessedRest = undefined;
+      }
+    }
   }
 
   private async runInput(): Promise<void> {
@@ -491,9 +600,17 @@ export class SubtaskRunner {
       else if (ev.kind === 'cancelled') this.setup.onAlignmentCancelled?.(ev.checkpointId, ev.by);
     };
     // Unaligned checkpoints (unaligned-input.ts): the barrier is taken ahead of what is queued.
-    const unaligned = (this.unalignedInput = new UnalignedInput(queue, { inputs, ended }, (id, by) =>
+    this.unalignedInput = new UnalignedInput(queue, { inputs, ended }, (id, by) =>
       this.setup.onAlignmentCancelled?.(id, by),
-    ));
+    );
+
+    // An unaligned barrier that comes while the task waits for room downstream is taken then (awaitRoom).
+    queue.onPriority = () => this.wakeWaiting?.();
+    const debloatMs = this.setup.debloatTargetMs ?? 0;
+    const debloater =
+      debloatMs > 0
+        ? new Debloater(debloatMs, queue.capacity, this.setup.batchSize, this.setup.now(), this.idle.totalMs)
+        : undefined;
 
     // What was in flight at the checkpoint restored goes through first, as it would have.
     const restore = this.setup.restore;
@@ -519,8 +636,7 @@ export class SubtaskRunner {
       }
       // Never held by an alignment: it overtakes, whatever channel it came on.
       if (e.kind === BARRIER && e.unaligned) {
-        const capture = unaligned.begin(e, aligner.unprocessed());
-        if (capture) await this.checkpoint(e.checkpointId, { capture });
+        await this.takeUnaligned(e);
         continue;
       }
       if (aligner.hold(e)) continue;
@@ -528,7 +644,11 @@ export class SubtaskRunner {
         case BATCH: {
           e.onTaken?.();
           this.setup.onPhase?.(SubtaskPhase.PROCESSING);
-          this.processRecords(inputs[e.channel]!, e.values, e.timestamps);
+          await this.processBatch(inputs[e.channel]!, e);
+          if (debloater) {
+            debloater.processed(e.values.length);
+            queue.batchLimit = debloater.sample(this.setup.now(), this.idle.totalMs);
+          }
           await this.afterBatch();
           break;
         }

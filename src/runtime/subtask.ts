@@ -31,6 +31,8 @@ export interface ChannelSink {
   push(element: StreamElement): void;
   readonly isFull: boolean;
   waitNotFull(): Promise<void>;
+  /** The most records a batch to it should hold, as its receiver asks (buffer debloating); 0 or absent: no limit. */
+  readonly batchLimit?: number;
 }
 
 /**
@@ -70,6 +72,8 @@ export interface SubtaskEnvironment {
   batchSize: number;
   /** How long a partly filled output batch may wait to fill. @default 0 */
   lingerMs?: number;
+  /** Buffer debloating's target: a task asks for batches of about this much of its work queued (debloat.ts). @default 0, off */
+  debloatTargetMs?: number;
   /** A timer callback failed: fail the job. */
   onAsyncError(err: unknown): void;
   /**
@@ -189,6 +193,7 @@ export function buildSubtask(
     setup.createReader = readerOf;
   } else {
     setup.input = { queue: input!, channelInputs: inputChannels(plan, task).map((c) => c.inputIndex) };
+    setup.debloatTargetMs = env.debloatTargetMs ?? 0;
     setup.inputKeys = functions.get(head.id)?.keySelectors;
   }
   registerAbortFlag(setup);
@@ -217,6 +222,7 @@ class Setup implements SubtaskSetup {
   rescaledPosition: SubtaskSetup['rescaledPosition'] = undefined;
   finalCheckpoint: SubtaskSetup['finalCheckpoint'] = undefined;
   inputKeys: SubtaskSetup['inputKeys'] = undefined;
+  debloatTargetMs = 0;
   readonly restore: SubtaskSetup['restore'];
   readonly onSnapshot: SubtaskSetup['onSnapshot'];
   readonly onSnapshotFailed: SubtaskSetup['onSnapshotFailed'];

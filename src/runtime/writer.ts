@@ -33,6 +33,8 @@ class EdgeWriter {
   private readonly timestamps: number[][];
   /** When each target's buffer got its first record (the writer's clock; 0 = empty). */
   private readonly since: number[];
+  /** Per target, the size its batch under way is sent at: the batch size, or less as its receiver asks (debloat.ts). */
+  private readonly limits: number[];
   private next: number;
   clock = 0;
   /** The last watermark announced, and which targets are owed it: it goes ahead of their next batch. */
@@ -51,6 +53,7 @@ class EdgeWriter {
     this.values = e.targets.map(() => []);
     this.timestamps = e.targets.map(() => []);
     this.since = e.targets.map(() => 0);
+    this.limits = e.targets.map(() => batchSize);
     this.owed = e.targets.map(() => false);
     this.next = subtaskIndex % e.targets.length;
   }
@@ -102,10 +105,15 @@ class EdgeWriter {
 
   private add(i: number, value: unknown, timestamp: number): void {
     const vs = this.values[i]!;
-    if (vs.length === 0) this.since[i] = this.clock;
+    if (vs.length === 0) {
+      this.since[i] = this.clock;
+      // Read once a batch, not a record: a receiver's limit changes a few times a second at most.
+      const limit = this.e.targets[i]!.queue.batchLimit;
+      this.limits[i] = limit !== undefined && limit > 0 && limit < this.batchSize ? limit : this.batchSize;
+    }
     vs.push(value);
     this.timestamps[i]!.push(timestamp);
-    if (vs.length >= this.batchSize) this.send(i);
+    if (vs.length >= this.limits[i]!) this.send(i);
   }
 
   private send(i: number): void {
@@ -299,6 +307,28 @@ export class RecordWriter implements Output {
   end(): void {
     this.flush();
     for (const e of this.edges) for (const t of e.e.targets) t.queue.push({ kind: END, channel: t.channel });
+  }
+
+  /**
+   * While some receiver asks for smaller batches (buffer debloating): the records that fill one batch
+   * to each target of an edge, at the least of the edges (every record goes to each); else Infinity. A
+   * source reads no more at a time, so it overshoots the room its receivers have by a batch at most.
+   */
+  get debloatedRead(): number {
+    let least = Infinity;
+    for (const e of this.edges) {
+      let sum = 0;
+      let limited = false;
+      for (const t of e.e.targets) {
+        const l = t.queue.batchLimit;
+        if (l !== undefined && l > 0 && l < this.batchSize) {
+          limited = true;
+          sum += l;
+        } else sum += this.batchSize;
+      }
+      if (limited && sum < least) least = sum;
+    }
+    return least;
   }
 
   /** True when some target has no room: the task must wait before producing more. */

@@ -24,6 +24,7 @@ import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_QUEUE_CAPACITY_BATCHES,
   InputQueue,
+  initialBatchLimit,
   validateConnectors,
   type ChannelSink,
   type LocalInput,
@@ -40,6 +41,8 @@ import { setTimer } from '../util/index.js';
 import { loadRestoreState } from './restore-state.js';
 import { subtaskReport, type SubtaskReport } from './subtask-report.js';
 
+/** Checkpoints a deploy not yet started keeps for its start (DeployedJob.triggerCheckpoint). */
+const MAX_DEFERRED_CHECKPOINTS = 4;
 export type { SubtaskReport } from './subtask-report.js';
 
 /** What a job's part on this worker has done so far: its sources' and sinks' totals, and each running subtask. */
@@ -84,6 +87,8 @@ export class WorkerJob {
   private readonly regions = new Map<number, AbortController>();
   private readonly regionOf = new Map<string, number>();
   private started = false;
+  /** Checkpoints asked for before the subtasks started (triggerCheckpoint), by id: unaligned or not. */
+  private readonly deferredCheckpoints = new Map<number, boolean>();
   private peerTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -93,7 +98,12 @@ export class WorkerJob {
     private readonly stdout: (text: string) => void | Promise<void>,
     private readonly report: (r: SubtaskReport) => void,
     private readonly metrics?: ClinkMetrics,
-    private readonly batching: { batchSize: number; lingerMs: number; tls?: TlsClientConfig } = {
+    private readonly batching: {
+      batchSize: number;
+      lingerMs: number;
+      debloatTargetMs?: number;
+      tls?: TlsClientConfig;
+    } = {
       batchSize: DEFAULT_BATCH_SIZE,
       lingerMs: 0,
     },
@@ -142,7 +152,13 @@ export class WorkerJob {
       if (!task)
         throw new ClinkError('CLINK_ERR_PLAN', `deploy names task '${t.taskId}', which the job's plan does not have`);
       const channels = inputChannels(this.plan, task);
-      const queue = channels.length > 0 ? new InputQueue(DEFAULT_QUEUE_CAPACITY_BATCHES) : undefined;
+      const queue =
+        channels.length > 0
+          ? new InputQueue(
+              DEFAULT_QUEUE_CAPACITY_BATCHES,
+              initialBatchLimit(this.batching.debloatTargetMs ?? 0, this.batching.batchSize),
+            )
+          : undefined;
       const st: DeployedSubtask = {
         task,
         index: t.subtaskIndex,
@@ -268,6 +284,7 @@ export class WorkerJob {
         signal: st.region.signal,
         batchSize: this.batching.batchSize,
         lingerMs: this.batching.lingerMs,
+        debloatTargetMs: this.batching.debloatTargetMs ?? 0,
         onAsyncError: (err) => this.fail(st, err as Error),
         ...(this.phaseReporter ? { phaseReporter: this.phaseReporter } : {}),
         ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint
@@ -310,6 +327,9 @@ export class WorkerJob {
         },
       );
     }
+    for (const [id, unaligned] of this.deferredCheckpoints)
+      for (const st of this.subtasks) if (st.runner && !st.done) st.runner.triggerCheckpoint(id, unaligned);
+    this.deferredCheckpoints.clear();
   }
 
   /** A hot rescale replaces `st`: it ends quietly from its gate and leaves this deploy. Resolves once it has reported. */
@@ -392,8 +412,9 @@ export class WorkerJob {
     this.finalCheckpointId().resolve(checkpointId);
   }
 
-  /** AbortCheckpoint: a sink waiting on it as the final checkpoint fails. */
+  /** AbortCheckpoint: a sink waiting on it as the final checkpoint fails; one deferred to the start is dropped. */
   notifyCheckpointAborted(checkpointId: number, reason: string): void {
+    this.deferredCheckpoints.delete(checkpointId);
     for (const s of this.subtasks) if (s.runner && !s.done) s.runner.notifyCheckpointAborted(checkpointId, reason);
   }
 
@@ -407,8 +428,24 @@ export class WorkerJob {
     return this.subtasks.every((s) => s.runner && !s.done);
   }
 
-  /** TriggerCheckpoint: every subtask here takes part (sources inject barriers, the rest align). */
+  /** Deployed, waiting for its peers (PeerUpdate): a checkpoint asked for now is taken part in as it starts. */
+  get starting(): boolean {
+    return !this.started && !this.subtasks.some((s) => s.done);
+  }
+
+  /**
+   * TriggerCheckpoint: every subtask here takes part (sources inject barriers, the rest align); before
+   * they start, as they do (a source's barrier then goes ahead of its first record), unless the
+   * checkpoint is aborted first (its timeout bounds the wait, as the reference's trigger does).
+   */
   triggerCheckpoint(checkpointId: number, unaligned: boolean): void {
+    if (!this.started) {
+      this.deferredCheckpoints.set(checkpointId, unaligned);
+      // The coordinator runs one checkpoint at a time: more than a few waiting here were given up.
+      for (const id of this.deferredCheckpoints.keys())
+        if (this.deferredCheckpoints.size > MAX_DEFERRED_CHECKPOINTS) this.deferredCheckpoints.delete(id);
+      return;
+    }
     for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId, unaligned);
   }
 

@@ -63,6 +63,7 @@ export interface JobHostConfig {
   peerUpdateTimeoutMs: number;
   batchSize: number;
   batchLingerMs: number;
+  debloatTargetMs?: number;
   cacheDir?: string;
   /** TLS of the data plane (PEM buffers: a job thread is handed them). */
   tls?: WorkerTls;
@@ -183,14 +184,16 @@ export class JobHost {
     const job = live.at(-1);
     if (!job) return;
     for (const j of live) if (m.savepointDir) j.savepointDirs.set(m.checkpointId, m.savepointDir);
-    if (live.every((j) => j.checkpointable)) {
+    // A deploy still waiting for its peers takes part as it starts (DeployedJob.triggerCheckpoint).
+    if (live.every((j) => j.checkpointable || j.starting)) {
       this.triggeredAt.set(m.checkpointId, performance.now());
       // Kept for the few checkpoints a slow subtask may still be acking.
       for (const id of this.triggeredAt.keys()) if (this.triggeredAt.size > 16) this.triggeredAt.delete(id);
       for (const j of live) j.triggerCheckpoint(m.checkpointId, m.unaligned);
       return;
     }
-    // Declined: say so at once, so the coordinator aborts it instead of waiting out its timeout.
+    // Declined (a subtask here ended or failed): say so at once, so the coordinator aborts it instead
+    // of waiting out its timeout.
     this.deps.log.info(
       { jobId: this.jobId, checkpointId: m.checkpointId },
       `checkpoint ${m.checkpointId} of job ${this.jobId} declined: not every subtask here is running`,
@@ -296,6 +299,7 @@ export class JobHost {
         {
           batchSize: this.config.batchSize,
           lingerMs: this.config.batchLingerMs,
+          debloatTargetMs: this.config.debloatTargetMs ?? 0,
           ...(this.config.tls?.client ? { tls: this.config.tls.client } : {}),
         },
         // After a hot rescale, the job's subtasks here are in several deploys: a local input is a local input.

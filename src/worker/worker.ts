@@ -60,6 +60,12 @@ export interface WorkerConfig {
   /** How long a partly filled batch may wait to fill before it is sent. @default 0 */
   batchLingerMs?: number;
   /**
+   * Buffer debloating: each task with inputs asks its senders for batches of a size at which what its
+   * queue holds is about this many ms of its work, so a checkpoint barrier waits about that long behind
+   * them under backpressure (runtime/debloat.ts). 0 turns it off. @default 0
+   */
+  debloatTargetMs?: number;
+  /**
    * With a v2 coordinator: end the session when no frame came from it for this long (it answers each
    * heartbeat), catching partitions that leave the socket writable. 0 turns it off. @default 3,000
    */
@@ -431,6 +437,7 @@ export class Worker {
       peerUpdateTimeoutMs: this.config.peerUpdateTimeoutMs,
       batchSize: this.config.batchSize,
       batchLingerMs: this.config.batchLingerMs,
+      debloatTargetMs: this.config.debloatTargetMs ?? 0,
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       ...(this.deps.tls ? { tls: this.deps.tls } : {}),
       dataTransport: this.config.dataTransport,

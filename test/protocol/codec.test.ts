@@ -257,6 +257,7 @@ describe('the additive-tail idiom', () => {
       columns: false,
       constants: false,
       tuples: false,
+      batchLimit: 0,
     });
   });
 
@@ -266,7 +267,13 @@ describe('the additive-tail idiom', () => {
       'hex',
     );
     const sample = sampleMessage('DataCredit') as MessageOf<'DataCredit'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, columns: sample.columns, constants: false, tuples: false });
+    assert.deepEqual(decodeFrame(old), {
+      ...sample,
+      columns: sample.columns,
+      constants: false,
+      tuples: false,
+      batchLimit: 0,
+    });
   });
 
   test('a DataCredit pinned before DataCredit.tuples existed decodes as a receiver that reads columns and constants but no tuples', async () => {
@@ -280,7 +287,16 @@ describe('the additive-tail idiom', () => {
       columns: sample.columns,
       constants: sample.constants,
       tuples: false,
+      batchLimit: 0,
     });
+  });
+
+  test('a DataCredit pinned before DataCredit.batchLimit existed decodes as a receiver that asks for no batch size', async () => {
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/DataCredit-before-batchLimit.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
+    assert.deepEqual(decodeFrame(old), { ...sampleMessage('DataCredit'), batchLimit: 0 });
   });
 
   test('a Heartbeat pinned before SubtaskProgress.ageMs existed decodes with age 0 (measured over its arrival)', async () => {

@@ -17,13 +17,17 @@ function spin(us: number): void {
   while (performance.now() < until);
 }
 
-/** Sequence -> rebalance -> a slow map -> keyBy -> a sum per key emitted at the end of input. */
-function slowJob(slowUs: number): JobDefinition {
+/**
+ * Sequence -> rebalance -> a slow map -> keyBy -> a sum per key emitted at the end of input. The map
+ * spins `slowUs`, and calls `onRecord` (which moves a test's clock).
+ */
+function slowJob(slowUs: number, onRecord?: () => void): JobDefinition {
   return defineJob({ name: 'unaligned', version: '1' }, (env) => {
     env
       .fromSequence(1, RECORDS)
       .rebalance()
       .map((n) => {
+        onRecord?.();
         spin(slowUs);
         return { key: n % 37, n };
       })
@@ -83,6 +87,30 @@ describe('unaligned checkpoints (local runtime)', () => {
         sortBy(expected.collected.sums!),
         `at parallelism ${parallelism}`,
       );
+    }
+  });
+
+  test('a batch slower than a slice is processed in slices: the barrier overtakes the rest of it, which is kept and replayed exactly', async () => {
+    // On the tasks' clock, moved 1 ms by each record the map takes: a batch of 1 000 is 1 s of work, a
+    // slice 50 records (SOURCE_BATCH_TARGET_MS). The map spins too, so the job is mid-stream when asked.
+    let clockMs = 0;
+    const job = slowJob(100, () => (clockMs += 1));
+    const expected = await runJob(job, { parallelism: 2 });
+    const exec = startJob(job, { parallelism: 2, taskClock: () => clockMs });
+    await waitFor('records through the slow stage', () =>
+      exec.metrics().some((t) => t.task.includes('map') && t.recordsIn >= 3_000),
+    );
+    const triggeredAt = clockMs;
+    const snapshot = await exec.triggerCheckpoint({ unaligned: true });
+    // Each map subtask took the barrier at its next slice's end, not its batch's: a few slices of work.
+    const took = clockMs - triggeredAt;
+    exec.cancel('stopped by the test after its checkpoint');
+    await exec.done.catch(() => undefined);
+    assert.ok(took < 500, `the checkpoint took ${took} records of the slow stage's work`);
+    assert.ok(inflightOf(snapshot).records > 0, 'records were in flight');
+    for (const parallelism of [2, 3]) {
+      const restored = await runJob(job, { parallelism, restore: snapshot });
+      assert.deepEqual(sortBy(restored.collected.sums!), sortBy(expected.collected.sums!), `at ${parallelism}`);
     }
   });
 });

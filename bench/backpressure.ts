@@ -1,0 +1,129 @@
+/**
+ * Checkpoints under backpressure (issue 52's run): a datagen offering 40 000 rows/s into a stage taking
+ * 5 ms a row, p=2 on two local worker processes (records cross processes through the rebalance), the
+ * transactional file sink, a checkpoint every 2 s. Per mode (aligned, unaligned, each with and without
+ * buffer debloating), over the run: checkpoints completed and failed, their duration p50 and max, the
+ * most in-flight bytes one persisted, and the slow stage's throughput. Part of `npm run bench`; alone:
+ * `node --import tsx bench/backpressure.ts [--quick] [--seconds N] [--mode <name>]`.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EmbeddedCluster } from '../src/embedded/index.js';
+import { loadJobModule } from '../src/loader/index.js';
+import { createLogger } from '../src/log/index.js';
+import { buildJob } from '../src/sdk/index.js';
+
+const INTERVAL_MS = 2_000;
+const PARAMS = { rate: '40000', slowUs: '5000' };
+
+export const MODES = [
+  { name: 'aligned', alignment: 'aligned', debloatTargetMs: 0 },
+  { name: 'unaligned', alignment: 'unaligned', debloatTargetMs: 0 },
+  { name: 'aligned, debloat 1 s', alignment: 'aligned', debloatTargetMs: 1_000 },
+  { name: 'unaligned, debloat 1 s', alignment: 'unaligned', debloatTargetMs: 1_000 },
+] as const;
+
+export interface BackpressureBench {
+  mode: string;
+  seconds: number;
+  completed: number;
+  /** Periodic checkpoints given up (timed out or failed) over the run. */
+  failed: number;
+  checkpointMsMedian: number;
+  checkpointMsMax: number;
+  /** The longest time without a completed checkpoint, from the run's start. */
+  longestGapMs: number;
+  inflightBytesMax: number;
+  recordsPerSec: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function measure(mode: (typeof MODES)[number], seconds: number): Promise<BackpressureBench> {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const dir = await mkdtemp(join(tmpdir(), 'clink-bench-backpressure-'));
+  const cluster = await EmbeddedCluster.start({
+    workers: 2,
+    slotsPerWorker: 1,
+    debloatTargetMs: mode.debloatTargetMs,
+    log: createLogger({ level: 'error' }),
+    cliCommand: { execPath: process.execPath, args: ['--import', 'tsx', join(root, 'src/cli/bin.ts')] },
+  });
+  try {
+    const loaded = await loadJobModule(join(root, 'bench/jobs/backpressure.ts'), { cacheDir: join(dir, 'cache') });
+    const params = { ...PARAMS, out: join(dir, 'out') };
+    const client = await cluster.client();
+    const { jobId } = await client.submit({
+      module: loaded,
+      spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
+      params,
+      buildParallelism: 2,
+      checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs: INTERVAL_MS, alignment: mode.alignment },
+    });
+    const c = cluster.coordinator;
+    while (c.job(jobId)?.state !== 'RUNNING') await sleep(50);
+    const startedAt = Date.now();
+    const sinkAtStart = c.job(jobId)!.sinkRecords;
+    const abortedAtStart = (await cluster.metrics.checkpointsAborted.get()).values.reduce((n, v) => n + v.value, 0);
+    await sleep(seconds * 1000);
+    const endedAt = Date.now();
+    const view = c.job(jobId)!;
+    const done = (c.checkpointsOf(jobId) ?? []).filter(
+      (k) => k.kind === 'periodic' && k.completedAtMs >= startedAt && k.completedAtMs <= endedAt,
+    );
+    const durations = done.map((k) => k.durationMs).sort((a, b) => a - b);
+    let gap = 0;
+    let last = startedAt;
+    for (const k of done) {
+      gap = Math.max(gap, k.completedAtMs - last);
+      last = k.completedAtMs;
+    }
+    gap = Math.max(gap, endedAt - last);
+    const aborted = (await cluster.metrics.checkpointsAborted.get()).values.reduce((n, v) => n + v.value, 0);
+    return {
+      mode: mode.name,
+      seconds,
+      completed: done.length,
+      failed: aborted - abortedAtStart,
+      checkpointMsMedian: durations[Math.floor((durations.length - 1) / 2)] ?? NaN,
+      checkpointMsMax: durations.at(-1) ?? NaN,
+      longestGapMs: gap,
+      inflightBytesMax: Math.max(0, ...done.map((k) => k.inflightBytes)),
+      recordsPerSec: ((view.sinkRecords - sinkAtStart) * 1000) / (endedAt - startedAt),
+    };
+  } finally {
+    await cluster.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Each mode once, for `seconds` (60; quick: 10). */
+export async function runBackpressureBench(
+  options: { quick?: boolean; seconds?: number; mode?: string } = {},
+): Promise<BackpressureBench[]> {
+  const seconds = options.seconds ?? (options.quick ? 10 : 60);
+  const out: BackpressureBench[] = [];
+  for (const mode of MODES)
+    if (!options.mode || mode.name.includes(options.mode)) out.push(await measure(mode, seconds));
+  return out;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const arg = (name: string): string | undefined => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? process.argv[i + 1] : undefined;
+  };
+  const seconds = arg('--seconds');
+  const mode = arg('--mode');
+  process.stdout.write(
+    JSON.stringify(
+      await runBackpressureBench({
+        quick: process.argv.includes('--quick'),
+        ...(seconds ? { seconds: Number(seconds) } : {}),
+        ...(mode ? { mode } : {}),
+      }),
+    ) + '\n',
+  );
+}
