@@ -19,10 +19,11 @@ const INTERVAL_MS = 2_000;
 const PARAMS = { rate: '40000', slowUs: '5000' };
 
 export const MODES = [
-  { name: 'aligned', alignment: 'aligned', debloatTargetMs: 0 },
-  { name: 'unaligned', alignment: 'unaligned', debloatTargetMs: 0 },
-  { name: 'aligned, debloat 1 s', alignment: 'aligned', debloatTargetMs: 1_000 },
-  { name: 'unaligned, debloat 1 s', alignment: 'unaligned', debloatTargetMs: 1_000 },
+  { name: 'aligned', alignment: 'aligned', alignedTimeoutMs: 0, debloatTargetMs: 0 },
+  { name: 'unaligned', alignment: 'unaligned', alignedTimeoutMs: 0, debloatTargetMs: 0 },
+  { name: 'adaptive, aligned timeout 1 s', alignment: 'adaptive', alignedTimeoutMs: 1_000, debloatTargetMs: 0 },
+  { name: 'aligned, debloat 1 s', alignment: 'aligned', alignedTimeoutMs: 0, debloatTargetMs: 1_000 },
+  { name: 'unaligned, debloat 1 s', alignment: 'unaligned', alignedTimeoutMs: 0, debloatTargetMs: 1_000 },
 ] as const;
 
 export interface BackpressureBench {
@@ -31,6 +32,8 @@ export interface BackpressureBench {
   completed: number;
   /** Periodic checkpoints given up (timed out or failed) over the run. */
   failed: number;
+  /** Aligned checkpoints taken again unaligned past their aligned timeout (adaptive). */
+  switched: number;
   checkpointMsMedian: number;
   checkpointMsMax: number;
   /** The longest time without a completed checkpoint, from the run's start. */
@@ -60,13 +63,23 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
       spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
       params,
       buildParallelism: 2,
-      checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs: INTERVAL_MS, alignment: mode.alignment },
+      checkpoint: {
+        checkpointDir: join(dir, 'ckpt'),
+        intervalMs: INTERVAL_MS,
+        alignment: mode.alignment,
+        alignedTimeoutMs: mode.alignedTimeoutMs,
+      },
     });
     const c = cluster.coordinator;
     while (c.job(jobId)?.state !== 'RUNNING') await sleep(50);
     const startedAt = Date.now();
     const sinkAtStart = c.job(jobId)!.sinkRecords;
-    const abortedAtStart = (await cluster.metrics.checkpointsAborted.get()).values.reduce((n, v) => n + v.value, 0);
+    const aborts = async (): Promise<{ failed: number; switched: number }> => {
+      const values = (await cluster.metrics.checkpointsAborted.get()).values;
+      const switched = values.find((v) => v.labels.reason === 'switched_to_unaligned')?.value ?? 0;
+      return { failed: values.reduce((n, v) => n + v.value, 0) - switched, switched };
+    };
+    const abortedAtStart = await aborts();
     await sleep(seconds * 1000);
     const endedAt = Date.now();
     const view = c.job(jobId)!;
@@ -81,12 +94,13 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
       last = k.completedAtMs;
     }
     gap = Math.max(gap, endedAt - last);
-    const aborted = (await cluster.metrics.checkpointsAborted.get()).values.reduce((n, v) => n + v.value, 0);
+    const aborted = await aborts();
     return {
       mode: mode.name,
       seconds,
       completed: done.length,
-      failed: aborted - abortedAtStart,
+      failed: aborted.failed - abortedAtStart.failed,
+      switched: aborted.switched - abortedAtStart.switched,
       checkpointMsMedian: durations[Math.floor((durations.length - 1) / 2)] ?? NaN,
       checkpointMsMax: durations.at(-1) ?? NaN,
       longestGapMs: gap,

@@ -53,7 +53,8 @@ export type CheckpointFlags = {
   checkpointIntervalMs: number;
   checkpointsRetained: number;
   stateBackend?: string;
-  alignment: 'aligned' | 'unaligned';
+  alignment: 'aligned' | 'unaligned' | 'adaptive';
+  alignedCheckpointTimeoutMs: number;
   checkpointTimeoutMs: number;
   checkpointMinPauseMs: number;
   tolerableFailedCheckpoints: number;
@@ -84,10 +85,16 @@ export const checkpointOptions = (): Option[] => [
   ),
   new Option(
     '--alignment <mode>',
-    'barrier alignment: aligned, or unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned)',
+    'barrier alignment: aligned; unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned); or adaptive (aligned, taken again unaligned past --aligned-checkpoint-timeout-ms)',
   )
-    .choices(['aligned', 'unaligned'])
+    .choices(['aligned', 'unaligned', 'adaptive'])
     .default('aligned'),
+  new Option(
+    '--aligned-checkpoint-timeout-ms <ms>',
+    "with --alignment adaptive: a periodic checkpoint not complete within this is taken again unaligned (Flink's execution.checkpointing.aligned-checkpoint-timeout) (0: unaligned from the start)",
+  )
+    .argParser(nonNegativeInt)
+    .default(0),
   new Option(
     '--checkpoint-timeout-ms <ms>',
     "abort a checkpoint not complete within this (Flink's execution.checkpointing.timeout) (0: max(10 s, 10 intervals))",
@@ -158,6 +165,7 @@ export function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     alignment: o.alignment,
     timeoutMs: o.checkpointTimeoutMs,
     minPauseMs: o.checkpointMinPauseMs,
+    alignedTimeoutMs: o.alignedCheckpointTimeoutMs,
     tolerableFailures: o.tolerableFailedCheckpoints,
     maxRestartsOnWorkerLoss: renamed(o, 'maxRestartsFromCheckpoint', 'maxRestartsOnWorkerLoss'),
     maxRestarts: renamed(o, 'maxRegionRetries', 'maxRestarts'),

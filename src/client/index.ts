@@ -76,6 +76,7 @@ export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   allowDuplicatesOnFallback: false,
   timeoutMs: 0,
   minPauseMs: 0,
+  alignedTimeoutMs: 0,
   tolerableFailures: -1,
 };
 

@@ -39,7 +39,16 @@ export const SUBMIT_PARAMETERS = {
     parse: text,
     doc: 'where checkpoint state goes [default: the checkpoint dir]',
   },
-  alignment: { flag: '--alignment', parse: oneOf(['aligned', 'unaligned'] as const), doc: 'barrier alignment' },
+  alignment: {
+    flag: '--alignment',
+    parse: oneOf(['aligned', 'unaligned', 'adaptive'] as const),
+    doc: 'barrier alignment',
+  },
+  aligned_checkpoint_timeout_ms: {
+    flag: '--aligned-checkpoint-timeout-ms',
+    parse: wholeNumber(0),
+    doc: 'with alignment adaptive: a periodic checkpoint not complete within this is taken again unaligned (0: unaligned from the start)',
+  },
   checkpoint_timeout_ms: {
     flag: '--checkpoint-timeout-ms',
     parse: wholeNumber(0),
@@ -99,6 +108,10 @@ export const FLINK_SETTING_KEYS: Readonly<Record<string, { parameter: SubmitPara
     'execution.checkpointing.interval': { parameter: 'checkpoint_interval_ms', parse: flinkDuration },
     'execution.checkpointing.timeout': { parameter: 'checkpoint_timeout_ms', parse: flinkDuration },
     'execution.checkpointing.min-pause': { parameter: 'checkpoint_min_pause_ms', parse: flinkDuration },
+    'execution.checkpointing.aligned-checkpoint-timeout': {
+      parameter: 'aligned_checkpoint_timeout_ms',
+      parse: flinkDuration,
+    },
     'execution.checkpointing.tolerable-failed-checkpoints': {
       parameter: 'tolerable_failed_checkpoints',
       parse: wholeNumber(0),
@@ -205,6 +218,7 @@ export function settingsOf(
   set('alignment', 'alignment');
   set('timeoutMs', 'checkpoint_timeout_ms');
   set('minPauseMs', 'checkpoint_min_pause_ms');
+  set('alignedTimeoutMs', 'aligned_checkpoint_timeout_ms');
   set('tolerableFailures', 'tolerable_failed_checkpoints');
   set('maxRestartsOnWorkerLoss', 'max_restarts_from_checkpoint');
   set('maxRestarts', 'max_region_retries');

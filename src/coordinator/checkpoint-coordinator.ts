@@ -39,6 +39,20 @@ export function checkpointTimeoutMs(c: { timeoutMs: number; intervalMs: number }
   return c.intervalMs > 0 ? Math.max(10_000, 10 * c.intervalMs) : TIMEOUT_WITHOUT_INTERVAL_MS;
 }
 
+/**
+ * How a job's periodic checkpoints start, and after how long an aligned one is taken again unaligned
+ * (0: never). As Flink's unaligned checkpoints with an aligned-checkpoint-timeout: `adaptive` (or
+ * `unaligned`) with a timeout starts aligned; without one, unaligned from the start.
+ */
+export function periodicAlignment(c: { alignment: string; alignedTimeoutMs: number }): {
+  unaligned: boolean;
+  switchAfterMs: number;
+} {
+  if (c.alignment === 'aligned') return { unaligned: false, switchAfterMs: 0 };
+  if (c.alignedTimeoutMs > 0) return { unaligned: false, switchAfterMs: c.alignedTimeoutMs };
+  return { unaligned: true, switchAfterMs: 0 };
+}
+
 export class CheckpointCoordinator {
   private pending: PendingCheckpoint | undefined;
   /** An id is being claimed: the job is busy from the claim until begin() or claimed(). */
@@ -58,6 +72,8 @@ export class CheckpointCoordinator {
   private lastEndedAt = -Infinity;
   /** Periodic checkpoints failed since the last completed (Flink's tolerable-failed-checkpoints counts these). */
   private consecutiveFailures = 0;
+  /** An aligned periodic checkpoint was given up past its aligned timeout: the next periodic one is unaligned, at once. */
+  private switchToUnaligned = false;
   /** Checkpoint ids of this job number above this (the checkpoint it restored from). */
   private floor: number;
   /** The completed checkpoints, and the latest aborted. */
@@ -113,7 +129,17 @@ export class CheckpointCoordinator {
     const c = job.checkpoint;
     if (job.state !== 'RUNNING' || this.starting) return;
     const p = this.pending;
-    if (p) {
+    const switchAfterMs = periodicAlignment(c).switchAfterMs;
+    if (p && switchAfterMs > 0 && this.periodic(p) && !p.unaligned && now - p.startedAt > switchAfterMs) {
+      // Adaptive: the records ahead of its barriers take too long; its barriers overtake them instead.
+      // Flink converts each barrier in place; here the checkpoint is taken again, unaligned, at once.
+      this.abort(
+        'switched_to_unaligned',
+        `aligned for over ${switchAfterMs} ms (--aligned-checkpoint-timeout-ms): taken again unaligned`,
+      );
+      this.switchToUnaligned = true;
+      if (this.pending || this.starting) return;
+    } else if (p) {
       const timeout = checkpointTimeoutMs(c);
       if (now - p.startedAt > timeout) {
         const waiting = [...p.pending];
@@ -127,7 +153,8 @@ export class CheckpointCoordinator {
     if (!c.checkpointDir || c.intervalMs <= 0) return;
     // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
     if (job.cutover) return;
-    if (now - this.lastTriggeredAt < c.intervalMs || now - this.lastEndedAt < c.minPauseMs) return;
+    const due = now - this.lastTriggeredAt >= c.intervalMs && now - this.lastEndedAt >= c.minPauseMs;
+    if (!due && !this.switchToUnaligned) return;
     // Periodic checkpoints run while every subtask runs and the sources have not all ended.
     if (job.subtasks.some((t) => t.finished) || this.finalWanted()) return;
     this.claim(jobDir(c.checkpointDir, job.id)).then(
@@ -298,7 +325,8 @@ export class CheckpointCoordinator {
         );
     }
     if (p.final) this.failOnFinal(detail, fatal);
-    else if (this.periodic(p) && this.tooManyFailures(detail)) return;
+    // Taken again unaligned at once: not a failure.
+    else if (this.periodic(p) && why !== 'switched_to_unaligned' && this.tooManyFailures(detail)) return;
     else this.maybeBeginFinal();
     this.port.maybeComplete();
   }
@@ -378,7 +406,8 @@ export class CheckpointCoordinator {
     const periodic = !savepoint && !final && !requested;
     if (periodic) this.lastTriggeredAt = now;
     // A savepoint is always aligned (as in Flink), and so are a rescale's own and the final checkpoint.
-    const unaligned = periodic && job.checkpoint.alignment === 'unaligned';
+    const unaligned = periodic && (this.switchToUnaligned || periodicAlignment(job.checkpoint).unaligned);
+    if (periodic) this.switchToUnaligned = false;
     this.pending = {
       span: (this.services.tracer ?? NO_TRACING).start('clink.checkpoint', {
         'clink.job.id': job.id,

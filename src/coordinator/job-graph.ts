@@ -34,6 +34,7 @@ export interface CheckpointSettingsView {
   /** Effective: the default's value when none was given. */
   timeoutMs: number;
   minPauseMs: number;
+  alignedCheckpointTimeoutMs: number;
   /** -1: any number. */
   tolerableFailedCheckpoints: number;
   maxRestartsFromCheckpoint: number;
@@ -86,6 +87,7 @@ export function jobDetailParts(j: JobState): JobDetailParts {
       alignment: c.alignment,
       timeoutMs: checkpointTimeoutMs(c),
       minPauseMs: c.minPauseMs,
+      alignedCheckpointTimeoutMs: c.alignedTimeoutMs,
       tolerableFailedCheckpoints: c.tolerableFailures,
       maxRestartsFromCheckpoint: c.maxRestartsOnWorkerLoss,
       maxRegionRetries: c.maxRestarts,

@@ -172,7 +172,8 @@ export const JobSummary = shaped<JobView>(
         reason: {
           type: 'string',
           enum: [...CHECKPOINT_FAILURE_REASONS],
-          description: 'expired, declined (a subtask could not snapshot) or finalize_failed (its COMPLETED marker)',
+          description:
+            'expired, declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker) or switched_to_unaligned (taken again unaligned)',
         },
         detail: str('what happened'),
         at: int(),
@@ -229,6 +230,7 @@ const CheckpointSettings = open({
   alignment: str(),
   timeoutMs: int(),
   minPauseMs: int(),
+  alignedCheckpointTimeoutMs: int(),
   tolerableFailedCheckpoints: int(),
   maxRestartsFromCheckpoint: int(),
   maxRegionRetries: int(),

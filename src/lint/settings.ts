@@ -24,14 +24,20 @@ export function timerFinding(flag: string, ms: number): Finding[] {
 export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
   const out: Finding[] = [];
   const checkpointing = c.checkpointDir !== '';
-  if (c.alignment === 'adaptive') {
+  if (c.alignment === 'aligned' && c.alignedTimeoutMs > 0)
     out.push(
-      lintError(
-        'alignment-unsupported',
-        '--alignment adaptive: not supported yet; submit with --alignment unaligned (barriers overtake what is queued) or aligned',
+      lintWarning(
+        'aligned-timeout-without-unaligned',
+        `--aligned-checkpoint-timeout-ms ${c.alignedTimeoutMs} is ignored with --alignment aligned: give --alignment adaptive to take a checkpoint again unaligned past it`,
       ),
     );
-  }
+  if (c.alignment === 'adaptive' && c.alignedTimeoutMs === 0)
+    out.push(
+      lintWarning(
+        'adaptive-without-timeout',
+        '--alignment adaptive without --aligned-checkpoint-timeout-ms takes every periodic checkpoint unaligned (as Flink does with a timeout of 0); give a timeout to start them aligned',
+      ),
+    );
   if (c.checkpointsRetained < 1)
     out.push(
       lintError('checkpoints-retained', `--checkpoints-retained ${c.checkpointsRetained}: keep at least 1 checkpoint`),
@@ -122,6 +128,7 @@ export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
   out.push(...timerFinding('--checkpoint-interval-ms', c.intervalMs));
   out.push(...timerFinding('--checkpoint-timeout-ms', c.timeoutMs));
   out.push(...timerFinding('--checkpoint-min-pause-ms', c.minPauseMs));
+  out.push(...timerFinding('--aligned-checkpoint-timeout-ms', c.alignedTimeoutMs));
   return out;
 }
 
@@ -131,6 +138,7 @@ function periodicOnlyFindings(c: CheckpointSettings): Finding[] {
   const set = [
     c.minPauseMs > 0 ? `--checkpoint-min-pause-ms ${c.minPauseMs}` : '',
     c.tolerableFailures >= 0 ? `--tolerable-failed-checkpoints ${c.tolerableFailures}` : '',
+    c.alignedTimeoutMs > 0 ? `--aligned-checkpoint-timeout-ms ${c.alignedTimeoutMs}` : '',
   ].filter((s) => s !== '');
   return set.map((flag) =>
     lintWarning(

@@ -20,7 +20,7 @@ export type OutboxStopReason = 'overflow' | 'allocation' | 'write_failed' | 'flu
  * timeout (CHECKPOINT_EXPIRED), a subtask could not snapshot (CHECKPOINT_DECLINED), or its COMPLETED
  * marker could not be written (FINALIZE_CHECKPOINT_FAILURE).
  */
-export const CHECKPOINT_FAILURE_REASONS = ['expired', 'declined', 'finalize_failed'] as const;
+export const CHECKPOINT_FAILURE_REASONS = ['expired', 'declined', 'finalize_failed', 'switched_to_unaligned'] as const;
 export type CheckpointFailureReason = (typeof CHECKPOINT_FAILURE_REASONS)[number];
 
 /** A counter by reason with every reason shown from the start (at 0), so a dashboard's rate has a series to read. */
@@ -251,7 +251,7 @@ export class ClinkMetrics {
 
   readonly checkpointsAborted = zeroedByReason(CHECKPOINT_FAILURE_REASONS, {
     name: 'clink_checkpoints_aborted_total',
-    help: 'Checkpoints aborted, by reason: expired (not complete within its timeout), declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker could not be written)',
+    help: 'Checkpoints aborted, by reason: expired (not complete within its timeout), declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker could not be written), switched_to_unaligned (aligned past --aligned-checkpoint-timeout-ms, taken again unaligned)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

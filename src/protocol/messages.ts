@@ -82,6 +82,11 @@ export const CheckpointConfig = struct('CheckpointConfig', {
     -1,
     'consecutive failed checkpoints (expired, declined, not finalized) tolerated; one more restarts the job; -1 = any number',
   ),
+  alignedTimeoutMs: tail(
+    u64,
+    0,
+    'with alignment adaptive or unaligned: a periodic checkpoint starts aligned and, not complete within this, is taken again unaligned; 0 = unaligned from the start',
+  ),
 });
 
 export const JobModule = struct('JobModule', {

@@ -119,7 +119,7 @@ describe('submitting over HTTP', () => {
       const badAlignment = await post('/api/v1/jobs?alignment=sideways', { file: fixture('trivial.ts') });
       assert.equal(
         badAlignment.message,
-        "query parameter alignment: expected one of aligned, unaligned, got 'sideways'",
+        "query parameter alignment: expected one of aligned, unaligned, adaptive, got 'sideways'",
       );
       const badBounds = await post('/api/v1/jobs?autoscale=8..2', { file: fixture('trivial.ts') });
       assert.equal(badBounds.message, 'query parameter autoscale: expected 1 <= min <= max, got 8..2');

@@ -168,7 +168,7 @@ describe('the additive-tail idiom', () => {
   // What a Deploy has gained since those vectors were pinned: the data secret, and each task's restore parallelism.
   // What SubmitJob and Deploy have gained since those vectors were pinned (decoded with their defaults).
   /** What CheckpointConfig gained after all of them: how checkpoints are paced (timeout, pause, tolerance). */
-  const PACING_DEFAULTS = { timeoutMs: 0, minPauseMs: 0, tolerableFailures: -1 };
+  const PACING_DEFAULTS = { timeoutMs: 0, minPauseMs: 0, tolerableFailures: -1, alignedTimeoutMs: 0 };
   const addedSince = (name: 'SubmitJob' | 'Deploy'): object =>
     name === 'Deploy'
       ? {
@@ -244,6 +244,15 @@ describe('the additive-tail idiom', () => {
       );
       const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
       assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, ...PACING_DEFAULTS } });
+    });
+
+    test(`a ${name} pinned before CheckpointConfig.alignedTimeoutMs existed decodes with no aligned timeout (its alignment as it said)`, async () => {
+      const old = Buffer.from(
+        (await readFile(new URL(`legacy/${name}-before-alignedTimeoutMs.hex`, VECTORS), 'utf8')).trim(),
+        'hex',
+      );
+      const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
+      assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, alignedTimeoutMs: 0 } });
     });
   }
 

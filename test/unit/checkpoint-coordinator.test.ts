@@ -23,6 +23,8 @@ function harness(
     timeoutMs?: number;
     minPauseMs?: number;
     tolerableFailures?: number;
+    alignment?: 'aligned' | 'unaligned' | 'adaptive';
+    alignedTimeoutMs?: number;
     failMarker?: boolean;
     failClaim?: boolean;
     markerWritten?: Promise<void>;
@@ -78,6 +80,8 @@ function harness(
       timeoutMs: options.timeoutMs ?? 0,
       minPauseMs: options.minPauseMs ?? 0,
       tolerableFailures: options.tolerableFailures ?? -1,
+      alignment: options.alignment ?? 'aligned',
+      alignedTimeoutMs: options.alignedTimeoutMs ?? 0,
       checkpointsRetained: 1,
       stateBackendUri: '',
     },
@@ -258,7 +262,7 @@ describe('the checkpoint coordinator', () => {
       reason: 'declined',
       detail: `subtask ${h.job.subtasks[0]!.taskId}#0 could not snapshot: disk full`,
     });
-    assert.deepEqual(await h.aborted(), { expired: 0, declined: 1, finalize_failed: 0 });
+    assert.deepEqual(await h.aborted(), { expired: 0, declined: 1, finalize_failed: 0, switched_to_unaligned: 0 });
     h.ack(1, true);
     await settle();
     assert.equal(h.markers.length, 0, 'a late ack of an aborted checkpoint completes nothing');
@@ -285,7 +289,44 @@ describe('the checkpoint coordinator', () => {
       JSON.stringify(h.lines().map((l) => l.msg)),
     );
     assert.equal(h.cc.history.lastAborted?.reason, 'expired');
-    assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0 });
+    assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0, switched_to_unaligned: 0 });
+  });
+
+  test('adaptive: a periodic checkpoint starts aligned; past the aligned timeout it is taken again unaligned at once, and that is no failure', async () => {
+    const h = harness({ intervalMs: 1_000, alignment: 'adaptive', alignedTimeoutMs: 500, tolerableFailures: 0 });
+    const triggers = (): MessageOf<'TriggerCheckpoint'>[] =>
+      h.posted.filter((m): m is MessageOf<'TriggerCheckpoint'> => m.type === 'TriggerCheckpoint');
+    await h.tickAfter(1_000);
+    assert.deepEqual(
+      triggers().map((m) => [m.checkpointId, m.unaligned]),
+      [[1, false]],
+    );
+    await h.tickAfter(500);
+    assert.equal(h.inFlightId(), 1, 'at exactly the aligned timeout it still waits');
+    await h.tickAfter(1);
+    assert.deepEqual(
+      triggers().map((m) => [m.checkpointId, m.unaligned]),
+      [
+        [1, false],
+        [2, true],
+      ],
+      'taken again unaligned on the same tick, before its interval',
+    );
+    assert.ok(h.posted.some((m) => m.type === 'AbortCheckpoint' && m.checkpointId === 1));
+    assert.equal(h.cc.history.lastAborted?.reason, 'switched_to_unaligned');
+    assert.deepEqual(h.failed, [], 'not counted against --tolerable-failed-checkpoints 0');
+    await h.tickAfter(10_000);
+    assert.equal(h.inFlightId(), 2, 'an unaligned one is never switched; only its timeout ends it');
+    h.ack(2);
+    await settle();
+    await h.tickAfter(1_000);
+    assert.deepEqual(triggers().at(-1)!.unaligned, false, 'the next starts aligned again');
+    assert.deepEqual(await h.aborted(), { expired: 0, declined: 0, finalize_failed: 0, switched_to_unaligned: 1 });
+
+    // Without a timeout, adaptive (and unaligned) checkpoints are unaligned from the start, as Flink's.
+    const u = harness({ intervalMs: 1_000, alignment: 'adaptive' });
+    await u.tickAfter(1_000);
+    assert.equal((u.posted.at(-1) as MessageOf<'TriggerCheckpoint'>).unaligned, true);
   });
 
   test('periodic checkpoints are an interval apart, trigger to trigger, as in Flink: a slow one is followed at once', async () => {
@@ -373,7 +414,7 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.types(), ['TriggerCheckpoint', 'AbortCheckpoint']);
     assert.ok(h.lines().some((l) => String(l.msg).includes('its COMPLETED marker could not be written: ENOSPC')));
     assert.equal(h.cc.history.lastAborted?.reason, 'finalize_failed');
-    assert.deepEqual(await h.aborted(), { expired: 0, declined: 0, finalize_failed: 1 });
+    assert.deepEqual(await h.aborted(), { expired: 0, declined: 0, finalize_failed: 1, switched_to_unaligned: 0 });
   });
 
   test('a savepoint waits for the checkpoint in flight (an event, not a poll), then runs; with cancel the job is cancelled after', async () => {

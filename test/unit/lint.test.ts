@@ -52,7 +52,7 @@ describe('lint: checkpoint settings', () => {
 
   test('errors: an interval without a directory, half a restore pair, unaligned, a state backend without a directory or malformed', () => {
     const f = checkpointSettingsFindings(
-      settings({ intervalMs: 500, restoreFromCheckpointId: 3, alignment: 'adaptive', stateBackendUri: '/tmp/s' }),
+      settings({ intervalMs: 500, restoreFromCheckpointId: 3, stateBackendUri: '/tmp/s' }),
     );
     assert.equal(
       only(f, 'interval-without-dir').message,
@@ -61,10 +61,6 @@ describe('lint: checkpoint settings', () => {
     assert.equal(
       only(f, 'restore-id-without-dir').message,
       '--restore-from-checkpoint-id 3 needs --restore-from-dir (the checkpoint directory or savepoint it is in); without it the job would start with no state',
-    );
-    assert.equal(
-      only(f, 'alignment-unsupported').message,
-      '--alignment adaptive: not supported yet; submit with --alignment unaligned (barriers overtake what is queued) or aligned',
     );
     assert.equal(
       only(f, 'state-backend-without-dir').message,
@@ -120,6 +116,24 @@ describe('lint: checkpoint settings', () => {
     assert.match(
       only(noInterval, 'timer-too-long').message,
       /^--checkpoint-timeout-ms 4294967296 is longer than a timer/,
+    );
+    const periodic = { checkpointDir: '/tmp/c', intervalMs: 1_000 };
+    assert.match(
+      only(
+        checkpointSettingsFindings(settings({ ...periodic, alignedTimeoutMs: 500 })),
+        'aligned-timeout-without-unaligned',
+      ).message,
+      /^--aligned-checkpoint-timeout-ms 500 is ignored with --alignment aligned: give --alignment adaptive/,
+    );
+    assert.match(
+      only(checkpointSettingsFindings(settings({ ...periodic, alignment: 'adaptive' })), 'adaptive-without-timeout')
+        .message,
+      /^--alignment adaptive without --aligned-checkpoint-timeout-ms takes every periodic checkpoint unaligned/,
+    );
+    assert.deepEqual(
+      checkpointSettingsFindings(settings({ ...periodic, alignment: 'adaptive', alignedTimeoutMs: 500 })),
+      [],
+      'adaptive with a timeout: nothing to say',
     );
   });
 
