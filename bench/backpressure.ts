@@ -6,7 +6,7 @@
  * most in-flight bytes one persisted, and the slow stage's throughput. Part of `npm run bench`; alone:
  * `node --import tsx bench/backpressure.ts [--quick] [--seconds N] [--mode <name>]`.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,19 @@ export interface BackpressureBench {
   longestGapMs: number;
   inflightBytesMax: number;
   recordsPerSec: number;
+  /** The workers' resident memory, summed, early in the run and at its end (MB): flat, or growing. */
+  workerRssMbStart: number;
+  workerRssMbEnd: number;
+}
+
+/** Resident memory of these processes (and their job threads), summed, in MB; Linux. */
+async function rssMb(pids: readonly number[]): Promise<number> {
+  let kb = 0;
+  for (const pid of pids) {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    kb += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+  }
+  return kb / 1024;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -80,7 +93,10 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
       return { failed: values.reduce((n, v) => n + v.value, 0) - switched, switched };
     };
     const abortedAtStart = await aborts();
-    await sleep(seconds * 1000);
+    // Early in the run, once the queues have filled: what follows shows whether memory grows.
+    await sleep(Math.min(5_000, (seconds * 1000) / 4));
+    const workerRssMbStart = await rssMb(cluster.workerPids());
+    await sleep(seconds * 1000 - Math.min(5_000, (seconds * 1000) / 4));
     const endedAt = Date.now();
     const view = c.job(jobId)!;
     const done = (c.checkpointsOf(jobId) ?? []).filter(
@@ -106,6 +122,8 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
       longestGapMs: gap,
       inflightBytesMax: Math.max(0, ...done.map((k) => k.inflightBytes)),
       recordsPerSec: ((view.sinkRecords - sinkAtStart) * 1000) / (endedAt - startedAt),
+      workerRssMbStart,
+      workerRssMbEnd: await rssMb(cluster.workerPids()),
     };
   } finally {
     await cluster.stop();

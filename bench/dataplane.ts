@@ -101,6 +101,9 @@ export async function runOn(
   };
 }
 
+/** CLINK_BENCH_DEBLOAT_TARGET_MS: buffer debloating's target for a side-by-side run (0, off, by default). */
+export const benchDebloatTargetMs = (): number => Number(process.env.CLINK_BENCH_DEBLOAT_TARGET_MS ?? 0);
+
 export interface BenchClusterOptions {
   profileDir?: string;
   lingerMs?: number;
@@ -133,6 +136,8 @@ export async function startBenchCluster(
     ...(process.env.CLINK_BENCH_TASK_ISOLATION === 'none' ? { taskIsolation: 'none' as const } : {}),
     // Side by side: CLINK_BENCH_DATA_TRANSPORT=channel measures a connection per channel instead of data links.
     ...(process.env.CLINK_BENCH_DATA_TRANSPORT === 'channel' ? { dataTransport: 'channel' as const } : {}),
+    // Side by side: CLINK_BENCH_DEBLOAT_TARGET_MS=1000 measures the workers with buffer debloating on.
+    debloatTargetMs: benchDebloatTargetMs(),
     cliCommand: {
       execPath: process.execPath,
       args: [

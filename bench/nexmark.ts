@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadJobModule } from '../src/loader/index.js';
 import { nexmarkGenerator, runJob, type JobDefinition } from '../src/index.js';
-import { runOn, startBenchCluster } from './dataplane.js';
+import { benchDebloatTargetMs, runOn, startBenchCluster } from './dataplane.js';
 import { median, type BenchResult } from './results.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -69,7 +69,11 @@ export async function localRun(
 ): Promise<{ recordsPerSec: number; cpuSecondsPerMillion: number }> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  await runJob(job, { parallelism, params: { events: String(events), sink: 'blackhole' } });
+  await runJob(job, {
+    parallelism,
+    params: { events: String(events), sink: 'blackhole' },
+    debloatTargetMs: benchDebloatTargetMs(),
+  });
   const wall = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);
   return { recordsPerSec: events / wall, cpuSecondsPerMillion: (c.user + c.system) / 1e6 / (events / 1e6) };

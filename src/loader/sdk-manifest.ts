@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "19fad22d716df63ee2a76570b0b6fb8bf9ddd5c982651636cf2196e275e42b8b",
+  "fingerprint": "88d4c51caefb8b258af5324f25a11501fc11fb034fdd4157ad9889f601708dff",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -38,7 +38,7 @@ export const SDK_MANIFEST = {
     "plan/topology.d.ts": "2cb86de029724a09151cb419289d27543693ac06923bf63ba09044757709854e",
     "runtime/aligner.d.ts": "903f84e3f1fab58b544ffcd067f6f60c46b5bb3aba2676bb133d0dafca22b2b7",
     "runtime/cutover-gate.d.ts": "5de9918fd45baf3f647e4206bdbbd1c7862bd9fa91046e5983b21ee0b8be1698",
-    "runtime/debloat.d.ts": "de85374813eff7e3df4122db3d02b3d0d39a34c18fc697185b332d99991770f7",
+    "runtime/debloat.d.ts": "fce11a14e0220d8f50fbb3b0b9e2b1aa12cbdffd5c5fdbb3cb1874a755d583e5",
     "runtime/elements.d.ts": "109f02383e98bd843334a530bce22e24257a280a0d0d70f9079015f2693a7657",
     "runtime/factory.d.ts": "705c73aed59ebbcd86441bdae42af63aecf09fcfb36657163fbd180e000624ac",
     "runtime/index.d.ts": "27c626ae6a73b020ca6ea837c6228995012f800d5dc59b00404dfd52680a4098",

@@ -31,9 +31,14 @@ function prng(seed: number): () => number {
   };
 }
 
-/** Unaligned: each window add spins, so the job runs behind its input and records are in flight. */
+/**
+ * Unaligned or adaptive: each window add spins `slowUs`, so the job runs behind its input and records are
+ * in flight; `debloatTargetMs`: the workers' buffer debloating.
+ */
 interface RunOptions {
-  alignment: 'aligned' | 'unaligned';
+  alignment: 'aligned' | 'unaligned' | 'adaptive';
+  slowUs?: number;
+  debloatTargetMs?: number;
 }
 
 async function chaosRun(
@@ -42,7 +47,12 @@ async function chaosRun(
   o: RunOptions = { alignment: 'aligned' },
 ): Promise<void> {
   const random = prng(seed);
-  const h = await ClusterHarness.start({ workers: 4, slots: 4, coordinatorArgs: ['--restart-backoff-initial-ms=200'] });
+  const h = await ClusterHarness.start({
+    workers: 4,
+    slots: 4,
+    coordinatorArgs: ['--restart-backoff-initial-ms=200'],
+    ...(o.debloatTargetMs ? { workerArgs: [`--debloat-target-ms=${o.debloatTargetMs}`] } : {}),
+  });
   const log: string[] = [];
   /** The most in-flight bytes an unaligned checkpoint wrote. */
   let inflightSeen = 0;
@@ -56,13 +66,20 @@ async function chaosRun(
     const client: ClusterClient = await h.client();
     const submit = async (restoreFromDir = ''): Promise<string> => {
       const params: Record<string, string> =
-        o.alignment === 'unaligned' ? { out, rate: '10000', slowUs: '150' } : { out, rate: '2500' };
+        o.alignment === 'aligned' ? { out, rate: '2500' } : { out, rate: '10000', slowUs: String(o.slowUs ?? 300) };
       const { jobId } = await client.submit({
         module: loaded,
         spec: buildJob(loaded.job, { parallelism: 2, params }).spec,
         params,
         buildParallelism: 2,
-        checkpoint: { checkpointDir: ckpt, intervalMs: 300, restoreFromDir, alignment: o.alignment },
+        checkpoint: {
+          checkpointDir: ckpt,
+          intervalMs: 300,
+          restoreFromDir,
+          alignment: o.alignment,
+          // Adaptive: aligned first, taken again unaligned when that takes longer.
+          ...(o.alignment === 'adaptive' ? { alignedTimeoutMs: 200 } : {}),
+        },
       });
       return jobId;
     };
@@ -138,7 +155,7 @@ async function chaosRun(
     assert.deepEqual(await visibleLines(out), expected, `seed ${seed}: output differs after ${log.join('; ')}`);
     // How much was in flight depends on how far the machine let the window stage fall behind: said, not
     // asserted (test/runtime/unaligned.test.ts asserts records in flight are kept and replayed).
-    const inflight = o.alignment === 'unaligned' ? ` (unaligned: up to ${inflightSeen} bytes in flight)` : '';
+    const inflight = o.alignment !== 'aligned' ? ` (unaligned: up to ${inflightSeen} bytes in flight)` : '';
     t.diagnostic(`seed ${seed}: ${log.join('; ')}${inflight}`);
   } finally {
     await h.close();
@@ -159,5 +176,14 @@ for (const seed of (process.env.CLINK_CHAOS_UNALIGNED_SEEDS ?? '11,12').split(',
     `exactly once with unaligned checkpoints under backpressure through kill -9, SIGSTOP, savepoint and restore (seed ${seed})`,
     { timeout: 110_000 },
     (t) => chaosRun(seed, t, { alignment: 'unaligned' }),
+  );
+}
+
+// A stage at 0.5 ms a record behind its input, adaptive alignment and buffer debloating, through the same faults.
+for (const seed of (process.env.CLINK_CHAOS_ADAPTIVE_SEEDS ?? '13').split(',').map(Number)) {
+  test(
+    `exactly once with adaptive alignment and debloating under a slow stage through kill -9, SIGSTOP, savepoint and restore (seed ${seed})`,
+    { timeout: 110_000 },
+    (t) => chaosRun(seed, t, { alignment: 'adaptive', slowUs: 500, debloatTargetMs: 500 }),
   );
 }

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { defineJob, startJob, type JobSnapshot } from '../../src/index.js';
 import { decodeRecordBatch } from '../../src/protocol/index.js';
 import {
+  DEBLOAT_FIRST_PERIOD_MS,
   DEBLOAT_INITIAL_BATCH,
   DEBLOAT_PERIOD_MS,
   Debloater,
@@ -39,11 +40,16 @@ describe('Debloater', () => {
     assert.equal(d.limit, DEBLOAT_INITIAL_BATCH, 'unmeasured: small batches, so little is queued before it knows');
     assert.equal(initialBatchLimit(1_000, 1_000), DEBLOAT_INITIAL_BATCH, 'what a queue starts with');
     assert.equal(initialBatchLimit(0, 1_000), 0, 'debloating off: no limit');
-    d.processed(150);
-    assert.equal(d.sample(DEBLOAT_PERIOD_MS - 1, 0), DEBLOAT_INITIAL_BATCH, 'not before a period has passed');
-    d.processed(50);
-    // 200 records in 200 ms busy: 1 a ms, so 1 000 ms of work is 1 000 records, 125 a batch of 8.
-    assert.equal(d.sample(DEBLOAT_PERIOD_MS, 0), 125);
+    d.processed(15);
+    assert.equal(d.sample(DEBLOAT_FIRST_PERIOD_MS - 1, 0), DEBLOAT_INITIAL_BATCH, 'not before its first period');
+    d.processed(5);
+    // 20 records in 20 ms busy: 1 a ms, so 1 000 ms of work is 1 000 records, 125 a batch of 8.
+    assert.equal(d.sample(DEBLOAT_FIRST_PERIOD_MS, 0), 125);
+    // Then every period: 2 a ms over the next, averaged with the first (1.5 a ms), 188 a batch.
+    d.processed(399);
+    assert.equal(d.sample(DEBLOAT_FIRST_PERIOD_MS + DEBLOAT_PERIOD_MS - 1, 0), 125, 'not before a period');
+    d.processed(1);
+    assert.equal(d.sample(DEBLOAT_FIRST_PERIOD_MS + DEBLOAT_PERIOD_MS, 0), 188);
   });
 
   test('time waiting for input is not counted, and a period all idle changes nothing', () => {
