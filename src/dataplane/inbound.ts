@@ -119,12 +119,13 @@ export class InboundChannel {
   private readonly grantSize: number;
   private readonly received: ChannelCount | undefined;
   /**
-   * Batches the sender may send beyond its credits: what an unaligned barrier overtook follows it at
-   * once, credit or not (RemoteChannel.push), so the checkpoint's capture of it does not wait for this
-   * task to work through its queue. Each is counted against the credits all the same, which the sender
-   * owes until this task takes enough to give them back.
+   * Elements still to come that an unaligned barrier overtook: they follow it at once, credit or not
+   * (RemoteChannel.push), so the checkpoint's capture of them does not wait for this task to work
+   * through its queue. A batch among them may exceed the credits, and is counted against them all the
+   * same: the sender owes them until this task takes enough to give them back. Only those: counted in
+   * elements, a watermark among them leaves no credit to spare after.
    */
-  private allowance = 0;
+  private overtakenToCome = 0;
 
   constructor(
     private readonly queue: InputQueue,
@@ -153,14 +154,14 @@ export class InboundChannel {
     const e = frameElement(m, this.channel);
     if (!e) throw new Error(`unexpected ${m.type} on a data channel`);
     if (e.kind === BATCH) {
-      if (this.outstanding <= 0) {
-        if (this.allowance <= 0) throw new Error(`the sender exceeded its ${this.credits} credits`);
-        this.allowance--;
-      }
+      if (this.outstanding <= 0 && this.overtakenToCome <= 0)
+        throw new Error(`the sender exceeded its ${this.credits} credits`);
       this.outstanding--;
       e.onTaken = this.returnCredit;
       this.received?.add(e.values.length, bytes + 4);
-    } else if (e.kind === BARRIER && e.unaligned) this.allowance += e.overtaken ?? 0;
+    }
+    if (this.overtakenToCome > 0) this.overtakenToCome--;
+    else if (e.kind === BARRIER && e.unaligned) this.overtakenToCome = e.overtaken ?? 0;
     this.queue.push(e);
     return e.kind === END;
   }

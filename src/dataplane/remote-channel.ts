@@ -77,7 +77,7 @@ export class RemoteChannel implements ChannelSink {
     if (this.failure || this.ended) return;
     if (element.kind === BARRIER && element.unaligned) {
       // It overtakes what waits for credit: the receiver counts that in as in flight (runtime/inflight.ts),
-      // and takes it at once beyond the credits (InboundChannel.allowance), so the capture is whole without
+      // and takes it at once beyond the credits (InboundChannel.overtakenToCome), so the capture is whole without
       // waiting for the receiving task to work through its queue. The credits go negative: this channel
       // sends nothing more until the receiver has given them back.
       this.transport.write(elementFrame({ ...element, overtaken: this.pending.length }, this.reads));

@@ -145,6 +145,14 @@ test('what an unaligned barrier overtook comes beyond the credits, no more, and 
   r.channel.take(batch, 10);
   r.channel.take(batch, 10);
   assert.throws(() => r.channel.take(batch, 10), /exceeded/);
+
+  // Counted in elements: a watermark among the two overtaken leaves room for one batch, and none after.
+  const w = receiver(1);
+  w.channel.take(batch, 10);
+  w.channel.take(makeMessage('DataBarrier', { checkpointId: 8, unaligned: true, overtaken: 2 }), 10);
+  w.channel.take(makeMessage('DataWatermark', { timestamp: 5 }), 10);
+  w.channel.take(batch, 10);
+  assert.throws(() => w.channel.take(batch, 10), /exceeded its 1 credits/);
 });
 
 test('a sender out of credit sends an unaligned barrier at once, and what it overtook right behind it', () => {
