@@ -1,7 +1,7 @@
 // A single-node Kafka broker (KRaft: broker and controller in one JVM) for tests and benchmarks, from
 // the Apache Kafka jars on Maven Central (scripts/kafka/pom.xml), cached in ~/.cache/clink. Java 17+
 // and Maven must be on the PATH. startKafka() formats a fresh log dir, starts the JVM and waits until
-// the broker answers; restart() stops it (SIGTERM, or SIGKILL with hard) and starts it on the same port
+// the broker serves a metadata request (on fresh ports again if it exits first); restart() stops it (SIGTERM, or SIGKILL with hard) and starts it on the same port
 // and data, as a broker restart in production would.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -38,7 +38,42 @@ function answers(port) {
   });
 }
 
+/**
+ * Whether the broker on `port` serves Kafka requests: a port that takes connections is not enough (a
+ * broker whose controller port was taken binds its listener, then exits; a test's first admin call
+ * then failed on every retry).
+ */
+async function serves(port) {
+  if (!(await answers(port))) return false;
+  const { Admin } = await import('@platformatic/kafka');
+  const admin = new Admin({ clientId: 'clink-ready', bootstrapBrokers: [`127.0.0.1:${port}`], retries: 0 });
+  try {
+    await admin.metadata({ topics: [] });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await admin.close().catch(() => undefined);
+  }
+}
+
+/** Broker starts tried, each on fresh ports: two free ports can be taken by another process before the JVM binds them. */
+const START_ATTEMPTS = 3;
+
 export async function startKafka(dir) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startKafkaOnce(join(dir, `attempt-${attempt}`));
+    } catch (err) {
+      if (!(err instanceof BrokerExited) || attempt >= START_ATTEMPTS) throw err;
+      console.log(`${err.message}; starting it again on other ports`);
+    }
+  }
+}
+
+class BrokerExited extends Error {}
+
+async function startKafkaOnce(dir) {
   const jars = kafkaJars();
   const [port, controller] = [await freePort(), await freePort()];
   mkdirSync(dir, { recursive: true });
@@ -78,9 +113,10 @@ export async function startKafka(dir) {
       stdio: ['ignore', 'ignore', 'ignore'],
     });
     const deadline = Date.now() + 90_000;
-    while (!(await answers(port))) {
-      if (proc.exitCode !== null) throw new Error(`the Kafka broker exited with ${proc.exitCode} before it was ready`);
-      if (Date.now() > deadline) throw new Error('the Kafka broker did not listen within 90 s');
+    while (!(await serves(port))) {
+      if (proc.exitCode !== null)
+        throw new BrokerExited(`the Kafka broker exited with ${proc.exitCode} before it served`);
+      if (Date.now() > deadline) throw new Error('the Kafka broker did not serve requests within 90 s');
       await new Promise((r) => setTimeout(r, 100));
     }
   };
