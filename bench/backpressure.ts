@@ -6,7 +6,7 @@
  * most in-flight bytes one persisted, and the slow stage's throughput. Part of `npm run bench`; alone:
  * `node --import tsx bench/backpressure.ts [--quick] [--seconds N] [--mode <name>]`.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { EmbeddedCluster } from '../src/embedded/index.js';
 import { loadJobModule } from '../src/loader/index.js';
 import { createLogger } from '../src/log/index.js';
 import { buildJob } from '../src/sdk/index.js';
+import { median, rssMb } from './results.js';
 
 const INTERVAL_MS = 2_000;
 const PARAMS = { rate: '40000', slowUs: '5000' };
@@ -46,14 +47,7 @@ export interface BackpressureBench {
 }
 
 /** Resident memory of these processes (and their job threads), summed, in MB; Linux. */
-async function rssMb(pids: readonly number[]): Promise<number> {
-  let kb = 0;
-  for (const pid of pids) {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    kb += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-  }
-  return kb / 1024;
-}
+const workersRssMb = (pids: readonly number[]): number => pids.reduce((mb, pid) => mb + rssMb(pid), 0);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -95,7 +89,7 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
     const abortedAtStart = await aborts();
     // Early in the run, once the queues have filled: what follows shows whether memory grows.
     await sleep(Math.min(5_000, (seconds * 1000) / 4));
-    const workerRssMbStart = await rssMb(cluster.workerPids());
+    const workerRssMbStart = workersRssMb(cluster.workerPids());
     await sleep(seconds * 1000 - Math.min(5_000, (seconds * 1000) / 4));
     const endedAt = Date.now();
     const view = c.job(jobId)!;
@@ -117,13 +111,13 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
       completed: done.length,
       failed: aborted.failed - abortedAtStart.failed,
       switched: aborted.switched - abortedAtStart.switched,
-      checkpointMsMedian: durations[Math.floor((durations.length - 1) / 2)] ?? NaN,
+      checkpointMsMedian: median(durations),
       checkpointMsMax: durations.at(-1) ?? NaN,
       longestGapMs: gap,
       inflightBytesMax: Math.max(0, ...done.map((k) => k.inflightBytes)),
       recordsPerSec: ((view.sinkRecords - sinkAtStart) * 1000) / (endedAt - startedAt),
       workerRssMbStart,
-      workerRssMbEnd: await rssMb(cluster.workerPids()),
+      workerRssMbEnd: workersRssMb(cluster.workerPids()),
     };
   } finally {
     await cluster.stop();

@@ -41,11 +41,17 @@ export function processCpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** A process's peak resident memory so far (VmHWM), in MB. */
-export function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+/** A memory figure of a process's /proc status (VmHWM, VmRSS), in MB. */
+function statusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
 }
+
+/** A process's peak resident memory so far (VmHWM), in MB. */
+export const peakRssMb = (pid: number): number => statusMb(pid, 'VmHWM');
+
+/** A process's resident memory now (VmRSS), in MB. */
+export const rssMb = (pid: number): number => statusMb(pid, 'VmRSS');
 
 export function machineInfo(): Record<string, unknown> {
   const c = cpus();

@@ -28,6 +28,12 @@ export interface EdgeOutput {
   edgeIndex?: number;
 }
 
+/** The records a batch to `sink` holds: the batch size, or less as its receiver asks (buffer debloating). */
+function batchSizeTo(sink: ChannelSink, batchSize: number): number {
+  const limit = sink.batchLimit;
+  return limit !== undefined && limit > 0 && limit < batchSize ? limit : batchSize;
+}
+
 class EdgeWriter {
   private readonly values: unknown[][];
   private readonly timestamps: number[][];
@@ -108,8 +114,7 @@ class EdgeWriter {
     if (vs.length === 0) {
       this.since[i] = this.clock;
       // Read once a batch, not a record: a receiver's limit changes a few times a second at most.
-      const limit = this.e.targets[i]!.queue.batchLimit;
-      this.limits[i] = limit !== undefined && limit > 0 && limit < this.batchSize ? limit : this.batchSize;
+      this.limits[i] = batchSizeTo(this.e.targets[i]!.queue, this.batchSize);
     }
     vs.push(value);
     this.timestamps[i]!.push(timestamp);
@@ -320,11 +325,9 @@ export class RecordWriter implements Output {
       let sum = 0;
       let limited = false;
       for (const t of e.e.targets) {
-        const l = t.queue.batchLimit;
-        if (l !== undefined && l > 0 && l < this.batchSize) {
-          limited = true;
-          sum += l;
-        } else sum += this.batchSize;
+        const size = batchSizeTo(t.queue, this.batchSize);
+        if (size < this.batchSize) limited = true;
+        sum += size;
       }
       if (limited && sum < least) least = sum;
     }
