@@ -1,27 +1,20 @@
 /** The console's view of the coordinator's HTTP API: fetches with the token the user gave, if any. */
 
 // The API's shapes are the coordinator's own (types only: nothing of the server is bundled).
-import type { DepartedSession, JobDetail, JobGraphView, WorkerView } from '../src/coordinator/index.js';
+import type {
+  CompletedCheckpoint,
+  DepartedSession,
+  JobDetail,
+  JobGraphView,
+  WorkerView,
+} from '../src/coordinator/index.js';
 
 export type Job = JobDetail;
 export type GraphTask = JobGraphView['tasks'][number];
 export type GraphEdge = JobGraphView['edges'][number];
 export type Worker = WorkerView;
 export type Departed = DepartedSession;
-export interface Checkpoint {
-  checkpointId: number;
-  kind: string;
-  /** Whether its barriers overtook the records ahead of them. */
-  alignment: 'aligned' | 'unaligned';
-  durationMs: number;
-  stateBytes: number;
-  alignmentMs: number;
-  /** The longest wait of any subtask from the trigger to its first barrier. */
-  startDelayMs: number;
-  /** Records in flight written with it (unaligned). */
-  inflightBytes: number;
-  completedAtMs: number;
-}
+export type Checkpoint = CompletedCheckpoint;
 
 const TOKEN_KEY = 'clink.token';
 

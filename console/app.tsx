@@ -7,6 +7,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, setToken, Unauthorized, type Checkpoint, type Departed, type Worker } from './api.js';
+import { Checkpoints } from './checkpoints.js';
 import { ago, Chart, fmt, JobGraph, Table, when } from './views.js';
 
 const POLL_MS = 1000;
@@ -241,24 +242,7 @@ function JobPage({ id }: { id: string }) {
           ? ` (checkpoint ${j.pendingCheckpoint.checkpointId} in flight: ${j.pendingCheckpoint.acked} of ${j.pendingCheckpoint.of})`
           : ''}
       </h3>
-      <Table
-        testId="checkpoints"
-        head={['id', 'kind', 'barriers', 'duration', 'start delay', 'alignment', 'size', 'in flight', 'completed']}
-        rows={[...ckpts]
-          .reverse()
-          .slice(0, 20)
-          .map((c) => [
-            c.checkpointId,
-            c.kind,
-            c.alignment,
-            `${c.durationMs} ms`,
-            `${c.startDelayMs} ms`,
-            `${c.alignmentMs} ms`,
-            `${fmt(c.stateBytes)} B`,
-            `${fmt(c.inflightBytes)} B`,
-            when(c.completedAtMs),
-          ])}
-      />
+      <Checkpoints checkpoints={ckpts} />
       <h3>Restarts</h3>
       <Table
         testId="restarts"

@@ -2,7 +2,7 @@
  * A job's checkpoint coordinator (one per job, owning its checkpoints' bookkeeping): for a job with a
  * checkpoint directory it triggers periodic checkpoints, collects each subtask's ack, writes the
  * COMPLETED marker once all are in, tells the workers to commit (or abort), takes savepoints on request
- * and the final checkpoint once every source has ended. As Flink's, a periodic checkpoint is triggered an
+ * and the final checkpoint once every source has ended (final-checkpoint.ts says when). As Flink's, a periodic checkpoint is triggered an
  * interval after the last was, but no sooner than the minimum pause after the last ended; one not
  * complete within its timeout is aborted; more consecutive failed periodic checkpoints than the job
  * tolerates restart it.
@@ -19,6 +19,7 @@ import { jobStateDir } from '../state/index.js';
 import { Waiters } from '../util/index.js';
 import { completedMarker, jobDir } from './checkpoint-storage.js';
 import { ConfirmedCommits } from './confirmed-commits.js';
+import { FinalCheckpointGate } from './final-checkpoint.js';
 import { CheckpointHistory, reportCompleted } from './checkpoint-history.js';
 import type {
   CheckpointedJob,
@@ -63,8 +64,15 @@ export class CheckpointCoordinator {
    * checkpoint, so the restore must not start from the one before it.
    */
   private writingMarker: Promise<void> | undefined;
-  /** Source subtasks (`<task>#<index>`) at the end of their input, asking for the final checkpoint. */
-  private finalRequests = new Set<string>();
+  /** Whether the final checkpoint may begin: the sources' requests, and the backlog ahead of it. */
+  private readonly finalGate = new FinalCheckpointGate(
+    () => this.job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0),
+    () => {
+      const c = this.job.checkpoint;
+      const alignment = periodicAlignment(c);
+      return c.intervalMs > 0 && !!c.checkpointDir && (alignment.unaligned || alignment.switchAfterMs > 0);
+    },
+  );
   /** The final checkpoint's id, once claimed. */
   private finalCheckpointId: number | undefined;
   /** When the last periodic checkpoint was triggered (or the attempt began), and when the last checkpoint ended. */
@@ -155,8 +163,8 @@ export class CheckpointCoordinator {
     if (job.cutover) return;
     const due = now - this.lastTriggeredAt >= c.intervalMs && now - this.lastEndedAt >= c.minPauseMs;
     if (!due && !this.switchToUnaligned) return;
-    // Periodic checkpoints run while every subtask runs and the sources have not all ended.
-    if (job.subtasks.some((t) => t.finished) || this.finalWanted()) return;
+    // Periodic checkpoints run while every subtask runs and the final one may not begin yet.
+    if (job.subtasks.some((t) => t.finished) || this.finalGate.ready()) return;
     this.claim(jobDir(c.checkpointDir, job.id)).then(
       (id) => {
         if (job.state === 'RUNNING') this.begin(id);
@@ -243,14 +251,13 @@ export class CheckpointCoordinator {
 
   /** A source subtask reached the end of its input and asks for the final checkpoint. */
   onFinalRequested(taskId: string, index: number): void {
-    this.finalRequests.add(subtaskKey(taskId, index));
+    this.finalGate.request(subtaskKey(taskId, index));
     this.maybeBeginFinal();
   }
 
   /** Every source subtask of the job has reached the end of its input and waits for the final checkpoint. */
   finalWanted(): boolean {
-    const sources = this.job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0);
-    return this.finalRequests.size >= sources;
+    return this.finalGate.wanted();
   }
 
   /** A subtask's ack. One for a checkpoint no longer pending (aborted, superseded) is dropped. */
@@ -324,6 +331,7 @@ export class CheckpointCoordinator {
           ),
         );
     }
+    if (p.afterSourcesEnded && why !== 'switched_to_unaligned') this.finalGate.periodicEnded(undefined);
     if (p.final) this.failOnFinal(detail, fatal);
     // Taken again unaligned at once: not a failure.
     else if (this.periodic(p) && why !== 'switched_to_unaligned' && this.tooManyFailures(detail)) return;
@@ -360,7 +368,7 @@ export class CheckpointCoordinator {
     p?.requested?.({ ok: false, message: `checkpoint ${p.id} of job ${this.job.id} failed: ${cause}` });
     p?.span?.end({ 'clink.checkpoint.outcome': 'abandoned' }, cause);
     this.pending = undefined;
-    this.finalRequests = new Set();
+    this.finalGate.reset();
     this.finalCheckpointId = undefined;
     if (!this.starting) this.idle.wake();
   }
@@ -428,6 +436,7 @@ export class CheckpointCoordinator {
       ...(savepoint ? { savepoint } : {}),
       ...(requested ? { requested } : {}),
       ...(final ? { final } : {}),
+      ...(periodic && this.finalGate.wanted() ? { afterSourcesEnded: true } : {}),
     };
     this.port.post(
       final
@@ -457,6 +466,8 @@ export class CheckpointCoordinator {
     this.pending = undefined;
     this.lastEndedAt = services.clock.now();
     if (this.periodic(p)) this.consecutiveFailures = 0;
+    if (p.afterSourcesEnded)
+      this.finalGate.periodicEnded(Object.values(p.acks).reduce((n, a) => n + a.inflightBytes, 0));
     this.idle.wake();
     this.port.completed?.(marker.completedAtMs);
     // Each subtask that prepared something owes a confirmation once it has made it visible.
@@ -487,7 +498,8 @@ export class CheckpointCoordinator {
    */
   private maybeBeginFinal(): void {
     const job = this.job;
-    if (job.state !== 'RUNNING' || this.finalCheckpointId !== undefined || this.busy() || !this.finalWanted()) return;
+    if (job.state !== 'RUNNING' || this.finalCheckpointId !== undefined || this.busy() || !this.finalGate.ready())
+      return;
     this.claim(jobDir(job.checkpoint.checkpointDir, job.id)).then(
       (id) => {
         if (job.state !== 'RUNNING') return this.claimed();

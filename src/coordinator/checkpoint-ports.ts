@@ -42,6 +42,8 @@ export interface PendingCheckpoint {
   /** A checkpoint of the job's own asked for (a rescale's): who waits for it. */
   requested?: (r: { ok: boolean; message: string }) => void;
   final?: boolean;
+  /** A periodic checkpoint begun once every source had ended (its barriers are the last records' followers). */
+  afterSourcesEnded?: boolean;
   /** Its clink.checkpoint span (OTLP), ended with the checkpoint. */
   span?: Span;
 }

@@ -49,7 +49,13 @@ export {
 } from './checkpoint-storage.js';
 export { CommitLedger, type CommitRecord } from './commit-ledger.js';
 export { CheckpointCoordinator } from './checkpoint-coordinator.js';
-export type { CheckpointedJob, CheckpointPort, CheckpointServices, CheckpointStorage } from './checkpoint-ports.js';
+export type {
+  CheckpointedJob,
+  CheckpointPort,
+  CheckpointServices,
+  CheckpointStorage,
+  CompletedCheckpoint,
+} from './checkpoint-ports.js';
 export { deploymentTask, recordRestore } from './deployer.js';
 export { checkRestore, identityOf, type CheckpointIdentity, type RestoreDecision } from './restore-gate.js';
 export {

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "88d4c51caefb8b258af5324f25a11501fc11fb034fdd4157ad9889f601708dff",
+  "fingerprint": "ededc36200ee0e0b51a4bd828d23bff5d38a8174217b31a7f79a24a2e178f511",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -50,7 +50,7 @@ export const SDK_MANIFEST = {
     "runtime/phase.d.ts": "0d23e6d727cf9563c28ed63b1c3104e6808037e2d88e6105bc8fb018b5b7b32a",
     "runtime/queue.d.ts": "3bb66694b958a531ea5c17f0c96e1a4c0cf3e4dbc87b7c3e24f74f88d4ab0aab",
     "runtime/rescale.d.ts": "551921e3845997a8b9de9d21054e32889fc2ca421f8e0e6d971e5d2d77fa6398",
-    "runtime/subtask-runner.d.ts": "6dba7cf163945b0282775827cce7bf74adf51c5e8bb6d7d85e299b0340ba4bd9",
+    "runtime/subtask-runner.d.ts": "b9d0bb3d07c4e7753f2c88b382e8b48c54a32ed7b3284e552f0ede514cb48ea7",
     "runtime/subtask.d.ts": "5f862aa342ba80e33a45d1c6dcb858f701576e336d902802f9e7018b8a3d6875",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",

@@ -166,6 +166,8 @@ export class SubtaskRunner {
   private sliceSize = Number.MAX_SAFE_INTEGER;
   /** The batch being processed in slices, and where its unprocessed rest begins. */
   private unprocessedRest: { batch: RecordBatch; from: number } | undefined;
+  /** Restored in-flight records not yet replayed: ahead of everything queued, on every channel. */
+  private replaying: RecordBatch[] = [];
   /** A task with inputs: its barrier alignment. */
   private aligner: BarrierAligner | undefined;
   /** A task with inputs: per channel, which operator input it feeds; the channels not ended; event time. */
@@ -434,17 +436,21 @@ export class SubtaskRunner {
   /** An unaligned barrier, never held by an alignment: the first of its checkpoint starts the capture and snapshot. */
   private async takeUnaligned(e: BarrierElement): Promise<void> {
     const rest = this.unprocessedRest;
-    // The rest of a batch under way came before anything the queue or an alignment holds.
-    const unprocessed = rest
-      ? [
-          {
-            ...rest.batch,
-            values: rest.batch.values.slice(rest.from),
-            timestamps: rest.batch.timestamps.slice(rest.from),
-          },
-          ...this.aligner!.unprocessed(),
-        ]
-      : this.aligner!.unprocessed();
+    // The rest of a batch under way came before what is left to replay, and that before anything the
+    // queue or an alignment holds.
+    const unprocessed = [
+      ...(rest
+        ? [
+            {
+              ...rest.batch,
+              values: rest.batch.values.slice(rest.from),
+              timestamps: rest.batch.timestamps.slice(rest.from),
+            },
+          ]
+        : []),
+      ...this.replaying,
+      ...this.aligner!.unprocessed(),
+    ];
     const capture = this.unalignedInput!.begin(e, unprocessed);
     if (capture) await this.checkpoint(e.checkpointId, { capture });
   }
@@ -612,12 +618,22 @@ export class SubtaskRunner {
         ? new Debloater(debloatMs, queue.capacity, this.setup.batchSize, this.setup.now(), this.idle.totalMs)
         : undefined;
 
-    // What was in flight at the checkpoint restored goes through first, as it would have.
+    // What was in flight at the checkpoint restored goes through first, as it would have. An unaligned
+    // barrier that comes meanwhile overtakes what is left of it (in flight again, for its checkpoint):
+    // at a slow stage it is seconds of work, longer than a checkpoint may take.
     const restore = this.setup.restore;
     if (restore) {
-      for (const { input, values, timestamps } of replayInflight(restore, this.setup)) {
-        this.processRecords(input, values, timestamps);
+      this.replaying = replayInflight(restore, this.setup).map(({ input, values, timestamps }) => {
+        // As if it came on a channel feeding its input (the capture of a checkpoint taken meanwhile reads it so).
+        const channel = inputs.indexOf(input);
+        if (channel < 0) throw new Error(`records in flight were restored for input ${input}, which no channel feeds`);
+        return { kind: BATCH, channel, values, timestamps };
+      });
+      for (let e = this.replaying.shift(); e !== undefined; e = this.replaying.shift()) {
+        this.setup.onPhase?.(SubtaskPhase.PROCESSING);
+        await this.processBatch(inputs[e.channel]!, e);
         await this.afterBatch();
+        await this.takeUnalignedBarriers(queue);
       }
     }
 

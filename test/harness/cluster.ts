@@ -95,10 +95,15 @@ export class ClusterHarness {
 
   /**
    * A coordinator's flags: a submit waits for slots (a worker a busy machine delayed past its heartbeat
-   * timeout registers again) unless the test says otherwise; then the test's own.
+   * timeout registers again) and for its connectors' servers to answer (a broker on a busy machine can
+   * take longer than the default 5 s to serve metadata) unless the test says otherwise; then the test's own.
    */
   private coordinatorArgs(): string[] {
-    return [`--submit-wait-for-slots-ms=${PATIENCE_MS}`, ...(this.options.coordinatorArgs ?? [])];
+    return [
+      `--submit-wait-for-slots-ms=${PATIENCE_MS}`,
+      `--connector-check-timeout-ms=${PATIENCE_MS}`,
+      ...(this.options.coordinatorArgs ?? []),
+    ];
   }
 
   /** The flags that point a node at the HA election (a coordinator stands in it, a worker follows it). */

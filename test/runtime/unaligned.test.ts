@@ -90,27 +90,57 @@ describe('unaligned checkpoints (local runtime)', () => {
     }
   });
 
-  test('a batch slower than a slice is processed in slices: the barrier overtakes the rest of it, which is kept and replayed exactly', async () => {
-    // On the tasks' clock, moved 1 ms by each record the map takes: a batch of 1 000 is 1 s of work, a
-    // slice 50 records (SOURCE_BATCH_TARGET_MS). The map spins too, so the job is mid-stream when asked.
+  /**
+   * The slow job on the tasks' clock, moved 1 ms by each record the map takes (a batch of 1 000 is 1 s
+   * of work, a slice 50 records: SOURCE_BATCH_TARGET_MS); the map spins too, so the job is mid-stream
+   * when asked. Started (from `restore`, if given), an unaligned checkpoint once the map has taken
+   * `after` records, then canceled: the checkpoint, and how many records of work it took.
+   */
+  const clocked = () => {
     let clockMs = 0;
     const job = slowJob(100, () => (clockMs += 1));
+    const checkpointAfter = async (after: number, restore?: JobSnapshot) => {
+      const exec = startJob(job, { parallelism: 2, taskClock: () => clockMs, ...(restore ? { restore } : {}) });
+      await waitFor(`${after} records through the slow stage`, () =>
+        exec.metrics().some((t) => t.task.includes('map') && t.recordsIn >= after),
+      );
+      const triggeredAt = clockMs;
+      const snapshot = await exec.triggerCheckpoint({ unaligned: true });
+      const took = clockMs - triggeredAt;
+      exec.cancel('stopped by the test after its checkpoint');
+      await exec.done.catch(() => undefined);
+      return { snapshot, took };
+    };
+    return { job, checkpointAfter };
+  };
+
+  test('a batch slower than a slice is processed in slices: the barrier overtakes the rest of it, which is kept and replayed exactly', async () => {
+    const { job, checkpointAfter } = clocked();
     const expected = await runJob(job, { parallelism: 2 });
-    const exec = startJob(job, { parallelism: 2, taskClock: () => clockMs });
-    await waitFor('records through the slow stage', () =>
-      exec.metrics().some((t) => t.task.includes('map') && t.recordsIn >= 3_000),
-    );
-    const triggeredAt = clockMs;
-    const snapshot = await exec.triggerCheckpoint({ unaligned: true });
+    const { snapshot, took } = await checkpointAfter(3_000);
     // Each map subtask took the barrier at its next slice's end, not its batch's: a few slices of work.
-    const took = clockMs - triggeredAt;
-    exec.cancel('stopped by the test after its checkpoint');
-    await exec.done.catch(() => undefined);
     assert.ok(took < 500, `the checkpoint took ${took} records of the slow stage's work`);
     assert.ok(inflightOf(snapshot).records > 0, 'records were in flight');
     for (const parallelism of [2, 3]) {
       const restored = await runJob(job, { parallelism, restore: snapshot });
       assert.deepEqual(sortBy(restored.collected.sums!), sortBy(expected.collected.sums!), `at ${parallelism}`);
+    }
+  });
+
+  test('records in flight being replayed after a restore are overtaken by the next unaligned barrier, kept with its checkpoint and replayed exactly', async () => {
+    const { job, checkpointAfter } = clocked();
+    const expected = await runJob(job, { parallelism: 2 });
+    const first = await checkpointAfter(3_000);
+    const restored = inflightOf(first.snapshot).records;
+    // Restored: the map subtasks replay what was in flight first. A checkpoint asked for as the replay
+    // starts is taken a few slices in, not after the whole replay.
+    const { snapshot, took } = await checkpointAfter(1, first.snapshot);
+    assert.ok(restored >= 1_000, `${restored} records were in flight at the first checkpoint`);
+    assert.ok(took < restored / 4, `the checkpoint took ${took} records of work, of ${restored} to replay`);
+    assert.ok(inflightOf(snapshot).records > 0, 'what was left to replay is in flight again');
+    for (const parallelism of [2, 3]) {
+      const run = await runJob(job, { parallelism, restore: snapshot });
+      assert.deepEqual(sortBy(run.collected.sums!), sortBy(expected.collected.sums!), `at ${parallelism}`);
     }
   });
 });

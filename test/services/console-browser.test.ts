@@ -109,6 +109,13 @@ describe(
           await page.locator('[data-testid=checkpoints] tbody tr td').filter({ hasText: 'periodic' }).first().waitFor();
           // A few seconds of history, so the charts have a line to show.
           await page.waitForFunction("document.querySelectorAll('[data-testid=checkpoints] tbody tr').length >= 8");
+          // A checkpoint's id opens each subtask's part: one row per subtask of the job (2 tasks at p=2 here).
+          await page.locator('[data-testid=checkpoints] tbody tr button').first().click();
+          await page.waitForFunction(
+            "document.querySelectorAll('[data-testid=checkpoint-subtasks] tbody tr').length === 4",
+          );
+          const part = (await page.locator('[data-testid=checkpoint-subtasks] tbody tr').first().textContent()) ?? '';
+          assert.match(part, /#\d+ ms\d+ ms\d+ ms(aligned|unaligned)/, 'a subtask, its ack, start delay and alignment');
           await page.screenshot({ path: join(ARTIFACTS, 'job.png'), fullPage: true });
 
           const savepointDir = join(h.dir, 'savepoint-from-ui');

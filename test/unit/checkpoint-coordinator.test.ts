@@ -108,7 +108,7 @@ function harness(
     { clock, storage, log, metrics },
   );
   const advance = (ms: number): void => clock.advance(ms);
-  const ack = (id: number, ok = true, which = job.subtasks, commits = false): void => {
+  const ack = (id: number, ok = true, which = job.subtasks, commits = false, inflightBytes = 0): void => {
     for (const t of which) {
       const m = {
         type: 'SubtaskCheckpointed',
@@ -122,8 +122,8 @@ function harness(
         alignmentMs: 3,
         stateSha256: 'ab',
         commits,
-        unaligned: false,
-        inflightBytes: 0,
+        unaligned: inflightBytes > 0,
+        inflightBytes,
         startDelayMs: 1,
       } as MessageOf<'SubtaskCheckpointed'>;
       cc.onAck(m);
@@ -474,6 +474,52 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(h.failed, [
       'its final checkpoint failed: subtask ' + `${h.job.subtasks[0]!.taskId}#0` + ' could not snapshot: disk full',
     ]);
+  });
+
+  test('unaligned: once the sources have ended, periodic checkpoints go on until one finds nothing in flight; then the final one begins', async () => {
+    for (const alignment of ['unaligned', 'adaptive'] as const) {
+      const h = harness({
+        intervalMs: 1_000,
+        alignment,
+        ...(alignment === 'adaptive' ? { alignedTimeoutMs: 500 } : {}),
+      });
+      for (const t of h.job.subtasks) h.cc.onFinalRequested(t.taskId, t.index);
+      await settle();
+      assert.deepEqual(
+        h.types(),
+        [],
+        `${alignment}: no final checkpoint behind a backlog that may take longer than its timeout`,
+      );
+      await h.tickAfter(1_000);
+      assert.deepEqual(h.types(), ['TriggerCheckpoint'], `${alignment}: periodic checkpoints go on`);
+      h.ack(1, true, h.job.subtasks, false, 4_000);
+      await settle();
+      assert.deepEqual(
+        h.types(),
+        ['TriggerCheckpoint', 'CommitCheckpoint'],
+        `${alignment}: records were still in flight`,
+      );
+      await h.tickAfter(1_000);
+      h.ack(2);
+      await settle();
+      assert.deepEqual(h.types().slice(-2), ['CommitCheckpoint', 'FinalCheckpointAssigned'], `${alignment}: drained`);
+      await h.tickAfter(1_000);
+      assert.equal(h.types().at(-1), 'FinalCheckpointAssigned', `${alignment}: no periodic checkpoint after it`);
+    }
+    // A periodic checkpoint that fails meanwhile: waiting longer would not help, the final one begins.
+    const f = harness({ intervalMs: 1_000, alignment: 'unaligned' });
+    for (const t of f.job.subtasks) f.cc.onFinalRequested(t.taskId, t.index);
+    await f.tickAfter(1_000);
+    f.ack(1, false, f.job.subtasks.slice(0, 1));
+    await settle();
+    assert.deepEqual(f.types(), ['TriggerCheckpoint', 'AbortCheckpoint', 'FinalCheckpointAssigned']);
+    // A periodic checkpoint begun before the sources ended says nothing of what is left after them.
+    const b = harness({ intervalMs: 1_000, alignment: 'unaligned' });
+    await b.tickAfter(1_000);
+    for (const t of b.job.subtasks) b.cc.onFinalRequested(t.taskId, t.index);
+    b.ack(1);
+    await settle();
+    assert.deepEqual(b.types(), ['TriggerCheckpoint', 'CommitCheckpoint']);
   });
 
   test('an id that cannot be claimed: a periodic checkpoint is skipped until the next interval; a final one fails the job', async () => {
