@@ -68,9 +68,8 @@ export class CheckpointCoordinator {
   private readonly finalGate = new FinalCheckpointGate(
     () => this.job.plan.tasks.filter((t) => t.inputs.length === 0).reduce((n, t) => n + t.parallelism, 0),
     () => {
-      const c = this.job.checkpoint;
-      const alignment = periodicAlignment(c);
-      return c.intervalMs > 0 && !!c.checkpointDir && (alignment.unaligned || alignment.switchAfterMs > 0);
+      const alignment = periodicAlignment(this.job.checkpoint);
+      return this.periodicScheduled() && (alignment.unaligned || alignment.switchAfterMs > 0);
     },
   );
   /** The final checkpoint's id, once claimed. */
@@ -158,7 +157,7 @@ export class CheckpointCoordinator {
       }
       return;
     }
-    if (!c.checkpointDir || c.intervalMs <= 0) return;
+    if (!this.periodicScheduled()) return;
     // A hot rescale's checkpoint is its own; the next periodic one waits until the job is rewired.
     if (job.cutover) return;
     const due = now - this.lastTriggeredAt >= c.intervalMs && now - this.lastEndedAt >= c.minPauseMs;
@@ -339,6 +338,12 @@ export class CheckpointCoordinator {
     this.port.maybeComplete();
   }
 
+  /** The job takes periodic checkpoints: it has a directory and an interval. */
+  private periodicScheduled(): boolean {
+    const c = this.job.checkpoint;
+    return c.checkpointDir !== '' && c.intervalMs > 0;
+  }
+
   /** A checkpoint the timer triggered (not a savepoint, the final one, or one asked for now). */
   private periodic(p: PendingCheckpoint): boolean {
     return !p.savepoint && !p.final && !p.requested;
@@ -462,12 +467,12 @@ export class CheckpointCoordinator {
       this.abort('finalize_failed', `its COMPLETED marker could not be written: ${(err as Error).message}`);
       return;
     }
-    this.history.add(reportCompleted(services, job.id, p, marker.completedAtMs));
+    const completed = reportCompleted(services, job.id, p, marker.completedAtMs);
+    this.history.add(completed);
     this.pending = undefined;
     this.lastEndedAt = services.clock.now();
     if (this.periodic(p)) this.consecutiveFailures = 0;
-    if (p.afterSourcesEnded)
-      this.finalGate.periodicEnded(Object.values(p.acks).reduce((n, a) => n + a.inflightBytes, 0));
+    if (p.afterSourcesEnded) this.finalGate.periodicEnded(completed.inflightBytes);
     this.idle.wake();
     this.port.completed?.(marker.completedAtMs);
     // Each subtask that prepared something owes a confirmation once it has made it visible.
