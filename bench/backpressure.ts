@@ -33,8 +33,10 @@ export interface BackpressureBench {
   completed: number;
   /** Periodic checkpoints given up (timed out or failed) over the run. */
   failed: number;
-  /** Aligned checkpoints taken again unaligned past their aligned timeout (adaptive). */
+  /** Aligned checkpoints taken again unaligned past their aligned timeout (adaptive, a worker of protocol 3). */
   switched: number;
+  /** Completed checkpoints whose barriers overtook what was ahead of them (adaptive: converted in place). */
+  unaligned: number;
   checkpointMsMedian: number;
   checkpointMsMax: number;
   /** The longest time without a completed checkpoint, from the run's start. */
@@ -111,6 +113,7 @@ async function measure(mode: (typeof MODES)[number], seconds: number): Promise<B
       completed: done.length,
       failed: aborted.failed - abortedAtStart.failed,
       switched: aborted.switched - abortedAtStart.switched,
+      unaligned: done.filter((k) => k.alignment === 'unaligned').length,
       checkpointMsMedian: median(durations),
       checkpointMsMax: durations.at(-1) ?? NaN,
       longestGapMs: gap,

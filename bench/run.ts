@@ -201,7 +201,7 @@ if (wantsGroup('checkpoint')) {
   for (const b of runScript<BackpressureBench[]>('backpressure bench', script('backpressure.ts'))) {
     report(
       { name: `checkpoints under backpressure, ${b.mode}`, group: 'checkpoint', ...b },
-      `${b.completed} in ${b.seconds} s (${b.failed} failed${b.switched > 0 ? `, ${b.switched} taken again unaligned` : ''}), p50 ${b.checkpointMsMedian.toFixed(0)} ms, max ${b.checkpointMsMax.toFixed(0)} ms, ` +
+      `${b.completed} in ${b.seconds} s (${b.unaligned} unaligned, ${b.failed} failed${b.switched > 0 ? `, ${b.switched} taken again unaligned` : ''}), p50 ${b.checkpointMsMedian.toFixed(0)} ms, max ${b.checkpointMsMax.toFixed(0)} ms, ` +
         `longest without one ${(b.longestGapMs / 1000).toFixed(1)} s; in flight up to ${fmt.format(b.inflightBytesMax)} B; ` +
         `workers ${b.workerRssMbStart.toFixed(0)} -> ${b.workerRssMbEnd.toFixed(0)} MB`,
     );

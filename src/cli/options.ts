@@ -85,13 +85,13 @@ export const checkpointOptions = (): Option[] => [
   ),
   new Option(
     '--alignment <mode>',
-    'barrier alignment: aligned; unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned); or adaptive (aligned, taken again unaligned past --aligned-checkpoint-timeout-ms)',
+    'barrier alignment: aligned; unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned); or adaptive (aligned, converted to unaligned past --aligned-checkpoint-timeout-ms)',
   )
     .choices(['aligned', 'unaligned', 'adaptive'])
     .default('aligned'),
   new Option(
     '--aligned-checkpoint-timeout-ms <ms>',
-    "with --alignment adaptive: a periodic checkpoint not complete within this is taken again unaligned (Flink's execution.checkpointing.aligned-checkpoint-timeout) (0: unaligned from the start)",
+    "with --alignment adaptive: a periodic checkpoint not complete within this becomes unaligned, its barriers overtaking from there (Flink's execution.checkpointing.aligned-checkpoint-timeout) (0: unaligned from the start)",
   )
     .argParser(nonNegativeInt)
     .default(0),

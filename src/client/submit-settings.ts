@@ -47,7 +47,7 @@ export const SUBMIT_PARAMETERS = {
   aligned_checkpoint_timeout_ms: {
     flag: '--aligned-checkpoint-timeout-ms',
     parse: wholeNumber(0),
-    doc: 'with alignment adaptive: a periodic checkpoint not complete within this is taken again unaligned (0: unaligned from the start)',
+    doc: 'with alignment adaptive: a periodic checkpoint not complete within this becomes unaligned (0: unaligned from the start)',
   },
   checkpoint_timeout_ms: {
     flag: '--checkpoint-timeout-ms',

@@ -41,7 +41,7 @@ export function checkpointTimeoutMs(c: { timeoutMs: number; intervalMs: number }
 }
 
 /**
- * How a job's periodic checkpoints start, and after how long an aligned one is taken again unaligned
+ * How a job's periodic checkpoints start, and after how long an aligned one becomes unaligned
  * (0: never). As Flink's unaligned checkpoints with an aligned-checkpoint-timeout: `adaptive` (or
  * `unaligned`) with a timeout starts aligned; without one, unaligned from the start.
  */
@@ -138,11 +138,20 @@ export class CheckpointCoordinator {
     const p = this.pending;
     const switchAfterMs = periodicAlignment(c).switchAfterMs;
     if (p && switchAfterMs > 0 && this.periodic(p) && !p.unaligned && now - p.startedAt > switchAfterMs) {
-      // Adaptive: the records ahead of its barriers take too long; its barriers overtake them instead.
-      // Flink converts each barrier in place; here the checkpoint is taken again, unaligned, at once.
+      // Adaptive: the records ahead of its barriers take too long; its barriers overtake them instead,
+      // converted in place (as in Flink). A worker too old to be told so has it taken again unaligned.
+      if (this.port.convertsInPlace()) {
+        p.unaligned = true;
+        this.services.log.info(
+          { jobId: job.id, checkpointId: p.id },
+          `checkpoint ${p.id} of job ${job.id} aligned for over ${switchAfterMs} ms (--aligned-checkpoint-timeout-ms): its barriers overtake from here`,
+        );
+        this.port.post(makeMessage('ConvertCheckpoint', { jobId: job.id, checkpointId: p.id }));
+        return;
+      }
       this.abort(
         'switched_to_unaligned',
-        `aligned for over ${switchAfterMs} ms (--aligned-checkpoint-timeout-ms): taken again unaligned`,
+        `aligned for over ${switchAfterMs} ms (--aligned-checkpoint-timeout-ms), and a worker of the job speaks a protocol before in-place conversion: taken again unaligned`,
       );
       this.switchToUnaligned = true;
       if (this.pending || this.starting) return;

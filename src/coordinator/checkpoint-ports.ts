@@ -121,6 +121,8 @@ export interface CheckpointPort {
   cancel(reason: string): void;
   /** A checkpoint completed at `completedAtMs` (the job may forgive restarts spent). */
   completed?(completedAtMs: number): void;
+  /** Every worker of the job takes ConvertCheckpoint (else adaptive alignment takes a checkpoint again unaligned). */
+  convertsInPlace(): boolean;
 }
 
 /** The services every job's checkpoint coordinator shares. */

@@ -7,6 +7,7 @@
  */
 import { subtaskKey } from '../plan/index.js';
 import {
+  CONVERT_CHECKPOINT_PROTOCOL_VERSION,
   decodeCollected,
   encodeCollected,
   makeMessage,
@@ -89,6 +90,8 @@ export class JobMaster implements JobOps {
         maybeComplete: () => this.maybeComplete(),
         cancel: (reason) => this.cancel(reason),
         completed: (at) => this.checkpointCompleted(at),
+        convertsInPlace: () =>
+          this.job.subtasks.every((t) => t.session.protocolVersion >= CONVERT_CHECKPOINT_PROTOCOL_VERSION),
       },
       services.checkpoints,
       restoredFrom,

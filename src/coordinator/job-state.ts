@@ -103,6 +103,8 @@ export interface WorkerSession {
   dataHost: string;
   httpPort: number;
   runtime: string;
+  /** The protocol it speaks (what it can be sent). */
+  protocolVersion: number;
   registeredAt: number;
   lastSeen: number;
   /** retiring: replaced by a new registration, its connection read to the end before it is retired. */
@@ -252,6 +254,8 @@ export interface WorkerView {
   dataHost: string;
   httpPort: number;
   runtime: string;
+  /** The protocol it speaks (what it can be sent). */
+  protocolVersion: number;
   registeredAt: number;
   lastSeenMsAgo: number;
   slotsUsed: number;

@@ -79,6 +79,7 @@ export function workerView(
     dataHost: s.dataHost,
     httpPort: s.httpPort,
     runtime: s.runtime,
+    protocolVersion: s.protocolVersion,
     registeredAt: s.registeredAt,
     lastSeenMsAgo: now - s.lastSeen,
     subtasks,

@@ -193,6 +193,7 @@ export class WorkerRegistry {
       dataHost: m.dataHost,
       httpPort: m.httpPort,
       runtime: m.runtime,
+      protocolVersion: m.protocolVersion,
       registeredAt: this.clock.now(),
       lastSeen: this.clock.now(),
       state: 'active',

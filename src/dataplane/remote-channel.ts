@@ -14,7 +14,7 @@ import { PeerLostError } from '../errors.js';
 import type { ChannelCount, ClinkMetrics } from '../metrics/index.js';
 import { dial, FrameReader, gatheredWrites, type TlsClientConfig } from '../net/index.js';
 import { decodeMessage, encodeFrame, makeMessage, type MessageOf } from '../protocol/index.js';
-import { BARRIER, BATCH, END, type ChannelSink, type StreamElement } from '../runtime/index.js';
+import { BARRIER, BATCH, END, type BarrierElement, type ChannelSink, type StreamElement } from '../runtime/index.js';
 import { elementFrame, MSGPACK_ONLY, type BatchReads } from './frames.js';
 import type { ChannelLabels } from './inbound.js';
 
@@ -76,12 +76,7 @@ export class RemoteChannel implements ChannelSink {
   push(element: StreamElement): void {
     if (this.failure || this.ended) return;
     if (element.kind === BARRIER && element.unaligned) {
-      // It overtakes what waits for credit: the receiver counts that in as in flight (runtime/inflight.ts),
-      // and takes it at once beyond the credits (InboundChannel.overtakenToCome), so the capture is whole without
-      // waiting for the receiving task to work through its queue. The credits go negative: this channel
-      // sends nothing more until the receiver has given them back.
-      this.transport.write(elementFrame({ ...element, overtaken: this.pending.length }, this.reads));
-      this.transmit(true);
+      this.overtake(element, this.pending.length);
       return;
     }
     if (element.kind === END) this.ended = true;
@@ -89,14 +84,36 @@ export class RemoteChannel implements ChannelSink {
     this.transmit();
   }
 
-  /** Send what waits, in order, while batches have credit (`overtaken`: every one, behind an unaligned barrier). */
-  private transmit(overtaken = false): void {
+  /** Adaptive alignment converted checkpoint `checkpointId`: its barrier waiting here overtakes what waits ahead of it. */
+  overtakeWith(checkpointId: number): void {
+    if (this.failure) return;
+    const at = this.pending.findIndex((e) => e.kind === BARRIER && e.checkpointId === checkpointId);
+    if (at < 0) return;
+    const [barrier] = this.pending.splice(at, 1) as [BarrierElement];
+    this.overtake({ ...barrier, unaligned: true }, at);
+  }
+
+  /**
+   * An unaligned barrier goes ahead of the first `count` elements waiting: the receiver counts those in
+   * as in flight (runtime/inflight.ts) and takes them at once beyond the credits
+   * (InboundChannel.overtakenToCome), so the capture is whole without waiting for the receiving task to
+   * work through its queue. The credits go negative: this channel sends nothing more until the receiver
+   * has given them back.
+   */
+  private overtake(barrier: BarrierElement, count: number): void {
+    this.transport.write(elementFrame({ ...barrier, overtaken: count }, this.reads));
+    this.transmit(count);
+  }
+
+  /** Send what waits, in order, while batches have credit (the first `forced` elements whatever the credit). */
+  private transmit(forced = 0): void {
     while (this.pending.length > 0 && !this.failure) {
       const e = this.pending[0]!;
       if (e.kind === BATCH) {
-        if (this.credits <= 0 && !overtaken) break;
+        if (this.credits <= 0 && forced <= 0) break;
         this.credits--;
       }
+      forced--;
       this.pending.shift();
       const frame = elementFrame(e, this.reads);
       this.transport.write(frame);

@@ -173,7 +173,7 @@ export const JobSummary = shaped<JobView>(
           type: 'string',
           enum: [...CHECKPOINT_FAILURE_REASONS],
           description:
-            'expired, declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker) or switched_to_unaligned (taken again unaligned)',
+            'expired, declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker) or switched_to_unaligned (taken again unaligned: a worker too old to convert it in place)',
         },
         detail: str('what happened'),
         at: int(),
@@ -299,6 +299,7 @@ export const WorkerList = open({
       dataHost: str(),
       httpPort: int(),
       runtime: str(),
+      protocolVersion: int('the cluster protocol it speaks'),
       registeredAt: int(),
       lastSeenMsAgo: int(),
       subtasks: list(str(), '<jobId>/<task>#<index> of what runs on it'),

@@ -28,7 +28,7 @@ export function checkpointSettingsFindings(c: CheckpointSettings): Finding[] {
     out.push(
       lintWarning(
         'aligned-timeout-without-unaligned',
-        `--aligned-checkpoint-timeout-ms ${c.alignedTimeoutMs} is ignored with --alignment aligned: give --alignment adaptive to take a checkpoint again unaligned past it`,
+        `--aligned-checkpoint-timeout-ms ${c.alignedTimeoutMs} is ignored with --alignment aligned: give --alignment adaptive to make a checkpoint unaligned past it`,
       ),
     );
   if (c.alignment === 'adaptive' && c.alignedTimeoutMs === 0)

@@ -20,7 +20,7 @@ import {
 import type { Logger } from '../log/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { subtaskKey, type PhysicalPlan } from '../plan/index.js';
-import { decodeCollected, makeMessage, type Message } from '../protocol/index.js';
+import { CONVERT_CHECKPOINT_PROTOCOL_VERSION, decodeCollected, makeMessage, type Message } from '../protocol/index.js';
 import type { CheckpointSettings } from '../client/index.js';
 import type { Clock } from '../util/index.js';
 
@@ -45,6 +45,8 @@ export interface LeaderRunOptions {
   members: readonly string[];
   /** The checkpoint the attempt resumed from (its ids number above it). */
   restoredFrom: number;
+  /** The oldest protocol a member speaks. */
+  oldestProtocol: number;
 }
 
 export interface LeaderRunDeps {
@@ -112,6 +114,7 @@ export class LeaderRun {
         failed: (reason) => this.fail(reason),
         maybeComplete: () => this.maybeComplete(),
         cancel: (reason) => this.fail(reason),
+        convertsInPlace: () => o.oldestProtocol >= CONVERT_CHECKPOINT_PROTOCOL_VERSION,
       },
       { clock: deps.clock, storage: deps.storage, log: deps.log, metrics: deps.metrics },
       o.restoredFrom,

@@ -66,6 +66,7 @@ export class MemberRun {
         if (this.slice.deploy.tasks.length > 0) await this.host.handle(this.slice.peers);
         return;
       case 'TriggerCheckpoint':
+      case 'ConvertCheckpoint':
       case 'CommitCheckpoint':
       case 'AbortCheckpoint':
       case 'FinalCheckpointAssigned':

@@ -9,7 +9,14 @@
 import type { Socket } from 'node:net';
 import { ClinkError } from '../errors.js';
 import { connectWithin, FrameConnection, listenOn } from '../net/index.js';
-import { encodeFrame, makeMessage, MAX_FIRST_FRAME_BYTES, type Message, type MessageOf } from '../protocol/index.js';
+import {
+  encodeFrame,
+  LOCAL_PROTOCOL,
+  makeMessage,
+  MAX_FIRST_FRAME_BYTES,
+  type Message,
+  type MessageOf,
+} from '../protocol/index.js';
 import { setTimer } from '../util/index.js';
 import { shapeDifference, topologyFingerprint, type TopologyShape } from './fingerprint.js';
 
@@ -46,6 +53,8 @@ export interface Membership {
 /** The leader's side once settled: its control connection to each joiner, by exchange address. */
 export interface Led extends Membership {
   joiners: Map<string, FrameConnection>;
+  /** The oldest protocol any member speaks (what the run's members can all be sent). */
+  oldestProtocol: number;
   close(): void;
 }
 
@@ -98,6 +107,7 @@ export async function lead(o: LeadOptions): Promise<Led> {
     throw new MeshError(`--lead needs the number of members (at least 1), got ${o.members}`);
   const timeoutMs = o.timeoutMs ?? DEFAULT_RENDEZVOUS_TIMEOUT_MS;
   const joiners = new Map<string, FrameConnection>();
+  const protocols = new Map<string, number>();
   const fingerprint = topologyFingerprint(o.shape);
   const { server, port } = await listenOn(o.control.host, o.control.port, { port: '--control', host: '--control' });
   const pending = new Set<FrameConnection>();
@@ -146,6 +156,7 @@ export async function lead(o: LeadOptions): Promise<Led> {
         checkpointJson,
         attempt,
         joiners,
+        oldestProtocol: Math.min(LOCAL_PROTOCOL.version, ...[...joiners.keys()].map((j) => protocols.get(j)!)),
         close: closeAll,
       });
     };
@@ -189,6 +200,7 @@ export async function lead(o: LeadOptions): Promise<Led> {
       const differs = shapeDifference(o.shape, theirs);
       if (differs) return refuse(`its job differs from the leader's: ${differs}`);
       joiners.set(first.exchange, conn);
+      protocols.set(first.exchange, first.protocolVersion || 1);
       // A joiner gone before the run is complete frees its place.
       void conn.closed.then(() => {
         if (!settled && joiners.get(first.exchange) === conn) joiners.delete(first.exchange);

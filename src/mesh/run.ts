@@ -236,7 +236,16 @@ async function runAttempt(
     let ended!: (r: RunOutcome) => void;
     leaderEnded = new Promise((r) => (ended = r));
     const run = new LeaderRun(
-      { jobId, jobName, plan: o.plan, checkpoint, placement, members, restoredFrom: restore?.checkpointId ?? 0 },
+      {
+        jobId,
+        jobName,
+        plan: o.plan,
+        checkpoint,
+        placement,
+        members,
+        restoredFrom: restore?.checkpointId ?? 0,
+        oldestProtocol: membership.oldestProtocol,
+      },
       {
         clock: systemClock,
         post: (i, m) => {

@@ -251,7 +251,7 @@ export class ClinkMetrics {
 
   readonly checkpointsAborted = zeroedByReason(CHECKPOINT_FAILURE_REASONS, {
     name: 'clink_checkpoints_aborted_total',
-    help: 'Checkpoints aborted, by reason: expired (not complete within its timeout), declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker could not be written), switched_to_unaligned (aligned past --aligned-checkpoint-timeout-ms, taken again unaligned)',
+    help: 'Checkpoints aborted, by reason: expired (not complete within its timeout), declined (a subtask could not snapshot), finalize_failed (its COMPLETED marker could not be written), switched_to_unaligned (aligned past --aligned-checkpoint-timeout-ms on a job with a worker too old to convert it in place, taken again unaligned)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -85,7 +85,7 @@ export const CheckpointConfig = struct('CheckpointConfig', {
   alignedTimeoutMs: tail(
     u64,
     0,
-    'with alignment adaptive or unaligned: a periodic checkpoint starts aligned and, not complete within this, is taken again unaligned; 0 = unaligned from the start',
+    'with alignment adaptive or unaligned: a periodic checkpoint starts aligned and, not complete within this, becomes unaligned; 0 = unaligned from the start',
   ),
 });
 
@@ -517,6 +517,16 @@ export const MESSAGES = {
     subtasks: field(list(SubtaskPeers)),
     epoch,
   }),
+  ConvertCheckpoint: message(
+    113,
+    'coordinator->worker',
+    'an aligned checkpoint past its aligned timeout becomes unaligned: its barriers overtake from here (protocol 4)',
+    {
+      jobId: field(string),
+      checkpointId: field(u64),
+      epoch,
+    },
+  ),
 
   // worker -> worker: a mesh run's rendezvous (design record 017), on the leader's control port.
   MeshRegister: message(

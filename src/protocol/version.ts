@@ -10,9 +10,13 @@ import { ClinkError } from '../errors.js';
  * The protocol this build speaks. 2: a worker may end its session when the coordinator sends no frame
  * (a HeartbeatAck at least) for its coordinator heartbeat timeout; a v1 coordinator answers no
  * heartbeat reliably, so a worker only does this with a v2 coordinator. 3: a worker confirms each
- * checkpoint its sinks committed (CheckpointCommitted), a kind a v2 coordinator does not know.
+ * checkpoint its sinks committed (CheckpointCommitted), a kind a v2 coordinator does not know. 4: a
+ * coordinator converts an aligned checkpoint to unaligned in place (ConvertCheckpoint), a kind a v3
+ * worker does not know; it takes one again unaligned on a job with such a worker.
  */
-export const CLUSTER_PROTOCOL_VERSION = 3;
+export const CLUSTER_PROTOCOL_VERSION = 4;
+/** The first protocol whose workers take ConvertCheckpoint. */
+export const CONVERT_CHECKPOINT_PROTOCOL_VERSION = 4;
 /** The first protocol whose coordinators take CheckpointCommitted. */
 export const COMMIT_CONFIRMATION_PROTOCOL_VERSION = 3;
 /** The first protocol whose coordinators answer every heartbeat with a HeartbeatAck. */

@@ -53,6 +53,13 @@ export class BarrierAligner {
     return this.aligning?.id;
   }
 
+  /** Checkpoint `checkpointId`'s alignment in progress: the channels that delivered its barrier, and for how long. */
+  delivered(checkpointId: number): { channels: number[]; alignmentMs: number } | undefined {
+    const a = this.aligning;
+    if (!a || a.id !== checkpointId) return undefined;
+    return { channels: [...a.got], alignmentMs: this.now() - a.since };
+  }
+
   get heldCount(): number {
     return this.held.length;
   }

@@ -26,6 +26,7 @@ export {
   BARRIER,
   type StreamElement,
   type RecordBatch,
+  type BarrierElement,
 } from './elements.js';
 export { InputQueue } from './queue.js';
 export { initialBatchLimit } from './debloat.js';

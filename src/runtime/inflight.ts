@@ -7,7 +7,12 @@
  * - a channel whose barrier has not come: every record that arrives on it until its barrier does;
  * - a channel whose barrier came: the records queued before the barrier, and the `overtaken` elements
  *   after it (what the barrier overtook in the sender's output, still on their way);
- * - a channel that ended: what it delivered before its end.
+ * - a channel that ended: what it delivered before its end;
+ * - a channel whose barrier the task took aligned before the checkpoint became unaligned (adaptive
+ *   alignment, design record 023): nothing (what came before that barrier was processed).
+ *
+ * A channel's barrier may also come aligned, in the ordinary lane (sent before the checkpoint became
+ * unaligned): then the records queued before it on its channel are in flight.
  *
  * Records are encoded as they are taken in (a user function may change a record it is given), as
  * record batches with the operator input they feed. Elements other than records are not kept: a
@@ -18,7 +23,7 @@
  */
 import { encodeRecordBatch } from '../protocol/index.js';
 import { deferred } from '../util/index.js';
-import { BATCH, END, type StreamElement } from './elements.js';
+import { BARRIER, BATCH, END, type StreamElement } from './elements.js';
 
 /** Records of one channel that were in flight at an unaligned checkpoint, as the operator input they feed. */
 export interface InflightBatch {
@@ -90,13 +95,18 @@ export class InflightCapture {
       }
       return;
     }
-    if (e.kind === END) {
+    if (e.kind === END || (e.kind === BARRIER && e.checkpointId === this.checkpointId)) {
       this.finish(c);
       return;
     }
     this.keep(e);
     if (o === 1) this.finish(c);
     else if (o > 1) this.owed[c] = o - 1;
+  }
+
+  /** The task took channel `channel`'s barrier aligned, before the checkpoint became unaligned: nothing of it is in flight. */
+  delivered(channel: number): void {
+    if (this.owed[channel] === OPEN) this.finish(channel);
   }
 
   /** The scan at the snapshot is done: channels whose barrier came before it and left nothing behind it are settled. */

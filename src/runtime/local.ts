@@ -194,6 +194,15 @@ export class LocalExecution {
     return p;
   }
 
+  /**
+   * Every checkpoint in flight becomes unaligned, as adaptive alignment converts one past its aligned
+   * timeout: its barriers overtake the records ahead of them from here.
+   */
+  convertCheckpoints(): void {
+    for (const id of this.pendingCheckpoints.keys())
+      for (const { runner } of this.runners) runner.convertCheckpoint(id);
+  }
+
   private onSnapshot(checkpointId: number, key: string, snap: SubtaskSnapshot): void {
     const pending = this.pendingCheckpoints.get(checkpointId);
     if (!pending) return;

@@ -65,11 +65,15 @@ export class InputQueue {
       this.buf.push(e);
     }
     if (e.kind === BATCH && ++this.batches > this.highWaterBatches) this.highWaterBatches = this.batches;
-    const c = this.consumer;
-    if (c) {
-      this.consumer = null;
-      c.resolve();
-    }
+    this.wakeConsumer();
+  }
+
+  /** An unaligned barrier that stands for no channel's (an aligned checkpoint converted): the task's turn to take it. */
+  pushTurn(b: BarrierElement): void {
+    if (this.failure !== undefined) return;
+    this.priority.push(b);
+    this.onPriority?.();
+    this.wakeConsumer();
   }
 
   get hasPriority(): boolean {
@@ -160,6 +164,13 @@ export class InputQueue {
   release(channel: number): void {
     this.held[channel] = Math.max(0, (this.held[channel] ?? 0) - 1);
     this.wakeProducers();
+  }
+
+  private wakeConsumer(): void {
+    const c = this.consumer;
+    if (!c) return;
+    this.consumer = null;
+    c.resolve();
   }
 
   private wakeProducers(): void {

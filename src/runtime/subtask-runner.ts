@@ -262,6 +262,20 @@ export class SubtaskRunner {
   }
 
   /**
+   * Aligned checkpoint `checkpointId` is past its aligned timeout (adaptive alignment, design record
+   * 023): its barriers overtake from here. Its barriers waiting for credit go ahead of what they wait
+   * behind; a source's barrier not yet sent goes unaligned; a task with inputs that has not taken it
+   * takes it at its next turn, unaligned, whatever its alignment has got so far.
+   */
+  convertCheckpoint(checkpointId: number): void {
+    if (this.state !== 'RUNNING') return;
+    this.setup.writer.convertBarrier(checkpointId);
+    if (this.taken.has(checkpointId)) return;
+    if (!this.setup.createReader) this.unalignedInput?.convert(checkpointId);
+    else for (const b of this.pendingBarriers) if (b.id === checkpointId) b.unaligned = true;
+  }
+
+  /**
    * A finished subtask's part in checkpoints it never saw a barrier for (its inputs ended first): its
    * final state, which is consistent because its output is complete.
    */
@@ -451,8 +465,13 @@ export class SubtaskRunner {
       ...this.replaying,
       ...this.aligner!.unprocessed(),
     ];
-    const capture = this.unalignedInput!.begin(e, unprocessed);
-    if (capture) await this.checkpoint(e.checkpointId, { capture });
+    // An alignment of it under way (adaptive alignment converted it): its channels owe nothing more,
+    // and what it held comes after the snapshot.
+    const aligned = this.aligner!.delivered(e.checkpointId);
+    const capture = this.unalignedInput!.begin(e, unprocessed, aligned?.channels ?? []);
+    if (!capture) return;
+    this.aligner!.abort(e.checkpointId);
+    await this.checkpoint(e.checkpointId, { capture, alignmentMs: aligned?.alignmentMs ?? 0 });
   }
 
   private async runSource(): Promise<void> {

@@ -33,6 +33,8 @@ export interface ChannelSink {
   waitNotFull(): Promise<void>;
   /** The most records a batch to it should hold, as its receiver asks (buffer debloating); 0 or absent: no limit. */
   readonly batchLimit?: number;
+  /** A channel that holds what waits for credit: an aligned barrier of this checkpoint waiting there overtakes it now. */
+  overtakeWith?(checkpointId: number): void;
 }
 
 /**

@@ -4,8 +4,12 @@
  * task takes it, ahead of everything queued; the first of a checkpoint's barriers taken starts the
  * capture, and the task snapshots at once. A barrier of a newer checkpoint gives up the capture of an
  * older one (it was given up upstream), as an abort does; barriers of a settled checkpoint are dropped.
+ *
+ * Adaptive alignment converts an aligned checkpoint in place (convert): the task snapshots at its next
+ * turn, as if an unaligned barrier had come, and what its channels still owe before their barriers is
+ * in flight; the channels whose barrier its alignment already took owe nothing.
  */
-import type { BarrierElement, StreamElement } from './elements.js';
+import { BARRIER, type BarrierElement, type StreamElement } from './elements.js';
 import { InflightCapture } from './inflight.js';
 import type { InputQueue } from './queue.js';
 
@@ -40,9 +44,15 @@ export class UnalignedInput {
    * Barrier `b` is taken: the capture to snapshot with when it is the first of its checkpoint, else
    * undefined. `unprocessed`: elements taken from the queue but not processed yet (an alignment's).
    */
-  begin(b: BarrierElement, unprocessed: readonly StreamElement[]): InflightCapture | undefined {
+  begin(
+    b: BarrierElement,
+    unprocessed: readonly StreamElement[],
+    /** The channels whose barrier of this checkpoint an alignment took before it became unaligned. */
+    delivered: readonly number[],
+  ): InflightCapture | undefined {
     const c = this.capture;
     if (!c || c.checkpointId !== b.checkpointId || c.started) return undefined;
+    for (const channel of delivered) c.delivered(channel);
     // What was taken from the queue earlier precedes everything in it, on every channel.
     for (const e of unprocessed) c.take(e, -1);
     this.queue.forEachQueued((e, seq) => c.take(e, seq));
@@ -54,6 +64,21 @@ export class UnalignedInput {
       this.settle(c.checkpointId);
     });
     return c;
+  }
+
+  /**
+   * Aligned checkpoint `checkpointId` (not yet taken here) becomes unaligned: the task takes it at its
+   * next turn, through a barrier of the priority lane that stands for no channel's.
+   */
+  convert(checkpointId: number): void {
+    const c = this.capture;
+    if (checkpointId <= this.settled || (c && c.checkpointId >= checkpointId)) return;
+    if (c) {
+      this.cancel();
+      this.onCancelled(c.checkpointId, checkpointId);
+    }
+    this.capture = new InflightCapture(checkpointId, this.channels.ended, this.channels.inputs);
+    this.queue.pushTurn({ kind: BARRIER, channel: -1, checkpointId, unaligned: true });
   }
 
   /** Checkpoint `checkpointId` was aborted: a capture of it (or an older one) stops. */

@@ -188,6 +188,8 @@ export class RecordWriter implements Output {
   watermark = NO_TIMESTAMP;
 
   private lingerTimerAt = Infinity;
+  /** The checkpoint adaptive alignment last converted: its barriers leave unaligned. */
+  private converted = 0;
 
   constructor(
     edges: EdgeOutput[],
@@ -300,6 +302,8 @@ export class RecordWriter implements Output {
    */
   emitBarrier(checkpointId: number, unaligned = false): void {
     this.flush();
+    // Converted before its barrier left (its snapshot was under way): it overtakes all the same.
+    if (checkpointId === this.converted) unaligned = true;
     for (const e of this.edges)
       for (const t of e.e.targets)
         t.queue.push(
@@ -307,6 +311,16 @@ export class RecordWriter implements Output {
             ? { kind: BARRIER, channel: t.channel, checkpointId, unaligned }
             : { kind: BARRIER, channel: t.channel, checkpointId },
         );
+  }
+
+  /**
+   * Aligned checkpoint `checkpointId` became unaligned (adaptive alignment): a barrier of it waiting for
+   * credit goes ahead of what it waits behind, and one not yet sent goes so. A barrier already in a
+   * queue of this process is the receiving task's to take ahead (UnalignedInput.convert).
+   */
+  convertBarrier(checkpointId: number): void {
+    this.converted = checkpointId;
+    for (const q of this.queues) q.overtakeWith?.(checkpointId);
   }
 
   end(): void {

@@ -449,6 +449,12 @@ export class WorkerJob {
     for (const s of this.subtasks) s.runner!.triggerCheckpoint(checkpointId, unaligned);
   }
 
+  /** ConvertCheckpoint: the aligned checkpoint becomes unaligned, here too (SubtaskRunner.convertCheckpoint). */
+  convertCheckpoint(checkpointId: number): void {
+    if (this.deferredCheckpoints.has(checkpointId)) this.deferredCheckpoints.set(checkpointId, true);
+    for (const s of this.subtasks) if (s.runner && !s.done) s.runner.convertCheckpoint(checkpointId);
+  }
+
   /**
    * CommitCheckpoint: the second commit phase, subtask by subtask, in order. Returns the subtasks that
    * committed. One whose commit throws fails: a restore from this checkpoint commits it again.

@@ -31,32 +31,24 @@ import { armCutover, cutoverOf, rebindCutover, releaseCutover, type ArmedCutover
 import { subtaskKey, type JobGraphSpec } from '../plan/index.js';
 import { makeDirectory, RecentIds } from '../util/index.js';
 
-/** The frames a JobHost handles: those of one job. */
-export type JobFrame = MessageOf<
-  | 'Deploy'
-  | 'PeerUpdate'
-  | 'CancelJob'
-  | 'TriggerCheckpoint'
-  | 'CommitCheckpoint'
-  | 'AbortCheckpoint'
-  | 'FinalCheckpointAssigned'
-  | 'BeginRescale'
-  | 'CutoverRebind'
-  | 'CutoverPeerUpdate'
->;
-
-export const JOB_FRAME_TYPES: ReadonlySet<string> = new Set([
+/** The kinds of frame a JobHost handles: those of one job. */
+const JOB_FRAME_KINDS = [
   'Deploy',
   'PeerUpdate',
   'CancelJob',
   'TriggerCheckpoint',
+  'ConvertCheckpoint',
   'CommitCheckpoint',
   'AbortCheckpoint',
   'FinalCheckpointAssigned',
   'BeginRescale',
   'CutoverRebind',
   'CutoverPeerUpdate',
-]);
+] as const;
+
+export type JobFrame = MessageOf<(typeof JOB_FRAME_KINDS)[number]>;
+
+export const JOB_FRAME_TYPES: ReadonlySet<string> = new Set(JOB_FRAME_KINDS);
 
 export interface JobHostConfig {
   workerId: string;
@@ -136,6 +128,9 @@ export class JobHost {
         return;
       case 'TriggerCheckpoint':
         this.triggerCheckpoint(m);
+        return;
+      case 'ConvertCheckpoint':
+        for (const j of this.parts) j.convertCheckpoint(m.checkpointId);
         return;
       case 'CommitCheckpoint':
         await this.commit(m.checkpointId);

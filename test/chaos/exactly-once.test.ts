@@ -54,8 +54,9 @@ async function chaosRun(
     ...(o.debloatTargetMs ? { workerArgs: [`--debloat-target-ms=${o.debloatTargetMs}`] } : {}),
   });
   const log: string[] = [];
-  /** The most in-flight bytes an unaligned checkpoint wrote. */
+  /** The most in-flight bytes an unaligned checkpoint wrote, and the unaligned checkpoints seen. */
   let inflightSeen = 0;
+  const unalignedSeen = new Set<number>();
   try {
     const loaded = await loadJobModule(SINK_JOB, { cacheDir: join(h.dir, 'c') });
     const expectedDir = join(h.dir, 'expected');
@@ -77,7 +78,7 @@ async function chaosRun(
           intervalMs: 300,
           restoreFromDir,
           alignment: o.alignment,
-          // Adaptive: aligned first, taken again unaligned when that takes longer.
+          // Adaptive: aligned first, converted to unaligned in place when that takes longer.
           ...(o.alignment === 'adaptive' ? { alignedTimeoutMs: 200 } : {}),
         },
       });
@@ -95,7 +96,10 @@ async function chaosRun(
           )
         ).body;
         for (const c of checkpoints)
-          if (c.alignment === 'unaligned') inflightSeen = Math.max(inflightSeen, c.inflightBytes);
+          if (c.alignment === 'unaligned') {
+            inflightSeen = Math.max(inflightSeen, c.inflightBytes);
+            unalignedSeen.add(c.checkpointId);
+          }
         const newest = checkpoints.at(-1)?.checkpointId ?? 0;
         if (v.state === 'RUNNING' && newest > after) return newest;
         await sleep(25);
@@ -155,7 +159,10 @@ async function chaosRun(
     assert.deepEqual(await visibleLines(out), expected, `seed ${seed}: output differs after ${log.join('; ')}`);
     // How much was in flight depends on how far the machine let the window stage fall behind: said, not
     // asserted (test/runtime/unaligned.test.ts asserts records in flight are kept and replayed).
-    const inflight = o.alignment !== 'aligned' ? ` (unaligned: up to ${inflightSeen} bytes in flight)` : '';
+    const inflight =
+      o.alignment !== 'aligned'
+        ? ` (${unalignedSeen.size} unaligned${o.alignment === 'adaptive' ? ', converted in place' : ''}: up to ${inflightSeen} bytes in flight)`
+        : '';
     t.diagnostic(`seed ${seed}: ${log.join('; ')}${inflight}`);
   } finally {
     await h.close();

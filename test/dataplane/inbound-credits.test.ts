@@ -183,3 +183,53 @@ test('a sender out of credit sends an unaligned barrier at once, and what it ove
   events!.credit(m.credits, m);
   assert.ok(!remote.isFull);
 });
+
+test('converted in place, an aligned barrier waiting for credit goes at once, ahead of what was before it; what came after it waits for credit', () => {
+  const written: { type: string; overtaken?: number; unaligned?: boolean }[] = [];
+  let events: ChannelEvents | undefined;
+  const remote = new RemoteChannel(
+    (ev) => {
+      events = ev;
+      return {
+        write: (f) => {
+          const m = decodeMessage(f.subarray(4));
+          written.push(
+            m.type === 'DataBarrier'
+              ? { type: m.type, overtaken: m.overtaken, unaligned: m.unaligned }
+              : { type: m.type },
+          );
+        },
+        end: () => undefined,
+        destroy: () => undefined,
+      };
+    },
+    () => undefined,
+  );
+  const records = (): StreamElement => ({ kind: BATCH, channel: 0, values: [1], timestamps: [0] });
+  remote.push(records());
+  remote.push(records());
+  remote.push({ kind: BARRIER, channel: 0, checkpointId: 4 });
+  remote.push(records());
+  remote.overtakeWith(3);
+  assert.deepEqual(written, [], 'another checkpoint: nothing moves');
+  remote.overtakeWith(4);
+  assert.deepEqual(written, [
+    { type: 'DataBarrier', overtaken: 2, unaligned: true },
+    { type: 'DataBatch' },
+    { type: 'DataBatch' },
+  ]);
+  // The receiver takes exactly those beyond its credits, then refuses more.
+  const r = receiver(1);
+  r.channel.take(makeMessage('DataBarrier', { checkpointId: 4, unaligned: true, overtaken: 2 }), 10);
+  r.channel.take(batch, 10);
+  r.channel.take(batch, 10);
+  const m = decodeMessage(creditFrame(3).subarray(4));
+  assert.ok(m.type === 'DataCredit');
+  events!.credit(m.credits, m);
+  assert.deepEqual(
+    written.at(-1),
+    { type: 'DataBatch' },
+    'the batch after the barrier, once credit repays what was spent',
+  );
+  assert.equal(written.length, 4);
+});

@@ -9,7 +9,7 @@ import { ClinkMetrics } from '../../src/metrics/index.js';
 import { LeaderRun, meshPlacement, type RunOutcome } from '../../src/mesh/index.js';
 import { PEER_VERDICT_MS } from '../../src/mesh/leader.js';
 import { createPhysicalPlan } from '../../src/plan/index.js';
-import { encodeCollected, makeMessage, type Message } from '../../src/protocol/index.js';
+import { encodeCollected, LOCAL_PROTOCOL, makeMessage, type Message } from '../../src/protocol/index.js';
 import { NO_CHECKPOINTS } from '../../src/client/index.js';
 import { FakeClock } from '../harness/fake-clock.js';
 
@@ -53,6 +53,7 @@ function harness(o: { intervalMs?: number } = {}) {
       placement,
       members: MEMBERS,
       restoredFrom: 4,
+      oldestProtocol: LOCAL_PROTOCOL.version,
     },
     {
       clock,

@@ -3,8 +3,15 @@
 // anything new, so the output is exactly an uninterrupted run's.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { defineJob, runJob, startJob, type JobDefinition, type JobSnapshot } from '../../src/index.js';
-import { BATCH, END, WATERMARK, type StreamElement } from '../../src/runtime/index.js';
+import {
+  defineJob,
+  runJob,
+  startJob,
+  type JobDefinition,
+  type JobSnapshot,
+  type KeyedProcessFunction,
+} from '../../src/index.js';
+import { BARRIER, BATCH, END, WATERMARK, type StreamElement } from '../../src/runtime/index.js';
 import { InflightCapture } from '../../src/runtime/inflight.js';
 import { decodeRecordBatch } from '../../src/protocol/index.js';
 import { sortBy, waitFor } from '../helpers.js';
@@ -16,6 +23,28 @@ function spin(us: number): void {
   const until = performance.now() + us / 1000;
   while (performance.now() < until);
 }
+
+/** A sum and count per key, emitted at the end of input. */
+const SUM_PER_KEY: KeyedProcessFunction<
+  { key: number; n: number },
+  number,
+  { key: number; sum: number; count: number }
+> = {
+  processElement(r, ctx) {
+    const sum = ctx.state.value<number>('sum');
+    const count = ctx.state.value<number>('count');
+    sum.update((sum.value() ?? 0) + r.n);
+    count.update((count.value() ?? 0) + 1);
+    ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
+  },
+  onTimer(_t, ctx, out) {
+    out.collect({
+      key: ctx.key,
+      sum: ctx.state.value<number>('sum').value() ?? 0,
+      count: ctx.state.value<number>('count').value() ?? 0,
+    });
+  },
+};
 
 /**
  * Sequence -> rebalance -> a slow map -> keyBy -> a sum per key emitted at the end of input. The map
@@ -32,22 +61,7 @@ function slowJob(slowUs: number, onRecord?: () => void): JobDefinition {
         return { key: n % 37, n };
       })
       .keyBy((r) => r.key)
-      .process<{ key: number; sum: number; count: number }>({
-        processElement(r, ctx) {
-          const sum = ctx.state.value<number>('sum');
-          const count = ctx.state.value<number>('count');
-          sum.update((sum.value() ?? 0) + r.n);
-          count.update((count.value() ?? 0) + 1);
-          ctx.timers.registerEventTime(Number.MAX_SAFE_INTEGER);
-        },
-        onTimer(_t, ctx, out) {
-          out.collect({
-            key: ctx.key as number,
-            sum: ctx.state.value<number>('sum').value() ?? 0,
-            count: ctx.state.value<number>('count').value() ?? 0,
-          });
-        },
-      })
+      .process(SUM_PER_KEY)
       .collect('sums');
   });
 }
@@ -145,6 +159,64 @@ describe('unaligned checkpoints (local runtime)', () => {
   });
 });
 
+describe('an aligned checkpoint converted to unaligned in place (adaptive alignment)', () => {
+  /**
+   * Sequence -> rebalance -> a stage whose second subtask is slow (1 ms a record on the tasks' clock)
+   * -> keyBy -> a sum per key at the end of input. Its fast subtask passes the barrier at once, so the
+   * keyed task aligns, holding that channel, while the barrier waits behind the slow one's backlog.
+   */
+  const skewed = () => {
+    let clockMs = 0;
+    const job = defineJob({ name: 'skewed', version: '1' }, (env) => {
+      env
+        .fromSequence(1, RECORDS)
+        .rebalance()
+        .process<{ key: number; n: number }>({
+          processElement(n, ctx, out) {
+            if (ctx.subtaskIndex === 1) {
+              clockMs += 1;
+              spin(100);
+            }
+            out.collect({ key: n % 37, n });
+          },
+        })
+        .keyBy((r) => r.key)
+        .process(SUM_PER_KEY)
+        .collect('sums');
+    });
+    return { job, clock: () => clockMs };
+  };
+
+  test('converted while its barrier waits behind a backlog and the next task aligns: taken at once, the records in flight kept, a restore at 2 and 3 exact', async () => {
+    const { job, clock } = skewed();
+    const expected = await runJob(job, { parallelism: 2 });
+    const exec = startJob(job, { parallelism: 2, taskClock: clock });
+    await waitFor('records through the slow subtask', () => clock() >= 2_000);
+    const triggeredAt = clock();
+    const checkpoint = exec.triggerCheckpoint();
+    await waitFor('the aligned barrier behind 200 records of backlog', () => clock() >= triggeredAt + 200);
+    const convertedAt = clock();
+    exec.convertCheckpoints();
+    const snapshot = await checkpoint;
+    const afterConversion = clock() - convertedAt;
+    exec.cancel('stopped by the test after its checkpoint');
+    await exec.done.catch(() => undefined);
+    const inflight = inflightOf(snapshot);
+    // Aligned, the slow subtask would have worked through the whole backlog first; converted, it took
+    // its barrier at its next slice's end, and the backlog is written with the checkpoint.
+    assert.ok(inflight.records > 0, 'the backlog ahead of the barrier is in flight');
+    assert.ok(
+      afterConversion < inflight.records,
+      `once converted it took ${afterConversion} records of the slow subtask's work, less than the ${inflight.records} it overtook`,
+    );
+    assert.deepEqual(inflight.subtasks, ['_inline_process_0#1'], 'only the slow subtask had records queued');
+    for (const parallelism of [2, 3]) {
+      const restored = await runJob(job, { parallelism, restore: snapshot });
+      assert.deepEqual(sortBy(restored.collected.sums!), sortBy(expected.collected.sums!), `at ${parallelism}`);
+    }
+  });
+});
+
 describe('the in-flight records of one unaligned checkpoint at a task (InflightCapture)', () => {
   const batch = (channel: number, ...values: number[]): StreamElement => ({
     kind: BATCH,
@@ -193,6 +265,28 @@ describe('the in-flight records of one unaligned checkpoint at a task (InflightC
       [0, 9],
     ]);
     assert.ok(c.bytes > 0);
+  });
+
+  test('converted from aligned: a channel whose barrier the alignment took owes nothing; an aligned barrier queued later ends its channel', () => {
+    const c = new InflightCapture(1, [false, false, false], [0, 1, 1]);
+    c.delivered(0);
+    c.take(batch(0, 1), -1); // held by the alignment, after channel 0's barrier
+    c.take(batch(1, 2), 0);
+    c.take({ kind: BARRIER, channel: 1, checkpointId: 1 }, 1); // channel 1's, aligned, queued before the conversion
+    c.take(batch(1, 3), 2);
+    c.scanned();
+    assert.equal(c.complete, false, 'channel 2 owes its barrier');
+    c.take(batch(2, 4), 3);
+    c.take({ kind: BARRIER, channel: 2, checkpointId: 0 }, 4); // an older checkpoint's: not this one's end
+    c.take(batch(2, 5), 5);
+    c.take({ kind: BARRIER, channel: 2, checkpointId: 1 }, 6);
+    c.take(batch(2, 6), 7);
+    assert.equal(c.complete, true);
+    assert.deepEqual(kept(c), [
+      [1, 2],
+      [1, 4],
+      [1, 5],
+    ]);
   });
 
   test('a barrier queued before the scan with elements overtaken behind it in the queue', () => {

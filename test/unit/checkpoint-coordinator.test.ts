@@ -9,7 +9,7 @@ import { buildJob, defineJob } from '../../src/index.js';
 import { memoryLogger } from '../../src/log/index.js';
 import { ClinkMetrics } from '../../src/metrics/index.js';
 import { createPhysicalPlan } from '../../src/plan/index.js';
-import type { Message, MessageOf } from '../../src/protocol/index.js';
+import { makeMessage, type Message, type MessageOf } from '../../src/protocol/index.js';
 import { FakeClock } from '../harness/fake-clock.js';
 
 /** Settle pending promise callbacks (the fake storage answers at once). */
@@ -28,8 +28,11 @@ function harness(
     failMarker?: boolean;
     failClaim?: boolean;
     markerWritten?: Promise<void>;
+    /** Every worker of the job takes ConvertCheckpoint. @default true */
+    convertsInPlace?: boolean;
   } = {},
 ) {
+  const convertsInPlace = options.convertsInPlace ?? true;
   const clock = new FakeClock();
   const posted: Message[] = [];
   const markers: CompletedMarker[] = [];
@@ -104,6 +107,7 @@ function harness(
       failed: (reason, fatal) => void failed.push(`${reason}${fatal ? ' (fatal)' : ''}`),
       maybeComplete: () => void completeChecks++,
       cancel: (reason) => void cancelled.push(reason),
+      convertsInPlace: () => convertsInPlace,
     },
     { clock, storage, log, metrics },
   );
@@ -292,8 +296,46 @@ describe('the checkpoint coordinator', () => {
     assert.deepEqual(await h.aborted(), { expired: 1, declined: 0, finalize_failed: 0, switched_to_unaligned: 0 });
   });
 
-  test('adaptive: a periodic checkpoint starts aligned; past the aligned timeout it is taken again unaligned at once, and that is no failure', async () => {
+  test('adaptive: a periodic checkpoint starts aligned; past the aligned timeout its barriers are converted in place, once, and it keeps its id', async () => {
     const h = harness({ intervalMs: 1_000, alignment: 'adaptive', alignedTimeoutMs: 500, tolerableFailures: 0 });
+    await h.tickAfter(1_000);
+    assert.deepEqual(h.types(), ['TriggerCheckpoint']);
+    assert.equal((h.posted[0] as MessageOf<'TriggerCheckpoint'>).unaligned, false);
+    await h.tickAfter(500);
+    assert.deepEqual(h.types(), ['TriggerCheckpoint'], 'at exactly the aligned timeout it still waits');
+    await h.tickAfter(1);
+    assert.deepEqual(h.types(), ['TriggerCheckpoint', 'ConvertCheckpoint']);
+    assert.deepEqual(h.posted[1], makeMessage('ConvertCheckpoint', { jobId: h.job.id, checkpointId: 1 }));
+    assert.equal(h.inFlightId(), 1, 'the same checkpoint goes on, unaligned');
+    assert.equal(h.cc.inFlight?.unaligned, true);
+    await h.tickAfter(1_000);
+    assert.deepEqual(
+      h.types(),
+      ['TriggerCheckpoint', 'ConvertCheckpoint'],
+      'converted once; nothing else begins meanwhile',
+    );
+    h.ack(1, true, h.job.subtasks, false, 2_000);
+    await settle();
+    assert.deepEqual(h.types().at(-1), 'CommitCheckpoint');
+    assert.equal(h.cc.history.recent.at(-1)?.alignment, 'unaligned');
+    await h.tickAfter(1_000);
+    assert.equal((h.posted.at(-1) as MessageOf<'TriggerCheckpoint'>).unaligned, false, 'the next starts aligned again');
+    assert.deepEqual(await h.aborted(), { expired: 0, declined: 0, finalize_failed: 0, switched_to_unaligned: 0 });
+    // Its timeout still counts from its trigger.
+    await h.tickAfter(600);
+    assert.equal(h.types().at(-1), 'ConvertCheckpoint');
+    await h.tickAfter(10_000);
+    assert.equal(h.cc.history.lastAborted?.reason, 'expired');
+  });
+
+  test('adaptive, with a worker too old to convert in place: past the aligned timeout it is taken again unaligned at once, and that is no failure', async () => {
+    const h = harness({
+      intervalMs: 1_000,
+      alignment: 'adaptive',
+      alignedTimeoutMs: 500,
+      tolerableFailures: 0,
+      convertsInPlace: false,
+    });
     const triggers = (): MessageOf<'TriggerCheckpoint'>[] =>
       h.posted.filter((m): m is MessageOf<'TriggerCheckpoint'> => m.type === 'TriggerCheckpoint');
     await h.tickAfter(1_000);
