@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "501a7d2c485e1080994c851426c5b0344eead9c9b03eab90d43e1733d909d56d",
+  "fingerprint": "07e1e87334531aa24d2f352c60575712b294228641d9269ac0f141e09f0c6779",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -50,7 +50,7 @@ export const SDK_MANIFEST = {
     "runtime/phase.d.ts": "0d23e6d727cf9563c28ed63b1c3104e6808037e2d88e6105bc8fb018b5b7b32a",
     "runtime/queue.d.ts": "a931f3eed04e38399a2266525522b9edac7dbe21af482769d8feaec8df608c27",
     "runtime/rescale.d.ts": "551921e3845997a8b9de9d21054e32889fc2ca421f8e0e6d971e5d2d77fa6398",
-    "runtime/subtask-runner.d.ts": "54c035b4edaeac15500f7a07986f264db07a60561a24c6e137f01981644f37c1",
+    "runtime/subtask-runner.d.ts": "87f44e37dec6ba35ef81a8e71fff32883ecf86fa2057d844b72d3cfcb958212a",
     "runtime/subtask.d.ts": "a15983f601c6ed5706192696f5e614fbc00476054d053033f64310e190555920",
     "runtime/timers.d.ts": "9829a7df313366c2a32ce488404bf631bc14142f38d4907fe29d1994cea2d811",
     "runtime/wait-clock.d.ts": "e8f91d52e966d405407a619d0e63df1309c46d3044845a0853a02d4e84da11cb",

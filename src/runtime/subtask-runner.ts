@@ -1,41 +1,29 @@
 /**
- * SubtaskRunner: runs one parallel instance of a task (a chain of operators). A source task pulls
- * batches from its reader; other tasks take batches from their InputQueue. Each batch is pushed through
- * the chain by direct calls; between batches the task waits for room downstream (backpressure) and
- * yields to the event loop now and then, so timers and sockets are never starved.
+ * SubtaskRunner: runs one parallel instance of a task (a chain of operators): its lifecycle, its part in
+ * checkpoints, and what happens between batches. A source task pulls batches from its reader
+ * (source-loop.ts); other tasks take them from their InputQueue (input-loop.ts). Each batch is pushed
+ * through the chain by direct calls; between batches the task waits for room downstream
+ * (backpressure) and yields to the event loop now and then, so timers and sockets are never starved.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { TaskSpec } from '../plan/index.js';
-import type { SourceOutput, SourceReader } from '../sdk/index.js';
+import type { SourceReader } from '../sdk/index.js';
 import { abortable } from '../util/index.js';
 import { CutoverGate } from './cutover-gate.js';
 import { markFatal } from '../errors.js';
-import {
-  BARRIER,
-  BATCH,
-  END,
-  MAX_WATERMARK,
-  NO_TIMESTAMP,
-  STATUS,
-  WATERMARK,
-  type BarrierElement,
-  type RecordBatch,
-} from './elements.js';
 import type { StreamOperator } from './operator.js';
 import { isRescaled, restoreRescaled, type RestoreSnapshot } from './rescale.js';
 import { SinkOperator } from './operators/basic.js';
 import type { InputQueue } from './queue.js';
-import { BarrierAligner, type AlignerEvent } from './aligner.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
 import { WaitClock } from './wait-clock.js';
 import { abortFlag } from './abort-flag.js';
-import { InputWatermarks } from './input-watermarks.js';
-import type { InflightBatch, InflightCapture } from './inflight.js';
-import { UnalignedInput } from './unaligned-input.js';
-import { replayInflight } from './rescale.js';
+import type { InflightBatch } from './inflight.js';
 import { SubtaskPhase, type SubtaskPhaseCode } from './phase.js';
-import { Debloater, nextReadSize } from './debloat.js';
+import { InputLoop } from './input-loop.js';
+import { SourceLoop } from './source-loop.js';
+import type { BarrierOptions, LoopHost } from './task-loop.js';
 
 export { SubtaskPhase, PHASE_DESCRIPTIONS, type SubtaskPhaseCode } from './phase.js';
 
@@ -116,21 +104,11 @@ export interface SnapshotStats {
   barrierAt: number;
 }
 
-/** How a checkpoint is taken here: its alignment's length, or unaligned (with the records in flight, at a task with inputs). */
-interface BarrierOptions {
-  alignmentMs?: number;
-  /** When the first barrier was taken (the subtask's clock). @default now */
-  barrierAt?: number;
-  unaligned?: boolean;
-  capture?: InflightCapture;
-}
-
 /** Thrown out of a retiring subtask's loop: it ends quietly, its outputs closed, its operators not finished. */
 class Retired extends Error {}
 
 export class SubtaskRunner {
   state: SubtaskState = 'CREATED';
-  recordsIn = 0;
   /** Waits for room downstream (backpressure), on the task's clock as everything it times. */
   private readonly backpressure: WaitClock;
   /** Waits for input (a source: for a read that had nothing yet, or was paced). */
@@ -149,29 +127,16 @@ export class SubtaskRunner {
     return this.setup.now() - this.createdAt;
   }
   private lastYield = 0;
-  /** Checkpoints a source must inject barriers for, after its current batch. */
-  private readonly pendingBarriers: { id: number; unaligned: boolean }[] = [];
-  /** A task with inputs: its unaligned checkpoints. */
-  private unalignedInput: UnalignedInput | undefined;
+  /** Where records come from and barriers wait: a source's reader, or an input queue. */
+  private readonly loop: SourceLoop | InputLoop;
   /** Checkpoints asked of this subtask, and those it has taken its part in. */
   private readonly requested = new Set<number>();
   private readonly taken = new Set<number>();
-  private reader: SourceReader<unknown> | undefined;
   /**
    * Wakes a wait that barriers may interrupt: a source's for its final checkpoint id or for room
    * downstream when a barrier is asked of it, an input task's for room when an unaligned barrier comes.
    */
   private wakeWaiting: (() => void) | undefined;
-  /** Records a slice of a batch may hold (processBatch): as many as take about SOURCE_BATCH_TARGET_MS. */
-  private sliceSize = Number.MAX_SAFE_INTEGER;
-  /** The batch being processed in slices, and where its unprocessed rest begins. */
-  private unprocessedRest: { batch: RecordBatch; from: number } | undefined;
-  /** Restored in-flight records not yet replayed: ahead of everything queued, on every channel. */
-  private replaying: RecordBatch[] = [];
-  /** A task with inputs: its barrier alignment. */
-  private aligner: BarrierAligner | undefined;
-  /** A task with inputs: per channel, which operator input it feeds; the channels not ended; event time. */
-  private channels: { inputs: number[]; ended: boolean[]; open: number; time: InputWatermarks } | undefined;
   /** A hot rescale's gate: armed, the subtask waits at it after that checkpoint's barrier. */
   readonly cutover = new CutoverGate();
 
@@ -179,6 +144,22 @@ export class SubtaskRunner {
     this.backpressure = new WaitClock(setup.now);
     this.idle = new WaitClock(setup.now);
     this.createdAt = setup.now();
+    const host: LoopHost = {
+      setup,
+      idle: this.idle,
+      checkpoint: (id, o) => this.checkpoint(id, o),
+      afterBatch: () => this.afterBatch(),
+      beforeWait: () => this.beforeWait(),
+      bounded: (v) => this.bounded(v),
+      wakeable: (p) => this.wakeable(p),
+      wake: () => this.wakeWaiting?.(),
+    };
+    this.loop = setup.createReader ? new SourceLoop(host) : new InputLoop(host);
+  }
+
+  /** Records taken in: a source's read, a task's processed. */
+  get recordsIn(): number {
+    return this.loop.recordsIn;
   }
 
   /** Records handed downstream, or for a task that ends in a sink, records the sink wrote. */
@@ -189,7 +170,7 @@ export class SubtaskRunner {
 
   /** A source's lag behind its input (SourceReader.lag), 0 when it cannot tell or is no source. */
   get lag(): number {
-    return this.reader?.lag?.() ?? 0;
+    return this.loop instanceof SourceLoop ? this.loop.lag : 0;
   }
 
   /** The last watermark this subtask emitted (NO_TIMESTAMP until one is). */
@@ -221,8 +202,7 @@ export class SubtaskRunner {
         throw this.setup.signal.aborted ? err : markFatal(err);
       }
       try {
-        if (this.setup.createReader) await this.runSource();
-        else await this.runInput();
+        await this.loop.run();
       } catch (err) {
         if (!(err instanceof Retired)) throw err;
         // Replaced by a hot rescale after its last checkpoint: nothing after that barrier was produced,
@@ -255,8 +235,8 @@ export class SubtaskRunner {
   triggerCheckpoint(checkpointId: number, unaligned = false): void {
     this.requested.add(checkpointId);
     if (this.state === 'FINISHED') this.reportFinal();
-    else if (this.setup.createReader) {
-      this.pendingBarriers.push({ id: checkpointId, unaligned });
+    else if (this.loop instanceof SourceLoop) {
+      this.loop.trigger(checkpointId, unaligned);
       this.wakeWaiting?.();
     }
   }
@@ -270,9 +250,7 @@ export class SubtaskRunner {
   convertCheckpoint(checkpointId: number): void {
     if (this.state !== 'RUNNING') return;
     this.setup.writer.convertBarrier(checkpointId);
-    if (this.taken.has(checkpointId)) return;
-    if (!this.setup.createReader) this.unalignedInput?.convert(checkpointId);
-    else for (const b of this.pendingBarriers) if (b.id === checkpointId) b.unaligned = true;
+    if (!this.taken.has(checkpointId)) this.loop.convert(checkpointId);
   }
 
   /**
@@ -295,8 +273,7 @@ export class SubtaskRunner {
 
   /** The checkpoint failed somewhere: an alignment of it stops (releasing what it held), and operators waiting on it learn why. */
   notifyCheckpointAborted(checkpointId: number, reason: string): void {
-    this.aligner?.abort(checkpointId);
-    this.unalignedInput?.abort(checkpointId);
+    this.loop.abort(checkpointId);
     for (const op of this.setup.operators) op.notifyCheckpointAborted(checkpointId, reason);
   }
 
@@ -307,7 +284,7 @@ export class SubtaskRunner {
   private snapshot(checkpointId: number, o: BarrierOptions = {}): void {
     this.setup.onPhase?.(SubtaskPhase.SNAPSHOTTING);
     const parts = this.setup.operators.map((op) => op.snapshotState());
-    const source = this.reader?.snapshot?.();
+    const source = this.loop instanceof SourceLoop ? this.loop.position() : undefined;
     const commits = this.setup.operators.some((op) => op.holdsCommits);
     const capture = o.capture;
     const barrierAt = o.barrierAt ?? this.setup.now();
@@ -355,14 +332,9 @@ export class SubtaskRunner {
 
   /** A hot rescale's new input channels (their operator inputs), numbered after the existing ones; only at the gate. */
   addInputChannels(inputs: readonly number[]): void {
-    const ch = this.channels;
-    if (!ch || !this.cutover.holding)
+    if (!(this.loop instanceof InputLoop) || !this.cutover.holding)
       throw new Error(`subtask ${this.id} can take new input channels only at a hot rescale's gate`);
-    ch.inputs.push(...inputs);
-    for (let i = 0; i < inputs.length; i++) ch.ended.push(false);
-    ch.time.addChannels(inputs.length);
-    ch.open += inputs.length;
-    this.aligner!.addChannels(inputs.length);
+    this.loop.addChannels(inputs);
   }
 
   /**
@@ -424,288 +396,24 @@ export class SubtaskRunner {
    * at a slow stage seconds of work.
    */
   private async awaitRoom(): Promise<void> {
-    const { writer, input } = this.setup;
+    const { writer } = this.setup;
     for (;;) {
-      if (input === undefined) await this.injectPendingBarriers();
-      else await this.takeUnalignedBarriers(input.queue);
+      await this.loop.takeBarriers();
       if (!writer.mustWait) return;
+      if (this.loop.barrierWaiting) continue;
       // Asked afresh after each barrier: a hot rescale's barrier may have retargeted the writer.
-      const room = writer.awaitCapacity().then(() => true);
-      room.catch(() => undefined);
-      const woken = new Promise<boolean>((resolve) => (this.wakeWaiting = () => resolve(false)));
-      try {
-        if (this.pendingBarriers.length > 0 || input?.queue.hasPriority) continue;
-        if (await this.bounded(Promise.race([room, woken]))) return;
-      } finally {
-        this.wakeWaiting = undefined;
-      }
+      if (await this.wakeable(writer.awaitCapacity().then(() => true))) return;
     }
   }
 
-  /** Take the unaligned barriers queued. */
-  private async takeUnalignedBarriers(queue: InputQueue): Promise<void> {
-    for (let e = queue.pollPriority(); e !== undefined; e = queue.pollPriority()) await this.takeUnaligned(e);
-  }
-
-  /** An unaligned barrier, never held by an alignment: the first of its checkpoint starts the capture and snapshot. */
-  private async takeUnaligned(e: BarrierElement): Promise<void> {
-    const rest = this.unprocessedRest;
-    // The rest of a batch under way came before what is left to replay, and that before anything the
-    // queue or an alignment holds.
-    const unprocessed = [
-      ...(rest
-        ? [
-            {
-              ...rest.batch,
-              values: rest.batch.values.slice(rest.from),
-              timestamps: rest.batch.timestamps.slice(rest.from),
-            },
-          ]
-        : []),
-      ...this.replaying,
-      ...this.aligner!.unprocessed(),
-    ];
-    // An alignment of it under way (adaptive alignment converted it): its channels owe nothing more,
-    // and what it held comes after the snapshot.
-    const aligned = this.aligner!.delivered(e.checkpointId);
-    const capture = this.unalignedInput!.begin(e, unprocessed, aligned?.channels ?? []);
-    if (!capture) return;
-    this.aligner!.abort(e.checkpointId);
-    await this.checkpoint(e.checkpointId, { capture, alignmentMs: aligned?.alignmentMs ?? 0 });
-  }
-
-  private async runSource(): Promise<void> {
-    const head = this.setup.operators[0]!;
-    const reader = await this.bounded(this.setup.createReader!());
-    this.reader = reader;
-    const restore = this.setup.restore;
-    const position =
-      restore && isRescaled(restore) ? await this.bounded(this.setup.rescaledPosition!()) : restore?.source;
-    if (position !== undefined) await this.bounded(reader.restore?.(position));
-    const next = head.out;
-    let emittedWatermark = NO_TIMESTAMP;
-    let sourceIdle = false;
-    const out: SourceOutput<unknown> = {
-      collect: (v) => {
-        this.recordsIn++;
-        next.collect(v, NO_TIMESTAMP);
-      },
-      collectWithTimestamp: (v, ts) => {
-        this.recordsIn++;
-        next.collect(v, ts);
-      },
-      emitWatermark: (wm) => {
-        if (wm > emittedWatermark) head.processWatermark((emittedWatermark = wm));
-      },
-      markIdle: (idle) => {
-        if (idle !== sourceIdle) head.processStatus((sourceIdle = idle));
-      },
-    };
-    const { batchSize, now } = this.setup;
-    let readSize = batchSize;
+  /** `p`, or undefined once a barrier wakes the wait (wakeWaiting). */
+  private async wakeable<T>(p: Promise<T>): Promise<T | undefined> {
+    p.catch(() => undefined);
+    const woken = new Promise<undefined>((resolve) => (this.wakeWaiting = () => resolve(undefined)));
     try {
-      for (;;) {
-        if (this.pendingBarriers.length > 0) await this.injectPendingBarriers();
-        this.setup.onPhase?.(SubtaskPhase.READING);
-        const [readAt, idleAt, recordsAt] = [now(), this.idle.totalMs, this.recordsIn];
-        let status = reader.read(out, Math.min(readSize, this.setup.writer.debloatedRead));
-        if (typeof status !== 'string') {
-          this.idle.begin();
-          try {
-            status = await this.bounded(status);
-          } finally {
-            this.idle.end();
-          }
-        }
-        const busyMs = now() - readAt - (this.idle.totalMs - idleAt);
-        readSize = nextReadSize(readSize, batchSize, this.recordsIn - recordsAt, busyMs);
-        await this.afterBatch();
-        if (status === 'END') break;
-      }
-      // A checkpoint asked for during the last batch still gets its barrier, before the end.
-      await this.injectPendingBarriers();
-      if (this.setup.finalCheckpoint) {
-        // Event time ends first, so every window fires ahead of the final barrier and is in its commit.
-        head.processWatermark(MAX_WATERMARK);
-        await this.checkpoint(await this.finalCheckpointId());
-        return;
-      }
-    } finally {
-      await this.bounded(reader.close?.());
-    }
-    head.processWatermark(MAX_WATERMARK);
-  }
-
-  /** A source's barriers for the checkpoints asked of it since its last batch, in order. */
-  private async injectPendingBarriers(): Promise<void> {
-    while (this.pendingBarriers.length > 0) {
-      const { id, unaligned } = this.pendingBarriers.shift()!;
-      await this.checkpoint(id, { unaligned });
-    }
-  }
-
-  /** Ask for the final checkpoint; until its id comes, keep sending the barriers of periodic ones. */
-  private async finalCheckpointId(): Promise<number> {
-    const assigned = this.setup.finalCheckpoint!();
-    try {
-      for (;;) {
-        await this.injectPendingBarriers();
-        const woken = new Promise<undefined>((resolve) => (this.wakeWaiting = () => resolve(undefined)));
-        const id = await this.bounded(Promise.race([assigned, woken]));
-        if (id !== undefined) return id;
-      }
+      return await this.bounded(Promise.race([p, woken]));
     } finally {
       this.wakeWaiting = undefined;
-    }
-  }
-
-  /** Records `from` to `to` for the head operator's input `input` (0: its first, else its second). */
-  private processRecords(
-    input: number,
-    values: readonly unknown[],
-    timestamps: readonly number[],
-    from = 0,
-    to = values.length,
-  ): void {
-    const head = this.setup.operators[0]!;
-    this.recordsIn += to - from;
-    if (input === 0) for (let i = from; i < to; i++) head.processElement(values[i], timestamps[i]!);
-    else for (let i = from; i < to; i++) head.processElement2(values[i], timestamps[i]!);
-  }
-
-  /**
-   * A batch from a channel, in slices of what the task gets through in about SOURCE_BATCH_TARGET_MS
-   * when its records are slow; between slices it gives way (afterBatch), so an unaligned barrier that
-   * comes meanwhile overtakes the rest of the batch (written with the checkpoint as in flight), and the
-   * thread's other tasks run. A fast task's batch is one slice: two clock reads a batch.
-   */
-  private async processBatch(input: number, e: RecordBatch): Promise<void> {
-    const { values, timestamps } = e;
-    const n = values.length;
-    for (let from = 0; from < n;) {
-      const to = Math.min(n, from + this.sliceSize);
-      const startedAt = this.setup.now();
-      this.processRecords(input, values, timestamps, from, to);
-      this.sliceSize = nextReadSize(this.sliceSize, Number.MAX_SAFE_INTEGER, to - from, this.setup.now() - startedAt);
-      from = to;
-      if (from === n) return;
-      this.unprocessedRest = { batch: e, from };
-      try {
-        await this.afterBatch();
-        await this.takeUnalignedBarriers(this.setup.input!.queue);
-      } finally {
-        this.unprocessedRest = undefined;
-      }
-    }
-  }
-
-  private async runInput(): Promise<void> {
-    const { queue, channelInputs } = this.setup.input!;
-    const head = this.setup.operators[0]!;
-    // Growable: a hot rescale adds channels while the subtask waits at its gate.
-    const ch = (this.channels = {
-      inputs: [...channelInputs],
-      ended: channelInputs.map(() => false),
-      open: channelInputs.length,
-      time: new InputWatermarks(channelInputs.length, head),
-    });
-    const { inputs, ended, time } = ch;
-
-    // Aligned checkpoints (aligner.ts): a channel that has delivered the barrier is held back until
-    // every channel still open has. A held batch's credit goes back only when it is processed, so a
-    // remote channel that is held stops sending once its credits are spent; a local one stops when a
-    // queue's worth of its batches is held (InputQueue.channel).
-    const aligner = (this.aligner = new BarrierAligner(inputs.length, undefined, (e, held) => {
-      if (e.kind !== BATCH) return;
-      if (held) queue.hold(e.channel);
-      else queue.release(e.channel);
-    }));
-    const onAlignment = async (ev: AlignerEvent): Promise<void> => {
-      if (ev.kind === 'complete') await this.checkpoint(ev.checkpointId, { alignmentMs: ev.alignmentMs });
-      else if (ev.kind === 'cancelled') this.setup.onAlignmentCancelled?.(ev.checkpointId, ev.by);
-    };
-    // Unaligned checkpoints (unaligned-input.ts): the barrier is taken ahead of what is queued.
-    this.unalignedInput = new UnalignedInput(queue, { inputs, ended }, (id, by) =>
-      this.setup.onAlignmentCancelled?.(id, by),
-    );
-
-    // An unaligned barrier that comes while the task waits for room downstream is taken then (awaitRoom).
-    queue.onPriority = () => this.wakeWaiting?.();
-    const debloatMs = this.setup.debloatTargetMs ?? 0;
-    const debloater =
-      debloatMs > 0
-        ? new Debloater(debloatMs, queue.capacity, this.setup.batchSize, this.setup.now(), this.idle.totalMs)
-        : undefined;
-
-    // What was in flight at the checkpoint restored goes through first, as it would have. An unaligned
-    // barrier that comes meanwhile overtakes what is left of it (in flight again, for its checkpoint):
-    // at a slow stage it is seconds of work, longer than a checkpoint may take.
-    const restore = this.setup.restore;
-    if (restore) {
-      this.replaying = replayInflight(restore, this.setup).map(({ input, values, timestamps }) => {
-        // As if it came on a channel feeding its input (the capture of a checkpoint taken meanwhile reads it so).
-        const channel = inputs.indexOf(input);
-        if (channel < 0) throw new Error(`records in flight were restored for input ${input}, which no channel feeds`);
-        return { kind: BATCH, channel, values, timestamps };
-      });
-      for (let e = this.replaying.shift(); e !== undefined; e = this.replaying.shift()) {
-        this.setup.onPhase?.(SubtaskPhase.PROCESSING);
-        await this.processBatch(inputs[e.channel]!, e);
-        await this.afterBatch();
-        await this.takeUnalignedBarriers(queue);
-      }
-    }
-
-    while (ch.open > 0) {
-      // An unaligned barrier goes before what an alignment released, as before what is queued.
-      let e = queue.pollPriority() ?? aligner.nextReplayed() ?? queue.poll();
-      if (e === undefined) {
-        this.beforeWait();
-        this.setup.onPhase?.(SubtaskPhase.IDLE);
-        this.idle.begin();
-        try {
-          e = await queue.take();
-        } finally {
-          this.idle.end();
-        }
-      }
-      // Never held by an alignment: it overtakes, whatever channel it came on.
-      if (e.kind === BARRIER && e.unaligned) {
-        await this.takeUnaligned(e);
-        continue;
-      }
-      if (aligner.hold(e)) continue;
-      switch (e.kind) {
-        case BATCH: {
-          e.onTaken?.();
-          this.setup.onPhase?.(SubtaskPhase.PROCESSING);
-          await this.processBatch(inputs[e.channel]!, e);
-          if (debloater) {
-            debloater.processed(e.values.length);
-            queue.batchLimit = debloater.sample(this.setup.now(), this.idle.totalMs);
-          }
-          await this.afterBatch();
-          break;
-        }
-        case WATERMARK:
-          time.watermark(e.channel, e.timestamp);
-          await this.afterBatch();
-          break;
-        case STATUS:
-          time.status(e.channel, e.idle);
-          await this.afterBatch();
-          break;
-        case END:
-          ch.open--;
-          ended[e.channel] = true;
-          time.end(e.channel);
-          await onAlignment(aligner.onEnd(e.channel));
-          await this.afterBatch();
-          break;
-        case BARRIER:
-          await onAlignment(aligner.onBarrier(e.channel, e.checkpointId));
-          break;
-      }
     }
   }
 }
