@@ -20,6 +20,7 @@ import {
 import type { TlsFlags } from './tls-flags.js';
 import { bounds } from '../util/index.js';
 import { InvalidArgumentError } from '../errors.js';
+import { ALIGNMENT_MODES, type AlignmentMode } from '../protocol/index.js';
 
 /** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
 export const DEFAULT_COORDINATOR = `${DEFAULT_HOST}:${DEFAULT_CONTROL_PORT}`;
@@ -53,7 +54,7 @@ export type CheckpointFlags = {
   checkpointIntervalMs: number;
   checkpointsRetained: number;
   stateBackend?: string;
-  alignment: 'aligned' | 'unaligned' | 'adaptive';
+  alignment: AlignmentMode;
   alignedCheckpointTimeoutMs: number;
   checkpointTimeoutMs: number;
   checkpointMinPauseMs: number;
@@ -87,7 +88,7 @@ export const checkpointOptions = (): Option[] => [
     '--alignment <mode>',
     'barrier alignment: aligned; unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned); or adaptive (aligned, converted to unaligned past --aligned-checkpoint-timeout-ms)',
   )
-    .choices(['aligned', 'unaligned', 'adaptive'])
+    .choices(ALIGNMENT_MODES)
     .default('aligned'),
   new Option(
     '--aligned-checkpoint-timeout-ms <ms>',

@@ -5,6 +5,7 @@
  * the parameter.
  */
 import { InvalidArgumentError } from '../errors.js';
+import { ALIGNMENT_MODES } from '../protocol/index.js';
 import { booleanText, bounds, flinkDuration, keyValue, oneOf, wholeNumber, type ValueParser } from '../util/index.js';
 import type { CheckpointSettings } from './index.js';
 
@@ -41,7 +42,7 @@ export const SUBMIT_PARAMETERS = {
   },
   alignment: {
     flag: '--alignment',
-    parse: oneOf(['aligned', 'unaligned', 'adaptive'] as const),
+    parse: oneOf(ALIGNMENT_MODES),
     doc: 'barrier alignment',
   },
   aligned_checkpoint_timeout_ms: {

@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "07e1e87334531aa24d2f352c60575712b294228641d9269ac0f141e09f0c6779",
+  "fingerprint": "09b11e7467322b5f18b16bd6fb82e4761fdaf6db439c1137a3af9123235dc877",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -38,7 +38,7 @@ export const SDK_MANIFEST = {
     "plan/topology.d.ts": "2cb86de029724a09151cb419289d27543693ac06923bf63ba09044757709854e",
     "runtime/aligner.d.ts": "fe3ce202b171d2793470de216e1f2660b1c06980f80479ea12f2e6678a3da4cd",
     "runtime/cutover-gate.d.ts": "5de9918fd45baf3f647e4206bdbbd1c7862bd9fa91046e5983b21ee0b8be1698",
-    "runtime/debloat.d.ts": "fce11a14e0220d8f50fbb3b0b9e2b1aa12cbdffd5c5fdbb3cb1874a755d583e5",
+    "runtime/debloat.d.ts": "d26b770c8c2fdc1e832ca55e5c60c7a62b8ae06a6adbbbb808a3b18911c74421",
     "runtime/elements.d.ts": "109f02383e98bd843334a530bce22e24257a280a0d0d70f9079015f2693a7657",
     "runtime/factory.d.ts": "705c73aed59ebbcd86441bdae42af63aecf09fcfb36657163fbd180e000624ac",
     "runtime/index.d.ts": "1910b35b7848e87b4ec64a37e6a3cc9e24e5d0b164a5337a081e0cc846ced353",

@@ -23,6 +23,8 @@ export {
   MESSAGE_BY_KIND,
   CLIENT_REQUEST_KINDS,
   CheckpointConfig,
+  ALIGNMENT_MODES,
+  type AlignmentMode,
   DeploymentTask,
   JobModule,
   EdgePort,

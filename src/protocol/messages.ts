@@ -51,13 +51,17 @@ const epoch = tail(u64, 0, 'epoch of the coordinator that sent it; 0 = unfenced 
 const protocolVersion = tail(u32, 1, 'the protocol this peer speaks (absent = 1)');
 const minCompatible = tail(u32, 1, 'the oldest protocol this peer talks to (absent = 1)');
 
+/** How a job's checkpoint barriers align (design record 023): the wire's enum, and every setting's choices. */
+export const ALIGNMENT_MODES = ['aligned', 'unaligned', 'adaptive'] as const;
+export type AlignmentMode = (typeof ALIGNMENT_MODES)[number];
+
 export const CheckpointConfig = struct('CheckpointConfig', {
   checkpointDir: field(string, 'where checkpoints go; empty disables checkpointing'),
   intervalMs: field(u64, 'period of checkpoint triggers; 0 disables periodic checkpoints'),
   restoreFromDir: field(string, 'a checkpoint directory to restore from; empty starts fresh'),
   restoreFromCheckpointId: field(u64, 'the checkpoint in restoreFromDir to restore'),
   maxRestartsOnWorkerLoss: field(i32, '-1 = automatic (self-heal when checkpointing, else fail fast)'),
-  alignment: field(enumOf(['aligned', 'unaligned', 'adaptive'] as const), 'barrier alignment'),
+  alignment: field(enumOf(ALIGNMENT_MODES), 'barrier alignment'),
   stateBackendUri: field(string, "base of the job's state; empty means checkpointDir"),
   checkpointsRetained: tail(u32, 1, 'completed checkpoints kept; older ones are deleted (absent = 1)'),
   maxRestarts: tail(

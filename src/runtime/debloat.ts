@@ -8,23 +8,27 @@
  *   batches of a size such that what its queue holds is about `targetMs` of work: the limit rides on
  *   the queue for local senders and on every credit grant for remote ones. Opt-in, as in Flink
  *   (`--debloat-target-ms`, `taskmanager.network.memory.buffer-debloat.target`).
- * - A source (nextReadSize) reads as many records as its chain gets through in SOURCE_BATCH_TARGET_MS,
+ * - A source (nextReadSize) reads as many records as its chain gets through in SLICE_TARGET_MS,
  *   so a barrier asked for waits at most about that for the batch under way. Always: a fast chain reads
  *   whole batches anyway, and only a chain slower than 50 us a record reads fewer.
  */
 
-/** How long a source's read and its chain's processing of it may take, as its next read is sized. */
-export const SOURCE_BATCH_TARGET_MS = 50;
+/**
+ * How long one piece of a task's work may take, so a barrier waits at most about this for the piece
+ * under way: a source's read with its chain's processing of it, as its next read is sized, and a slice
+ * of a batch at a task with inputs.
+ */
+export const SLICE_TARGET_MS = 50;
 
 /**
- * The size of a source's next read: what its chain got through in SOURCE_BATCH_TARGET_MS, given that
+ * The size of a source's next read: what its chain got through in SLICE_TARGET_MS, given that
  * the last read of `records` kept it busy `busyMs` (waits for input not counted), within 1 and `max`.
  * It falls at once and grows at most twofold a read, so one slow batch (a collection) costs a few reads.
  */
 export function nextReadSize(current: number, max: number, records: number, busyMs: number): number {
   const grown = Math.min(max, current * 2);
-  if (records <= 0 || busyMs <= SOURCE_BATCH_TARGET_MS) return grown;
-  return Math.max(1, Math.min(grown, Math.floor((SOURCE_BATCH_TARGET_MS * records) / busyMs)));
+  if (records <= 0 || busyMs <= SLICE_TARGET_MS) return grown;
+  return Math.max(1, Math.min(grown, Math.floor((SLICE_TARGET_MS * records) / busyMs)));
 }
 
 /**

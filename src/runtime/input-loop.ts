@@ -24,7 +24,7 @@ export class InputLoop implements TaskLoop {
   private readonly aligner: BarrierAligner;
   /** Unaligned checkpoints: the barrier is taken ahead of what is queued. */
   private readonly unalignedInput: UnalignedInput;
-  /** Records a slice of a batch may hold (processBatch): as many as take about SOURCE_BATCH_TARGET_MS. */
+  /** Records a slice of a batch may hold (processBatch): as many as take about SLICE_TARGET_MS. */
   private sliceSize = Number.MAX_SAFE_INTEGER;
   /** The batch being processed in slices, and where its unprocessed rest begins. */
   private unprocessedRest: { batch: RecordBatch; from: number } | undefined;
@@ -125,7 +125,7 @@ export class InputLoop implements TaskLoop {
   }
 
   /**
-   * A batch from a channel, in slices of what the task gets through in about SOURCE_BATCH_TARGET_MS
+   * A batch from a channel, in slices of what the task gets through in about SLICE_TARGET_MS
    * when its records are slow; between slices it gives way (afterBatch), so an unaligned barrier that
    * comes meanwhile overtakes the rest of the batch (written with the checkpoint as in flight), and the
    * thread's other tasks run. A fast task's batch is one slice: two clock reads a batch.

@@ -1,6 +1,6 @@
 /**
  * SourceLoop: a source task's loop. It reads batches from its connector's reader into the head of its
- * chain, as much as the chain gets through in about SOURCE_BATCH_TARGET_MS (debloat.ts nextReadSize)
+ * chain, as much as the chain gets through in about SLICE_TARGET_MS (debloat.ts nextReadSize)
  * and no more than its receivers ask for (buffer debloating), and injects the barriers of the
  * checkpoints asked of it between reads; at the end of its input it asks for the job's final checkpoint.
  */

@@ -12,7 +12,7 @@ import {
   Debloater,
   initialBatchLimit,
   nextReadSize,
-  SOURCE_BATCH_TARGET_MS,
+  SLICE_TARGET_MS,
 } from '../../src/runtime/debloat.js';
 import { DEFAULT_QUEUE_CAPACITY_BATCHES } from '../../src/runtime/local.js';
 import { waitFor } from '../helpers.js';
@@ -20,7 +20,7 @@ import { waitFor } from '../helpers.js';
 describe('a source read is sized by the time its chain takes', () => {
   test('a read its chain got through within the target grows twofold, up to the batch size', () => {
     assert.equal(nextReadSize(100, 1_000, 100, 1), 200);
-    assert.equal(nextReadSize(800, 1_000, 800, SOURCE_BATCH_TARGET_MS), 1_000);
+    assert.equal(nextReadSize(800, 1_000, 800, SLICE_TARGET_MS), 1_000);
     assert.equal(nextReadSize(1, 1_000, 0, 0), 2, 'an empty read grows it back too');
   });
 

@@ -106,7 +106,7 @@ describe('unaligned checkpoints (local runtime)', () => {
 
   /**
    * The slow job on the tasks' clock, moved 1 ms by each record the map takes (a batch of 1 000 is 1 s
-   * of work, a slice 50 records: SOURCE_BATCH_TARGET_MS); the map spins too, so the job is mid-stream
+   * of work, a slice 50 records: SLICE_TARGET_MS); the map spins too, so the job is mid-stream
    * when asked. Started (from `restore`, if given), an unaligned checkpoint once the map has taken
    * `after` records, then canceled: the checkpoint, and how many records of work it took.
    */
