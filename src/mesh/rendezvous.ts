@@ -251,6 +251,7 @@ export async function join(o: JoinOptions): Promise<Joined> {
       exchange: o.exchange,
       fingerprint: topologyFingerprint(o.shape),
       shapeJson: JSON.stringify(o.shape),
+      protocolVersion: LOCAL_PROTOCOL.version,
     }),
   );
   const answer = await readWithin(conn, timeoutMs);

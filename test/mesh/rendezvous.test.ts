@@ -3,7 +3,14 @@
 // a leader short of members gives up at its deadline naming who came; a leader gone ends the joiners'.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { join, lead, MeshError, topologyShape, type Led } from '../../src/mesh/index.js';
+import { join, lead, MeshError, topologyFingerprint, topologyShape, type Led } from '../../src/mesh/index.js';
+import { connectWithin } from '../../src/net/index.js';
+import {
+  CONVERT_CHECKPOINT_PROTOCOL_VERSION,
+  encodeFrame,
+  LOCAL_PROTOCOL,
+  makeMessage,
+} from '../../src/protocol/index.js';
 import { buildJob, defineJob, type JobEnvironment } from '../../src/sdk/index.js';
 
 const job = defineJob({ name: 'm', version: '1' }, (env: JobEnvironment) => {
@@ -49,6 +56,27 @@ test('three members agree on the sorted member set; the leader is not member 0 u
   assert.deepEqual([led.me, a.me, b.me], [2, 1, 0]);
   assert.deepEqual([...led.joiners.keys()].sort(), members.slice(0, 2));
   for (const x of [led, a, b]) x.close();
+  assert.equal(led.oldestProtocol, LOCAL_PROTOCOL.version, 'every member speaks this build’s protocol');
+});
+
+test('the leader knows the oldest protocol its members speak (a protocol-3 member is not sent ConvertCheckpoint)', async () => {
+  const l = await leader(2, '10.0.0.1:7000');
+  // A member of protocol 3, as its MeshRegister says.
+  const socket = await connectWithin('127.0.0.1', l.port, 'the test leader', 5_000);
+  socket.write(
+    encodeFrame(
+      makeMessage('MeshRegister', {
+        exchange: '10.0.0.2:7000',
+        fingerprint: topologyFingerprint(shape()),
+        shapeJson: JSON.stringify(shape()),
+        protocolVersion: CONVERT_CHECKPOINT_PROTOCOL_VERSION - 1,
+      }),
+    ),
+  );
+  const led = await l.led;
+  led.close();
+  socket.destroy();
+  assert.equal(led.oldestProtocol, CONVERT_CHECKPOINT_PROTOCOL_VERSION - 1);
 });
 
 test('a joiner whose job differs, or whose address is taken, is refused with why; the run completes with the right one', async () => {
