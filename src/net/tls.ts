@@ -46,12 +46,20 @@ async function pem(path: string, flag: string): Promise<Buffer> {
   }
 }
 
+/** Read PEM files together; of several that fail, the first in flag order is named, not the first to fail. */
+async function pems<T extends readonly unknown[]>(reads: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(reads);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
 /** Load a server's TLS from PEM files; a file that is not what its flag says is named. */
 export async function loadTlsServer(files: { cert: string; key: string; clientCa?: string }): Promise<TlsServerConfig> {
-  const [cert, key, clientCa] = await Promise.all([
+  const [cert, key, clientCa] = await pems<[Buffer, Buffer, Buffer | undefined]>([
     pem(files.cert, '--tls-cert'),
     pem(files.key, '--tls-key'),
-    files.clientCa ? pem(files.clientCa, '--tls-client-ca') : undefined,
+    files.clientCa ? pem(files.clientCa, '--tls-client-ca') : Promise.resolve(undefined),
   ]);
   const tls: TlsServerConfig = { cert, key, ...(clientCa ? { clientCa } : {}) };
   try {
@@ -72,10 +80,10 @@ export async function loadTlsClient(files: {
   clientKey?: string;
   verifyHostname?: boolean;
 }): Promise<TlsClientConfig> {
-  const [ca, cert, key] = await Promise.all([
+  const [ca, cert, key] = await pems<[Buffer, Buffer | undefined, Buffer | undefined]>([
     pem(files.ca, '--tls-ca'),
-    files.clientCert ? pem(files.clientCert, '--tls-client-cert') : undefined,
-    files.clientKey ? pem(files.clientKey, '--tls-client-key') : undefined,
+    files.clientCert ? pem(files.clientCert, '--tls-client-cert') : Promise.resolve(undefined),
+    files.clientKey ? pem(files.clientKey, '--tls-client-key') : Promise.resolve(undefined),
   ]);
   return { ca, ...(cert ? { cert } : {}), ...(key ? { key } : {}), verifyHostname: files.verifyHostname !== false };
 }
