@@ -28,16 +28,22 @@ export class UnalignedInput {
   }
 
   private queued(b: BarrierElement, seq: number): void {
-    const id = b.checkpointId;
-    if (id <= this.settled) return;
+    this.captureOf(b.checkpointId)?.barrier(b.channel, seq, b.overtaken ?? 0);
+  }
+
+  /**
+   * The capture of checkpoint `id`, begun here if there is none (giving up an older checkpoint's);
+   * undefined when `id` is settled or older than the capture in progress.
+   */
+  private captureOf(id: number): InflightCapture | undefined {
+    if (id <= this.settled) return undefined;
     const c = this.capture;
-    if (c && id < c.checkpointId) return;
+    if (c && id < c.checkpointId) return undefined;
     if (c && id > c.checkpointId) {
       this.cancel();
       this.onCancelled(c.checkpointId, id);
     }
-    this.capture ??= new InflightCapture(id, this.channels.ended, this.channels.inputs);
-    this.capture.barrier(b.channel, seq, b.overtaken ?? 0);
+    return (this.capture ??= new InflightCapture(id, this.channels.ended, this.channels.inputs));
   }
 
   /**
@@ -71,13 +77,8 @@ export class UnalignedInput {
    * next turn, through a barrier of the priority lane that stands for no channel's.
    */
   convert(checkpointId: number): void {
-    const c = this.capture;
-    if (checkpointId <= this.settled || (c && c.checkpointId >= checkpointId)) return;
-    if (c) {
-      this.cancel();
-      this.onCancelled(c.checkpointId, checkpointId);
-    }
-    this.capture = new InflightCapture(checkpointId, this.channels.ended, this.channels.inputs);
+    // A capture of this checkpoint already begun means an unaligned barrier of it is queued.
+    if (this.capture?.checkpointId === checkpointId || !this.captureOf(checkpointId)) return;
     this.queue.pushTurn({ kind: BARRIER, channel: -1, checkpointId, unaligned: true });
   }
 
