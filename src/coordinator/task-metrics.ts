@@ -27,6 +27,8 @@ export interface TaskMetrics {
   busy: number;
   /** A source task's records not yet read from its external system (the sum over its subtasks). */
   lagRecords: number;
+  /** Keyed state values removed as their TTL ran out, over its subtasks' current attempts. */
+  stateExpired: number;
   /** The least watermark of its subtasks (null: none emitted yet, or none reported). */
   watermark: number | null;
   /** Subtasks with a report. */
@@ -68,6 +70,7 @@ export function taskMetrics(job: JobState, taskId: string, parallelism: number):
     backpressure: 0,
     busy: 0,
     lagRecords: 0,
+    stateExpired: 0,
     watermark: null,
     reporting: 0,
     measured: 0,
@@ -80,6 +83,7 @@ export function taskMetrics(job: JobState, taskId: string, parallelism: number):
     m.recordsIn += s.report.recordsIn;
     m.recordsOut += s.report.recordsOut;
     m.lagRecords += s.report.lagRecords;
+    m.stateExpired += s.report.stateExpired;
     watermark = Math.min(watermark, s.report.watermark);
     const p = s.previous;
     if (!p) continue;

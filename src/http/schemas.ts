@@ -194,6 +194,7 @@ const TaskMetrics = open({
   lagRecords: int(
     "a source task's records not yet read from its external system (Kafka: partition ends minus positions)",
   ),
+  stateExpired: int('keyed state values (map entries, list elements) removed as their TTL ran out'),
   watermark: nullable(num('the least watermark of its subtasks, ms')),
   reporting: int('subtasks with a report'),
   measured: int('subtasks with two reports (rates, backpressure and busy are measured over them)'),

@@ -188,6 +188,11 @@ export const SubtaskProgress = struct('SubtaskProgress', {
     0,
     "the subtask's age on its worker's clock when these counts were read: rates are taken over two reports' ages, and a report read no later than the last is that report again; 0 = an older worker (rates over the heartbeats' arrival)",
   ),
+  stateExpired: tail(
+    u64,
+    0,
+    'keyed state values (map entries, list elements) removed as their TTL ran out, since it started',
+  ),
 });
 
 export const MESSAGES = {

@@ -76,6 +76,8 @@ export interface TaskMetrics {
   /** The most batches any of this task's input queues held at once. */
   queueHighWaterBatches: number;
   queueCapacityBatches: number;
+  /** Keyed state values removed as their TTL ran out. */
+  stateExpired: number;
   states: string[];
 }
 
@@ -280,6 +282,7 @@ export class LocalExecution {
         recordsOut: rs.reduce((n, r) => n + r.runner.recordsOut, 0),
         queueHighWaterBatches: Math.max(0, ...rs.map((r) => r.queue?.highWaterBatches ?? 0)),
         queueCapacityBatches: this.queueCapacity,
+        stateExpired: rs.reduce((n, r) => n + r.runner.stateExpired, 0),
         states: rs.map((r) => r.runner.state),
       };
     });

@@ -103,15 +103,18 @@ export abstract class StreamOperator {
     return undefined;
   }
 
-  /** Restore what snapshotState returned; called after open(), before any record. */
-  restoreState(_state: unknown): void {}
+  /**
+   * Restore what snapshotState returned; called after open(), before any record. A large state is
+   * restored in slices (a promise), so the thread's liveness tick keeps moving.
+   */
+  restoreState(_state: unknown): void | Promise<void> {}
 
   /**
    * Restore at another parallelism, from the earlier subtasks' parts (see runtime/rescale.ts). An
    * operator that keeps no state has nothing to take; one that keeps state it cannot redistribute says so
    * (the restore gate refuses such a rescale before it starts, so this is a guard).
    */
-  restoreRescaled(parts: RescaledParts): void {
+  restoreRescaled(parts: RescaledParts): void | Promise<void> {
     if ([...parts.overlapping, ...parts.assigned].some((p) => p !== undefined)) {
       throw new StateError(
         `operator '${this.ctx.spec.name}' (${this.ctx.spec.type}) keeps state that cannot be restored at another parallelism`,

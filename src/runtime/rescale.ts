@@ -72,25 +72,25 @@ export interface RescaledParts {
   from: number;
 }
 
-/** Hand each chained operator its parts of a rescaled restore. */
-export function restoreRescaled(
+/** Hand each chained operator its parts of a rescaled restore, one after another. */
+export async function restoreRescaled(
   operators: readonly StreamOperator[],
   restore: RescaledSnapshot,
   index: number,
   parallelism: number,
-): void {
+): Promise<void> {
   const from = restore.rescaledFrom;
   const overlapping = overlappingSubtasks(from, parallelism, index);
   const assignedIndexes = assignedSubtasks(from, parallelism, index);
   const partOf = (i: number, op: number): unknown => restore.parts.get(i)?.operators[op];
-  operators.forEach((op, o) =>
-    op.restoreRescaled({
+  for (const [o, op] of operators.entries()) {
+    await op.restoreRescaled({
       overlapping: overlapping.map((i) => partOf(i, o)),
       assigned: assignedIndexes.map((i) => partOf(i, o)),
       assignedIndexes,
       from,
-    }),
-  );
+    });
+  }
 }
 
 /** Every earlier subtask's source position, by index (undefined where a snapshot had none). */

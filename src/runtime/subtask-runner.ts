@@ -14,6 +14,7 @@ import { markFatal } from '../errors.js';
 import type { StreamOperator } from './operator.js';
 import { isRescaled, restoreRescaled, type RestoreSnapshot } from './rescale.js';
 import { SinkOperator } from './operators/basic.js';
+import { KeyedOperator } from './operators/keyed.js';
 import type { InputQueue } from './queue.js';
 import type { ProcessingTimeService } from './timers.js';
 import type { RecordWriter } from './writer.js';
@@ -168,6 +169,13 @@ export class SubtaskRunner {
     return tail instanceof SinkOperator ? tail.recordsIn : this.setup.writer.recordsOut;
   }
 
+  /** Keyed state values its operators removed as their TTL ran out (StateTtlConfig). */
+  get stateExpired(): number {
+    let n = 0;
+    for (const op of this.setup.operators) if (op instanceof KeyedOperator && op.backend) n += op.backend.ttl.expired;
+    return n;
+  }
+
   /** A source's lag behind its input (SourceReader.lag), 0 when it cannot tell or is no source. */
   get lag(): number {
     return this.loop instanceof SourceLoop ? this.loop.lag : 0;
@@ -194,8 +202,9 @@ export class SubtaskRunner {
         for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
         const restore = this.setup.restore;
         if (restore) {
-          if (isRescaled(restore)) restoreRescaled(operators, restore, this.setup.index, this.setup.task.parallelism);
-          else operators.forEach((op, i) => op.restoreState(restore.operators[i]));
+          if (isRescaled(restore))
+            await restoreRescaled(operators, restore, this.setup.index, this.setup.task.parallelism);
+          else for (const [i, op] of operators.entries()) await op.restoreState(restore.operators[i]);
           for (const op of operators) await this.bounded(op.afterRestore());
         }
       } catch (err) {

@@ -48,11 +48,31 @@ export interface ListState<T> {
   clear(): void;
 }
 
+/**
+ * How long a state's values live, in processing time (Flink's StateTtlConfig). An expired value is
+ * never returned: it reads as absent and is removed when it is met, on access or by the cleanup that
+ * runs a few entries further with every access. A map's entries and a list's elements expire one by one.
+ */
+export interface StateTtlConfig {
+  /** How long a value lives after it was written (or read too, with `OnReadAndWrite`), in ms. */
+  ttlMs: number;
+  /** What renews a value's life. @default 'OnCreateAndWrite' */
+  updateType?: 'OnCreateAndWrite' | 'OnReadAndWrite';
+  /** Keys of this state checked for expired values on each access (Flink's cleanupIncrementally). @default 5 */
+  cleanupSize?: number;
+}
+
+/** What a state is declared with, besides its name. */
+export interface StateOptions {
+  /** Expire its values (see StateTtlConfig). A state checkpointed without a TTL cannot gain one, nor lose it. */
+  ttl?: StateTtlConfig;
+}
+
 /** Keyed state scoped to the current key. Handles are cheap; fetch them per call or once in open(). */
 export interface KeyedStateStore {
-  value<T>(name: string): ValueState<T>;
-  map<K, V>(name: string): MapState<K, V>;
-  list<T>(name: string): ListState<T>;
+  value<T>(name: string, options?: StateOptions): ValueState<T>;
+  map<K, V>(name: string, options?: StateOptions): MapState<K, V>;
+  list<T>(name: string, options?: StateOptions): ListState<T>;
 }
 
 export interface TimerService {

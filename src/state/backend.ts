@@ -12,9 +12,11 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
-import type { KeyedStateStore, ListState, MapState, ValueState } from '../sdk/index.js';
+import type { KeyedStateStore, ListState, MapState, StateOptions, ValueState } from '../sdk/index.js';
 import { statePackr } from './group-codec.js';
+import { ListStateHandle, MapStateHandle, ValueStateHandle } from './handles.js';
 import { NumberGroupPool, NumberTable, type NumberCapture } from './number-table.js';
+import { TtlClock, TtlListState, TtlMapState, TtlValueState, ttlPolicyOf, type TtlPolicy } from './ttl.js';
 
 const INTERNAL = 'internal';
 /** The engine's tables of numbers (window counts): NumberTable. */
@@ -148,9 +150,11 @@ export class StateTable<V> {
 
   /** Add a key group's entries from a snapshot: as encoded, then the barrier values put back. */
   loadGroup(keyGroup: number, [, entries, atBarrier]: EncodedGroup): void {
+    const decoded = statePackr.unpack(entries) as Map<unknown, V>;
     let g = this.groups[keyGroup];
-    if (!g) this.groups[keyGroup] = g = new Map();
-    for (const [k, v] of statePackr.unpack(entries) as Map<unknown, V>) g.set(k, v);
+    // A group this table does not hold yet is the decoded Map itself: no second Map of millions of keys.
+    if (!g) this.groups[keyGroup] = g = decoded;
+    else for (const [k, v] of decoded) g.set(k, v);
     if (!atBarrier) return;
     for (const [k, v] of statePackr.unpack(atBarrier) as Map<unknown, V | undefined>) {
       if (v === undefined) g.delete(k);
@@ -159,17 +163,30 @@ export class StateTable<V> {
   }
 }
 
-/** Every named state: its kind and its key groups, each encoded on its own (the unit a restore hands out). */
-export type BackendSnapshot = { name: string; kind: string; groups: EncodedGroup[] }[];
+/**
+ * Every named state: its kind and its key groups, each encoded on its own (the unit a restore hands
+ * out). `ttl`: its values are stored with their expiry (see ttl.ts).
+ */
+export type BackendSnapshot = { name: string; kind: string; groups: EncodedGroup[]; ttl?: true }[];
+
+/** A named state: its table and, once user code has asked for it, its handle and TTL. */
+interface TableEntry {
+  kind: string;
+  table: StateTable<unknown> | NumberTable;
+  handle?: unknown;
+  /** Its values are stored with their expiry: declared with a TTL, or restored from such a state. */
+  stamped?: boolean;
+  /** The TTL its handle was made with (undefined: none). */
+  ttl?: TtlPolicy;
+}
 
 export class KeyedStateBackend implements KeyedStateStore {
   currentKey: unknown = undefined;
   currentNormalizedKey: unknown = undefined;
   currentKeyGroup = -1;
-  private readonly tables = new Map<
-    string,
-    { kind: string; table: StateTable<unknown> | NumberTable; handle?: unknown }
-  >();
+  private readonly tables = new Map<string, TableEntry>();
+  /** The processing clock of TTL states, and what expired. */
+  readonly ttl: TtlClock;
   /** Groups of dropped tables of numbers, for the next ones made. */
   private readonly numberGroups = new NumberGroupPool();
 
@@ -179,7 +196,11 @@ export class KeyedStateBackend implements KeyedStateStore {
     readonly maxParallelism = MAX_PARALLELISM,
     /** The clock that times encoding slices (tests drive it). */
     private readonly now: () => number = () => performance.now(),
-  ) {}
+    /** The processing clock that states with a TTL expire on (tests drive it). */
+    ttlNow: () => number = Date.now,
+  ) {
+    this.ttl = new TtlClock(ttlNow);
+  }
 
   /** Set the key that state handles and timers act on. Returns the key group. */
   setCurrentKey(key: unknown): number {
@@ -209,11 +230,7 @@ export class KeyedStateBackend implements KeyedStateStore {
   }
 
   /** The table named `name`, made by `make` when absent; a table of another kind is refused. */
-  private entry(
-    name: string,
-    kind: string,
-    make: () => { table: StateTable<unknown> | NumberTable; handle?: unknown },
-  ): { table: StateTable<unknown> | NumberTable; handle?: unknown } {
+  private entry(name: string, kind: string, make: () => Omit<TableEntry, 'kind'>): TableEntry {
     if (typeof name !== 'string' || name.length === 0) throw new StateError('state name must be a non-empty string');
     if (isInternal(kind) !== name.startsWith(INTERNAL_PREFIX)) {
       throw new StateError(
@@ -229,31 +246,74 @@ export class KeyedStateBackend implements KeyedStateStore {
     return e;
   }
 
-  /** A StateTable behind a user's state handle. */
-  private table<H>(name: string, kind: string, make: (t: StateTable<unknown>) => H): H {
-    return this.entry(name, kind, () => {
-      const table = new StateTable<unknown>(this.maxParallelism);
-      return { table, handle: make(table) };
-    }).handle as H;
+  /**
+   * The handle of user state `name`: made once, plain or with a TTL. A state's values are stored with
+   * their expiry or not, for good: a TTL cannot be added to a state checkpointed without one, nor taken
+   * from one checkpointed with one, and a handle is asked for with the TTL it was made with.
+   */
+  private handle<H>(
+    name: string,
+    kind: string,
+    options: StateOptions,
+    plain: (t: StateTable<unknown>) => H,
+    withTtl: (t: StateTable<unknown>, p: TtlPolicy) => H,
+  ): H {
+    const what = `state '${name}' of operator '${this.operatorName}'`;
+    const ttl = options.ttl === undefined ? undefined : ttlPolicyOf(options.ttl, what);
+    const e = this.entry(name, kind, () => ({ table: new StateTable<unknown>(this.maxParallelism), stamped: !!ttl }));
+    if (e.handle !== undefined) {
+      if (JSON.stringify(e.ttl) !== JSON.stringify(ttl))
+        throw new StateError(
+          `${what} is asked for with ${describeTtl(ttl)}, but was declared with ${describeTtl(e.ttl)}`,
+        );
+      return e.handle as H;
+    }
+    if (!!e.stamped !== !!ttl)
+      throw new StateError(
+        `${what} was checkpointed ${e.stamped ? 'with' : 'without'} a TTL and is declared ${ttl ? 'with' : 'without'} one; ` +
+          `a TTL cannot be ${ttl ? 'added to' : 'removed from'} a state that holds values: give the state a new name`,
+      );
+    const table = e.table as StateTable<unknown>;
+    e.ttl = ttl;
+    e.handle = ttl ? withTtl(table, ttl) : plain(table);
+    return e.handle as H;
   }
 
   /**
    * `immutableValues`: for the engine's own operators, which always replace a value and never change
    * one in place, so a snapshot need not copy what they read.
    */
-  value<T>(name: string, options: { immutableValues?: boolean } = {}): ValueState<T> {
-    return this.table(name, 'value', (t) => {
-      t.valuesImmutable = options.immutableValues ?? false;
-      return new ValueStateHandle<T>(this, t as StateTable<T>);
-    });
+  value<T>(name: string, options: StateOptions & { immutableValues?: boolean } = {}): ValueState<T> {
+    return this.handle<ValueState<T>>(
+      name,
+      'value',
+      options,
+      (t) => {
+        t.valuesImmutable = options.immutableValues ?? false;
+        return new ValueStateHandle<T>(this, t as StateTable<T>);
+      },
+      (t, p) => new TtlValueState<T>(this, t as StateTable<[T, number]>, p, this.ttl),
+    );
   }
 
-  map<K, V>(name: string): MapState<K, V> {
-    return this.table(name, 'map', (t) => new MapStateHandle<K, V>(this, t as StateTable<Map<K, V>>));
+  map<K, V>(name: string, options: StateOptions = {}): MapState<K, V> {
+    return this.handle<MapState<K, V>>(
+      name,
+      'map',
+      options,
+      (t) => new MapStateHandle<K, V>(this, t as StateTable<Map<K, V>>),
+      (t, p) => new TtlMapState<K, V>(this, t as StateTable<Map<K, [V, number]>>, p, this.ttl),
+    );
   }
 
-  list<T>(name: string): ListState<T> {
-    return this.table(name, 'list', (t) => new ListStateHandle<T>(this, t as StateTable<T[]>));
+  list<T>(name: string, options: StateOptions = {}): ListState<T> {
+    return this.handle<ListState<T>>(
+      name,
+      'list',
+      options,
+      (t) => new ListStateHandle<T>(this, t as StateTable<T[]>),
+      (t, p) => new TtlListState<T>(this, t as StateTable<[T, number][]>, p, this.ttl),
+    );
   }
 
   /**
@@ -264,34 +324,44 @@ export class KeyedStateBackend implements KeyedStateStore {
     const parts = [...this.tables].map(([name, e]) => ({
       name,
       kind: e.kind,
+      ttl: e.stamped,
       table: e.table,
       ...e.table.beginSnapshot(),
     }));
     return this.encodeCaptured(parts);
   }
 
+  /** Yields to the event loop once SNAPSHOT_SLICE_MS have passed since it last did. */
+  private slicer(): () => Promise<void> | undefined {
+    let sliceStart = this.now();
+    return () => {
+      if (this.now() - sliceStart < SNAPSHOT_SLICE_MS) return undefined;
+      return yieldToEventLoop().then(() => {
+        sliceStart = this.now();
+      });
+    };
+  }
+
   private async encodeCaptured(
     parts: {
       name: string;
       kind: string;
+      ttl: boolean | undefined;
       table: StateTable<unknown> | NumberTable;
       capture: TableCapture | NumberCapture;
       keyGroups: number[];
     }[],
   ): Promise<BackendSnapshot> {
-    let sliceStart = this.now();
+    const turn = this.slicer();
     for (const { table, capture, keyGroups } of parts) {
       for (const kg of keyGroups) {
         table.encodeCaptured(capture as TableCapture & NumberCapture, kg);
-        if (this.now() - sliceStart >= SNAPSHOT_SLICE_MS) {
-          await yieldToEventLoop();
-          sliceStart = this.now();
-        }
+        await turn();
       }
       table.endSnapshot(capture as TableCapture & NumberCapture);
     }
     const out: BackendSnapshot = [];
-    for (const { name, kind, capture } of parts) {
+    for (const { name, kind, ttl, capture } of parts) {
       if (capture.error !== undefined) {
         throw new StateError(
           `state '${name}' of operator '${this.operatorName}' cannot be snapshotted: ${(capture.error as Error)?.message ?? String(capture.error)}`,
@@ -300,7 +370,7 @@ export class KeyedStateBackend implements KeyedStateStore {
           },
         );
       }
-      out.push({ name, kind, groups: capture.encoded.sort((a, b) => a[0] - b[0]) });
+      out.push({ name, kind, groups: capture.encoded.sort((a, b) => a[0] - b[0]), ...(ttl ? { ttl } : {}) });
     }
     return out;
   }
@@ -347,18 +417,27 @@ export class KeyedStateBackend implements KeyedStateStore {
     if (e.table instanceof NumberTable) e.table.release();
   }
 
-  /** Load a snapshot, keeping only the key groups this subtask owns. */
-  restore(snapshot: BackendSnapshot): void {
+  /**
+   * Load a snapshot, keeping only the key groups this subtask owns. A group at a time, in slices of
+   * SNAPSHOT_SLICE_MS between which the event loop runs: a job thread restoring gigabytes still ticks,
+   * and its stall watchdog sees a restore, not a stall.
+   */
+  async restore(snapshot: BackendSnapshot): Promise<void> {
+    const turn = this.slicer();
     for (const s of snapshot) {
-      if (s.kind === 'value') this.value(s.name);
-      else if (s.kind === 'map') this.map(s.name);
-      else if (s.kind === INTERNAL) this.internalTable(s.name);
-      else if (s.kind === INTERNAL_NUMBERS) this.internalNumberTable(s.name);
-      else this.list(s.name);
-      const table = this.tables.get(s.name)!.table;
+      // User states get their handles when user code asks, with the TTL it declares then.
+      const table =
+        s.kind === INTERNAL_NUMBERS
+          ? this.internalNumberTable(s.name)
+          : this.entry(s.name, s.kind, () => ({
+              table: new StateTable<unknown>(this.maxParallelism),
+              stamped: s.ttl === true,
+            })).table;
       for (const group of s.groups) {
         const kg = group[0];
-        if (kg >= this.keyGroupRange.start && kg <= this.keyGroupRange.end) table.loadGroup(kg, group);
+        if (kg < this.keyGroupRange.start || kg > this.keyGroupRange.end) continue;
+        table.loadGroup(kg, group);
+        await turn();
       }
     }
   }
@@ -371,93 +450,6 @@ export class KeyedStateBackend implements KeyedStateStore {
   }
 }
 
-class ValueStateHandle<T> implements ValueState<T> {
-  constructor(
-    private readonly b: KeyedStateBackend,
-    private readonly t: StateTable<T>,
-  ) {}
-  value(): T | undefined {
-    return this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-  }
-  update(value: T): void {
-    if (value === undefined) this.clear();
-    else this.t.set(this.b.currentKeyGroup, this.b.currentNormalizedKey, value);
-  }
-  clear(): void {
-    this.t.delete(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-  }
-}
-
-const EMPTY_MAP: ReadonlyMap<unknown, unknown> = new Map<unknown, unknown>();
-
-class MapStateHandle<K, V> implements MapState<K, V> {
-  constructor(
-    private readonly b: KeyedStateBackend,
-    private readonly t: StateTable<Map<K, V>>,
-  ) {}
-  private current(): ReadonlyMap<K, V> {
-    return (
-      this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey) ?? (EMPTY_MAP as unknown as ReadonlyMap<K, V>)
-    );
-  }
-  get(key: K): V | undefined {
-    return this.current().get(key);
-  }
-  put(key: K, value: V): void {
-    let m = this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-    if (!m) this.t.set(this.b.currentKeyGroup, this.b.currentNormalizedKey, (m = new Map()));
-    m.set(key, value);
-  }
-  has(key: K): boolean {
-    return this.current().has(key);
-  }
-  remove(key: K): void {
-    const m = this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-    if (!m) return;
-    m.delete(key);
-    if (m.size === 0) this.clear();
-  }
-  keys(): IterableIterator<K> {
-    return this.current().keys() as IterableIterator<K>;
-  }
-  values(): IterableIterator<V> {
-    return this.current().values() as IterableIterator<V>;
-  }
-  entries(): IterableIterator<[K, V]> {
-    return this.current().entries() as IterableIterator<[K, V]>;
-  }
-  size(): number {
-    return this.current().size;
-  }
-  isEmpty(): boolean {
-    return this.current().size === 0;
-  }
-  clear(): void {
-    this.t.delete(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-  }
-}
-
-class ListStateHandle<T> implements ListState<T> {
-  constructor(
-    private readonly b: KeyedStateBackend,
-    private readonly t: StateTable<T[]>,
-  ) {}
-  get(): T[] {
-    return this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey) ?? [];
-  }
-  add(value: T): void {
-    const l = this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-    if (l) l.push(value);
-    else this.t.set(this.b.currentKeyGroup, this.b.currentNormalizedKey, [value]);
-  }
-  addAll(values: Iterable<T>): void {
-    for (const v of values) this.add(v);
-  }
-  update(values: T[]): void {
-    if (values.length === 0) this.clear();
-    else this.t.set(this.b.currentKeyGroup, this.b.currentNormalizedKey, [...values]);
-  }
-  clear(): void {
-    this.t.delete(this.b.currentKeyGroup, this.b.currentNormalizedKey);
-  }
+function describeTtl(ttl: TtlPolicy | undefined): string {
+  return ttl ? `a TTL of ${ttl.ttlMs} ms (${ttl.renewOnRead ? 'OnReadAndWrite' : 'OnCreateAndWrite'})` : 'no TTL';
 }

@@ -107,8 +107,8 @@ async function digestOf(chunks: readonly Uint8Array[]): Promise<Buffer> {
   return hash.digest();
 }
 
-/** Read a state file written by encodeStateFile; its byte arrays are views into `file`. */
-export function decodeStateFile(file: Uint8Array, what: string): unknown {
+/** A state file's prefix, checked: where its body starts and the SHA-256 it records (none in the first format). */
+function prefixOf(file: Uint8Array, what: string): { buf: Buffer; bodyAt: number; recorded?: Buffer } {
   const buf = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
   const magic = buf.subarray(0, 4);
   const legacy = magic.equals(LEGACY_MAGIC);
@@ -117,15 +117,35 @@ export function decodeStateFile(file: Uint8Array, what: string): unknown {
   const bodyAt = legacy ? 8 : 8 + DIGEST_BYTES;
   if (buf.length < bodyAt)
     throw new StateError(`${what} is truncated: ${buf.length} bytes, not even its ${bodyAt}-byte prefix`);
-  if (!legacy) {
-    const recorded = buf.subarray(8, bodyAt);
-    const actual = createHash('sha256').update(buf.subarray(bodyAt)).digest();
-    if (!actual.equals(recorded)) {
-      throw new StateError(
-        `${what} is damaged: its SHA-256 is ${actual.toString('hex')}, the file records ${recorded.toString('hex')} (${buf.length} bytes; truncated or changed since it was written)`,
-      );
-    }
+  return legacy ? { buf, bodyAt } : { buf, bodyAt, recorded: buf.subarray(8, bodyAt) };
+}
+
+function checkDigest(actual: Buffer, recorded: Buffer, length: number, what: string): void {
+  if (!actual.equals(recorded)) {
+    throw new StateError(
+      `${what} is damaged: its SHA-256 is ${actual.toString('hex')}, the file records ${recorded.toString('hex')} (${length} bytes; truncated or changed since it was written)`,
+    );
   }
+}
+
+/** Read a state file written by encodeStateFile; its byte arrays are views into `file`. */
+export function decodeStateFile(file: Uint8Array, what: string): unknown {
+  const { buf, bodyAt, recorded } = prefixOf(file, what);
+  if (recorded) checkDigest(createHash('sha256').update(buf.subarray(bodyAt)).digest(), recorded, buf.length, what);
+  return decodeVerified(buf, bodyAt, what);
+}
+
+/**
+ * decodeStateFile for a large file on a thread with a liveness tick: the digest is checked in slices
+ * between which the event loop runs, so a restore of gigabytes is never taken for a stall.
+ */
+export async function decodeStateFileSliced(file: Uint8Array, what: string): Promise<unknown> {
+  const { buf, bodyAt, recorded } = prefixOf(file, what);
+  if (recorded) checkDigest(await digestOf([buf.subarray(bodyAt)]), recorded, buf.length, what);
+  return decodeVerified(buf, bodyAt, what);
+}
+
+function decodeVerified(buf: Buffer, bodyAt: number, what: string): unknown {
   const headerEnd = bodyAt + buf.readUInt32BE(4);
   if (headerEnd > buf.length)
     throw new StateError(`${what} is truncated: its header needs ${headerEnd} bytes, the file has ${buf.length}`);

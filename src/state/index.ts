@@ -21,6 +21,12 @@ export {
   removeAbortedState,
   subtaskStateFile,
 } from './location.js';
-export { decodeStateFile, encodeStateFile, writeStateFile, type WrittenStateFile } from './file.js';
+export {
+  decodeStateFile,
+  decodeStateFileSliced,
+  encodeStateFile,
+  writeStateFile,
+  type WrittenStateFile,
+} from './file.js';
 export { isNumberTableKey, NumberGroup, NumberTable } from './number-table.js';
 export { decodeNumberGroup, statePackr } from './group-codec.js';

@@ -519,6 +519,7 @@ export class WorkerJob {
           idleMs: Math.round(r.idleMs),
           lagRecords: r.lag,
           ageMs: Math.round(r.ageMs),
+          stateExpired: r.stateExpired,
         });
       }
     }

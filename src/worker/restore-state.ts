@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { subtaskKey, type TaskSpec } from '../plan/index.js';
 import type { MessageOf } from '../protocol/index.js';
 import { rescaleInputs, type RestoreSnapshot, type SubtaskSnapshot } from '../runtime/index.js';
-import { decodeStateFile, subtaskStateFile } from '../state/index.js';
+import { decodeStateFileSliced, subtaskStateFile } from '../state/index.js';
 
 /** A deployed subtask, given its restore state here. */
 export interface RestoringSubtask {
@@ -26,7 +26,7 @@ export async function loadRestoreState(
     if (!t || t.restoreCheckpointId === 0) continue;
     const read = async (index: number): Promise<SubtaskSnapshot> => {
       const file = subtaskStateFile(dir, subtaskKey(st.task.id, index));
-      return decodeStateFile(await readFile(file), file) as SubtaskSnapshot;
+      return (await decodeStateFileSliced(await readFile(file), file)) as SubtaskSnapshot;
     };
     if (t.restoreParallelism === 0) {
       st.restore = await read(st.index);

@@ -314,7 +314,22 @@ describe('the additive-tail idiom', () => {
       'hex',
     );
     const sample = sampleMessage('Heartbeat') as MessageOf<'Heartbeat'>;
-    assert.deepEqual(decodeFrame(old), { ...sample, subtasks: sample.subtasks.map((s) => ({ ...s, ageMs: 0 })) });
+    assert.deepEqual(decodeFrame(old), {
+      ...sample,
+      subtasks: sample.subtasks.map((s) => ({ ...s, ageMs: 0, stateExpired: 0 })),
+    });
+  });
+
+  test('a Heartbeat pinned before SubtaskProgress.stateExpired existed decodes with nothing expired', async () => {
+    const old = Buffer.from(
+      (await readFile(new URL('legacy/Heartbeat-before-stateExpired.hex', VECTORS), 'utf8')).trim(),
+      'hex',
+    );
+    const sample = sampleMessage('Heartbeat') as MessageOf<'Heartbeat'>;
+    assert.deepEqual(decodeFrame(old), {
+      ...sample,
+      subtasks: sample.subtasks.map((s) => ({ ...s, stateExpired: 0 })),
+    });
   });
 
   test('a newer peer’s extra trailing bytes are ignored by this decoder', () => {

@@ -329,3 +329,32 @@ describe('keyed aggregations and partitioned transforms', () => {
     );
   });
 });
+
+describe('state TTL in a job', () => {
+  test('a value read after its TTL reads as absent, and the task counts what expired', async () => {
+    const { defineJob, runJob } = await import('../../src/index.js');
+    const records = 40;
+    const keys = 4;
+    const job = defineJob({ name: 'ttl', version: '1' }, (env) => {
+      env
+        .fromSequence(0, records - 1)
+        .keyBy((x) => x % keys)
+        .process<boolean>({
+          processElement(_x, ctx, out) {
+            // The clock moves 2 ms between records: every value is 1 ms past its TTL when it is read.
+            const from = Date.now();
+            while (Date.now() < from + 2);
+            const last = ctx.state.value<number>('last', { ttl: { ttlMs: 1 } });
+            out.collect(last.value() !== undefined);
+            last.update(1);
+          },
+        })
+        .setParallelism(1)
+        .collect('seen');
+    });
+    const result = await runJob(job, { parallelism: 1 });
+    assert.deepEqual(result.collected.seen, new Array(records).fill(false));
+    const expired = result.tasks.reduce((n, t) => n + t.stateExpired, 0);
+    assert.ok(expired >= records - keys && expired <= records, `${expired} values expired`);
+  });
+});

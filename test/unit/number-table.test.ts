@@ -88,13 +88,13 @@ describe('NumberTable', () => {
     const atSecond = entriesOf(t);
     const second = b.snapshot();
     for (let k = 0; k < 7_000; k++) write(k, -2);
-    const restored = (s: Awaited<typeof first>): [number, number, number][] => {
+    const restored = async (s: Awaited<typeof first>): Promise<[number, number, number][]> => {
       const r = new KeyedStateBackend(all, 'op');
-      r.restore(s);
+      await r.restore(s);
       return entriesOf(r.internalNumberTable('__counts'));
     };
-    assert.deepEqual(restored(await first), atFirst);
-    assert.deepEqual(restored(await second), atSecond);
+    assert.deepEqual(await restored(await first), atFirst);
+    assert.deepEqual(await restored(await second), atSecond);
     assert.equal(t.size, 7_000);
   });
 
@@ -148,7 +148,7 @@ describe('NumberTable', () => {
     for (let k = 0; k < 5_000; k++) next.group(k % 128).insert(k + 1, -1);
     for (const [kg, g] of next.groups.entries()) if (g) assert.notEqual(g, t.groups[kg]);
     const r = new KeyedStateBackend(all, 'op');
-    r.restore(await snapshot);
+    await r.restore(await snapshot);
     assert.deepEqual(entriesOf(r.internalNumberTable('__pane:1')), atBarrier);
   });
 

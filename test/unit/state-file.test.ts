@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { decodeStateFile, encodeStateFile, writeStateFile } from '../../src/state/index.js';
+import { decodeStateFile, decodeStateFileSliced, encodeStateFile, writeStateFile } from '../../src/state/index.js';
 
 const concat = (chunks: Uint8Array[]): Buffer => Buffer.concat(chunks);
 
@@ -83,6 +83,18 @@ describe('state files', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  test('the sliced decode (a restore on a job thread) reads what the plain one reads and refuses what it refuses', async () => {
+    const file = concat(encodeStateFile(sample));
+    assert.deepEqual(await decodeStateFileSliced(file, 'x.state'), sample);
+    const damaged = Buffer.from(file);
+    damaged[file.length - 1]! ^= 1;
+    await assert.rejects(decodeStateFileSliced(damaged, 'x.state'), {
+      code: 'CLINK_ERR_STATE',
+      message: /x\.state is damaged: its SHA-256 is/,
+    });
+    await assert.rejects(decodeStateFileSliced(Buffer.from('nope, not state'), 'x.state'), /not a clink state file/);
   });
 
   test('a file of the first format (CLKS, no checksum) written before checksums is still read', () => {

@@ -17,10 +17,26 @@ function contents(b: KeyedStateBackend, keys: unknown[]): Record<string, unknown
   return structuredClone(out);
 }
 
-function restored(snapshot: BackendSnapshot): KeyedStateBackend {
+async function restored(snapshot: BackendSnapshot): Promise<KeyedStateBackend> {
   const b = new KeyedStateBackend(all, 'op');
-  b.restore(snapshot);
+  await b.restore(snapshot);
   return b;
+}
+
+/** What `work` settles to, and how many turns the event loop got meanwhile. */
+async function countingTurns<T>(work: Promise<T>): Promise<[T, number]> {
+  let turns = 0;
+  let ticking = true;
+  const tick = (): void => {
+    turns++;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    return [await work, turns];
+  } finally {
+    ticking = false;
+  }
 }
 
 describe('copy-on-write snapshots', () => {
@@ -50,13 +66,13 @@ describe('copy-on-write snapshots', () => {
 
     const snapshot = await pending;
     assert.deepEqual(
-      contents(restored(snapshot), [...keys, 'new']),
+      contents(await restored(snapshot), [...keys, 'new']),
       atBarrier,
       'the snapshot is the state at the barrier',
     );
     assert.deepEqual(contents(b, [...keys, 'new']), afterBarrier, 'the live state kept every change');
     assert.deepEqual(
-      contents(restored(await b.snapshot()), [...keys, 'new']),
+      contents(await restored(await b.snapshot()), [...keys, 'new']),
       afterBarrier,
       'the next snapshot has the changes',
     );
@@ -72,23 +88,34 @@ describe('copy-on-write snapshots', () => {
       b.setCurrentKey(i);
       v.update(i);
     }
-    let turns = 0;
-    let ticking = true;
-    const tick = (): void => {
-      turns++;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
-    const snapshot = await b.snapshot();
-    ticking = false;
+    const [snapshot, turns] = await countingTurns(b.snapshot());
     // One turn of the loop per slice: 128 key groups, one clock read each, a slice every 8 reads.
     assert.ok(
       turns >= Math.floor(128 / SNAPSHOT_SLICE_MS) - 1,
       `the event loop got ${turns} turns during the snapshot`,
     );
-    const r = restored(snapshot);
+    const r = await restored(snapshot);
     r.setCurrentKey(123_456);
     assert.equal(r.value<number>('v').value(), 123_456);
+    assert.deepEqual(r.describe(), [{ name: 'v', kind: 'value', keys: 200_000 }]);
+  });
+
+  test('a restore loads a group at a time and yields once a slice of time is spent: a job thread restoring millions of keys still ticks', async () => {
+    const b = new KeyedStateBackend(all, 'op');
+    const v = b.value<number>('v');
+    for (let i = 0; i < 200_000; i++) {
+      b.setCurrentKey(i);
+      v.update(i * 2);
+    }
+    const snapshot = await b.snapshot();
+    let t = 0;
+    const r = new KeyedStateBackend(all, 'op', undefined, () => t++);
+    const [, turns] = await countingTurns(r.restore(snapshot));
+    assert.ok(turns >= Math.floor(128 / SNAPSHOT_SLICE_MS) - 1, `the event loop got ${turns} turns during the restore`);
+    for (const k of [0, 77_777, 199_999]) {
+      r.setCurrentKey(k);
+      assert.equal(r.value<number>('v').value(), k * 2);
+    }
     assert.deepEqual(r.describe(), [{ name: 'v', kind: 'value', keys: 200_000 }]);
   });
 
@@ -107,12 +134,12 @@ describe('copy-on-write snapshots', () => {
     put(2);
     const second = b.snapshot();
     put(3);
-    const read = (s: BackendSnapshot): Set<unknown> => {
-      const r = restored(s);
+    const read = async (s: BackendSnapshot): Promise<Set<unknown>> => {
+      const r = await restored(s);
       return new Set(keys.map((k) => (r.setCurrentKey(k), r.value('v').value())));
     };
-    assert.deepEqual(read(await first), new Set([1]));
-    assert.deepEqual(read(await second), new Set([2]));
+    assert.deepEqual(await read(await first), new Set([1]));
+    assert.deepEqual(await read(await second), new Set([2]));
   });
 
   test('state that cannot be encoded fails the snapshot with the state and operator named, and the live state keeps working', async () => {
@@ -142,11 +169,13 @@ describe('copy-on-write snapshots', () => {
       b.value<number>('v').update(i);
     }
     const snapshot = await b.snapshot();
-    const halves = [0, 1].map((i) => {
-      const r = new KeyedStateBackend(KeyGroupRange.forSubtask(i, 2), 'op');
-      r.restore(snapshot);
-      return r.describe()[0]!.keys;
-    });
+    const halves = await Promise.all(
+      [0, 1].map(async (i) => {
+        const r = new KeyedStateBackend(KeyGroupRange.forSubtask(i, 2), 'op');
+        await r.restore(snapshot);
+        return r.describe()[0]!.keys;
+      }),
+    );
     assert.equal(halves[0]! + halves[1]!, 1_000);
     assert.ok(halves[0]! > 0 && halves[1]! > 0);
   });

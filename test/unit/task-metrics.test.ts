@@ -24,6 +24,7 @@ const report = (o: Partial<SubtaskProgressReport>): SubtaskProgressReport => ({
   idleMs: 0,
   lagRecords: 0,
   ageMs: 0,
+  stateExpired: 0,
   ...o,
 });
 

@@ -63,14 +63,14 @@ export abstract class KeyedOperator extends StreamOperator {
     return this.backend.snapshot().then((state) => ({ state, own }));
   }
 
-  override restoreState(snapshot: unknown): void {
+  override async restoreState(snapshot: unknown): Promise<void> {
     if (snapshot === undefined) return;
     if (!this.backend) {
       this.restoreOwn(snapshot);
       return;
     }
     const s = snapshot as { state: BackendSnapshot; own: unknown };
-    this.backend.restore(s.state);
+    await this.backend.restore(s.state);
     this.timers.rebuild();
     this.restoreOwn(s.own);
   }
@@ -79,13 +79,13 @@ export abstract class KeyedOperator extends StreamOperator {
    * Rescaled: the backend takes every overlapping part (keeping only this subtask's key groups: they are
    * disjoint across the earlier subtasks), then the operator's own state is merged (mergeOwn).
    */
-  override restoreRescaled(parts: RescaledParts): void {
+  override async restoreRescaled(parts: RescaledParts): Promise<void> {
     type Part = { state: BackendSnapshot; own: unknown } | undefined;
     if (!this.backend) {
       this.restoreOwn(this.mergeOwn(parts.overlapping, parts.assigned));
       return;
     }
-    for (const p of parts.overlapping as Part[]) if (p) this.backend.restore(p.state);
+    for (const p of parts.overlapping as Part[]) if (p) await this.backend.restore(p.state);
     this.timers.rebuild();
     this.restoreOwn(
       this.mergeOwn(
