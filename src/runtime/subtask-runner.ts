@@ -195,20 +195,26 @@ export class SubtaskRunner {
     this.state = 'RUNNING';
     this.lastYield = this.setup.now();
     try {
-      // A failure while starting (open, restore) would recur on every restart: it is fatal, unless a
-      // connector says the system it talks to was unreachable (that may pass).
+      // A failure while opening would recur on every restart: it is fatal, unless a connector says the
+      // system it talks to was unreachable (that may pass). A failure while restoring is restarted like
+      // any other (the files were verified before the deploy; what fails here is the machine's, not the
+      // job's), within the job's restart strategy.
       this.setup.onPhase?.(SubtaskPhase.STARTING);
       try {
         for (let i = operators.length - 1; i >= 0; i--) await this.bounded(operators[i]!.open());
-        const restore = this.setup.restore;
-        if (restore) {
-          if (isRescaled(restore))
-            await restoreRescaled(operators, restore, this.setup.index, this.setup.task.parallelism);
-          else for (const [i, op] of operators.entries()) await op.restoreState(restore.operators[i]);
-          for (const op of operators) await this.bounded(op.afterRestore());
-        }
       } catch (err) {
         throw this.setup.signal.aborted ? err : markFatal(err);
+      }
+      const restore = this.setup.restore;
+      if (restore) {
+        if (isRescaled(restore))
+          await restoreRescaled(operators, restore, this.setup.index, this.setup.task.parallelism);
+        else for (const [i, op] of operators.entries()) await op.restoreState(restore.operators[i]);
+        try {
+          for (const op of operators) await this.bounded(op.afterRestore());
+        } catch (err) {
+          throw this.setup.signal.aborted ? err : markFatal(err);
+        }
       }
       try {
         await this.loop.run();

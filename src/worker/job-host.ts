@@ -254,6 +254,9 @@ export class JobHost {
   private async deploy(m: MessageOf<'Deploy'>): Promise<void> {
     this.deployed = true;
     let job: WorkerJob;
+    // A deploy that fails reading its state is restarted like any other failure (a disk or a network
+    // share may come back); one that fails before (its module, its plan) would fail the same way again.
+    let restoring = false;
     try {
       const module = m.modules[0];
       if (!module || module.bytes.length === 0)
@@ -324,7 +327,9 @@ export class JobHost {
       job.onRequestFinalCheckpoint = (taskId, subtaskIndex) =>
         this.deps.send(makeMessage('RequestFinalCheckpoint', { jobId: m.jobId, taskId, subtaskIndex }));
       const listenings = job.prepare(this.config.peerUpdateTimeoutMs);
+      restoring = true;
       await job.loadRestoreState();
+      restoring = false;
       for (const l of listenings) this.deps.send(makeMessage('SubtaskListening', l));
     } catch (err) {
       this.deps.log.error({ err, jobId: m.jobId }, `deploy of job ${m.jobId} failed: ${(err as Error).message}`);
@@ -336,7 +341,7 @@ export class JobHost {
             subtaskIndex: t.subtaskIndex,
             ok: false,
             error: (err as Error).message,
-            fatal: true,
+            fatal: !restoring,
           }),
         );
       }

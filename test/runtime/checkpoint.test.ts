@@ -15,6 +15,7 @@ import {
   type NexmarkEvent,
   type TaskMetrics,
 } from '../../src/index.js';
+import { isFatal } from '../../src/errors.js';
 import { loadJobModule } from '../../src/loader/index.js';
 import { rowsRead, sortBy, waitFor } from '../helpers.js';
 import { PAUSE, testingSource, type TestingSource } from '../harness/testing-source.js';
@@ -359,5 +360,25 @@ describe('the transactional file sink', () => {
     } finally {
       await rm(root, { recursive: true, force: true });
     }
+  });
+  test('a restore that fails is a failure like any other (the job restarts), not a fatal one as a failing open() is', async () => {
+    const job = await fixture('ckpt-keyed');
+    const snapshot = await checkpointThenStop(job, 1, 2_400, { rate: '60000' });
+    // Every key group of every keyed table damaged: decoding any of them throws.
+    let damaged = 0;
+    for (const st of Object.values(snapshot.subtasks))
+      for (const op of st.operators as ({ state?: { groups: Uint8Array[][] }[] } | undefined)[])
+        for (const table of op?.state ?? [])
+          for (const group of table.groups) {
+            group[1] = new Uint8Array([0xc1, 0xff, 0, 0]);
+            damaged++;
+          }
+    assert.ok(damaged > 0, 'the checkpoint holds keyed state');
+    const failure = await runJob(job, { parallelism: 1, restore: snapshot }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    assert.ok(failure instanceof Error, 'the restore failed');
+    assert.equal(isFatal(failure), false, String(failure));
   });
 });
