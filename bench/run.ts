@@ -7,7 +7,7 @@
  *   npm run bench -- --only <name>     one benchmark (a group below) or one Nexmark query (q0 ... q12)
  *   npm run bench -- --json            also print the results as JSON
  *
- * Groups: nexmark-local, nexmark-sql, nexmark-cluster, scale, checkpoint, recovery, rescale, takeover, tls, mesh, submit, latency, protocol, kafka.
+ * Groups: nexmark-local, nexmark-sql, nexmark-cluster, scale, checkpoint, recovery, state-restore, rescale, takeover, tls, mesh, submit, latency, protocol, kafka.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import type { LatencyResult } from './cluster.js';
 import { CLUSTER_QUERIES, QUERIES, SQL_QUERIES } from './nexmark.js';
 import type { ThroughputResult } from './protocol.js';
 import type { RecoveryBench } from './recovery.js';
+import type { StateRestoreResult } from './state-restore.js';
 import type { RescaleBench } from './rescale.js';
 import { ETCD_LEASE_TTL_S, type TakeoverBench } from './takeover.js';
 import type { KafkaBench } from './kafka.js';
@@ -39,6 +40,7 @@ const GROUPS = [
   'scale',
   'checkpoint',
   'recovery',
+  'state-restore',
   'rescale',
   'takeover',
   'tls',
@@ -214,6 +216,18 @@ if (wantsGroup('recovery')) {
       `kill -9 of 1 of ${r.workers} workers (median of ${r.runs}): lost after ${r.detectMs} ms, redeployed after ${r.redeployMs} ms, ` +
         `first checkpoint after the restart at ${r.recoveredMs} ms (${r.recoveredMsRange[0]}-${r.recoveredMsRange[1]} ms)`,
     );
+  }
+}
+if (wantsGroup('state-restore')) {
+  const r = runScript<StateRestoreResult>('state restore bench', script('state-restore.ts'));
+  report(
+    { name: `state restore heap ${r.keys / 1e6} M keys`, group: 'state-restore', ...r },
+    `${(r.stateBytes / 1e6).toFixed(0)} MB checkpointed in ${r.checkpointMs} ms; after kill -9 redeployed at ${r.redeployMs} ms, ` +
+      `first checkpoint at ${r.recoveredMs} ms; every key exact: ${r.exact}`,
+  );
+  if (!r.exact) {
+    process.stderr.write(`state restore bench: the output was ${r.output}, not exact\n`);
+    process.exit(1);
   }
 }
 if (wantsGroup('rescale')) {

@@ -12,11 +12,19 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
-import type { KeyedStateStore, ListState, MapState, StateOptions, ValueState } from '../sdk/index.js';
-import { statePackr } from './group-codec.js';
+import type { KeyedStateStore, ListState, MapState, StateOptions, StateTtlConfig, ValueState } from '../sdk/index.js';
 import { ListStateHandle, MapStateHandle, ValueStateHandle } from './handles.js';
+import { StateTable, type EncodedGroup, type TableCapture } from './table.js';
 import { NumberGroupPool, NumberTable, type NumberCapture } from './number-table.js';
-import { TtlClock, TtlListState, TtlMapState, TtlValueState, ttlPolicyOf, type TtlPolicy } from './ttl.js';
+import {
+  DEFAULT_TTL_CLEANUP_SIZE,
+  TtlClock,
+  TtlListState,
+  TtlMapState,
+  TtlValueState,
+  ttlPolicyOf,
+  type TtlPolicy,
+} from './ttl.js';
 
 const INTERNAL = 'internal';
 /** The engine's tables of numbers (window counts): NumberTable. */
@@ -26,142 +34,6 @@ const INTERNAL_PREFIX = '__';
 
 /** How long an encoding slice may run before the event loop gets a turn. @default 8 */
 export const SNAPSHOT_SLICE_MS = 8;
-
-/**
- * One key group of one table in a snapshot: its entries when they were encoded and, for the keys
- * changed between the barrier and then, their values at the barrier (undefined: the key had none).
- */
-export type EncodedGroup = [keyGroup: number, entries: Uint8Array, atBarrier?: Uint8Array];
-
-/** What a table's in-flight snapshot has captured and not encoded yet. */
-class TableCapture {
-  readonly encoded: EncodedGroup[] = [];
-  error: unknown = undefined;
-  /** Per key group: captured and not yet encoded. */
-  readonly pending: Uint8Array;
-  /** Per key group: the barrier values of keys changed since (undefined value: absent then). */
-  readonly atBarrier: (Map<unknown, unknown> | undefined)[];
-
-  constructor(maxParallelism: number) {
-    this.pending = new Uint8Array(maxParallelism);
-    this.atBarrier = new Array<Map<unknown, unknown> | undefined>(maxParallelism);
-  }
-
-  /** Encode one captured group as it is now, with the barrier values of what changed, and let it go. */
-  encode(keyGroup: number, live: Map<unknown, unknown> | undefined): void {
-    if (this.pending[keyGroup] === 0) return;
-    this.pending[keyGroup] = 0;
-    const saved = this.atBarrier[keyGroup];
-    this.atBarrier[keyGroup] = undefined;
-    if (this.error !== undefined) return;
-    try {
-      const entries = statePackr.pack(live ?? new Map());
-      this.encoded.push(saved ? [keyGroup, entries, statePackr.pack(saved)] : [keyGroup, entries]);
-    } catch (err) {
-      this.error = err;
-    }
-  }
-
-  /**
-   * Keep the barrier value of `key` unless an earlier change already kept it; `copy` keeps a deep copy
-   * (an object its reader may change in place), made only when it is kept.
-   */
-  save(keyGroup: number, key: unknown, value: unknown, copy = false): void {
-    let m = this.atBarrier[keyGroup];
-    if (!m) this.atBarrier[keyGroup] = m = new Map();
-    if (!m.has(key)) m.set(key, copy ? structuredClone(value) : value);
-  }
-}
-
-export class StateTable<V> {
-  readonly groups: (Map<unknown, V> | undefined)[];
-  /** The in-flight snapshot's capture, until every captured group is encoded. */
-  private capture: TableCapture | undefined;
-  /** Set by the engine's own operators, which replace values and never change one in place. */
-  valuesImmutable = false;
-
-  constructor(maxParallelism: number) {
-    this.groups = new Array<Map<unknown, V> | undefined>(maxParallelism);
-  }
-
-  get(keyGroup: number, key: unknown): V | undefined {
-    const v = this.groups[keyGroup]?.get(key);
-    // Its reader may change an object in place: the capture keeps a copy of the barrier's.
-    if (this.capture?.pending[keyGroup] && typeof v === 'object' && v !== null && !this.valuesImmutable)
-      this.capture.save(keyGroup, key, v, true);
-    return v;
-  }
-
-  set(keyGroup: number, key: unknown, value: V): void {
-    let g = this.groups[keyGroup];
-    if (this.capture?.pending[keyGroup]) this.capture.save(keyGroup, key, g?.get(key));
-    if (!g) this.groups[keyGroup] = g = new Map();
-    g.set(key, value);
-  }
-
-  delete(keyGroup: number, key: unknown): void {
-    const g = this.groups[keyGroup];
-    if (this.capture?.pending[keyGroup]) this.capture.save(keyGroup, key, g?.get(key));
-    g?.delete(key);
-  }
-
-  /** Number of keys with a value, over all key groups. */
-  get size(): number {
-    let n = 0;
-    for (const g of this.groups) n += g?.size ?? 0;
-    return n;
-  }
-
-  /** Capture every non-empty group for a snapshot; returns the key groups to encode. */
-  beginSnapshot(): { capture: TableCapture; keyGroups: number[] } {
-    this.finishSnapshot();
-    const capture = new TableCapture(this.groups.length);
-    const keyGroups: number[] = [];
-    this.groups.forEach((g, kg) => {
-      if (g && g.size > 0) {
-        capture.pending[kg] = 1;
-        keyGroups.push(kg);
-      }
-    });
-    if (keyGroups.length > 0) this.capture = capture;
-    return { capture, keyGroups };
-  }
-
-  /** Encode one captured group (the snapshot's slices call this). */
-  encodeCaptured(capture: TableCapture, keyGroup: number): void {
-    capture.encode(keyGroup, this.groups[keyGroup] as Map<unknown, unknown> | undefined);
-  }
-
-  /**
-   * Encode what the in-flight snapshot has left, now. Only a snapshot that starts before the last one
-   * finished encoding pays this (checkpoints faster than the state can be written).
-   */
-  finishSnapshot(): void {
-    const c = this.capture;
-    if (!c) return;
-    for (let kg = 0; kg < c.pending.length; kg++) this.encodeCaptured(c, kg);
-    this.capture = undefined;
-  }
-
-  /** The snapshot's capture is fully encoded: stop saving barrier values for it. */
-  endSnapshot(capture: TableCapture): void {
-    if (this.capture === capture) this.capture = undefined;
-  }
-
-  /** Add a key group's entries from a snapshot: as encoded, then the barrier values put back. */
-  loadGroup(keyGroup: number, [, entries, atBarrier]: EncodedGroup): void {
-    const decoded = statePackr.unpack(entries) as Map<unknown, V>;
-    let g = this.groups[keyGroup];
-    // A group this table does not hold yet is the decoded Map itself: no second Map of millions of keys.
-    if (!g) this.groups[keyGroup] = g = decoded;
-    else for (const [k, v] of decoded) g.set(k, v);
-    if (!atBarrier) return;
-    for (const [k, v] of statePackr.unpack(atBarrier) as Map<unknown, V | undefined>) {
-      if (v === undefined) g.delete(k);
-      else g.set(k, v);
-    }
-  }
-}
 
 /**
  * Every named state: its kind and its key groups, each encoded on its own (the unit a restore hands
@@ -258,16 +130,16 @@ export class KeyedStateBackend implements KeyedStateStore {
     plain: (t: StateTable<unknown>) => H,
     withTtl: (t: StateTable<unknown>, p: TtlPolicy) => H,
   ): H {
+    const known = this.tables.get(name);
+    // User code may ask for its handle per record: one it has, with the same TTL, costs a lookup.
+    if (known?.handle !== undefined && known.kind === kind && sameTtl(known.ttl, options.ttl)) return known.handle as H;
     const what = `state '${name}' of operator '${this.operatorName}'`;
     const ttl = options.ttl === undefined ? undefined : ttlPolicyOf(options.ttl, what);
     const e = this.entry(name, kind, () => ({ table: new StateTable<unknown>(this.maxParallelism), stamped: !!ttl }));
-    if (e.handle !== undefined) {
-      if (JSON.stringify(e.ttl) !== JSON.stringify(ttl))
-        throw new StateError(
-          `${what} is asked for with ${describeTtl(ttl)}, but was declared with ${describeTtl(e.ttl)}`,
-        );
-      return e.handle as H;
-    }
+    if (e.handle !== undefined)
+      throw new StateError(
+        `${what} is asked for with ${describeTtl(ttl)}, but was declared with ${describeTtl(e.ttl)}`,
+      );
     if (!!e.stamped !== !!ttl)
       throw new StateError(
         `${what} was checkpointed ${e.stamped ? 'with' : 'without'} a TTL and is declared ${ttl ? 'with' : 'without'} one; ` +
@@ -448,6 +320,16 @@ export class KeyedStateBackend implements KeyedStateStore {
       .filter(([, e]) => !isInternal(e.kind))
       .map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
   }
+}
+
+/** Whether `config` declares the TTL `policy` was made from (both none: the same). */
+function sameTtl(policy: TtlPolicy | undefined, config: StateTtlConfig | undefined): boolean {
+  if (policy === undefined || config === undefined) return policy === config;
+  return (
+    policy.ttlMs === config.ttlMs &&
+    policy.renewOnRead === (config.updateType === 'OnReadAndWrite') &&
+    policy.cleanupSize === (config.cleanupSize ?? DEFAULT_TTL_CLEANUP_SIZE)
+  );
 }
 
 function describeTtl(ttl: TtlPolicy | undefined): string {

@@ -3,7 +3,7 @@
  * in the StateTable behind it (whose copy-on-write snapshot sees every change).
  */
 import type { ListState, MapState, ValueState } from '../sdk/index.js';
-import type { StateTable } from './backend.js';
+import type { StateTable } from './table.js';
 
 /** What a handle reads of its backend: the current key and its key group. */
 export interface CurrentKey {

@@ -6,13 +6,8 @@
  * backend.setCurrentKey('user-1');
  * backend.value<number>('count').update(1);
  */
-export {
-  KeyedStateBackend,
-  SNAPSHOT_SLICE_MS,
-  StateTable,
-  type BackendSnapshot,
-  type EncodedGroup,
-} from './backend.js';
+export { KeyedStateBackend, SNAPSHOT_SLICE_MS, type BackendSnapshot } from './backend.js';
+export { StateTable, type EncodedGroup } from './table.js';
 export {
   jobStateDir,
   stateBackendDir,

@@ -12,7 +12,7 @@
  * Keys are only added or updated, never removed one by one: a table is dropped whole, as a window pane
  * is once fired.
  */
-import type { EncodedGroup } from './backend.js';
+import type { EncodedGroup } from './table.js';
 import { decodeNumberGroup, encodeNumberGroup } from './group-codec.js';
 
 /** A key a NumberTable holds: a 32-bit integer (-0 reads as 0, as a Map's key does). */

@@ -10,7 +10,7 @@
  */
 import { StateError } from '../errors.js';
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../sdk/index.js';
-import type { StateTable } from './backend.js';
+import type { StateTable } from './table.js';
 import type { CurrentKey } from './handles.js';
 
 type Stamped<V> = [value: V, expiresAt: number];
