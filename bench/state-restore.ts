@@ -6,7 +6,7 @@
  * last checkpoint's duration, kill -> redeploy, kill -> first checkpoint after the restart, and checks
  * the job's one line of output: every key's state survived and no record counted twice.
  * Part of `npm run bench` (20 M keys, a checkpoint every 5 s; --quick: 3 M keys, every 500 ms); alone:
- * `node --import tsx bench/state-restore.ts [--keys 40000000] [--interval-ms 10000]`
+ * `node --import tsx bench/state-restore.ts [--keys 40000000] [--interval-ms 10000] [--stall-timeout-ms 30000]`
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -41,12 +41,18 @@ async function until<T>(what: string, f: () => T | undefined, timeoutMs: number)
   }
 }
 
-export async function measureStateRestore(keys: number, intervalMs: number): Promise<StateRestoreResult> {
+export async function measureStateRestore(
+  keys: number,
+  intervalMs: number,
+  /** The workers' --task-stall-timeout-ms (their default when undefined). */
+  taskStallTimeoutMs?: number,
+): Promise<StateRestoreResult> {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const dir = await mkdtemp(join(tmpdir(), 'clink-bench-state-restore-'));
   const cluster = await EmbeddedCluster.start({
     workers: 1,
     slotsPerWorker: 1,
+    ...(taskStallTimeoutMs !== undefined ? { taskStallTimeoutMs } : {}),
     log: createLogger({ level: 'error' }),
     cliCommand: { execPath: process.execPath, args: ['--import', 'tsx', join(root, 'src/cli/bin.ts')] },
   });
@@ -87,7 +93,11 @@ export async function measureStateRestore(keys: number, intervalMs: number): Pro
     const restart = await until('the restart', () => c.job(jobId)!.restarts[0], long);
     const recovered = await until(
       'a checkpoint after the restart',
-      () => c.checkpointsOf(jobId)!.find((k) => k.completedAtMs > restart.deployedAt),
+      () => {
+        const view = c.job(jobId)!;
+        if (view.state === 'FAILED') throw new Error(`state-restore bench: the restored job FAILED: ${view.error}`);
+        return c.checkpointsOf(jobId)!.find((k) => k.completedAtMs > restart.deployedAt);
+      },
       long,
     );
     const end = await until(
@@ -119,12 +129,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     options: {
       keys: { type: 'string' },
       'interval-ms': { type: 'string' },
+      'stall-timeout-ms': { type: 'string' },
       quick: { type: 'boolean', default: false },
     },
   });
   const keys = values.keys ?? (values.quick ? '3000000' : '20000000');
   const interval = values['interval-ms'] ?? (values.quick ? '500' : '5000');
-  const r = await measureStateRestore(Number(keys), Number(interval));
+  const stall = values['stall-timeout-ms'];
+  const r = await measureStateRestore(Number(keys), Number(interval), stall === undefined ? undefined : Number(stall));
   process.stdout.write(JSON.stringify(r) + '\n');
   if (!r.exact) process.exitCode = 1;
 }

@@ -35,6 +35,8 @@ export interface EmbeddedClusterOptions {
   debloatTargetMs?: number;
   /** Where the workers run user code (see WorkerConfig.taskIsolation). @default 'thread' */
   taskIsolation?: TaskIsolation;
+  /** A job thread that makes no progress this long is terminated (see WorkerConfig.taskStallTimeoutMs). @default 30,000 */
+  taskStallTimeoutMs?: number;
   /** How the workers' channels to each other travel (see WorkerConfig.dataTransport). @default 'link' */
   dataTransport?: DataTransport;
   /** Slot sharing (see CoordinatorConfig.slotSharing). @default true */
@@ -97,6 +99,7 @@ export class EmbeddedCluster {
           batchLingerMs: this.options.batchLingerMs,
           debloatTargetMs: this.options.debloatTargetMs,
           taskIsolation: this.options.taskIsolation,
+          taskStallTimeoutMs: this.options.taskStallTimeoutMs,
           dataTransport: this.options.dataTransport,
         },
         { log, metrics: new ClinkMetrics() },
@@ -144,6 +147,9 @@ export class EmbeddedCluster {
         ...(this.options.batchLingerMs !== undefined ? [`--batch-linger-ms=${this.options.batchLingerMs}`] : []),
         ...(this.options.debloatTargetMs !== undefined ? [`--debloat-target-ms=${this.options.debloatTargetMs}`] : []),
         ...(this.options.taskIsolation ? [`--task-isolation=${this.options.taskIsolation}`] : []),
+        ...(this.options.taskStallTimeoutMs !== undefined
+          ? [`--task-stall-timeout-ms=${this.options.taskStallTimeoutMs}`]
+          : []),
         ...(this.options.dataTransport ? [`--data-transport=${this.options.dataTransport}`] : []),
         ...(this.options.tls
           ? [
