@@ -19,6 +19,9 @@ type Stamped<V> = [value: V, expiresAt: number];
 export const DEFAULT_TTL_CLEANUP_SIZE = 5;
 export const TTL_UPDATE_TYPES = ['OnCreateAndWrite', 'OnReadAndWrite'] as const;
 
+/** Key groups the sweep may move through in one access, at least (see Sweep.step). */
+const MIN_GROUPS_PER_STEP = 8;
+
 /** A checked StateTtlConfig. */
 export interface TtlPolicy {
   ttlMs: number;
@@ -60,14 +63,18 @@ class Sweep {
     private readonly clean: (keyGroup: number, key: unknown, stored: unknown, now: number) => void,
   ) {}
 
+  /**
+   * Check up to `n` keys. Moving on to the next key group counts against a bound of its own (at least
+   * MIN_GROUPS_PER_STEP), so a state of few keys in many empty groups costs a few steps, not a round.
+   */
   step(n: number, now: number): void {
-    // Every group visited once with nothing found: the table is empty, stop for this access.
-    for (let emptyGroups = 0; n > 0 && emptyGroups <= this.groups.length;) {
+    const groups = this.groups.length;
+    for (let moves = Math.max(MIN_GROUPS_PER_STEP, n); n > 0 && moves > 0;) {
       if (this.keys === undefined) {
         const g = this.groups[this.keyGroup];
         if (g === undefined || g.size === 0) {
-          this.keyGroup = (this.keyGroup + 1) % this.groups.length;
-          emptyGroups++;
+          this.keyGroup = (this.keyGroup + 1) % groups;
+          moves--;
           continue;
         }
         this.keys = g.entries();
@@ -75,10 +82,10 @@ class Sweep {
       const next = this.keys.next();
       if (next.done) {
         this.keys = undefined;
-        this.keyGroup = (this.keyGroup + 1) % this.groups.length;
+        this.keyGroup = (this.keyGroup + 1) % groups;
+        moves--;
         continue;
       }
-      emptyGroups = 0;
       // Removing the key just visited is safe: a Map's iterator goes on past deletions.
       this.clean(this.keyGroup, next.value[0], next.value[1], now);
       n--;
