@@ -47,10 +47,10 @@ describe('workers that reconnect by themselves', () => {
         assert.equal(await workerMetric(w1, 'clink_worker_control_reconnects_total'), 1);
         assert.equal(await workerMetric(w1, 'clink_worker_control_disconnects_total'), 1);
         assert.ok((await workerMetric(w1, 'clink_worker_control_connection_attempts_total')) >= 2);
-        // The new session listens on a new data port, and the ready file says which.
+        // The new session listens on a data port of its own, and the ready file says which. Its number
+        // may be the old one's (the kernel may hand a freed port out again); the job below runs over it.
         const registered = w1.logs.filter((l) => /^registered with the coordinator/.test(String(l.msg)));
         assert.equal(registered.length, 2);
-        assert.notEqual(registered[1]!.dataPort, registered[0]!.dataPort);
         assert.equal(
           (JSON.parse(await readFile(w1.readyFile!, 'utf8')) as { dataPort: number }).dataPort,
           registered[1]!.dataPort,
