@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "be37237935607518f2f3f36990b09587c9a6c9903cf905badeae622b2e3c0777",
+  "fingerprint": "8f872c05c500f7b553ec3d3fc321ca45463176f5fa3b3f02f3840b0c8ae2f6dd",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -72,7 +72,7 @@ export const SDK_MANIFEST = {
     "state/location.d.ts": "98e039455c3376d2e4cbafcb122d71cd3e3cfbaca91decbcff4ebac5535043c9",
     "state/number-table.d.ts": "4de1be1bc9fca2385cf2ad66b22fcb8880fc2635fb3284475e8a6548d848549e",
     "state/table.d.ts": "1456c752b9db5423669cbeb8331b58d4469a9b1261e5dbf1a902053a6137b6ad",
-    "state/ttl.d.ts": "e6888463fb9196d4d8bbf11443ba32d9fa3aff7daeeb9d7d8d823cac7c14d0b7",
+    "state/ttl.d.ts": "f632aa928f22ba2415b19f1ee03ef7491afb269aa86e2795dc2fa7db4e62cd0c",
     "util/abortable.d.ts": "836435dd14536066e701bf286cc0fd0ff5d46ee8a9b1a4c770ef0b850a7b50f7",
     "util/defaults.d.ts": "c9632e0283f468c330ea2650ff3257db10b423d21fadfe0b8a372fa1cdbed05b",
     "util/deferred.d.ts": "2ad9cebd91a5eff27a2f2cfe1023408806f204a88c1287ec10c51462b81b1453",

@@ -12,12 +12,13 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
-import type { KeyedStateStore, ListState, MapState, StateOptions, StateTtlConfig, ValueState } from '../sdk/index.js';
+import type { KeyedStateStore, ListState, MapState, StateOptions, ValueState } from '../sdk/index.js';
 import { ListStateHandle, MapStateHandle, ValueStateHandle } from './handles.js';
 import { StateTable, type EncodedGroup, type TableCapture } from './table.js';
 import { NumberGroupPool, NumberTable, type NumberCapture } from './number-table.js';
 import {
-  DEFAULT_TTL_CLEANUP_SIZE,
+  declaresTtl,
+  describeTtl,
   TtlClock,
   TtlListState,
   TtlMapState,
@@ -132,7 +133,8 @@ export class KeyedStateBackend implements KeyedStateStore {
   ): H {
     const known = this.tables.get(name);
     // User code may ask for its handle per record: one it has, with the same TTL, costs a lookup.
-    if (known?.handle !== undefined && known.kind === kind && sameTtl(known.ttl, options.ttl)) return known.handle as H;
+    if (known?.handle !== undefined && known.kind === kind && declaresTtl(options.ttl, known.ttl))
+      return known.handle as H;
     const what = `state '${name}' of operator '${this.operatorName}'`;
     const ttl = options.ttl === undefined ? undefined : ttlPolicyOf(options.ttl, what);
     const e = this.entry(name, kind, () => ({ table: new StateTable<unknown>(this.maxParallelism), stamped: !!ttl }));
@@ -320,18 +322,4 @@ export class KeyedStateBackend implements KeyedStateStore {
       .filter(([, e]) => !isInternal(e.kind))
       .map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
   }
-}
-
-/** Whether `config` declares the TTL `policy` was made from (both none: the same). */
-function sameTtl(policy: TtlPolicy | undefined, config: StateTtlConfig | undefined): boolean {
-  if (policy === undefined || config === undefined) return policy === config;
-  return (
-    policy.ttlMs === config.ttlMs &&
-    policy.renewOnRead === (config.updateType === 'OnReadAndWrite') &&
-    policy.cleanupSize === (config.cleanupSize ?? DEFAULT_TTL_CLEANUP_SIZE)
-  );
-}
-
-function describeTtl(ttl: TtlPolicy | undefined): string {
-  return ttl ? `a TTL of ${ttl.ttlMs} ms (${ttl.renewOnRead ? 'OnReadAndWrite' : 'OnCreateAndWrite'})` : 'no TTL';
 }

@@ -43,6 +43,24 @@ export function ttlPolicyOf(config: StateTtlConfig, what: string): TtlPolicy {
   return { ttlMs, renewOnRead: updateType === 'OnReadAndWrite', cleanupSize };
 }
 
+/**
+ * Whether `config` (as user code passes it, per access) declares the TTL `policy` was made from; no
+ * TTL declares none. ttlPolicyOf's defaults, without its validation: cheap enough per record.
+ */
+export function declaresTtl(config: StateTtlConfig | undefined, policy: TtlPolicy | undefined): boolean {
+  if (policy === undefined || config === undefined) return policy === config;
+  return (
+    policy.ttlMs === config.ttlMs &&
+    policy.renewOnRead === (config.updateType === 'OnReadAndWrite') &&
+    policy.cleanupSize === (config.cleanupSize ?? DEFAULT_TTL_CLEANUP_SIZE)
+  );
+}
+
+/** A TTL as a refusal names it. */
+export function describeTtl(ttl: TtlPolicy | undefined): string {
+  return ttl ? `a TTL of ${ttl.ttlMs} ms (${ttl.renewOnRead ? 'OnReadAndWrite' : 'OnCreateAndWrite'})` : 'no TTL';
+}
+
 /** The processing clock TTL states read, and how many values expired (every TTL state of a backend). */
 export class TtlClock {
   /** Values (map entries, list elements) removed because they had expired. */
