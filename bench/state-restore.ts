@@ -6,7 +6,8 @@
  * last checkpoint's duration, kill -> redeploy, kill -> first checkpoint after the restart, and checks
  * the job's one line of output: every key's state survived and no record counted twice.
  * Part of `npm run bench` (20 M keys, a checkpoint every 5 s; --quick: 3 M keys, every 500 ms); alone:
- * `node --import tsx bench/state-restore.ts [--keys 40000000] [--interval-ms 10000] [--stall-timeout-ms 30000]`
+ * `node --import tsx bench/state-restore.ts [--keys 40000000] [--interval-ms 10000] [--stall-timeout-ms 30000]
+ * [--task-heap-mb 512] [--state-backend-type disk]`
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import { buildJob } from '../src/sdk/index.js';
 
 export interface StateRestoreResult {
   keys: number;
+  stateBackendType: 'heap' | 'disk';
   stateBytes: number;
   checkpointMs: number;
   redeployMs: number;
@@ -44,15 +46,24 @@ async function until<T>(what: string, f: () => T | undefined, timeoutMs: number)
 export async function measureStateRestore(
   keys: number,
   intervalMs: number,
-  /** The workers' --task-stall-timeout-ms (their default when undefined). */
-  taskStallTimeoutMs?: number,
+  options: {
+    /** The workers' --task-stall-timeout-ms (their default when undefined). */
+    taskStallTimeoutMs?: number;
+    /** The workers' --task-heap-mb (their default when undefined). */
+    taskHeapMb?: number;
+    /** The job's --state-backend-type. @default 'heap' */
+    stateBackendType?: 'heap' | 'disk';
+  } = {},
 ): Promise<StateRestoreResult> {
+  const { taskStallTimeoutMs, taskHeapMb, stateBackendType = 'heap' } = options;
   const root = fileURLToPath(new URL('..', import.meta.url));
   const dir = await mkdtemp(join(tmpdir(), 'clink-bench-state-restore-'));
   const cluster = await EmbeddedCluster.start({
     workers: 1,
     slotsPerWorker: 1,
     ...(taskStallTimeoutMs !== undefined ? { taskStallTimeoutMs } : {}),
+    ...(taskHeapMb !== undefined ? { taskHeapMb } : {}),
+    localStateDir: join(dir, 'local-state'),
     log: createLogger({ level: 'error' }),
     cliCommand: { execPath: process.execPath, args: ['--import', 'tsx', join(root, 'src/cli/bin.ts')] },
   });
@@ -68,7 +79,7 @@ export async function measureStateRestore(
       spec: buildJob(loaded.job, { parallelism: 1, params }).spec,
       params,
       buildParallelism: 1,
-      checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs },
+      checkpoint: { checkpointDir: join(dir, 'ckpt'), intervalMs, stateBackendType },
     });
     const c = cluster.coordinator;
     const whole = await until(
@@ -111,6 +122,7 @@ export async function measureStateRestore(
     const expected = JSON.stringify({ keys, sum: (keys * (keys - 1)) / 2 });
     return {
       keys,
+      stateBackendType,
       stateBytes: whole.stateBytes,
       checkpointMs: whole.durationMs,
       redeployMs: restart.deployedAt - killedAt,
@@ -130,13 +142,20 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       keys: { type: 'string' },
       'interval-ms': { type: 'string' },
       'stall-timeout-ms': { type: 'string' },
+      'task-heap-mb': { type: 'string' },
+      'state-backend-type': { type: 'string', default: 'heap' },
       quick: { type: 'boolean', default: false },
     },
   });
   const keys = values.keys ?? (values.quick ? '3000000' : '20000000');
   const interval = values['interval-ms'] ?? (values.quick ? '500' : '5000');
   const stall = values['stall-timeout-ms'];
-  const r = await measureStateRestore(Number(keys), Number(interval), stall === undefined ? undefined : Number(stall));
+  const heap = values['task-heap-mb'];
+  const r = await measureStateRestore(Number(keys), Number(interval), {
+    ...(stall !== undefined ? { taskStallTimeoutMs: Number(stall) } : {}),
+    ...(heap !== undefined ? { taskHeapMb: Number(heap) } : {}),
+    stateBackendType: values['state-backend-type'] === 'disk' ? 'disk' : 'heap',
+  });
   process.stdout.write(JSON.stringify(r) + '\n');
   if (!r.exact) process.exitCode = 1;
 }

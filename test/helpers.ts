@@ -2,7 +2,11 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KeyGroupRange } from '../src/plan/index.js';
+import { KeyedStateBackend } from '../src/state/index.js';
 import { defineJob, runJob, type JobEnvironment, type LocalRunOptions } from '../src/index.js';
 
 export async function collect<T = unknown>(
@@ -102,4 +106,45 @@ export async function heldPort(): Promise<{ port: number; close: () => Promise<v
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { port: (server.address() as AddressInfo).port, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/**
+ * Keyed state backends of each type, for tests that hold for both: `make` builds one (disk ones under a
+ * directory of their own) and `closeAll` closes every one it built and removes that directory.
+ */
+export function stateBackends(): {
+  make(type: 'heap' | 'disk', options?: StateBackendTestOptions): KeyedStateBackend;
+  closeAll(): Promise<void>;
+} {
+  const root = mkdtempSync(join(tmpdir(), 'clink-state-test-'));
+  const made: KeyedStateBackend[] = [];
+  return {
+    make(type, o = {}) {
+      const b = new KeyedStateBackend(
+        o.range ?? KeyGroupRange.forSubtask(0, 1),
+        o.operator ?? 'op',
+        undefined,
+        o.now,
+        o.ttlNow,
+        type === 'disk' ? { localDir: root, cacheEntries: o.cacheEntries ?? 16 } : undefined,
+      );
+      made.push(b);
+      return b;
+    },
+    async closeAll() {
+      for (const b of made.splice(0)) await b.close();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface StateBackendTestOptions {
+  range?: KeyGroupRange;
+  operator?: string;
+  /** The clock encoding and restore slices are timed by. */
+  now?: () => number;
+  /** The TTL clock. */
+  ttlNow?: () => number;
+  /** The disk backend's cache per state. @default 16, so that tests go through the store */
+  cacheEntries?: number;
 }

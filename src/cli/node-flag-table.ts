@@ -13,6 +13,7 @@ import {
 } from '../config/index.js';
 import { nonNegativeInt, positiveInt, renamed, renamedFlag, slotSharingOption } from './flags.js';
 import type { NodeFlags } from './node-process.js';
+import { STATE_BACKEND_TYPES } from '../protocol/index.js';
 import type { TlsFlags } from './tls-flags.js';
 
 export type NodeRole = 'coordinator' | 'worker';
@@ -157,6 +158,14 @@ export const nodeOptions = (): NodeOption[] => [
   c('--max-outbound-control-bytes <n>', 'coordinator: bytes of control frames queued per worker', nonNegativeInt),
   c('--max-outbound-bulk-bytes <n>', 'coordinator: bytes of Deploy frames queued per worker', nonNegativeInt),
   both(slotSharingOption('coordinator: ')),
+  coordinator(
+    new Option(
+      '--default-state-backend-type <type>',
+      "coordinator: where a job's keyed state lives when its submit does not say: heap or disk (Flink's state.backend.type)",
+    )
+      .choices(STATE_BACKEND_TYPES)
+      .default(COORDINATOR_DEFAULTS.defaultStateBackendType),
+  ),
   c('--submit-wait-for-slots-ms <ms>', 'coordinator: how long a submit waits for free slots', nonNegativeInt),
   c(
     '--restart-drain-timeout-ms <ms>',
@@ -291,6 +300,17 @@ export const nodeOptions = (): NodeOption[] => [
   w(
     '--task-heap-mb <mb>',
     "worker: heap limit of each job's thread; past it its subtasks fail with 'out of memory'",
+    positiveInt,
+  ),
+  worker(
+    new Option(
+      '--local-state-dir <dir>',
+      'worker: where jobs on the disk state backend keep their stores (a working copy, removed when the job leaves; checkpoints are the durable one)',
+    ),
+  ),
+  w(
+    '--state-cache-entries <n>',
+    'worker: decoded values the disk state backend keeps in memory per state and subtask (hot keys); the rest are read from its store',
     positiveInt,
   ),
   w(

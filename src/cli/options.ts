@@ -20,7 +20,7 @@ import {
 import type { TlsFlags } from './tls-flags.js';
 import { bounds } from '../util/index.js';
 import { InvalidArgumentError } from '../errors.js';
-import { ALIGNMENT_MODES, type AlignmentMode } from '../protocol/index.js';
+import { ALIGNMENT_MODES, STATE_BACKEND_TYPES, type AlignmentMode, type StateBackendType } from '../protocol/index.js';
 
 /** Where `--coordinator` points when not given (and CLINK_COORDINATOR is unset): a local coordinator's default port. */
 export const DEFAULT_COORDINATOR = `${DEFAULT_HOST}:${DEFAULT_CONTROL_PORT}`;
@@ -54,6 +54,7 @@ export type CheckpointFlags = {
   checkpointIntervalMs: number;
   checkpointsRetained: number;
   stateBackend?: string;
+  stateBackendType?: StateBackendType;
   alignment: AlignmentMode;
   alignedCheckpointTimeoutMs: number;
   checkpointTimeoutMs: number;
@@ -84,6 +85,10 @@ export const checkpointOptions = (): Option[] => [
     '--state-backend <uri>',
     'where checkpoint state goes: a directory or file:// URI [default: the checkpoint dir]',
   ),
+  new Option(
+    '--state-backend-type <type>',
+    "where keyed state lives: heap (the job thread's memory) or disk (LMDB on the worker's --local-state-dir, with a cache of hot keys; state beyond memory) (Flink's state.backend.type) [default: the cluster's, clink node --default-state-backend-type]",
+  ).choices(STATE_BACKEND_TYPES),
   new Option(
     '--alignment <mode>',
     'barrier alignment: aligned; unaligned (periodic checkpoints: barriers overtake the records queued ahead of them, which are written with the checkpoint; savepoints stay aligned); or adaptive (aligned, converted to unaligned past --aligned-checkpoint-timeout-ms)',
@@ -163,6 +168,7 @@ export function checkpointSettings(o: CheckpointFlags): CheckpointSettings {
     intervalMs: o.checkpointIntervalMs,
     checkpointsRetained: o.checkpointsRetained,
     stateBackendUri: o.stateBackend ?? '',
+    stateBackendType: o.stateBackendType ?? 'default',
     alignment: o.alignment,
     timeoutMs: o.checkpointTimeoutMs,
     minPauseMs: o.checkpointMinPauseMs,

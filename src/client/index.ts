@@ -78,6 +78,7 @@ export const NO_CHECKPOINTS: Readonly<CheckpointSettings> = {
   minPauseMs: 0,
   alignedTimeoutMs: 0,
   tolerableFailures: -1,
+  stateBackendType: 'default',
 };
 
 /** The SubmitJob a submit sends: with the module's bytes, or its hash alone (the receiver may hold it). */

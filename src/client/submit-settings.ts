@@ -5,7 +5,7 @@
  * the parameter.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { ALIGNMENT_MODES } from '../protocol/index.js';
+import { ALIGNMENT_MODES, STATE_BACKEND_TYPES, type StateBackendType } from '../protocol/index.js';
 import { booleanText, bounds, flinkDuration, keyValue, oneOf, wholeNumber, type ValueParser } from '../util/index.js';
 import type { CheckpointSettings } from './index.js';
 
@@ -39,6 +39,11 @@ export const SUBMIT_PARAMETERS = {
     flag: '--state-backend',
     parse: text,
     doc: 'where checkpoint state goes [default: the checkpoint dir]',
+  },
+  state_backend_type: {
+    flag: '--state-backend-type',
+    parse: oneOf(STATE_BACKEND_TYPES),
+    doc: "where keyed state lives: heap, or disk (LMDB, beyond memory) [default: the cluster's]",
   },
   alignment: {
     flag: '--alignment',
@@ -100,6 +105,14 @@ export const SUBMIT_PARAMETERS = {
 
 export type SubmitParameter = keyof typeof SUBMIT_PARAMETERS;
 
+/** Flink's state.backend.type: its hashmap is the heap backend; rocksdb (and forst) the disk one. */
+function flinkStateBackendType(v: string): StateBackendType {
+  const t = v.trim().toLowerCase();
+  if (t === 'hashmap' || t === 'heap') return 'heap';
+  if (t === 'rocksdb' || t === 'forst' || t === 'disk') return 'disk';
+  throw new InvalidArgumentError(`'${v}' is not a state backend type; give heap (Flink's hashmap) or disk (rocksdb)`);
+}
+
 /**
  * Flink's configuration keys for the same settings, accepted wherever a setting is named by key (a
  * submit's query, SQL's SET): each names its parameter and parses Flink's way of writing the value.
@@ -129,6 +142,7 @@ export const FLINK_SETTING_KEYS: Readonly<Record<string, { parameter: SubmitPara
       parse: (v) => (booleanText(v) ? 'unaligned' : 'aligned'),
     },
     'state.checkpoints.dir': { parameter: 'checkpoint_dir', parse: text },
+    'state.backend.type': { parameter: 'state_backend_type', parse: flinkStateBackendType },
   };
 
 /**
@@ -216,6 +230,7 @@ export function settingsOf(
   set('intervalMs', 'checkpoint_interval_ms');
   set('checkpointsRetained', 'checkpoints_retained');
   set('stateBackendUri', 'state_backend');
+  set('stateBackendType', 'state_backend_type');
   set('alignment', 'alignment');
   set('timeoutMs', 'checkpoint_timeout_ms');
   set('minPauseMs', 'checkpoint_min_pause_ms');

@@ -37,6 +37,8 @@ export const COORDINATOR_DEFAULTS = Object.freeze({
   restartBudgetResetAfterMs: 10 * 60_000,
   connectorCheckTimeoutMs: 5_000,
   maxRegionRetries: 0,
+  /** Where a job's keyed state lives when its submit does not say (Flink's state.backend.type: hashmap). */
+  defaultStateBackendType: 'heap' as 'heap' | 'disk',
   maxWorkerSessions: 1_024,
   maxInflightFrameBytes: DEFAULT_MAX_INFLIGHT_FRAME_BYTES,
   maxClientSessions: 256,
@@ -68,6 +70,10 @@ export const WORKER_DEFAULTS = Object.freeze({
   taskIsolation: 'thread' as 'thread' | 'none',
   taskStallTimeoutMs: 30_000,
   taskHeapMb: 2_048,
+  /** Where the disk state backend keeps its stores; empty: clink-state in the system's temp dir (as Flink's io.tmp.dirs). */
+  localStateDir: '',
+  /** Decoded values the disk state backend caches per state and subtask (DEFAULT_DISK_CACHE_ENTRIES in state/disk-table.ts). */
+  stateCacheEntries: 65_536,
   /** 64 MB semi-spaces (V8's own default is at most 16 MB for each); docs/performance-history.md has what it saves. */
   taskYoungGenerationMb: 192,
   dataTransport: 'link' as 'link' | 'channel',

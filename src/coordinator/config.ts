@@ -55,6 +55,8 @@ export interface CoordinatorConfig {
    * re-run from the beginning) before the job fails; a job's own (`--max-region-retries` on submit) overrides it. @default 0
    */
   maxRegionRetries: number;
+  /** Where a job's keyed state lives when its submit says 'default'. @default 'heap' */
+  defaultStateBackendType: 'heap' | 'disk';
   /** Coordinator epoch stamped on every frame to workers; 0 = unfenced (no HA). @default 0 */
   epoch: number;
   /** Worker sessions open at once; a Register of a new worker past it is refused as busy (retryable). @default 1,024 */

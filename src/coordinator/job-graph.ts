@@ -30,6 +30,8 @@ export interface CheckpointSettingsView {
   intervalMs: number;
   retained: number;
   stateBackend: string;
+  /** Where keyed state lives: heap or disk (the coordinator's default resolved). */
+  stateBackendType: string;
   alignment: string;
   /** Effective: the default's value when none was given. */
   timeoutMs: number;
@@ -84,6 +86,7 @@ export function jobDetailParts(j: JobState): JobDetailParts {
       intervalMs: c.intervalMs,
       retained: c.checkpointsRetained,
       stateBackend: c.stateBackendUri,
+      stateBackendType: c.stateBackendType,
       alignment: c.alignment,
       timeoutMs: checkpointTimeoutMs(c),
       minPauseMs: c.minPauseMs,

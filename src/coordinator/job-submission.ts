@@ -160,7 +160,11 @@ export async function placeSubmittedJob(
     progress: new Map(),
     subtaskProgress: new Map(),
     edges: countChannels(plan, placement),
-    checkpoint: m.checkpoint,
+    // A job that leaves its state backend to the cluster gets the coordinator's, for good.
+    checkpoint:
+      m.checkpoint.stateBackendType === 'default'
+        ? { ...m.checkpoint, stateBackendType: config.defaultStateBackendType }
+        : m.checkpoint,
     ...(submittedRestore ? { submittedRestore } : {}),
     attempt: 0,
     restarts: [],

@@ -37,6 +37,10 @@ export interface EmbeddedClusterOptions {
   taskIsolation?: TaskIsolation;
   /** A job thread that makes no progress this long is terminated (see WorkerConfig.taskStallTimeoutMs). @default 30,000 */
   taskStallTimeoutMs?: number;
+  /** The heap limit of each job thread (see WorkerConfig.taskHeapMb). @default 2,048 */
+  taskHeapMb?: number;
+  /** Where jobs on the disk state backend keep their stores (see WorkerConfig.localStateDir). */
+  localStateDir?: string;
   /** How the workers' channels to each other travel (see WorkerConfig.dataTransport). @default 'link' */
   dataTransport?: DataTransport;
   /** Slot sharing (see CoordinatorConfig.slotSharing). @default true */
@@ -100,6 +104,8 @@ export class EmbeddedCluster {
           debloatTargetMs: this.options.debloatTargetMs,
           taskIsolation: this.options.taskIsolation,
           taskStallTimeoutMs: this.options.taskStallTimeoutMs,
+          ...(this.options.taskHeapMb !== undefined ? { taskHeapMb: this.options.taskHeapMb } : {}),
+          ...(this.options.localStateDir !== undefined ? { localStateDir: this.options.localStateDir } : {}),
           dataTransport: this.options.dataTransport,
         },
         { log, metrics: new ClinkMetrics() },
@@ -150,6 +156,8 @@ export class EmbeddedCluster {
         ...(this.options.taskStallTimeoutMs !== undefined
           ? [`--task-stall-timeout-ms=${this.options.taskStallTimeoutMs}`]
           : []),
+        ...(this.options.taskHeapMb !== undefined ? [`--task-heap-mb=${this.options.taskHeapMb}`] : []),
+        ...(this.options.localStateDir !== undefined ? [`--local-state-dir=${this.options.localStateDir}`] : []),
         ...(this.options.dataTransport ? [`--data-transport=${this.options.dataTransport}`] : []),
         ...(this.options.tls
           ? [

@@ -228,6 +228,7 @@ const CheckpointSettings = open({
   intervalMs: int(),
   retained: int(),
   stateBackend: str(),
+  stateBackendType: str(),
   alignment: str(),
   timeoutMs: int(),
   minPauseMs: int(),

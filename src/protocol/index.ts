@@ -25,6 +25,8 @@ export {
   CheckpointConfig,
   ALIGNMENT_MODES,
   type AlignmentMode,
+  STATE_BACKEND_TYPES,
+  type StateBackendType,
   DeploymentTask,
   JobModule,
   EdgePort,

@@ -55,6 +55,13 @@ const minCompatible = tail(u32, 1, 'the oldest protocol this peer talks to (abse
 export const ALIGNMENT_MODES = ['aligned', 'unaligned', 'adaptive'] as const;
 export type AlignmentMode = (typeof ALIGNMENT_MODES)[number];
 
+/**
+ * Where a job's keyed state lives (design record 024): on the heap of its job threads, or on disk (LMDB)
+ * with a cache in front. 'default': the coordinator's --default-state-backend-type decides.
+ */
+export const STATE_BACKEND_TYPES = ['heap', 'disk'] as const;
+export type StateBackendType = (typeof STATE_BACKEND_TYPES)[number];
+
 export const CheckpointConfig = struct('CheckpointConfig', {
   checkpointDir: field(string, 'where checkpoints go; empty disables checkpointing'),
   intervalMs: field(u64, 'period of checkpoint triggers; 0 disables periodic checkpoints'),
@@ -90,6 +97,11 @@ export const CheckpointConfig = struct('CheckpointConfig', {
     u64,
     0,
     'with alignment adaptive or unaligned: a periodic checkpoint starts aligned and, not complete within this, becomes unaligned; 0 = unaligned from the start',
+  ),
+  stateBackendType: tail(
+    enumOf(['default', ...STATE_BACKEND_TYPES] as const),
+    'default',
+    "where keyed state lives: heap or disk; default = the coordinator's default (a worker reads it as heap)",
   ),
 });
 

@@ -8,6 +8,7 @@ import { ClinkError, JobCancelledError } from '../errors.js';
 import { createPhysicalPlan, subtaskKey, taskOf, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
 import { builtinConnectors } from '../connectors/index.js';
 import { buildJob, type BuildOptions, type BuiltJob, type Connector, type JobDefinition } from '../sdk/index.js';
+import type { DiskStateOptions } from '../state/index.js';
 import { validateConnectors } from './factory.js';
 import type { RuntimeServices } from './operator.js';
 import { rescaleInputs, type RestoreSnapshot } from './rescale.js';
@@ -37,6 +38,8 @@ export interface LocalRunOptions extends BuildOptions {
   connectors?: Record<string, Connector>;
   /** Resume from a checkpoint an earlier run of the same plan took. */
   restore?: JobSnapshot;
+  /** Keep keyed user state on disk, under this directory (the disk state backend); undefined: on the heap. */
+  diskState?: DiskStateOptions;
   /**
    * The clock, in ms, that tasks time their turns on the event loop by (every 10 ms a task lets other
    * work run): a test's, so what it asserts about giving way does not depend on how busy the machine is.
@@ -132,6 +135,7 @@ export class LocalExecution {
       batchSize,
       lingerMs: options.lingerMs ?? 0,
       debloatTargetMs: options.debloatTargetMs ?? 0,
+      ...(options.diskState ? { diskState: options.diskState } : {}),
       onAsyncError: (err) => this.fail(err),
       ...(options.taskClock ? { taskClock: options.taskClock } : {}),
     };

@@ -6,6 +6,7 @@
 import { StateError, UserCodeError } from '../errors.js';
 import type { OperatorSpec } from '../plan/index.js';
 import type { OperatorFunctions, RuntimeContext } from '../sdk/index.js';
+import type { DiskStateOptions } from '../state/index.js';
 import { NO_TIMESTAMP } from './elements.js';
 import type { RescaledParts } from './rescale.js';
 import type { ProcessingTimeService } from './timers.js';
@@ -28,6 +29,8 @@ export interface OperatorContext {
   readonly time: ProcessingTimeService;
   readonly signal: AbortSignal;
   readonly services: RuntimeServices;
+  /** Keep keyed user state on disk (the disk state backend); undefined: on the heap. */
+  readonly diskState?: DiskStateOptions;
 }
 
 /** Services a runtime provides to operators (collect results, standard output). */

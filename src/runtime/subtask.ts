@@ -13,6 +13,7 @@ import {
   type TaskSpec,
 } from '../plan/index.js';
 import type { OperatorFunctions, SourceContext } from '../sdk/index.js';
+import type { DiskStateOptions } from '../state/index.js';
 import type { StreamElement } from './elements.js';
 import { createOperator, createSourceReader, rescaledSourcePosition, type ConnectorRegistry } from './factory.js';
 import { isRescaled, sourcePositions } from './rescale.js';
@@ -76,6 +77,8 @@ export interface SubtaskEnvironment {
   lingerMs?: number;
   /** Buffer debloating's target: a task asks for batches of about this much of its work queued (debloat.ts). @default 0, off */
   debloatTargetMs?: number;
+  /** Keep keyed user state on disk, there (the disk state backend); undefined: on the heap. */
+  diskState?: DiskStateOptions;
   /** A timer callback failed: fail the job. */
   onAsyncError(err: unknown): void;
   /**
@@ -119,6 +122,7 @@ export function buildSubtask(
     time,
     signal: env.signal,
     services: env.services,
+    ...(env.diskState ? { diskState: env.diskState } : {}),
   }));
   const operators = contexts.map((ctx) => createOperator(ctx, env.registry, env.validated.get(ctx.spec.id)));
   const edgeOutputs: EdgeOutput[] = task.outputs.map((edge) => {

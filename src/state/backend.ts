@@ -14,7 +14,9 @@ import { StateError } from '../errors.js';
 import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
 import type { KeyedStateStore, ListState, MapState, StateOptions, ValueState } from '../sdk/index.js';
 import { ListStateHandle, MapStateHandle, ValueStateHandle } from './handles.js';
-import { StateTable, type EncodedGroup, type TableCapture } from './table.js';
+import { StateTable, type EncodedGroup, type KeyedTable, type SnapshotCapture } from './table.js';
+import { DiskStorage } from './disk-storage.js';
+import { DiskStateTable } from './disk-table.js';
 import { NumberGroupPool, NumberTable, type NumberCapture } from './number-table.js';
 import {
   declaresTtl,
@@ -42,10 +44,23 @@ export const SNAPSHOT_SLICE_MS = 8;
  */
 export type BackendSnapshot = { name: string; kind: string; groups: EncodedGroup[]; ttl?: true }[];
 
+/**
+ * Where a backend keeps user states (value, map, list): on the heap, or on disk with a cache in front
+ * (design record 024). The engine's own tables (windows, timers) stay on the heap either way.
+ */
+export interface DiskStateOptions {
+  /** The worker's local state directory; each backend opens its store in a directory of its own under it. */
+  localDir: string;
+  /** Decoded values the cache holds per state. @default DEFAULT_DISK_CACHE_ENTRIES */
+  cacheEntries?: number;
+  /** Names the store's directory (the operator and subtask). @default the operator's name */
+  tag?: string;
+}
+
 /** A named state: its table and, once user code has asked for it, its handle and TTL. */
 interface TableEntry {
   kind: string;
-  table: StateTable<unknown> | NumberTable;
+  table: KeyedTable<unknown> | NumberTable;
   handle?: unknown;
   /** Its values are stored with their expiry: declared with a TTL, or restored from such a state. */
   stamped?: boolean;
@@ -62,6 +77,10 @@ export class KeyedStateBackend implements KeyedStateStore {
   readonly ttl: TtlClock;
   /** Groups of dropped tables of numbers, for the next ones made. */
   private readonly numberGroups = new NumberGroupPool();
+  /** The disk store of user states, opened with the first of them (disk backend only). */
+  private storage: DiskStorage | undefined;
+  /** The snapshots still encoding: a disk store closes after them (a final checkpoint's may still be). */
+  private readonly encoding = new Set<Promise<unknown>>();
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -71,8 +90,41 @@ export class KeyedStateBackend implements KeyedStateStore {
     private readonly now: () => number = () => performance.now(),
     /** The processing clock that states with a TTL expire on (tests drive it). */
     ttlNow: () => number = Date.now,
+    /** Keep user states on disk; undefined: on the heap. */
+    private readonly disk?: DiskStateOptions,
   ) {
     this.ttl = new TtlClock(ttlNow);
+  }
+
+  /** Where user states live: 'heap' or 'disk'. */
+  get type(): 'heap' | 'disk' {
+    return this.disk ? 'disk' : 'heap';
+  }
+
+  /** A table for user state `name`: on the heap, or in this backend's disk store. */
+  private userTable(name: string): KeyedTable<unknown> {
+    if (!this.disk) return new StateTable<unknown>(this.maxParallelism);
+    this.storage ??= new DiskStorage(this.disk.localDir, this.disk.tag ?? this.operatorName);
+    return new DiskStateTable<unknown>(
+      `state '${name}' of operator '${this.operatorName}'`,
+      this.storage,
+      this.storage.database(name),
+      this.maxParallelism,
+      this.disk.cacheEntries,
+    );
+  }
+
+  /**
+   * Close the disk store and remove its files, once the snapshots still encoding from it are done (a heap
+   * backend has nothing to close).
+   */
+  async close(): Promise<void> {
+    const storage = this.storage;
+    this.storage = undefined;
+    if (!storage) return;
+    await Promise.allSettled([...this.encoding]);
+    for (const e of this.tables.values()) if (e.table instanceof DiskStateTable) e.table.close();
+    await storage.close();
   }
 
   /** Set the key that state handles and timers act on. Returns the key group. */
@@ -128,8 +180,8 @@ export class KeyedStateBackend implements KeyedStateStore {
     name: string,
     kind: string,
     options: StateOptions,
-    plain: (t: StateTable<unknown>) => H,
-    withTtl: (t: StateTable<unknown>, p: TtlPolicy) => H,
+    plain: (t: KeyedTable<unknown>) => H,
+    withTtl: (t: KeyedTable<unknown>, p: TtlPolicy) => H,
   ): H {
     const known = this.tables.get(name);
     // User code may ask for its handle per record: one it has, with the same TTL, costs a lookup.
@@ -137,7 +189,7 @@ export class KeyedStateBackend implements KeyedStateStore {
       return known.handle as H;
     const what = `state '${name}' of operator '${this.operatorName}'`;
     const ttl = options.ttl === undefined ? undefined : ttlPolicyOf(options.ttl, what);
-    const e = this.entry(name, kind, () => ({ table: new StateTable<unknown>(this.maxParallelism), stamped: !!ttl }));
+    const e = this.entry(name, kind, () => ({ table: this.userTable(name), stamped: !!ttl }));
     if (e.handle !== undefined)
       throw new StateError(
         `${what} is asked for with ${describeTtl(ttl)}, but was declared with ${describeTtl(e.ttl)}`,
@@ -147,7 +199,7 @@ export class KeyedStateBackend implements KeyedStateStore {
         `${what} was checkpointed ${e.stamped ? 'with' : 'without'} a TTL and is declared ${ttl ? 'with' : 'without'} one; ` +
           `a TTL cannot be ${ttl ? 'added to' : 'removed from'} a state that holds values: give the state a new name`,
       );
-    const table = e.table as StateTable<unknown>;
+    const table = e.table as KeyedTable<unknown>;
     e.ttl = ttl;
     e.handle = ttl ? withTtl(table, ttl) : plain(table);
     return e.handle as H;
@@ -164,9 +216,9 @@ export class KeyedStateBackend implements KeyedStateStore {
       options,
       (t) => {
         t.valuesImmutable = options.immutableValues ?? false;
-        return new ValueStateHandle<T>(this, t as StateTable<T>);
+        return new ValueStateHandle<T>(this, t as KeyedTable<T>);
       },
-      (t, p) => new TtlValueState<T>(this, t as StateTable<[T, number]>, p, this.ttl),
+      (t, p) => new TtlValueState<T>(this, t as KeyedTable<[T, number]>, p, this.ttl),
     );
   }
 
@@ -175,8 +227,8 @@ export class KeyedStateBackend implements KeyedStateStore {
       name,
       'map',
       options,
-      (t) => new MapStateHandle<K, V>(this, t as StateTable<Map<K, V>>),
-      (t, p) => new TtlMapState<K, V>(this, t as StateTable<Map<K, [V, number]>>, p, this.ttl),
+      (t) => new MapStateHandle<K, V>(this, t as KeyedTable<Map<K, V>>),
+      (t, p) => new TtlMapState<K, V>(this, t as KeyedTable<Map<K, [V, number]>>, p, this.ttl),
     );
   }
 
@@ -185,8 +237,8 @@ export class KeyedStateBackend implements KeyedStateStore {
       name,
       'list',
       options,
-      (t) => new ListStateHandle<T>(this, t as StateTable<T[]>),
-      (t, p) => new TtlListState<T>(this, t as StateTable<[T, number][]>, p, this.ttl),
+      (t) => new ListStateHandle<T>(this, t as KeyedTable<T[]>),
+      (t, p) => new TtlListState<T>(this, t as KeyedTable<[T, number][]>, p, this.ttl),
     );
   }
 
@@ -195,14 +247,25 @@ export class KeyedStateBackend implements KeyedStateStore {
    * encoding runs in slices of SNAPSHOT_SLICE_MS, and the promise settles when every group is encoded.
    */
   snapshot(): Promise<BackendSnapshot> {
-    const parts = [...this.tables].map(([name, e]) => ({
-      name,
-      kind: e.kind,
-      ttl: e.stamped,
-      table: e.table,
-      ...e.table.beginSnapshot(),
-    }));
-    return this.encodeCaptured(parts);
+    try {
+      const parts = [...this.tables].map(([name, e]) => ({
+        name,
+        kind: e.kind,
+        ttl: e.stamped,
+        table: e.table,
+        ...e.table.beginSnapshot(),
+      }));
+      const encoding = this.encodeCaptured(parts);
+      if (this.storage) {
+        this.encoding.add(encoding);
+        const forget = (): boolean => this.encoding.delete(encoding);
+        encoding.then(forget, forget);
+      }
+      return encoding;
+    } catch (err) {
+      // A disk state writes back its cache at the barrier: a value it cannot encode fails the snapshot.
+      return Promise.reject(err);
+    }
   }
 
   /** Yields to the event loop once SNAPSHOT_SLICE_MS have passed since it last did. */
@@ -221,18 +284,18 @@ export class KeyedStateBackend implements KeyedStateStore {
       name: string;
       kind: string;
       ttl: boolean | undefined;
-      table: StateTable<unknown> | NumberTable;
-      capture: TableCapture | NumberCapture;
+      table: KeyedTable<unknown> | NumberTable;
+      capture: SnapshotCapture | NumberCapture;
       keyGroups: number[];
     }[],
   ): Promise<BackendSnapshot> {
     const turn = this.slicer();
     for (const { table, capture, keyGroups } of parts) {
       for (const kg of keyGroups) {
-        table.encodeCaptured(capture as TableCapture & NumberCapture, kg);
+        table.encodeCaptured(capture as SnapshotCapture & NumberCapture, kg);
         await turn();
       }
-      table.endSnapshot(capture as TableCapture & NumberCapture);
+      table.endSnapshot(capture as SnapshotCapture & NumberCapture);
     }
     const out: BackendSnapshot = [];
     for (const { name, kind, ttl, capture } of parts) {
@@ -304,7 +367,7 @@ export class KeyedStateBackend implements KeyedStateStore {
         s.kind === INTERNAL_NUMBERS
           ? this.internalNumberTable(s.name)
           : this.entry(s.name, s.kind, () => ({
-              table: new StateTable<unknown>(this.maxParallelism),
+              table: isInternal(s.kind) ? new StateTable<unknown>(this.maxParallelism) : this.userTable(s.name),
               stamped: s.ttl === true,
             })).table;
       for (const group of s.groups) {

@@ -10,6 +10,10 @@
  * with it), the layout version (1), the key column's type, the value column's type, the entry count
  * (u32), eight bytes zero; then the key column and, from the next 8-aligned offset, the value column.
  * Column types: 0 float64, 1 int32, 2 uint8.
+ *
+ * A disk table's group is written as its store holds it, pairs of bytes (no value decoded and encoded
+ * again): 0xc1, the layout version (2), two bytes zero, the pair count (u32); then per pair the store
+ * key's length (u16), the value's length (u32), the key (key-codec.ts) and the value (statePackr).
  */
 import { Packr } from 'msgpackr';
 import { StateError } from '../errors.js';
@@ -91,4 +95,49 @@ function corrupt(what: string): StateError {
   return new StateError(
     `a key group in the state file is not readable (${what}): the file is damaged; restore from an earlier checkpoint`,
   );
+}
+
+const PAIRS_VERSION = 2;
+const PAIRS_HEADER = 8;
+const PAIR_HEADER = 6;
+
+/** Whether a group was written by encodePairs (a disk table's). */
+export const isPairsGroup = (bytes: Uint8Array): boolean =>
+  bytes.length >= PAIRS_HEADER && bytes[0] === FLAT_MARK && bytes[1] === PAIRS_VERSION;
+
+/** Encode a group as pairs of store key and value bytes, as a disk table's store holds them. */
+export function encodePairs(pairs: readonly [key: Uint8Array, value: Uint8Array][]): Uint8Array {
+  let size = PAIRS_HEADER;
+  for (const [k, v] of pairs) size += PAIR_HEADER + k.length + v.length;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  out[0] = FLAT_MARK;
+  out[1] = PAIRS_VERSION;
+  view.setUint32(4, pairs.length, true);
+  let at = PAIRS_HEADER;
+  for (const [k, v] of pairs) {
+    view.setUint16(at, k.length, true);
+    view.setUint32(at + 2, v.length, true);
+    out.set(k, at + PAIR_HEADER);
+    out.set(v, at + PAIR_HEADER + k.length);
+    at += PAIR_HEADER + k.length + v.length;
+  }
+  return out;
+}
+
+/** Hand every pair of a group encoded by encodePairs to `fn`, as views of `bytes`. */
+export function decodePairs(bytes: Uint8Array, fn: (key: Uint8Array, value: Uint8Array) => void): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = view.getUint32(4, true);
+  let at = PAIRS_HEADER;
+  for (let i = 0; i < count; i++) {
+    if (at + PAIR_HEADER > bytes.length) throw corrupt(`pair ${i} of ${count} past the end`);
+    const kl = view.getUint16(at, true);
+    const vl = view.getUint32(at + 2, true);
+    const k = at + PAIR_HEADER;
+    if (k + kl + vl > bytes.length) throw corrupt(`pair ${i} of ${count} past the end`);
+    fn(bytes.subarray(k, k + kl), bytes.subarray(k + kl, k + kl + vl));
+    at = k + kl + vl;
+  }
+  if (at !== bytes.length) throw corrupt(`${bytes.length - at} bytes after ${count} pairs`);
 }

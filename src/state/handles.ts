@@ -1,9 +1,9 @@
 /**
  * The handles user code reads and writes keyed state through: each acts on its backend's current key,
- * in the StateTable behind it (whose copy-on-write snapshot sees every change).
+ * in the table behind it (on the heap or on disk, whose snapshot sees every change).
  */
 import type { ListState, MapState, ValueState } from '../sdk/index.js';
-import type { StateTable } from './table.js';
+import type { KeyedTable } from './table.js';
 
 /** What a handle reads of its backend: the current key and its key group. */
 export interface CurrentKey {
@@ -14,7 +14,7 @@ export interface CurrentKey {
 export class ValueStateHandle<T> implements ValueState<T> {
   constructor(
     private readonly b: CurrentKey,
-    private readonly t: StateTable<T>,
+    private readonly t: KeyedTable<T>,
   ) {}
   value(): T | undefined {
     return this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey);
@@ -33,7 +33,7 @@ const EMPTY_MAP: ReadonlyMap<unknown, unknown> = new Map<unknown, unknown>();
 export class MapStateHandle<K, V> implements MapState<K, V> {
   constructor(
     private readonly b: CurrentKey,
-    private readonly t: StateTable<Map<K, V>>,
+    private readonly t: KeyedTable<Map<K, V>>,
   ) {}
   private current(): ReadonlyMap<K, V> {
     return (
@@ -80,7 +80,7 @@ export class MapStateHandle<K, V> implements MapState<K, V> {
 export class ListStateHandle<T> implements ListState<T> {
   constructor(
     private readonly b: CurrentKey,
-    private readonly t: StateTable<T[]>,
+    private readonly t: KeyedTable<T[]>,
   ) {}
   get(): T[] {
     return this.t.get(this.b.currentKeyGroup, this.b.currentNormalizedKey) ?? [];

@@ -1,12 +1,14 @@
 /**
- * Keyed state: heap tables partitioned by key group.
+ * Keyed state partitioned by key group: in heap tables, or on disk (LMDB) behind a cache.
  *
  * @example
  * const backend = new KeyedStateBackend(KeyGroupRange.forSubtask(0, 1), 'counter');
  * backend.setCurrentKey('user-1');
  * backend.value<number>('count').update(1);
  */
-export { KeyedStateBackend, SNAPSHOT_SLICE_MS, type BackendSnapshot } from './backend.js';
+export { KeyedStateBackend, SNAPSHOT_SLICE_MS, type BackendSnapshot, type DiskStateOptions } from './backend.js';
+export { DEFAULT_LOCAL_STATE_DIR } from './disk-storage.js';
+export { DEFAULT_DISK_CACHE_ENTRIES } from './disk-table.js';
 export { StateTable, type EncodedGroup } from './table.js';
 export {
   jobStateDir,

@@ -3,7 +3,22 @@
  * is encoded, the first write to a key saves the value it had at the barrier, and the first read of an
  * object saves a copy (its reader may change it in place).
  */
-import { statePackr } from './group-codec.js';
+import { decodePairs, isPairsGroup, statePackr } from './group-codec.js';
+import { decodeStoreKey } from './key-codec.js';
+
+/**
+ * A group's entries, whichever backend wrote it (a Map through statePackr, or a disk table's pairs),
+ * with its barrier values put back (undefined: the key had none then).
+ */
+export function decodeGroup<V>([, entries, atBarrier]: EncodedGroup): Map<unknown, V> {
+  let decoded: Map<unknown, V>;
+  if (isPairsGroup(entries)) {
+    decoded = new Map();
+    decodePairs(entries, (k, v) => decoded.set(decodeStoreKey(k), statePackr.unpack(v) as V));
+  } else decoded = statePackr.unpack(entries) as Map<unknown, V>;
+  if (atBarrier) for (const [k, v] of statePackr.unpack(atBarrier) as Map<unknown, V>) decoded.set(k, v);
+  return decoded;
+}
 
 /**
  * One key group of one table in a snapshot: its entries when they were encoded and, for the keys
@@ -11,8 +26,44 @@ import { statePackr } from './group-codec.js';
  */
 export type EncodedGroup = [keyGroup: number, entries: Uint8Array, atBarrier?: Uint8Array];
 
+/** What a snapshot of a table holds once its captured groups are encoded. */
+export interface SnapshotCapture {
+  readonly encoded: EncodedGroup[];
+  error: unknown;
+}
+
+/**
+ * A table of keyed values, per key group: what handles, TTL and snapshots use of a state, whether it
+ * lives on the heap (StateTable) or on disk (DiskStateTable).
+ */
+export interface KeyedTable<V> {
+  /** Set by the engine's own operators, which replace values and never change one in place. */
+  valuesImmutable: boolean;
+  get(keyGroup: number, key: unknown): V | undefined;
+  set(keyGroup: number, key: unknown, value: V): void;
+  delete(keyGroup: number, key: unknown): void;
+  /** Number of keys with a value, over all key groups. */
+  readonly size: number;
+  readonly keyGroupCount: number;
+  /**
+   * The entries of one key group, read as the iteration goes (a key removed behind it is not visited
+   * again); undefined when the group holds none.
+   */
+  entriesOf(keyGroup: number): Iterator<[unknown, V]> | undefined;
+  /** Capture every non-empty group for a snapshot; returns the key groups to encode. */
+  beginSnapshot(): { capture: SnapshotCapture; keyGroups: number[] };
+  /** Encode one captured group (the snapshot's slices call this). */
+  encodeCaptured(capture: SnapshotCapture, keyGroup: number): void;
+  /** Encode what the in-flight snapshot has left, now. */
+  finishSnapshot(): void;
+  /** The snapshot's capture is fully encoded: let it go. */
+  endSnapshot(capture: SnapshotCapture): void;
+  /** Add a key group's entries from a snapshot: as encoded, then the barrier values put back. */
+  loadGroup(keyGroup: number, group: EncodedGroup): void;
+}
+
 /** What a table's in-flight snapshot has captured and not encoded yet. */
-export class TableCapture {
+export class TableCapture implements SnapshotCapture {
   readonly encoded: EncodedGroup[] = [];
   error: unknown = undefined;
   /** Per key group: captured and not yet encoded. */
@@ -51,7 +102,7 @@ export class TableCapture {
   }
 }
 
-export class StateTable<V> {
+export class StateTable<V> implements KeyedTable<V> {
   readonly groups: (Map<unknown, V> | undefined)[];
   /** The in-flight snapshot's capture, until every captured group is encoded. */
   private capture: TableCapture | undefined;
@@ -90,6 +141,16 @@ export class StateTable<V> {
     return n;
   }
 
+  get keyGroupCount(): number {
+    return this.groups.length;
+  }
+
+  entriesOf(keyGroup: number): Iterator<[unknown, V]> | undefined {
+    const g = this.groups[keyGroup];
+    // Removing the key just visited is safe: a Map's iterator goes on past deletions.
+    return g === undefined || g.size === 0 ? undefined : g.entries();
+  }
+
   /** Capture every non-empty group for a snapshot; returns the key groups to encode. */
   beginSnapshot(): { capture: TableCapture; keyGroups: number[] } {
     this.finishSnapshot();
@@ -106,8 +167,8 @@ export class StateTable<V> {
   }
 
   /** Encode one captured group (the snapshot's slices call this). */
-  encodeCaptured(capture: TableCapture, keyGroup: number): void {
-    capture.encode(keyGroup, this.groups[keyGroup] as Map<unknown, unknown> | undefined);
+  encodeCaptured(capture: SnapshotCapture, keyGroup: number): void {
+    (capture as TableCapture).encode(keyGroup, this.groups[keyGroup] as Map<unknown, unknown> | undefined);
   }
 
   /**
@@ -122,19 +183,22 @@ export class StateTable<V> {
   }
 
   /** The snapshot's capture is fully encoded: stop saving barrier values for it. */
-  endSnapshot(capture: TableCapture): void {
+  endSnapshot(capture: SnapshotCapture): void {
     if (this.capture === capture) this.capture = undefined;
   }
 
   /** Add a key group's entries from a snapshot: as encoded, then the barrier values put back. */
-  loadGroup(keyGroup: number, [, entries, atBarrier]: EncodedGroup): void {
-    const decoded = statePackr.unpack(entries) as Map<unknown, V>;
+  loadGroup(keyGroup: number, group: EncodedGroup): void {
+    const decoded = decodeGroup<V | undefined>(group);
     let g = this.groups[keyGroup];
     // A group this table does not hold yet is the decoded Map itself: no second Map of millions of keys.
-    if (!g) this.groups[keyGroup] = g = decoded;
-    else for (const [k, v] of decoded) g.set(k, v);
-    if (!atBarrier) return;
-    for (const [k, v] of statePackr.unpack(atBarrier) as Map<unknown, V | undefined>) {
+    if (!g) {
+      this.groups[keyGroup] = g = decoded as Map<unknown, V>;
+      if (!group[2]) return;
+      for (const [k, v] of decoded) if (v === undefined) g.delete(k);
+      return;
+    }
+    for (const [k, v] of decoded) {
       if (v === undefined) g.delete(k);
       else g.set(k, v);
     }

@@ -10,7 +10,7 @@
  */
 import { StateError } from '../errors.js';
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../sdk/index.js';
-import type { StateTable } from './table.js';
+import type { KeyedTable } from './table.js';
 import type { CurrentKey } from './handles.js';
 
 type Stamped<V> = [value: V, expiresAt: number];
@@ -77,7 +77,7 @@ class Sweep {
   private keys: Iterator<[unknown, unknown]> | undefined;
 
   constructor(
-    private readonly groups: readonly (Map<unknown, unknown> | undefined)[],
+    private readonly table: KeyedTable<unknown>,
     private readonly clean: (keyGroup: number, key: unknown, stored: unknown, now: number) => void,
   ) {}
 
@@ -86,16 +86,16 @@ class Sweep {
    * MIN_GROUPS_PER_STEP), so a state of few keys in many empty groups costs a few steps, not a round.
    */
   step(n: number, now: number): void {
-    const groups = this.groups.length;
+    const groups = this.table.keyGroupCount;
     for (let moves = Math.max(MIN_GROUPS_PER_STEP, n); n > 0 && moves > 0;) {
       if (this.keys === undefined) {
-        const g = this.groups[this.keyGroup];
-        if (g === undefined || g.size === 0) {
+        const entries = this.table.entriesOf(this.keyGroup);
+        if (entries === undefined) {
           this.keyGroup = (this.keyGroup + 1) % groups;
           moves--;
           continue;
         }
-        this.keys = g.entries();
+        this.keys = entries;
       }
       const next = this.keys.next();
       if (next.done) {
@@ -104,7 +104,7 @@ class Sweep {
         moves--;
         continue;
       }
-      // Removing the key just visited is safe: a Map's iterator goes on past deletions.
+      // Removing the key just visited is safe: entriesOf goes on past deletions.
       this.clean(this.keyGroup, next.value[0], next.value[1], now);
       n--;
     }
@@ -117,11 +117,11 @@ abstract class TtlHandle<S> {
 
   constructor(
     protected readonly b: CurrentKey,
-    protected readonly t: StateTable<S>,
+    protected readonly t: KeyedTable<S>,
     protected readonly p: TtlPolicy,
     protected readonly clock: TtlClock,
   ) {
-    this.sweep = new Sweep(t.groups as (Map<unknown, unknown> | undefined)[], (kg, key, stored, now) =>
+    this.sweep = new Sweep(t as KeyedTable<unknown>, (kg, key, stored, now) =>
       this.cleanKey(kg, key, stored as S, now),
     );
   }

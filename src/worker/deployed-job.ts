@@ -38,6 +38,7 @@ import {
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { setTimer } from '../util/index.js';
+import { DEFAULT_LOCAL_STATE_DIR } from '../state/index.js';
 import { loadRestoreState } from './restore-state.js';
 import { subtaskReport, type SubtaskReport } from './subtask-report.js';
 
@@ -102,6 +103,10 @@ export class WorkerJob {
       batchSize: number;
       lingerMs: number;
       debloatTargetMs?: number;
+      /** Where subtasks on the disk state backend keep their stores. @default DEFAULT_LOCAL_STATE_DIR */
+      localStateDir?: string;
+      /** Decoded values the disk state backend caches per state and subtask. @default DEFAULT_DISK_CACHE_ENTRIES */
+      stateCacheEntries?: number;
       tls?: TlsClientConfig;
     } = {
       batchSize: DEFAULT_BATCH_SIZE,
@@ -285,6 +290,15 @@ export class WorkerJob {
         batchSize: this.batching.batchSize,
         lingerMs: this.batching.lingerMs,
         debloatTargetMs: this.batching.debloatTargetMs ?? 0,
+        // A deploy from a coordinator older than state backend types says 'default': the heap.
+        ...(this.deploy.checkpoint.stateBackendType === 'disk'
+          ? {
+              diskState: {
+                localDir: this.batching.localStateDir || DEFAULT_LOCAL_STATE_DIR,
+                ...(this.batching.stateCacheEntries ? { cacheEntries: this.batching.stateCacheEntries } : {}),
+              },
+            }
+          : {}),
         onAsyncError: (err) => this.fail(st, err as Error),
         ...(this.phaseReporter ? { phaseReporter: this.phaseReporter } : {}),
         ...(this.deploy.checkpoint.checkpointDir && this.onRequestFinalCheckpoint

@@ -56,6 +56,10 @@ export interface JobHostConfig {
   batchSize: number;
   batchLingerMs: number;
   debloatTargetMs?: number;
+  /** Where jobs on the disk state backend keep their stores (WorkerConfig.localStateDir). */
+  localStateDir?: string;
+  /** Decoded values the disk state backend caches per state and subtask (WorkerConfig.stateCacheEntries). */
+  stateCacheEntries?: number;
   cacheDir?: string;
   /** TLS of the data plane (PEM buffers: a job thread is handed them). */
   tls?: WorkerTls;
@@ -298,6 +302,8 @@ export class JobHost {
           batchSize: this.config.batchSize,
           lingerMs: this.config.batchLingerMs,
           debloatTargetMs: this.config.debloatTargetMs ?? 0,
+          ...(this.config.localStateDir ? { localStateDir: this.config.localStateDir } : {}),
+          ...(this.config.stateCacheEntries ? { stateCacheEntries: this.config.stateCacheEntries } : {}),
           ...(this.config.tls?.client ? { tls: this.config.tls.client } : {}),
         },
         // After a hot rescale, the job's subtasks here are in several deploys: a local input is a local input.

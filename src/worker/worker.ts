@@ -65,6 +65,10 @@ export interface WorkerConfig {
    * them under backpressure (runtime/debloat.ts). 0 turns it off. @default 0
    */
   debloatTargetMs?: number;
+  /** Where jobs on the disk state backend keep their stores (--local-state-dir). @default clink-state in the system's temp dir */
+  localStateDir?: string;
+  /** Decoded values the disk state backend caches per state and subtask (--state-cache-entries). @default 65,536 */
+  stateCacheEntries?: number;
   /**
    * With a v2 coordinator: end the session when no frame came from it for this long (it answers each
    * heartbeat), catching partitions that leave the socket writable. 0 turns it off. @default 3,000
@@ -438,6 +442,8 @@ export class Worker {
       batchSize: this.config.batchSize,
       batchLingerMs: this.config.batchLingerMs,
       debloatTargetMs: this.config.debloatTargetMs ?? 0,
+      ...(this.config.localStateDir ? { localStateDir: this.config.localStateDir } : {}),
+      ...(this.config.stateCacheEntries ? { stateCacheEntries: this.config.stateCacheEntries } : {}),
       ...(this.config.cacheDir ? { cacheDir: this.config.cacheDir } : {}),
       ...(this.deps.tls ? { tls: this.deps.tls } : {}),
       dataTransport: this.config.dataTransport,

@@ -168,7 +168,13 @@ describe('the additive-tail idiom', () => {
   // What a Deploy has gained since those vectors were pinned: the data secret, and each task's restore parallelism.
   // What SubmitJob and Deploy have gained since those vectors were pinned (decoded with their defaults).
   /** What CheckpointConfig gained after all of them: how checkpoints are paced (timeout, pause, tolerance). */
-  const PACING_DEFAULTS = { timeoutMs: 0, minPauseMs: 0, tolerableFailures: -1, alignedTimeoutMs: 0 };
+  const PACING_DEFAULTS = {
+    timeoutMs: 0,
+    minPauseMs: 0,
+    tolerableFailures: -1,
+    alignedTimeoutMs: 0,
+    stateBackendType: 'default',
+  };
   const addedSince = (name: 'SubmitJob' | 'Deploy'): object =>
     name === 'Deploy'
       ? {
@@ -252,7 +258,22 @@ describe('the additive-tail idiom', () => {
         'hex',
       );
       const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
-      assert.deepEqual(decodeFrame(old), { ...sample, checkpoint: { ...sample.checkpoint, alignedTimeoutMs: 0 } });
+      assert.deepEqual(decodeFrame(old), {
+        ...sample,
+        checkpoint: { ...sample.checkpoint, alignedTimeoutMs: 0, stateBackendType: 'default' },
+      });
+    });
+
+    test(`a ${name} pinned before CheckpointConfig.stateBackendType existed decodes as leaving the state backend to the cluster`, async () => {
+      const old = Buffer.from(
+        (await readFile(new URL(`legacy/${name}-before-stateBackendType.hex`, VECTORS), 'utf8')).trim(),
+        'hex',
+      );
+      const sample = sampleMessage(name) as MessageOf<'SubmitJob' | 'Deploy'>;
+      assert.deepEqual(decodeFrame(old), {
+        ...sample,
+        checkpoint: { ...sample.checkpoint, stateBackendType: 'default' },
+      });
     });
   }
 

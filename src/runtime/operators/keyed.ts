@@ -25,7 +25,14 @@ export abstract class KeyedOperator extends StreamOperator {
   /** Create this subtask's keyed state and timers; keyed operators call it first thing in open(). */
   protected initKeyedState(): void {
     const { subtaskIndex, parallelism, spec } = this.ctx;
-    this.backend = new KeyedStateBackend(KeyGroupRange.forSubtask(subtaskIndex, parallelism), spec.name);
+    this.backend = new KeyedStateBackend(
+      KeyGroupRange.forSubtask(subtaskIndex, parallelism),
+      spec.name,
+      undefined,
+      undefined,
+      undefined,
+      this.ctx.diskState && { ...this.ctx.diskState, tag: `${spec.id}-${subtaskIndex}` },
+    );
     this.timers = new KeyedTimerService(this.backend, this.ctx.time, (t) => this.fireProcessingTimer(t));
     this.keySelectors = this.ctx.fns.keySelectors ?? [];
   }
@@ -105,6 +112,11 @@ export abstract class KeyedOperator extends StreamOperator {
         `operator '${this.ctx.spec.name}' keeps state of its own that cannot be restored at another parallelism`,
       );
     return undefined;
+  }
+
+  /** Close the keyed state (a disk backend's store goes with it); subclasses that close more call this. */
+  override async close(): Promise<void> {
+    await this.backend?.close();
   }
 
   /** State an operator keeps outside the backend (window panes, for one). */
@@ -281,8 +293,12 @@ abstract class UserFunctionOperator<U extends TimerUdf> extends KeyedOperator {
     }
   }
 
-  override close(): Promise<void> {
-    return this.closeUdf(this.udf);
+  override async close(): Promise<void> {
+    try {
+      await this.closeUdf(this.udf);
+    } finally {
+      await super.close();
+    }
   }
 }
 

@@ -409,8 +409,12 @@ export class WindowOperator extends KeyedOperator {
     return n;
   }
 
-  override close(): Promise<void> {
-    return this.closeUdf(this.ctx.fns.udf as { close?: () => void } | undefined);
+  override async close(): Promise<void> {
+    try {
+      await this.closeUdf(this.ctx.fns.udf as { close?: () => void } | undefined);
+    } finally {
+      await super.close();
+    }
   }
 }
 

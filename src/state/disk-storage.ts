@@ -1,0 +1,94 @@
+/**
+ * Where the disk backend keeps a subtask's keyed state: one LMDB environment per backend (design record
+ * 024), in its own directory under the worker's local state directory, and one database in it per
+ * state. The local copy is a working copy, never the durable one (checkpoints are), so it is written
+ * without fsync and removed on close; a process killed before it closes leaves its directory behind,
+ * which the next process to open one under the same root removes.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import type { Database, RootDatabase } from 'lmdb';
+import { StateError } from '../errors.js';
+
+/** The local state directory when none is set (Flink's io.tmp.dirs is the system's temp dir too). */
+export const DEFAULT_LOCAL_STATE_DIR = join(tmpdir(), 'clink-state');
+/** States of one operator subtask on the disk backend, at most (LMDB's named databases). */
+const MAX_STATES = 256;
+
+const PROCESS_DIR = /^p(\d+)$/;
+/** The LMDB binding, loaded with the first store: a process that keeps no state on disk never loads it. */
+let lmdb: typeof import('lmdb') | undefined;
+const loadLmdb = (): typeof import('lmdb') =>
+  (lmdb ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
+const swept = new Set<string>();
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** Remove what dead processes left under `root`, once per root and process. */
+function sweepDead(root: string): void {
+  if (swept.has(root)) return;
+  swept.add(root);
+  let names: string[] = [];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(PROCESS_DIR.exec(name)?.[1] ?? NaN);
+    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid))
+      rmSync(join(root, name), { recursive: true, force: true });
+  }
+}
+
+export class DiskStorage {
+  readonly dir: string;
+  private readonly env: RootDatabase;
+  private closed = false;
+
+  /** A new environment for one backend; `tag` names its directory (the operator and subtask). */
+  constructor(root: string, tag: string) {
+    sweepDead(root);
+    const base = join(root, `p${process.pid}`);
+    try {
+      mkdirSync(base, { recursive: true });
+      this.dir = mkdtempSync(join(base, `${tag.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-`));
+      this.env = loadLmdb().open({ path: this.dir, maxDbs: MAX_STATES, noSync: true, noMetaSync: true, cache: false });
+    } catch (err) {
+      throw new StateError(
+        `the disk state backend cannot open its store under ${root}: ${(err as Error).message}; give a writable directory with --local-state-dir`,
+        { cause: err },
+      );
+    }
+  }
+
+  /** The database of one state, keys and values as bytes. */
+  database(name: string): Database<Buffer, Buffer> {
+    return this.env.openDB<Buffer, Buffer>(name, { keyEncoding: 'binary', encoding: 'binary' });
+  }
+
+  /** Run `fn` in one write transaction (every put and remove in it commits together). */
+  write(fn: () => void): void {
+    this.env.transactionSync(fn);
+  }
+
+  /** Close the environment and remove its directory. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.env.close();
+    } finally {
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+}
