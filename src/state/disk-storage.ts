@@ -9,6 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
+import type * as Lmdb from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import { StateError } from '../errors.js';
 
@@ -19,9 +20,8 @@ const MAX_STATES = 256;
 
 const PROCESS_DIR = /^p(\d+)$/;
 /** The LMDB binding, loaded with the first store: a process that keeps no state on disk never loads it. */
-let lmdb: typeof import('lmdb') | undefined;
-const loadLmdb = (): typeof import('lmdb') =>
-  (lmdb ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
+let lmdb: typeof Lmdb | undefined;
+const loadLmdb = (): typeof Lmdb => (lmdb ??= createRequire(import.meta.url)('lmdb') as typeof Lmdb);
 const swept = new Set<string>();
 
 const alive = (pid: number): boolean => {

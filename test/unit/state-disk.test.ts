@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import type { Arbitrary } from 'fast-check';
 import { keyGroupOf, KeyGroupRange, normalizeKey } from '../../src/plan/index.js';
 import { KeyedStateBackend } from '../../src/state/index.js';
 import { stateBackends } from '../helpers.js';
@@ -65,7 +66,7 @@ describe('the disk state backend', () => {
     const KEYS = 40;
     const key = fc.integer({ min: 0, max: KEYS - 1 });
     const n = fc.integer({ min: -5, max: 5 });
-    const op: import('fast-check').Arbitrary<Op> = fc.oneof(
+    const op: Arbitrary<Op> = fc.oneof(
       fc.record({ kind: fc.constantFrom('update' as const, 'clear' as const, 'get' as const), key, n }),
       fc.record({ kind: fc.constantFrom('put' as const, 'remove' as const), key, field: fc.constantFrom('a', 'b'), n }),
       fc.record({ kind: fc.constant('add' as const), key, n }),
