@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "0a79d7d19e08e48bc001addb6c36a78625636ceb7181ab42a9aeba6956d03721",
+  "fingerprint": "2b6e75163ed05e7b0a70d5d598a66f0ce4d4668512e914a6931cb1b390b16e35",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -66,7 +66,7 @@ export const SDK_MANIFEST = {
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
     "state/backend.d.ts": "6f195471541507e29c839a31184a9a397f7efe8a170d49953fd231d9ae43ec37",
     "state/disk-storage.d.ts": "b8475b2c4dcac10deef5eaddd74028fe288304759fcbd9454211019aa14f879a",
-    "state/disk-table.d.ts": "37b4104950e52f44126143e224c657b5d49ee33f036fee986c7009636a9374fe",
+    "state/disk-table.d.ts": "813d9ee98daf859010e18584a0ac70cededaeafa771fbc86a996e0d3df32f48e",
     "state/file.d.ts": "c956423a9c67187254e2aed02243e52c487efea54175f0f43c2b4481799f57a9",
     "state/group-codec.d.ts": "81de9a4f235bb0513ba1f6971cd9cd170fbadf21fe687afb2c40c5a7a931d11e",
     "state/handles.d.ts": "cf2608b6dd494b47d361ba538efc7f64b25306afd8e565976202382a5712d0b4",
