@@ -7,7 +7,8 @@ import type { CheckpointSettings } from '../client/index.js';
 import { ClinkError } from '../errors.js';
 import { errorsOf, formatFindings, jobFindings, lintError, type Finding } from '../lint/index.js';
 import { loadJobModule, typecheckJob } from '../loader/index.js';
-import type { JobGraphSpec } from '../plan/index.js';
+import { checkRestore, resolveRestore } from '../coordinator/index.js';
+import { createPhysicalPlan, type JobGraphSpec } from '../plan/index.js';
 import { buildJob } from '../sdk/index.js';
 import type { Command } from 'commander';
 import { nodeFindings } from './node-lint.js';
@@ -115,6 +116,21 @@ async function graphOf(
   }
 }
 
+/**
+ * `--restore-from-dir`: the coordinator's restore gate, run here on the checkpoint it names (layout,
+ * operators, each declared state's schema against the one it was checkpointed with).
+ */
+async function restoreFindings(spec: JobGraphSpec, settings: CheckpointSettings): Promise<Finding[]> {
+  try {
+    const point = await resolveRestore(settings.restoreFromDir, settings.restoreFromCheckpointId);
+    checkRestore(point.marker, createPhysicalPlan(spec), spec.job.name, settings.allowNonRestoredState);
+    return [];
+  } catch (err) {
+    const code = err instanceof ClinkError ? err.code : undefined;
+    return [lintError('restore-compatibility', (err as Error).message, code)];
+  }
+}
+
 export async function lintCommand(i: LintCommandInput): Promise<number> {
   const graph = await graphOf(i);
   const findings: Finding[] = [...i.flagFindings, ...graph.findings];
@@ -126,6 +142,7 @@ export async function lintCommand(i: LintCommandInput): Promise<number> {
     ...(i.autoscale ? { autoscale: i.autoscale } : {}),
   };
   findings.push(...jobFindings(graph.spec, checks, graph.rebuild));
+  if (graph.spec && i.settings.restoreFromDir) findings.push(...(await restoreFindings(graph.spec, i.settings)));
   process.stdout.write(formatFindings(findings, i.output));
   return errorsOf(findings).length > 0 ? 1 : 0;
 }

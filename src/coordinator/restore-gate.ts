@@ -9,7 +9,9 @@
  * - a task whose parallelism changed: restored rescaled (runtime/rescale.ts) when each of its operators
  *   can be (a connector that cannot divide its positions or its leftovers is refused, named);
  * - state of operators the plan no longer has: refused, unless --allow-non-restored-state drops it;
- * - tasks the checkpoint has no state for (operators added since): they start empty, and the log says so.
+ * - tasks the checkpoint has no state for (operators added since): they start empty, and the log says so;
+ * - a declared state whose checkpointed schema its declaration neither reads nor migrates from: refused,
+ *   naming the operator, the state and both schemas (plan/state-schema.ts).
  *
  * Markers written before identities were recorded carry only their subtask set: then the subtask sets
  * must be equal, as before.
@@ -17,21 +19,35 @@
 import { createHash } from 'node:crypto';
 import { ClinkError } from '../errors.js';
 import { connectorRescaleRefusal } from '../connectors/index.js';
-import { subtaskKey, type PhysicalPlan, type TaskSpec } from '../plan/index.js';
+import {
+  stateRestoreVerdict,
+  subtaskKey,
+  type PhysicalPlan,
+  type StateDeclarationSpec,
+  type TaskSpec,
+} from '../plan/index.js';
 
 /** What a checkpoint records of its job's shape. */
 export interface CheckpointIdentity {
   jobName: string;
   /** SHA-256 over the tasks (chains, types, parallelism) and edges. */
   graphHash: string;
-  tasks: { id: string; parallelism: number; operators: { id: string; type: string }[] }[];
+  tasks: {
+    id: string;
+    parallelism: number;
+    /** `states`: the keyed states an operator declared, with their schemas (absent: none declared). */
+    operators: { id: string; type: string; states?: Record<string, StateDeclarationSpec> }[];
+  }[];
 }
 
 export function identityOf(plan: PhysicalPlan, jobName: string): CheckpointIdentity {
   const tasks = plan.tasks.map((t) => ({
     id: t.id,
     parallelism: t.parallelism,
-    operators: t.operators.map((o) => ({ id: o.id, type: o.type })),
+    operators: t.operators.map((o) => {
+      const states = o.options.states as Record<string, StateDeclarationSpec> | undefined;
+      return { id: o.id, type: o.type, ...(states ? { states } : {}) };
+    }),
   }));
   const edges = plan.spec.edges.map((e) => [e.source, e.target, e.kind]);
   return { jobName, graphHash: createHash('sha256').update(JSON.stringify({ tasks, edges })).digest('hex'), tasks };
@@ -86,6 +102,7 @@ export function checkRestore(
   const unrescalable: string[] = [];
   const rescaled = new Map<string, number>();
   const restoredTasks = new Set<string>();
+  const schemaChanges: string[] = [];
   let restoredOperators = 0;
   for (const t of theirs.tasks) {
     const now = planned.get(t.id);
@@ -107,6 +124,13 @@ export function checkRestore(
     }
     restoredTasks.add(t.id);
     restoredOperators += t.operators.length;
+    t.operators.forEach((o, i) => schemaChanges.push(...stateSchemaRefusals(plan, o, now.operators[i]!)));
+  }
+  if (schemaChanges.length > 0) {
+    throw new ClinkError(
+      'CLINK_ERR_STATE',
+      `restore refused: checkpoint ${id} holds state this job reads differently: ${schemaChanges.join('; ')}; declare a schema its values read as, or a migration from the stored one (States.value(schema, { migrate: { from, fn } }))`,
+    );
   }
   const plannedOps = new Set(mine.tasks.flatMap((t) => t.operators.map((o) => o.id)));
   // An operator that moved to another chain is not gone: its state just cannot follow it.
@@ -141,6 +165,20 @@ export function checkRestore(
     graphHash: mine.graphHash,
     graphChanged: theirs.graphHash !== mine.graphHash,
   };
+}
+
+type IdentityOperator = CheckpointIdentity['tasks'][number]['operators'][number];
+
+/** Each state declared both in the checkpoint and now that does not restore, named with both schemas. */
+function stateSchemaRefusals(plan: PhysicalPlan, stored: IdentityOperator, now: IdentityOperator): string[] {
+  if (!stored.states || !now.states) return [];
+  const name = plan.spec.operators.find((o) => o.id === now.id)?.name ?? now.id;
+  return Object.entries(now.states).flatMap(([state, declared]) => {
+    const was = stored.states![state];
+    if (!was) return [];
+    const verdict = stateRestoreVerdict(was, declared);
+    return 'refuse' in verdict ? [`operator '${name}' state '${state}': ${verdict.refuse}`] : [];
+  });
 }
 
 /** Why a task cannot be restored at another parallelism (its first operator that cannot), or undefined. */

@@ -53,3 +53,14 @@ export {
 } from './topology.js';
 export { withoutUnchainablePreAggregation, type PrunedSpec } from './pre-aggregation.js';
 export { slotNeed } from './slots.js';
+export {
+  describeSchema,
+  schemaIncompatibility,
+  schemaProblem,
+  stateRestoreVerdict,
+  STATE_KINDS,
+  type StateDeclarationSpec,
+  type StateKind,
+  type StateRestoreVerdict,
+  type StateSchema,
+} from './state-schema.js';

@@ -24,6 +24,8 @@ export interface OperatorFunctions {
   udf?: object;
   connector?: Connector;
   items?: readonly unknown[];
+  /** Declared states' migrations by state name (see States). */
+  migrations?: Readonly<Record<string, (old: unknown) => unknown>>;
 }
 
 export type PendingEdgeKind = EdgeKind | 'AUTO';

@@ -35,6 +35,14 @@ export {
   JoinBuilder,
 } from './stream.js';
 export { Windows, type WindowAssigner } from './windows.js';
+export {
+  Schema,
+  States,
+  type KeyedProcessOptions,
+  type StateDeclaration,
+  type StateMigration,
+  type StateSchema,
+} from './state-declarations.js';
 export type { OperatorFunctions } from './graph.js';
 export { defineConnector } from './connector.js';
 export { connectorOptions, installNamedConnectors, namedConnector } from './named-connectors.js';

@@ -27,6 +27,7 @@ import type {
   WindowOptions,
 } from './types.js';
 import type { WindowAssigner } from './windows.js';
+import { declarationsOf, type KeyedProcessOptions } from './state-declarations.js';
 
 /** Settings shared by every stream handle: they apply to the operator that produced the stream. */
 abstract class OperatorHandle {
@@ -333,11 +334,20 @@ export class KeyedStream<T, K> {
     return this.keyed('keyedReduce', {}, { mode: 'count' });
   }
 
-  /** Per-key logic with keyed state and timers. */
-  process<R>(fn: KeyedProcessFunction<T, K, R>): DataStream<R> {
+  /**
+   * Per-key logic with keyed state and timers. `options.states` declares the states it uses with their
+   * schemas: a restore from a checkpoint that holds another schema is judged at submit (States, Schema).
+   */
+  process<R>(fn: KeyedProcessFunction<T, K, R>, options: KeyedProcessOptions = {}): DataStream<R> {
     checkMethod('process()', fn, 'processElement');
     checkMethod('process()', fn, 'onTimer', false);
-    return this.keyed('keyedProcess', { udf: fn }, {});
+    const { specs, migrations } = declarationsOf('process()', options.states);
+    const declared = Object.keys(specs).length > 0;
+    return this.keyed(
+      'keyedProcess',
+      { udf: fn, ...(declared ? { migrations } : {}) },
+      declared ? { states: specs } : {},
+    );
   }
 
   window(assigner: WindowAssigner, options: WindowOptions = {}): WindowedStream<T, K> {

@@ -11,10 +11,18 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { StateError } from '../errors.js';
-import { keyGroupOf, MAX_PARALLELISM, normalizeKey, type KeyGroupRange } from '../plan/index.js';
+import {
+  keyGroupOf,
+  MAX_PARALLELISM,
+  normalizeKey,
+  stateRestoreVerdict,
+  type KeyGroupRange,
+  type StateDeclarationSpec,
+} from '../plan/index.js';
 import type { KeyedStateStore, ListState, MapState, StateOptions, ValueState } from '../sdk/index.js';
 import { ListStateHandle, MapStateHandle, ValueStateHandle } from './handles.js';
-import { StateTable, type EncodedGroup, type KeyedTable, type SnapshotCapture } from './table.js';
+import { decodeGroup, StateTable, type EncodedGroup, type KeyedTable, type SnapshotCapture } from './table.js';
+import { statePackr } from './group-codec.js';
 import { DiskStorage } from './disk-storage.js';
 import { DiskStateTable } from './disk-table.js';
 import { NumberGroupPool, NumberTable, type NumberCapture } from './number-table.js';
@@ -42,7 +50,20 @@ export const SNAPSHOT_SLICE_MS = 8;
  * Every named state: its kind and its key groups, each encoded on its own (the unit a restore hands
  * out). `ttl`: its values are stored with their expiry (see ttl.ts).
  */
-export type BackendSnapshot = { name: string; kind: string; groups: EncodedGroup[]; ttl?: true }[];
+export type BackendSnapshot = {
+  name: string;
+  kind: string;
+  groups: EncodedGroup[];
+  ttl?: true;
+  /** The state's declaration when it was checkpointed (its schema), if it had one. */
+  declared?: StateDeclarationSpec;
+}[];
+
+/** A declared state: its declaration and the migration its values are restored through. */
+interface Declared {
+  spec: StateDeclarationSpec;
+  migrate?: (old: unknown) => unknown;
+}
 
 /**
  * Where a backend keeps user states (value, map, list): on the heap, or on disk with a cache in front
@@ -79,6 +100,8 @@ export class KeyedStateBackend implements KeyedStateStore {
   private readonly numberGroups = new NumberGroupPool();
   /** The disk store of user states, opened with the first of them (disk backend only). */
   private storage: DiskStorage | undefined;
+  /** The states the operator declared (with their schemas), by name. */
+  private readonly declared = new Map<string, Declared>();
   /** The snapshots still encoding: a disk store closes after them (a final checkpoint's may still be). */
   private readonly encoding = new Set<Promise<unknown>>();
 
@@ -94,6 +117,15 @@ export class KeyedStateBackend implements KeyedStateStore {
     private readonly disk?: DiskStateOptions,
   ) {
     this.ttl = new TtlClock(ttlNow);
+  }
+
+  /**
+   * Declare user state `name` with its schema, before a restore: a snapshot records the declaration, a
+   * restore judges the stored one against it (and migrates through `migrate`), and the state is only
+   * ever asked for as its declared kind.
+   */
+  declare(name: string, spec: StateDeclarationSpec, migrate?: (old: unknown) => unknown): void {
+    this.declared.set(name, { spec, ...(migrate ? { migrate } : {}) });
   }
 
   /** Where user states live: 'heap' or 'disk'. */
@@ -188,6 +220,9 @@ export class KeyedStateBackend implements KeyedStateStore {
     if (known?.handle !== undefined && known.kind === kind && declaresTtl(options.ttl, known.ttl))
       return known.handle as H;
     const what = `state '${name}' of operator '${this.operatorName}'`;
+    const declaredKind = this.declared.get(name)?.spec.kind;
+    if (declaredKind !== undefined && declaredKind !== kind)
+      throw new StateError(`${what} is declared as a ${declaredKind} state, not a ${kind} state`);
     const ttl = options.ttl === undefined ? undefined : ttlPolicyOf(options.ttl, what);
     const e = this.entry(name, kind, () => ({ table: this.userTable(name), stamped: !!ttl }));
     if (e.handle !== undefined)
@@ -252,6 +287,7 @@ export class KeyedStateBackend implements KeyedStateStore {
         name,
         kind: e.kind,
         ttl: e.stamped,
+        declared: this.declared.get(name)?.spec,
         table: e.table,
         ...e.table.beginSnapshot(),
       }));
@@ -284,6 +320,7 @@ export class KeyedStateBackend implements KeyedStateStore {
       name: string;
       kind: string;
       ttl: boolean | undefined;
+      declared: StateDeclarationSpec | undefined;
       table: KeyedTable<unknown> | NumberTable;
       capture: SnapshotCapture | NumberCapture;
       keyGroups: number[];
@@ -298,7 +335,7 @@ export class KeyedStateBackend implements KeyedStateStore {
       table.endSnapshot(capture as SnapshotCapture & NumberCapture);
     }
     const out: BackendSnapshot = [];
-    for (const { name, kind, ttl, capture } of parts) {
+    for (const { name, kind, ttl, declared, capture } of parts) {
       if (capture.error !== undefined) {
         throw new StateError(
           `state '${name}' of operator '${this.operatorName}' cannot be snapshotted: ${(capture.error as Error)?.message ?? String(capture.error)}`,
@@ -307,7 +344,13 @@ export class KeyedStateBackend implements KeyedStateStore {
           },
         );
       }
-      out.push({ name, kind, groups: capture.encoded.sort((a, b) => a[0] - b[0]), ...(ttl ? { ttl } : {}) });
+      out.push({
+        name,
+        kind,
+        groups: capture.encoded.sort((a, b) => a[0] - b[0]),
+        ...(ttl ? { ttl } : {}),
+        ...(declared ? { declared } : {}),
+      });
     }
     return out;
   }
@@ -370,13 +413,30 @@ export class KeyedStateBackend implements KeyedStateStore {
               table: isInternal(s.kind) ? new StateTable<unknown>(this.maxParallelism) : this.userTable(s.name),
               stamped: s.ttl === true,
             })).table;
+      const migrate = this.migrationOf(s);
       for (const group of s.groups) {
         const kg = group[0];
         if (kg < this.keyGroupRange.start || kg > this.keyGroupRange.end) continue;
-        table.loadGroup(kg, group);
+        table.loadGroup(kg, migrate ? migrate(group) : group);
         await turn();
       }
     }
+  }
+
+  /**
+   * How a checkpointed state's groups are converted to its declared schema (undefined: restored as
+   * stored). A change its declaration neither reads nor migrates from is refused, as at submit.
+   */
+  private migrationOf(s: BackendSnapshot[number]): ((group: EncodedGroup) => EncodedGroup) | undefined {
+    const now = this.declared.get(s.name);
+    if (!s.declared || !now) return undefined;
+    const verdict = stateRestoreVerdict(s.declared, now.spec);
+    if ('refuse' in verdict)
+      throw new StateError(
+        `state '${s.name}' of operator '${this.operatorName}' cannot be restored: ${verdict.refuse}`,
+      );
+    if (verdict.restore === 'as-stored' || !now.migrate) return undefined;
+    return migrateGroup(s.kind, s.ttl === true, now.migrate, `state '${s.name}' of operator '${this.operatorName}'`);
   }
 
   /** Names and kinds of the states user code registered so far, with their key counts. */
@@ -385,4 +445,35 @@ export class KeyedStateBackend implements KeyedStateStore {
       .filter(([, e]) => !isInternal(e.kind))
       .map(([name, e]) => ({ name, kind: e.kind, keys: e.table.size }));
   }
+}
+
+/** A group with `fn` applied to each value as its kind holds them (a map's values, a list's elements). */
+function migrateGroup(
+  kind: string,
+  stamped: boolean,
+  fn: (old: unknown) => unknown,
+  what: string,
+): (group: EncodedGroup) => EncodedGroup {
+  const one = (v: unknown): unknown => {
+    try {
+      if (!stamped) return fn(v);
+      const [value, expiresAt] = v as [unknown, number];
+      return [fn(value), expiresAt];
+    } catch (err) {
+      throw new StateError(`${what}: its migration failed on ${JSON.stringify(v)}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  };
+  const convert = (stored: unknown): unknown =>
+    kind === 'map'
+      ? new Map([...(stored as Map<unknown, unknown>)].map(([k, v]) => [k, one(v)]))
+      : kind === 'list'
+        ? (stored as unknown[]).map(one)
+        : one(stored);
+  return (group) => {
+    const out = new Map<unknown, unknown>();
+    for (const [k, v] of decodeGroup<unknown>(group)) if (v !== undefined) out.set(k, convert(v));
+    return [group[0], statePackr.pack(out)];
+  };
 }

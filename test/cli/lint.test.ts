@@ -113,6 +113,45 @@ describe('clink lint', { concurrency: 2 }, () => {
     assert.match(warned.stdout, /^lint: 0 errors, 2 warnings$/m);
   });
 
+  test('--restore-from-dir runs the restore gate: a state schema the checkpoint cannot be read as is an error, a compatible one is clean', async () => {
+    const job = (schema: string): string =>
+      [
+        "import { defineJob, Schema, States } from 'clink';",
+        "export default defineJob({ name: 'schema-job', version: '1' }, (env) => {",
+        '  env',
+        '    .fromSequence(1, 50)',
+        '    .keyBy((x) => x % 5)',
+        '    .process<number>(',
+        '      {',
+        '        processElement(x, ctx, out) {',
+        "          const n = ctx.state.value<number>('n');",
+        '          n.update((n.value() ?? 0) + 1);',
+        '          out.collect(x);',
+        '        },',
+        '      },',
+        `      { states: { n: States.value(${schema}) } },`,
+        '    )',
+        "    .uid('counter')",
+        '    .print();',
+        '});',
+        '',
+      ].join('\n');
+    await writeFile(join(dir, 'schema-int.ts'), job('Schema.int()'));
+    await writeFile(join(dir, 'schema-number.ts'), job('Schema.number()'));
+    await writeFile(join(dir, 'schema-string.ts'), job('Schema.string()'));
+    const ckpt = join(dir, 'schema-ckpt');
+    const ran = await clink(['run', 'schema-int.ts', '--checkpoint-dir', ckpt, '--checkpoint-interval-ms', '50'], dir);
+    assert.equal(ran.code, 0, ran.stderr);
+    const refused = await clink(['lint', 'schema-string.ts', '--restore-from-dir', ckpt], dir);
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+    assert.match(
+      refused.stdout,
+      /^error: restore refused: checkpoint \d+ holds state this job reads differently: operator '.*' state 'n': it was checkpointed as int and is declared as string \(int cannot be read as string\); .* \[restore-compatibility\]$/m,
+    );
+    const clean = await clink(['lint', 'schema-number.ts', '--restore-from-dir', ckpt], dir);
+    assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+  });
+
   test('bad usage exits 2: a malformed value, a job and --graph-json both', async () => {
     for (const args of [
       ['lint', '--checkpoint-interval-ms', 'soon'],

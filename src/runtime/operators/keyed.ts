@@ -1,6 +1,6 @@
 /** Keyed operators: state per key (kept per key group) and per-key timers. */
 import { StateError } from '../../errors.js';
-import { KeyGroupRange } from '../../plan/index.js';
+import { KeyGroupRange, type StateDeclarationSpec } from '../../plan/index.js';
 import type {
   RuntimeContext,
   Collector,
@@ -33,6 +33,9 @@ export abstract class KeyedOperator extends StreamOperator {
       undefined,
       this.ctx.diskState && { ...this.ctx.diskState, tag: `${spec.id}-${subtaskIndex}` },
     );
+    // Declared states (process(fn, { states })): before a restore, which judges and migrates by them.
+    const declared = (spec.options.states ?? {}) as Record<string, StateDeclarationSpec>;
+    for (const [name, d] of Object.entries(declared)) this.backend.declare(name, d, this.ctx.fns.migrations?.[name]);
     this.timers = new KeyedTimerService(this.backend, this.ctx.time, (t) => this.fireProcessingTimer(t));
     this.keySelectors = this.ctx.fns.keySelectors ?? [];
   }
