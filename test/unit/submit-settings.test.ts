@@ -52,6 +52,17 @@ describe('submit settings by name', () => {
     );
     assert.throws(() => checkpointSettingsOfSets({ 'table.exec.mini-batch.enabled': 'true' }), /unknown setting/);
   });
+
+  test("the state backend type by its own name or Flink's state.backend.type (hashmap is heap, rocksdb is disk)", () => {
+    assert.deepEqual(checkpointSettingsOfSets({ 'state.backend.type': 'rocksdb' }), { stateBackendType: 'disk' });
+    assert.deepEqual(checkpointSettingsOfSets({ 'state.backend.type': 'hashmap' }), { stateBackendType: 'heap' });
+    assert.equal(submitSettingsFromQuery({ state_backend_type: 'disk' }).checkpoint.stateBackendType, 'disk');
+    assert.throws(
+      () => checkpointSettingsOfSets({ 'state.backend.type': 'memory' }),
+      /setting state.backend.type: 'memory' is not a state backend type; give heap \(Flink's hashmap\) or disk \(rocksdb\)/,
+    );
+    assert.throws(() => submitSettingsFromQuery({ state_backend_type: 'rocksdb' }), /query parameter state_backend_type/);
+  });
 });
 
 describe("a SQL session's SET and RESET", () => {
