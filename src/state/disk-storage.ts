@@ -2,11 +2,14 @@
  * Where the disk backend keeps a subtask's keyed state: one LMDB environment per backend (design record
  * 024), in its own directory under the worker's local state directory, and one database in it per
  * state. The local copy is a working copy, never the durable one (checkpoints are), so it is written
- * without fsync and removed on close; a process killed before it closes leaves its directory behind,
- * which the next process to open one under the same root removes.
+ * without fsync and removed on close. Stores live under `p<pid>/t<threadId>` of the root: a job thread
+ * terminated before its stores closed has its directory removed by the worker that ran it
+ * (removeThreadStateDir), and a process killed before it closed its stores leaves `p<pid>` behind, which
+ * the next store opened under the same root, or the next worker started with it, removes.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { threadId } from 'node:worker_threads';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Lmdb from 'lmdb';
@@ -22,7 +25,6 @@ const PROCESS_DIR = /^p(\d+)$/;
 /** The LMDB binding, loaded with the first store: a process that keeps no state on disk never loads it. */
 let lmdb: typeof Lmdb | undefined;
 const loadLmdb = (): typeof Lmdb => (lmdb ??= createRequire(import.meta.url)('lmdb') as typeof Lmdb);
-const swept = new Set<string>();
 
 const alive = (pid: number): boolean => {
   try {
@@ -33,10 +35,11 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** Remove what dead processes left under `root`, once per root and process. */
-function sweepDead(root: string): void {
-  if (swept.has(root)) return;
-  swept.add(root);
+/**
+ * Remove what dead processes left under `root`: each time a store opens (a restart after a worker was
+ * killed opens new ones, on the workers that are left) and when a worker starts.
+ */
+export function sweepDeadStateDirs(root: string): void {
   let names: string[] = [];
   try {
     names = readdirSync(root);
@@ -50,6 +53,14 @@ function sweepDead(root: string): void {
   }
 }
 
+/** The directory of the stores job thread `thread` of this process opens under `root`. */
+export const threadStateDir = (root: string, thread: number): string => join(root, `p${process.pid}`, `t${thread}`);
+
+/** Remove what a job thread that ended left of its stores (it could not close them: it was terminated). */
+export function removeThreadStateDir(root: string, thread: number): void {
+  rmSync(threadStateDir(root || DEFAULT_LOCAL_STATE_DIR, thread), { recursive: true, force: true });
+}
+
 export class DiskStorage {
   readonly dir: string;
   private readonly env: RootDatabase;
@@ -57,8 +68,8 @@ export class DiskStorage {
 
   /** A new environment for one backend; `tag` names its directory (the operator and subtask). */
   constructor(root: string, tag: string) {
-    sweepDead(root);
-    const base = join(root, `p${process.pid}`);
+    sweepDeadStateDirs(root);
+    const base = threadStateDir(root, threadId);
     try {
       mkdirSync(base, { recursive: true });
       this.dir = mkdtempSync(join(base, `${tag.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 64)}-`));

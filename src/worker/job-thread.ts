@@ -28,6 +28,7 @@ import {
   type ToThread,
 } from './thread-protocol.js';
 import { subtaskKey } from '../plan/index.js';
+import { removeThreadStateDir } from '../state/index.js';
 
 /** The entry file beside this one, with this file's extension (.js built, .ts under tsx). */
 const EXT = extname(fileURLToPath(import.meta.url));
@@ -98,6 +99,8 @@ export class JobThread {
   /** The port its data server listens on (0 until it does). */
   dataPort = 0;
   readonly exited: Promise<void>;
+  /** The thread's id, kept: a thread that exited reports -1. */
+  private readonly threadId: number;
 
   constructor(private readonly o: JobThreadOptions) {
     this.lastTickAt = o.startedAt;
@@ -112,6 +115,7 @@ export class JobThread {
       workerData,
       resourceLimits: { maxOldGenerationSizeMb: o.heapMb, maxYoungGenerationSizeMb: o.youngGenerationMb },
     });
+    this.threadId = this.thread.threadId;
     this.thread.on('message', (m: FromThread) => this.onMessage(m));
     this.thread.on('error', (err: Error & { code?: string }) => {
       this.failure =
@@ -262,6 +266,8 @@ export class JobThread {
   /** The thread ended: whatever it had not reported fails with the cause (fatal when it stalled). */
   private onThreadExit(): void {
     this.ended = true;
+    // Disk state the thread could not close (terminated on a stall, out of memory) goes with it.
+    removeThreadStateDir(this.o.config.localStateDir ?? '', this.threadId);
     clearTimeout(this.closeTimer);
     for (const w of this.metricsWaiters.values()) w([]);
     this.metricsWaiters.clear();

@@ -1,8 +1,11 @@
 // One bad job never takes down the cluster: a map that never returns and a map that allocates without
 // bound run beside a healthy job on three workers. Each poison job fails with its real cause (after
 // its restart budget, with backoff, where a restart could help); the healthy job's output is exact;
-// every worker is still registered, on its first session.
+// every worker is still registered, on its first session. A keyed job on the disk backend that never
+// returns leaves no store behind when its thread is terminated.
 import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import type { JobView } from '../../src/coordinator/index.js';
@@ -10,7 +13,7 @@ import { loadJobModule } from '../../src/loader/index.js';
 import { runJob } from '../../src/index.js';
 import { buildJob } from '../../src/sdk/index.js';
 import { ClusterHarness } from '../harness/cluster.js';
-import { SCENARIO, visibleLines } from '../helpers.js';
+import { SCENARIO, visibleLines, waitFor } from '../helpers.js';
 
 const FIXTURES = resolve(import.meta.dirname, '../fixtures/jobs');
 
@@ -18,10 +21,11 @@ test(
   'poison jobs (an endless loop, then an allocation bomb) fail with their real causes while a healthy job on the same workers finishes exactly; all 3 workers stay',
   SCENARIO,
   async () => {
+    const localStateDir = await mkdtemp(join(tmpdir(), 'clink-poison-local-state-'));
     const h = await ClusterHarness.start({
       workers: 3,
       slots: 4,
-      workerArgs: ['--task-stall-timeout-ms=2000', '--task-heap-mb=96'],
+      workerArgs: ['--task-stall-timeout-ms=2000', '--task-heap-mb=96', `--local-state-dir=${localStateDir}`],
       coordinatorArgs: ['--restart-backoff-initial-ms=300'],
     });
     try {
@@ -57,6 +61,20 @@ test(
         (await h.http<JobView>(`/api/v1/jobs/${spin.jobId}`)).body.restarts.length,
         0,
         'a stall is not restarted: it would stall again',
+      );
+
+      // On the disk backend: the terminated thread could not close its store; its worker removes it.
+      const keyed = await h.submit(join(FIXTURES, 'poison.ts'), {
+        parallelism: 2,
+        client,
+        params: { mode: 'keyed-spin' },
+        checkpoint: { checkpointDir: join(h.dir, 'ckpt'), stateBackendType: 'disk' },
+      });
+      const keyedEnd = await client.waitForCompletion(keyed.jobId);
+      assert.equal(keyedEnd.state, 'FAILED');
+      assert.match(keyedEnd.error, /made no progress for \d+ ms while .* its thread on worker w\d was terminated/);
+      await waitFor("the stalled threads' stores removed", async () =>
+        (await readdir(localStateDir, { recursive: true, withFileTypes: true })).every((e) => e.isDirectory()),
       );
 
       const bomb = await h.submit(join(FIXTURES, 'poison.ts'), {
@@ -96,6 +114,7 @@ test(
       assert.ok(!h.coordinator.logs.some((l) => /^worker lost/.test(String(l.msg))), 'no worker was lost');
     } finally {
       await h.close();
+      await rm(localStateDir, { recursive: true, force: true });
     }
   },
 );

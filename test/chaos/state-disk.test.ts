@@ -66,10 +66,12 @@ test(
         .map((f) => readFileSync(join(out, f), 'utf8').trim())
         .filter(Boolean);
       assert.deepEqual(lines, [JSON.stringify({ keys: KEYS, sum: (KEYS * (KEYS - 1)) / 2 })]);
-      // The stores went with the job: the killed worker's was removed by the next store opened there, and
-      // the others' closed with their subtasks.
-      for (const dir of readdirSync(localStateDir))
-        assert.deepEqual(readdirSync(join(localStateDir, dir)), [], `${dir} holds no store`);
+      // The stores go with the job: the killed worker's is removed by the next store opened there (the
+      // restart's) or the next worker started there, and the others' close with their subtasks, which
+      // report their end before they close.
+      await waitFor('every store removed', () =>
+        readdirSync(localStateDir, { recursive: true, withFileTypes: true }).every((e) => e.isDirectory()),
+      );
     } finally {
       await h.close();
       rmSync(localStateDir, { recursive: true, force: true });

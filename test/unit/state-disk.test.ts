@@ -4,9 +4,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { threadId } from 'node:worker_threads';
 import type { Arbitrary } from 'fast-check';
 import { keyGroupOf, KeyGroupRange, normalizeKey } from '../../src/plan/index.js';
-import { KeyedStateBackend } from '../../src/state/index.js';
+import { KeyedStateBackend, removeThreadStateDir } from '../../src/state/index.js';
 import { stateBackends } from '../helpers.js';
 
 const backends = stateBackends();
@@ -139,10 +140,13 @@ describe('the disk state backend', () => {
       b.setCurrentKey('k');
       b.value<number>('v').update(1);
       assert.equal(existsSync(deadDir), false, "the dead process's store is gone");
-      const mine = join(root, `p${process.pid}`);
+      const mine = join(root, `p${process.pid}`, `t${threadId}`);
       assert.equal(readdirSync(mine).length, 1, 'one store, for this backend');
       await b.close();
       assert.deepEqual(readdirSync(mine), [], 'closed: its directory is removed');
+      // A job thread's directory, as its worker removes it once the thread ended without closing.
+      removeThreadStateDir(root, threadId);
+      assert.equal(existsSync(mine), false);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -61,7 +61,10 @@ describe('submit settings by name', () => {
       () => checkpointSettingsOfSets({ 'state.backend.type': 'memory' }),
       /setting state.backend.type: 'memory' is not a state backend type; give heap \(Flink's hashmap\) or disk \(rocksdb\)/,
     );
-    assert.throws(() => submitSettingsFromQuery({ state_backend_type: 'rocksdb' }), /query parameter state_backend_type/);
+    assert.throws(
+      () => submitSettingsFromQuery({ state_backend_type: 'rocksdb' }),
+      /query parameter state_backend_type/,
+    );
   });
 });
 
