@@ -369,6 +369,8 @@ export function nodeFlagsOf(o: Record<string, unknown>): NodeFlags {
     },
     worker: {
       ...settings(o, WORKER_DEFAULTS),
+      // Empty: clink-state in the system's temp dir (a default that depends on the machine is not shown).
+      localStateDir: (o.localStateDir as string | undefined) ?? '',
       ...(o.id ? { id: o.id as string } : {}),
     },
     reconnect: settings(o, RECONNECT_DEFAULTS, reconnectKey),

@@ -29,6 +29,8 @@ test('every coordinator and worker setting with a default has a flag that defaul
     if (key === 'slotSharing') assert.equal(flag.defaultValue, value ? 'on' : 'off');
     else if (key === 'advertiseHost')
       assert.equal(flag.defaultValue, undefined, 'an empty advertise host means the bind host');
+    else if (key === 'localStateDir')
+      assert.equal(flag.defaultValue, undefined, "an empty local state dir means clink-state in the system's temp dir");
     else assert.equal(flag.defaultValue, value, `${flag.long} defaults to ${String(value)}`);
   }
 });
