@@ -2,7 +2,7 @@
 // Internal to the loader: not reachable from the SDK, so not part of the surface it fingerprints.
 export const SDK_MANIFEST = {
   "sdkMajor": 0,
-  "fingerprint": "3334ee13acc95de7ca584fecc1ba1cee9943b449e51451efe584d85551fa3ee0",
+  "fingerprint": "bb12daca60da234a3168977d0a912c6c2cb229a763efba6b236512cc9cfa28db",
   "files": {
     "connectors/blackhole/index.d.ts": "5d54eb493f5be04c6ff61d42cdbabed702cc79b1511f3aefea0044b583c89d85",
     "connectors/capabilities.d.ts": "c9d3ae47f750bfbec7cae493f7aab94b2fa673e6a826990a341c9992f385700a",
@@ -66,13 +66,12 @@ export const SDK_MANIFEST = {
     "sdk/stream.d.ts": "fb9aed8f80eb14174fe98902e1ff0d76a2b29e36a4258203782ebaf3ac43e598",
     "sdk/types.d.ts": "f4c041397592061756caf2cad0bcfb084eea0049fadc170e9b8e8b9a643e859f",
     "sdk/windows.d.ts": "f6c945e6e3104641e27c71edc492418081c78c3d7b359778f1b995d373a1fcc1",
-    "state/backend.d.ts": "d89a18727a318e99834e10d489b4e986b3f482b890386317f85f43164676baba",
-    "state/disk-storage.d.ts": "50c3537a5337018c027d656154f6c02fc74830318a1dd076f37f53b4f179490c",
-    "state/disk-table.d.ts": "813d9ee98daf859010e18584a0ac70cededaeafa771fbc86a996e0d3df32f48e",
+    "state/backend.d.ts": "260da73145ceee5f24ca6dc579c522d4b1e71935dca4acdc6a8914c9fd4e8590",
+    "state/disk-storage.d.ts": "292d21ec7d2d69b6808b1747f7d25cf75a8ef00e2b9210dd4275fbd4ab590ae1",
     "state/file.d.ts": "c956423a9c67187254e2aed02243e52c487efea54175f0f43c2b4481799f57a9",
     "state/group-codec.d.ts": "81de9a4f235bb0513ba1f6971cd9cd170fbadf21fe687afb2c40c5a7a931d11e",
     "state/handles.d.ts": "cf2608b6dd494b47d361ba538efc7f64b25306afd8e565976202382a5712d0b4",
-    "state/index.d.ts": "37c6953ca23692658d0a9be8178eda803dba0881a01339de75d11318d35759c1",
+    "state/index.d.ts": "8b636390dd174abb4684ee91d637bcf8d22aabed2bbfc8d37a5f660c2de6fadf",
     "state/location.d.ts": "98e039455c3376d2e4cbafcb122d71cd3e3cfbaca91decbcff4ebac5535043c9",
     "state/number-table.d.ts": "4de1be1bc9fca2385cf2ad66b22fcb8880fc2635fb3284475e8a6548d848549e",
     "state/table.d.ts": "d8ad29561f1a7872b19795b330b3df39a43a65864c3853ca58dd90b1b9d16956",

@@ -72,7 +72,7 @@ interface Declared {
 export interface DiskStateOptions {
   /** The worker's local state directory; each backend opens its store in a directory of its own under it. */
   localDir: string;
-  /** Decoded values the cache holds per state. @default DEFAULT_DISK_CACHE_ENTRIES */
+  /** Decoded values the cache holds per state. @default DEFAULT_DISK_CACHE_ENTRIES (disk-table.ts) */
   cacheEntries?: number;
   /** Names the store's directory (the operator and subtask). @default the operator's name */
   tag?: string;
@@ -126,11 +126,6 @@ export class KeyedStateBackend implements KeyedStateStore {
    */
   declare(name: string, spec: StateDeclarationSpec, migrate?: (old: unknown) => unknown): void {
     this.declared.set(name, { spec, ...(migrate ? { migrate } : {}) });
-  }
-
-  /** Where user states live: 'heap' or 'disk'. */
-  get type(): 'heap' | 'disk' {
-    return this.disk ? 'disk' : 'heap';
   }
 
   /** A table for user state `name`: on the heap, or in this backend's disk store. */

@@ -17,7 +17,10 @@ import type { Database, RootDatabase } from 'lmdb';
 import { StateError } from '../errors.js';
 
 /** The local state directory when none is set (Flink's io.tmp.dirs is the system's temp dir too). */
-export const DEFAULT_LOCAL_STATE_DIR = join(tmpdir(), 'clink-state');
+const DEFAULT_LOCAL_STATE_DIR = join(tmpdir(), 'clink-state');
+
+/** The directory a worker's `--local-state-dir` setting names: empty means the default. */
+export const localStateRoot = (setting: string | undefined): string => setting || DEFAULT_LOCAL_STATE_DIR;
 /** States of one operator subtask on the disk backend, at most (LMDB's named databases). */
 const MAX_STATES = 256;
 
@@ -58,7 +61,7 @@ export const threadStateDir = (root: string, thread: number): string => join(roo
 
 /** Remove what a job thread that ended left of its stores (it could not close them: it was terminated). */
 export function removeThreadStateDir(root: string, thread: number): void {
-  rmSync(threadStateDir(root || DEFAULT_LOCAL_STATE_DIR, thread), { recursive: true, force: true });
+  rmSync(threadStateDir(localStateRoot(root), thread), { recursive: true, force: true });
 }
 
 export class DiskStorage {

@@ -7,8 +7,7 @@
  * backend.value<number>('count').update(1);
  */
 export { KeyedStateBackend, SNAPSHOT_SLICE_MS, type BackendSnapshot, type DiskStateOptions } from './backend.js';
-export { DEFAULT_LOCAL_STATE_DIR, removeThreadStateDir, sweepDeadStateDirs } from './disk-storage.js';
-export { DEFAULT_DISK_CACHE_ENTRIES } from './disk-table.js';
+export { localStateRoot, removeThreadStateDir, sweepDeadStateDirs } from './disk-storage.js';
 export { StateTable, type EncodedGroup } from './table.js';
 export {
   jobStateDir,

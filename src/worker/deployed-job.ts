@@ -38,7 +38,7 @@ import {
 import type { BuiltJob } from '../sdk/index.js';
 import type { ClinkMetrics } from '../metrics/index.js';
 import { setTimer } from '../util/index.js';
-import { DEFAULT_LOCAL_STATE_DIR } from '../state/index.js';
+import { localStateRoot } from '../state/index.js';
 import { loadRestoreState } from './restore-state.js';
 import { subtaskReport, type SubtaskReport } from './subtask-report.js';
 
@@ -103,7 +103,7 @@ export class WorkerJob {
       batchSize: number;
       lingerMs: number;
       debloatTargetMs?: number;
-      /** Where subtasks on the disk state backend keep their stores. @default DEFAULT_LOCAL_STATE_DIR */
+      /** Where subtasks on the disk state backend keep their stores. @default localStateRoot's */
       localStateDir?: string;
       /** Decoded values the disk state backend caches per state and subtask. @default DEFAULT_DISK_CACHE_ENTRIES */
       stateCacheEntries?: number;
@@ -294,7 +294,7 @@ export class WorkerJob {
         ...(this.deploy.checkpoint.stateBackendType === 'disk'
           ? {
               diskState: {
-                localDir: this.batching.localStateDir || DEFAULT_LOCAL_STATE_DIR,
+                localDir: localStateRoot(this.batching.localStateDir),
                 ...(this.batching.stateCacheEntries ? { cacheEntries: this.batching.stateCacheEntries } : {}),
               },
             }

@@ -32,7 +32,7 @@ import { JOB_FRAME_TYPES, type JobFrame, type JobHostConfig, type WorkerTls } fr
 import { InProcessJob, type JobRunner } from './job-runner.js';
 import { JobThread } from './job-thread.js';
 import { systemClock, withDefaults, type Clock } from '../util/index.js';
-import { DEFAULT_LOCAL_STATE_DIR, sweepDeadStateDirs } from '../state/index.js';
+import { localStateRoot, sweepDeadStateDirs } from '../state/index.js';
 
 /** How long a closing session lets a job's subtasks end before their thread is terminated. */
 const JOB_CLOSE_GRACE_MS = 5_000;
@@ -180,7 +180,7 @@ export class Worker {
   static async start(config: WorkerConfig, deps: WorkerDeps): Promise<Worker> {
     const w = new Worker(config, deps);
     // Disk state a killed worker left under the same local state directory goes now.
-    sweepDeadStateDirs(config.localStateDir || DEFAULT_LOCAL_STATE_DIR);
+    sweepDeadStateDirs(localStateRoot(config.localStateDir));
     w.data = await DataServer.start({
       host: w.config.dataHost,
       log: w.log,
